@@ -1,0 +1,416 @@
+// BroadcastRing: a single-producer, multi-consumer broadcast ring in shared
+// memory. Every registered consumer sees every message, in order, at its own
+// pace. The file format is include/ringcast/layout.hpp and docs/layout.md; the
+// memory-ordering argument is docs/memory-ordering.md.
+//
+// Thread safety
+//  * One producer per ring, across all processes: the producer role is an
+//    advisory lock the kernel drops when its holder dies (docs/reliability.md).
+//    Within the producing handle, exactly one thread at a time may call
+//    try_push / try_push_batch / push_wait (REQUIRES).
+//  * A consumer id may be used by one thread at a time, and only through the
+//    handle that registered it. Different ids may be used concurrently from
+//    different threads of one handle.
+//  * Observers (lag, is_fully_drained, producer_position, status, ...) may be
+//    called from any thread or process at any time; they read a moment's view.
+//
+// Invariants (numbered as in docs/memory-ordering.md)
+//  1. Only the producer writes slots and producer_seq; only consumer i's owner
+//     writes consumers[i].cursor. No read-modify-write touches either.
+//  2. A slot's version is odd exactly while the producer writes it, and
+//     2*seq+2 once message `seq` is committed in it.
+//  3. In the default (blocking) mode the producer writes message `seq` only
+//     after every active cursor is > seq - capacity, so a slot is never
+//     overwritten while an active consumer still needs it.
+//  4. producer_seq <= committed messages; the two are equal outside a push.
+//  5. A consumer's cursor never passes a committed message it did not read,
+//     except on a `lapped` result, which reports how many it skipped.
+//
+// Costs: try_push and try_recv are a handful of loads and stores on two cache
+// lines (the slot and the caller's own line); neither allocates, locks, makes
+// a system call (unless a waiter sleeps on a wakeups ring) or throws.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+
+#include "ringcast/error.hpp"
+#include "ringcast/layout.hpp"
+
+#if defined(__SANITIZE_THREAD__)
+#define RINGCAST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RINGCAST_TSAN 1
+#endif
+#endif
+
+namespace ringcast {
+
+using ConsumerId = std::uint32_t;
+
+struct CreateOptions {
+  mode_t mode = 0600;           // file mode of a new file or shared-memory object
+  bool replace = false;         // unlink an existing regular file first (never a directory)
+  bool lossy = false;           // producer never waits; slow consumers are lapped
+  bool wakeups = false;         // enable futex wake-ups (recv_wait/push_wait block);
+                                // costs one full fence per push and per receive
+  bool claim_producer = true;   // the creating handle becomes the producer
+  bool reap_on_full = false;    // producer reaps dead consumers when it finds the ring full
+};
+
+struct OpenOptions {
+  std::uint64_t expected_capacity = 0;  // 0: take the header's; else layout_mismatch on disagreement
+  bool read_only = false;               // map read-only (observers such as ring-top)
+  bool reap_on_full = false;            // as CreateOptions::reap_on_full, if this handle produces
+};
+
+// Outcome of a single receive. 16 bytes, returned in registers.
+struct [[nodiscard]] RecvResult {
+  Errc status = Errc::ok;    // ok, empty, invalid_consumer, lapped, stalled, producer_dead,
+                             // layout_mismatch (corrupt slot), timed_out (recv_wait)
+  std::uint32_t length = 0;  // payload bytes written to `out` when status == ok
+  std::uint64_t missed = 0;  // messages skipped when status == lapped
+  explicit operator bool() const noexcept { return status == Errc::ok; }
+};
+
+struct [[nodiscard]] BatchResult {
+  std::size_t count = 0;     // messages pushed or received
+  Errc status = Errc::ok;    // why the batch stopped early (ok if it did not)
+};
+
+enum class IdleStrategy : std::uint8_t {
+  spin,             // busy-poll: lowest latency, burns a core
+  spin_then_yield,  // poll, then sched_yield between polls
+  spin_then_block,  // poll, then sleep on the futex (wakeups rings) or back off with nanosleep
+};
+
+struct ConsumerStatus {
+  bool active = false;
+  bool owner_alive = false;   // false when the owner's lock is gone (it died without unregistering)
+  std::uint32_t owner_pid = 0;
+  std::uint64_t cursor = 0;
+  std::uint64_t lag = 0;
+};
+
+// A moment's view of the whole ring, for tools (ringcast info, ring-top).
+struct RingStatus {
+  std::uint64_t capacity = 0;
+  std::uint32_t flags = 0;
+  std::uint64_t producer_seq = 0;
+  std::uint32_t producer_pid = 0;
+  bool producer_alive = false;   // some live handle holds the producer role
+  bool half_written_slot = false; // the next slot is odd: a producer died mid-write
+  ConsumerStatus consumers[kMaxConsumers];
+};
+
+class BroadcastRing {
+ public:
+  // --- setup (may allocate and make system calls; never throw) -------------
+
+  // Creates a ring file at `path` with `capacity` slots (kMinCapacity..kMaxCapacity;
+  // any value, powers of two index with a mask). Refuses an existing path with
+  // already_exists unless options.replace; never follows a symlink at the final
+  // component. The file is complete before its magic is published.
+  static Result<BroadcastRing> create(const std::string& path, std::uint64_t capacity,
+                                      const CreateOptions& options = {});
+  // Opens an existing ring file. Errors: io_error, not_ready (creator still
+  // initialising), layout_mismatch (magic, version, slot size, capacity, size).
+  static Result<BroadcastRing> open(const std::string& path, const OpenOptions& options = {});
+
+  // The same over a POSIX shared-memory object name ("/ticks"), via Boost.Interprocess.
+  static Result<BroadcastRing> create_shm(const std::string& name, std::uint64_t capacity,
+                                          const CreateOptions& options = {});
+  static Result<BroadcastRing> open_shm(const std::string& name, const OpenOptions& options = {});
+  static Result<void> remove_shm(const std::string& name);
+
+  // An in-process ring in anonymous shared memory, for threads of one process.
+  // No file, no locks: liveness checks report every owner alive.
+  static Result<BroadcastRing> create_anonymous(std::uint64_t capacity,
+                                                const CreateOptions& options = {});
+
+  BroadcastRing(BroadcastRing&& other) noexcept;
+  BroadcastRing& operator=(BroadcastRing&& other) noexcept;
+  BroadcastRing(const BroadcastRing&) = delete;
+  BroadcastRing& operator=(const BroadcastRing&) = delete;
+  // Unregisters this handle's consumers, releases the producer role, unmaps.
+  ~BroadcastRing();
+
+  // Claims the producer role for this handle. producer_busy if another live
+  // handle holds it. When the previous producer died, repairs the slot it left
+  // half-written and resumes after the last committed message (no duplicate,
+  // no gap). try_push claims lazily, so calling this is optional.
+  Result<void> claim_producer();
+  // Gives the role up so another handle may claim it.
+  void release_producer() noexcept;
+  [[nodiscard]] bool is_producer() const noexcept { return is_producer_; }
+
+  // Registers a consumer starting at the current producer position (no history).
+  // Reuses an entry whose owner died. Errors: no_consumer_slot, io_error.
+  Result<ConsumerId> register_consumer();
+  // Frees the entry; the producer stops waiting for it. invalid_consumer if
+  // `id` was not registered through this handle.
+  Errc unregister_consumer(ConsumerId id) noexcept;
+  // Frees every active entry whose owner is dead (lock released by the kernel).
+  // Returns how many were freed. Never frees a live owner's entry.
+  Result<std::size_t> reap_dead_consumers();
+
+  // --- hot path (noexcept, no allocation, no lock, no system call) ---------
+
+  // REQUIRES: the calling thread is this handle's only producing thread.
+  // Returns ok, full (blocking mode: slowest consumer is capacity behind),
+  // payload_too_large, or not_producer / producer_busy when the role cannot be
+  // claimed.
+  [[nodiscard]] Errc try_push(std::span<const std::byte> payload) noexcept;
+  // Pushes payloads in order until one does not fit; publishes producer_seq
+  // once. count = how many were pushed; status = why it stopped early.
+  BatchResult try_push_batch(std::span<const std::span<const std::byte>> payloads) noexcept;
+
+  // Copies the next message for `id` into `out`. ok (length set), empty,
+  // invalid_consumer, lapped (lossy rings: `missed` messages were overwritten;
+  // the cursor now points at the oldest message still in the ring), stalled
+  // (a slot stayed half-written past a bounded spin while its producer lives),
+  // producer_dead (half-written slot, producer gone), layout_mismatch (corrupt slot).
+  RecvResult try_recv(ConsumerId id, std::span<std::byte, kMaxPayload> out) noexcept;
+
+  // Receives up to `max` messages, calling on_message(std::span<const std::byte>)
+  // for each, and publishes the cursor once for the whole batch. status is ok
+  // when at least one message was delivered; otherwise as try_recv. If
+  // on_message throws, the batch's cursor is not published: those messages are
+  // delivered again by the next call.
+  template <class OnMessage>
+  BatchResult drain(ConsumerId id, OnMessage&& on_message, std::size_t max) noexcept(
+      noexcept(on_message(std::span<const std::byte>{})));
+
+  // --- blocking variants ---------------------------------------------------
+  // Wait for a message / for room, up to `timeout`. With IdleStrategy::spin_then_block
+  // on a ring created with wakeups, the waiter sleeps on a futex in the mapping
+  // and the other side wakes it only when a waiter is registered.
+  RecvResult recv_wait(ConsumerId id, std::span<std::byte, kMaxPayload> out,
+                       std::chrono::nanoseconds timeout,
+                       IdleStrategy idle = IdleStrategy::spin_then_block) noexcept;
+  [[nodiscard]] Errc push_wait(std::span<const std::byte> payload, std::chrono::nanoseconds timeout,
+                               IdleStrategy idle = IdleStrategy::spin_then_block) noexcept;
+
+  // --- observers (any thread, any process) --------------------------------
+  // Messages published but not yet received by `id`; 0 for an inactive or
+  // out-of-range id.
+  [[nodiscard]] std::uint64_t lag(ConsumerId id) const noexcept;
+  // True when every active consumer has received every published message.
+  [[nodiscard]] bool is_fully_drained() const noexcept;
+  [[nodiscard]] std::uint64_t producer_position() const noexcept {
+    // acquire: pairs with the producer's release store in publish().
+    return producer().producer_seq.load(std::memory_order_acquire);
+  }
+  [[nodiscard]] std::size_t active_consumer_count() const noexcept;
+  [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
+  [[nodiscard]] bool lossy() const noexcept { return (flags_ & kFlagLossy) != 0; }
+  [[nodiscard]] bool wakeups() const noexcept { return (flags_ & kFlagWakeups) != 0; }
+  // Full view including owner liveness (makes one fcntl per active entry).
+  [[nodiscard]] RingStatus status() const;
+
+ private:
+  BroadcastRing() = default;
+  static Result<BroadcastRing> attach_fd(int fd, const char* what, const OpenOptions& options);
+  static Result<BroadcastRing> init_fd(int fd, std::uint64_t capacity, const CreateOptions& options);
+  Result<void> map_and_initialise(std::uint64_t capacity, const CreateOptions& options);
+  void close() noexcept;
+
+  [[nodiscard]] layout::ProducerLine& producer() const noexcept { return header_->producer; }
+  [[nodiscard]] layout::ConsumerEntry& consumer(ConsumerId id) const noexcept {
+    return header_->consumers[id];
+  }
+  [[nodiscard]] layout::Slot& slot(std::uint64_t seq) const noexcept {
+    return slots_[mask_ != 0 ? (seq & mask_) : (seq % capacity_)];
+  }
+  [[nodiscard]] bool owns(ConsumerId id) const noexcept {
+    return id < kMaxConsumers &&
+           ((owned_.load(std::memory_order_relaxed) >> id) & 1U) != 0;
+  }
+
+  enum class ReadOutcome : std::uint8_t { ok, not_yet, writing, overwritten, corrupt };
+  ReadOutcome read_slot(std::uint64_t seq, std::span<std::byte, kMaxPayload> out,
+                        std::uint32_t& length) const noexcept;
+  void write_slot(std::uint64_t seq, std::span<const std::byte> payload) noexcept;
+  [[nodiscard]] Errc check_room() noexcept;
+  void publish(std::uint64_t next_seq) noexcept;
+  void advance_cursor(ConsumerId id, std::uint64_t next) noexcept;
+  RecvResult recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcome outcome,
+                       std::span<std::byte, kMaxPayload> out) noexcept;
+  Errc claim_slow() noexcept;
+  Errc full_slow() noexcept;
+  void wake_consumers() noexcept;
+  void wake_producer() noexcept;
+  [[nodiscard]] bool lock_is_held(off_t offset) const noexcept;
+
+  // Mapping. header_/slots_ point into [base_, base_ + map_bytes_).
+  std::byte* base_ = nullptr;
+  std::size_t map_bytes_ = 0;
+  int fd_ = -1;                          // -1 for anonymous rings
+  bool read_only_ = false;
+  layout::RingHeader* header_ = nullptr;
+  layout::Slot* slots_ = nullptr;
+  // Validated copies of header fields; the mapping is never trusted for bounds.
+  std::uint64_t capacity_ = 0;
+  std::uint64_t mask_ = 0;               // capacity - 1 when a power of two, else 0
+  std::uint32_t flags_ = 0;
+  bool reap_on_full_ = false;
+  // Producer-local state (the producing thread only).
+  bool is_producer_ = false;
+  std::uint64_t seq_ = 0;                // next sequence to write
+  std::uint64_t cached_min_ = 0;         // a lower bound on every active cursor
+  std::int64_t next_reap_ns_ = 0;        // rate limit for reap_on_full
+  // Consumers registered through this handle, one bit per id.
+  std::atomic<std::uint32_t> owned_{0};
+};
+
+// ---------------------------------------------------------------------------
+// Inline hot path. Memory orders: docs/memory-ordering.md, "Slots".
+
+inline void BroadcastRing::write_slot(std::uint64_t seq, std::span<const std::byte> payload) noexcept {
+  layout::Slot& s = slot(seq);
+  std::uint64_t words[7] = {};
+  const auto length = static_cast<std::uint32_t>(payload.size());
+  std::memcpy(words, &length, sizeof length);
+  if (!payload.empty()) {
+    std::memcpy(reinterpret_cast<std::byte*>(words) + sizeof length, payload.data(), payload.size());
+  }
+  // relaxed: only this thread writes versions (invariant 1); ordering comes from the fence.
+  s.version.store(2 * seq + 1, std::memory_order_relaxed);
+#if RINGCAST_TSAN
+  // TSan does not model standalone fences: give each data store release
+  // semantics instead, so a reader that acquire-loads any word written here
+  // also sees the odd version above.
+  for (std::size_t i = 0; i < 7; ++i) s.words[i].store(words[i], std::memory_order_release);
+#else
+  // release fence: pairs with the reader's acquire fence in read_slot. A reader
+  // whose relaxed word loads see any store below then sees the odd version.
+  std::atomic_thread_fence(std::memory_order_release);
+  for (std::size_t i = 0; i < 7; ++i) s.words[i].store(words[i], std::memory_order_relaxed);
+#endif
+  // release: pairs with the reader's acquire load of the version; a reader that
+  // sees the committed version sees every word above.
+  s.version.store(2 * seq + 2, std::memory_order_release);
+}
+
+inline BroadcastRing::ReadOutcome BroadcastRing::read_slot(
+    std::uint64_t seq, std::span<std::byte, kMaxPayload> out, std::uint32_t& length) const noexcept {
+  const layout::Slot& s = slot(seq);
+  const std::uint64_t want = 2 * seq + 2;
+  // acquire: pairs with the release store of the committed version in write_slot.
+  const std::uint64_t v1 = s.version.load(std::memory_order_acquire);
+  if (v1 != want) {
+    if (v1 < want - 1) return ReadOutcome::not_yet;
+    return v1 == want - 1 ? ReadOutcome::writing : ReadOutcome::overwritten;
+  }
+  std::uint64_t words[7];
+#if RINGCAST_TSAN
+  // acquire per word: pairs with the per-word release stores (TSan variant).
+  for (std::size_t i = 0; i < 7; ++i) words[i] = s.words[i].load(std::memory_order_acquire);
+#else
+  for (std::size_t i = 0; i < 7; ++i) words[i] = s.words[i].load(std::memory_order_relaxed);
+  // acquire fence: pairs with the writer's release fence; if any load above saw
+  // a later write, the version load below sees that write's odd version.
+  std::atomic_thread_fence(std::memory_order_acquire);
+#endif
+#ifndef RINGCAST_TEST_BROKEN_SEQLOCK
+  // relaxed: ordered after the word loads by the fence (or the acquire loads).
+  if (s.version.load(std::memory_order_relaxed) != v1) return ReadOutcome::overwritten;
+#endif
+  std::memcpy(&length, words, sizeof length);
+  if (length > kMaxPayload) return ReadOutcome::corrupt;  // a hostile or damaged file
+  std::memcpy(out.data(), reinterpret_cast<const std::byte*>(words) + sizeof length, kMaxPayload);
+  return ReadOutcome::ok;
+}
+
+inline Errc BroadcastRing::check_room() noexcept {
+  if (!is_producer_) [[unlikely]] {
+    if (const Errc e = claim_slow(); e != Errc::ok) return e;
+  }
+  if ((flags_ & kFlagLossy) == 0 && seq_ - cached_min_ >= capacity_) [[unlikely]] {
+    return full_slow();
+  }
+  return Errc::ok;
+}
+
+inline void BroadcastRing::publish(std::uint64_t next_seq) noexcept {
+  // release: pairs with acquire loads in producer_position/lag/register_consumer.
+  producer().producer_seq.store(next_seq, std::memory_order_release);
+  if ((flags_ & kFlagWakeups) != 0) {
+    // seq_cst fence: Dekker with recv_wait (sleeper count increment, then slot
+    // re-check). Either we see the sleeper or the sleeper sees the message.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (producer().consumer_sleepers.load(std::memory_order_relaxed) != 0) wake_consumers();
+  }
+}
+
+inline Errc BroadcastRing::try_push(std::span<const std::byte> payload) noexcept {
+  if (payload.size() > kMaxPayload) [[unlikely]] return Errc::payload_too_large;
+  if (const Errc e = check_room(); e != Errc::ok) return e;
+  write_slot(seq_, payload);
+  ++seq_;
+  publish(seq_);
+  return Errc::ok;
+}
+
+inline void BroadcastRing::advance_cursor(ConsumerId id, std::uint64_t next) noexcept {
+  // release: pairs with the producer's acquire load of the cursor (full_slow);
+  // our slot reads happen-before its overwrite of those slots (invariant 3).
+  consumer(id).cursor.store(next, std::memory_order_release);
+  if ((flags_ & kFlagWakeups) != 0) {
+    // seq_cst fence: Dekker with push_wait, as in publish().
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (producer().producer_sleepers.load(std::memory_order_relaxed) != 0) wake_producer();
+  }
+}
+
+inline RecvResult BroadcastRing::try_recv(ConsumerId id, std::span<std::byte, kMaxPayload> out) noexcept {
+  if (!owns(id)) [[unlikely]] return {Errc::invalid_consumer};
+  // relaxed: only this consumer writes its cursor (invariant 1).
+  const std::uint64_t seq = consumer(id).cursor.load(std::memory_order_relaxed);
+  std::uint32_t length = 0;
+  const ReadOutcome outcome = read_slot(seq, out, length);
+  if (outcome != ReadOutcome::ok) [[unlikely]] return recv_slow(id, seq, outcome, out);
+  advance_cursor(id, seq + 1);
+  return {Errc::ok, length};
+}
+
+template <class OnMessage>
+BatchResult BroadcastRing::drain(ConsumerId id, OnMessage&& on_message, std::size_t max) noexcept(
+    noexcept(on_message(std::span<const std::byte>{}))) {
+  if (!owns(id)) [[unlikely]] return {0, Errc::invalid_consumer};
+  const std::uint64_t start = consumer(id).cursor.load(std::memory_order_relaxed);
+  std::uint64_t seq = start;
+  alignas(8) std::byte buffer[kMaxPayload];
+  while (seq - start < max) {
+    std::uint32_t length = 0;
+    const ReadOutcome outcome = read_slot(seq, buffer, length);
+    if (outcome != ReadOutcome::ok) {
+      if (seq == start) {
+        // Nothing read yet: let the single-message slow path classify it (and
+        // move the cursor on a lap), then stop.
+        const RecvResult r = recv_slow(id, seq, outcome, buffer);
+        if (r.status == Errc::ok) {
+          on_message(std::span<const std::byte>(buffer, r.length));
+          return {1, Errc::ok};
+        }
+        return {0, r.status};
+      }
+      break;  // the next call classifies what stopped this batch
+
+    }
+    on_message(std::span<const std::byte>(buffer, length));
+    ++seq;
+  }
+  if (seq != start) advance_cursor(id, seq);
+  return {static_cast<std::size_t>(seq - start), Errc::ok};
+}
+
+}  // namespace ringcast

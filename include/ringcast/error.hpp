@@ -1,0 +1,61 @@
+// ringcast error vocabulary.
+//
+// Three tiers (see docs/design.md):
+//  * Hot-path operations (try_push, try_recv, lag, ...) are noexcept and return
+//    a small [[nodiscard]] status: an Errc or a struct carrying one.
+//  * Setup operations (create, open, register_consumer, ...) return
+//    Result<T> = tl::expected<T, Error>; Error carries an Errc, the errno of the
+//    failing system call (0 if none) and a static description of what failed.
+//    Text is built only when message() is called.
+//  * Contract violations are asserts, documented with REQUIRES.
+// No exception crosses the library boundary.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <tl/expected.hpp>
+
+namespace ringcast {
+
+enum class Errc : std::uint8_t {
+  ok = 0,
+  full,               // try_push: the slowest active consumer is `capacity` behind
+  empty,              // try_recv: the consumer has read everything published
+  no_consumer_slot,   // register_consumer: all kMaxConsumers entries are taken
+  invalid_consumer,   // id out of range, or not registered through this handle
+  payload_too_large,  // try_push: payload longer than kMaxPayload bytes
+  layout_mismatch,    // open: bad magic, version, slot size, capacity or file size
+  io_error,           // a system call failed; Error::sys_errno says why
+  not_ready,          // open: the creator has not finished initialising the file
+  producer_busy,      // another live handle holds the producer role
+  not_producer,       // try_push on a handle that could not claim the producer role
+  lapped,             // try_recv (lossy ring): the producer overwrote unread messages
+  stalled,            // try_recv: a slot stayed half-written past the bounded wait
+  producer_dead,      // try_recv: a slot is half-written and its producer has died
+  timed_out,          // recv_wait / push_wait: the timeout elapsed
+  already_exists,     // create: the path exists and replacement was not requested
+};
+
+// A stable, lower-case name for each code ("full", "layout_mismatch", ...).
+[[nodiscard]] std::string_view to_string(Errc code) noexcept;
+
+struct Error {
+  Errc code = Errc::ok;
+  int sys_errno = 0;         // errno of the failing call, 0 when not a system error
+  const char* what = "";     // static text naming the step that failed
+
+  // "open /dev/shm/x.ring: layout_mismatch: bad magic" or with strerror().
+  [[nodiscard]] std::string message() const;
+};
+
+template <class T>
+using Result = tl::expected<T, Error>;
+
+[[nodiscard]] inline tl::unexpected<Error> make_error(Errc code, const char* what,
+                                                      int sys_errno = 0) noexcept {
+  return tl::unexpected<Error>(Error{code, sys_errno, what});
+}
+
+}  // namespace ringcast

@@ -1,0 +1,662 @@
+// Setup, slow paths and blocking waits of BroadcastRing. The hot path is
+// inline in include/ringcast/broadcast_ring.hpp.
+//
+// Mappings use mmap on a descriptor we own rather than Boost's mapped_region:
+// the descriptor carries the liveness locks (ofd_lock.hpp), files are created
+// with O_EXCL|O_NOFOLLOW and an exact mode, and nothing here may throw.
+// Boost.Interprocess names POSIX shared-memory objects (create_shm/open_shm).
+#include "ringcast/broadcast_ring.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <ctime>
+#include <thread>
+#include <utility>
+
+#include <boost/interprocess/shared_memory_object.hpp>
+
+#include "futex.hpp"
+#include "ofd_lock.hpp"
+
+namespace ringcast {
+namespace {
+
+namespace bip = boost::interprocess;
+
+// How long a reader spins on a half-written slot before asking whether the
+// producer is alive. A live producer finishes a slot in nanoseconds unless it
+// is preempted; this bounds the wait without a system call per poll.
+constexpr int kHalfWrittenSpins = 4096;
+// reap_on_full: at most one reaping pass per interval.
+constexpr std::int64_t kReapIntervalNs = 10'000'000;
+
+std::int64_t monotonic_ns() noexcept {
+  struct timespec ts {};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+int close_keep_errno(int fd) noexcept {
+  const int saved = errno;
+  ::close(fd);
+  return saved;
+}
+
+bool valid_capacity(std::uint64_t capacity) noexcept {
+  return capacity >= kMinCapacity && capacity <= kMaxCapacity;
+}
+
+// Idles between polls of a waiting operation. Returns false once the deadline
+// has passed.
+class Idler {
+ public:
+  Idler(IdleStrategy strategy, std::chrono::nanoseconds timeout) noexcept
+      : strategy_(strategy), deadline_ns_(monotonic_ns() + timeout.count()) {}
+
+  [[nodiscard]] std::chrono::nanoseconds remaining() const noexcept {
+    return std::chrono::nanoseconds(deadline_ns_ - monotonic_ns());
+  }
+  [[nodiscard]] bool spinning() const noexcept { return polls_ < kSpinPolls; }
+  // True when the caller should sleep on a futex now (spin_then_block only).
+  [[nodiscard]] bool should_block() const noexcept {
+    return strategy_ == IdleStrategy::spin_then_block && !spinning();
+  }
+  // One idle step for strategies that do not block on a futex.
+  bool idle() noexcept {
+    if ((polls_ & 63) == 0 && remaining().count() <= 0) return false;
+    ++polls_;
+    if (spinning() || strategy_ == IdleStrategy::spin) {
+      cpu_relax();
+    } else if (strategy_ == IdleStrategy::spin_then_yield) {
+      ::sched_yield();
+    } else {
+      // spin_then_block without futex wake-ups: exponential back-off to 1 ms.
+      backoff_ns_ = backoff_ns_ == 0 ? 1'000 : std::min<std::int64_t>(backoff_ns_ * 2, 1'000'000);
+      struct timespec ts {0, static_cast<long>(std::min<std::int64_t>(backoff_ns_, remaining().count()))};
+      if (ts.tv_nsec > 0) ::nanosleep(&ts, nullptr);
+    }
+    return true;
+  }
+  bool expired() const noexcept { return remaining().count() <= 0; }
+
+ private:
+  static constexpr std::uint32_t kSpinPolls = 2000;
+  IdleStrategy strategy_;
+  std::int64_t deadline_ns_;
+  std::uint32_t polls_ = 0;
+  std::int64_t backoff_ns_ = 0;
+};
+
+}  // namespace
+
+// --- creation ----------------------------------------------------------------
+
+Result<BroadcastRing> BroadcastRing::create(const std::string& path, std::uint64_t capacity,
+                                            const CreateOptions& options) {
+  if (!valid_capacity(capacity)) return make_error(Errc::layout_mismatch, "create: capacity out of range");
+  if (options.replace) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+      if (S_ISDIR(st.st_mode)) return make_error(Errc::io_error, "create: path is a directory", EISDIR);
+      // unlink removes a symlink itself, never its target.
+      if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        return make_error(Errc::io_error, "create: unlink existing file", errno);
+      }
+    }
+  }
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.mode);
+  if (fd < 0) {
+    if (errno == EEXIST) return make_error(Errc::already_exists, "create: path exists");
+    return make_error(Errc::io_error, "create: open", errno);
+  }
+  // The mode must not depend on the caller's umask.
+  if (::fchmod(fd, options.mode) != 0) {
+    const int err = close_keep_errno(fd);
+    ::unlink(path.c_str());
+    return make_error(Errc::io_error, "create: fchmod", err);
+  }
+  auto ring = init_fd(fd, capacity, options);
+  if (!ring) ::unlink(path.c_str());
+  return ring;
+}
+
+Result<BroadcastRing> BroadcastRing::create_shm(const std::string& name, std::uint64_t capacity,
+                                                const CreateOptions& options) {
+  if (!valid_capacity(capacity)) return make_error(Errc::layout_mismatch, "create_shm: capacity out of range");
+  int fd = -1;
+  try {
+    if (options.replace) bip::shared_memory_object::remove(name.c_str());
+    bip::permissions perms(static_cast<int>(options.mode));
+    bip::shared_memory_object shm(bip::create_only, name.c_str(), bip::read_write, perms);
+    fd = ::fcntl(shm.get_mapping_handle().handle, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return make_error(Errc::io_error, "create_shm: dup", errno);
+  } catch (const bip::interprocess_exception& e) {
+    if (e.get_error_code() == bip::already_exists_error) {
+      return make_error(Errc::already_exists, "create_shm: name exists");
+    }
+    return make_error(Errc::io_error, "create_shm: shm_open", e.get_native_error());
+  }
+  auto ring = init_fd(fd, capacity, options);
+  if (!ring) bip::shared_memory_object::remove(name.c_str());
+  return ring;
+}
+
+Result<BroadcastRing> BroadcastRing::create_anonymous(std::uint64_t capacity, const CreateOptions& options) {
+  if (!valid_capacity(capacity)) return make_error(Errc::layout_mismatch, "create_anonymous: capacity out of range");
+  BroadcastRing ring;
+  if (auto r = ring.map_and_initialise(capacity, options); !r) return tl::unexpected(r.error());
+  return ring;
+}
+
+Result<BroadcastRing> BroadcastRing::init_fd(int fd, std::uint64_t capacity, const CreateOptions& options) {
+  BroadcastRing ring;
+  ring.fd_ = fd;  // owned by ring from here on
+  if (::ftruncate(fd, static_cast<off_t>(layout::file_size(capacity))) != 0) {
+    return make_error(Errc::io_error, "create: ftruncate", errno);
+  }
+  if (auto r = ring.map_and_initialise(capacity, options); !r) return tl::unexpected(r.error());
+  return ring;
+}
+
+Result<void> BroadcastRing::map_and_initialise(std::uint64_t capacity, const CreateOptions& options) {
+  map_bytes_ = layout::file_size(capacity);
+  const int map_flags = fd_ >= 0 ? MAP_SHARED : (MAP_SHARED | MAP_ANONYMOUS);
+  void* base = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, map_flags, fd_, 0);
+  if (base == MAP_FAILED) {
+    map_bytes_ = 0;
+    return make_error(Errc::io_error, "create: mmap", errno);
+  }
+  base_ = static_cast<std::byte*>(base);
+  header_ = reinterpret_cast<layout::RingHeader*>(base_);
+  slots_ = reinterpret_cast<layout::Slot*>(base_ + layout::kHeaderBytes);
+  capacity_ = capacity;
+  mask_ = std::has_single_bit(capacity) ? capacity - 1 : 0;
+  flags_ = (options.lossy ? kFlagLossy : 0U) | (options.wakeups ? kFlagWakeups : 0U);
+  reap_on_full_ = options.reap_on_full;
+
+  // The file is zero-filled by ftruncate/mmap: slots read as "never written"
+  // (version 0) and every consumer entry as free. Fill the header, then take
+  // the producer role, then publish the magic last so that an opener that sees
+  // the magic sees a complete header (the Aeron attach handshake).
+  layout::ProducerLine& p = producer();
+  p.layout_version.store(kLayoutVersion, std::memory_order_relaxed);
+  p.slot_size.store(static_cast<std::uint32_t>(kSlotBytes), std::memory_order_relaxed);
+  p.capacity.store(capacity, std::memory_order_relaxed);
+  p.flags.store(flags_, std::memory_order_relaxed);
+  if (options.claim_producer) {
+    if (auto r = claim_producer(); !r) return r;
+  }
+  // release: pairs with the acquire load of the magic in attach_fd.
+  p.magic.store(kMagic, std::memory_order_release);
+  return {};
+}
+
+// --- opening -----------------------------------------------------------------
+
+Result<BroadcastRing> BroadcastRing::open(const std::string& path, const OpenOptions& options) {
+  const int fd = ::open(path.c_str(), (options.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+  if (fd < 0) return make_error(Errc::io_error, "open", errno);
+  return attach_fd(fd, "open", options);
+}
+
+Result<BroadcastRing> BroadcastRing::open_shm(const std::string& name, const OpenOptions& options) {
+  int fd = -1;
+  try {
+    bip::shared_memory_object shm(bip::open_only, name.c_str(),
+                                  options.read_only ? bip::read_only : bip::read_write);
+    fd = ::fcntl(shm.get_mapping_handle().handle, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return make_error(Errc::io_error, "open_shm: dup", errno);
+  } catch (const bip::interprocess_exception& e) {
+    return make_error(Errc::io_error, "open_shm: shm_open", e.get_native_error());
+  }
+  return attach_fd(fd, "open_shm", options);
+}
+
+Result<void> BroadcastRing::remove_shm(const std::string& name) {
+  if (!bip::shared_memory_object::remove(name.c_str())) {
+    return make_error(Errc::io_error, "remove_shm", ENOENT);
+  }
+  return {};
+}
+
+Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const OpenOptions& options) {
+  BroadcastRing ring;
+  ring.fd_ = fd;
+  ring.read_only_ = options.read_only;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return make_error(Errc::io_error, what, errno);
+  if (!S_ISREG(st.st_mode)) return make_error(Errc::layout_mismatch, "open: not a regular file");
+  const auto file_bytes = static_cast<std::uint64_t>(st.st_size);
+  if (file_bytes < layout::kHeaderBytes) return make_error(Errc::layout_mismatch, "open: file too small for a header");
+
+  // Map the header alone first: its capacity decides how much more to map.
+  const int prot = options.read_only ? PROT_READ : PROT_READ | PROT_WRITE;
+  void* head = ::mmap(nullptr, layout::kHeaderBytes, prot, MAP_SHARED, fd, 0);
+  if (head == MAP_FAILED) return make_error(Errc::io_error, "open: mmap header", errno);
+  const auto* header = static_cast<const layout::RingHeader*>(head);
+  const layout::ProducerLine& p = header->producer;
+  // acquire: pairs with the creator's release store of the magic; the fields
+  // below were written before it.
+  const std::uint64_t magic = p.magic.load(std::memory_order_acquire);
+  const std::uint32_t version = p.layout_version.load(std::memory_order_relaxed);
+  const std::uint32_t slot_size = p.slot_size.load(std::memory_order_relaxed);
+  const std::uint64_t capacity = p.capacity.load(std::memory_order_relaxed);
+  const std::uint32_t flags = p.flags.load(std::memory_order_relaxed);
+  ::munmap(head, layout::kHeaderBytes);
+
+  if (magic == 0) return make_error(Errc::not_ready, "open: creator has not published the header yet");
+  if (magic != kMagic) return make_error(Errc::layout_mismatch, "open: bad magic (not a ringcast ring)");
+  if (version != kLayoutVersion) return make_error(Errc::layout_mismatch, "open: unsupported layout version");
+  if (slot_size != kSlotBytes) return make_error(Errc::layout_mismatch, "open: slot size is not 64");
+  if ((flags & ~kKnownFlags) != 0) return make_error(Errc::layout_mismatch, "open: unknown flags");
+  if (!valid_capacity(capacity)) return make_error(Errc::layout_mismatch, "open: capacity out of range");
+  if (file_bytes < layout::file_size(capacity)) {
+    return make_error(Errc::layout_mismatch, "open: file smaller than its capacity needs");
+  }
+  if (options.expected_capacity != 0 && options.expected_capacity != capacity) {
+    return make_error(Errc::layout_mismatch, "open: capacity differs from the expected one");
+  }
+
+  ring.map_bytes_ = layout::file_size(capacity);
+  void* base = ::mmap(nullptr, ring.map_bytes_, prot, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    ring.map_bytes_ = 0;
+    return make_error(Errc::io_error, "open: mmap", errno);
+  }
+  ring.base_ = static_cast<std::byte*>(base);
+  ring.header_ = reinterpret_cast<layout::RingHeader*>(ring.base_);
+  ring.slots_ = reinterpret_cast<layout::Slot*>(ring.base_ + layout::kHeaderBytes);
+  ring.capacity_ = capacity;
+  ring.mask_ = std::has_single_bit(capacity) ? capacity - 1 : 0;
+  ring.flags_ = flags;
+  ring.reap_on_full_ = options.reap_on_full;
+  return ring;
+}
+
+// --- lifetime ----------------------------------------------------------------
+
+BroadcastRing::BroadcastRing(BroadcastRing&& other) noexcept { *this = std::move(other); }
+
+BroadcastRing& BroadcastRing::operator=(BroadcastRing&& other) noexcept {
+  if (this == &other) return *this;
+  close();
+  base_ = std::exchange(other.base_, nullptr);
+  map_bytes_ = std::exchange(other.map_bytes_, 0);
+  fd_ = std::exchange(other.fd_, -1);
+  read_only_ = other.read_only_;
+  header_ = std::exchange(other.header_, nullptr);
+  slots_ = std::exchange(other.slots_, nullptr);
+  capacity_ = other.capacity_;
+  mask_ = other.mask_;
+  flags_ = other.flags_;
+  reap_on_full_ = other.reap_on_full_;
+  is_producer_ = std::exchange(other.is_producer_, false);
+  seq_ = other.seq_;
+  cached_min_ = other.cached_min_;
+  next_reap_ns_ = other.next_reap_ns_;
+  owned_.store(other.owned_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
+  return *this;
+}
+
+BroadcastRing::~BroadcastRing() { close(); }
+
+void BroadcastRing::close() noexcept {
+  if (base_ != nullptr) {
+    for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
+      if (owns(id)) (void)unregister_consumer(id);
+    }
+    release_producer();
+    ::munmap(base_, map_bytes_);
+    base_ = nullptr;
+    header_ = nullptr;
+    slots_ = nullptr;
+  }
+  if (fd_ >= 0) ::close(fd_);  // drops any lock this handle still holds
+  fd_ = -1;
+}
+
+// --- producer role -----------------------------------------------------------
+
+Result<void> BroadcastRing::claim_producer() {
+  if (is_producer_) return {};
+  if (read_only_) return make_error(Errc::not_producer, "claim_producer: ring opened read-only");
+  if (fd_ >= 0) {
+    if (const int err = detail::try_lock(fd_, detail::kProducerLock); err != 0) {
+      if (err == EAGAIN) return make_error(Errc::producer_busy, "claim_producer: another producer is live");
+      return make_error(Errc::io_error, "claim_producer: fcntl", err);
+    }
+  }
+  // We hold the role, so nobody else writes slots or producer_seq. Resume after
+  // the last committed message: a producer that died inside a batch may have
+  // committed slots past the producer_seq it published, and consumers may
+  // already have read them, so scan forward by version (invariant 2).
+  layout::ProducerLine& p = producer();
+  std::uint64_t seq = p.producer_seq.load(std::memory_order_acquire);
+  for (std::uint64_t n = 0; n < capacity_; ++n, ++seq) {
+    if (slot(seq).version.load(std::memory_order_acquire) != 2 * seq + 2) break;
+  }
+  layout::Slot& next = slot(seq);
+  if (next.version.load(std::memory_order_relaxed) == 2 * seq + 1) {
+    // Half-written by a dead producer. 2*seq is "older than seq" for readers
+    // waiting for seq (they see empty) and "newer than seq - capacity" for a
+    // lapped reader (it sees lapped), and matches no reader's expectation, so
+    // the torn bytes can never be returned.
+    next.version.store(2 * seq, std::memory_order_release);
+  }
+  seq_ = seq;
+  cached_min_ = seq;  // recomputed by the first full check
+  p.producer_pid.store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);
+  p.producer_seq.store(seq, std::memory_order_release);
+  is_producer_ = true;
+  return {};
+}
+
+void BroadcastRing::release_producer() noexcept {
+  if (!is_producer_) return;
+  is_producer_ = false;
+  if (fd_ >= 0) detail::unlock(fd_, detail::kProducerLock);
+}
+
+Errc BroadcastRing::claim_slow() noexcept {
+  auto r = claim_producer();
+  return r ? Errc::ok : r.error().code;
+}
+
+Errc BroadcastRing::full_slow() noexcept {
+  // seq_cst fence: Dekker with register_consumer (it stores state=active, fences,
+  // then reads producer_seq). Either this scan sees the new consumer, or the new
+  // consumer starts at a position >= every position this scan allows us to fill.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  std::uint64_t min = seq_;
+  for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
+    const layout::ConsumerEntry& c = consumer(id);
+    // acquire: pairs with the release store of state in register_consumer.
+    if (c.state.load(std::memory_order_acquire) != kConsumerActive) continue;
+    // acquire: pairs with advance_cursor's release store (invariant 3).
+    const std::uint64_t cursor = c.cursor.load(std::memory_order_acquire);
+    if (cursor < min) min = cursor;
+  }
+  cached_min_ = min;
+  if (seq_ - min < capacity_) return Errc::ok;
+  if (reap_on_full_ && fd_ >= 0) {
+    const std::int64_t now = monotonic_ns();
+    if (now >= next_reap_ns_) {
+      next_reap_ns_ = now + kReapIntervalNs;
+      auto reaped = reap_dead_consumers();
+      if (reaped && *reaped > 0) return full_slow();
+    }
+  }
+  return Errc::full;
+}
+
+BatchResult BroadcastRing::try_push_batch(std::span<const std::span<const std::byte>> payloads) noexcept {
+  const std::uint64_t start = seq_;
+  Errc status = Errc::ok;
+  for (const auto& payload : payloads) {
+    if (payload.size() > kMaxPayload) {
+      status = Errc::payload_too_large;
+      break;
+    }
+    if (status = check_room(); status != Errc::ok) break;
+    write_slot(seq_, payload);
+    ++seq_;
+  }
+  if (seq_ != start) publish(seq_);
+  return {static_cast<std::size_t>(seq_ - start), status};
+}
+
+// --- consumers ---------------------------------------------------------------
+
+Result<ConsumerId> BroadcastRing::register_consumer() {
+  if (read_only_) return make_error(Errc::io_error, "register_consumer: ring opened read-only", EROFS);
+  layout::ProducerLine& p = producer();
+  for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
+    layout::ConsumerEntry& c = consumer(id);
+    const std::uint32_t bit = 1U << id;
+    // Reserve the id within this handle first: threads of one handle share its
+    // open file description, so the lock below cannot tell them apart.
+    if ((owned_.fetch_or(bit, std::memory_order_relaxed) & bit) != 0) continue;
+    if (fd_ >= 0) {
+      // The entry's lock serialises its owners across handles and processes:
+      // whoever holds it owns the entry. An entry still marked active whose
+      // lock we could take belonged to a process that died without
+      // unregistering: it is reused.
+      const int err = detail::try_lock(fd_, detail::consumer_lock(id));
+      if (err != 0) {
+        owned_.fetch_and(~bit, std::memory_order_relaxed);
+        if (err == EAGAIN) continue;
+        return make_error(Errc::io_error, "register_consumer: fcntl", err);
+      }
+    } else {
+      std::uint32_t expected = kConsumerFree;
+      // acquire: see the previous owner's final stores; the entry is ours after this.
+      if (!c.state.compare_exchange_strong(expected, kConsumerActive, std::memory_order_acquire,
+                                           std::memory_order_relaxed)) {
+        owned_.fetch_and(~bit, std::memory_order_relaxed);
+        continue;
+      }
+    }
+    // Start conservatively at the published position, become visible, then move
+    // to the position read after the seq_cst fence (Dekker with full_slow).
+    // relaxed is enough for the first load: any value <= the final one is safe.
+    c.cursor.store(p.producer_seq.load(std::memory_order_acquire), std::memory_order_relaxed);
+    c.owner_pid.store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);
+    // release: a producer that acquire-loads state=active sees the cursor above.
+    c.state.store(kConsumerActive, std::memory_order_release);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    c.cursor.store(p.producer_seq.load(std::memory_order_relaxed), std::memory_order_release);
+    return id;
+  }
+  return make_error(Errc::no_consumer_slot, "register_consumer: all 16 entries are taken");
+}
+
+Errc BroadcastRing::unregister_consumer(ConsumerId id) noexcept {
+  if (!owns(id)) return Errc::invalid_consumer;
+  owned_.fetch_and(~(1U << id), std::memory_order_relaxed);
+  // release: our last cursor store and slot reads happen-before a later
+  // registrant's acquire (CAS or lock) of the entry.
+  consumer(id).state.store(kConsumerFree, std::memory_order_release);
+  if (fd_ >= 0) detail::unlock(fd_, detail::consumer_lock(id));
+  if ((flags_ & kFlagWakeups) != 0) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (producer().producer_sleepers.load(std::memory_order_relaxed) != 0) wake_producer();
+  }
+  return Errc::ok;
+}
+
+Result<std::size_t> BroadcastRing::reap_dead_consumers() {
+  if (fd_ < 0) return std::size_t{0};  // anonymous rings live and die with their process
+  if (read_only_) return make_error(Errc::io_error, "reap_dead_consumers: ring opened read-only", EROFS);
+  std::size_t reaped = 0;
+  for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
+    layout::ConsumerEntry& c = consumer(id);
+    if (owns(id) || c.state.load(std::memory_order_acquire) != kConsumerActive) continue;
+    // Taking the lock proves its owner is gone; a live owner keeps us out.
+    const int err = detail::try_lock(fd_, detail::consumer_lock(id));
+    if (err == EAGAIN) continue;
+    if (err != 0) return make_error(Errc::io_error, "reap_dead_consumers: fcntl", err);
+    if (c.state.load(std::memory_order_acquire) == kConsumerActive) {
+      c.state.store(kConsumerFree, std::memory_order_release);
+      ++reaped;
+    }
+    detail::unlock(fd_, detail::consumer_lock(id));
+  }
+  if (reaped > 0 && (flags_ & kFlagWakeups) != 0) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (producer().producer_sleepers.load(std::memory_order_relaxed) != 0) wake_producer();
+  }
+  return reaped;
+}
+
+RecvResult BroadcastRing::recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcome outcome,
+                                    std::span<std::byte, kMaxPayload> out) noexcept {
+  for (int spins = 0;; ++spins) {
+    switch (outcome) {
+      case ReadOutcome::ok:  // only reached through the re-read below
+        break;
+      case ReadOutcome::not_yet:
+        return {Errc::empty};
+      case ReadOutcome::corrupt:
+        return {Errc::layout_mismatch};
+      case ReadOutcome::overwritten: {
+        // Lapped: resume at the oldest message that cannot be overwritten
+        // before we read it. The slot held a later lap, so producer_seq is at
+        // least seq + capacity once that lap is published; never move back.
+        const std::uint64_t published = producer().producer_seq.load(std::memory_order_acquire);
+        const std::uint64_t oldest = published >= capacity_ ? published - capacity_ + 1 : 0;
+        const std::uint64_t resume = std::max(seq + 1, oldest);
+        advance_cursor(id, resume);
+        return {Errc::lapped, 0, resume - seq};
+      }
+      case ReadOutcome::writing:
+        if (spins >= kHalfWrittenSpins) {
+          const bool alive = is_producer_ || lock_is_held(detail::kProducerLock);
+          return {alive ? Errc::stalled : Errc::producer_dead};
+        }
+        cpu_relax();
+        break;
+    }
+    std::uint32_t length = 0;
+    outcome = read_slot(seq, out, length);
+    if (outcome == ReadOutcome::ok) {
+      advance_cursor(id, seq + 1);
+      return {Errc::ok, length};
+    }
+  }
+}
+
+// --- waiting -----------------------------------------------------------------
+
+void BroadcastRing::wake_consumers() noexcept {
+  layout::ProducerLine& p = producer();
+  p.data_signal.fetch_add(1, std::memory_order_release);
+  detail::futex_wake_all(p.data_signal);
+}
+
+void BroadcastRing::wake_producer() noexcept {
+  layout::ProducerLine& p = producer();
+  p.space_signal.fetch_add(1, std::memory_order_release);
+  detail::futex_wake_all(p.space_signal);
+}
+
+RecvResult BroadcastRing::recv_wait(ConsumerId id, std::span<std::byte, kMaxPayload> out,
+                                    std::chrono::nanoseconds timeout, IdleStrategy idle) noexcept {
+  Idler idler(idle, timeout);
+  layout::ProducerLine& p = producer();
+  for (;;) {
+    RecvResult r = try_recv(id, out);
+    if (r.status != Errc::empty && r.status != Errc::stalled) return r;
+    if (idler.should_block() && (flags_ & kFlagWakeups) != 0) {
+      if (idler.expired()) return {Errc::timed_out};
+      // Read the signal before announcing ourselves: a wake-up after this load
+      // changes it, so futex_wait returns at once instead of sleeping.
+      const std::uint32_t signal = p.data_signal.load(std::memory_order_acquire);
+      // seq_cst: Dekker with publish() (fence, then sleeper-count load).
+      p.consumer_sleepers.fetch_add(1, std::memory_order_seq_cst);
+      r = try_recv(id, out);
+      if (r.status == Errc::empty) detail::futex_wait(p.data_signal, signal, idler.remaining());
+      p.consumer_sleepers.fetch_sub(1, std::memory_order_relaxed);
+      if (r.status != Errc::empty && r.status != Errc::stalled) return r;
+    } else if (!idler.idle()) {
+      return {Errc::timed_out};
+    }
+  }
+}
+
+Errc BroadcastRing::push_wait(std::span<const std::byte> payload, std::chrono::nanoseconds timeout,
+                              IdleStrategy idle) noexcept {
+  Idler idler(idle, timeout);
+  layout::ProducerLine& p = producer();
+  for (;;) {
+    Errc e = try_push(payload);
+    if (e != Errc::full) return e;
+    if (idler.should_block() && (flags_ & kFlagWakeups) != 0) {
+      if (idler.expired()) return Errc::timed_out;
+      const std::uint32_t signal = p.space_signal.load(std::memory_order_acquire);
+      // seq_cst: Dekker with advance_cursor()/unregister_consumer().
+      p.producer_sleepers.fetch_add(1, std::memory_order_seq_cst);
+      e = try_push(payload);
+      if (e == Errc::full) detail::futex_wait(p.space_signal, signal, idler.remaining());
+      p.producer_sleepers.fetch_sub(1, std::memory_order_relaxed);
+      if (e != Errc::full) return e;
+    } else if (!idler.idle()) {
+      return Errc::timed_out;
+    }
+  }
+}
+
+// --- observers ---------------------------------------------------------------
+
+std::uint64_t BroadcastRing::lag(ConsumerId id) const noexcept {
+  if (id >= kMaxConsumers) return 0;
+  const layout::ConsumerEntry& c = consumer(id);
+  if (c.state.load(std::memory_order_acquire) != kConsumerActive) return 0;
+  // Load the cursor first: producer_seq only grows, so the difference is never
+  // understated by the race between the two loads. A consumer may read slots
+  // committed inside a batch before producer_seq is published: clamp at 0.
+  const std::uint64_t cursor = c.cursor.load(std::memory_order_acquire);
+  const std::uint64_t published = producer_position();
+  return published > cursor ? published - cursor : 0;
+}
+
+bool BroadcastRing::is_fully_drained() const noexcept {
+  const std::uint64_t published = producer_position();
+  for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
+    const layout::ConsumerEntry& c = consumer(id);
+    if (c.state.load(std::memory_order_acquire) == kConsumerActive &&
+        c.cursor.load(std::memory_order_acquire) < published) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::size_t BroadcastRing::active_consumer_count() const noexcept {
+  std::size_t n = 0;
+  for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
+    if (consumer(id).state.load(std::memory_order_relaxed) == kConsumerActive) ++n;
+  }
+  return n;
+}
+
+bool BroadcastRing::lock_is_held(off_t offset) const noexcept {
+  return fd_ < 0 || detail::held_by_other(fd_, offset);
+}
+
+RingStatus BroadcastRing::status() const {
+  RingStatus s;
+  const layout::ProducerLine& p = producer();
+  s.capacity = capacity_;
+  s.flags = flags_;
+  s.producer_seq = producer_position();
+  s.producer_pid = p.producer_pid.load(std::memory_order_relaxed);
+  s.producer_alive = is_producer_ || lock_is_held(detail::kProducerLock);
+  s.half_written_slot = slot(s.producer_seq).version.load(std::memory_order_relaxed) == 2 * s.producer_seq + 1;
+  for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
+    const layout::ConsumerEntry& c = consumer(id);
+    ConsumerStatus& cs = s.consumers[id];
+    cs.active = c.state.load(std::memory_order_acquire) == kConsumerActive;
+    if (!cs.active) continue;
+    cs.cursor = c.cursor.load(std::memory_order_acquire);
+    cs.owner_pid = c.owner_pid.load(std::memory_order_relaxed);
+    cs.owner_alive = owns(id) || lock_is_held(detail::consumer_lock(id));
+    cs.lag = s.producer_seq > cs.cursor ? s.producer_seq - cs.cursor : 0;
+  }
+  return s;
+}
+
+}  // namespace ringcast

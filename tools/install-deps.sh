@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ringcast builds, tests and benchmarks with.
+# Idempotent: asks apt only for what dpkg does not already have.
+set -euo pipefail
+
+packages=(
+  cmake g++ clang libclang-rt-14-dev ninja-build pkg-config
+  libboost-dev libexpected-dev libfmt-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libncurses-dev tmux
+  libhiredis-dev redis-tools redis-server
+  libnats-dev nats-server
+  libzmq3-dev gnuplot-nox
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo_cmd=()
+[[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# redis-server's package starts a system instance on 6379; ringcast's tests
+# start their own on loopback ports, so the system one is not needed.
+echo "install-deps: done"
