@@ -1,0 +1,450 @@
+// Deterministic, single-threaded behaviour of BroadcastRing: the seed's test
+// list plus the protocol details this implementation adds (version-encoded
+// sequences, producer role, lossy mode, reaping, takeover).
+#include "ringcast/broadcast_ring.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace ringcast {
+namespace {
+
+using test::as_bytes;
+using test::Buffer;
+using test::TempDir;
+
+std::string text(const Buffer& buf, const RecvResult& r) {
+  return std::string(reinterpret_cast<const char*>(buf.data()), r.length);
+}
+
+class BroadcastRingTest : public ::testing::Test {
+ protected:
+  TempDir dir_;
+  std::string path(const char* name = "ring") const { return dir_.path() + "/" + name; }
+};
+
+TEST_F(BroadcastRingTest, InitialStateIsEmptyAndDrained) {
+  auto ring = BroadcastRing::create(path(), 8);
+  ASSERT_TRUE(ring) << ring.error().message();
+  EXPECT_EQ(ring->capacity(), 8U);
+  EXPECT_EQ(ring->producer_position(), 0U);
+  EXPECT_EQ(ring->active_consumer_count(), 0U);
+  EXPECT_TRUE(ring->is_fully_drained());
+  EXPECT_TRUE(ring->is_producer());
+  EXPECT_FALSE(ring->lossy());
+}
+
+TEST_F(BroadcastRingTest, SingleConsumerReceivesWhatWasPushed) {
+  auto ring = BroadcastRing::create(path(), 8);
+  ASSERT_TRUE(ring);
+  auto c = ring->register_consumer();
+  ASSERT_TRUE(c);
+  Buffer buf{};
+  EXPECT_EQ(ring->try_recv(*c, buf).status, Errc::empty);
+  ASSERT_EQ(ring->try_push(as_bytes("hello")), Errc::ok);
+  EXPECT_EQ(ring->lag(*c), 1U);
+  EXPECT_FALSE(ring->is_fully_drained());
+  const RecvResult r = ring->try_recv(*c, buf);
+  ASSERT_EQ(r.status, Errc::ok);
+  EXPECT_EQ(text(buf, r), "hello");
+  EXPECT_EQ(ring->lag(*c), 0U);
+  EXPECT_TRUE(ring->is_fully_drained());
+  EXPECT_EQ(ring->try_recv(*c, buf).status, Errc::empty);
+}
+
+TEST_F(BroadcastRingTest, EmptyAndFullLengthPayloadsRoundTrip) {
+  auto ring = BroadcastRing::create_anonymous(4);
+  ASSERT_TRUE(ring);
+  auto c = ring->register_consumer();
+  ASSERT_TRUE(c);
+  std::array<std::byte, kMaxPayload> full{};
+  for (std::size_t i = 0; i < full.size(); ++i) full[i] = static_cast<std::byte>(i + 1);
+  ASSERT_EQ(ring->try_push({}), Errc::ok);
+  ASSERT_EQ(ring->try_push(full), Errc::ok);
+  Buffer buf{};
+  RecvResult r = ring->try_recv(*c, buf);
+  ASSERT_EQ(r.status, Errc::ok);
+  EXPECT_EQ(r.length, 0U);
+  r = ring->try_recv(*c, buf);
+  ASSERT_EQ(r.status, Errc::ok);
+  ASSERT_EQ(r.length, kMaxPayload);
+  EXPECT_EQ(std::memcmp(buf.data(), full.data(), kMaxPayload), 0);
+}
+
+TEST_F(BroadcastRingTest, ThreeConsumersEachSeeEveryMessage) {
+  auto ring = BroadcastRing::create(path(), 16);
+  ASSERT_TRUE(ring);
+  std::vector<ConsumerId> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(*ring->register_consumer());
+  for (int m = 0; m < 10; ++m) ASSERT_EQ(ring->try_push(as_bytes(std::to_string(m))), Errc::ok);
+  for (ConsumerId id : ids) {
+    for (int m = 0; m < 10; ++m) {
+      Buffer buf{};
+      const RecvResult r = ring->try_recv(id, buf);
+      ASSERT_EQ(r.status, Errc::ok);
+      EXPECT_EQ(text(buf, r), std::to_string(m));
+    }
+    Buffer buf{};
+    EXPECT_EQ(ring->try_recv(id, buf).status, Errc::empty);
+  }
+}
+
+TEST_F(BroadcastRingTest, SlowConsumerBlocksProducerAtCapacity) {
+  auto ring = BroadcastRing::create(path(), 4);
+  ASSERT_TRUE(ring);
+  auto fast = ring->register_consumer();
+  auto slow = ring->register_consumer();
+  Buffer buf{};
+  for (int m = 0; m < 4; ++m) {
+    ASSERT_EQ(ring->try_push(as_bytes("x")), Errc::ok);
+    ASSERT_TRUE(ring->try_recv(*fast, buf));
+  }
+  EXPECT_EQ(ring->try_push(as_bytes("x")), Errc::full);
+  EXPECT_EQ(ring->lag(*slow), 4U);
+  EXPECT_EQ(ring->lag(*fast), 0U);
+  ASSERT_TRUE(ring->try_recv(*slow, buf));
+  EXPECT_EQ(ring->try_push(as_bytes("x")), Errc::ok);
+  EXPECT_EQ(ring->try_push(as_bytes("x")), Errc::full);
+}
+
+TEST_F(BroadcastRingTest, UnregisterUnblocksProducer) {
+  auto ring = BroadcastRing::create(path(), 2);
+  ASSERT_TRUE(ring);
+  auto slow = ring->register_consumer();
+  ASSERT_EQ(ring->try_push(as_bytes("a")), Errc::ok);
+  ASSERT_EQ(ring->try_push(as_bytes("b")), Errc::ok);
+  ASSERT_EQ(ring->try_push(as_bytes("c")), Errc::full);
+  EXPECT_EQ(ring->unregister_consumer(*slow), Errc::ok);
+  EXPECT_EQ(ring->try_push(as_bytes("c")), Errc::ok);
+  EXPECT_EQ(ring->unregister_consumer(*slow), Errc::invalid_consumer);
+}
+
+TEST_F(BroadcastRingTest, LateJoinerStartsAtCurrentPosition) {
+  auto ring = BroadcastRing::create(path(), 8);
+  ASSERT_TRUE(ring);
+  ASSERT_EQ(ring->try_push(as_bytes("old")), Errc::ok);
+  ASSERT_EQ(ring->try_push(as_bytes("old")), Errc::ok);
+  auto late = ring->register_consumer();
+  ASSERT_TRUE(late);
+  Buffer buf{};
+  EXPECT_EQ(ring->try_recv(*late, buf).status, Errc::empty);
+  EXPECT_EQ(ring->lag(*late), 0U);
+  ASSERT_EQ(ring->try_push(as_bytes("new")), Errc::ok);
+  const RecvResult r = ring->try_recv(*late, buf);
+  ASSERT_EQ(r.status, Errc::ok);
+  EXPECT_EQ(text(buf, r), "new");
+}
+
+TEST_F(BroadcastRingTest, LagCountsUnreadMessages) {
+  auto ring = BroadcastRing::create(path(), 8);
+  ASSERT_TRUE(ring);
+  auto c = ring->register_consumer();
+  for (int m = 0; m < 5; ++m) ASSERT_EQ(ring->try_push(as_bytes("m")), Errc::ok);
+  EXPECT_EQ(ring->lag(*c), 5U);
+  Buffer buf{};
+  ASSERT_TRUE(ring->try_recv(*c, buf));
+  ASSERT_TRUE(ring->try_recv(*c, buf));
+  EXPECT_EQ(ring->lag(*c), 3U);
+  EXPECT_EQ(ring->lag(kMaxConsumers + 3), 0U);
+  EXPECT_EQ(ring->lag(15), 0U);  // inactive entry
+}
+
+TEST_F(BroadcastRingTest, SeventeenthConsumerGetsNoConsumerSlot) {
+  auto ring = BroadcastRing::create(path(), 8);
+  ASSERT_TRUE(ring);
+  for (std::size_t i = 0; i < kMaxConsumers; ++i) {
+    auto c = ring->register_consumer();
+    ASSERT_TRUE(c);
+    EXPECT_EQ(*c, i);
+  }
+  auto extra = ring->register_consumer();
+  ASSERT_FALSE(extra);
+  EXPECT_EQ(extra.error().code, Errc::no_consumer_slot);
+  EXPECT_EQ(ring->active_consumer_count(), kMaxConsumers);
+  EXPECT_EQ(ring->unregister_consumer(7), Errc::ok);
+  auto again = ring->register_consumer();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, 7U);
+}
+
+TEST_F(BroadcastRingTest, SecondHandleSubscribesToFirstHandlesMessages) {
+  auto producer = BroadcastRing::create(path(), 8);
+  ASSERT_TRUE(producer);
+  auto consumer = BroadcastRing::open(path());
+  ASSERT_TRUE(consumer) << consumer.error().message();
+  EXPECT_FALSE(consumer->is_producer());
+  auto c = consumer->register_consumer();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(producer->active_consumer_count(), 1U);
+  ASSERT_EQ(producer->try_push(as_bytes("across")), Errc::ok);
+  Buffer buf{};
+  const RecvResult r = consumer->try_recv(*c, buf);
+  ASSERT_EQ(r.status, Errc::ok);
+  EXPECT_EQ(text(buf, r), "across");
+  // The id belongs to the handle that registered it.
+  EXPECT_EQ(producer->try_recv(*c, buf).status, Errc::invalid_consumer);
+}
+
+TEST_F(BroadcastRingTest, OversizedPayloadIsRejectedAndNothingIsPublished) {
+  auto ring = BroadcastRing::create(path(), 8);
+  ASSERT_TRUE(ring);
+  std::array<std::byte, kMaxPayload + 1> big{};
+  EXPECT_EQ(ring->try_push(big), Errc::payload_too_large);
+  EXPECT_EQ(ring->producer_position(), 0U);
+}
+
+TEST_F(BroadcastRingTest, InvalidConsumerIdsAreRejected) {
+  auto ring = BroadcastRing::create(path(), 8);
+  ASSERT_TRUE(ring);
+  Buffer buf{};
+  EXPECT_EQ(ring->try_recv(0, buf).status, Errc::invalid_consumer);
+  EXPECT_EQ(ring->try_recv(kMaxConsumers, buf).status, Errc::invalid_consumer);
+  EXPECT_EQ(ring->try_recv(0xFFFFFFFFU, buf).status, Errc::invalid_consumer);
+  EXPECT_EQ(ring->unregister_consumer(99), Errc::invalid_consumer);
+}
+
+TEST_F(BroadcastRingTest, FastConsumerIsNotHeldBackBySlowOne) {
+  auto ring = BroadcastRing::create(path(), 8);
+  ASSERT_TRUE(ring);
+  auto fast = ring->register_consumer();
+  auto slow = ring->register_consumer();
+  Buffer buf{};
+  for (int m = 0; m < 8; ++m) ASSERT_EQ(ring->try_push(as_bytes("m")), Errc::ok);
+  for (int m = 0; m < 8; ++m) ASSERT_TRUE(ring->try_recv(*fast, buf));
+  EXPECT_EQ(ring->lag(*fast), 0U);
+  EXPECT_EQ(ring->lag(*slow), 8U);
+  ASSERT_TRUE(ring->try_recv(*slow, buf));
+  EXPECT_EQ(ring->lag(*slow), 7U);
+}
+
+TEST_F(BroadcastRingTest, ObserverSeesNotReadyUntilCreatorPublishesHeader) {
+  // A file of the right size whose magic is still zero is a ring being created.
+  const std::string p = path();
+  test::write_file(p, std::string(layout::file_size(4), '\0'));
+  auto early = BroadcastRing::open(p);
+  ASSERT_FALSE(early);
+  EXPECT_EQ(early.error().code, Errc::not_ready);
+}
+
+TEST_F(BroadcastRingTest, ContentsPersistAcrossReopen) {
+  {
+    auto ring = BroadcastRing::create(path(), 8);
+    ASSERT_TRUE(ring);
+    auto keeper = BroadcastRing::open(path());
+    ASSERT_TRUE(keeper);
+    auto c = keeper->register_consumer();
+    ASSERT_TRUE(c);
+    ASSERT_EQ(ring->try_push(as_bytes("kept")), Errc::ok);
+    ASSERT_EQ(ring->try_push(as_bytes("also")), Errc::ok);
+  }
+  auto reopened = BroadcastRing::open(path(), {.expected_capacity = 8});
+  ASSERT_TRUE(reopened) << reopened.error().message();
+  EXPECT_EQ(reopened->producer_position(), 2U);
+  // Every handle unregistered its consumers on close.
+  EXPECT_EQ(reopened->active_consumer_count(), 0U);
+  auto c = reopened->register_consumer();
+  ASSERT_TRUE(reopened->claim_producer());
+  ASSERT_EQ(reopened->try_push(as_bytes("third")), Errc::ok);
+  Buffer buf{};
+  const RecvResult r = reopened->try_recv(*c, buf);
+  ASSERT_EQ(r.status, Errc::ok);
+  EXPECT_EQ(text(buf, r), "third");
+}
+
+TEST_F(BroadcastRingTest, ExpectedCapacityMismatchIsLayoutMismatch) {
+  ASSERT_TRUE(BroadcastRing::create(path(), 8));
+  auto wrong = BroadcastRing::open(path(), {.expected_capacity = 16});
+  ASSERT_FALSE(wrong);
+  EXPECT_EQ(wrong.error().code, Errc::layout_mismatch);
+}
+
+TEST_F(BroadcastRingTest, CreateRefusesExistingPathUnlessReplacing) {
+  ASSERT_TRUE(BroadcastRing::create(path(), 8));
+  auto again = BroadcastRing::create(path(), 8);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, Errc::already_exists);
+  auto replaced = BroadcastRing::create(path(), 4, {.replace = true});
+  ASSERT_TRUE(replaced) << replaced.error().message();
+  EXPECT_EQ(replaced->capacity(), 4U);
+}
+
+TEST_F(BroadcastRingTest, CreateUsesMode0600AndIgnoresUmask) {
+  ASSERT_TRUE(BroadcastRing::create(path(), 8));
+  EXPECT_EQ(test::file_mode(path()), 0600U);
+  ASSERT_TRUE(BroadcastRing::create(path("shared"), 8, {.mode = 0660}));
+  EXPECT_EQ(test::file_mode(path("shared")), 0660U);
+}
+
+TEST_F(BroadcastRingTest, CreateDoesNotFollowSymlinkAtFinalComponent) {
+  const std::string target = path("target");
+  test::write_file(target, "precious");
+  test::make_symlink(target, path("link"));
+  auto ring = BroadcastRing::create(path("link"), 8);
+  ASSERT_FALSE(ring);
+  EXPECT_EQ(ring.error().code, Errc::already_exists);
+  // Replacing removes the link itself and never writes through it.
+  auto replaced = BroadcastRing::create(path("link"), 8, {.replace = true});
+  ASSERT_TRUE(replaced);
+  EXPECT_EQ(test::read_file(target), "precious");
+}
+
+TEST_F(BroadcastRingTest, NonPowerOfTwoCapacityWrapsCorrectly) {
+  auto ring = BroadcastRing::create(path(), 3);
+  ASSERT_TRUE(ring);
+  auto c = ring->register_consumer();
+  Buffer buf{};
+  for (int m = 0; m < 20; ++m) {
+    ASSERT_EQ(ring->try_push(as_bytes(std::to_string(m))), Errc::ok);
+    const RecvResult r = ring->try_recv(*c, buf);
+    ASSERT_EQ(r.status, Errc::ok);
+    EXPECT_EQ(text(buf, r), std::to_string(m));
+  }
+}
+
+TEST_F(BroadcastRingTest, CapacityOutOfRangeIsRejected) {
+  EXPECT_FALSE(BroadcastRing::create(path("a"), 0));
+  EXPECT_FALSE(BroadcastRing::create(path("b"), 1));
+  EXPECT_FALSE(BroadcastRing::create(path("c"), kMaxCapacity + 1));
+  EXPECT_TRUE(BroadcastRing::create(path("d"), 2));
+}
+
+TEST_F(BroadcastRingTest, SecondProducerIsRefused) {
+  auto first = BroadcastRing::create(path(), 8);
+  ASSERT_TRUE(first);
+  auto second = BroadcastRing::open(path());
+  ASSERT_TRUE(second);
+  auto claim = second->claim_producer();
+  ASSERT_FALSE(claim);
+  EXPECT_EQ(claim.error().code, Errc::producer_busy);
+  EXPECT_EQ(second->try_push(as_bytes("no")), Errc::producer_busy);
+  first->release_producer();
+  EXPECT_TRUE(second->claim_producer());
+  EXPECT_EQ(second->try_push(as_bytes("yes")), Errc::ok);
+  EXPECT_EQ(first->try_push(as_bytes("no")), Errc::producer_busy);
+}
+
+TEST_F(BroadcastRingTest, ReadOnlyHandleCannotProduceOrConsume) {
+  ASSERT_TRUE(BroadcastRing::create(path(), 8));
+  auto observer = BroadcastRing::open(path(), {.read_only = true});
+  ASSERT_TRUE(observer);
+  EXPECT_EQ(observer->try_push(as_bytes("x")), Errc::not_producer);
+  EXPECT_FALSE(observer->register_consumer());
+  EXPECT_TRUE(observer->is_fully_drained());
+}
+
+TEST_F(BroadcastRingTest, BatchPushStopsAtFullAndPublishesOnce) {
+  auto ring = BroadcastRing::create(path(), 4);
+  ASSERT_TRUE(ring);
+  auto c = ring->register_consumer();
+  std::vector<std::string> words = {"a", "b", "c", "d", "e", "f"};
+  std::vector<std::span<const std::byte>> spans;
+  for (const auto& w : words) spans.push_back(as_bytes(w));
+  const BatchResult pushed = ring->try_push_batch(spans);
+  EXPECT_EQ(pushed.count, 4U);
+  EXPECT_EQ(pushed.status, Errc::full);
+  EXPECT_EQ(ring->producer_position(), 4U);
+  std::string got;
+  const BatchResult drained = ring->drain(
+      *c, [&](std::span<const std::byte> p) { got.append(reinterpret_cast<const char*>(p.data()), p.size()); },
+      10);
+  EXPECT_EQ(drained.count, 4U);
+  EXPECT_EQ(got, "abcd");
+  EXPECT_EQ(ring->lag(*c), 0U);
+}
+
+TEST_F(BroadcastRingTest, DrainHonoursMaxAndReportsEmpty) {
+  auto ring = BroadcastRing::create_anonymous(8);
+  ASSERT_TRUE(ring);
+  auto c = ring->register_consumer();
+  int calls = 0;
+  auto count = [&](std::span<const std::byte>) { ++calls; };
+  EXPECT_EQ(ring->drain(*c, count, 5).status, Errc::empty);
+  for (int m = 0; m < 6; ++m) ASSERT_EQ(ring->try_push(as_bytes("m")), Errc::ok);
+  EXPECT_EQ(ring->drain(*c, count, 4).count, 4U);
+  EXPECT_EQ(ring->drain(*c, count, 4).count, 2U);
+  EXPECT_EQ(calls, 6);
+}
+
+TEST_F(BroadcastRingTest, LossyProducerNeverWaitsAndReaderReportsLap) {
+  auto ring = BroadcastRing::create(path(), 4, {.lossy = true});
+  ASSERT_TRUE(ring);
+  EXPECT_TRUE(ring->lossy());
+  auto c = ring->register_consumer();
+  for (int m = 0; m < 10; ++m) ASSERT_EQ(ring->try_push(as_bytes(std::to_string(m))), Errc::ok);
+  Buffer buf{};
+  const RecvResult lapped = ring->try_recv(*c, buf);
+  ASSERT_EQ(lapped.status, Errc::lapped);
+  // Messages 0..6 are gone or about to be; it resumes at the oldest safe one.
+  EXPECT_EQ(lapped.missed, 7U);
+  for (int m = 7; m < 10; ++m) {
+    const RecvResult r = ring->try_recv(*c, buf);
+    ASSERT_EQ(r.status, Errc::ok);
+    EXPECT_EQ(text(buf, r), std::to_string(m));
+  }
+  EXPECT_EQ(ring->try_recv(*c, buf).status, Errc::empty);
+}
+
+TEST_F(BroadcastRingTest, LossyModeIsReadFromTheHeaderOnOpen) {
+  ASSERT_TRUE(BroadcastRing::create(path(), 4, {.lossy = true, .wakeups = true}));
+  auto opened = BroadcastRing::open(path());
+  ASSERT_TRUE(opened);
+  EXPECT_TRUE(opened->lossy());
+  EXPECT_TRUE(opened->wakeups());
+}
+
+TEST_F(BroadcastRingTest, StatusReportsProducerAndConsumers) {
+  auto ring = BroadcastRing::create(path(), 8);
+  ASSERT_TRUE(ring);
+  auto other = BroadcastRing::open(path());
+  auto c = other->register_consumer();
+  ASSERT_EQ(ring->try_push(as_bytes("m")), Errc::ok);
+  auto observer = BroadcastRing::open(path(), {.read_only = true});
+  const RingStatus s = observer->status();
+  EXPECT_EQ(s.capacity, 8U);
+  EXPECT_EQ(s.producer_seq, 1U);
+  EXPECT_TRUE(s.producer_alive);
+  EXPECT_FALSE(s.half_written_slot);
+  EXPECT_TRUE(s.consumers[*c].active);
+  EXPECT_TRUE(s.consumers[*c].owner_alive);
+  EXPECT_EQ(s.consumers[*c].lag, 1U);
+  EXPECT_EQ(s.consumers[*c].owner_pid, static_cast<std::uint32_t>(::getpid()));
+  other = BroadcastRing::open(path());  // the old handle closes: its consumer is unregistered
+  EXPECT_FALSE(observer->status().consumers[*c].active);
+}
+
+TEST_F(BroadcastRingTest, SharedMemoryNameLocaleWorksLikeAFile) {
+  const std::string name = "/ringcast-test-" + std::to_string(::getpid());
+  (void)BroadcastRing::remove_shm(name);
+  auto ring = BroadcastRing::create_shm(name, 8);
+  ASSERT_TRUE(ring) << ring.error().message();
+  auto reader = BroadcastRing::open_shm(name);
+  ASSERT_TRUE(reader) << reader.error().message();
+  auto c = reader->register_consumer();
+  ASSERT_EQ(ring->try_push(as_bytes("shm")), Errc::ok);
+  Buffer buf{};
+  const RecvResult r = reader->try_recv(*c, buf);
+  ASSERT_EQ(r.status, Errc::ok);
+  EXPECT_EQ(text(buf, r), "shm");
+  auto dup = BroadcastRing::create_shm(name, 8);
+  ASSERT_FALSE(dup);
+  EXPECT_EQ(dup.error().code, Errc::already_exists);
+  EXPECT_TRUE(BroadcastRing::remove_shm(name));
+}
+
+TEST_F(BroadcastRingTest, ErrorMessagesNameTheStepAndTheCause) {
+  auto missing = BroadcastRing::open(path("missing"));
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, Errc::io_error);
+  EXPECT_EQ(missing.error().sys_errno, ENOENT);
+  EXPECT_NE(missing.error().message().find("No such file"), std::string::npos);
+  EXPECT_EQ(to_string(Errc::layout_mismatch), "layout_mismatch");
+}
+
+}  // namespace
+}  // namespace ringcast

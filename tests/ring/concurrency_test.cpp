@@ -1,0 +1,157 @@
+// Bounded concurrent stress in one process: fan-out to consumer threads,
+// torn-read detection on tiny rings, registration racing a full-speed
+// producer, and the blocking waits.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "message_pattern.hpp"
+#include "ringcast/broadcast_ring.hpp"
+#include "test_support.hpp"
+#include "torn_read_stress.hpp"
+
+namespace ringcast {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(ConcurrencyTest, ConcurrentConsumersEachReceiveEveryMessageInOrder) {
+  constexpr std::uint64_t kCount = 200'000;
+  auto ring = BroadcastRing::create_anonymous(64);
+  ASSERT_TRUE(ring);
+  std::vector<ConsumerId> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(*ring->register_consumer());
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (ConsumerId id : ids) {
+    threads.emplace_back([&, id] {
+      alignas(8) test::Buffer buf{};
+      for (std::uint64_t expected = 0; expected < kCount;) {
+        const RecvResult r = ring->recv_wait(id, buf, 30s, IdleStrategy::spin_then_yield);
+        if (r.status != Errc::ok) {
+          failures.fetch_add(1);
+          return;
+        }
+        if (test::check_message(std::span<const std::byte>(buf.data(), r.length)) != expected) failures.fetch_add(1);
+        ++expected;
+      }
+    });
+  }
+  alignas(8) test::Buffer msg{};
+  for (std::uint64_t seq = 0; seq < kCount; ++seq) {
+    test::make_message(seq, msg);
+    ASSERT_EQ(ring->push_wait(msg, 30s, IdleStrategy::spin_then_yield), Errc::ok);
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_TRUE(ring->is_fully_drained());
+}
+
+class TornReadTest : public ::testing::TestWithParam<std::tuple<std::uint64_t, bool>> {};
+
+TEST_P(TornReadTest, ReadNeverObservesTornWrite) {
+  const auto [capacity, lossy] = GetParam();
+  const test::StressResult r = test::run_torn_read_stress(
+      {.capacity = capacity, .lossy = lossy, .readers = 2, .max_messages = 1'000'000,
+       .max_time = std::chrono::milliseconds(1500)});
+  EXPECT_GT(r.received, 0U);
+  EXPECT_EQ(r.torn, 0U);
+  EXPECT_EQ(r.out_of_order, 0U);
+  if (!lossy) {
+    EXPECT_EQ(r.lapped, 0U);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyRings, TornReadTest,
+                         ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Bool()));
+
+TEST(ConcurrencyTest, ConsumersRegisteringDuringFullSpeedPushSeeContiguousSequences) {
+  // Exercises the register_consumer / full-check Dekker handshake: a consumer
+  // that joins mid-stream must never find its first slots overwritten.
+  auto ring = BroadcastRing::create_anonymous(4);
+  ASSERT_TRUE(ring);
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::thread producer([&] {
+    alignas(8) test::Buffer msg{};
+    for (std::uint64_t seq = 0; !stop.load(std::memory_order_relaxed);) {
+      test::make_message(seq, msg);
+      if (ring->try_push(msg) == Errc::ok) ++seq;
+    }
+  });
+  for (int round = 0; round < 300; ++round) {
+    auto id = ring->register_consumer();
+    ASSERT_TRUE(id);
+    alignas(8) test::Buffer buf{};
+    std::optional<std::uint64_t> previous;
+    for (int got = 0; got < 20;) {
+      const RecvResult r = ring->try_recv(*id, buf);
+      if (r.status == Errc::empty) continue;
+      if (r.status != Errc::ok) {
+        failures.fetch_add(1);
+        break;
+      }
+      const auto seq = test::check_message(std::span<const std::byte>(buf.data(), r.length));
+      if (!seq || (previous && *seq != *previous + 1)) failures.fetch_add(1);
+      previous = seq;
+      ++got;
+    }
+    EXPECT_EQ(ring->unregister_consumer(*id), Errc::ok);
+  }
+  stop.store(true);
+  producer.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(ConcurrencyTest, RecvWaitSleepsUntilPushWakesIt) {
+  auto ring = BroadcastRing::create_anonymous(8, {.wakeups = true});
+  ASSERT_TRUE(ring);
+  auto id = ring->register_consumer();
+  std::atomic<bool> received{false};
+  std::thread consumer([&] {
+    alignas(8) test::Buffer buf{};
+    const RecvResult r = ring->recv_wait(*id, buf, 30s, IdleStrategy::spin_then_block);
+    received.store(r.status == Errc::ok && r.length == 4);
+  });
+  // Wait until the consumer is asleep on the futex, so the push must wake it.
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!ring->status().consumers[*id].active) std::this_thread::yield();
+  while (std::chrono::steady_clock::now() < deadline && ring->status().sleeping_consumers == 0) {
+    std::this_thread::yield();
+  }
+  ASSERT_EQ(ring->try_push(test::as_bytes("wake")), Errc::ok);
+  consumer.join();
+  EXPECT_TRUE(received.load());
+}
+
+TEST(ConcurrencyTest, RecvWaitTimesOutOnAQuietRing) {
+  for (const bool wakeups : {false, true}) {
+    auto ring = BroadcastRing::create_anonymous(8, {.wakeups = wakeups});
+    auto id = ring->register_consumer();
+    alignas(8) test::Buffer buf{};
+    EXPECT_EQ(ring->recv_wait(*id, buf, 20ms).status, Errc::timed_out);
+  }
+}
+
+TEST(ConcurrencyTest, PushWaitSleepsUntilConsumerMakesRoom) {
+  auto ring = BroadcastRing::create_anonymous(2, {.wakeups = true});
+  ASSERT_TRUE(ring);
+  auto id = ring->register_consumer();
+  ASSERT_EQ(ring->try_push(test::as_bytes("a")), Errc::ok);
+  ASSERT_EQ(ring->try_push(test::as_bytes("b")), Errc::ok);
+  EXPECT_EQ(ring->push_wait(test::as_bytes("c"), 10ms), Errc::timed_out);
+  std::thread producer([&] { EXPECT_EQ(ring->push_wait(test::as_bytes("c"), 30s), Errc::ok); });
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline && !ring->status().producer_sleeping) {
+    std::this_thread::yield();
+  }
+  alignas(8) test::Buffer buf{};
+  ASSERT_TRUE(ring->try_recv(*id, buf));
+  producer.join();
+  EXPECT_EQ(ring->producer_position(), 3U);
+}
+
+}  // namespace
+}  // namespace ringcast

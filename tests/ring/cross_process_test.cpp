@@ -1,0 +1,151 @@
+// Producer and consumers in separate processes (fork+exec of ring_test_helper),
+// including the crash cases: a consumer killed with SIGKILL, a producer killed
+// in the middle of writing a slot.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "message_pattern.hpp"
+#include "ringcast/broadcast_ring.hpp"
+#include "test_support.hpp"
+
+namespace ringcast {
+namespace {
+
+using namespace std::chrono_literals;
+using test::Child;
+
+const std::string kHelper = RING_TEST_HELPER;
+
+Child helper(const std::string& mode, const std::string& path, std::uint64_t arg = 0) {
+  return Child({kHelper, mode, path, std::to_string(arg)});
+}
+
+class CrossProcessTest : public ::testing::Test {
+ protected:
+  test::TempDir dir_;
+  std::string path_ = dir_.path() + "/ring";
+};
+
+TEST_F(CrossProcessTest, ThreeConsumerProcessesReceiveAMillionMessagesInOrder) {
+  constexpr std::uint64_t kCount = 1'000'000;
+  auto ring = BroadcastRing::create(path_, 4096, {.claim_producer = false});
+  ASSERT_TRUE(ring) << ring.error().message();
+  std::vector<Child> consumers;
+  for (int i = 0; i < 3; ++i) {
+    consumers.push_back(helper("consume", path_, kCount));
+    ASSERT_TRUE(consumers.back().wait_for_line("ready"));
+  }
+  EXPECT_EQ(ring->active_consumer_count(), 3U);
+  Child producer = helper("produce", path_, kCount);
+  EXPECT_EQ(producer.wait(), 0);
+  for (auto& c : consumers) EXPECT_EQ(c.wait(), 0);
+  EXPECT_EQ(ring->producer_position(), kCount);
+  EXPECT_EQ(ring->active_consumer_count(), 0U);
+}
+
+TEST_F(CrossProcessTest, KilledConsumerIsReapedAndOthersLoseNothing) {
+  constexpr std::uint64_t kCount = 20'000;
+  auto ring = BroadcastRing::create(path_, 64, {.reap_on_full = true});
+  ASSERT_TRUE(ring);
+  Child stuck = helper("hold", path_);
+  ASSERT_TRUE(stuck.wait_for_line("ready"));
+  Child reader = helper("consume", path_, kCount);
+  ASSERT_TRUE(reader.wait_for_line("ready"));
+  alignas(8) test::Buffer msg{};
+  std::uint64_t seq = 0;
+  // The stuck consumer never reads: the ring fills.
+  for (; seq < 64; ++seq) {
+    test::make_message(seq, msg);
+    ASSERT_EQ(ring->push_wait(msg, 30s, IdleStrategy::spin_then_yield), Errc::ok);
+  }
+  test::make_message(seq, msg);
+  EXPECT_EQ(ring->try_push(msg), Errc::full);
+  stuck.kill(SIGKILL);
+  EXPECT_EQ(stuck.wait(), 128 + SIGKILL);
+  // reap_on_full frees the dead entry; the producer runs on.
+  for (; seq < kCount; ++seq) {
+    test::make_message(seq, msg);
+    ASSERT_EQ(ring->push_wait(msg, 30s, IdleStrategy::spin_then_yield), Errc::ok) << seq;
+  }
+  EXPECT_EQ(reader.wait(), 0);
+  EXPECT_EQ(ring->active_consumer_count(), 0U);
+}
+
+TEST_F(CrossProcessTest, ReapFreesOnlyDeadOwners) {
+  auto ring = BroadcastRing::create(path_, 8);
+  ASSERT_TRUE(ring);
+  Child alive = helper("hold", path_);
+  ASSERT_TRUE(alive.wait_for_line("ready"));
+  Child dead = helper("hold", path_);
+  ASSERT_TRUE(dead.wait_for_line("ready"));
+  dead.kill(SIGKILL);
+  dead.wait();
+  EXPECT_EQ(ring->active_consumer_count(), 2U);
+  const RingStatus before = ring->status();
+  int alive_count = 0;
+  for (const auto& c : before.consumers) alive_count += c.active && c.owner_alive ? 1 : 0;
+  EXPECT_EQ(alive_count, 1);
+  auto reaped = ring->reap_dead_consumers();
+  ASSERT_TRUE(reaped);
+  EXPECT_EQ(*reaped, 1U);
+  EXPECT_EQ(ring->active_consumer_count(), 1U);
+  EXPECT_EQ(*ring->reap_dead_consumers(), 0U);
+}
+
+TEST_F(CrossProcessTest, ProducerTakeoverAfterDeathMidWriteLosesAndRepeatsNothing) {
+  auto ring = BroadcastRing::create(path_, 8, {.claim_producer = false});
+  ASSERT_TRUE(ring);
+  auto id = ring->register_consumer();
+  ASSERT_TRUE(id);
+  Child dying = helper("die-mid-write", path_);
+  ASSERT_TRUE(dying.wait_for_line("ready"));
+  EXPECT_EQ(dying.wait(), 128 + SIGKILL);
+
+  alignas(8) test::Buffer buf{};
+  RecvResult r = ring->try_recv(*id, buf);
+  ASSERT_EQ(r.status, Errc::ok);
+  EXPECT_EQ(test::check_message(std::span<const std::byte>(buf.data(), r.length)), 0U);
+  // The next slot is half-written and its producer is gone: a distinct error,
+  // not a hang and not the torn bytes.
+  EXPECT_TRUE(ring->status().half_written_slot);
+  EXPECT_FALSE(ring->status().producer_alive);
+  EXPECT_EQ(ring->try_recv(*id, buf).status, Errc::producer_dead);
+
+  auto successor = BroadcastRing::open(path_);
+  ASSERT_TRUE(successor);
+  ASSERT_TRUE(successor->claim_producer());
+  EXPECT_FALSE(ring->status().half_written_slot);
+  EXPECT_EQ(ring->try_recv(*id, buf).status, Errc::empty);
+  for (std::uint64_t seq = 1; seq <= 20; ++seq) {
+    test::make_message(seq, buf);
+    ASSERT_EQ(successor->try_push(buf), Errc::ok);
+    r = ring->try_recv(*id, buf);
+    ASSERT_EQ(r.status, Errc::ok);
+    EXPECT_EQ(test::check_message(std::span<const std::byte>(buf.data(), r.length)), seq);
+  }
+}
+
+TEST_F(CrossProcessTest, LossyReadersInOtherProcessesNeverSeeTornPayloads) {
+  auto ring = BroadcastRing::create(path_, 2, {.lossy = true});
+  ASSERT_TRUE(ring);
+  std::vector<Child> readers;
+  for (int i = 0; i < 2; ++i) {
+    readers.push_back(helper("consume-lossy", path_, 60));
+    ASSERT_TRUE(readers.back().wait_for_line("ready"));
+  }
+  alignas(8) test::Buffer msg{};
+  const auto until = std::chrono::steady_clock::now() + 2s;
+  for (std::uint64_t seq = 0; seq < 20'000'000 && std::chrono::steady_clock::now() < until; ++seq) {
+    test::make_message(seq, msg);
+    ASSERT_EQ(ring->try_push(msg), Errc::ok);
+  }
+  ring->release_producer();  // readers stop once the producer is gone and they are drained
+  for (auto& r : readers) EXPECT_EQ(r.wait(), 0);
+}
+
+}  // namespace
+}  // namespace ringcast

@@ -1,0 +1,161 @@
+// A child process for the cross-process and crash tests. Each mode prints
+// "ready" on stdout once it is registered, so the parent can synchronise on
+// the pipe rather than on time, and exits 0 only if every check passed.
+//
+//   ring_test_helper produce PATH COUNT            push COUNT patterned messages
+//   ring_test_helper consume PATH COUNT            receive COUNT, verify order and contents
+//   ring_test_helper consume-lossy PATH SECONDS    verify untorn, increasing messages until the
+//                                                  producer is gone or time is up
+//   ring_test_helper hold PATH                     register a consumer and sleep (to be killed)
+//   ring_test_helper die-mid-write PATH            claim the producer role, leave the next slot
+//                                                  half-written, and SIGKILL itself
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "message_pattern.hpp"
+#include "ringcast/broadcast_ring.hpp"
+
+using namespace ringcast;
+using namespace std::chrono_literals;
+
+namespace {
+
+int fail(const std::string& what) {
+  std::fprintf(stderr, "ring_test_helper: %s\n", what.c_str());
+  return 1;
+}
+
+void ready() {
+  std::printf("ready\n");
+  std::fflush(stdout);
+}
+
+int produce(const std::string& path, std::uint64_t count) {
+  auto ring = BroadcastRing::open(path);
+  if (!ring) return fail(ring.error().message());
+  if (auto c = ring->claim_producer(); !c) return fail(c.error().message());
+  ready();
+  alignas(8) std::array<std::byte, kMaxPayload> msg{};
+  for (std::uint64_t seq = ring->producer_position(); seq < count; ++seq) {
+    test::make_message(seq, msg);
+    const Errc e = ring->push_wait(msg, 60s, IdleStrategy::spin_then_yield);
+    if (e != Errc::ok) return fail("push " + std::to_string(seq) + ": " + std::string(to_string(e)));
+  }
+  return 0;
+}
+
+int consume(const std::string& path, std::uint64_t count) {
+  auto ring = BroadcastRing::open(path);
+  if (!ring) return fail(ring.error().message());
+  auto id = ring->register_consumer();
+  if (!id) return fail(id.error().message());
+  ready();
+  std::uint64_t expected = 0;
+  bool bad = false;
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (expected < count && !bad) {
+    const BatchResult r = ring->drain(
+        *id,
+        [&](std::span<const std::byte> p) {
+          const auto seq = test::check_message(p);
+          if (!seq || *seq != expected) bad = true;
+          ++expected;
+        },
+        256);
+    if (r.count == 0) {
+      if (r.status != Errc::empty && r.status != Errc::stalled) return fail(std::string(to_string(r.status)));
+      if (std::chrono::steady_clock::now() > deadline) return fail("timed out at " + std::to_string(expected));
+      std::this_thread::yield();
+    }
+  }
+  if (bad) return fail("message " + std::to_string(expected - 1) + " torn or out of order");
+  return 0;
+}
+
+int consume_lossy(const std::string& path, int seconds) {
+  auto ring = BroadcastRing::open(path);
+  if (!ring) return fail(ring.error().message());
+  auto id = ring->register_consumer();
+  if (!id) return fail(id.error().message());
+  ready();
+  // Exact accounting: every message is the one after the previous, unless a
+  // lapped result said how many were skipped.
+  std::optional<std::uint64_t> next;
+  std::uint64_t received = 0;
+  alignas(8) std::array<std::byte, kMaxPayload> buf{};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const RecvResult r = ring->try_recv(*id, buf);
+    if (r.status == Errc::ok) {
+      const auto seq = test::check_message(std::span<const std::byte>(buf.data(), r.length));
+      if (!seq) return fail("torn read after " + std::to_string(received) + " messages");
+      if (next && *seq != *next) return fail("expected " + std::to_string(*next) + ", got " + std::to_string(*seq));
+      next = *seq + 1;
+      ++received;
+    } else if (r.status == Errc::lapped) {
+      if (next) *next += r.missed;  // before the first message the start is unknown
+    } else if (r.status == Errc::empty) {
+      if (!ring->status().producer_alive && ring->lag(*id) == 0) break;
+    } else if (r.status != Errc::stalled) {
+      return fail(std::string(to_string(r.status)));
+    }
+  }
+  std::printf("received %llu\n", static_cast<unsigned long long>(received));
+  return received > 0 ? 0 : fail("received nothing");
+}
+
+int hold(const std::string& path) {
+  auto ring = BroadcastRing::open(path);
+  if (!ring) return fail(ring.error().message());
+  auto id = ring->register_consumer();
+  if (!id) return fail(id.error().message());
+  ready();
+  for (;;) ::pause();
+}
+
+int die_mid_write(const std::string& path) {
+  auto ring = BroadcastRing::open(path);
+  if (!ring) return fail(ring.error().message());
+  if (auto c = ring->claim_producer(); !c) return fail(c.error().message());
+  alignas(8) std::array<std::byte, kMaxPayload> msg{};
+  test::make_message(ring->producer_position(), msg);
+  if (ring->try_push(msg) != Errc::ok) return fail("first push");
+  // Scribble over the next slot as a producer killed between its odd-version
+  // store and its commit would leave it: odd version, partial payload.
+  const std::uint64_t seq = ring->producer_position();
+  auto* slots = reinterpret_cast<layout::Slot*>(
+      static_cast<std::byte*>(::mmap(nullptr, layout::file_size(ring->capacity()), PROT_READ | PROT_WRITE,
+                                     MAP_SHARED, ::open(path.c_str(), O_RDWR), 0)) +
+      layout::kHeaderBytes);
+  layout::Slot& s = slots[seq % ring->capacity()];
+  s.version.store(2 * seq + 1, std::memory_order_relaxed);
+  s.words[0].store(0xDEADBEEFDEADBEEF, std::memory_order_relaxed);
+  ready();
+  ::kill(::getpid(), SIGKILL);
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) return fail("usage: ring_test_helper MODE PATH [ARG]");
+  const std::string mode = argv[1];
+  const std::string path = argv[2];
+  const std::uint64_t arg = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 0;
+  if (mode == "produce") return produce(path, arg);
+  if (mode == "consume") return consume(path, arg);
+  if (mode == "consume-lossy") return consume_lossy(path, static_cast<int>(arg));
+  if (mode == "hold") return hold(path);
+  if (mode == "die-mid-write") return die_mid_write(path);
+  return fail("unknown mode " + mode);
+}
