@@ -1,0 +1,97 @@
+// ringcast broker: a Redis-protocol (RESP2/RESP3) pub/sub fan-out server that can
+// also be embedded, so a process can publish to its subscribers in-process.
+//
+// Thread safety:
+//  * Broker::start may be called from any thread; it returns once the listener is
+//    bound and the I/O threads run.
+//  * publish(), port(), stats() and stop() may be called concurrently from any
+//    thread, including threads the broker does not own (e.g. a relay's reader).
+//  * wait() may be called from any thread other than the broker's I/O threads.
+//  * The destructor stops and joins the I/O threads; it must not run concurrently
+//    with any other member call.
+//
+// Delivery contract (docs/broker.md): per publisher thread, per connection, FIFO.
+// A connection that cannot keep up loses messages or is disconnected according to
+// its overflow policy, and is told about the loss in-band.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <tl/expected.hpp>
+
+#include "ringcast/broker/config.hpp"
+
+namespace ringcast::broker {
+
+struct BrokerError {
+  enum class Code : std::uint8_t {
+    kInvalidConfig,  // a limit is zero or inconsistent (detail says which)
+    kBadAddress,     // bind_address is not an IP address
+    kBind,           // bind/listen failed; sys_errno says why
+    kThread,         // an I/O thread could not be started
+  };
+  Code code = Code::kInvalidConfig;
+  int sys_errno = 0;  // errno of the failing call, 0 when not a system error
+  std::string detail;
+
+  // "bind 127.0.0.1:6390: Address already in use" and the like.
+  [[nodiscard]] std::string message() const;
+};
+
+// Counters for the whole broker; monotonic unless noted.
+struct BrokerStats {
+  std::uint64_t connected_clients = 0;  // current, not monotonic
+  std::uint64_t total_connections = 0;
+  std::uint64_t rejected_connections = 0;  // over max_connections
+  std::uint64_t commands_processed = 0;
+  std::uint64_t messages_published = 0;  // PUBLISH commands plus publish() calls
+  std::uint64_t deliveries = 0;          // frames offered to connection queues
+  std::uint64_t dropped_hard_limit = 0;  // frames lost to the hard limit
+  std::uint64_t dropped_soft_limit = 0;  // frames lost to the soft limit
+  std::uint64_t dropped_disconnect = 0;  // frames discarded when a slow client was cut
+  std::uint64_t slow_disconnects = 0;    // connections closed by the disconnect policy
+  std::uint64_t channels = 0;            // current
+  std::uint64_t patterns = 0;            // current
+};
+
+class Broker {
+ public:
+  // Binds the listener and starts the I/O threads. Fails with kInvalidConfig,
+  // kBadAddress, kBind (with errno) or kThread; never throws.
+  [[nodiscard]] static tl::expected<std::unique_ptr<Broker>, BrokerError> start(
+      const BrokerConfig& config);
+
+  Broker(const Broker&) = delete;
+  Broker& operator=(const Broker&) = delete;
+  ~Broker();
+
+  // The bound TCP port (the kernel's choice when the config asked for 0).
+  [[nodiscard]] std::uint16_t port() const noexcept;
+
+  // Delivers `payload` to every subscription matching `channel`, exactly as a
+  // client's PUBLISH does, and returns the number of deliveries (Redis's PUBLISH
+  // reply). The payload is encoded once per RESP version and pattern; the cost per
+  // subscriber is one queue push. Never blocks on a socket; may briefly wait for a
+  // subscriber's SUBSCRIBE/UNSUBSCRIBE to finish. Returns 0 once stopped.
+  std::size_t publish(std::string_view channel, std::string_view payload) noexcept;
+
+  [[nodiscard]] BrokerStats stats() const noexcept;
+
+  // Closes the listener and all connections and lets the I/O threads finish.
+  // Idempotent; returns without waiting.
+  void stop() noexcept;
+  // Blocks until stop() has been called and the I/O threads have exited.
+  void wait() noexcept;
+
+  struct Impl;
+
+ private:
+  explicit Broker(std::unique_ptr<Impl> impl) noexcept;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ringcast::broker

@@ -1,0 +1,69 @@
+// ringcast broker configuration: overflow policies, limits, listener settings.
+//
+// Thread safety: plain value types. A BrokerConfig is copied into the broker at
+// start(); changing the caller's copy afterwards has no effect.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ringcast::broker {
+
+// What a connection's queue does when a message would take it over a limit
+// (docs/broker.md, "Overflow"). The loss count is the same for both drop policies
+// under sustained overload; they differ in which messages survive.
+enum class OverflowPolicy : std::uint8_t {
+  kDropOldest,  // evict queued messages from the front: the reader stays current
+  kDropNewest,  // refuse the new message: the reader gets a contiguous prefix
+  kDisconnect,  // close the connection, as Redis does for pub/sub clients
+};
+
+// "drop-oldest", "drop-newest", "disconnect".
+[[nodiscard]] std::string_view to_string(OverflowPolicy p) noexcept;
+// Inverse of to_string (case-insensitive); nullopt for anything else.
+[[nodiscard]] std::optional<OverflowPolicy> parse_overflow_policy(std::string_view s) noexcept;
+
+// Output-queue limits of one connection, in bytes of queued frames (including
+// frames handed to the kernel but not yet acknowledged as written).
+struct QueueLimits {
+  std::size_t hard_bytes = 32u << 20;  // exceeding it triggers the policy at once
+  std::size_t soft_bytes = 8u << 20;   // 0 disables the soft limit
+  // The soft limit triggers the policy only after being exceeded continuously
+  // for this long (Redis's client-output-buffer-limit pubsub 32mb 8mb 60).
+  std::chrono::nanoseconds soft_duration = std::chrono::seconds(60);
+};
+
+struct BrokerConfig {
+  std::string bind_address = "127.0.0.1";
+  std::uint16_t port = 6390;  // 0: let the kernel choose; Broker::port() reports it
+  unsigned io_threads = 0;    // 0: std::thread::hardware_concurrency()
+
+  OverflowPolicy overflow_policy = OverflowPolicy::kDisconnect;
+  QueueLimits queue_limits{};
+  // Bytes one connection's writer hands to a single writev per wakeup before it
+  // yields to the other ready connections of its thread (fairness, as Redis's
+  // NET_MAX_WRITES_PER_EVENT).
+  std::size_t write_budget_bytes = 256u << 10;
+
+  // One frame per connection however many of its subscriptions match, instead of
+  // Redis's one frame per matching subscription.
+  bool dedupe = false;
+
+  // Limits against bad or hostile input.
+  std::size_t max_bulk_len = 32u << 20;      // longest argument accepted
+  std::size_t max_args = 1024u * 1024u;      // most arguments in one command
+  std::size_t max_subscriptions = 100'000;   // channels + patterns per connection
+  std::size_t max_connections = 10'000;
+  // Connections that have not authenticated within this time are closed. Only
+  // applies when requirepass is set.
+  std::chrono::milliseconds auth_timeout = std::chrono::seconds(10);
+
+  // Non-empty: clients must AUTH (or HELLO ... AUTH default <pass>) first.
+  std::string requirepass;
+};
+
+}  // namespace ringcast::broker

@@ -1,0 +1,162 @@
+#include "broker/broker_core.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "broker/session.hpp"
+
+namespace ringcast::broker {
+
+BrokerCore::BrokerCore(BrokerConfig config, const Clock& clock)
+    : config_(std::move(config)), clock_(clock) {}
+
+std::size_t BrokerCore::publish(std::string_view channel, std::string_view payload) {
+  const PublishResult r = index_.publish(channel, payload, config_.dedupe);
+  // relaxed: statistics only.
+  published_.fetch_add(1, std::memory_order_relaxed);
+  deliveries_.fetch_add(r.receivers, std::memory_order_relaxed);
+  return r.receivers;
+}
+
+void BrokerCore::register_session(Session& s) {
+  std::lock_guard lock(registry_mu_);
+  sessions_.push_back(&s);
+}
+
+void BrokerCore::unregister_session(Session& s) {
+  const QueueStats q = s.queue().stats();
+  std::lock_guard lock(registry_mu_);
+  auto it = std::find(sessions_.begin(), sessions_.end(), &s);
+  if (it == sessions_.end()) return;
+  *it = sessions_.back();
+  sessions_.pop_back();
+  for (std::size_t i = 0; i < kDropReasonCount; ++i) retired_drops_[i] += q.dropped[i];
+  if (q.overflowed) ++slow_disconnects_;
+}
+
+void BrokerCore::set_session_name(Session& s, std::string name) {
+  std::lock_guard lock(registry_mu_);
+  s.name_ = std::move(name);
+}
+
+std::string BrokerCore::session_name(const Session& s) const {
+  std::lock_guard lock(registry_mu_);
+  return s.name_;
+}
+
+std::string BrokerCore::client_line_locked(const Session& s) const {
+  const QueueStats q = s.queue().stats();
+  const auto age = std::chrono::duration_cast<std::chrono::seconds>(
+      std::chrono::steady_clock::now() - s.created());
+  return fmt::format(
+      "id={} addr={} name={} age={} sub={} psub={} resp={} omem={} oqueue={} policy={} "
+      "dropped-hard={} dropped-soft={} dropped-disconnect={} loss-notices={}\n",
+      s.id(), s.peer(), s.name_, age.count(), s.sub_count(), s.psub_count(), s.resp_version(),
+      q.queued_bytes + q.inflight_bytes, q.queued_frames, to_string(q.policy),
+      q.dropped[static_cast<std::size_t>(DropReason::kHardLimit)],
+      q.dropped[static_cast<std::size_t>(DropReason::kSoftLimit)],
+      q.dropped[static_cast<std::size_t>(DropReason::kDisconnect)], q.notices);
+}
+
+std::string BrokerCore::client_list() const {
+  std::lock_guard lock(registry_mu_);
+  std::vector<const Session*> sorted(sessions_.begin(), sessions_.end());
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Session* a, const Session* b) { return a->id() < b->id(); });
+  std::string out;
+  for (const Session* s : sorted) out += client_line_locked(*s);
+  return out;
+}
+
+std::string BrokerCore::client_info(const Session& s) const {
+  std::lock_guard lock(registry_mu_);
+  return client_line_locked(s);
+}
+
+BrokerStats BrokerCore::stats() const {
+  BrokerStats st;
+  st.total_connections = total_connections_.load(std::memory_order_relaxed);
+  st.rejected_connections = rejected_.load(std::memory_order_relaxed);
+  st.commands_processed = commands_.load(std::memory_order_relaxed);
+  st.messages_published = published_.load(std::memory_order_relaxed);
+  st.deliveries = deliveries_.load(std::memory_order_relaxed);
+  st.channels = index_.num_channels();
+  st.patterns = index_.numpat();
+  std::lock_guard lock(registry_mu_);
+  st.connected_clients = sessions_.size();
+  std::array<std::uint64_t, kDropReasonCount> drops = retired_drops_;
+  for (const Session* s : sessions_) {
+    const QueueStats q = s->queue().stats();
+    for (std::size_t i = 0; i < kDropReasonCount; ++i) drops[i] += q.dropped[i];
+  }
+  st.dropped_hard_limit = drops[static_cast<std::size_t>(DropReason::kHardLimit)];
+  st.dropped_soft_limit = drops[static_cast<std::size_t>(DropReason::kSoftLimit)];
+  st.dropped_disconnect = drops[static_cast<std::size_t>(DropReason::kDisconnect)];
+  st.slow_disconnects = slow_disconnects_;
+  return st;
+}
+
+std::string BrokerCore::info(std::string_view section) const {
+  std::string sec(section);
+  std::transform(sec.begin(), sec.end(), sec.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const bool all = sec.empty() || sec == "all" || sec == "default" || sec == "everything";
+  const BrokerStats st = stats();
+  std::string out;
+  auto begin = [&](std::string_view title) {
+    if (!out.empty()) out += "\r\n";
+    out += fmt::format("# {}\r\n", title);
+  };
+  if (all || sec == "server") {
+    const auto up = std::chrono::duration_cast<std::chrono::seconds>(
+        std::chrono::steady_clock::now() - started_);
+    begin("Server");
+    out += fmt::format(
+        "ringcast_broker_version:0.1.0\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\n"
+        "tcp_port:{}\r\nio_threads:{}\r\nuptime_in_seconds:{}\r\ndedupe:{}\r\n"
+        "overflow_policy:{}\r\nhard_limit_bytes:{}\r\nsoft_limit_bytes:{}\r\n"
+        "soft_limit_seconds:{}\r\n",
+        port_.load(std::memory_order_relaxed), io_threads_.load(std::memory_order_relaxed),
+        up.count(), config_.dedupe ? "yes" : "no", to_string(config_.overflow_policy),
+        config_.queue_limits.hard_bytes, config_.queue_limits.soft_bytes,
+        std::chrono::duration_cast<std::chrono::seconds>(config_.queue_limits.soft_duration).count());
+  }
+  if (all || sec == "clients") {
+    begin("Clients");
+    out += fmt::format("connected_clients:{}\r\nmaxclients:{}\r\n", st.connected_clients,
+                       config_.max_connections);
+  }
+  if (all || sec == "stats") {
+    begin("Stats");
+    out += fmt::format(
+        "total_connections_received:{}\r\nrejected_connections:{}\r\n"
+        "total_commands_processed:{}\r\nmessages_published:{}\r\ndeliveries:{}\r\n"
+        "dropped_hard_limit:{}\r\ndropped_soft_limit:{}\r\ndropped_disconnect:{}\r\n"
+        "slow_client_disconnects:{}\r\n",
+        st.total_connections, st.rejected_connections, st.commands_processed,
+        st.messages_published, st.deliveries, st.dropped_hard_limit, st.dropped_soft_limit,
+        st.dropped_disconnect, st.slow_disconnects);
+  }
+  if (all || sec == "pubsub") {
+    begin("Pubsub");
+    out += fmt::format("pubsub_channels:{}\r\npubsub_patterns:{}\r\n", st.channels, st.patterns);
+  }
+  if (all || sec == "drops") {
+    // Per-connection loss, listed only for connections that lost something, so
+    // INFO stays short with many healthy clients.
+    begin("Drops");
+    std::lock_guard lock(registry_mu_);
+    for (const Session* s : sessions_) {
+      const QueueStats q = s->queue().stats();
+      const std::uint64_t total = q.dropped[0] + q.dropped[1] + q.dropped[2];
+      if (total == 0) continue;
+      out += fmt::format("client_{}:name={},policy={},hard_limit={},soft_limit={},disconnect={}\r\n",
+                         s->id(), s->name_, to_string(q.policy), q.dropped[0], q.dropped[1],
+                         q.dropped[2]);
+    }
+  }
+  return out;
+}
+
+}  // namespace ringcast::broker

@@ -1,0 +1,162 @@
+// Byte-bounded outbound queue of one connection, with overflow policies.
+//
+// Thread safety:
+//  * push() may be called from any thread (publishers, the owner's replies).
+//  * pop_batch() and release() are called by the connection's writer only (one
+//    thread at a time).
+//  * Everything else may be called from any thread.
+//  All members take the queue's own mutex, held for O(frames moved) and never
+//  across a system call. Lock order: the subscription index lock, then this one.
+//
+// Invariants (under mu_):
+//  1. queued_bytes_ is the sum of the sizes of the frames in ring_; inflight_bytes_
+//     the bytes popped by the writer and not yet release()d.
+//  2. A droppable frame is queued only if it leaves queued + inflight within the
+//     hard limit (and within the soft limit once that has been exceeded for the
+//     soft duration); otherwise the policy decides, and every frame lost is
+//     counted in dropped_[reason] and in pending_loss_.
+//  3. armed_ is true from the push that returned wake=true until the pop_batch that
+//     found the queue empty: exactly one writer wakeup is outstanding per busy
+//     period, however many publishers push meanwhile.
+//  4. Once closed_ is set (disconnect policy fired, or close()), nothing is queued
+//     again; pushes report kClosed.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include "broker/frame.hpp"
+#include "ringcast/broker/config.hpp"
+
+namespace ringcast::broker {
+
+// Injected time source, so soft-limit timing is testable without sleeping.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  [[nodiscard]] virtual std::chrono::nanoseconds now() const noexcept = 0;
+};
+
+// std::chrono::steady_clock.
+[[nodiscard]] const Clock& steady_clock_source() noexcept;
+
+// The reserved channel on which loss notices arrive (docs/broker.md).
+inline constexpr std::string_view kLossChannel = "__ringcast__:loss";
+
+enum class DropReason : std::uint8_t { kHardLimit = 0, kSoftLimit = 1, kDisconnect = 2 };
+inline constexpr std::size_t kDropReasonCount = 3;
+[[nodiscard]] std::string_view to_string(DropReason r) noexcept;
+
+enum class PushStatus : std::uint8_t {
+  kQueued,   // the frame is queued (perhaps after evicting older ones)
+  kDropped,  // the frame was refused (drop-newest, or too big for the limit)
+  kClosed,   // the queue is closed or the disconnect policy fired: the connection is going away
+};
+
+struct [[nodiscard]] PushResult {
+  PushStatus status;
+  bool wake;  // the caller must wake the writer (invariant 3)
+};
+
+struct [[nodiscard]] PopResult {
+  std::size_t bytes = 0;
+  std::size_t frames = 0;
+  bool closed = false;  // the writer must close the connection
+  bool more = false;    // frames remain queued after this batch
+};
+
+struct QueueStats {
+  std::size_t queued_bytes = 0;
+  std::size_t inflight_bytes = 0;
+  std::size_t queued_frames = 0;
+  std::array<std::uint64_t, kDropReasonCount> dropped{};
+  std::uint64_t notices = 0;  // loss notices queued
+  OverflowPolicy policy = OverflowPolicy::kDisconnect;
+  bool closed = false;
+  bool overflowed = false;  // closed by the disconnect policy
+};
+
+class ConnectionQueue {
+ public:
+  // `clock` must outlive the queue; it is read only while over the soft limit.
+  ConnectionQueue(QueueLimits limits, OverflowPolicy policy, const Clock& clock);
+  ConnectionQueue(const ConnectionQueue&) = delete;
+  ConnectionQueue& operator=(const ConnectionQueue&) = delete;
+
+  // Offers one frame. Droppable frames are subject to the limits and policy;
+  // others (replies) are always queued, evicting droppable ones under drop-oldest,
+  // and close the queue if they take it over the hard limit, because a client that
+  // does not read its replies cannot be helped by dropping messages. Cost: O(1)
+  // amortised plus O(evicted); allocates only when the ring grows or a loss notice
+  // is encoded.
+  PushResult push(FrameRef frame) noexcept;
+
+  // Writer: moves frames to `out` (appending) while their total stays within
+  // `budget` bytes and `max_frames` frames, taking at least one frame if any is
+  // queued. The bytes become in-flight until release(). Queues a loss notice first
+  // if messages were lost and there is room again. A pop that finds nothing
+  // disarms the queue (invariant 3).
+  PopResult pop_batch(std::size_t budget, std::size_t max_frames, std::vector<FrameRef>& out) noexcept;
+  // Writer: `bytes` of in-flight frames have been written (or abandoned).
+  void release(std::size_t bytes) noexcept;
+
+  // Discards everything queued (counted as kDisconnect drops) and refuses later
+  // pushes. Idempotent.
+  void close() noexcept;
+
+  void set_policy(OverflowPolicy p) noexcept;
+  [[nodiscard]] OverflowPolicy policy() const noexcept;
+  // Protocol of the connection, used to encode loss notices.
+  void set_resp(Resp r) noexcept;
+  [[nodiscard]] QueueStats stats() const noexcept;
+  [[nodiscard]] std::size_t total_bytes() const noexcept;
+
+ private:
+  // Circular buffer of frames; grows by doubling and keeps its capacity, so a
+  // steady-state queue never allocates.
+  void ring_push(FrameRef f);
+  FrameRef ring_pop_front() noexcept;
+  FrameRef ring_erase(std::size_t i) noexcept;
+  [[nodiscard]] const FrameRef& ring_at(std::size_t i) const noexcept {
+    return ring_[(head_ + i) & (ring_.size() - 1)];
+  }
+
+  // Applies the policy for a droppable frame that does not fit under `limit`.
+  PushResult overflow_locked(FrameRef frame, std::size_t limit, DropReason reason) noexcept;
+  // Evicts the oldest droppable frame; false if there is none.
+  bool evict_oldest_locked(DropReason reason) noexcept;
+  void close_locked(bool overflowed) noexcept;
+  void maybe_queue_notice_locked() noexcept;
+  [[nodiscard]] PushResult queued_locked() noexcept;
+
+  const QueueLimits limits_;
+  const Clock& clock_;
+
+  mutable std::mutex mu_;
+  std::vector<FrameRef> ring_;  // size is a power of two (or 0)
+  std::size_t head_ = 0;
+  std::size_t count_ = 0;
+  std::size_t queued_bytes_ = 0;
+  std::size_t inflight_bytes_ = 0;
+  std::chrono::nanoseconds soft_since_{-1};  // < 0: not over the soft limit
+  OverflowPolicy policy_;
+  Resp resp_ = Resp::kResp2;
+  bool armed_ = false;
+  bool closed_ = false;
+  bool overflowed_ = false;
+  std::uint64_t pending_loss_ = 0;  // lost since the last notice
+  std::uint64_t total_loss_ = 0;    // lost over the connection's life
+  std::uint64_t notices_ = 0;
+  std::array<std::uint64_t, kDropReasonCount> dropped_{};
+};
+
+// The loss-notice payload: "lost=<n> total=<t> policy=<p>" (docs/broker.md).
+[[nodiscard]] std::string format_loss_notice(std::uint64_t lost, std::uint64_t total,
+                                             OverflowPolicy policy);
+
+}  // namespace ringcast::broker

@@ -1,0 +1,273 @@
+#include "broker/request_parser.hpp"
+
+#include <algorithm>
+#include <climits>
+
+#include <fmt/format.h>
+
+namespace ringcast::broker {
+
+bool parse_int64(std::string_view s, long long& out) noexcept {
+  // Mirrors Redis's string2ll, so "*+1", "$01" and "$ 1" fail here as they do there.
+  if (s.empty() || s.size() > 20) return false;
+  if (s.size() == 1 && s[0] == '0') {
+    out = 0;
+    return true;
+  }
+  std::size_t i = 0;
+  bool negative = false;
+  if (s[0] == '-') {
+    negative = true;
+    if (++i == s.size()) return false;
+  }
+  if (s[i] < '1' || s[i] > '9') return false;
+  unsigned long long v = static_cast<unsigned long long>(s[i] - '0');
+  for (++i; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    if (v > ULLONG_MAX / 10) return false;
+    v *= 10;
+    const auto d = static_cast<unsigned long long>(s[i] - '0');
+    if (v > ULLONG_MAX - d) return false;
+    v += d;
+  }
+  if (negative) {
+    if (v > static_cast<unsigned long long>(LLONG_MAX) + 1) return false;
+    out = v == static_cast<unsigned long long>(LLONG_MAX) + 1 ? LLONG_MIN : -static_cast<long long>(v);
+  } else {
+    if (v > static_cast<unsigned long long>(LLONG_MAX)) return false;
+    out = static_cast<long long>(v);
+  }
+  return true;
+}
+
+namespace {
+
+bool is_space(char c) noexcept {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+bool is_hex(char c) noexcept {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+int hex_value(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return c - 'A' + 10;
+}
+
+}  // namespace
+
+bool split_inline_args(std::string_view line, std::vector<std::string>& out) {
+  // Follows sdssplitargs: the line is a C string there, so a NUL ends it; at()
+  // reads NUL past the end for the same reason.
+  const auto nul = line.find('\0');
+  if (nul != std::string_view::npos) line = line.substr(0, nul);
+  auto at = [&](std::size_t i) -> char { return i < line.size() ? line[i] : '\0'; };
+  std::size_t p = 0;
+  for (;;) {
+    while (at(p) != '\0' && is_space(at(p))) ++p;
+    if (at(p) == '\0') return true;
+    bool in_dq = false;
+    bool in_sq = false;
+    bool done = false;
+    std::string cur;
+    while (!done) {
+      const char c = at(p);
+      if (in_dq) {
+        if (c == '\\' && at(p + 1) == 'x' && is_hex(at(p + 2)) && is_hex(at(p + 3))) {
+          cur.push_back(static_cast<char>(hex_value(at(p + 2)) * 16 + hex_value(at(p + 3))));
+          p += 3;
+        } else if (c == '\\' && at(p + 1) != '\0') {
+          ++p;
+          switch (at(p)) {
+            case 'n': cur.push_back('\n'); break;
+            case 'r': cur.push_back('\r'); break;
+            case 't': cur.push_back('\t'); break;
+            case 'b': cur.push_back('\b'); break;
+            case 'a': cur.push_back('\a'); break;
+            default: cur.push_back(at(p)); break;
+          }
+        } else if (c == '"') {
+          // A closing quote must be followed by a space or the end.
+          if (at(p + 1) != '\0' && !is_space(at(p + 1))) return false;
+          done = true;
+        } else if (c == '\0') {
+          return false;  // unterminated quotes
+        } else {
+          cur.push_back(c);
+        }
+      } else if (in_sq) {
+        if (c == '\\' && at(p + 1) == '\'') {
+          ++p;
+          cur.push_back('\'');
+        } else if (c == '\'') {
+          if (at(p + 1) != '\0' && !is_space(at(p + 1))) return false;
+          done = true;
+        } else if (c == '\0') {
+          return false;
+        } else {
+          cur.push_back(c);
+        }
+      } else {
+        switch (c) {
+          case ' ': case '\n': case '\r': case '\t': case '\0':
+            done = true;
+            break;
+          case '"':
+            in_dq = true;
+            break;
+          case '\'':
+            in_sq = true;
+            break;
+          default:
+            cur.push_back(c);
+            break;
+        }
+      }
+      if (at(p) != '\0') ++p;
+    }
+    out.push_back(std::move(cur));
+  }
+}
+
+RequestParser::Status RequestParser::fail(std::string text) {
+  state_ = State::kError;
+  error_ = std::move(text);
+  return Status::kError;
+}
+
+bool RequestParser::collect_line(std::string_view& in, char stop, bool& too_long) {
+  const std::size_t pos = in.find(stop);
+  if (pos != std::string_view::npos) {
+    line_.append(in.data(), pos);
+    in.remove_prefix(stop == '\n' ? pos + 1 : pos);
+    return true;
+  }
+  line_.append(in.data(), in.size());
+  in.remove_prefix(in.size());
+  too_long = line_.size() > kMaxLine;
+  return false;
+}
+
+RequestParser::Status RequestParser::finish_inline() {
+  if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+  if (!split_inline_args(line_, args_)) {
+    return fail("ERR Protocol error: unbalanced quotes in request");
+  }
+  line_.clear();
+  state_ = State::kStart;
+  if (args_.empty()) return Status::kNeedMore;  // an empty line is not a command
+  if (args_.size() > limits_.max_args) return fail("ERR Protocol error: invalid multibulk length");
+  return Status::kCommand;
+}
+
+RequestParser::Status RequestParser::parse(std::string_view& in) {
+  for (;;) {
+    switch (state_) {
+      case State::kError:
+        return Status::kError;
+
+      case State::kStart:
+        if (in.empty()) return Status::kNeedMore;
+        args_.clear();
+        line_.clear();
+        if (in.front() == '*') {
+          in.remove_prefix(1);
+          state_ = State::kArrayHeader;
+        } else {
+          state_ = State::kInline;
+        }
+        break;
+
+      case State::kInline: {
+        bool too_long = false;
+        if (!collect_line(in, '\n', too_long)) {
+          if (too_long) return fail("ERR Protocol error: too big inline request");
+          return Status::kNeedMore;
+        }
+        const Status st = finish_inline();
+        if (st != Status::kNeedMore) return st;
+        break;  // empty line: look for the next command
+      }
+
+      case State::kArrayHeader: {
+        bool too_long = false;
+        if (!collect_line(in, '\r', too_long)) {
+          if (too_long) return fail("ERR Protocol error: too big mbulk count string");
+          return Status::kNeedMore;
+        }
+        long long n = 0;
+        if (!parse_int64(line_, n) || n > INT_MAX ||
+            (n > 0 && static_cast<unsigned long long>(n) > limits_.max_args)) {
+          return fail("ERR Protocol error: invalid multibulk length");
+        }
+        crlf_left_ = 2;
+        state_ = State::kCrlf;
+        if (n <= 0) {
+          after_crlf_ = State::kStart;  // "*0" and "*-1" are empty commands, ignored
+        } else {
+          expected_args_ = static_cast<std::size_t>(n);
+          args_.reserve(std::min<std::size_t>(expected_args_, 1024));
+          after_crlf_ = State::kBulkHeader;
+        }
+        break;
+      }
+
+      case State::kBulkHeader: {
+        bool too_long = false;
+        if (!collect_line(in, '\r', too_long)) {
+          if (too_long) return fail("ERR Protocol error: too big bulk count string");
+          return Status::kNeedMore;
+        }
+        if (line_.empty() || line_[0] != '$') {
+          const char got = line_.empty() ? '\r' : line_[0];
+          return fail(fmt::format("ERR Protocol error: expected '$', got '{}'", got));
+        }
+        long long n = 0;
+        if (!parse_int64(std::string_view(line_).substr(1), n) || n < 0 ||
+            static_cast<unsigned long long>(n) > limits_.max_bulk_len) {
+          return fail("ERR Protocol error: invalid bulk length");
+        }
+        bulk_len_ = static_cast<std::size_t>(n);
+        args_.emplace_back().reserve(std::min(bulk_len_, kMaxPrealloc));
+        crlf_left_ = 2;
+        after_crlf_ = State::kBulkData;
+        state_ = State::kCrlf;
+        break;
+      }
+
+      case State::kBulkData: {
+        std::string& arg = args_.back();
+        const std::size_t take = std::min(bulk_len_ - arg.size(), in.size());
+        arg.append(in.data(), take);
+        in.remove_prefix(take);
+        if (arg.size() < bulk_len_) return Status::kNeedMore;
+        // Like Redis, the two bytes after the data are skipped, not checked.
+        crlf_left_ = 2;
+        state_ = State::kCrlf;
+        if (args_.size() == expected_args_) {
+          complete_after_crlf_ = true;
+          after_crlf_ = State::kStart;
+        } else {
+          after_crlf_ = State::kBulkHeader;
+        }
+        break;
+      }
+
+      case State::kCrlf: {
+        const std::size_t skip = std::min(crlf_left_, in.size());
+        in.remove_prefix(skip);
+        crlf_left_ -= skip;
+        if (crlf_left_ > 0) return Status::kNeedMore;
+        line_.clear();
+        state_ = after_crlf_;
+        if (complete_after_crlf_) {
+          complete_after_crlf_ = false;
+          return Status::kCommand;
+        }
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace ringcast::broker

@@ -1,0 +1,429 @@
+// The network side of the broker: Boost.Asio, one io_context per I/O thread,
+// connections pinned to one thread each (round-robin at accept), so a
+// connection's socket, session and writer state are touched by one thread only.
+//
+// Publishers (any thread) reach a connection through its queue and
+// on_queue_ready(), which appends it to its thread's ready list; the thread's
+// drain handler gives each ready connection one writev of up to the write budget,
+// then moves on, so one busy connection cannot starve the others on its thread.
+// No socket is written while the subscription-index lock is held: publishers only
+// push frame references and mark connections ready.
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "broker/broker_core.hpp"
+#include "broker/session.hpp"
+#include "ringcast/broker/broker.hpp"
+
+namespace ringcast::broker {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+// Frames per writev: Linux's UIO_MAXIOV is 1024.
+constexpr std::size_t kMaxIov = 1024;
+constexpr std::size_t kReadBuffer = 16 * 1024;
+
+class Connection;
+
+class IoWorker {
+ public:
+  IoWorker() : guard_(asio::make_work_guard(ctx_)) {}
+
+  asio::io_context& context() noexcept { return ctx_; }
+
+  // Any thread. The connection must stay alive until unmark() (it calls unmark
+  // before dying, on this worker's thread).
+  void mark_ready(Connection* c) {
+    bool post = false;
+    {
+      std::lock_guard lock(ready_mu_);
+      ready_.push_back(c);
+      post = !drain_posted_;
+      drain_posted_ = true;
+    }
+    if (post) asio::post(ctx_, [this] { drain(); });
+  }
+
+  // This worker's thread.
+  void unmark(Connection* c) {
+    std::lock_guard lock(ready_mu_);
+    ready_.erase(std::remove(ready_.begin(), ready_.end(), c), ready_.end());
+  }
+
+  void adopt(std::shared_ptr<Connection> c) { conns_.insert(std::move(c)); }
+  void forget(const std::shared_ptr<Connection>& c) { conns_.erase(c); }
+  // This worker's thread: closes every connection, and any started later.
+  void close_all();
+  [[nodiscard]] bool stopping() const noexcept { return stopping_; }
+  void release_guard() { guard_.reset(); }
+  void run() { ctx_.run(); }
+
+ private:
+  void drain();
+
+  asio::io_context ctx_{1};
+  asio::executor_work_guard<asio::io_context::executor_type> guard_;
+  std::mutex ready_mu_;
+  std::vector<Connection*> ready_;  // guarded by ready_mu_
+  bool drain_posted_ = false;       // guarded by ready_mu_
+  std::vector<Connection*> draining_;
+  std::unordered_set<std::shared_ptr<Connection>> conns_;  // this worker's thread only
+  bool stopping_ = false;                                  // this worker's thread only
+};
+
+class Connection final : public Session, public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(BrokerCore& core, IoWorker& worker, tcp::socket sock, std::string peer,
+             std::atomic<std::size_t>& live)
+      : Session(core, std::move(peer)),
+        worker_(worker),
+        sock_(std::move(sock)),
+        auth_timer_(worker.context()),
+        live_(live) {
+    batch_.reserve(64);
+    iov_.reserve(64);
+  }
+
+  ~Connection() override { teardown(); }
+
+  // This worker's thread.
+  void start() {
+    worker_.adopt(shared_from_this());
+    if (worker_.stopping()) {  // accepted while the broker was stopping
+      shutdown();
+      return;
+    }
+    boost::system::error_code ec;
+    sock_.set_option(tcp::no_delay(true), ec);
+    sock_.non_blocking(true, ec);
+    if (!authenticated()) {
+      auth_timer_.expires_after(core_config().auth_timeout);
+      auth_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
+        if (!e && !self->authenticated()) self->shutdown();
+      });
+    }
+    read_some();
+  }
+
+  // Any thread (Subscriber contract): never blocks, never touches the socket.
+  void on_queue_ready() noexcept override { worker_.mark_ready(this); }
+
+  // This worker's thread: one writev of up to the write budget.
+  void flush() {
+    if (closed_ || waiting_writable_) return;
+    if (iov_pos_ == iov_.size()) {
+      finish_batch();
+      const PopResult r = queue().pop_batch(core_config().write_budget_bytes, kMaxIov, batch_);
+      if (r.closed) {
+        shutdown();
+        return;
+      }
+      if (r.frames == 0) {
+        if (close_after_flush_) shutdown();
+        return;
+      }
+      batch_bytes_ = r.bytes;
+      for (const FrameRef& f : batch_) {
+        iov_.push_back(iovec{const_cast<char*>(f->data()), f->size()});
+      }
+    }
+    for (;;) {
+      // sendmsg is writev plus flags: MSG_NOSIGNAL keeps a vanished peer an EPIPE
+      // instead of a SIGPIPE that would kill an embedding process.
+      msghdr msg{};
+      msg.msg_iov = iov_.data() + iov_pos_;
+      msg.msg_iovlen = iov_.size() - iov_pos_;
+      const ssize_t n = ::sendmsg(sock_.native_handle(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n >= 0) {
+        advance(static_cast<std::size_t>(n));
+        break;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      shutdown();
+      return;
+    }
+    if (iov_pos_ < iov_.size()) {
+      // The kernel buffer is full: wait for room rather than spin.
+      waiting_writable_ = true;
+      sock_.async_wait(tcp::socket::wait_write,
+                       [self = shared_from_this()](const boost::system::error_code& e) {
+                         self->waiting_writable_ = false;
+                         if (e) {
+                           self->shutdown();
+                           return;
+                         }
+                         self->flush();
+                       });
+      return;
+    }
+    // Batch written. Go to the back of the ready list (the queue stays armed);
+    // the next turn pops more or finds the queue empty and disarms it.
+    worker_.mark_ready(this);
+  }
+
+  // This worker's thread. Idempotent.
+  void shutdown() {
+    if (closed_) return;
+    teardown();
+    worker_.forget(shared_from_this());
+  }
+
+ private:
+  const BrokerConfig& core_config() const noexcept { return core().config(); }
+
+  void read_some() {
+    sock_.async_read_some(
+        asio::buffer(rbuf_.data(), rbuf_.size()),
+        [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+          if (self->closed_) return;
+          if (ec) {
+            self->shutdown();
+            return;
+          }
+          if (self->on_input(std::string_view(self->rbuf_.data(), n)) == InputResult::kClose) {
+            // Stop reading; flush() closes once the replies are out.
+            self->close_after_flush_ = true;
+            self->flush();
+            return;
+          }
+          if (self->authenticated()) self->auth_timer_.cancel();
+          self->read_some();
+        });
+  }
+
+  void advance(std::size_t n) {
+    while (n > 0 && iov_pos_ < iov_.size()) {
+      iovec& v = iov_[iov_pos_];
+      if (n >= v.iov_len) {
+        n -= v.iov_len;
+        ++iov_pos_;
+      } else {
+        v.iov_base = static_cast<char*>(v.iov_base) + n;
+        v.iov_len -= n;
+        n = 0;
+      }
+    }
+  }
+
+  void finish_batch() {
+    if (batch_bytes_ > 0) queue().release(batch_bytes_);
+    batch_bytes_ = 0;
+    batch_.clear();  // drops the frame references
+    iov_.clear();
+    iov_pos_ = 0;
+  }
+
+  void teardown() {
+    if (closed_) return;
+    closed_ = true;
+    detach();  // out of the index: no publisher can mark us ready any more
+    worker_.unmark(this);
+    boost::system::error_code ec;
+    auth_timer_.cancel();
+    sock_.close(ec);
+    finish_batch();
+    // relaxed: a connection count for the max_connections check; approximate is fine.
+    live_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  friend class IoWorker;
+  IoWorker& worker_;
+  tcp::socket sock_;
+  asio::steady_timer auth_timer_;
+  std::atomic<std::size_t>& live_;
+  std::array<char, kReadBuffer> rbuf_{};
+  std::vector<FrameRef> batch_;  // frames handed to the kernel, held until written
+  std::vector<iovec> iov_;
+  std::size_t iov_pos_ = 0;
+  std::size_t batch_bytes_ = 0;
+  bool waiting_writable_ = false;
+  bool close_after_flush_ = false;
+  bool closed_ = false;
+};
+
+void IoWorker::drain() {
+  {
+    std::lock_guard lock(ready_mu_);
+    draining_.swap(ready_);
+    drain_posted_ = false;
+  }
+  // Connections in draining_ are alive: each unmarks itself before dying, and
+  // none can die while this handler runs (their handlers run on this thread).
+  for (Connection* c : draining_) c->flush();
+  draining_.clear();
+}
+
+void IoWorker::close_all() {
+  stopping_ = true;
+  std::vector<std::shared_ptr<Connection>> all(conns_.begin(), conns_.end());
+  for (auto& c : all) c->shutdown();
+}
+
+}  // namespace
+
+struct Broker::Impl {
+  explicit Impl(const BrokerConfig& cfg) : core(cfg), acceptor(accept_ctx) {}
+
+  void accept_next() {
+    IoWorker& w = *workers[next_worker];
+    next_worker = (next_worker + 1) % workers.size();
+    acceptor.async_accept(w.context(), [this, &w](const boost::system::error_code& ec,
+                                                  tcp::socket sock) {
+      if (ec) {
+        if (ec == asio::error::operation_aborted || stopped.load(std::memory_order_acquire)) return;
+        accept_next();  // EMFILE and friends: keep serving the connections we have
+        return;
+      }
+      core.count_connection();
+      // relaxed: only this acceptor thread increments; the bound is approximate
+      // while connections close concurrently, which errs on the side of refusing.
+      if (live.load(std::memory_order_relaxed) >= core.config().max_connections) {
+        core.count_rejected();
+        static constexpr char kMsg[] = "-ERR max number of clients reached\r\n";
+        boost::system::error_code ignored;
+        sock.non_blocking(true, ignored);
+        sock.write_some(asio::buffer(kMsg, sizeof kMsg - 1), ignored);
+        sock.close(ignored);
+        accept_next();
+        return;
+      }
+      live.fetch_add(1, std::memory_order_relaxed);
+      boost::system::error_code pec;
+      const auto ep = sock.remote_endpoint(pec);
+      std::string peer = pec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
+      auto conn = std::make_shared<Connection>(core, w, std::move(sock), std::move(peer), live);
+      asio::post(w.context(), [conn] { conn->start(); });
+      accept_next();
+    });
+  }
+
+  BrokerCore core;
+  asio::io_context accept_ctx{1};
+  tcp::acceptor acceptor;
+  std::vector<std::unique_ptr<IoWorker>> workers;
+  std::vector<std::thread> threads;
+  std::size_t next_worker = 0;
+  std::atomic<std::size_t> live{0};
+  std::atomic<bool> stopped{false};
+  std::uint16_t port = 0;
+  std::mutex stop_mu;
+  bool joined = false;
+};
+
+tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerConfig& config) {
+  auto invalid = [](std::string what) {
+    return tl::unexpected(BrokerError{BrokerError::Code::kInvalidConfig, 0, std::move(what)});
+  };
+  const QueueLimits& q = config.queue_limits;
+  if (q.hard_bytes == 0) return invalid("hard limit must be > 0");
+  if (q.soft_bytes > q.hard_bytes) return invalid("soft limit must not exceed the hard limit");
+  if (config.write_budget_bytes == 0) return invalid("write budget must be > 0");
+  if (config.max_bulk_len == 0 || config.max_args == 0) return invalid("max bulk length and max args must be > 0");
+  if (config.max_connections == 0 || config.max_subscriptions == 0) {
+    return invalid("max connections and max subscriptions must be > 0");
+  }
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(config.bind_address, ec);
+  if (ec) return tl::unexpected(BrokerError{BrokerError::Code::kBadAddress, 0, config.bind_address});
+
+  BrokerConfig cfg = config;
+  if (cfg.io_threads == 0) cfg.io_threads = std::max(1u, std::thread::hardware_concurrency());
+  auto impl = std::make_unique<Impl>(cfg);
+  const tcp::endpoint ep(address, config.port);
+  const std::string where = config.bind_address + ":" + std::to_string(config.port);
+  auto bind_error = [&](const boost::system::error_code& e) {
+    return tl::unexpected(BrokerError{BrokerError::Code::kBind, e.value(), where});
+  };
+  impl->acceptor.open(ep.protocol(), ec);
+  if (ec) return bind_error(ec);
+  impl->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  impl->acceptor.bind(ep, ec);
+  if (ec) return bind_error(ec);
+  impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return bind_error(ec);
+  impl->port = impl->acceptor.local_endpoint(ec).port();
+  impl->core.set_listener_info(impl->port, cfg.io_threads);
+
+  for (unsigned i = 0; i < cfg.io_threads; ++i) impl->workers.push_back(std::make_unique<IoWorker>());
+  impl->accept_next();
+  try {
+    Impl* raw = impl.get();
+    impl->threads.emplace_back([raw] { raw->accept_ctx.run(); });
+    for (auto& w : impl->workers) {
+      IoWorker* wp = w.get();
+      impl->threads.emplace_back([wp] { wp->run(); });
+    }
+  } catch (const std::system_error& e) {
+    impl->stopped.store(true, std::memory_order_release);
+    impl->acceptor.close(ec);
+    for (auto& w : impl->workers) w->release_guard();
+    for (auto& t : impl->threads) t.join();
+    impl->threads.clear();
+    return tl::unexpected(BrokerError{BrokerError::Code::kThread, e.code().value(), "io thread"});
+  }
+  return std::unique_ptr<Broker>(new Broker(std::move(impl)));
+}
+
+Broker::Broker(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
+
+Broker::~Broker() {
+  stop();
+  wait();
+}
+
+std::uint16_t Broker::port() const noexcept { return impl_->port; }
+
+std::size_t Broker::publish(std::string_view channel, std::string_view payload) noexcept {
+  // acquire: pairs with the release store in stop(); a publish that sees "not
+  // stopped" may still race with shutdown, which is safe (the index outlives it).
+  if (impl_->stopped.load(std::memory_order_acquire)) return 0;
+  return impl_->core.publish(channel, payload);
+}
+
+BrokerStats Broker::stats() const noexcept { return impl_->core.stats(); }
+
+void Broker::stop() noexcept {
+  // release: pairs with the acquire loads in publish() and the accept handler.
+  if (impl_->stopped.exchange(true, std::memory_order_acq_rel)) return;
+  asio::post(impl_->accept_ctx, [impl = impl_.get()] {
+    boost::system::error_code ec;
+    impl->acceptor.close(ec);
+  });
+  for (auto& w : impl_->workers) {
+    IoWorker* wp = w.get();
+    asio::post(wp->context(), [wp] {
+      wp->close_all();
+      wp->release_guard();
+    });
+  }
+}
+
+void Broker::wait() noexcept {
+  std::lock_guard lock(impl_->stop_mu);
+  if (impl_->joined) return;
+  for (auto& t : impl_->threads) t.join();
+  impl_->joined = true;
+}
+
+}  // namespace ringcast::broker

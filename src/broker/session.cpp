@@ -1,0 +1,553 @@
+#include "broker/session.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+
+#include "broker/resp_encoder.hpp"
+
+namespace ringcast::broker {
+
+namespace {
+
+enum class Cmd : std::uint8_t {
+  kSubscribe, kUnsubscribe, kPsubscribe, kPunsubscribe, kPublish, kPing, kQuit, kReset,
+  kAuth, kHello, kClient, kPubsub, kInfo,
+};
+
+struct CommandSpec {
+  std::string_view name;  // lower case, as Redis's command table
+  int arity;              // Redis convention: n exact, -n at least n
+  bool pubsub_context;    // allowed while subscribed in RESP2
+  bool no_auth;           // allowed before authentication
+  bool container;         // has subcommands
+  Cmd cmd;
+};
+
+constexpr std::array kCommands{
+    CommandSpec{"subscribe", -2, true, false, false, Cmd::kSubscribe},
+    CommandSpec{"unsubscribe", -1, true, false, false, Cmd::kUnsubscribe},
+    CommandSpec{"psubscribe", -2, true, false, false, Cmd::kPsubscribe},
+    CommandSpec{"punsubscribe", -1, true, false, false, Cmd::kPunsubscribe},
+    CommandSpec{"publish", 3, false, false, false, Cmd::kPublish},
+    // PING before AUTH is a ringcast choice (issue 4): health checks need no secret.
+    CommandSpec{"ping", -1, true, true, false, Cmd::kPing},
+    CommandSpec{"quit", -1, true, true, false, Cmd::kQuit},
+    CommandSpec{"reset", 1, true, true, false, Cmd::kReset},
+    CommandSpec{"auth", -2, false, true, false, Cmd::kAuth},
+    CommandSpec{"hello", -1, false, true, false, Cmd::kHello},
+    CommandSpec{"client", -2, false, false, true, Cmd::kClient},
+    CommandSpec{"pubsub", -2, false, false, true, Cmd::kPubsub},
+    CommandSpec{"info", -1, false, false, false, Cmd::kInfo},
+};
+
+struct SubcommandSpec {
+  std::string_view container;
+  std::string_view name;
+  int arity;
+};
+
+constexpr std::array kSubcommands{
+    SubcommandSpec{"client", "setname", 3},  SubcommandSpec{"client", "getname", 2},
+    SubcommandSpec{"client", "id", 2},       SubcommandSpec{"client", "list", -2},
+    SubcommandSpec{"client", "info", 2},     SubcommandSpec{"client", "overflow", -2},
+    SubcommandSpec{"client", "help", 2},     SubcommandSpec{"pubsub", "channels", -2},
+    SubcommandSpec{"pubsub", "numsub", -2},  SubcommandSpec{"pubsub", "numpat", 2},
+    SubcommandSpec{"pubsub", "help", 2},
+};
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return out;
+}
+
+bool arity_ok(int arity, std::size_t argc) {
+  return arity >= 0 ? argc == static_cast<std::size_t>(arity)
+                    : argc >= static_cast<std::size_t>(-arity);
+}
+
+// printf's "%.*s" of a C string: stops at NUL and at `max` bytes.
+std::string_view c_str_prefix(std::string_view s, std::size_t max) {
+  s = s.substr(0, s.find('\0'));
+  return s.substr(0, max);
+}
+
+bool equals_constant_time(std::string_view a, std::string_view b) {
+  // Time depends only on the lengths, not on where the first difference is.
+  unsigned diff = a.size() == b.size() ? 0u : 1u;
+  const std::size_t n = std::max(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto x = static_cast<unsigned char>(i < a.size() ? a[i] : 0);
+    const auto y = static_cast<unsigned char>(i < b.size() ? b[i] : 0);
+    diff |= static_cast<unsigned>(x ^ y);
+  }
+  return diff == 0;
+}
+
+constexpr std::string_view kNoAuth = "NOAUTH Authentication required.";
+constexpr std::string_view kWrongPass = "WRONGPASS invalid username-password pair or user is disabled.";
+
+}  // namespace
+
+Session::Session(BrokerCore& core, std::string peer)
+    : Subscriber(core.config().queue_limits, core.config().overflow_policy, core.clock()),
+      core_(core),
+      id_(core.next_client_id()),
+      peer_(std::move(peer)),
+      parser_(ParserLimits{core.config().max_bulk_len, core.config().max_args}),
+      authenticated_(core.config().requirepass.empty()) {
+  core_.register_session(*this);
+}
+
+Session::~Session() { detach(); }
+
+void Session::detach() noexcept {
+  if (detached_) return;
+  detached_ = true;
+  {
+    auto lock = core_.index().lock_for_update();
+    core_.index().remove_all(*this);
+  }
+  // After the index lock is released no publisher can reach this session again
+  // (index invariant 3); closing the queue frees whatever it still holds.
+  queue().close();
+  core_.unregister_session(*this);
+}
+
+void Session::update_mirrors() noexcept {
+  // relaxed: display-only mirrors for other threads' CLIENT LIST.
+  nsub_.store(static_cast<std::uint32_t>(channels().size()), std::memory_order_relaxed);
+  npsub_.store(static_cast<std::uint32_t>(patterns().size()), std::memory_order_relaxed);
+  resp_mirror_.store(static_cast<int>(resp_), std::memory_order_relaxed);
+}
+
+Session::InputResult Session::on_input(std::string_view bytes) {
+  while (!closing_) {
+    const RequestParser::Status st = parser_.parse(bytes);
+    if (st == RequestParser::Status::kNeedMore) break;
+    if (st == RequestParser::Status::kError) {
+      resp::error(reply_, parser_.error());
+      closing_ = true;
+      break;
+    }
+    core_.count_command();
+    execute(parser_.args());
+  }
+  flush_replies();
+  return closing_ ? InputResult::kClose : InputResult::kOk;
+}
+
+void Session::flush_replies() {
+  if (reply_.empty()) return;
+  FrameRef frame = FrameRef::copy_of(reply_, /*droppable=*/false);
+  reply_.clear();
+  const PushResult r = queue().push(std::move(frame));
+  if (r.status == PushStatus::kClosed) closing_ = true;
+  if (r.wake) on_queue_ready();
+}
+
+void Session::execute(const std::vector<std::string>& args) {
+  const std::string name = lower(args[0]);
+  const auto spec = std::find_if(kCommands.begin(), kCommands.end(),
+                                 [&](const CommandSpec& c) { return c.name == name; });
+  if (spec == kCommands.end()) {
+    std::string list;
+    for (std::size_t i = 1; i < args.size() && list.size() < 128; ++i) {
+      list += fmt::format("'{}' ", c_str_prefix(args[i], 128 - list.size()));
+    }
+    resp::error(reply_, fmt::format("ERR unknown command '{}', with args beginning with: {}",
+                                    c_str_prefix(args[0], 128), list));
+    return;
+  }
+  std::string fullname(spec->name);
+  if (spec->container && args.size() >= 2) {
+    const std::string sub = lower(args[1]);
+    const auto sspec = std::find_if(kSubcommands.begin(), kSubcommands.end(), [&](const SubcommandSpec& s) {
+      return s.container == spec->name && s.name == sub;
+    });
+    if (sspec == kSubcommands.end()) {
+      resp::error(reply_, fmt::format("ERR unknown subcommand '{}'. Try {} HELP.",
+                                      c_str_prefix(args[1], 128), upper(spec->name)));
+      return;
+    }
+    fullname = fmt::format("{}|{}", spec->name, sspec->name);
+    if (!arity_ok(sspec->arity, args.size())) {
+      resp::error(reply_, fmt::format("ERR wrong number of arguments for '{}' command", fullname));
+      return;
+    }
+  } else if (!arity_ok(spec->arity, args.size())) {
+    resp::error(reply_, fmt::format("ERR wrong number of arguments for '{}' command", fullname));
+    return;
+  }
+  if (!authenticated_ && !spec->no_auth) {
+    resp::error(reply_, kNoAuth);
+    return;
+  }
+  if (resp_ == Resp::kResp2 && subscribed() && !spec->pubsub_context) {
+    resp::error(reply_, fmt::format("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE "
+                                    "/ PING / QUIT / RESET are allowed in this context",
+                                    fullname));
+    return;
+  }
+  switch (spec->cmd) {
+    case Cmd::kSubscribe:
+      return cmd_subscribe(args, false);
+    case Cmd::kPsubscribe:
+      return cmd_subscribe(args, true);
+    case Cmd::kUnsubscribe:
+      return cmd_unsubscribe(args, false);
+    case Cmd::kPunsubscribe:
+      return cmd_unsubscribe(args, true);
+    case Cmd::kPublish:
+      return cmd_publish(args);
+    case Cmd::kPing:
+      return cmd_ping(args);
+    case Cmd::kQuit:
+      resp::simple(reply_, "OK");
+      closing_ = true;
+      return;
+    case Cmd::kReset:
+      return cmd_reset();
+    case Cmd::kAuth:
+      return cmd_auth(args);
+    case Cmd::kHello:
+      return cmd_hello(args);
+    case Cmd::kClient:
+      return cmd_client(args);
+    case Cmd::kPubsub:
+      return cmd_pubsub(args);
+    case Cmd::kInfo:
+      return cmd_info(args);
+  }
+}
+
+void Session::cmd_subscribe(const std::vector<std::string>& args, bool pattern) {
+  const std::vector<std::string>& mine = pattern ? patterns() : channels();
+  std::vector<std::string_view> fresh;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (std::find(mine.begin(), mine.end(), args[i]) == mine.end() &&
+        std::find(fresh.begin(), fresh.end(), args[i]) == fresh.end()) {
+      fresh.push_back(args[i]);
+    }
+  }
+  const std::size_t limit = core_.config().max_subscriptions;
+  if (subscription_count() + fresh.size() > limit) {
+    resp::error(reply_, fmt::format("ERR max subscriptions per client reached ({})", limit));
+    return;
+  }
+  flush_replies();
+  const std::string_view kind = pattern ? "psubscribe" : "subscribe";
+  std::string out;
+  {
+    auto lock = core_.index().lock_for_update();
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      if (pattern) {
+        core_.index().add_pattern(*this, args[i]);
+      } else {
+        core_.index().add_channel(*this, args[i]);
+      }
+      resp::push(out, resp_, 3);
+      resp::bulk(out, kind);
+      resp::bulk(out, args[i]);
+      resp::integer(out, static_cast<long long>(subscription_count()));
+    }
+    // Queued under the index lock: a message on a new channel cannot overtake
+    // its confirmation (invariant 1).
+    std::swap(out, reply_);
+    flush_replies();
+  }
+  update_mirrors();
+}
+
+void Session::cmd_unsubscribe(const std::vector<std::string>& args, bool pattern) {
+  flush_replies();
+  const std::string_view kind = pattern ? "punsubscribe" : "unsubscribe";
+  std::string out;
+  {
+    auto lock = core_.index().lock_for_update();
+    SubscriptionIndex& index = core_.index();
+    auto remove = [&](std::string_view name) {
+      if (pattern) {
+        index.remove_pattern(*this, name);
+      } else {
+        index.remove_channel(*this, name);
+      }
+      resp::push(out, resp_, 3);
+      resp::bulk(out, kind);
+      resp::bulk(out, name);
+      resp::integer(out, static_cast<long long>(subscription_count()));
+    };
+    if (args.size() == 1) {
+      const std::vector<std::string> all = pattern ? patterns() : channels();
+      if (all.empty()) {
+        resp::push(out, resp_, 3);
+        resp::bulk(out, kind);
+        resp::null(out, resp_);
+        resp::integer(out, static_cast<long long>(subscription_count()));
+      }
+      for (const std::string& name : all) remove(name);
+    } else {
+      for (std::size_t i = 1; i < args.size(); ++i) remove(args[i]);
+    }
+    std::swap(out, reply_);
+    flush_replies();
+  }
+  update_mirrors();
+}
+
+void Session::cmd_publish(const std::vector<std::string>& args) {
+  // Earlier replies first: in RESP3 this connection may receive its own message.
+  flush_replies();
+  const std::size_t n = core_.publish(args[1], args[2]);
+  resp::integer(reply_, static_cast<long long>(n));
+}
+
+void Session::cmd_ping(const std::vector<std::string>& args) {
+  if (args.size() > 2) {
+    resp::error(reply_, "ERR wrong number of arguments for 'ping' command");
+    return;
+  }
+  if (resp_ == Resp::kResp2 && subscribed()) {
+    resp::array(reply_, 2);
+    resp::bulk(reply_, "pong");
+    resp::bulk(reply_, args.size() == 2 ? std::string_view(args[1]) : std::string_view());
+  } else if (args.size() == 2) {
+    resp::bulk(reply_, args[1]);
+  } else {
+    resp::simple(reply_, "PONG");
+  }
+}
+
+bool Session::check_password(std::string_view user, std::string_view pass) {
+  if (user != "default") return false;
+  const std::string& want = core_.config().requirepass;
+  return want.empty() || equals_constant_time(pass, want);  // empty: "nopass", as Redis's default user
+}
+
+void Session::cmd_auth(const std::vector<std::string>& args) {
+  if (args.size() > 3) {
+    resp::error(reply_, "ERR syntax error");
+    return;
+  }
+  if (args.size() == 2 && core_.config().requirepass.empty()) {
+    resp::error(reply_,
+                "ERR AUTH <password> called without any password configured for the default "
+                "user. Are you sure your configuration is correct?");
+    return;
+  }
+  const bool ok = args.size() == 2 ? check_password("default", args[1])
+                                   : check_password(args[1], args[2]);
+  if (!ok) {
+    resp::error(reply_, kWrongPass);
+    return;
+  }
+  authenticated_ = true;
+  resp::simple(reply_, "OK");
+}
+
+bool Session::set_name(std::string_view name) {
+  for (char c : name) {
+    if (c < '!' || c > '~') {
+      resp::error(reply_, "ERR Client names cannot contain spaces, newlines or special characters.");
+      return false;
+    }
+  }
+  core_.set_session_name(*this, std::string(name));
+  return true;
+}
+
+void Session::set_protocol(Resp r) {
+  if (r == resp_) return;
+  // Under the index lock: publishers read resp_ to pick the frame encoding.
+  flush_replies();
+  auto lock = core_.index().lock_for_update();
+  core_.index().set_resp(*this, r);
+  update_mirrors();
+}
+
+void Session::cmd_hello(const std::vector<std::string>& args) {
+  long long version = 0;
+  std::size_t next = 1;
+  if (args.size() >= 2) {
+    if (!parse_int64(args[1], version)) {
+      resp::error(reply_, "ERR Protocol version is not an integer or out of range");
+      return;
+    }
+    ++next;
+    if (version < 2 || version > 3) {
+      resp::error(reply_, "NOPROTO unsupported protocol version");
+      return;
+    }
+  }
+  const std::string* user = nullptr;
+  const std::string* pass = nullptr;
+  const std::string* name = nullptr;
+  for (std::size_t j = next; j < args.size(); ++j) {
+    const std::size_t more = args.size() - 1 - j;
+    const std::string opt = lower(args[j]);
+    if (opt == "auth" && more >= 2) {
+      user = &args[j + 1];
+      pass = &args[j + 2];
+      j += 2;
+    } else if (opt == "setname" && more >= 1) {
+      name = &args[j + 1];
+      ++j;
+    } else {
+      resp::error(reply_, fmt::format("ERR Syntax error in HELLO option '{}'", c_str_prefix(args[j], 1024)));
+      return;
+    }
+  }
+  if (user != nullptr) {
+    if (!check_password(*user, *pass)) {
+      resp::error(reply_, kWrongPass);
+      return;
+    }
+    authenticated_ = true;
+  }
+  if (!authenticated_) {
+    resp::error(reply_,
+                "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+                "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
+                "select the RESP protocol version at the same time");
+    return;
+  }
+  if (name != nullptr && !set_name(*name)) return;
+  if (version != 0) set_protocol(version == 3 ? Resp::kResp3 : Resp::kResp2);
+  resp::map(reply_, resp_, 7);
+  resp::bulk(reply_, "server");
+  resp::bulk(reply_, "ringcast-broker");
+  resp::bulk(reply_, "version");
+  resp::bulk(reply_, "7.0.0");  // the Redis protocol level implemented (docs/broker.md)
+  resp::bulk(reply_, "proto");
+  resp::integer(reply_, static_cast<long long>(resp_));
+  resp::bulk(reply_, "id");
+  resp::integer(reply_, static_cast<long long>(id_));
+  resp::bulk(reply_, "mode");
+  resp::bulk(reply_, "standalone");
+  resp::bulk(reply_, "role");
+  resp::bulk(reply_, "master");
+  resp::bulk(reply_, "modules");
+  resp::array(reply_, 0);
+}
+
+void Session::cmd_reset() {
+  // As Redis's clearClientConnectionState: no unsubscribe confirmations, back to
+  // RESP2, name cleared, authentication required again if a password is set.
+  flush_replies();
+  {
+    auto lock = core_.index().lock_for_update();
+    core_.index().remove_all(*this);
+    core_.index().set_resp(*this, Resp::kResp2);
+  }
+  update_mirrors();
+  core_.set_session_name(*this, {});
+  queue().set_policy(core_.config().overflow_policy);
+  authenticated_ = core_.config().requirepass.empty();
+  resp::simple(reply_, "RESET");
+}
+
+void Session::cmd_client(const std::vector<std::string>& args) {
+  const std::string sub = lower(args[1]);
+  if (sub == "setname") {
+    if (set_name(args[2])) resp::simple(reply_, "OK");
+  } else if (sub == "getname") {
+    if (name_.empty()) {
+      resp::null(reply_, resp_);
+    } else {
+      resp::bulk(reply_, name_);
+    }
+  } else if (sub == "id") {
+    resp::integer(reply_, static_cast<long long>(id_));
+  } else if (sub == "list") {
+    if (args.size() != 2) {
+      resp::error(reply_, "ERR syntax error");
+      return;
+    }
+    resp::verbatim(reply_, resp_, core_.client_list());
+  } else if (sub == "info") {
+    resp::verbatim(reply_, resp_, core_.client_info(*this));
+  } else if (sub == "overflow") {
+    if (args.size() == 2) {
+      resp::bulk(reply_, to_string(queue().policy()));
+      return;
+    }
+    const auto policy = args.size() == 3 ? parse_overflow_policy(args[2]) : std::nullopt;
+    if (!policy) {
+      resp::error(reply_, "ERR overflow policy must be drop-oldest, drop-newest or disconnect");
+      return;
+    }
+    queue().set_policy(*policy);
+    resp::simple(reply_, "OK");
+  } else {  // help
+    constexpr std::array<std::string_view, 9> kHelp{
+        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GETNAME", "    Return the name of the current connection.",
+        "ID", "    Return the ID of the current connection.",
+        "SETNAME <name>", "    Assign the name <name> to the current connection.",
+        "LIST | INFO | OVERFLOW [drop-oldest|drop-newest|disconnect]",
+        "    Connection details with per-reason drop counts; get or set this connection's overflow policy."};
+    resp::array(reply_, kHelp.size());
+    for (std::string_view line : kHelp) resp::simple(reply_, line);
+  }
+}
+
+void Session::cmd_pubsub(const std::vector<std::string>& args) {
+  const std::string sub = lower(args[1]);
+  SubscriptionIndex& index = core_.index();
+  if (sub == "channels") {
+    if (args.size() > 3) {
+      resp::error(reply_, "ERR wrong number of arguments for 'pubsub|channels' command");
+      return;
+    }
+    const auto names = args.size() == 3 ? index.channels(std::string_view(args[2]))
+                                        : index.channels(std::nullopt);
+    resp::array(reply_, names.size());
+    for (const std::string& n : names) resp::bulk(reply_, n);
+  } else if (sub == "numsub") {
+    resp::array(reply_, (args.size() - 2) * 2);
+    for (std::size_t i = 2; i < args.size(); ++i) {
+      resp::bulk(reply_, args[i]);
+      resp::integer(reply_, static_cast<long long>(index.numsub(args[i])));
+    }
+  } else if (sub == "numpat") {
+    resp::integer(reply_, static_cast<long long>(index.numpat()));
+  } else {  // help
+    constexpr std::array<std::string_view, 7> kHelp{
+        "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CHANNELS [<pattern>]",
+        "    Return the currently active channels matching a <pattern> (default: '*').",
+        "NUMPAT", "    Return number of subscriptions to patterns.",
+        "NUMSUB [<channel> ...]",
+        "    Return the number of subscribers for the specified channels, excluding pattern subscriptions."};
+    resp::array(reply_, kHelp.size());
+    for (std::string_view line : kHelp) resp::simple(reply_, line);
+  }
+}
+
+void Session::cmd_info(const std::vector<std::string>& args) {
+  std::string text;
+  if (args.size() == 1) {
+    text = core_.info("");
+  } else {
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      std::string part = core_.info(args[i]);
+      if (!text.empty() && !part.empty()) text += "\r\n";
+      text += part;
+    }
+  }
+  resp::verbatim(reply_, resp_, text);
+}
+
+}  // namespace ringcast::broker

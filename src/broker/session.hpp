@@ -1,0 +1,100 @@
+// One client connection's protocol state: parses its requests, executes the
+// commands, and queues replies in order with the messages it receives.
+//
+// Thread safety:
+//  * on_input(), detach() and the accessors are called by the connection's owning
+//    thread only (one I/O thread, or the test).
+//  * Publishers on other threads reach the session only through the Subscriber
+//    base (its queue and on_queue_ready()).
+//  * name and the atomic mirrors below are read by other sessions' CLIENT LIST
+//    and INFO under the core's registry lock.
+//
+// Invariants:
+//  1. Replies and messages leave in the order Redis would send them: pending
+//     replies are flushed into the queue before any command that queues frames
+//     itself (SUBSCRIBE family, PUBLISH), and (un)subscribe confirmations are
+//     queued while the index lock is held.
+//  2. Until authenticated, only AUTH, HELLO, PING, QUIT and RESET run.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "broker/broker_core.hpp"
+#include "broker/request_parser.hpp"
+#include "broker/subscription_index.hpp"
+
+namespace ringcast::broker {
+
+class Session : public Subscriber {
+ public:
+  enum class InputResult : std::uint8_t {
+    kOk,
+    kClose,  // stop reading; close once the queued replies are written
+  };
+
+  Session(BrokerCore& core, std::string peer);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Parses and executes every complete command in `bytes` (any split is fine).
+  InputResult on_input(std::string_view bytes);
+
+  // Removes the session from the index and the registry and closes its queue.
+  // Idempotent; must run before destruction, on the owning thread.
+  void detach() noexcept;
+
+  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+  [[nodiscard]] bool authenticated() const noexcept { return authenticated_; }
+  [[nodiscard]] const std::string& peer() const noexcept { return peer_; }
+  [[nodiscard]] std::chrono::steady_clock::time_point created() const noexcept { return created_; }
+  // Mirrors for other threads' CLIENT LIST / INFO.
+  [[nodiscard]] std::uint32_t sub_count() const noexcept { return nsub_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint32_t psub_count() const noexcept { return npsub_.load(std::memory_order_relaxed); }
+  [[nodiscard]] int resp_version() const noexcept { return resp_mirror_.load(std::memory_order_relaxed); }
+
+ protected:
+  ~Session() override;
+  [[nodiscard]] BrokerCore& core() const noexcept { return core_; }
+
+ private:
+  friend class BrokerCore;
+
+  void execute(const std::vector<std::string>& args);
+  void flush_replies();
+  void set_protocol(Resp r);
+  void update_mirrors() noexcept;
+  [[nodiscard]] bool subscribed() const noexcept { return subscription_count() > 0; }
+
+  void cmd_subscribe(const std::vector<std::string>& args, bool pattern);
+  void cmd_unsubscribe(const std::vector<std::string>& args, bool pattern);
+  void cmd_publish(const std::vector<std::string>& args);
+  void cmd_ping(const std::vector<std::string>& args);
+  void cmd_auth(const std::vector<std::string>& args);
+  void cmd_hello(const std::vector<std::string>& args);
+  void cmd_reset();
+  void cmd_client(const std::vector<std::string>& args);
+  void cmd_pubsub(const std::vector<std::string>& args);
+  void cmd_info(const std::vector<std::string>& args);
+  bool check_password(std::string_view user, std::string_view pass);
+  bool set_name(std::string_view name);
+
+  BrokerCore& core_;
+  const std::uint64_t id_;
+  const std::string peer_;
+  const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
+  RequestParser parser_;
+  std::string reply_;  // replies not yet queued (invariant 1)
+  std::string name_;   // written under the registry lock (BrokerCore::set_session_name)
+  bool authenticated_;
+  bool closing_ = false;
+  bool detached_ = false;
+  std::atomic<std::uint32_t> nsub_{0};
+  std::atomic<std::uint32_t> npsub_{0};
+  std::atomic<int> resp_mirror_{2};
+};
+
+}  // namespace ringcast::broker

@@ -1,0 +1,154 @@
+// Subscription index: which subscribers receive a message published on a channel.
+//
+// Thread safety:
+//  * publish(), count queries and channels() take the index lock shared and may run
+//    concurrently from any threads.
+//  * Mutations (add_*/remove_*) require the caller to hold the lock returned by
+//    lock_for_update(); they are called by a subscriber's owning thread only, so
+//    a subscriber's own channel/pattern lists are never written concurrently.
+//  * Publishers push into subscribers' queues while holding the shared lock, and
+//    nothing ever writes to a socket while holding it.
+//
+// Invariants:
+//  1. A subscriber is in channels_[c].subs iff c is in its channels list, and in
+//     a PatternEntry's subs iff the pattern is in its patterns list; entries with
+//     no subscriber are erased.
+//  2. Each pattern entry lives in the trie node reached by its literal prefix
+//     (glob_literal_prefix), so a publish on channel c visits only the entries
+//     whose prefix is a prefix of c, then checks each with glob_match.
+//  3. A Subscriber is referenced by the index only between its first add and its
+//     remove_all(); the owner calls remove_all() before destroying it, so
+//     publishers (who hold the shared lock) never see a dead subscriber.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "broker/connection_queue.hpp"
+#include "broker/frame.hpp"
+
+namespace ringcast::broker {
+
+// What the index needs from a connection: its queue, its protocol, and a way to
+// wake its writer. The server's connection and the tests' fakes derive from it.
+class Subscriber {
+ public:
+  Subscriber(QueueLimits limits, OverflowPolicy policy, const Clock& clock)
+      : queue_(limits, policy, clock) {}
+  Subscriber(const Subscriber&) = delete;
+  Subscriber& operator=(const Subscriber&) = delete;
+
+  [[nodiscard]] ConnectionQueue& queue() noexcept { return queue_; }
+  [[nodiscard]] const ConnectionQueue& queue() const noexcept { return queue_; }
+
+  // Protocol used to encode this subscriber's messages. Written by the owner only
+  // while holding the index update lock; read by publishers under the shared lock.
+  [[nodiscard]] Resp resp() const noexcept { return resp_; }
+
+  // Called by a publisher (any thread, index lock held shared) or by the owner
+  // when a push returned wake=true: the writer must run soon. Must not block or
+  // write to the socket.
+  virtual void on_queue_ready() noexcept = 0;
+
+  // The subscriber's subscriptions in the order they were made (the order bare
+  // UNSUBSCRIBE / PUNSUBSCRIBE report them). Owner thread only.
+  [[nodiscard]] const std::vector<std::string>& channels() const noexcept { return channels_; }
+  [[nodiscard]] const std::vector<std::string>& patterns() const noexcept { return patterns_; }
+  [[nodiscard]] std::size_t subscription_count() const noexcept {
+    return channels_.size() + patterns_.size();
+  }
+
+ protected:
+  virtual ~Subscriber() = default;
+  Resp resp_ = Resp::kResp2;
+
+ private:
+  friend class SubscriptionIndex;
+  ConnectionQueue queue_;
+  std::vector<std::string> channels_;
+  std::vector<std::string> patterns_;
+};
+
+struct PublishResult {
+  std::size_t receivers = 0;  // PUBLISH's reply: subscriptions (or connections) matched
+  std::size_t queued = 0;     // of which the frame was queued
+  std::size_t dropped = 0;    // refused by a full queue (drop-newest, or too big)
+};
+
+class SubscriptionIndex {
+ public:
+  SubscriptionIndex();
+  ~SubscriptionIndex();
+  SubscriptionIndex(const SubscriptionIndex&) = delete;
+  SubscriptionIndex& operator=(const SubscriptionIndex&) = delete;
+
+  // Exclusive lock for the mutations below. Hold it while queueing a subscribe or
+  // unsubscribe confirmation too, so that no message for that channel can be
+  // queued on the wrong side of the confirmation.
+  [[nodiscard]] std::unique_lock<std::shared_mutex> lock_for_update() {
+    return std::unique_lock<std::shared_mutex>(mu_);
+  }
+  // Each returns true if the subscription was added / removed, false if it was
+  // already present / absent. REQUIRES: lock_for_update() held, owner thread.
+  bool add_channel(Subscriber& s, std::string_view channel);
+  bool remove_channel(Subscriber& s, std::string_view channel);
+  bool add_pattern(Subscriber& s, std::string_view pattern);
+  bool remove_pattern(Subscriber& s, std::string_view pattern);
+  // Drops every subscription of `s`. REQUIRES: lock_for_update() held.
+  void remove_all(Subscriber& s);
+  // Changes the protocol messages to `s` are encoded with. REQUIRES: lock held.
+  void set_resp(Subscriber& s, Resp r) noexcept;
+
+  // Queues the message on every matching subscription: one `message` frame per
+  // protocol version for exact subscribers, one `pmessage` frame per matching
+  // pattern and version, shared by all their queues. With `dedupe`, a subscriber
+  // matched several times receives only the first frame (its exact subscription,
+  // else its first matching pattern in trie order). Wakes writers as needed.
+  PublishResult publish(std::string_view channel, std::string_view payload, bool dedupe);
+
+  // PUBSUB CHANNELS [pattern]: active channels, optionally filtered by glob.
+  [[nodiscard]] std::vector<std::string> channels(std::optional<std::string_view> pattern) const;
+  // PUBSUB NUMSUB: subscribers of one channel (exact subscriptions only, as Redis).
+  [[nodiscard]] std::size_t numsub(std::string_view channel) const;
+  // PUBSUB NUMPAT: distinct patterns with at least one subscriber.
+  [[nodiscard]] std::size_t numpat() const;
+  [[nodiscard]] std::size_t num_channels() const;
+
+ private:
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  struct PatternEntry {
+    std::string pattern;
+    std::vector<Subscriber*> subs;
+  };
+  struct TrieNode {
+    unsigned char byte = 0;
+    TrieNode* parent = nullptr;
+    std::vector<std::unique_ptr<TrieNode>> children;  // sorted by byte
+    std::vector<PatternEntry*> patterns;  // patterns whose literal prefix ends here
+    [[nodiscard]] TrieNode* child(unsigned char b) const noexcept;
+  };
+
+  TrieNode* trie_find_or_add(std::string_view prefix);
+  void trie_prune(TrieNode* node) noexcept;
+
+  mutable std::shared_mutex mu_;
+  std::unordered_map<std::string, std::vector<Subscriber*>, StringHash, std::equal_to<>> channels_;
+  std::unordered_map<std::string, std::unique_ptr<PatternEntry>, StringHash, std::equal_to<>>
+      patterns_;
+  TrieNode root_;
+};
+
+}  // namespace ringcast::broker
