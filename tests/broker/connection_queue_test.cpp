@@ -1,0 +1,272 @@
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "broker/connection_queue.hpp"
+#include "test_support.hpp"
+
+namespace ringcast::broker {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ManualClock;
+using testing::numbered_frame;
+using testing::seq_of;
+
+constexpr std::size_t kHard = static_cast<std::size_t>(DropReason::kHardLimit);
+constexpr std::size_t kSoft = static_cast<std::size_t>(DropReason::kSoftLimit);
+constexpr std::size_t kCut = static_cast<std::size_t>(DropReason::kDisconnect);
+
+QueueLimits limits(std::size_t hard, std::size_t soft = 0, std::chrono::nanoseconds d = 60s) {
+  return QueueLimits{hard, soft, d};
+}
+
+std::vector<std::uint64_t> seqs(const std::vector<FrameRef>& frames) {
+  std::vector<std::uint64_t> out;
+  for (const auto& f : frames) out.push_back(seq_of(f));
+  return out;
+}
+
+TEST(ConnectionQueueTest, WakesTheWriterOncePerBusyPeriod) {
+  ManualClock clock;
+  ConnectionQueue q(limits(1000), OverflowPolicy::kDropNewest, clock);
+  EXPECT_TRUE(q.push(numbered_frame(0, 10)).wake);
+  EXPECT_FALSE(q.push(numbered_frame(1, 10)).wake);
+  EXPECT_FALSE(q.push(numbered_frame(2, 10)).wake);
+  std::vector<FrameRef> out;
+  const PopResult r = q.pop_batch(1000, 1000, out);
+  EXPECT_EQ(r.frames, 3u);
+  EXPECT_FALSE(r.more);
+  EXPECT_FALSE(q.push(numbered_frame(3, 10)).wake) << "still armed until a pop finds nothing";
+  out.clear();
+  EXPECT_EQ(q.pop_batch(1000, 1000, out).frames, 1u);
+  EXPECT_EQ(q.pop_batch(1000, 1000, out).frames, 0u);
+  EXPECT_TRUE(q.push(numbered_frame(4, 10)).wake);
+}
+
+TEST(ConnectionQueueTest, PopBatchRespectsByteBudgetButTakesAtLeastOneFrame) {
+  ManualClock clock;
+  ConnectionQueue q(limits(10000), OverflowPolicy::kDropNewest, clock);
+  (void)q.push(numbered_frame(0, 300));
+  (void)q.push(numbered_frame(1, 300));
+  (void)q.push(numbered_frame(2, 300));
+  std::vector<FrameRef> out;
+  PopResult r = q.pop_batch(100, 64, out);
+  EXPECT_EQ(r.frames, 1u) << "a frame larger than the budget still goes out alone";
+  r = q.pop_batch(650, 64, out);
+  EXPECT_EQ(r.frames, 2u);
+  EXPECT_EQ(q.stats().inflight_bytes, 900u);
+  q.release(900);
+  EXPECT_EQ(q.total_bytes(), 0u);
+}
+
+TEST(ConnectionQueueTest, DropNewestRefusesFramesOverTheHardLimit) {
+  ManualClock clock;
+  ConnectionQueue q(limits(100), OverflowPolicy::kDropNewest, clock);
+  for (std::uint64_t i = 0; i < 12; ++i) (void)q.push(numbered_frame(i, 10));
+  const QueueStats s = q.stats();
+  EXPECT_EQ(s.queued_bytes, 100u);
+  EXPECT_EQ(s.dropped[kHard], 2u);
+  EXPECT_EQ(seqs(testing::drain_all(q)), (std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+}
+
+TEST(ConnectionQueueTest, DropOldestEvictsFromTheFront) {
+  ManualClock clock;
+  ConnectionQueue q(limits(100), OverflowPolicy::kDropOldest, clock);
+  for (std::uint64_t i = 0; i < 12; ++i) {
+    EXPECT_EQ(q.push(numbered_frame(i, 10)).status, PushStatus::kQueued);
+  }
+  EXPECT_EQ(q.stats().dropped[kHard], 2u);
+  EXPECT_EQ(seqs(testing::drain_all(q)), (std::vector<std::uint64_t>{2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+}
+
+TEST(ConnectionQueueTest, DropOldestNeverEvictsReplies) {
+  ManualClock clock;
+  ConnectionQueue q(limits(100), OverflowPolicy::kDropOldest, clock);
+  (void)q.push(numbered_frame(100, 20, /*droppable=*/false));
+  for (std::uint64_t i = 0; i < 10; ++i) (void)q.push(numbered_frame(i, 10));
+  EXPECT_EQ(seqs(testing::drain_all(q)), (std::vector<std::uint64_t>{100, 2, 3, 4, 5, 6, 7, 8, 9}));
+}
+
+TEST(ConnectionQueueTest, DisconnectsSubscriberOverHardLimit) {
+  ManualClock clock;
+  ConnectionQueue q(limits(100), OverflowPolicy::kDisconnect, clock);
+  for (std::uint64_t i = 0; i < 10; ++i) (void)q.push(numbered_frame(i, 10));
+  std::vector<FrameRef> out;
+  ASSERT_EQ(q.pop_batch(30, 64, out).frames, 3u);  // 30 bytes in flight, 70 queued: full
+  const PushResult r = q.push(numbered_frame(10, 10));
+  EXPECT_EQ(r.status, PushStatus::kClosed);
+  const QueueStats s = q.stats();
+  EXPECT_TRUE(s.closed);
+  EXPECT_TRUE(s.overflowed);
+  EXPECT_EQ(s.dropped[kCut], 8u) << "the refused frame plus the 7 still queued";
+  EXPECT_EQ(q.push(numbered_frame(14, 10)).status, PushStatus::kClosed);
+  EXPECT_TRUE(q.pop_batch(30, 64, out).closed);
+}
+
+TEST(ConnectionQueueTest, InFlightBytesCountTowardTheLimit) {
+  ManualClock clock;
+  ConnectionQueue q(limits(100), OverflowPolicy::kDropNewest, clock);
+  for (std::uint64_t i = 0; i < 10; ++i) (void)q.push(numbered_frame(i, 10));
+  std::vector<FrameRef> out;
+  (void)q.pop_batch(1000, 1000, out);  // all 100 bytes handed to the "kernel"
+  EXPECT_EQ(q.push(numbered_frame(10, 10)).status, PushStatus::kDropped);
+  q.release(100);
+  EXPECT_EQ(q.push(numbered_frame(11, 10)).status, PushStatus::kQueued);
+}
+
+TEST(ConnectionQueueTest, SoftLimitAppliesOnlyAfterBeingExceededForTheDuration) {
+  ManualClock clock;
+  ConnectionQueue q(limits(1000, 100, 10s), OverflowPolicy::kDisconnect, clock);
+  for (std::uint64_t i = 0; i < 15; ++i) {
+    ASSERT_EQ(q.push(numbered_frame(i, 10)).status, PushStatus::kQueued);  // 150 > soft, timer starts
+  }
+  clock.advance(9s);
+  EXPECT_EQ(q.push(numbered_frame(15, 10)).status, PushStatus::kQueued);
+  clock.advance(1s);
+  EXPECT_EQ(q.push(numbered_frame(16, 10)).status, PushStatus::kClosed);
+  EXPECT_TRUE(q.stats().overflowed);
+}
+
+TEST(ConnectionQueueTest, DippingBelowSoftLimitRestartsTheSoftTimer) {
+  ManualClock clock;
+  ConnectionQueue q(limits(1000, 100, 10s), OverflowPolicy::kDisconnect, clock);
+  for (std::uint64_t i = 0; i < 15; ++i) (void)q.push(numbered_frame(i, 10));
+  clock.advance(9s);
+  (void)testing::drain_all(q);  // back under the soft limit
+  for (std::uint64_t i = 0; i < 15; ++i) (void)q.push(numbered_frame(i, 10));  // timer restarts
+  clock.advance(9s);
+  EXPECT_EQ(q.push(numbered_frame(99, 10)).status, PushStatus::kQueued);
+  clock.advance(1s);
+  EXPECT_EQ(q.push(numbered_frame(100, 10)).status, PushStatus::kClosed);
+}
+
+TEST(ConnectionQueueTest, SoftLimitUnderDropOldestTrimsBackToTheSoftLimit) {
+  ManualClock clock;
+  ConnectionQueue q(limits(1000, 100, 5s), OverflowPolicy::kDropOldest, clock);
+  for (std::uint64_t i = 0; i < 20; ++i) (void)q.push(numbered_frame(i, 10));
+  clock.advance(5s);
+  EXPECT_EQ(q.push(numbered_frame(20, 10)).status, PushStatus::kQueued);
+  const QueueStats s = q.stats();
+  EXPECT_EQ(s.queued_bytes, 100u);
+  EXPECT_EQ(s.dropped[kSoft], 11u);
+  EXPECT_EQ(s.dropped[kHard], 0u);
+}
+
+TEST(ConnectionQueueTest, ReplyOverTheHardLimitClosesEvenUnderDropNewest) {
+  // A client that never reads its replies cannot be helped by dropping messages.
+  ManualClock clock;
+  ConnectionQueue q(limits(100), OverflowPolicy::kDropNewest, clock);
+  for (std::uint64_t i = 0; i < 9; ++i) (void)q.push(numbered_frame(i, 10, false));
+  EXPECT_EQ(q.push(numbered_frame(9, 20, false)).status, PushStatus::kClosed);
+}
+
+TEST(ConnectionQueueTest, TellsTheReaderAboutLossOnceThereIsRoom) {
+  ManualClock clock;
+  ConnectionQueue q(limits(1000), OverflowPolicy::kDropNewest, clock);
+  for (std::uint64_t i = 0; i < 103; ++i) (void)q.push(numbered_frame(i, 10));
+  ASSERT_EQ(q.stats().dropped[kHard], 3u);
+  // Nothing is said while the queue is still full.
+  std::vector<FrameRef> out;
+  PopResult r = q.pop_batch(10, 1, out);
+  q.release(r.bytes);
+  EXPECT_EQ(q.stats().notices, 0u);
+  const std::vector<FrameRef> rest = testing::drain_all(q);
+  ASSERT_EQ(q.stats().notices, 1u);
+  const std::string expected(
+      encode_message(Resp::kResp2, kLossChannel, "lost=3 total=3 policy=drop-newest")->view());
+  ASSERT_FALSE(rest.empty());
+  EXPECT_EQ(rest.back()->view(), expected);
+  EXPECT_FALSE(rest.back()->droppable());
+  // Only once: no further notice without further loss.
+  (void)q.push(numbered_frame(500, 10));
+  const std::vector<FrameRef> after = testing::drain_all(q);
+  EXPECT_EQ(after.size(), 1u);
+  EXPECT_EQ(q.stats().notices, 1u);
+}
+
+TEST(ConnectionQueueTest, LossNoticeUsesTheConnectionsProtocol) {
+  ManualClock clock;
+  ConnectionQueue q(limits(1000), OverflowPolicy::kDropOldest, clock);
+  q.set_resp(Resp::kResp3);
+  for (std::uint64_t i = 0; i < 101; ++i) (void)q.push(numbered_frame(i, 10));
+  const std::vector<FrameRef> frames = testing::drain_all(q);
+  ASSERT_FALSE(frames.empty());
+  EXPECT_EQ(frames.back()->view(),
+            encode_message(Resp::kResp3, kLossChannel, "lost=1 total=1 policy=drop-oldest")->view());
+}
+
+// Seed 002: publisher 5/tick, reader 1/tick (drained before the tick's publishes),
+// a queue of 10 messages, 200 ticks.
+struct SeedRun {
+  std::vector<std::uint64_t> delivered;
+  std::uint64_t dropped = 0;
+  std::size_t queued = 0;
+  std::vector<std::uint64_t> final_queue;
+};
+
+SeedRun run_seed_002(OverflowPolicy policy, std::uint64_t rate = 5, std::size_t capacity = 10,
+                     std::uint64_t drain = 1, int ticks = 200) {
+  constexpr std::size_t kFrame = 100;
+  ManualClock clock;
+  ConnectionQueue q(limits(capacity * kFrame), policy, clock);
+  SeedRun run;
+  std::uint64_t seq = 0;
+  for (int tick = 0; tick < ticks; ++tick) {
+    std::vector<FrameRef> out;
+    for (std::uint64_t d = 0; d < drain; ++d) {
+      const PopResult r = q.pop_batch(kFrame, 1, out);
+      q.release(r.bytes);
+    }
+    for (const auto& f : out) run.delivered.push_back(seq_of(f));
+    for (std::uint64_t k = 0; k < rate; ++k) (void)q.push(numbered_frame(seq++, kFrame));
+  }
+  const QueueStats s = q.stats();
+  run.dropped = s.dropped[kHard];
+  run.queued = s.queued_frames;
+  EXPECT_EQ(s.notices, 0u) << "the queue never had room for a notice";
+  for (const FrameRef& f : testing::drain_all(q)) {
+    if (f->droppable()) run.final_queue.push_back(seq_of(f));  // skip the loss notice
+  }
+  return run;
+}
+
+TEST(ConnectionQueueTest, BothDropPoliciesLoseExactly791Of1000) {
+  const SeedRun oldest = run_seed_002(OverflowPolicy::kDropOldest);
+  const SeedRun newest = run_seed_002(OverflowPolicy::kDropNewest);
+  for (const SeedRun* r : {&oldest, &newest}) {
+    EXPECT_EQ(r->dropped, 791u);
+    EXPECT_EQ(r->delivered.size(), 199u);
+    EXPECT_EQ(r->queued, 10u);
+    EXPECT_EQ(r->dropped + r->delivered.size() + r->queued, 1000u);
+  }
+  // Same count, opposite ends of the stream.
+  EXPECT_EQ(newest.delivered.back(), 945u);
+  EXPECT_EQ(oldest.delivered.back(), 985u);
+  EXPECT_EQ(std::vector<std::uint64_t>(newest.delivered.begin(), newest.delivered.begin() + 8),
+            (std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(std::vector<std::uint64_t>(oldest.delivered.begin(), oldest.delivered.begin() + 4),
+            (std::vector<std::uint64_t>{0, 1, 5, 10}));
+  EXPECT_EQ(oldest.final_queue.back(), 999u) << "drop-oldest ends holding the newest messages";
+  EXPECT_LT(newest.final_queue.back(), 999u);
+}
+
+TEST(ConnectionQueueTest, PoliciesAgreeOnLossCountAcrossConfigurations) {
+  for (std::uint64_t rate : {1u, 2u, 3u, 5u, 8u}) {
+    for (std::size_t capacity : {1u, 4u, 10u, 50u}) {
+      for (std::uint64_t drain : {1u, 2u, 3u}) {
+        const SeedRun a = run_seed_002(OverflowPolicy::kDropOldest, rate, capacity, drain, 100);
+        const SeedRun b = run_seed_002(OverflowPolicy::kDropNewest, rate, capacity, drain, 100);
+        EXPECT_EQ(a.dropped, b.dropped) << rate << " " << capacity << " " << drain;
+        if (rate <= drain && capacity >= rate) {
+          EXPECT_EQ(a.dropped, 0u) << "nothing is lost when the reader keeps up";
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ringcast::broker

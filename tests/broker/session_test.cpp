@@ -1,0 +1,225 @@
+// Protocol behaviour of one connection, byte for byte, without sockets. Expected
+// replies were captured from redis-server 7.0.15 for the same input, except where
+// a comment says the broker differs on purpose.
+#include <memory>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "broker/broker_core.hpp"
+#include "broker/session.hpp"
+#include "test_support.hpp"
+
+namespace ringcast::broker {
+namespace {
+
+class TestSession final : public Session {
+ public:
+  explicit TestSession(BrokerCore& core) : Session(core, "127.0.0.1:1") {}
+  ~TestSession() override = default;
+  void on_queue_ready() noexcept override {}
+  // Everything the writer would have sent so far.
+  std::string output() { return testing::concat(testing::drain_all(queue())); }
+  std::string send(std::string_view in) {
+    last = on_input(in);
+    return output();
+  }
+  InputResult last = InputResult::kOk;
+};
+
+class SessionTest : public ::testing::Test {
+ protected:
+  explicit SessionTest(BrokerConfig cfg = {}) : core_(std::move(cfg)) {}
+  std::unique_ptr<TestSession> connect() { return std::make_unique<TestSession>(core_); }
+  BrokerCore core_;
+};
+
+TEST_F(SessionTest, SubscribeConfirmsEachChannelWithRunningCount) {
+  auto s = connect();
+  EXPECT_EQ(s->send("SUBSCRIBE a b\r\n"),
+            "*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n*3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n");
+  EXPECT_EQ(s->send("PSUBSCRIBE c*\r\n"), "*3\r\n$10\r\npsubscribe\r\n$2\r\nc*\r\n:3\r\n");
+}
+
+TEST_F(SessionTest, PingInResp2SubscribedModeRepliesWithPongArray) {
+  auto s = connect();
+  s->send("SUBSCRIBE a\r\n");
+  EXPECT_EQ(s->send("PING\r\nPING x\r\n"),
+            "*2\r\n$4\r\npong\r\n$0\r\n\r\n*2\r\n$4\r\npong\r\n$1\r\nx\r\n");
+  EXPECT_EQ(s->send("PING a b\r\n"), "-ERR wrong number of arguments for 'ping' command\r\n");
+}
+
+TEST_F(SessionTest, Resp2SubscribedModeRejectsOtherCommandsWithRedisText) {
+  auto s = connect();
+  s->send("SUBSCRIBE a\r\n");
+  EXPECT_EQ(s->send("PUBLISH a b\r\nCLIENT SETNAME x\r\nHELLO 3\r\n"),
+            "-ERR Can't execute 'publish': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
+            "RESET are allowed in this context\r\n"
+            "-ERR Can't execute 'client|setname': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
+            "QUIT / RESET are allowed in this context\r\n"
+            "-ERR Can't execute 'hello': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
+            "RESET are allowed in this context\r\n");
+}
+
+TEST_F(SessionTest, BareUnsubscribeReportsEachChannelThenNullWhenNone) {
+  auto s = connect();
+  s->send("SUBSCRIBE a b\r\n");
+  EXPECT_EQ(s->send("UNSUBSCRIBE\r\nUNSUBSCRIBE\r\nPUNSUBSCRIBE\r\n"),
+            "*3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:1\r\n*3\r\n$11\r\nunsubscribe\r\n$1\r\nb\r\n:0\r\n"
+            "*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:0\r\n*3\r\n$12\r\npunsubscribe\r\n$-1\r\n:0\r\n");
+}
+
+TEST_F(SessionTest, Resp3UsesPushesAndAllowsCommandsWhileSubscribed) {
+  auto s = connect();
+  const std::string hello = s->send("HELLO 3\r\n");
+  EXPECT_EQ(hello.substr(0, 4), "%7\r\n");
+  EXPECT_NE(hello.find("$5\r\nproto\r\n:3\r\n"), std::string::npos);
+  EXPECT_EQ(s->send("UNSUBSCRIBE\r\nPING\r\nSUBSCRIBE a\r\nPING\r\nPUBLISH a x\r\n"),
+            ">3\r\n$11\r\nunsubscribe\r\n_\r\n:0\r\n+PONG\r\n>3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n"
+            "+PONG\r\n>3\r\n$7\r\nmessage\r\n$1\r\na\r\n$1\r\nx\r\n:1\r\n");
+}
+
+TEST_F(SessionTest, HelloRejectsBadVersionsAndReportsInResp2AsFlatArray) {
+  auto s = connect();
+  EXPECT_EQ(s->send("HELLO 4\r\nHELLO x\r\n"),
+            "-NOPROTO unsupported protocol version\r\n"
+            "-ERR Protocol version is not an integer or out of range\r\n");
+  const std::string r = s->send("HELLO\r\n");
+  EXPECT_EQ(r.substr(0, 5), "*14\r\n");
+  EXPECT_EQ(s->send("HELLO 3 FOO\r\n"), "-ERR Syntax error in HELLO option 'FOO'\r\n");
+}
+
+TEST_F(SessionTest, UnknownCommandsAndSubcommandsGetRedisErrors) {
+  auto s = connect();
+  EXPECT_EQ(s->send("FOO\r\nFOO bar baz\r\nCLIENT FOO\r\nPUBSUB\r\nCLIENT SETNAME\r\n"),
+            "-ERR unknown command 'FOO', with args beginning with: \r\n"
+            "-ERR unknown command 'FOO', with args beginning with: 'bar' 'baz' \r\n"
+            "-ERR unknown subcommand 'FOO'. Try CLIENT HELP.\r\n"
+            "-ERR wrong number of arguments for 'pubsub' command\r\n"
+            "-ERR wrong number of arguments for 'client|setname' command\r\n");
+}
+
+TEST_F(SessionTest, AuthWithoutPasswordConfiguredMatchesRedis) {
+  auto s = connect();
+  EXPECT_EQ(s->send("AUTH x\r\nAUTH a b c\r\nAUTH a b\r\nAUTH default anything\r\n"),
+            "-ERR AUTH <password> called without any password configured for the default user. "
+            "Are you sure your configuration is correct?\r\n"
+            "-ERR syntax error\r\n"
+            "-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+            "+OK\r\n");
+}
+
+TEST_F(SessionTest, ClientNameIdAndOverflowPolicy) {
+  auto s = connect();
+  EXPECT_EQ(s->send("CLIENT GETNAME\r\nCLIENT SETNAME \"a b\"\r\nCLIENT SETNAME me\r\nCLIENT GETNAME\r\n"),
+            "$-1\r\n-ERR Client names cannot contain spaces, newlines or special characters.\r\n"
+            "+OK\r\n$2\r\nme\r\n");
+  EXPECT_EQ(s->send("CLIENT ID\r\n"), ":" + std::to_string(s->id()) + "\r\n");
+  EXPECT_EQ(s->send("CLIENT OVERFLOW\r\n"), "$10\r\ndisconnect\r\n");
+  EXPECT_EQ(s->send("CLIENT OVERFLOW drop-oldest\r\nCLIENT OVERFLOW\r\n"), "+OK\r\n$11\r\ndrop-oldest\r\n");
+  EXPECT_EQ(s->queue().policy(), OverflowPolicy::kDropOldest);
+  EXPECT_EQ(s->send("CLIENT OVERFLOW sometimes\r\n"),
+            "-ERR overflow policy must be drop-oldest, drop-newest or disconnect\r\n");
+  const std::string list = s->send("CLIENT LIST\r\n");
+  EXPECT_NE(list.find("name=me"), std::string::npos);
+  EXPECT_NE(list.find("policy=drop-oldest dropped-hard=0 dropped-soft=0 dropped-disconnect=0"),
+            std::string::npos);
+}
+
+TEST_F(SessionTest, PublishReachesOtherSessionsAndCountsReceivers) {
+  auto a = connect();
+  auto b = connect();
+  auto c = connect();
+  a->send("SUBSCRIBE news\r\n");
+  b->send("PSUBSCRIBE n*\r\n");
+  EXPECT_EQ(c->send("PUBLISH news hi\r\n"), ":2\r\n");
+  EXPECT_EQ(a->output(), "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n");
+  EXPECT_EQ(b->output(), "*4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$2\r\nhi\r\n");
+  EXPECT_EQ(c->send("PUBSUB NUMSUB news x\r\nPUBSUB NUMPAT\r\nPUBSUB CHANNELS\r\n"),
+            "*4\r\n$4\r\nnews\r\n:1\r\n$1\r\nx\r\n:0\r\n:1\r\n*1\r\n$4\r\nnews\r\n");
+}
+
+TEST_F(SessionTest, QuitAndProtocolErrorsCloseAfterTheReply) {
+  auto s = connect();
+  EXPECT_EQ(s->send("QUIT\r\nPING\r\n"), "+OK\r\n");
+  EXPECT_EQ(s->last, Session::InputResult::kClose);
+  auto t = connect();
+  EXPECT_EQ(t->send("PING\r\n*1\r\n$600000000\r\n"), "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n");
+  EXPECT_EQ(t->last, Session::InputResult::kClose);
+}
+
+TEST_F(SessionTest, ResetUnsubscribesSilentlyAndReturnsToResp2) {
+  auto s = connect();
+  s->send("HELLO 3\r\nSUBSCRIBE a\r\nCLIENT SETNAME n\r\nCLIENT OVERFLOW drop-newest\r\n");
+  EXPECT_EQ(s->send("RESET\r\n"), "+RESET\r\n");
+  EXPECT_EQ(s->subscription_count(), 0u);
+  EXPECT_EQ(s->send("CLIENT GETNAME\r\nCLIENT OVERFLOW\r\n"), "$-1\r\n$10\r\ndisconnect\r\n");
+  EXPECT_EQ(s->resp(), Resp::kResp2);
+}
+
+TEST_F(SessionTest, InfoReportsBrokerSections) {
+  auto s = connect();
+  const std::string info = s->send("INFO\r\n");
+  for (const char* section : {"# Server", "# Clients", "# Stats", "# Pubsub", "# Drops"}) {
+    EXPECT_NE(info.find(section), std::string::npos) << section;
+  }
+  EXPECT_NE(info.find("connected_clients:1"), std::string::npos);
+  const std::string pubsub = s->send("INFO pubsub\r\n");
+  EXPECT_EQ(pubsub.find("# Server"), std::string::npos);
+  s->send("HELLO 3\r\n");
+  EXPECT_EQ(s->send("INFO clients\r\n").substr(0, 1), "=") << "RESP3 gets a verbatim string";
+}
+
+TEST_F(SessionTest, IncompleteCommandWaitsForMoreBytes) {
+  auto s = connect();
+  EXPECT_EQ(s->send("*2\r\n$9\r\nSUBSCR"), "");
+  EXPECT_EQ(s->send("IBE\r\n$1\r\na\r"), "");
+  EXPECT_EQ(s->send("\n"), "*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n");
+}
+
+class SessionLimitsTest : public SessionTest {
+ protected:
+  static BrokerConfig config() {
+    BrokerConfig c;
+    c.max_subscriptions = 2;
+    c.requirepass = "s3cret";
+    return c;
+  }
+  SessionLimitsTest() : SessionTest(config()) {}
+};
+
+TEST_F(SessionLimitsTest, UnauthenticatedClientsMayOnlyAuthHelloPingQuitReset) {
+  auto s = connect();
+  EXPECT_FALSE(s->authenticated());
+  EXPECT_EQ(s->send("SUBSCRIBE a\r\nPUBLISH a b\r\nPING\r\n"),
+            "-NOAUTH Authentication required.\r\n-NOAUTH Authentication required.\r\n+PONG\r\n");
+  EXPECT_EQ(s->send("HELLO 3\r\n").rfind("-NOAUTH HELLO must be called with the client already", 0), 0u);
+  EXPECT_EQ(s->send("AUTH wrong\r\n"), "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+  EXPECT_EQ(s->send("AUTH s3cret\r\nSUBSCRIBE a\r\n"), "+OK\r\n*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n");
+  EXPECT_EQ(s->send("RESET\r\nPUBLISH a b\r\n"), "+RESET\r\n-NOAUTH Authentication required.\r\n");
+}
+
+TEST_F(SessionLimitsTest, HelloWithAuthAuthenticatesAndSwitchesProtocol) {
+  auto s = connect();
+  const std::string r = s->send("HELLO 3 AUTH default s3cret SETNAME me\r\n");
+  EXPECT_EQ(r.substr(0, 4), "%7\r\n");
+  EXPECT_TRUE(s->authenticated());
+  EXPECT_EQ(s->send("CLIENT GETNAME\r\n"), "$2\r\nme\r\n");
+  auto t = connect();
+  EXPECT_EQ(t->send("HELLO 3 AUTH default nope\r\n"),
+            "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+  EXPECT_FALSE(t->authenticated());
+}
+
+TEST_F(SessionLimitsTest, RefusesSubscriptionsBeyondTheLimit) {
+  auto s = connect();
+  s->send("AUTH s3cret\r\n");
+  EXPECT_EQ(s->send("SUBSCRIBE a b c\r\n"), "-ERR max subscriptions per client reached (2)\r\n");
+  EXPECT_EQ(s->subscription_count(), 0u);
+  s->send("SUBSCRIBE a b\r\n");
+  EXPECT_EQ(s->send("PSUBSCRIBE x*\r\n"), "-ERR max subscriptions per client reached (2)\r\n");
+  EXPECT_EQ(s->send("SUBSCRIBE a\r\n"), "*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:2\r\n") << "re-subscribing is free";
+}
+
+}  // namespace
+}  // namespace ringcast::broker

@@ -1,0 +1,211 @@
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "broker/subscription_index.hpp"
+#include "test_support.hpp"
+
+namespace ringcast::broker {
+namespace {
+
+using testing::FakeSubscriber;
+
+class SubscriptionIndexTest : public ::testing::Test {
+ protected:
+  FakeSubscriber& make(Resp resp = Resp::kResp2) {
+    subs_.push_back(std::make_unique<FakeSubscriber>(resp));
+    return *subs_.back();
+  }
+  void sub(FakeSubscriber& s, std::string_view ch) {
+    auto lock = index_.lock_for_update();
+    index_.add_channel(s, ch);
+  }
+  void psub(FakeSubscriber& s, std::string_view pat) {
+    auto lock = index_.lock_for_update();
+    index_.add_pattern(s, pat);
+  }
+  void TearDown() override {
+    // Index invariant 3: subscribers leave the index before they die.
+    for (auto& s : subs_) {
+      auto lock = index_.lock_for_update();
+      index_.remove_all(*s);
+    }
+  }
+
+  SubscriptionIndex index_;
+  std::vector<std::unique_ptr<FakeSubscriber>> subs_;
+};
+
+TEST_F(SubscriptionIndexTest, ExactSubscriberReceivesRedisMessageFrame) {
+  FakeSubscriber& a = make();
+  sub(a, "news");
+  const PublishResult r = index_.publish("news", "hi", false);
+  EXPECT_EQ(r.receivers, 1u);
+  EXPECT_EQ(testing::concat(testing::drain_all(a.queue())),
+            "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n");
+  EXPECT_EQ(a.wakes.load(), 1);
+  EXPECT_EQ(index_.publish("other", "hi", false).receivers, 0u);
+}
+
+TEST_F(SubscriptionIndexTest, PatternSubscriberReceivesPmessageInItsProtocol) {
+  FakeSubscriber& a = make(Resp::kResp3);
+  psub(a, "news.*");
+  EXPECT_EQ(index_.publish("news.art", "x", false).receivers, 1u);
+  EXPECT_EQ(index_.publish("news", "x", false).receivers, 0u);
+  EXPECT_EQ(testing::concat(testing::drain_all(a.queue())),
+            ">4\r\n$8\r\npmessage\r\n$6\r\nnews.*\r\n$8\r\nnews.art\r\n$1\r\nx\r\n");
+}
+
+TEST_F(SubscriptionIndexTest, EncodesEachFrameOncePerProtocolAndSharesIt) {
+  FakeSubscriber& a = make(Resp::kResp2);
+  FakeSubscriber& b = make(Resp::kResp2);
+  FakeSubscriber& c = make(Resp::kResp3);
+  FakeSubscriber& d = make(Resp::kResp2);
+  FakeSubscriber& e = make(Resp::kResp2);
+  for (FakeSubscriber* s : {&a, &b, &c}) sub(*s, "news");
+  psub(d, "n*");
+  psub(e, "n*");
+  ASSERT_EQ(index_.publish("news", "payload", false).receivers, 5u);
+  auto fa = testing::drain_all(a.queue());
+  auto fb = testing::drain_all(b.queue());
+  auto fc = testing::drain_all(c.queue());
+  auto fd = testing::drain_all(d.queue());
+  auto fe = testing::drain_all(e.queue());
+  ASSERT_EQ(fa.size(), 1u);
+  // Same buffer, not equal copies: no per-subscriber copy of the payload.
+  EXPECT_EQ(fa[0].get(), fb[0].get());
+  EXPECT_EQ(fa[0]->data(), fb[0]->data());
+  EXPECT_NE(fa[0].get(), fc[0].get()) << "RESP3 has its own encoding";
+  EXPECT_EQ(fd[0].get(), fe[0].get()) << "one pmessage frame per pattern";
+  EXPECT_NE(fd[0].get(), fa[0].get());
+  EXPECT_EQ(fa[0].use_count(), 2u);  // held by the two RESP2 drains here
+}
+
+TEST_F(SubscriptionIndexTest, DeliversOncePerMatchingSubscriptionByDefault) {
+  FakeSubscriber& a = make();
+  sub(a, "news");
+  psub(a, "n*");
+  psub(a, "news*");
+  psub(a, "x*");
+  EXPECT_EQ(index_.publish("news", "p", false).receivers, 3u);
+  const auto frames = testing::drain_all(a.queue());
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[0]->view().substr(0, 16), "*3\r\n$7\r\nmessage\r");
+}
+
+TEST_F(SubscriptionIndexTest, DedupeDeliversOncePerConnection) {
+  FakeSubscriber& a = make();
+  FakeSubscriber& b = make();
+  sub(a, "news");
+  psub(a, "n*");
+  psub(b, "n*");
+  psub(b, "ne*");
+  EXPECT_EQ(index_.publish("news", "p", true).receivers, 2u);
+  const auto fa = testing::drain_all(a.queue());
+  const auto fb = testing::drain_all(b.queue());
+  ASSERT_EQ(fa.size(), 1u);
+  ASSERT_EQ(fb.size(), 1u);
+  EXPECT_EQ(fa[0]->view(), "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$1\r\np\r\n") << "exact wins";
+  EXPECT_EQ(fb[0]->view().substr(0, 17), "*4\r\n$8\r\npmessage\r");
+}
+
+TEST_F(SubscriptionIndexTest, VisitsPatternsByLiteralPrefix) {
+  FakeSubscriber& a = make();
+  for (const char* p : {"*", "a*", "ab*", "abc", "abd*", "b*", "a?c", "[a]bc", "abc\\*"}) psub(a, p);
+  // "abc" matches *, a*, ab*, abc, a?c, [a]bc; not abd*, b*, abc\*.
+  EXPECT_EQ(index_.publish("abc", "p", false).receivers, 6u);
+  EXPECT_EQ(index_.publish("abc*", "p", false).receivers, 4u);  // *, a*, ab*, abc\*
+  EXPECT_EQ(index_.publish("", "p", false).receivers, 0u);     // Redis: "*" needs a byte
+  EXPECT_EQ(index_.numpat(), 9u);
+}
+
+TEST_F(SubscriptionIndexTest, UnsubscribeStopsDeliveryAndForgetsEmptyEntries) {
+  FakeSubscriber& a = make();
+  FakeSubscriber& b = make();
+  sub(a, "x");
+  sub(b, "x");
+  psub(a, "x*");
+  EXPECT_EQ(index_.numsub("x"), 2u);
+  {
+    auto lock = index_.lock_for_update();
+    EXPECT_TRUE(index_.remove_channel(a, "x"));
+    EXPECT_FALSE(index_.remove_channel(a, "x"));
+    EXPECT_TRUE(index_.remove_pattern(a, "x*"));
+  }
+  EXPECT_EQ(index_.publish("x", "p", false).receivers, 1u);
+  EXPECT_EQ(index_.numpat(), 0u);
+  {
+    auto lock = index_.lock_for_update();
+    index_.remove_all(b);
+  }
+  EXPECT_EQ(index_.num_channels(), 0u);
+  EXPECT_EQ(index_.numsub("x"), 0u);
+  EXPECT_TRUE(a.channels().empty());
+}
+
+TEST_F(SubscriptionIndexTest, SubscribingTwiceKeepsOneSubscription) {
+  FakeSubscriber& a = make();
+  auto lock = index_.lock_for_update();
+  EXPECT_TRUE(index_.add_channel(a, "x"));
+  EXPECT_FALSE(index_.add_channel(a, "x"));
+  EXPECT_TRUE(index_.add_pattern(a, "x"));
+  EXPECT_EQ(a.subscription_count(), 2u);
+}
+
+TEST_F(SubscriptionIndexTest, ChannelsListsActiveChannelsMatchingAPattern) {
+  FakeSubscriber& a = make();
+  sub(a, "news.a");
+  sub(a, "news.b");
+  sub(a, "sport");
+  auto all = index_.channels(std::nullopt);
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, (std::vector<std::string>{"news.a", "news.b", "sport"}));
+  auto news = index_.channels(std::string_view("news.*"));
+  std::sort(news.begin(), news.end());
+  EXPECT_EQ(news, (std::vector<std::string>{"news.a", "news.b"}));
+}
+
+TEST_F(SubscriptionIndexTest, ConcurrentPublishersAndSubscribersStayConsistent) {
+  // Bounded stress for TSan: 3 publishers, one thread churning subscriptions.
+  constexpr int kPerPublisher = 2000;
+  FakeSubscriber& steady = make();
+  FakeSubscriber& churn = make();
+  sub(steady, "s");
+  std::atomic<bool> done{false};
+  std::thread churner([&] {
+    int i = 0;
+    // relaxed: a stop flag, nothing else is published through it.
+    while (!done.load(std::memory_order_relaxed)) {
+      auto lock = index_.lock_for_update();
+      if (i++ % 2 == 0) {
+        index_.add_channel(churn, "s");
+        index_.add_pattern(churn, "s*");
+      } else {
+        index_.remove_all(churn);
+      }
+    }
+  });
+  std::vector<std::thread> pubs;
+  std::atomic<std::size_t> receivers{0};
+  for (int t = 0; t < 3; ++t) {
+    pubs.emplace_back([&] {
+      for (int i = 0; i < kPerPublisher; ++i) {
+        receivers.fetch_add(index_.publish("s", "payload", false).receivers, std::memory_order_relaxed);
+      }
+    });
+  }
+  for (auto& p : pubs) p.join();
+  done.store(true, std::memory_order_relaxed);
+  churner.join();
+  EXPECT_GE(receivers.load(), 3u * kPerPublisher);
+  const auto frames = testing::drain_all(steady.queue());
+  EXPECT_EQ(frames.size(), 3u * kPerPublisher);
+}
+
+}  // namespace
+}  // namespace ringcast::broker
