@@ -7,7 +7,7 @@ packages=(
   cmake g++ clang libclang-rt-14-dev ninja-build pkg-config
   libboost-dev libexpected-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libncurses-dev tmux
+  libncurses-dev tmux nlohmann-json3-dev
   libhiredis-dev redis-tools redis-server
   libnats-dev nats-server
   libzmq3-dev gnuplot-nox

@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
+#include <cstdio>
+#include <thread>
 #include <cstddef>
 #include <cstdlib>
 #include <filesystem>
@@ -117,6 +120,14 @@ class Child {
     }
     return false;
   }
+  // Reads stdout to EOF.
+  std::string read_all() {
+    std::string all;
+    char chunk[4096];
+    ssize_t n = 0;
+    while ((n = ::read(out_, chunk, sizeof chunk)) > 0) all.append(chunk, static_cast<std::size_t>(n));
+    return all;
+  }
   // Waits for exit; returns the exit status, or 128+signal.
   int wait() {
     int status = 0;
@@ -130,5 +141,34 @@ class Child {
   pid_t pid_ = -1;
   int out_ = -1;
 };
+
+struct CommandResult {
+  int status = -1;
+  std::string out;
+};
+
+// Runs a shell command line and captures its stdout.
+inline CommandResult run_command(const std::string& command) {
+  CommandResult result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char chunk[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(chunk, 1, sizeof chunk, pipe)) > 0) result.out.append(chunk, n);
+  const int status = ::pclose(pipe);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+// Polls `condition` until it holds or `timeout` passes.
+template <class Condition>
+bool eventually(Condition&& condition, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
 
 }  // namespace ringcast::test

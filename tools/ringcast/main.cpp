@@ -1,0 +1,268 @@
+// ringcast: create, publish to, subscribe to, inspect, reap and remove rings.
+// Flag parsing and wiring only; everything else is the library.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ringcast/broadcast_ring.hpp"
+
+namespace {
+
+using namespace ringcast;
+using namespace std::chrono_literals;
+
+volatile std::sig_atomic_t g_stop = 0;
+
+void on_signal(int) { g_stop = 1; }
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+}
+
+int report(const std::string& path, const Error& e) {
+  fmt::print(stderr, "ringcast: {}: {}\n", path, e.message());
+  return 1;
+}
+
+int cmd_create(const std::string& path, std::uint64_t capacity, const std::string& mode_text, bool lossy,
+               bool wakeups, bool force) {
+  CreateOptions options;
+  std::size_t parsed = 0;
+  const unsigned long mode = std::stoul(mode_text, &parsed, 8);
+  if (parsed != mode_text.size() || mode > 07777) throw std::invalid_argument("mode");
+  options.mode = static_cast<mode_t>(mode);
+  options.lossy = lossy;
+  options.wakeups = wakeups;
+  options.replace = force;
+  options.claim_producer = false;
+  auto ring = BroadcastRing::create(path, capacity, options);
+  if (!ring) return report(path, ring.error());
+  fmt::print("created {} (capacity {}, {} bytes{}{})\n", path, capacity, layout::file_size(capacity),
+             lossy ? ", lossy" : "", wakeups ? ", wakeups" : "");
+  return 0;
+}
+
+int cmd_pub(const std::string& path) {
+  auto ring = BroadcastRing::open(path);
+  if (!ring) return report(path, ring.error());
+  if (auto claimed = ring->claim_producer(); !claimed) return report(path, claimed.error());
+  install_stop_handlers();
+  std::string line;
+  std::uint64_t line_no = 0;
+  std::uint64_t published = 0;
+  std::uint64_t rejected = 0;
+  while (!g_stop && std::getline(std::cin, line)) {
+    ++line_no;
+    if (line.size() > kMaxPayload) {
+      fmt::print(stderr, "ringcast: line {}: {} bytes, over the {}-byte payload limit; not published\n",
+                 line_no, line.size(), kMaxPayload);
+      ++rejected;
+      continue;
+    }
+    const std::span<const std::byte> payload(reinterpret_cast<const std::byte*>(line.data()), line.size());
+    Errc e = Errc::full;
+    // Back-pressure: wait for the slowest consumer, waking regularly for signals.
+    while (!g_stop && (e = ring->push_wait(payload, 200ms)) == Errc::timed_out) {
+    }
+    if (e != Errc::ok) {
+      if (g_stop) break;
+      fmt::print(stderr, "ringcast: line {}: {}\n", line_no, to_string(e));
+      return 1;
+    }
+    ++published;
+  }
+  fmt::print(stderr, "ringcast: published {} message(s){}\n", published,
+             rejected ? fmt::format(", rejected {} over-long line(s)", rejected) : "");
+  return rejected == 0 ? 0 : 1;
+}
+
+void print_payload(std::span<const std::byte> payload, bool hex) {
+  std::string out;
+  for (std::byte b : payload) {
+    const auto c = static_cast<unsigned char>(b);
+    if (hex) {
+      out += fmt::format("{:02x}", c);
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
+  }
+  out += '\n';
+  std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
+int cmd_sub(const std::string& path, std::uint64_t count, bool hex) {
+  auto ring = BroadcastRing::open(path);
+  if (!ring) return report(path, ring.error());
+  auto id = ring->register_consumer();
+  if (!id) return report(path, id.error());
+  install_stop_handlers();
+  fmt::print(stderr, "ringcast: subscribed to {} as consumer {}\n", path, *id);
+  std::uint64_t received = 0;
+  alignas(8) std::array<std::byte, kMaxPayload> buf{};
+  while (!g_stop && (count == 0 || received < count)) {
+    const RecvResult r = ring->recv_wait(*id, buf, 200ms);
+    if (r.status == Errc::ok) {
+      print_payload(std::span<const std::byte>(buf.data(), r.length), hex);
+      ++received;
+    } else if (r.status == Errc::lapped) {
+      fmt::print(stderr, "ringcast: lapped: {} message(s) lost\n", r.missed);
+    } else if (r.status != Errc::timed_out && r.status != Errc::stalled) {
+      fmt::print(stderr, "ringcast: receive: {}\n", to_string(r.status));
+      break;
+    }
+    if ((received & 255) == 0) std::fflush(stdout);
+  }
+  std::fflush(stdout);
+  // The handle's destructor unregisters the consumer.
+  fmt::print(stderr, "ringcast: received {} message(s), unsubscribed\n", received);
+  return 0;
+}
+
+nlohmann::json status_json(const std::string& path, const RingStatus& s) {
+  nlohmann::json consumers = nlohmann::json::array();
+  for (std::uint32_t i = 0; i < kMaxConsumers; ++i) {
+    const ConsumerStatus& c = s.consumers[i];
+    if (!c.active) continue;
+    consumers.push_back({{"id", i}, {"cursor", c.cursor}, {"lag", c.lag}, {"owner_pid", c.owner_pid},
+                         {"owner_alive", c.owner_alive}});
+  }
+  return {{"path", path},
+          {"capacity", s.capacity},
+          {"file_bytes", layout::file_size(s.capacity)},
+          {"lossy", (s.flags & kFlagLossy) != 0},
+          {"wakeups", (s.flags & kFlagWakeups) != 0},
+          {"producer_seq", s.producer_seq},
+          {"producer_pid", s.producer_pid},
+          {"producer_alive", s.producer_alive},
+          {"half_written_slot", s.half_written_slot},
+          {"consumers", consumers}};
+}
+
+int cmd_info(const std::string& path, bool json) {
+  auto ring = BroadcastRing::open(path, {.read_only = true});
+  if (!ring) return report(path, ring.error());
+  const RingStatus s = ring->status();
+  if (json) {
+    fmt::print("{}\n", status_json(path, s).dump(2));
+    return 0;
+  }
+  fmt::print("ring        {}\n", path);
+  fmt::print("capacity    {} slots x {} B ({} bytes){}{}\n", s.capacity, kSlotBytes, layout::file_size(s.capacity),
+             (s.flags & kFlagLossy) ? ", lossy" : "", (s.flags & kFlagWakeups) ? ", wakeups" : "");
+  fmt::print("producer    seq {}, {}\n", s.producer_seq,
+             s.producer_alive ? fmt::format("live (pid {})", s.producer_pid)
+                              : (s.producer_pid ? fmt::format("none (last pid {}, gone)", s.producer_pid)
+                                                : std::string("none yet")));
+  if (s.half_written_slot) {
+    fmt::print("            slot for seq {} is half-written by a producer that died; the next\n"
+               "            producer repairs it on claim, readers get producer_dead until then\n",
+               s.producer_seq);
+  }
+  fmt::print("consumers   {} active\n", [&] {
+    int n = 0;
+    for (const auto& c : s.consumers) n += c.active ? 1 : 0;
+    return n;
+  }());
+  bool dead = false;
+  for (std::uint32_t i = 0; i < kMaxConsumers; ++i) {
+    const ConsumerStatus& c = s.consumers[i];
+    if (!c.active) continue;
+    dead = dead || !c.owner_alive;
+    fmt::print("  [{:2}] cursor {:>12}  lag {:>10} ({:5.1f}%)  pid {:>7}  {}\n", i, c.cursor, c.lag,
+               100.0 * static_cast<double>(c.lag) / static_cast<double>(s.capacity), c.owner_pid,
+               c.owner_alive ? "alive" : "DEAD (owner exited without unregistering)");
+  }
+  if (dead) fmt::print("dead consumers hold the producer back; free them with: ringcast reap {}\n", path);
+  return 0;
+}
+
+int cmd_reap(const std::string& path) {
+  auto ring = BroadcastRing::open(path);
+  if (!ring) return report(path, ring.error());
+  auto reaped = ring->reap_dead_consumers();
+  if (!reaped) return report(path, reaped.error());
+  fmt::print("reaped {} dead consumer(s)\n", *reaped);
+  return 0;
+}
+
+int cmd_rm(const std::string& path) {
+  // Only remove what is recognisably a ring: a typo must not delete a file.
+  if (auto ring = BroadcastRing::open(path, {.read_only = true}); !ring) return report(path, ring.error());
+  if (::unlink(path.c_str()) != 0) {
+    return report(path, Error{Errc::io_error, errno, "unlink"});
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ringcast: shared-memory broadcast rings (create, pub, sub, info, reap, rm)"};
+  app.require_subcommand(1);
+
+  std::string path;
+  std::uint64_t capacity = 0;
+  std::string mode = "0600";
+  bool lossy = false, wakeups = false, force = false, json = false, hex = false;
+  std::uint64_t count = 0;
+
+  auto* create = app.add_subcommand("create", "Create a ring file");
+  create->add_option("PATH", path, "Ring file, e.g. /dev/shm/ticks.ring")->required();
+  create->add_option("--capacity,-c", capacity, "Number of 64-byte slots (2..2^30)")->required();
+  create->add_option("--mode", mode, "File mode, octal")->default_val("0600");
+  create->add_flag("--lossy", lossy, "Producer never waits; slow consumers are lapped");
+  create->add_flag("--wakeups", wakeups, "Enable futex wake-ups for blocking waits");
+  create->add_flag("--force", force, "Replace an existing file");
+
+  auto* pub = app.add_subcommand("pub", "Publish one message per stdin line (at most 52 bytes each)");
+  pub->add_option("PATH", path, "Ring file")->required();
+
+  auto* sub = app.add_subcommand("sub", "Subscribe and print each message on its own line");
+  sub->add_option("PATH", path, "Ring file")->required();
+  sub->add_option("--count,-n", count, "Exit after N messages (0: until SIGINT/SIGTERM)");
+  sub->add_flag("--hex", hex, "Print payloads as hex");
+
+  auto* info = app.add_subcommand("info", "Show the header and the consumer table");
+  info->add_option("PATH", path, "Ring file")->required();
+  info->add_flag("--json", json, "Machine-readable output");
+
+  auto* reap = app.add_subcommand("reap", "Free consumer entries whose owner has died");
+  reap->add_option("PATH", path, "Ring file")->required();
+
+  auto* rm = app.add_subcommand("rm", "Remove a ring file (refuses files that are not rings)");
+  rm->add_option("PATH", path, "Ring file")->required();
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*create) return cmd_create(path, capacity, mode, lossy, wakeups, force);
+  } catch (const std::exception&) {
+    fmt::print(stderr, "ringcast: --mode must be an octal number such as 0600\n");
+    return 2;
+  }
+  if (*pub) return cmd_pub(path);
+  if (*sub) return cmd_sub(path, count, hex);
+  if (*info) return cmd_info(path, json);
+  if (*reap) return cmd_reap(path);
+  if (*rm) return cmd_rm(path);
+  return 2;
+}
