@@ -1,0 +1,573 @@
+#include "top/render.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "ringcast/layout.hpp"
+
+namespace ringcast::top {
+namespace {
+
+// Column widths of an 80-column screen. A wider terminal gives its extra
+// columns to the ring name, up to kMaxNameWidth.
+constexpr std::size_t kBaseCols = 80;
+constexpr std::size_t kNameWidth = 15;
+constexpr std::size_t kMaxNameWidth = 48;
+constexpr std::size_t kBarWidth = 10;
+constexpr std::size_t kProcessWidth = 12;
+
+std::string fit(std::string_view s, std::size_t width) {
+  if (s.size() <= width) return std::string(s);
+  if (width == 0) return {};
+  // '~' marks the cut, as some shells abbreviate paths.
+  return std::string(s.substr(0, width - 1)) + "~";
+}
+
+std::string format_interval(double s) {
+  return s < 10 ? fmt::format("{:.1f}s", s) : fmt::format("{:.0f}s", s);
+}
+
+std::string format_pct(double pct) {
+  if (pct >= 1000) return ">999%";
+  return fmt::format("{:.1f}%", pct);
+}
+
+Style bar_style(double fill) {
+  if (fill >= 0.9) return Style::bar_high;
+  if (fill >= 0.5) return Style::bar_mid;
+  return Style::bar_low;
+}
+
+std::string ring_state_word(const RingView& r) {
+  if (r.state == RingState::gone) return "GONE";
+  if (r.blocked) return "BLOCKED";
+  return r.drained ? "drained" : "pending";
+}
+
+void clip(Line& line, std::size_t cols) {
+  std::size_t used = 0;
+  for (auto it = line.spans.begin(); it != line.spans.end(); ++it) {
+    if (used + it->text.size() > cols) {
+      it->text.resize(cols - used);
+      line.spans.erase(std::next(it), line.spans.end());
+      return;
+    }
+    used += it->text.size();
+  }
+}
+
+Line text_line(std::string s, Style style = Style::plain) {
+  Line l;
+  l.style = style;
+  l.spans.push_back({std::move(s), Style::plain});
+  return l;
+}
+
+struct Widths {
+  std::size_t name = kNameWidth;
+};
+
+Widths widths_for(std::size_t cols) {
+  Widths w;
+  if (cols > kBaseCols) w.name = std::min(kMaxNameWidth, kNameWidth + (cols - kBaseCols));
+  return w;
+}
+
+Line ring_header(const Widths& w) {
+  return text_line(fmt::format("  {:<{}} {:>7} {:>11} {:>7} {:<12} {:>4} {:>5} {:<9}", "RING", w.name,
+                               "CAP", "POSITION", "PUSH/s", " FILL", "", "CONS", "STATE"),
+                   Style::header);
+}
+
+Line consumer_header() {
+  return text_line(fmt::format("    {:>2} {:>7} {:<{}} {:<6} {:>11} {:>9} {:>6} {:>7} {:>7}", "#", "PID",
+                               "PROCESS", kProcessWidth, "STATE", "CURSOR", "LAG", "LAG%", "RECV/s",
+                               "IDLE"),
+                   Style::header);
+}
+
+Line ring_row(const RingView& r, bool selected, bool marker, const Widths& w) {
+  Line l;
+  const bool gone = r.state == RingState::gone;
+  l.style = selected ? Style::selected : (gone ? Style::gone : Style::plain);
+  const std::string mark = marker && selected ? "> " : "  ";
+  const std::string name = fmt::format("{}{:<{}} ", mark, fit(r.name, w.name), w.name);
+  if (gone) {
+    l.spans.push_back({fmt::format("{}{:>7} {:>11} {:>7} {:<12} {:>4} {:>5} ", name,
+                                   r.capacity > 0 ? format_count(r.capacity, 7) : "-", "-", "-",
+                                   "", "", "-"),
+                       Style::plain});
+    l.spans.push_back({"GONE", Style::gone});
+    return l;
+  }
+  l.spans.push_back({fmt::format("{}{:>7} {:>11} {:>7} [", name, format_count(r.capacity, 7),
+                                 format_count(r.producer_seq, 11), format_rate(r.push_rate)),
+                     Style::plain});
+  const auto filled = static_cast<std::size_t>(std::lround(r.fill * static_cast<double>(kBarWidth)));
+  const std::size_t hashes = std::min(kBarWidth, r.fill > 0 && filled == 0 ? std::size_t{1} : filled);
+  l.spans.push_back({std::string(hashes, '#'), bar_style(r.fill)});
+  l.spans.push_back({std::string(kBarWidth - hashes, '.'), Style::dim});
+  l.spans.push_back({fmt::format("] {:>3.0f}% {:>5} ", r.fill * 100.0,
+                                 fmt::format("{}/{}", r.active_consumers, kMaxConsumers)),
+                     Style::plain});
+  l.spans.push_back({ring_state_word(r), r.blocked ? Style::warn : Style::plain});
+  return l;
+}
+
+Line ring_detail(const RingView& r) {
+  if (r.state == RingState::gone) {
+    return text_line(fmt::format("    gone: {}", r.gone_reason), Style::gone);
+  }
+  // drained and blocked are the ring row's STATE; this line adds the producer
+  // and the ring's mode.
+  Line l;
+  if (r.producer_pid == 0) {
+    l.spans.push_back({"    producer none", Style::plain});
+  } else {
+    l.spans.push_back({fmt::format("    producer {} {} ", r.producer_pid,
+                                   r.producer_process.empty() ? "-" : fit(r.producer_process, kProcessWidth)),
+                       Style::plain});
+    if (r.producer_alive) {
+      l.spans.push_back({"alive", Style::plain});
+    } else {
+      // A live producer can be caught mid-write; a dead one left the slot torn
+      // until the next producer repairs it.
+      l.spans.push_back({r.half_written_slot ? "DEAD mid-write" : "DEAD", Style::warn});
+    }
+  }
+  l.spans.push_back({fmt::format("  {}{}", r.lossy ? "lossy" : "blocking", r.wakeups ? ", wakeups" : ""),
+                     Style::plain});
+  return l;
+}
+
+Line consumer_row(const ConsumerView& c) {
+  const char* state = !c.alive ? "DEAD" : (c.behind ? "BEHIND" : "alive");
+  const std::string process = !c.alive ? "-" : (c.process.empty() ? "?" : fit(c.process, kProcessWidth));
+  Line l = text_line(fmt::format("    {:>2} {:>7} {:<{}} {:<6} {:>11} {:>9} {:>6} {:>7} {:>7}", c.index,
+                                 c.pid, process, kProcessWidth, state, format_count(c.cursor, 11),
+                                 format_count(c.lag, 9), format_pct(c.lag_pct),
+                                 format_rate(c.recv_rate),
+                                 format_age(c.since_advance_s, c.since_advance_is_lower_bound)));
+  l.style = !c.alive ? Style::dead : (c.behind ? Style::behind : Style::plain);
+  return l;
+}
+
+Line title_line(const Snapshot& snap, SortKey sort, double interval_s) {
+  std::size_t consumers = 0;
+  std::size_t dead = 0;
+  std::size_t behind = 0;
+  std::size_t gone = 0;
+  for (const RingView& r : snap.rings) {
+    consumers += r.active_consumers;
+    dead += r.dead_consumers;
+    behind += r.behind_consumers;
+    if (r.state == RingState::gone) ++gone;
+  }
+  std::string s = fmt::format("ring-top  {} ring{}", snap.rings.size(), snap.rings.size() == 1 ? "" : "s");
+  if (gone > 0) s += fmt::format(" ({} gone)", gone);
+  s += fmt::format("  {} consumer{}  {} dead  {} behind  every {}  sort: {}", consumers,
+                   consumers == 1 ? "" : "s", dead, behind, format_interval(interval_s), to_string(sort));
+  return text_line(std::move(s), Style::title);
+}
+
+std::string watched_text(const Snapshot& snap) {
+  std::string s;
+  for (const std::string& w : snap.watched) {
+    if (!s.empty()) s += ", ";
+    s += w;
+  }
+  return s;
+}
+
+// The lines of every ring; [first, last] of the selected ring's block.
+struct Body {
+  std::vector<Line> lines;
+  std::size_t sel_first = 0;
+  std::size_t sel_last = 0;
+  bool has_selection = false;
+};
+
+Body build_body(const Snapshot& snap, const ViewState* view, SortKey sort, const Widths& w) {
+  Body b;
+  if (snap.rings.empty()) {
+    b.lines.push_back(text_line(fmt::format("  no ringcast rings under {}", watched_text(snap))));
+    return b;
+  }
+  for (const RingView& r : snap.rings) {
+    const bool selected = view != nullptr && r.id == view->selected;
+    const bool expanded = view == nullptr || view->expanded.count(r.path) != 0;
+    if (selected) {
+      b.has_selection = true;
+      b.sel_first = b.lines.size();
+    }
+    b.lines.push_back(ring_row(r, selected, view != nullptr, w));
+    if (expanded) {
+      b.lines.push_back(ring_detail(r));
+      if (r.state == RingState::live && !r.consumers.empty()) {
+        b.lines.push_back(consumer_header());
+        for (const ConsumerView& c : sorted_consumers(r, sort)) b.lines.push_back(consumer_row(c));
+      }
+    }
+    if (selected) b.sel_last = b.lines.size() - 1;
+  }
+  return b;
+}
+
+std::vector<Line> help_lines(const Snapshot& snap, const ViewState& view) {
+  std::vector<std::string> text = {
+      "",
+      "  ring-top shows every ringcast ring, read-only: it never registers a",
+      "  consumer and never writes to a ring.",
+      "",
+      "  Keys",
+      "    up/down, k/j     select a ring      PgUp/PgDn, Home/End  jump",
+      "    Enter, space     expand or collapse the selected ring",
+      "    s                sort consumers: index, lag (largest first),",
+      "                     rate (slowest first)",
+      fmt::format("    + / -            refresh less / more often (now every {})",
+                  format_interval(view.interval_s)),
+      "    h, ?             show or hide this help   (Esc hides it)",
+      "    q                quit",
+      "",
+      "  Columns",
+      "    FILL    lag of the slowest consumer as a share of the capacity",
+      "    STATE   BLOCKED: the producer waits for the slowest consumer;",
+      "            drained: every consumer has read everything; GONE: file went away",
+      fmt::format("    BEHIND  lag at or above {:.0f}% of capacity; DEAD: owner died while registered",
+                  snap.behind_pct),
+      "    IDLE    time since the cursor last moved (\">\": not seen moving yet)",
+  };
+  std::vector<Line> lines;
+  lines.reserve(text.size());
+  for (std::string& t : text) lines.push_back(text_line(std::move(t)));
+  return lines;
+}
+
+}  // namespace
+
+std::string_view to_string(SortKey key) noexcept {
+  switch (key) {
+    case SortKey::index: return "index";
+    case SortKey::lag: return "lag";
+    case SortKey::rate: return "rate";
+  }
+  return "index";
+}
+
+std::string Line::text() const {
+  std::string s;
+  for (const Span& span : spans) s += span.text;
+  return s;
+}
+
+std::string Frame::text() const {
+  std::string s;
+  for (const Line& l : lines) {
+    s += l.text();
+    s += '\n';
+  }
+  return s;
+}
+
+std::string format_count(std::uint64_t value, std::size_t width) {
+  std::string plain = fmt::format("{}", value);
+  if (plain.size() <= width) return plain;
+  static constexpr const char* kUnits[] = {"k", "M", "G", "T", "P", "E"};
+  auto x = static_cast<double>(value);
+  std::size_t unit = 0;
+  x /= 1000.0;
+  while (x >= 1000.0 && unit + 1 < std::size(kUnits)) {
+    x /= 1000.0;
+    ++unit;
+  }
+  if (x < 10) return fmt::format("{:.2f}{}", x, kUnits[unit]);
+  if (x < 100) return fmt::format("{:.1f}{}", x, kUnits[unit]);
+  return fmt::format("{:.0f}{}", x, kUnits[unit]);
+}
+
+std::string format_rate(const std::optional<double>& per_second) {
+  if (!per_second || !std::isfinite(*per_second)) return "-";
+  double x = *per_second;
+  if (x < 1000.0) return fmt::format("{:.1f}", x);
+  static constexpr const char* kUnits[] = {"k", "M", "G", "T"};
+  std::size_t unit = 0;
+  x /= 1000.0;
+  while (x >= 999.95 && unit + 1 < std::size(kUnits)) {
+    x /= 1000.0;
+    ++unit;
+  }
+  if (x >= 999.95) return ">999T";  // beyond any real ring; keeps the column width
+  return fmt::format("{:.1f}{}", x, kUnits[unit]);
+}
+
+std::string format_age(double seconds, bool lower_bound) {
+  const char* prefix = lower_bound ? ">" : "";
+  if (seconds < 0) seconds = 0;
+  if (seconds < 10) return fmt::format("{}{:.1f}s", prefix, seconds);
+  if (seconds < 60) return fmt::format("{}{:.0f}s", prefix, std::floor(seconds));
+  const auto s = static_cast<std::uint64_t>(seconds);
+  if (s < 3600) return fmt::format("{}{}m{:02}s", prefix, s / 60, s % 60);
+  if (s < 86400) return fmt::format("{}{}h{:02}m", prefix, s / 3600, (s % 3600) / 60);
+  if (s < 100 * 86400) return fmt::format("{}{}d{:02}h", prefix, s / 86400, (s % 86400) / 3600);
+  return fmt::format("{}{}d", prefix, s / 86400);
+}
+
+std::vector<ConsumerView> sorted_consumers(const RingView& ring, SortKey key) {
+  std::vector<ConsumerView> out = ring.consumers;
+  std::sort(out.begin(), out.end(),
+            [](const ConsumerView& a, const ConsumerView& b) { return a.index < b.index; });
+  if (key == SortKey::lag) {
+    std::stable_sort(out.begin(), out.end(),
+                     [](const ConsumerView& a, const ConsumerView& b) { return a.lag > b.lag; });
+  } else if (key == SortKey::rate) {
+    std::stable_sort(out.begin(), out.end(), [](const ConsumerView& a, const ConsumerView& b) {
+      if (a.recv_rate.has_value() != b.recv_rate.has_value()) return a.recv_rate.has_value();
+      return a.recv_rate.has_value() && *a.recv_rate < *b.recv_rate;
+    });
+  }
+  return out;
+}
+
+void sync_view(ViewState& view, const Snapshot& snap) {
+  if (snap.rings.empty()) return;
+  if (!view.first_ring_seen) {
+    view.first_ring_seen = true;
+    view.selected = snap.rings.front().id;
+    view.selected_path = snap.rings.front().path;
+    view.expanded.insert(view.selected_path);
+    return;
+  }
+  for (const RingView& r : snap.rings) {
+    if (r.id == view.selected) return;
+  }
+  // The selected ring is no longer listed: take the first ring at or after
+  // its path (its replacement, when it was replaced), else the last ring.
+  const RingView* pick = &snap.rings.back();
+  for (const RingView& r : snap.rings) {
+    if (r.path >= view.selected_path) {
+      pick = &r;
+      break;
+    }
+  }
+  view.selected = pick->id;
+  view.selected_path = pick->path;
+}
+
+Action handle_key(ViewState& view, Key key, const Snapshot& snap) {
+  auto select_at = [&](std::ptrdiff_t delta, bool absolute) {
+    if (snap.rings.empty()) return Action::none;
+    std::ptrdiff_t pos = 0;
+    for (std::size_t i = 0; i < snap.rings.size(); ++i) {
+      if (snap.rings[i].id == view.selected) pos = static_cast<std::ptrdiff_t>(i);
+    }
+    const auto last = static_cast<std::ptrdiff_t>(snap.rings.size()) - 1;
+    pos = std::clamp(absolute ? delta : pos + delta, std::ptrdiff_t{0}, last);
+    const RingView& r = snap.rings[static_cast<std::size_t>(pos)];
+    if (r.id == view.selected) return Action::none;
+    view.selected = r.id;
+    view.selected_path = r.path;
+    return Action::redraw;
+  };
+  constexpr std::ptrdiff_t kPage = 5;
+  switch (key) {
+    case Key::quit: return Action::quit;
+    case Key::help:
+      view.help = !view.help;
+      return Action::redraw;
+    case Key::escape:
+      if (!view.help) return Action::none;
+      view.help = false;
+      return Action::redraw;
+    case Key::sort:
+      view.sort = view.sort == SortKey::index ? SortKey::lag
+                  : view.sort == SortKey::lag ? SortKey::rate
+                                              : SortKey::index;
+      return Action::redraw;
+    case Key::longer:
+      for (const double step : kIntervalSteps) {
+        if (step > view.interval_s + 1e-9) {
+          view.interval_s = step;
+          return Action::reschedule;
+        }
+      }
+      return Action::none;
+    case Key::shorter: {
+      double best = 0;
+      for (const double step : kIntervalSteps) {
+        if (step < view.interval_s - 1e-9) best = step;
+      }
+      if (best < kMinInteractiveInterval) return Action::none;
+      view.interval_s = best;
+      return Action::reschedule;
+    }
+    case Key::up: return select_at(-1, false);
+    case Key::down: return select_at(1, false);
+    case Key::page_up: return select_at(-kPage, false);
+    case Key::page_down: return select_at(kPage, false);
+    case Key::home: return select_at(0, true);
+    case Key::end: return select_at(static_cast<std::ptrdiff_t>(snap.rings.size()), true);
+    case Key::enter: {
+      if (snap.rings.empty() || view.selected_path.empty()) return Action::none;
+      if (view.expanded.erase(view.selected_path) == 0) view.expanded.insert(view.selected_path);
+      return Action::redraw;
+    }
+    case Key::other: return Action::none;
+  }
+  return Action::none;
+}
+
+Frame render_screen(const Snapshot& snap, ViewState& view, int rows, int cols) {
+  Frame f;
+  if (rows < 1 || cols < 1) return f;
+  const auto nrows = static_cast<std::size_t>(rows);
+  const auto ncols = static_cast<std::size_t>(cols);
+  const Widths w = widths_for(ncols);
+
+  f.lines.push_back(title_line(snap, view.sort, view.interval_s));
+  std::vector<Line> body;
+  std::string footer_extra;
+  if (view.help) {
+    body = help_lines(snap, view);
+  } else {
+    f.lines.push_back(ring_header(w));
+    Body b = build_body(snap, &view, view.sort, w);
+    // Rows left for the body: all but the title, the headings and the footer.
+    const std::size_t fixed = f.lines.size() + 1;
+    const std::size_t avail = nrows > fixed ? nrows - fixed : 0;
+    if (b.has_selection && avail > 0) {
+      if (b.sel_first < view.scroll) {
+        view.scroll = b.sel_first;
+      } else if (b.sel_last >= view.scroll + avail) {
+        // Show the whole block if it fits, else start at the ring's row.
+        view.scroll = std::min(b.sel_first, b.sel_last + 1 - avail);
+      }
+    }
+    const std::size_t max_scroll = b.lines.size() > avail ? b.lines.size() - avail : 0;
+    view.scroll = std::min(view.scroll, max_scroll);
+    const std::size_t end = std::min(b.lines.size(), view.scroll + avail);
+    for (std::size_t i = view.scroll; i < end; ++i) body.push_back(std::move(b.lines[i]));
+    if (view.scroll > 0 || end < b.lines.size()) {
+      footer_extra = fmt::format("  [{}-{}/{}]", view.scroll + 1, end, b.lines.size());
+    }
+  }
+  for (Line& l : body) {
+    if (f.lines.size() + 1 >= nrows) break;
+    f.lines.push_back(std::move(l));
+  }
+  if (nrows > 1) {
+    // The footer sits on the last row, like top's and htop's.
+    while (f.lines.size() + 1 < nrows) f.lines.push_back(Line{});
+    f.lines.push_back(text_line(
+        "h help  q quit  s sort  +/- interval  up/down select  enter expand" + footer_extra,
+        Style::dim));
+  }
+  if (f.lines.size() > nrows) f.lines.resize(nrows);
+  for (Line& l : f.lines) clip(l, ncols);
+  return f;
+}
+
+std::string render_text(const Snapshot& snap, SortKey sort, double interval_s) {
+  const Widths w = widths_for(kBaseCols);
+  Frame f;
+  f.lines.push_back(title_line(snap, sort, interval_s));
+  f.lines.push_back(ring_header(w));
+  Body b = build_body(snap, nullptr, sort, w);
+  for (Line& l : b.lines) {
+    clip(l, kBaseCols);  // a safety net: every column is sized to fit
+    f.lines.push_back(std::move(l));
+  }
+  return f.text();
+}
+
+namespace {
+
+void json_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          out += fmt::format("\\u{:04x}", c);
+        } else {
+          out += ch;
+        }
+    }
+  }
+  out += '"';
+}
+
+std::string json_number(double x) {
+  if (!std::isfinite(x)) return "null";
+  return fmt::format("{:.6g}", x);
+}
+
+std::string json_number(const std::optional<double>& x) { return x ? json_number(*x) : "null"; }
+
+const char* json_bool(bool b) { return b ? "true" : "false"; }
+
+}  // namespace
+
+std::string render_json(const Snapshot& snap, double interval_s) {
+  std::string out;
+  out += fmt::format(R"({{"interval_s":{},"behind_pct":{},"watched":[)", json_number(interval_s),
+                     json_number(snap.behind_pct));
+  for (std::size_t i = 0; i < snap.watched.size(); ++i) {
+    if (i > 0) out += ',';
+    json_string(out, snap.watched[i]);
+  }
+  out += R"(],"rings":[)";
+  for (std::size_t i = 0; i < snap.rings.size(); ++i) {
+    const RingView& r = snap.rings[i];
+    if (i > 0) out += ',';
+    out += fmt::format(R"({{"id":{},"path":)", r.id);
+    json_string(out, r.path);
+    out += R"(,"name":)";
+    json_string(out, r.name);
+    out += fmt::format(R"(,"named":{},"state":"{}","capacity":{})", json_bool(r.named),
+                       r.state == RingState::live ? "live" : "gone", r.capacity);
+    if (r.state == RingState::gone) {
+      out += R"(,"gone_reason":)";
+      json_string(out, r.gone_reason);
+      out += '}';
+      continue;
+    }
+    out += fmt::format(
+        R"(,"lossy":{},"wakeups":{},"producer_seq":{},"producer_pid":{},"producer_alive":{},)",
+        json_bool(r.lossy), json_bool(r.wakeups), r.producer_seq, r.producer_pid,
+        json_bool(r.producer_alive));
+    out += R"("producer_process":)";
+    json_string(out, r.producer_process);
+    out += fmt::format(
+        R"(,"half_written_slot":{},"push_rate":{},"max_lag":{},"fill":{},"active_consumers":{},)"
+        R"("dead_consumers":{},"behind_consumers":{},"blocked":{},"drained":{},"consumers":[)",
+        json_bool(r.half_written_slot), json_number(r.push_rate), r.max_lag, json_number(r.fill),
+        r.active_consumers, r.dead_consumers, r.behind_consumers, json_bool(r.blocked),
+        json_bool(r.drained));
+    for (std::size_t j = 0; j < r.consumers.size(); ++j) {
+      const ConsumerView& c = r.consumers[j];
+      if (j > 0) out += ',';
+      out += fmt::format(R"({{"index":{},"pid":{},"process":)", c.index, c.pid);
+      json_string(out, c.process);
+      out += fmt::format(
+          R"(,"alive":{},"cursor":{},"lag":{},"lag_pct":{},"recv_rate":{},"since_advance_s":{},)"
+          R"("since_advance_is_lower_bound":{},"behind":{}}})",
+          json_bool(c.alive), c.cursor, c.lag, json_number(c.lag_pct), json_number(c.recv_rate),
+          json_number(c.since_advance_s), json_bool(c.since_advance_is_lower_bound),
+          json_bool(c.behind));
+    }
+    out += "]}";
+  }
+  out += "]}\n";
+  return out;
+}
+
+}  // namespace ringcast::top

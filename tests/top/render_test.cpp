@@ -1,0 +1,374 @@
+// The renderer (src/top/render.hpp) on hand-built snapshots: layout limits,
+// markers and styles, sorting, keys, --once text and JSON. No terminal.
+#include "top/render.hpp"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ringcast/layout.hpp"
+#include "top_test_support.hpp"
+
+namespace ringcast::top {
+namespace {
+
+ConsumerView consumer(std::uint32_t index, std::uint64_t lag, std::optional<double> rate, bool alive = true,
+                      bool behind = false) {
+  ConsumerView c;
+  c.index = index;
+  c.pid = 1000 + index;
+  c.process = alive ? "reader-" + std::to_string(index) : "";
+  c.alive = alive;
+  c.cursor = 5000 - lag;
+  c.lag = lag;
+  c.lag_pct = 100.0 * static_cast<double>(lag) / 1024;
+  c.recv_rate = rate;
+  c.since_advance_s = 0.5;
+  c.since_advance_is_lower_bound = false;
+  c.behind = behind;
+  return c;
+}
+
+RingView ring(std::uint64_t id, const std::string& name, std::vector<ConsumerView> consumers = {}) {
+  RingView r;
+  r.id = id;
+  r.path = "/dev/shm/" + name;
+  r.name = name;
+  r.capacity = 1024;
+  r.producer_seq = 5000;
+  r.producer_pid = 42;
+  r.producer_alive = true;
+  r.producer_process = "ticker";
+  r.push_rate = 100.0;
+  for (const auto& c : consumers) {
+    r.max_lag = std::max(r.max_lag, c.lag);
+    ++r.active_consumers;
+    if (!c.alive) ++r.dead_consumers;
+    if (c.behind) ++r.behind_consumers;
+  }
+  r.fill = static_cast<double>(r.max_lag) / 1024;
+  r.drained = r.max_lag == 0;
+  r.consumers = std::move(consumers);
+  return r;
+}
+
+// ticks: a fast consumer (0), a slow one (1) and a dead one (2).
+Snapshot sample_snapshot() {
+  Snapshot s;
+  s.watched = {"/dev/shm"};
+  s.rings.push_back(ring(1, "ticks",
+                         {consumer(0, 0, 100.0), consumer(1, 600, 20.0, true, true),
+                          consumer(2, 300, 0.0, false)}));
+  s.rings.push_back(ring(2, "trades", {consumer(0, 1, 50.0)}));
+  return s;
+}
+
+const Line* find_line(const Frame& f, const std::string& needle) {
+  for (const Line& l : f.lines) {
+    if (l.text().find(needle) != std::string::npos) return &l;
+  }
+  return nullptr;
+}
+
+std::size_t line_index(const Frame& f, const std::string& needle) {
+  for (std::size_t i = 0; i < f.lines.size(); ++i) {
+    if (f.lines[i].text().find(needle) != std::string::npos) return i;
+  }
+  return f.lines.size();
+}
+
+TEST(RenderTest, SlowAndDeadConsumersAreMarkedAndHighlighted) {
+  Snapshot s = sample_snapshot();
+  ViewState view;
+  sync_view(view, s);
+  const Frame f = render_screen(s, view, 24, 80);
+  const Line* slow = find_line(f, "reader-1");
+  const Line* dead = find_line(f, "DEAD");
+  const Line* fast = find_line(f, "reader-0");
+  ASSERT_TRUE(slow && dead && fast) << f.text();
+  EXPECT_NE(slow->text().find("BEHIND"), std::string::npos);
+  EXPECT_EQ(slow->style, Style::behind);
+  EXPECT_EQ(dead->style, Style::dead);
+  EXPECT_NE(dead->text().find(" - "), std::string::npos);  // no process name for a dead owner
+  EXPECT_NE(fast->text().find("alive"), std::string::npos);
+  EXPECT_EQ(fast->style, Style::plain);
+  EXPECT_NE(f.lines[0].text().find("4 consumers  1 dead"), std::string::npos) << f.lines[0].text();
+  EXPECT_NE(f.lines[0].text().find("1 behind"), std::string::npos);
+}
+
+TEST(RenderTest, FirstRingIsSelectedAndExpandedOthersCollapsed) {
+  Snapshot s = sample_snapshot();
+  ViewState view;
+  sync_view(view, s);
+  const Frame f = render_screen(s, view, 24, 80);
+  const Line* ticks = find_line(f, "> ticks");
+  ASSERT_NE(ticks, nullptr) << f.text();
+  EXPECT_EQ(ticks->style, Style::selected);
+  EXPECT_NE(find_line(f, "producer 42 ticker alive  blocking"), nullptr) << f.text();
+  EXPECT_NE(find_line(f, "  trades"), nullptr);
+  // trades is collapsed: only ticks' three consumers are listed.
+  std::size_t consumer_rows = 0;
+  for (const Line& l : f.lines) consumer_rows += l.text().find("reader-") != std::string::npos ? 1U : 0U;
+  EXPECT_EQ(consumer_rows, 2U);  // reader-0 and reader-1; the dead one shows "-"
+}
+
+TEST(RenderTest, ArrowsMoveTheSelectionAndEnterTogglesExpansion) {
+  Snapshot s = sample_snapshot();
+  ViewState view;
+  sync_view(view, s);
+  EXPECT_EQ(handle_key(view, Key::down, s), Action::redraw);
+  EXPECT_EQ(view.selected, 2U);
+  EXPECT_EQ(handle_key(view, Key::down, s), Action::none);  // already the last
+  EXPECT_EQ(handle_key(view, Key::enter, s), Action::redraw);
+  Frame f = render_screen(s, view, 24, 80);
+  EXPECT_NE(find_line(f, "> trades"), nullptr) << f.text();
+  EXPECT_NE(find_line(f, "reader-0"), nullptr);
+  EXPECT_EQ(handle_key(view, Key::up, s), Action::redraw);
+  EXPECT_EQ(handle_key(view, Key::enter, s), Action::redraw);  // collapse ticks
+  f = render_screen(s, view, 24, 80);
+  EXPECT_EQ(find_line(f, "BEHIND"), nullptr) << f.text();
+  EXPECT_EQ(handle_key(view, Key::end, s), Action::redraw);
+  EXPECT_EQ(view.selected, 2U);
+  EXPECT_EQ(handle_key(view, Key::home, s), Action::redraw);
+  EXPECT_EQ(view.selected, 1U);
+}
+
+TEST(RenderTest, SortCyclesIndexLagAndRate) {
+  Snapshot s = sample_snapshot();
+  ViewState view;
+  sync_view(view, s);
+  auto order = [&] {
+    const Frame f = render_screen(s, view, 24, 80);
+    return std::vector<std::size_t>{line_index(f, "reader-0"), line_index(f, "reader-1"),
+                                    line_index(f, "DEAD")};
+  };
+  auto o = order();
+  EXPECT_LT(o[0], o[1]);
+  EXPECT_LT(o[1], o[2]);
+  EXPECT_EQ(handle_key(view, Key::sort, s), Action::redraw);
+  EXPECT_EQ(view.sort, SortKey::lag);
+  EXPECT_NE(render_screen(s, view, 24, 80).lines[0].text().find("sort: lag"), std::string::npos);
+  o = order();  // lag 600, 300, 0
+  EXPECT_LT(o[1], o[2]);
+  EXPECT_LT(o[2], o[0]);
+  handle_key(view, Key::sort, s);
+  EXPECT_EQ(view.sort, SortKey::rate);
+  o = order();  // rate 0 (dead), 20, 100
+  EXPECT_LT(o[2], o[1]);
+  EXPECT_LT(o[1], o[0]);
+  handle_key(view, Key::sort, s);
+  EXPECT_EQ(view.sort, SortKey::index);
+}
+
+TEST(RenderTest, UnknownRatesSortLast) {
+  RingView r = ring(1, "r", {consumer(0, 0, std::nullopt), consumer(1, 0, 5.0), consumer(2, 0, 1.0)});
+  const auto sorted = sorted_consumers(r, SortKey::rate);
+  ASSERT_EQ(sorted.size(), 3U);
+  EXPECT_EQ(sorted[0].index, 2U);
+  EXPECT_EQ(sorted[1].index, 1U);
+  EXPECT_EQ(sorted[2].index, 0U);
+}
+
+TEST(RenderTest, PlusAndMinusStepTheIntervalWithinBounds) {
+  Snapshot s;
+  ViewState view;
+  view.interval_s = 1.0;
+  EXPECT_EQ(handle_key(view, Key::longer, s), Action::reschedule);
+  EXPECT_DOUBLE_EQ(view.interval_s, 2.0);
+  EXPECT_EQ(handle_key(view, Key::shorter, s), Action::reschedule);
+  EXPECT_EQ(handle_key(view, Key::shorter, s), Action::reschedule);
+  EXPECT_DOUBLE_EQ(view.interval_s, 0.5);
+  handle_key(view, Key::shorter, s);
+  handle_key(view, Key::shorter, s);
+  EXPECT_DOUBLE_EQ(view.interval_s, 0.1);
+  EXPECT_EQ(handle_key(view, Key::shorter, s), Action::none);
+  view.interval_s = 60;
+  EXPECT_EQ(handle_key(view, Key::longer, s), Action::none);
+  view.interval_s = 0.3;  // from -d: steps to the neighbours
+  handle_key(view, Key::longer, s);
+  EXPECT_DOUBLE_EQ(view.interval_s, 0.5);
+}
+
+TEST(RenderTest, HelpListsTheKeysAndQuitQuits) {
+  Snapshot s = sample_snapshot();
+  ViewState view;
+  EXPECT_EQ(handle_key(view, Key::help, s), Action::redraw);
+  const Frame f = render_screen(s, view, 24, 80);
+  for (const char* needle : {"Keys", "sort", "quit", "+ / -", "Enter"}) {
+    EXPECT_NE(f.text().find(needle), std::string::npos) << needle;
+  }
+  EXPECT_EQ(handle_key(view, Key::escape, s), Action::redraw);
+  EXPECT_FALSE(view.help);
+  EXPECT_EQ(handle_key(view, Key::quit, s), Action::quit);
+}
+
+TEST(RenderTest, ScreenFitsEightyByTwentyFourWithFullRings) {
+  Snapshot s;
+  s.watched = {"/dev/shm"};
+  for (std::uint64_t id = 1; id <= 4; ++id) {
+    std::vector<ConsumerView> cs;
+    for (std::uint32_t i = 0; i < kMaxConsumers; ++i) cs.push_back(consumer(i, i * 10, 1.0 * i));
+    s.rings.push_back(ring(id, "ring-" + std::to_string(id), cs));
+  }
+  ViewState view;
+  sync_view(view, s);
+  for (const RingView& r : s.rings) view.expanded.insert(r.path);
+  for (std::uint64_t pick = 1; pick <= 4; ++pick) {
+    view.selected = pick;
+    const Frame f = render_screen(s, view, 24, 80);
+    ASSERT_LE(f.lines.size(), 24U);
+    for (const Line& l : f.lines) EXPECT_LE(l.text().size(), 80U) << l.text();
+    EXPECT_NE(find_line(f, "> ring-" + std::to_string(pick)), nullptr) << f.text();
+    EXPECT_NE(f.lines.back().text().find("q quit"), std::string::npos);
+  }
+}
+
+TEST(RenderTest, ExtremeValuesStayInsideEightyColumns) {
+  ConsumerView c = consumer(15, std::numeric_limits<std::uint64_t>::max(), 1e15, true, true);
+  c.pid = 4194304;
+  c.process = "a-very-long-process-name";
+  c.cursor = std::numeric_limits<std::uint64_t>::max();
+  c.lag_pct = 1e6;
+  c.since_advance_s = 1e9;
+  c.since_advance_is_lower_bound = true;
+  RingView r = ring(1, "an-extremely-long-ring-name-that-goes-on", {c});
+  r.capacity = kMaxCapacity;
+  r.producer_seq = std::numeric_limits<std::uint64_t>::max();
+  r.push_rate = 1e18;
+  r.producer_pid = 4194304;
+  r.producer_process = "a-very-long-producer-name";
+  r.half_written_slot = true;
+  r.fill = 1.0;
+  r.blocked = true;
+  Snapshot s;
+  s.rings = {r};
+  for (const std::string& line : test::split_lines(render_text(s, SortKey::index, 3600))) {
+    EXPECT_LE(line.size(), 80U) << "[" << line << "]";
+  }
+  ViewState view;
+  sync_view(view, s);
+  for (const Line& l : render_screen(s, view, 24, 80).lines) EXPECT_LE(l.text().size(), 80U);
+}
+
+TEST(RenderTest, TinyTerminalsNeverOverflow) {
+  Snapshot s = sample_snapshot();
+  ViewState view;
+  sync_view(view, s);
+  for (int rows = 0; rows <= 6; ++rows) {
+    for (int cols = 0; cols <= 30; cols += 5) {
+      const Frame f = render_screen(s, view, rows, cols);
+      EXPECT_LE(f.lines.size(), static_cast<std::size_t>(std::max(rows, 0)));
+      for (const Line& l : f.lines) EXPECT_LE(l.text().size(), static_cast<std::size_t>(cols));
+    }
+  }
+}
+
+TEST(RenderTest, WideTerminalGivesLongNamesRoom) {
+  Snapshot s;
+  s.rings = {ring(1, "market-data-equities-level2")};
+  ViewState view;
+  sync_view(view, s);
+  EXPECT_EQ(find_line(render_screen(s, view, 24, 80), "market-data-equities-level2"), nullptr);
+  EXPECT_NE(find_line(render_screen(s, view, 24, 120), "market-data-equities-level2"), nullptr);
+}
+
+TEST(RenderTest, GoneRingShowsGoneAndItsReason) {
+  Snapshot s = sample_snapshot();
+  s.rings[1] = RingView{};
+  s.rings[1].id = 2;
+  s.rings[1].name = "trades";
+  s.rings[1].path = "/dev/shm/trades";
+  s.rings[1].state = RingState::gone;
+  s.rings[1].gone_reason = "replaced";
+  const std::string text = render_text(s, SortKey::index, 1.0);
+  EXPECT_NE(text.find("GONE"), std::string::npos) << text;
+  EXPECT_NE(text.find("gone: replaced"), std::string::npos) << text;
+  EXPECT_NE(text.find("(1 gone)"), std::string::npos) << text;
+  ViewState view;
+  sync_view(view, s);
+  const Frame f = render_screen(s, view, 24, 80);
+  const Line* row = find_line(f, "trades");
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ(row->style, Style::gone);
+}
+
+TEST(RenderTest, SelectionMovesToTheReplacementOfASelectedRing) {
+  Snapshot s = sample_snapshot();
+  ViewState view;
+  sync_view(view, s);
+  handle_key(view, Key::down, s);  // trades (id 2)
+  s.rings[1].id = 7;               // replaced: new id, same path
+  sync_view(view, s);
+  EXPECT_EQ(view.selected, 7U);
+}
+
+TEST(RenderTest, TextListsEveryRingExpandedWithoutSelection) {
+  const std::string text = render_text(sample_snapshot(), SortKey::index, 1.0);
+  EXPECT_EQ(text.find("> "), std::string::npos);
+  EXPECT_NE(text.find("reader-0"), std::string::npos);
+  EXPECT_NE(text.find("trades"), std::string::npos);
+  EXPECT_NE(text.find("BEHIND"), std::string::npos);
+  EXPECT_NE(text.find("DEAD"), std::string::npos);
+  EXPECT_EQ(text.find("q quit"), std::string::npos);
+  EXPECT_EQ(text.back(), '\n');
+}
+
+TEST(RenderTest, EmptySnapshotSaysWhereItLooked) {
+  Snapshot s;
+  s.watched = {"/dev/shm"};
+  EXPECT_NE(render_text(s, SortKey::index, 1.0).find("no ringcast rings under /dev/shm"),
+            std::string::npos);
+}
+
+TEST(RenderTest, JsonIsOneValidObjectWithEveryField) {
+  Snapshot s = sample_snapshot();
+  s.rings[0].consumers[0].process = "quote\"and\\slash\n";
+  s.rings[1].push_rate.reset();
+  const std::string text = render_json(s, 0.5);
+  ASSERT_EQ(text.back(), '\n');
+  ASSERT_EQ(text.find('\n'), text.size() - 1);  // one line
+  const auto json = test::parse_json(text);
+  ASSERT_TRUE(json) << text;
+  const test::Json& j = *json;
+  EXPECT_DOUBLE_EQ(j["interval_s"].n, 0.5);
+  EXPECT_EQ(j["watched"][0].s, "/dev/shm");
+  const test::Json& ticks = j["rings"][0];
+  EXPECT_EQ(ticks["name"].s, "ticks");
+  EXPECT_EQ(ticks["state"].s, "live");
+  EXPECT_DOUBLE_EQ(ticks["capacity"].n, 1024);
+  EXPECT_DOUBLE_EQ(ticks["push_rate"].n, 100);
+  EXPECT_DOUBLE_EQ(ticks["max_lag"].n, 600);
+  EXPECT_FALSE(ticks["blocked"].b);
+  EXPECT_FALSE(ticks["drained"].b);
+  EXPECT_DOUBLE_EQ(ticks["dead_consumers"].n, 1);
+  EXPECT_EQ(ticks["consumers"].a.size(), 3U);
+  EXPECT_EQ(ticks["consumers"][0]["process"].s, "quote\"and\\slash\n");
+  EXPECT_TRUE(ticks["consumers"][1]["behind"].b);
+  EXPECT_FALSE(ticks["consumers"][2]["alive"].b);
+  for (const char* key : {"index", "pid", "cursor", "lag", "lag_pct", "recv_rate", "since_advance_s",
+                          "since_advance_is_lower_bound"}) {
+    EXPECT_TRUE(ticks["consumers"][0].has(key)) << key;
+  }
+  EXPECT_TRUE(j["rings"][1]["push_rate"].is_null());
+}
+
+TEST(RenderTest, FormattersKeepTheirWidth) {
+  EXPECT_EQ(format_count(123, 7), "123");
+  EXPECT_EQ(format_count(1234567, 7), "1234567");
+  EXPECT_EQ(format_count(12345678, 7), "12.3M");
+  EXPECT_EQ(format_count(1073741824, 7), "1.07G");
+  EXPECT_LE(format_count(std::numeric_limits<std::uint64_t>::max(), 7).size(), 7U);
+  EXPECT_EQ(format_rate(std::nullopt), "-");
+  EXPECT_EQ(format_rate(12.34), "12.3");
+  EXPECT_EQ(format_rate(12345.0), "12.3k");
+  EXPECT_EQ(format_age(3.5, false), "3.5s");
+  EXPECT_EQ(format_age(42.9, true), ">42s");
+  EXPECT_EQ(format_age(125, false), "2m05s");
+  EXPECT_EQ(format_age(7260, false), "2h01m");
+  EXPECT_EQ(format_age(90000, false), "1d01h");
+}
+
+}  // namespace
+}  // namespace ringcast::top

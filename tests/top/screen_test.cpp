@@ -1,0 +1,234 @@
+// ring-top's interactive screen in a real terminal: ring-top runs inside a
+// detached tmux session (its own server socket), the test sends keys and reads
+// the pane back, with attributes, the way a person would see it.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "live_ring.hpp"
+#include "top_test_support.hpp"
+
+namespace ringcast::top {
+namespace {
+
+using test::CellAttr;
+using test::eventually;
+using test::LiveRing;
+using test::parse_sgr_capture;
+using test::run;
+using test::ScreenRow;
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// One tmux server with one session running one command. The server is killed
+// (and with it the command) when this goes away.
+class Tmux {
+ public:
+  Tmux() {
+    static std::atomic<int> counter{0};
+    socket_ = "ring-top-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  }
+  Tmux(const Tmux&) = delete;
+  Tmux& operator=(const Tmux&) = delete;
+  ~Tmux() { (void)tmux({"kill-server"}); }
+
+  // Starts `command` (a shell command line) in an 80x24 pane by default.
+  bool start(const std::string& command, int cols = 80, int rows = 24) {
+    // -f /dev/null: no user configuration; remain-on-exit off (default), so
+    // the session ends when ring-top exits.
+    const auto o = run({"/usr/bin/tmux", "-L", socket_, "-f", "/dev/null", "new-session", "-d", "-s",
+                        "top", "-x", std::to_string(cols), "-y", std::to_string(rows), command},
+                       {}, {"TMUX", "NO_COLOR"});
+    return o.exit_code == 0;
+  }
+  [[nodiscard]] std::string capture(bool attributes = false) const {
+    std::vector<std::string> args = {"capture-pane", "-p", "-t", "top"};
+    if (attributes) args.insert(args.begin() + 2, "-e");
+    return tmux(args).out;
+  }
+  void keys(const std::string& key) const { (void)tmux({"send-keys", "-t", "top", key}); }
+  [[nodiscard]] bool running() const { return tmux({"has-session", "-t", "top"}).exit_code == 0; }
+  void resize(int cols, int rows) const {
+    (void)tmux({"resize-window", "-t", "top", "-x", std::to_string(cols), "-y", std::to_string(rows)});
+  }
+  // Polls the pane until pred(text) holds; returns the last capture.
+  template <class Pred>
+  std::string wait_for(Pred pred) const {
+    std::string last;
+    eventually([&] {
+      last = capture();
+      return pred(last);
+    });
+    return last;
+  }
+  std::string wait_for_text(const std::string& needle) const {
+    return wait_for([&](const std::string& s) { return contains(s, needle); });
+  }
+
+ private:
+  [[nodiscard]] test::Child::Output tmux(std::vector<std::string> args) const {
+    args.insert(args.begin(), {"/usr/bin/tmux", "-L", socket_});
+    return run(args, {}, {"TMUX"});
+  }
+  std::string socket_;
+};
+
+// The row of `rows` containing `needle`, and the attribute at its first character.
+struct Found {
+  int row = -1;
+  CellAttr attr;
+};
+Found find(const std::vector<ScreenRow>& rows, const std::string& needle) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto pos = rows[i].text.find(needle);
+    if (pos != std::string::npos) return {static_cast<int>(i), rows[i].attrs.at(pos)};
+  }
+  return {};
+}
+
+int row_of(const std::string& screen, const std::string& needle) {
+  const auto lines = test::split_lines(screen);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (contains(lines[i], needle)) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+class RingTopScreenTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(live_.start());
+    CreateOptions idle;
+    idle.claim_producer = false;
+    ASSERT_TRUE(BroadcastRing::create(live_.dir.file("zz-idle"), 16, idle));
+  }
+  std::string command(const std::string& flags = "") const {
+    return std::string("exec ") + RING_TOP_EXE + " -d 0.2 " + flags + " " + live_.dir.path();
+  }
+  // Waits until ring-top shows the live ring's three consumers.
+  std::string wait_ready(const Tmux& t) const {
+    return t.wait_for([](const std::string& s) {
+      return contains(s, "slow-reader") && contains(s, "fast-reader") && contains(s, "DEAD");
+    });
+  }
+  LiveRing live_;
+};
+
+TEST_F(RingTopScreenTest, SlowConsumerIsHighlightedInColourAndTheFastOneIsNot) {
+  Tmux t;
+  ASSERT_TRUE(t.start(command()));
+  const std::string screen = wait_ready(t);
+  ASSERT_TRUE(contains(screen, "BEHIND")) << screen;
+  const auto rows = parse_sgr_capture(t.capture(true));
+  const Found slow = find(rows, "slow-reader");
+  const Found dead = find(rows, "DEAD");
+  const Found fast = find(rows, "fast-reader");
+  ASSERT_GE(slow.row, 0);
+  ASSERT_GE(dead.row, 0);
+  ASSERT_GE(fast.row, 0);
+  EXPECT_TRUE(slow.attr.bold);
+  EXPECT_EQ(slow.attr.fg, 3) << "yellow";
+  EXPECT_TRUE(dead.attr.bold);
+  EXPECT_EQ(dead.attr.fg, 1) << "red";
+  EXPECT_TRUE(fast.attr.plain());
+  // The selected ring is in reverse video, marked "> ".
+  const Found selected = find(rows, "> ticks");
+  ASSERT_GE(selected.row, 0) << screen;
+  EXPECT_TRUE(selected.attr.reverse);
+}
+
+TEST_F(RingTopScreenTest, SortByLagPutsTheSlowConsumerFirstAndTheFastOneLast) {
+  Tmux t;
+  ASSERT_TRUE(t.start(command()));
+  std::string screen = wait_ready(t);
+  ASSERT_TRUE(contains(screen, "sort: index")) << screen;
+  // Index order: slow (0), fast (1), dead (2).
+  EXPECT_LT(row_of(screen, "slow-reader"), row_of(screen, "fast-reader"));
+  EXPECT_LT(row_of(screen, "fast-reader"), row_of(screen, "DEAD"));
+  t.keys("s");
+  screen = t.wait_for_text("sort: lag");
+  ASSERT_TRUE(contains(screen, "sort: lag")) << screen;
+  // Lag order: slow (40), dead (16), fast (0).
+  EXPECT_LT(row_of(screen, "slow-reader"), row_of(screen, "DEAD")) << screen;
+  EXPECT_LT(row_of(screen, "DEAD"), row_of(screen, "fast-reader")) << screen;
+  t.keys("s");
+  EXPECT_TRUE(contains(t.wait_for_text("sort: rate"), "sort: rate"));
+}
+
+TEST_F(RingTopScreenTest, WithoutColourHighlightsStayAsAttributesAndWords) {
+  for (const bool by_env : {false, true}) {
+    SCOPED_TRACE(by_env ? "NO_COLOR=1" : "--no-color");
+    Tmux t;
+    ASSERT_TRUE(t.start(by_env ? "NO_COLOR=1 " + command() : command("--no-color")));
+    ASSERT_TRUE(contains(wait_ready(t), "BEHIND"));
+    const auto rows = parse_sgr_capture(t.capture(true));
+    for (const ScreenRow& row : rows) {
+      for (const CellAttr& a : row.attrs) ASSERT_EQ(a.fg, -1) << "coloured cell in: " << row.text;
+    }
+    const Found slow = find(rows, "slow-reader");
+    ASSERT_GE(slow.row, 0);
+    EXPECT_TRUE(slow.attr.bold);
+    const Found dead = find(rows, "DEAD");
+    ASSERT_GE(dead.row, 0);
+    EXPECT_TRUE(dead.attr.bold && dead.attr.underline);
+    EXPECT_TRUE(find(rows, "fast-reader").attr.plain());
+  }
+}
+
+TEST_F(RingTopScreenTest, ArrowsAndEnterExpandAnotherRingAndHelpToggles) {
+  Tmux t;
+  ASSERT_TRUE(t.start(command()));
+  ASSERT_TRUE(contains(wait_ready(t), "> ticks"));
+  t.keys("Down");
+  std::string screen = t.wait_for_text("> zz-idle");
+  ASSERT_TRUE(contains(screen, "> zz-idle")) << screen;
+  EXPECT_FALSE(contains(screen, "producer none"));
+  t.keys("Enter");
+  screen = t.wait_for_text("producer none");
+  ASSERT_EQ(row_of(screen, "producer none"), row_of(screen, "> zz-idle") + 1) << screen;
+  t.keys("h");
+  screen = t.wait_for_text("Keys");
+  ASSERT_TRUE(contains(screen, "Keys")) << screen;
+  EXPECT_FALSE(contains(screen, "slow-reader"));
+  t.keys("h");
+  EXPECT_TRUE(contains(t.wait_for_text("slow-reader"), "slow-reader"));
+  t.keys("+");
+  EXPECT_TRUE(contains(t.wait_for_text("every 0.5s"), "every 0.5s"));
+}
+
+TEST_F(RingTopScreenTest, RemovedRingIsShownGoneAndQuitEndsTheTool) {
+  Tmux t;
+  ASSERT_TRUE(t.start(command()));
+  ASSERT_TRUE(contains(wait_ready(t), "zz-idle"));
+  ASSERT_EQ(::unlink(live_.dir.file("zz-idle").c_str()), 0);
+  const std::string screen = t.wait_for_text("GONE");
+  EXPECT_TRUE(contains(screen, "GONE")) << screen;
+  EXPECT_TRUE(contains(screen, "(1 gone)")) << screen;
+  EXPECT_TRUE(t.running());
+  t.keys("q");
+  EXPECT_TRUE(eventually([&] { return !t.running(); })) << "ring-top did not quit on q";
+}
+
+TEST_F(RingTopScreenTest, FollowsTheTerminalSize) {
+  Tmux t;
+  ASSERT_TRUE(t.start(command(), 80, 24));
+  ASSERT_TRUE(contains(wait_ready(t), "fast-reader"));
+  t.resize(60, 12);
+  const std::string small = t.wait_for([](const std::string& s) {
+    const auto lines = test::split_lines(s);
+    return lines.size() <= 12 && !lines.empty() && lines.back().rfind("h help", 0) == 0;
+  });
+  const auto lines = test::split_lines(small);
+  ASSERT_LE(lines.size(), 12U) << small;
+  for (const auto& l : lines) EXPECT_LE(l.size(), 60U) << l;
+  EXPECT_EQ(lines.front().rfind("ring-top", 0), 0U) << small;
+  EXPECT_EQ(lines.back().rfind("h help", 0), 0U) << small;
+  EXPECT_TRUE(t.running());
+}
+
+}  // namespace
+}  // namespace ringcast::top

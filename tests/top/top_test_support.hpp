@@ -1,0 +1,491 @@
+// Helpers for ring-top's tests: a temporary directory, child processes that
+// are always reaped, bounded polling, a small JSON reader and a reader of the
+// SGR attributes tmux's `capture-pane -e` emits.
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace ringcast::top::test {
+
+using namespace std::chrono_literals;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "ring-top-test-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
+
+ private:
+  std::string path_;
+};
+
+// Polls pred every `step` until it holds or `deadline` passes. The deadline is
+// a bound on a hang, never a timing the test relies on.
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds deadline = 20s,
+                std::chrono::milliseconds step = 20ms) {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  for (;;) {
+    if (pred()) return true;
+    if (std::chrono::steady_clock::now() >= end) return false;
+    std::this_thread::sleep_for(step);
+  }
+}
+
+// A child process with its stdout (and optionally stderr) on pipes. The
+// destructor kills it with SIGKILL if it still runs and always reaps it.
+class Child {
+ public:
+  // env_set: "NAME=value" entries added; env_unset: names removed.
+  static Child spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env_set = {},
+                     const std::vector<std::string>& env_unset = {}) {
+    int out[2];
+    int err[2];
+    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+    // Everything exec needs is built before fork: the child only calls
+    // async-signal-safe functions.
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string_view kv(*e);
+      const std::string_view name = kv.substr(0, kv.find('='));
+      bool drop = false;
+      for (const auto& u : env_unset) drop = drop || name == u;
+      for (const auto& s : env_set) drop = drop || name == std::string_view(s).substr(0, s.find('='));
+      if (!drop) env_strings.emplace_back(kv);
+    }
+    for (const auto& s : env_set) env_strings.push_back(s);
+    std::vector<char*> envp;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("fork");
+    if (pid == 0) {
+      ::dup2(devnull, STDIN_FILENO);
+      ::dup2(out[1], STDOUT_FILENO);
+      ::dup2(err[1], STDERR_FILENO);
+      ::execve(args[0], args.data(), envp.data());
+      ::_exit(127);
+    }
+    ::close(devnull);
+    ::close(out[1]);
+    ::close(err[1]);
+    Child c;
+    c.pid_ = pid;
+    c.out_ = out[0];
+    c.err_ = err[0];
+    return c;
+  }
+
+  Child() = default;
+  Child(Child&& o) noexcept
+      : pid_(std::exchange(o.pid_, -1)), out_(std::exchange(o.out_, -1)), err_(std::exchange(o.err_, -1)),
+        out_buf_(std::move(o.out_buf_)), status_(o.status_) {}
+  Child& operator=(Child&& o) noexcept {
+    if (this != &o) {
+      reap_now();
+      pid_ = std::exchange(o.pid_, -1);
+      out_ = std::exchange(o.out_, -1);
+      err_ = std::exchange(o.err_, -1);
+      out_buf_ = std::move(o.out_buf_);
+      status_ = o.status_;
+    }
+    return *this;
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child() { reap_now(); }
+
+  [[nodiscard]] pid_t pid() const { return pid_; }
+
+  // One line of stdout (without '\n'), or nullopt on EOF or deadline.
+  std::optional<std::string> read_line(std::chrono::milliseconds deadline = 20s) {
+    const auto end = std::chrono::steady_clock::now() + deadline;
+    for (;;) {
+      if (const auto nl = out_buf_.find('\n'); nl != std::string::npos) {
+        std::string line = out_buf_.substr(0, nl);
+        out_buf_.erase(0, nl + 1);
+        return line;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          end - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || out_ < 0) return std::nullopt;
+      pollfd p{out_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = ::read(out_, buf, sizeof buf);
+      if (n <= 0) return std::nullopt;
+      out_buf_.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+
+  void kill(int sig) const {
+    if (pid_ > 0) ::kill(pid_, sig);
+  }
+
+  // Waits for exit; returns the wait status.
+  int wait() {
+    if (pid_ > 0) {
+      while (::waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
+      }
+      pid_ = -1;
+    }
+    return status_;
+  }
+
+  // Reads stdout and stderr to EOF (bounded), then reaps. Kills on deadline.
+  struct Output {
+    int exit_code = -1;  // -1 when killed by a signal or the deadline
+    std::string out;
+    std::string err;
+  };
+  Output finish(std::chrono::milliseconds deadline = 60s) {
+    Output o;
+    o.out = std::move(out_buf_);
+    out_buf_.clear();
+    const auto end = std::chrono::steady_clock::now() + deadline;
+    while (out_ >= 0 || err_ >= 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          end - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        kill(SIGKILL);
+        break;
+      }
+      pollfd p[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
+      if (::poll(p, 2, static_cast<int>(left.count())) <= 0) continue;
+      for (int i = 0; i < 2; ++i) {
+        int& fd = i == 0 ? out_ : err_;
+        if (fd < 0 || (p[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+        char buf[4096];
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n <= 0) {
+          ::close(fd);
+          fd = -1;
+        } else {
+          (i == 0 ? o.out : o.err).append(buf, static_cast<std::size_t>(n));
+        }
+      }
+    }
+    const int st = wait();
+    o.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    close_pipes();
+    return o;
+  }
+
+ private:
+  void close_pipes() {
+    if (out_ >= 0) ::close(out_);
+    if (err_ >= 0) ::close(err_);
+    out_ = err_ = -1;
+  }
+  void reap_now() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      wait();
+    }
+    close_pipes();
+  }
+
+  pid_t pid_ = -1;
+  int out_ = -1;
+  int err_ = -1;
+  std::string out_buf_;
+  int status_ = 0;
+};
+
+inline Child::Output run(const std::vector<std::string>& argv, const std::vector<std::string>& env_set = {},
+                         const std::vector<std::string>& env_unset = {}) {
+  return Child::spawn(argv, env_set, env_unset).finish();
+}
+
+inline std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < s.size()) {
+    const std::size_t nl = s.find('\n', start);
+    if (nl == std::string::npos) {
+      lines.push_back(s.substr(start));
+      break;
+    }
+    lines.push_back(s.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return lines;
+}
+
+// --- a small JSON reader (enough to check ring-top's output) ----------------
+
+struct Json {
+  enum class Type { null, boolean, number, string, array, object } type = Type::null;
+  bool b = false;
+  double n = 0;
+  std::string s;
+  std::vector<Json> a;
+  std::vector<std::pair<std::string, Json>> o;
+
+  [[nodiscard]] bool has(std::string_view key) const {
+    for (const auto& kv : o) {
+      if (kv.first == key) return true;
+    }
+    return false;
+  }
+  const Json& operator[](std::string_view key) const {
+    for (const auto& kv : o) {
+      if (kv.first == key) return kv.second;
+    }
+    throw std::out_of_range("no key " + std::string(key));
+  }
+  const Json& operator[](std::size_t i) const { return a.at(i); }
+  [[nodiscard]] bool is_null() const { return type == Type::null; }
+};
+
+class JsonParser {
+ public:
+  explicit JsonParser(std::string_view text) : t_(text) {}
+  // nullopt unless the whole text is exactly one JSON value (plus whitespace).
+  std::optional<Json> parse() {
+    Json v;
+    if (!value(v)) return std::nullopt;
+    ws();
+    if (i_ != t_.size()) return std::nullopt;
+    return v;
+  }
+
+ private:
+  void ws() {
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\n' || t_[i_] == '\t' || t_[i_] == '\r')) ++i_;
+  }
+  bool lit(std::string_view w) {
+    if (t_.substr(i_, w.size()) != w) return false;
+    i_ += w.size();
+    return true;
+  }
+  bool str(std::string& out) {
+    if (i_ >= t_.size() || t_[i_] != '"') return false;
+    ++i_;
+    while (i_ < t_.size() && t_[i_] != '"') {
+      const char c = t_[i_++];
+      if (static_cast<unsigned char>(c) < 0x20) return false;
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (i_ >= t_.size()) return false;
+      const char e = t_[i_++];
+      switch (e) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'n': out += '\n'; break;
+        case 't': out += '\t'; break;
+        case 'r': out += '\r'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'u': {
+          if (i_ + 4 > t_.size()) return false;
+          out += static_cast<char>(std::stoi(std::string(t_.substr(i_, 4)), nullptr, 16));
+          i_ += 4;
+          break;
+        }
+        default: return false;
+      }
+    }
+    if (i_ >= t_.size()) return false;
+    ++i_;
+    return true;
+  }
+  bool value(Json& v) {
+    ws();
+    if (i_ >= t_.size()) return false;
+    const char c = t_[i_];
+    if (c == 'n') return lit("null");
+    if (c == 't' || c == 'f') {
+      v.type = Json::Type::boolean;
+      v.b = c == 't';
+      return lit(c == 't' ? "true" : "false");
+    }
+    if (c == '"') {
+      v.type = Json::Type::string;
+      return str(v.s);
+    }
+    if (c == '[') {
+      v.type = Json::Type::array;
+      ++i_;
+      ws();
+      if (i_ < t_.size() && t_[i_] == ']') return ++i_, true;
+      for (;;) {
+        Json e;
+        if (!value(e)) return false;
+        v.a.push_back(std::move(e));
+        ws();
+        if (i_ < t_.size() && t_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        if (i_ < t_.size() && t_[i_] == ']') return ++i_, true;
+        return false;
+      }
+    }
+    if (c == '{') {
+      v.type = Json::Type::object;
+      ++i_;
+      ws();
+      if (i_ < t_.size() && t_[i_] == '}') return ++i_, true;
+      for (;;) {
+        ws();
+        std::string key;
+        if (!str(key)) return false;
+        ws();
+        if (i_ >= t_.size() || t_[i_] != ':') return false;
+        ++i_;
+        Json e;
+        if (!value(e)) return false;
+        v.o.emplace_back(std::move(key), std::move(e));
+        ws();
+        if (i_ < t_.size() && t_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        if (i_ < t_.size() && t_[i_] == '}') return ++i_, true;
+        return false;
+      }
+    }
+    const std::size_t start = i_;
+    while (i_ < t_.size() && (std::isdigit(static_cast<unsigned char>(t_[i_])) != 0 || t_[i_] == '-' ||
+                              t_[i_] == '+' || t_[i_] == '.' || t_[i_] == 'e' || t_[i_] == 'E')) {
+      ++i_;
+    }
+    if (i_ == start) return false;
+    v.type = Json::Type::number;
+    const std::string num(t_.substr(start, i_ - start));
+    char* end = nullptr;
+    v.n = std::strtod(num.c_str(), &end);
+    return end == num.c_str() + num.size();
+  }
+
+  std::string_view t_;
+  std::size_t i_ = 0;
+};
+
+inline std::optional<Json> parse_json(std::string_view text) { return JsonParser(text).parse(); }
+
+// --- what tmux's capture-pane -e shows ---------------------------------------
+
+struct CellAttr {
+  bool bold = false;
+  bool dim = false;
+  bool underline = false;
+  bool reverse = false;
+  int fg = -1;  // -1: default colour; 0..255 otherwise
+  [[nodiscard]] bool plain() const { return !bold && !dim && !underline && !reverse && fg < 0; }
+};
+
+struct ScreenRow {
+  std::string text;
+  std::vector<CellAttr> attrs;  // one per character of text
+};
+
+// Interprets the SGR sequences of `capture-pane -p -e` output. tmux writes
+// each change relative to the previous cell, across line ends, so the state
+// carries from one row to the next.
+inline std::vector<ScreenRow> parse_sgr_capture(const std::string& captured) {
+  std::vector<ScreenRow> rows(1);
+  CellAttr cur;
+  for (std::size_t i = 0; i < captured.size(); ++i) {
+    const char c = captured[i];
+    if (c == '\n') {
+      rows.emplace_back();
+      continue;
+    }
+    if (c == '\x1b') {
+      if (i + 1 < captured.size() && captured[i + 1] == '[') {
+        std::size_t j = i + 2;
+        while (j < captured.size() && (std::isdigit(static_cast<unsigned char>(captured[j])) != 0 ||
+                                       captured[j] == ';' || captured[j] == ':')) {
+          ++j;
+        }
+        if (j < captured.size() && captured[j] == 'm') {
+          std::vector<int> params;
+          std::string num;
+          for (std::size_t k = i + 2; k <= j; ++k) {
+            if (k == j || captured[k] == ';' || captured[k] == ':') {
+              params.push_back(num.empty() ? 0 : std::stoi(num));
+              num.clear();
+            } else {
+              num += captured[k];
+            }
+          }
+          for (std::size_t p = 0; p < params.size(); ++p) {
+            const int v = params[p];
+            if (v == 0) cur = CellAttr{};
+            else if (v == 1) cur.bold = true;
+            else if (v == 2) cur.dim = true;
+            else if (v == 4) cur.underline = true;
+            else if (v == 7) cur.reverse = true;
+            else if (v == 22) cur.bold = cur.dim = false;
+            else if (v == 24) cur.underline = false;
+            else if (v == 27) cur.reverse = false;
+            else if (v >= 30 && v <= 37) cur.fg = v - 30;
+            else if (v >= 90 && v <= 97) cur.fg = v - 90 + 8;
+            else if (v == 39) cur.fg = -1;
+            else if (v == 38 && p + 2 < params.size() && params[p + 1] == 5) {
+              cur.fg = params[p + 2];
+              p += 2;
+            } else if (v == 38 && p + 4 < params.size() && params[p + 1] == 2) {
+              cur.fg = 256;  // a true colour: just "not default"
+              p += 4;
+            } else if ((v == 48 || v == 58) && p + 1 < params.size()) {
+              p += params[p + 1] == 5 ? 2U : 4U;  // background / underline colour: ignored
+            }
+          }
+        }
+        i = j;
+        continue;
+      }
+      // Any other escape (OSC and the like): skip to its terminator.
+      std::size_t j = i + 1;
+      while (j < captured.size() && captured[j] != '\x07' && captured[j] != '\n' &&
+             !(captured[j] == '\\' && captured[j - 1] == '\x1b')) {
+        ++j;
+      }
+      i = j;
+      continue;
+    }
+    rows.back().text += c;
+    rows.back().attrs.push_back(cur);
+  }
+  return rows;
+}
+
+}  // namespace ringcast::top::test
