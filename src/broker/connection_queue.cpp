@@ -120,9 +120,10 @@ PushResult ConnectionQueue::overflow_locked(FrameRef frame, std::size_t limit,
     case OverflowPolicy::kDisconnect: {
       ++dropped_[static_cast<std::size_t>(DropReason::kDisconnect)];
       close_locked(true);
-      const bool wake = !armed_;
+      // Always wake: the writer may be parked waiting for a socket that will
+      // never drain, and only it can close the connection.
       armed_ = true;
-      return {PushStatus::kClosed, wake};
+      return {PushStatus::kClosed, true};
     }
   }
   ++dropped_[static_cast<std::size_t>(reason)];
@@ -160,9 +161,8 @@ PushResult ConnectionQueue::push(FrameRef frame) noexcept {
     }
     if (queued_bytes_ + inflight_bytes_ + size > limits_.hard_bytes) {
       close_locked(true);
-      const bool wake = !armed_;
       armed_ = true;
-      return {PushStatus::kClosed, wake};
+      return {PushStatus::kClosed, true};  // as above: the writer may be parked
     }
     queued_bytes_ += size;
     ring_push(std::move(frame));
@@ -245,6 +245,11 @@ void ConnectionQueue::set_resp(Resp r) noexcept {
 std::size_t ConnectionQueue::total_bytes() const noexcept {
   std::lock_guard lock(mu_);
   return queued_bytes_ + inflight_bytes_;
+}
+
+bool ConnectionQueue::closed() const noexcept {
+  std::lock_guard lock(mu_);
+  return closed_;
 }
 
 QueueStats ConnectionQueue::stats() const noexcept {

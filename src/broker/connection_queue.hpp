@@ -60,7 +60,7 @@ enum class PushStatus : std::uint8_t {
 
 struct [[nodiscard]] PushResult {
   PushStatus status;
-  bool wake;  // the caller must wake the writer (invariant 3)
+  bool wake;  // the caller must wake the writer (invariant 3; also on the push that closes)
 };
 
 struct [[nodiscard]] PopResult {
@@ -114,6 +114,7 @@ class ConnectionQueue {
   // Protocol of the connection, used to encode loss notices.
   void set_resp(Resp r) noexcept;
   [[nodiscard]] QueueStats stats() const noexcept;
+  [[nodiscard]] bool closed() const noexcept;
   [[nodiscard]] std::size_t total_bytes() const noexcept;
 
  private:

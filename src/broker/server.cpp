@@ -64,8 +64,10 @@ class IoWorker {
     if (post) asio::post(ctx_, [this] { drain(); });
   }
 
-  // This worker's thread.
+  // This worker's thread: forgets `c` in the ready list and in the list being
+  // drained right now (a connection closed by an earlier entry of the same drain).
   void unmark(Connection* c) {
+    std::replace(draining_.begin(), draining_.end(), c, static_cast<Connection*>(nullptr));
     std::lock_guard lock(ready_mu_);
     ready_.erase(std::remove(ready_.begin(), ready_.end(), c), ready_.end());
   }
@@ -81,14 +83,16 @@ class IoWorker {
  private:
   void drain();
 
-  asio::io_context ctx_{1};
-  asio::executor_work_guard<asio::io_context::executor_type> guard_;
+  // Declaration order matters: ctx_ is destroyed first, and handlers it still
+  // holds may destroy connections, which unmark themselves from the lists below.
   std::mutex ready_mu_;
   std::vector<Connection*> ready_;  // guarded by ready_mu_
   bool drain_posted_ = false;       // guarded by ready_mu_
-  std::vector<Connection*> draining_;
+  std::vector<Connection*> draining_;                      // this worker's thread only
   std::unordered_set<std::shared_ptr<Connection>> conns_;  // this worker's thread only
   bool stopping_ = false;                                  // this worker's thread only
+  asio::io_context ctx_{1};
+  asio::executor_work_guard<asio::io_context::executor_type> guard_;
 };
 
 class Connection final : public Session, public std::enable_shared_from_this<Connection> {
@@ -130,7 +134,12 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
 
   // This worker's thread: one writev of up to the write budget.
   void flush() {
-    if (closed_ || waiting_writable_) return;
+    if (closed_) return;
+    if (waiting_writable_) {
+      // Parked on a full socket; only a disconnect verdict needs action now.
+      if (queue().closed()) shutdown();
+      return;
+    }
     if (iov_pos_ == iov_.size()) {
       finish_batch();
       const PopResult r = queue().pop_batch(core_config().write_budget_bytes, kMaxIov, batch_);
@@ -185,8 +194,9 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
   // This worker's thread. Idempotent.
   void shutdown() {
     if (closed_) return;
+    const auto self = shared_from_this();  // forget() may drop the last other reference
     teardown();
-    worker_.forget(shared_from_this());
+    worker_.forget(self);
   }
 
  private:
@@ -268,9 +278,11 @@ void IoWorker::drain() {
     draining_.swap(ready_);
     drain_posted_ = false;
   }
-  // Connections in draining_ are alive: each unmarks itself before dying, and
-  // none can die while this handler runs (their handlers run on this thread).
-  for (Connection* c : draining_) c->flush();
+  // Connections in draining_ are alive: each unmarks itself (here too) in
+  // teardown, before it can die.
+  for (std::size_t i = 0; i < draining_.size(); ++i) {
+    if (draining_[i] != nullptr) draining_[i]->flush();
+  }
   draining_.clear();
 }
 

@@ -1,0 +1,99 @@
+// The library API a relay uses: start a broker in-process and publish() to its
+// network subscribers from a thread the broker does not own.
+#include <hiredis/hiredis.h>
+
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "ringcast/broker/broker.hpp"
+
+namespace ringcast::broker {
+namespace {
+
+BrokerConfig loopback_config() {
+  BrokerConfig cfg;
+  cfg.port = 0;
+  cfg.io_threads = 2;
+  return cfg;
+}
+
+TEST(BrokerEmbedTest, PublishFromForeignThreadReachesNetworkSubscriber) {
+  auto started = Broker::start(loopback_config());
+  ASSERT_TRUE(started.has_value()) << started.error().message();
+  Broker& broker = **started;
+  ASSERT_GT(broker.port(), 0);
+
+  const timeval tv{5, 0};
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", broker.port(), tv);
+  ASSERT_TRUE(c != nullptr && c->err == 0);
+  redisSetTimeout(c, tv);
+  auto* r = static_cast<redisReply*>(redisCommand(c, "SUBSCRIBE relay"));
+  ASSERT_TRUE(r != nullptr && r->type == REDIS_REPLY_ARRAY);
+  freeReplyObject(r);
+
+  constexpr int kMessages = 1000;
+  std::size_t delivered = 0;
+  std::thread relay([&] {
+    for (int i = 0; i < kMessages; ++i) delivered += broker.publish("relay", std::to_string(i));
+  });
+  relay.join();
+  EXPECT_EQ(delivered, static_cast<std::size_t>(kMessages));
+  for (int i = 0; i < kMessages; ++i) {
+    void* v = nullptr;
+    ASSERT_EQ(redisGetReply(c, &v), REDIS_OK);
+    auto* m = static_cast<redisReply*>(v);
+    ASSERT_EQ(m->elements, 3u);
+    EXPECT_EQ(std::string(m->element[2]->str, m->element[2]->len), std::to_string(i));
+    freeReplyObject(m);
+  }
+  const BrokerStats st = broker.stats();
+  EXPECT_EQ(st.messages_published, static_cast<std::uint64_t>(kMessages));
+  EXPECT_EQ(st.connected_clients, 1u);
+  EXPECT_EQ(st.channels, 1u);
+  redisFree(c);
+  broker.stop();
+  broker.wait();
+  EXPECT_EQ(broker.publish("relay", "late"), 0u) << "publish after stop is a no-op";
+}
+
+TEST(BrokerEmbedTest, StartReportsBindFailuresWithErrno) {
+  auto first = Broker::start(loopback_config());
+  ASSERT_TRUE(first.has_value());
+  BrokerConfig same = loopback_config();
+  same.port = (*first)->port();
+  auto second = Broker::start(same);
+  ASSERT_FALSE(second.has_value());
+  EXPECT_EQ(second.error().code, BrokerError::Code::kBind);
+  EXPECT_EQ(second.error().sys_errno, EADDRINUSE);
+  EXPECT_NE(second.error().message().find("Address already in use"), std::string::npos);
+
+  BrokerConfig bad = loopback_config();
+  bad.bind_address = "not-an-address";
+  auto third = Broker::start(bad);
+  ASSERT_FALSE(third.has_value());
+  EXPECT_EQ(third.error().code, BrokerError::Code::kBadAddress);
+
+  BrokerConfig limits = loopback_config();
+  limits.queue_limits.soft_bytes = limits.queue_limits.hard_bytes + 1;
+  auto fourth = Broker::start(limits);
+  ASSERT_FALSE(fourth.has_value());
+  EXPECT_EQ(fourth.error().code, BrokerError::Code::kInvalidConfig);
+}
+
+TEST(BrokerEmbedTest, DestructorStopsWithClientsConnected) {
+  auto started = Broker::start(loopback_config());
+  ASSERT_TRUE(started.has_value());
+  const timeval tv{5, 0};
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", (*started)->port(), tv);
+  ASSERT_TRUE(c != nullptr && c->err == 0);
+  redisSetTimeout(c, tv);
+  auto* r = static_cast<redisReply*>(redisCommand(c, "SUBSCRIBE x"));
+  ASSERT_TRUE(r != nullptr);
+  freeReplyObject(r);
+  started->reset();  // joins the I/O threads with a subscriber still connected
+  redisFree(c);
+}
+
+}  // namespace
+}  // namespace ringcast::broker

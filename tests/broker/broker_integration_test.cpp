@@ -1,0 +1,329 @@
+// The broker executable against real clients: redis-cli (Debian redis-tools),
+// hiredis (libhiredis-dev 0.14, RESP2 only) and raw sockets for RESP3 bytes.
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "process_support.hpp"
+
+namespace ringcast::broker {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::BrokerProcess;
+using testing::Child;
+using testing::deadline_in;
+
+constexpr const char* kRedisCli = "/usr/bin/redis-cli";
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+struct ContextDeleter {
+  void operator()(redisContext* c) const { redisFree(c); }
+};
+using Context = std::unique_ptr<redisContext, ContextDeleter>;
+
+Context hiredis_connect(int port) {
+  const timeval tv{5, 0};
+  Context c(redisConnectWithTimeout("127.0.0.1", port, tv));
+  if (c && c->err == 0) redisSetTimeout(c.get(), tv);  // every read is bounded
+  return c;
+}
+
+Reply command(redisContext* c, const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (const auto& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  return Reply(static_cast<redisReply*>(
+      redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data())));
+}
+
+Reply next_reply(redisContext* c) {
+  void* r = nullptr;
+  if (redisGetReply(c, &r) != REDIS_OK) return nullptr;
+  return Reply(static_cast<redisReply*>(r));
+}
+
+std::string str(const redisReply* r, std::size_t i) {
+  const redisReply* e = r->element[i];
+  return std::string(e->str, e->len);
+}
+
+// Polls PUBSUB NUMSUB until `channel` has `n` subscribers (bounded).
+bool wait_for_subscribers(redisContext* c, const std::string& channel, long long n) {
+  const auto d = deadline_in(10s);
+  while (testing::ms_left(d) > 0) {
+    Reply r = command(c, {"PUBSUB", "NUMSUB", channel});
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == n) return true;
+    std::this_thread::sleep_for(5ms);  // bounded poll of observable state
+  }
+  return false;
+}
+
+class BrokerIntegrationTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (broker_) {
+      const auto status = broker_->stop();
+      ASSERT_TRUE(status.has_value());
+      EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+          << "broker exit status " << *status << " (a sanitizer report makes it non-zero)";
+    }
+  }
+  int start(std::vector<std::string> extra = {}) {
+    broker_ = std::make_unique<BrokerProcess>(std::move(extra));
+    return broker_->port();
+  }
+  std::unique_ptr<BrokerProcess> broker_;
+};
+
+TEST_F(BrokerIntegrationTest, RedisCliSubscriberReceivesRedisCliPublish) {
+  const int port = start();
+  ASSERT_GT(port, 0);
+  Child sub = Child::spawn({kRedisCli, "-p", std::to_string(port), "subscribe", "news"});
+  ASSERT_TRUE(sub.running());
+  Context admin = hiredis_connect(port);
+  ASSERT_TRUE(admin && admin->err == 0);
+  ASSERT_TRUE(wait_for_subscribers(admin.get(), "news", 1));
+
+  Child pub = Child::spawn({kRedisCli, "-p", std::to_string(port), "publish", "news", "hi"});
+  const auto status = pub.wait_exit(deadline_in(10s));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
+  pub.read_until("\n", deadline_in(5s));
+  EXPECT_EQ(pub.output(), "1\n") << "redis-cli without a tty prints the bare integer";
+  ASSERT_TRUE(sub.read_until("hi\n", deadline_in(10s))) << sub.output();
+  EXPECT_NE(sub.output().find("subscribe\nnews\n1\nmessage\nnews\nhi\n"), std::string::npos) << sub.output();
+  sub.stop(SIGTERM);
+}
+
+TEST_F(BrokerIntegrationTest, HiredisDrivesResp2PubSubProtocol) {
+  const int port = start();
+  Context sub = hiredis_connect(port);
+  Context pub = hiredis_connect(port);
+  ASSERT_TRUE(sub && sub->err == 0 && pub && pub->err == 0);
+
+  Reply r = command(sub.get(), {"SUBSCRIBE", "a", "b"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+  EXPECT_EQ(str(r.get(), 0), "subscribe");
+  EXPECT_EQ(str(r.get(), 1), "a");
+  EXPECT_EQ(r->element[2]->integer, 1);
+  r = next_reply(sub.get());
+  ASSERT_TRUE(r && r->elements == 3);
+  EXPECT_EQ(str(r.get(), 1), "b");
+  EXPECT_EQ(r->element[2]->integer, 2);
+  r = command(sub.get(), {"PSUBSCRIBE", "a*"});
+  ASSERT_TRUE(r && r->elements == 3);
+  EXPECT_EQ(r->element[2]->integer, 3);
+
+  r = command(sub.get(), {"PING", "hello"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+  EXPECT_EQ(str(r.get(), 0), "pong");
+  EXPECT_EQ(str(r.get(), 1), "hello");
+
+  r = command(sub.get(), {"GET", "x"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ERROR);
+  EXPECT_EQ(std::string(r->str), "ERR unknown command 'GET', with args beginning with: 'x' ");
+  r = command(sub.get(), {"PUBLISH", "a", "x"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ERROR);
+  EXPECT_EQ(std::string(r->str),
+            "ERR Can't execute 'publish': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
+            "are allowed in this context");
+
+  const std::string payload("bin\0ary\r\n", 9);
+  r = command(pub.get(), {"PUBLISH", "a", payload});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_INTEGER);
+  EXPECT_EQ(r->integer, 2) << "one exact and one pattern subscription";
+  r = next_reply(sub.get());
+  ASSERT_TRUE(r && r->elements == 3);
+  EXPECT_EQ(str(r.get(), 0), "message");
+  EXPECT_EQ(str(r.get(), 2), payload);
+  r = next_reply(sub.get());
+  ASSERT_TRUE(r && r->elements == 4);
+  EXPECT_EQ(str(r.get(), 0), "pmessage");
+  EXPECT_EQ(str(r.get(), 1), "a*");
+  EXPECT_EQ(str(r.get(), 3), payload);
+
+  r = command(sub.get(), {"UNSUBSCRIBE", "a"});
+  ASSERT_TRUE(r && r->elements == 3);
+  EXPECT_EQ(r->element[2]->integer, 2);
+  r = command(pub.get(), {"PUBSUB", "NUMPAT"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_INTEGER);
+  EXPECT_EQ(r->integer, 1);
+}
+
+TEST_F(BrokerIntegrationTest, Resp3ClientGetsPushesOverTheWire) {
+  const int port = start();
+  const int fd = testing::connect_to(port);
+  ASSERT_GE(fd, 0);
+  std::string in;
+  ASSERT_TRUE(testing::send_all(fd, "HELLO 3\r\n"));
+  ASSERT_TRUE(testing::read_until(fd, in, "$7\r\nmodules\r\n*0\r\n", deadline_in(10s)));
+  EXPECT_EQ(in.substr(0, 4), "%7\r\n");
+  in.clear();
+  ASSERT_TRUE(testing::send_all(fd, "SUBSCRIBE news\r\nPING\r\n"));
+  const std::string confirm = ">3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n+PONG\r\n";
+  ASSERT_TRUE(testing::read_until(fd, in, confirm, deadline_in(10s)));
+  EXPECT_EQ(in, confirm);
+  in.clear();
+  Context pub = hiredis_connect(port);
+  Reply r = command(pub.get(), {"PUBLISH", "news", "hi"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_INTEGER);
+  EXPECT_EQ(r->integer, 1);
+  const std::string push = ">3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n";
+  ASSERT_TRUE(testing::read_until(fd, in, push, deadline_in(10s)));
+  EXPECT_EQ(in, push);
+  ::close(fd);
+}
+
+TEST_F(BrokerIntegrationTest, MalformedRequestGetsAnErrorThenClose) {
+  const int port = start();
+  const int fd = testing::connect_to(port);
+  ASSERT_TRUE(testing::send_all(fd, "PING\r\n*1\r\n$-5\r\nPING\r\n"));
+  std::string in;
+  ASSERT_TRUE(testing::read_to_eof(fd, in, deadline_in(10s)));
+  EXPECT_EQ(in, "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n");
+  ::close(fd);
+}
+
+TEST_F(BrokerIntegrationTest, PasswordFileGatesCommandsAndIdleUnauthenticatedClientsAreClosed) {
+  char path[] = "/tmp/ringcast-broker-pass-XXXXXX";
+  const int pf = ::mkstemp(path);
+  ASSERT_GE(pf, 0);
+  ASSERT_EQ(::write(pf, "s3cret\n", 7), 7);
+  ::close(pf);
+  const int port = start({"--requirepass-file", path, "--auth-timeout-ms", "300"});
+  ::unlink(path);
+  ASSERT_GT(port, 0);
+  Context c = hiredis_connect(port);
+  Reply r = command(c.get(), {"SUBSCRIBE", "a"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ERROR);
+  EXPECT_EQ(std::string(r->str), "NOAUTH Authentication required.");
+  r = command(c.get(), {"PING"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_STATUS);
+  r = command(c.get(), {"AUTH", "s3cret"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_STATUS);
+  EXPECT_EQ(std::string(r->str), "OK");
+
+  const int idle = testing::connect_to(port);
+  std::string in;
+  EXPECT_TRUE(testing::read_to_eof(idle, in, deadline_in(20s))) << "closed after the auth timeout";
+  ::close(idle);
+  r = command(c.get(), {"PING"});  // the authenticated client is unaffected
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_STATUS);
+}
+
+TEST_F(BrokerIntegrationTest, RefusesConnectionsBeyondTheLimit) {
+  const int port = start({"--max-connections", "2"});
+  Context a = hiredis_connect(port);
+  Context b = hiredis_connect(port);
+  ASSERT_TRUE(command(a.get(), {"PING"}));
+  ASSERT_TRUE(command(b.get(), {"PING"}));
+  const int fd = testing::connect_to(port);
+  std::string in;
+  EXPECT_TRUE(testing::read_to_eof(fd, in, deadline_in(10s)));
+  EXPECT_EQ(in, "-ERR max number of clients reached\r\n");
+  ::close(fd);
+}
+
+// A reader that stops reading, under each overflow policy: the broker's memory
+// for it stays under the hard limit and the other subscriber gets everything.
+class SlowReaderTest : public BrokerIntegrationTest,
+                       public ::testing::WithParamInterface<std::string> {};
+
+std::string client_line(redisContext* c, std::string_view name) {
+  Reply r = command(c, {"CLIENT", "LIST"});
+  if (!r || r->type != REDIS_REPLY_STRING) return {};
+  const std::string list(r->str, r->len);
+  const auto at = list.find(std::string("name=") + std::string(name) + " ");
+  if (at == std::string::npos) return {};
+  const auto begin = list.rfind('\n', at);
+  const auto end = list.find('\n', at);
+  return list.substr(begin == std::string::npos ? 0 : begin + 1, end - (begin == std::string::npos ? 0 : begin + 1));
+}
+
+long long field(const std::string& line, std::string_view key) {
+  const auto at = line.find(std::string(" ") + std::string(key) + "=");
+  if (at == std::string::npos) return -1;
+  return std::stoll(line.substr(at + key.size() + 2));
+}
+
+TEST_P(SlowReaderTest, SlowReaderStaysBoundedAndOthersAreFed) {
+  constexpr std::size_t kHard = 512 * 1024;
+  const std::string policy = GetParam();
+  const int port = start({"--overflow-policy", policy, "--hard-limit", "512kb", "--soft-limit", "0"});
+  ASSERT_GT(port, 0);
+
+  // The slow reader: a small receive buffer, subscribes, then never reads.
+  const int slow = testing::connect_to(port, 4096);
+  ASSERT_GE(slow, 0);
+  ASSERT_TRUE(testing::send_all(slow, "CLIENT SETNAME slow\r\nSUBSCRIBE feed\r\n"));
+  Context fast = hiredis_connect(port);
+  Context pub = hiredis_connect(port);
+  ASSERT_TRUE(command(fast.get(), {"SUBSCRIBE", "feed"}));
+  ASSERT_TRUE(wait_for_subscribers(pub.get(), "feed", 2));
+
+  // 4000 x 4 KiB = 16 MB, far beyond the hard limit plus any kernel buffering.
+  // Batches of 50 are paced by the fast reader, so its own queue never nears
+  // the limit: whatever it loses would be the broker's fault.
+  constexpr int kBatches = 80;
+  constexpr int kBatch = 50;
+  int next_expected = 0;
+  for (int b = 0; b < kBatches; ++b) {
+    for (int i = 0; i < kBatch; ++i) {
+      std::string payload = std::to_string(b * kBatch + i);
+      payload.resize(4096, '.');
+      const char* argv[] = {"PUBLISH", "feed", payload.data()};
+      const size_t lens[] = {7, 4, payload.size()};
+      ASSERT_EQ(redisAppendCommandArgv(pub.get(), 3, argv, lens), REDIS_OK);
+    }
+    for (int i = 0; i < kBatch; ++i) {
+      Reply r = next_reply(pub.get());
+      ASSERT_TRUE(r && r->type == REDIS_REPLY_INTEGER);
+    }
+    for (int i = 0; i < kBatch; ++i) {
+      Reply m = next_reply(fast.get());
+      ASSERT_TRUE(m && m->type == REDIS_REPLY_ARRAY && m->elements == 3) << "batch " << b;
+      ASSERT_EQ(std::stoi(str(m.get(), 2)), next_expected++) << "the fast reader lost or reordered";
+    }
+  }
+
+  Context admin = hiredis_connect(port);
+  const std::string line = client_line(admin.get(), "slow");
+  if (policy == "disconnect") {
+    EXPECT_EQ(line, "") << "the slow reader was cut off";
+    Reply info = command(admin.get(), {"INFO", "stats"});
+    ASSERT_TRUE(info && info->type == REDIS_REPLY_STRING);
+    EXPECT_NE(std::string(info->str).find("slow_client_disconnects:1"), std::string::npos) << info->str;
+  } else {
+    ASSERT_NE(line, "") << "drop policies keep the reader connected";
+    EXPECT_LE(field(line, "omem"), static_cast<long long>(kHard));
+    EXPECT_GT(field(line, "dropped-hard"), 0);
+    // Once it reads again it learns how much it lost, in-band.
+    std::string in;
+    EXPECT_TRUE(testing::read_until(slow, in, "__ringcast__:loss", deadline_in(20s)));
+    EXPECT_TRUE(testing::read_until(slow, in, " policy=" + policy + "\r\n", deadline_in(20s)));
+  }
+  ::close(slow);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, SlowReaderTest,
+                         ::testing::Values("drop-oldest", "drop-newest", "disconnect"),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           std::string n = p.param;
+                           n.erase(std::remove(n.begin(), n.end(), '-'), n.end());
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace ringcast::broker
