@@ -1,0 +1,447 @@
+// ringcast-broker-bench: one publisher and N subscribers over loopback, against
+// ringcast-broker and redis-server in the same run with the same client code.
+//
+// Throughput: the publisher pipelines PUBLISH as fast as the slowest subscriber
+// allows (at most --window messages ahead of it, so neither server ever hits its
+// output-buffer limit), for --seconds; we report delivered messages/s (sum over
+// subscribers) and deliveries per server CPU-second (/proc/<pid>/stat).
+// Latency: the publisher offers --rate messages/s, each carrying its send time;
+// subscribers record receive - send for every delivery; we report p50/p99.
+//
+// Every message frame has the same size for a given channel and payload, so the
+// subscribers find frame boundaries by arithmetic instead of parsing RESP.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+// ---- servers ---------------------------------------------------------------
+
+struct Server {
+  std::string name;
+  pid_t pid = -1;
+  int port = 0;
+};
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+int connect_port(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+pid_t spawn(const std::vector<std::string>& argv, int stdout_fd) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (stdout_fd >= 0) posix_spawn_file_actions_adddup2(&fa, stdout_fd, 1);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+bool wait_accepting(int port) {
+  for (int i = 0; i < 500; ++i) {
+    const int fd = connect_port(port);
+    if (fd >= 0) {
+      ::close(fd);
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+std::optional<Server> start_ringcast(const std::string& exe, unsigned io_threads) {
+  const int port = free_port();
+  Server s{"ringcast-broker", -1, port};
+  const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  s.pid = spawn({exe, "--port", std::to_string(port), "--io-threads", std::to_string(io_threads)}, devnull);
+  ::close(devnull);
+  if (s.pid < 0 || !wait_accepting(port)) return std::nullopt;
+  return s;
+}
+
+std::optional<Server> start_redis(const std::string& exe) {
+  const int port = free_port();
+  Server s{"redis-server", -1, port};
+  const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  s.pid = spawn({exe, "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+                 "no", "--daemonize", "no"},
+                devnull);
+  ::close(devnull);
+  if (s.pid < 0 || !wait_accepting(port)) return std::nullopt;
+  return s;
+}
+
+void stop(Server& s) {
+  if (s.pid <= 0) return;
+  ::kill(s.pid, SIGTERM);
+  int status = 0;
+  ::waitpid(s.pid, &status, 0);
+  s.pid = -1;
+}
+
+// utime + stime of a process, in seconds.
+double cpu_seconds(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = all.rfind(')');
+  std::istringstream rest(all.substr(close + 2));
+  std::string field;
+  unsigned long utime = 0;
+  unsigned long stime = 0;
+  for (int i = 3; i <= 15; ++i) {
+    rest >> field;
+    if (i == 14) utime = std::stoul(field);
+    if (i == 15) stime = std::stoul(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// ---- protocol bits ---------------------------------------------------------
+
+std::string bulk(std::string_view s) { return fmt::format("${}\r\n{}\r\n", s.size(), s); }
+
+std::string subscribe_cmd(const std::string& ch) { return "*2\r\n" + bulk("SUBSCRIBE") + bulk(ch); }
+std::string subscribe_confirm(const std::string& ch) {
+  return "*3\r\n" + bulk("subscribe") + bulk(ch) + ":1\r\n";
+}
+// Bytes of one message frame and the offset of the payload inside it.
+std::size_t frame_size(const std::string& ch, std::size_t payload) {
+  return std::string("*3\r\n$7\r\nmessage\r\n").size() + bulk(ch).size() +
+         fmt::format("${}\r\n", payload).size() + payload + 2;
+}
+std::size_t payload_offset(const std::string& ch, std::size_t payload) {
+  return std::string("*3\r\n$7\r\nmessage\r\n").size() + bulk(ch).size() +
+         fmt::format("${}\r\n", payload).size();
+}
+
+bool write_all(int fd, const char* p, std::size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) {
+        pollfd pf{fd, POLLOUT, 0};
+        ::poll(&pf, 1, 100);
+        continue;
+      }
+      return false;
+    }
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+bool read_exact(int fd, std::size_t n) {
+  std::vector<char> buf(n);
+  std::size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::read(fd, buf.data() + got, n - got);
+    if (r <= 0) return false;
+    got += static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+// ---- one measurement ---------------------------------------------------------
+
+struct Result {
+  double delivered_per_s = 0;
+  double deliveries_per_cpu_s = 0;
+  double p50_us = 0;
+  double p99_us = 0;
+  std::uint64_t delivered = 0;
+};
+
+struct Sub {
+  int fd = -1;
+  std::string buf;
+  std::size_t pos = 0;
+  std::atomic<std::uint64_t> received{0};
+};
+
+Result run(const Server& server, int subscribers, std::size_t payload, double seconds,
+           double rate, std::size_t window) {
+  const std::string ch = "bench";
+  const std::size_t fsize = frame_size(ch, payload);
+  const std::size_t ts_off = payload_offset(ch, payload);
+  std::vector<std::unique_ptr<Sub>> subs;
+  for (int i = 0; i < subscribers; ++i) {
+    auto s = std::make_unique<Sub>();
+    s->fd = connect_port(server.port);
+    const std::string cmd = subscribe_cmd(ch);
+    write_all(s->fd, cmd.data(), cmd.size());
+    read_exact(s->fd, subscribe_confirm(ch).size());
+    ::fcntl(s->fd, F_SETFL, O_NONBLOCK);
+    subs.push_back(std::move(s));
+  }
+  const int pub = connect_port(server.port);
+  ::fcntl(pub, F_SETFL, O_NONBLOCK);
+
+  const bool latency_mode = rate > 0;
+  std::atomic<bool> stop_readers{false};
+  std::vector<std::int64_t> latencies;
+  latencies.reserve(latency_mode ? static_cast<std::size_t>(rate * seconds * subscribers) + 1024 : 0);
+  std::thread reader([&] {
+    const int ep = ::epoll_create1(EPOLL_CLOEXEC);
+    for (std::size_t i = 0; i < subs.size(); ++i) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = i;
+      ::epoll_ctl(ep, EPOLL_CTL_ADD, subs[i]->fd, &ev);
+    }
+    std::vector<epoll_event> evs(256);
+    std::vector<char> tmp(1 << 18);
+    // relaxed: a stop flag.
+    while (!stop_readers.load(std::memory_order_relaxed)) {
+      const int n = ::epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), 20);
+      for (int k = 0; k < n; ++k) {
+        Sub& s = *subs[evs[static_cast<std::size_t>(k)].data.u64];
+        for (;;) {
+          const ssize_t r = ::read(s.fd, tmp.data(), tmp.size());
+          if (r <= 0) break;
+          const std::int64_t t = latency_mode ? now_ns() : 0;
+          s.buf.append(tmp.data(), static_cast<std::size_t>(r));
+          std::uint64_t frames = 0;
+          while (s.buf.size() - s.pos >= fsize) {
+            if (latency_mode) {
+              std::int64_t sent = 0;
+              std::memcpy(&sent, s.buf.data() + s.pos + ts_off, sizeof sent);
+              latencies.push_back(t - sent);
+            }
+            s.pos += fsize;
+            ++frames;
+          }
+          s.buf.erase(0, s.pos);
+          s.pos = 0;
+          // relaxed: a progress counter read by the publisher for flow control.
+          s.received.fetch_add(frames, std::memory_order_relaxed);
+          if (static_cast<std::size_t>(r) < tmp.size()) break;
+        }
+      }
+    }
+    ::close(ep);
+  });
+
+  std::string payload_bytes(payload, 'p');
+  auto append_publish = [&](std::string& out) {
+    const std::int64_t t = now_ns();
+    std::memcpy(payload_bytes.data(), &t, sizeof t);
+    out += "*3\r\n";
+    out += bulk("PUBLISH");
+    out += bulk(ch);
+    out += bulk(payload_bytes);
+  };
+  auto min_received = [&] {
+    std::uint64_t m = UINT64_MAX;
+    for (const auto& s : subs) m = std::min(m, s->received.load(std::memory_order_relaxed));
+    return m;
+  };
+  char sink[1 << 16];
+  auto drain_replies = [&] {
+    while (::read(pub, sink, sizeof sink) > 0) {
+    }
+  };
+
+  const double cpu0 = cpu_seconds(server.pid);
+  const auto t0 = Clock::now();
+  const auto end = t0 + std::chrono::duration<double>(seconds);
+  std::uint64_t published = 0;
+  std::string out;
+  if (!latency_mode) {
+    while (Clock::now() < end) {
+      if (published - min_received() > window) {
+        drain_replies();
+        std::this_thread::yield();
+        continue;
+      }
+      out.clear();
+      for (int i = 0; i < 32; ++i) append_publish(out);
+      published += 32;
+      write_all(pub, out.data(), out.size());
+      drain_replies();
+    }
+  } else {
+    const auto interval = std::chrono::duration<double>(1.0 / rate);
+    auto next = t0;
+    while (Clock::now() < end) {
+      std::this_thread::sleep_until(next);
+      out.clear();
+      // Catch up if the sleep overslept, so the offered rate holds on average.
+      while (next <= Clock::now() && out.size() < (1u << 20)) {
+        append_publish(out);
+        ++published;
+        next += std::chrono::duration_cast<Clock::duration>(interval);
+      }
+      write_all(pub, out.data(), out.size());
+      drain_replies();
+    }
+  }
+  // Let in-flight deliveries land (bounded), then measure.
+  const auto settle = Clock::now() + std::chrono::seconds(5);
+  while (min_received() < published && Clock::now() < settle) {
+    drain_replies();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const auto t1 = Clock::now();
+  const double cpu1 = cpu_seconds(server.pid);
+  stop_readers.store(true, std::memory_order_relaxed);
+  reader.join();
+
+  Result r;
+  for (const auto& s : subs) r.delivered += s->received.load(std::memory_order_relaxed);
+  const double elapsed = std::chrono::duration<double>(t1 - t0).count();
+  r.delivered_per_s = static_cast<double>(r.delivered) / elapsed;
+  r.deliveries_per_cpu_s = cpu1 > cpu0 ? static_cast<double>(r.delivered) / (cpu1 - cpu0) : 0;
+  if (!latencies.empty()) {
+    std::sort(latencies.begin(), latencies.end());
+    r.p50_us = static_cast<double>(latencies[latencies.size() / 2]) / 1000.0;
+    r.p99_us = static_cast<double>(latencies[latencies.size() * 99 / 100]) / 1000.0;
+  }
+  for (auto& s : subs) ::close(s->fd);
+  ::close(pub);
+  return r;
+}
+
+std::string si(double v) {
+  if (v >= 1e6) return fmt::format("{:.2f} M", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.1f} k", v / 1e3);
+  return fmt::format("{:.0f}", v);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ringcast-broker vs redis-server: one publisher, N subscribers, loopback"};
+#ifdef BROKER_EXE
+  std::string broker_exe = BROKER_EXE;
+#else
+  std::string broker_exe = "ringcast-broker";
+#endif
+  std::string redis_exe = "/usr/bin/redis-server";
+  std::vector<int> subscribers{1, 10, 100};
+  std::vector<std::size_t> payloads{52, 512, 4096};
+  double seconds = 2.0;
+  double rate = 1000.0;
+  int latency_subscribers = 100;
+  std::size_t window = 2000;
+  unsigned io_threads = 0;
+  int repeat = 1;
+  app.add_option("--broker", broker_exe, "ringcast-broker executable")->capture_default_str();
+  app.add_option("--redis", redis_exe, "redis-server executable")->capture_default_str();
+  app.add_option("--subscribers", subscribers, "Subscriber counts for the throughput table");
+  app.add_option("--payloads", payloads, "Payload sizes in bytes");
+  app.add_option("--seconds", seconds, "Duration of each measurement")->capture_default_str();
+  app.add_option("--rate", rate, "Offered publish rate (msgs/s) for the latency table")->capture_default_str();
+  app.add_option("--latency-subscribers", latency_subscribers, "Subscribers for the latency table")
+      ->capture_default_str();
+  app.add_option("--window", window, "Most messages the publisher may run ahead of the slowest subscriber")
+      ->capture_default_str();
+  app.add_option("--io-threads", io_threads, "ringcast-broker I/O threads (0 = cores)")->capture_default_str();
+  app.add_option("--repeat", repeat, "Runs per cell; the median is reported")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  auto rc = start_ringcast(broker_exe, io_threads);
+  auto rd = start_redis(redis_exe);
+  if (!rc || !rd) {
+    fmt::print(stderr, "could not start {}\n", !rc ? broker_exe : redis_exe);
+    if (rc) stop(*rc);
+    if (rd) stop(*rd);
+    return 1;
+  }
+  auto median = [&](Server& s, int n, std::size_t p, double r) {
+    std::vector<Result> rs;
+    for (int i = 0; i < repeat; ++i) rs.push_back(run(s, n, p, seconds, r, window));
+    std::sort(rs.begin(), rs.end(), [r](const Result& a, const Result& b) {
+      return r > 0 ? a.p99_us < b.p99_us : a.delivered_per_s < b.delivered_per_s;
+    });
+    return rs[rs.size() / 2];
+  };
+
+  fmt::print("## Throughput: delivered messages/s (publisher pipelined, <= {} ahead of the slowest subscriber)\n\n",
+             window);
+  fmt::print("| subscribers | payload B | ringcast msgs/s | redis msgs/s | ratio | ringcast deliveries/CPU-s | redis deliveries/CPU-s |\n");
+  fmt::print("|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (int n : subscribers) {
+    for (std::size_t p : payloads) {
+      const Result a = median(*rc, n, p, 0);
+      const Result b = median(*rd, n, p, 0);
+      fmt::print("| {} | {} | {} | {} | {:.2f}x | {} | {} |\n", n, p, si(a.delivered_per_s),
+                 si(b.delivered_per_s), a.delivered_per_s / std::max(1.0, b.delivered_per_s),
+                 si(a.deliveries_per_cpu_s), si(b.deliveries_per_cpu_s));
+      std::fflush(stdout);
+    }
+  }
+  fmt::print("\n## Latency at {} msgs/s offered, {} subscribers (publish to receive, every delivery)\n\n",
+             rate, latency_subscribers);
+  fmt::print("| payload B | ringcast p50 us | ringcast p99 us | redis p50 us | redis p99 us |\n");
+  fmt::print("|---:|---:|---:|---:|---:|\n");
+  for (std::size_t p : payloads) {
+    const Result a = median(*rc, latency_subscribers, p, rate);
+    const Result b = median(*rd, latency_subscribers, p, rate);
+    fmt::print("| {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} |\n", p, a.p50_us, a.p99_us, b.p50_us, b.p99_us);
+    std::fflush(stdout);
+  }
+  stop(*rc);
+  stop(*rd);
+  return 0;
+}

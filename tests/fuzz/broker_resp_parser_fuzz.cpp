@@ -1,0 +1,131 @@
+// libFuzzer target for the broker's request path (docs/broker.md, "Limits").
+//
+// 1. Differential: the parser must produce the same commands and the same error
+//    whether the input arrives whole or split at fuzzer-chosen points, and must
+//    respect its limits.
+// 2. The same bytes are executed by a Session against a private broker core, so
+//    command handlers see arbitrary arguments (nothing may crash, leak or grow
+//    without bound).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "broker/broker_core.hpp"
+#include "broker/request_parser.hpp"
+#include "broker/session.hpp"
+
+namespace {
+
+using ringcast::broker::BrokerConfig;
+using ringcast::broker::BrokerCore;
+using ringcast::broker::FrameRef;
+using ringcast::broker::ParserLimits;
+using ringcast::broker::RequestParser;
+using ringcast::broker::Session;
+
+constexpr ParserLimits kLimits{4096, 64};
+
+struct Outcome {
+  std::vector<std::vector<std::string>> commands;
+  std::string error;
+};
+
+Outcome parse(std::string_view input, const std::vector<std::size_t>& cuts) {
+  RequestParser p(kLimits);
+  Outcome out;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= cuts.size(); ++i) {
+    const std::size_t end = i < cuts.size() ? cuts[i] : input.size();
+    std::string_view piece = input.substr(start, end - start);
+    start = end;
+    for (;;) {
+      const auto st = p.parse(piece);
+      if (st == RequestParser::Status::kCommand) {
+        if (p.args().empty() || p.args().size() > kLimits.max_args) std::abort();
+        for (const auto& a : p.args()) {
+          // Inline arguments are bounded by the line limit instead.
+          if (a.size() > kLimits.max_bulk_len && a.size() > RequestParser::kMaxLine) std::abort();
+        }
+        out.commands.push_back(p.args());
+        continue;
+      }
+      if (st == RequestParser::Status::kError) {
+        out.error = p.error();
+        return out;
+      }
+      if (!piece.empty()) std::abort();  // kNeedMore must consume everything
+      break;
+    }
+  }
+  return out;
+}
+
+class FuzzSession final : public Session {
+ public:
+  explicit FuzzSession(BrokerCore& core) : Session(core, "fuzz") {}
+  ~FuzzSession() override = default;
+  void on_queue_ready() noexcept override {}
+  void drain() {
+    std::vector<FrameRef> out;
+    for (;;) {
+      const auto r = queue().pop_batch(SIZE_MAX, SIZE_MAX, out);
+      if (r.frames == 0) break;
+      queue().release(r.bytes);
+      out.clear();
+    }
+  }
+};
+
+BrokerCore& core() {
+  static BrokerCore* c = [] {
+    BrokerConfig cfg;
+    cfg.max_bulk_len = kLimits.max_bulk_len;
+    cfg.max_args = kLimits.max_args;
+    cfg.max_subscriptions = 64;
+    cfg.queue_limits.hard_bytes = 1 << 20;
+    cfg.queue_limits.soft_bytes = 0;
+    return new BrokerCore(cfg);
+  }();
+  return *c;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  // First byte: how many cut points to derive; the cuts come from the next bytes.
+  if (size == 0) return 0;
+  const std::size_t ncuts = data[0] % 8;
+  if (size < 1 + ncuts) return 0;
+  const std::string_view input(reinterpret_cast<const char*>(data) + 1 + ncuts, size - 1 - ncuts);
+  std::vector<std::size_t> cuts;
+  for (std::size_t i = 0; i < ncuts; ++i) {
+    cuts.push_back(input.empty() ? 0 : data[1 + i] % (input.size() + 1));
+  }
+  std::sort(cuts.begin(), cuts.end());
+
+  const Outcome whole = parse(input, {});
+  const Outcome split = parse(input, cuts);
+  if (whole.commands != split.commands || whole.error != split.error) std::abort();
+
+  // Two sessions: one sends, one listens, so PUBLISH has somewhere to go.
+  auto listener = std::make_unique<FuzzSession>(core());
+  (void)listener->on_input("PSUBSCRIBE *\r\n");
+  auto s = std::make_unique<FuzzSession>(core());
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= cuts.size(); ++i) {
+    const std::size_t end = i < cuts.size() ? cuts[i] : input.size();
+    const auto r = s->on_input(input.substr(start, end - start));
+    start = end;
+    s->drain();
+    listener->drain();
+    if (r == Session::InputResult::kClose) break;
+  }
+  s->detach();
+  listener->detach();
+  return 0;
+}
