@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds and runs every test: release, ASan+UBSan and TSan builds of the whole
+# suite, then the libFuzzer smoke runs (clang). Installs missing packages first.
+#
+#   tools/test.sh                 everything (what CI runs)
+#   tools/test.sh release asan    only the named configurations
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+configs=("$@")
+((${#configs[@]})) || configs=(release asan tsan fuzz)
+
+tools/install-deps.sh
+jobs=$(nproc)
+summary=()
+failed=0
+for preset in "${configs[@]}"; do
+  start=$SECONDS
+  echo "=== $preset: configure and build"
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" -j "$jobs"
+  echo "=== $preset: test"
+  label_args=()
+  [[ $preset == fuzz ]] && label_args=(-L fuzz)
+  if ctest --test-dir "build/$preset" -j "$jobs" --output-on-failure "${label_args[@]}"; then
+    summary+=("$preset: passed ($((SECONDS - start)) s)")
+  else
+    summary+=("$preset: FAILED ($((SECONDS - start)) s)")
+    failed=1
+  fi
+done
+printf '%s\n' "=== summary" "${summary[@]}"
+exit $failed
