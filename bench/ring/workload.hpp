@@ -86,14 +86,15 @@ inline void cpu_relax() noexcept {
 // What a thread does when it finds nothing to do (empty on receive, full on
 // push). Spinning is right when every busy thread has a core of its own;
 // with more busy threads than cores a spinner holds the core its peer needs,
-// so after a short spin it yields.
-enum class Idle : std::uint8_t { spin, yield };
+// so after a short spin it yields (Backoff) or, in the cross-process harness,
+// sleeps on the ring's futex (block: recv_wait/push_wait on a wakeups ring).
+enum class Idle : std::uint8_t { spin, yield, block };
 
 class Backoff {
  public:
   explicit Backoff(Idle idle) noexcept : idle_(idle) {}
   void pause() noexcept {
-    if (idle_ == Idle::yield && ++spins_ >= kSpinsBeforeYield) {
+    if (idle_ != Idle::spin && ++spins_ >= kSpinsBeforeYield) {
       spins_ = 0;
       std::this_thread::yield();
       return;
