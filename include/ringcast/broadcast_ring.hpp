@@ -108,6 +108,8 @@ struct RingStatus {
   std::uint32_t producer_pid = 0;
   bool producer_alive = false;   // some live handle holds the producer role
   bool half_written_slot = false; // the next slot is odd: a producer died mid-write
+  std::uint32_t sleeping_consumers = 0;  // consumers asleep in recv_wait (wakeups rings)
+  bool producer_sleeping = false;        // the producer is asleep in push_wait
   ConsumerStatus consumers[kMaxConsumers];
 };
 

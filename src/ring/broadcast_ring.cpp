@@ -646,6 +646,8 @@ RingStatus BroadcastRing::status() const {
   s.producer_pid = p.producer_pid.load(std::memory_order_relaxed);
   s.producer_alive = is_producer_ || lock_is_held(detail::kProducerLock);
   s.half_written_slot = slot(s.producer_seq).version.load(std::memory_order_relaxed) == 2 * s.producer_seq + 1;
+  s.sleeping_consumers = p.consumer_sleepers.load(std::memory_order_relaxed);
+  s.producer_sleeping = p.producer_sleepers.load(std::memory_order_relaxed) != 0;
   for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
     const layout::ConsumerEntry& c = consumer(id);
     ConsumerStatus& cs = s.consumers[id];
