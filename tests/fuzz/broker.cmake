@@ -4,3 +4,6 @@ ringcast_add_fuzzer(NAME fuzz_resp_parser
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/broker_resp_parser_fuzz.cpp
   LIBS ringcast::broker)
 target_include_directories(fuzz_resp_parser PRIVATE ${PROJECT_SOURCE_DIR}/src)
+# Coverage feedback must come from the library, not just the harness: instrument
+# ringcast_broker too (this build tree exists only for the fuzzers).
+target_compile_options(ringcast_broker PRIVATE -fsanitize=fuzzer-no-link,address,undefined)
