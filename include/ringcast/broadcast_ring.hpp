@@ -40,6 +40,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "ringcast/error.hpp"
 #include "ringcast/layout.hpp"
@@ -53,6 +54,14 @@
 #endif
 
 namespace ringcast {
+namespace detail {
+// Calls f(0), f(1), ..., f(N-1), fully unrolled: the seven slot words are then
+// moved between registers and the slot with no loop and no stack staging.
+template <std::size_t N, class F>
+inline void unrolled(F&& f) noexcept {
+  [&]<std::size_t... I>(std::index_sequence<I...>) { (f(I), ...); }(std::make_index_sequence<N>{});
+}
+}  // namespace detail
 
 using ConsumerId = std::uint32_t;
 
@@ -278,24 +287,32 @@ class BroadcastRing {
 
 inline void BroadcastRing::write_slot(std::uint64_t seq, std::span<const std::byte> payload) noexcept {
   layout::Slot& s = slot(seq);
-  std::uint64_t words[7] = {};
-  const auto length = static_cast<std::uint32_t>(payload.size());
-  std::memcpy(words, &length, sizeof length);
-  if (!payload.empty()) {
-    std::memcpy(reinterpret_cast<std::byte*>(words) + sizeof length, payload.data(), payload.size());
+  // Assemble the seven words in registers straight from the payload (length in
+  // the low half of words[0]); a short payload is first zero-padded to 52 bytes.
+  const std::byte* src = payload.data();
+  alignas(8) std::byte padded[kMaxPayload];
+  if (payload.size() != kMaxPayload) [[unlikely]] {
+    std::memset(padded, 0, sizeof padded);
+    if (!payload.empty()) std::memcpy(padded, payload.data(), payload.size());
+    src = padded;
   }
+  std::uint64_t words[7];
+  std::uint32_t head = 0;
+  std::memcpy(&head, src, 4);
+  words[0] = static_cast<std::uint64_t>(payload.size()) | (static_cast<std::uint64_t>(head) << 32);
+  detail::unrolled<6>([&](std::size_t i) { std::memcpy(&words[i + 1], src + 4 + 8 * i, 8); });
   // relaxed: only this thread writes versions (invariant 1); ordering comes from the fence.
   s.version.store(2 * seq + 1, std::memory_order_relaxed);
 #if RINGCAST_TSAN
   // TSan does not model standalone fences: give each data store release
   // semantics instead, so a reader that acquire-loads any word written here
   // also sees the odd version above.
-  for (std::size_t i = 0; i < 7; ++i) s.words[i].store(words[i], std::memory_order_release);
+  detail::unrolled<7>([&](std::size_t i) { s.words[i].store(words[i], std::memory_order_release); });
 #else
   // release fence: pairs with the reader's acquire fence in read_slot. A reader
   // whose relaxed word loads see any store below then sees the odd version.
   std::atomic_thread_fence(std::memory_order_release);
-  for (std::size_t i = 0; i < 7; ++i) s.words[i].store(words[i], std::memory_order_relaxed);
+  detail::unrolled<7>([&](std::size_t i) { s.words[i].store(words[i], std::memory_order_relaxed); });
 #endif
   // release: pairs with the reader's acquire load of the version; a reader that
   // sees the committed version sees every word above.
@@ -315,9 +332,9 @@ inline BroadcastRing::ReadOutcome BroadcastRing::read_slot(
   std::uint64_t words[7];
 #if RINGCAST_TSAN
   // acquire per word: pairs with the per-word release stores (TSan variant).
-  for (std::size_t i = 0; i < 7; ++i) words[i] = s.words[i].load(std::memory_order_acquire);
+  detail::unrolled<7>([&](std::size_t i) { words[i] = s.words[i].load(std::memory_order_acquire); });
 #else
-  for (std::size_t i = 0; i < 7; ++i) words[i] = s.words[i].load(std::memory_order_relaxed);
+  detail::unrolled<7>([&](std::size_t i) { words[i] = s.words[i].load(std::memory_order_relaxed); });
   // acquire fence: pairs with the writer's release fence; if any load above saw
   // a later write, the version load below sees that write's odd version.
   std::atomic_thread_fence(std::memory_order_acquire);
@@ -326,9 +343,12 @@ inline BroadcastRing::ReadOutcome BroadcastRing::read_slot(
   // relaxed: ordered after the word loads by the fence (or the acquire loads).
   if (s.version.load(std::memory_order_relaxed) != v1) return ReadOutcome::overwritten;
 #endif
-  std::memcpy(&length, words, sizeof length);
+  length = static_cast<std::uint32_t>(words[0]);
   if (length > kMaxPayload) return ReadOutcome::corrupt;  // a hostile or damaged file
-  std::memcpy(out.data(), reinterpret_cast<const std::byte*>(words) + sizeof length, kMaxPayload);
+  // Straight from the words into `out`: no staging copy.
+  const auto head = static_cast<std::uint32_t>(words[0] >> 32);
+  std::memcpy(out.data(), &head, 4);
+  detail::unrolled<6>([&](std::size_t i) { std::memcpy(out.data() + 4 + 8 * i, &words[i + 1], 8); });
   return ReadOutcome::ok;
 }
 
