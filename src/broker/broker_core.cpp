@@ -1,6 +1,7 @@
 #include "broker/broker_core.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 

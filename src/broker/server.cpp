@@ -120,12 +120,7 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
     boost::system::error_code ec;
     sock_.set_option(tcp::no_delay(true), ec);
     sock_.non_blocking(true, ec);
-    if (!authenticated()) {
-      auth_timer_.expires_after(core_config().auth_timeout);
-      auth_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
-        if (!e && !self->authenticated()) self->shutdown();
-      });
-    }
+    update_auth_timer();
     read_some();
   }
 
@@ -217,9 +212,29 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
             self->flush();
             return;
           }
-          if (self->authenticated()) self->auth_timer_.cancel();
+          self->update_auth_timer();
           self->read_some();
         });
+  }
+
+  // Unauthenticated connections get auth_timeout to authenticate, counted from
+  // connect or from the RESET that de-authenticated them.
+  void update_auth_timer() {
+    if (authenticated()) {
+      if (auth_timer_armed_) {
+        auth_timer_.cancel();
+        auth_timer_armed_ = false;
+      }
+      return;
+    }
+    if (auth_timer_armed_) return;
+    auth_timer_armed_ = true;
+    auth_timer_.expires_after(core_config().auth_timeout);
+    auth_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
+      if (e) return;
+      self->auth_timer_armed_ = false;
+      if (!self->authenticated()) self->shutdown();
+    });
   }
 
   void advance(std::size_t n) {
@@ -268,6 +283,7 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
   std::size_t iov_pos_ = 0;
   std::size_t batch_bytes_ = 0;
   bool waiting_writable_ = false;
+  bool auth_timer_armed_ = false;
   bool close_after_flush_ = false;
   bool closed_ = false;
 };
