@@ -358,7 +358,10 @@ Result<void> BroadcastRing::claim_producer() {
     next.version.store(2 * seq, std::memory_order_release);
   }
   seq_ = seq;
-  cached_min_ = seq;  // recomputed by the first full check
+  // 0 is a lower bound on every cursor; it makes the first push past
+  // `capacity` rescan the consumers. (Starting at `seq` would let a new
+  // producer overwrite the slots of a consumer lagging behind the old one.)
+  cached_min_ = 0;
   p.producer_pid.store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);
   p.producer_seq.store(seq, std::memory_order_release);
   is_producer_ = true;

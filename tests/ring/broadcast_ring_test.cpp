@@ -329,6 +329,27 @@ TEST_F(BroadcastRingTest, SecondProducerIsRefused) {
   EXPECT_EQ(first->try_push(as_bytes("no")), Errc::producer_busy);
 }
 
+// Regression: a producer taking over the role started with its cached
+// minimum cursor at the current position, so it pushed a whole capacity
+// without looking at consumers and lapped a lagging one (found by the soak).
+TEST_F(BroadcastRingTest, TakeoverProducerRespectsLaggingConsumerCursor) {
+  auto first = BroadcastRing::create(path(), 8);
+  ASSERT_TRUE(first);
+  auto lagging = first->register_consumer();
+  for (int m = 0; m < 20; ++m) {
+    ASSERT_EQ(first->try_push(as_bytes("m")), Errc::ok);
+    Buffer buf{};
+    ASSERT_TRUE(first->try_recv(*lagging, buf));
+  }
+  for (int m = 0; m < 5; ++m) ASSERT_EQ(first->try_push(as_bytes("m")), Errc::ok);
+  first->release_producer();
+  auto second = BroadcastRing::open(path());
+  ASSERT_TRUE(second->claim_producer());
+  for (int m = 0; m < 3; ++m) ASSERT_EQ(second->try_push(as_bytes("m")), Errc::ok);
+  EXPECT_EQ(second->try_push(as_bytes("m")), Errc::full);
+  EXPECT_EQ(first->lag(*lagging), 8U);
+}
+
 TEST_F(BroadcastRingTest, ReadOnlyHandleCannotProduceOrConsume) {
   ASSERT_TRUE(BroadcastRing::create(path(), 8));
   auto observer = BroadcastRing::open(path(), {.read_only = true});
