@@ -46,7 +46,9 @@ bin="$root/build/release/bench/ring"
 mkdir -p "$out"
 
 run=()
-if ((realtime)); then run=(chrt -f 1); fi
+# A hard time limit in realtime mode: a spinning SCHED_FIFO process that never
+# yields would otherwise keep everything else on the machine off its CPU.
+if ((realtime)); then run=(timeout --signal=KILL 1800 chrt -f 1); fi
 
 micro_flags=(--benchmark_repetitions="$reps" --benchmark_display_aggregates_only=true
              --benchmark_out="$out/micro.json" --benchmark_out_format=json)

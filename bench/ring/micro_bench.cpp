@@ -219,7 +219,9 @@ void Threads(benchmark::State& state) {
         auto& handle = Impl::consumer_handle(*ring, own, t);
         const ConsumerId id = register_one(handle);
         ready.fetch_add(1, std::memory_order_release);
-        while (!go.load(std::memory_order_acquire)) cpu_relax();
+        // Yield, not spin: under SCHED_FIFO (bench.sh --realtime) a spinning
+        // waiter would keep the producer thread off the CPU forever.
+        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
         Backoff backoff(idle);
         std::uint64_t expected = 0, errors = 0;
         alignas(8) std::array<std::byte, kMaxPayload> out{};
