@@ -61,6 +61,7 @@ struct ConsumerHistory {
   std::uint64_t prev_cursor = 0;
   TimePoint last_advance{};
   bool advance_observed = false;
+  std::string process;  // the owner's name while it was alive, kept once it dies
 };
 
 }  // namespace
@@ -233,15 +234,13 @@ RingView Monitor::sample(Entry& e, TimePoint now) {
     c.index = id;
     c.pid = cs.owner_pid;
     c.alive = cs.owner_alive;
-    // A dead owner's pid may already belong to an unrelated process.
-    if (cs.owner_alive) c.process = process_name(cs.owner_pid);
     c.cursor = cs.cursor;
     c.lag = cs.lag;
     c.lag_pct = capacity > 0 ? 100.0 * static_cast<double>(cs.lag) / capacity : 0.0;
     // A new owner of the entry (another pid), or a cursor that moved back
     // (only a re-registration does that), starts a new history.
     if (!h.seen || h.pid != cs.owner_pid || cs.cursor < h.prev_cursor) {
-      h = ConsumerHistory{true, cs.owner_pid, cs.cursor, now, false};
+      h = ConsumerHistory{true, cs.owner_pid, cs.cursor, now, false, {}};
     } else {
       if (dt > 0.0) c.recv_rate = static_cast<double>(cs.cursor - h.prev_cursor) / dt;
       if (cs.cursor != h.prev_cursor) {
@@ -250,6 +249,10 @@ RingView Monitor::sample(Entry& e, TimePoint now) {
       }
       h.prev_cursor = cs.cursor;
     }
+    // A dead owner's pid may already belong to an unrelated process: name it
+    // only from what was seen while it lived.
+    if (cs.owner_alive) h.process = process_name(cs.owner_pid);
+    c.process = h.process;
     c.since_advance_s = seconds(now - h.last_advance);
     c.since_advance_is_lower_bound = !h.advance_observed;
     c.behind = c.alive && cs.lag > 0 && c.lag_pct >= options_.behind_pct;
@@ -291,7 +294,10 @@ Snapshot Monitor::refresh() {
       if (!dup) candidates.emplace_back(std::move(p), false);
     }
   }
-  for (const auto& [path, named] : candidates) {
+  for (const auto& candidate : candidates) {
+    // Not a structured binding: clang 14 cannot capture those in a lambda.
+    const std::string& path = candidate.first;
+    const bool named = candidate.second;
     if (live_entry(path) != nullptr) continue;
     auto entry = open_entry(path, named);
     if (entry) {

@@ -37,7 +37,8 @@ using Clock = std::function<TimePoint()>;
 struct ConsumerView {
   std::uint32_t index = 0;         // consumer id, 0..kMaxConsumers-1
   std::uint32_t pid = 0;           // owner_pid as registered (display only)
-  std::string process;             // /proc/<pid>/comm of a live owner; empty when dead or unknown
+  std::string process;             // /proc/<pid>/comm of the owner while alive; for a dead owner
+                                   // the name last seen alive, empty if never seen alive
   bool alive = false;              // the owner's lock is held (RingStatus::owner_alive)
   std::uint64_t cursor = 0;        // next sequence it will read
   std::uint64_t lag = 0;           // messages published but not yet read

@@ -145,7 +145,7 @@ Line ring_detail(const RingView& r) {
 
 Line consumer_row(const ConsumerView& c) {
   const char* state = !c.alive ? "DEAD" : (c.behind ? "BEHIND" : "alive");
-  const std::string process = !c.alive ? "-" : (c.process.empty() ? "?" : fit(c.process, kProcessWidth));
+  const std::string process = c.process.empty() ? "-" : fit(c.process, kProcessWidth);
   Line l = text_line(fmt::format("    {:>2} {:>7} {:<{}} {:<6} {:>11} {:>9} {:>6} {:>7} {:>7}", c.index,
                                  c.pid, process, kProcessWidth, state, format_count(c.cursor, 11),
                                  format_count(c.lag, 9), format_pct(c.lag_pct),
@@ -266,7 +266,9 @@ std::string Line::text() const {
 std::string Frame::text() const {
   std::string s;
   for (const Line& l : lines) {
-    s += l.text();
+    std::string t = l.text();
+    t.erase(t.find_last_not_of(' ') + 1);  // padding is for the screen, not for logs
+    s += t;
     s += '\n';
   }
   return s;

@@ -285,6 +285,42 @@ TEST_F(MonitorTest, ConsumerWhoseProcessExitedRegisteredIsDead) {
   EXPECT_EQ(r.dead_consumers, 1U);
 }
 
+TEST_F(MonitorTest, DeadConsumerKeepsTheNameSeenWhileItLived) {
+  BroadcastRing ring = make_ring(path(), 16);
+  int ready[2];
+  int release[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(release), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(release[1]);  // else the read below never sees EOF
+    auto mine = BroadcastRing::open(path());
+    const bool ok = mine && mine->register_consumer().has_value();
+    const char byte = ok ? '1' : '0';
+    (void)!::write(ready[1], &byte, 1);
+    char go = 0;
+    (void)!::read(release[0], &go, 1);  // live until the parent has looked
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  ::close(release[0]);
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ASSERT_EQ(byte, '1');
+  Monitor m = monitor({path()});
+  ConsumerView v = m.refresh().rings.at(0).consumers.at(0);
+  EXPECT_TRUE(v.alive);
+  EXPECT_EQ(v.process, own_comm());  // a fork keeps its parent's name
+  ::close(release[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ::close(ready[0]);
+  v = m.refresh().rings.at(0).consumers.at(0);
+  EXPECT_FALSE(v.alive);
+  EXPECT_EQ(v.process, own_comm());
+}
+
 TEST_F(MonitorTest, WatchingNeverChangesTheRing) {
   BroadcastRing ring = make_ring(path(), 16);
   auto c = ring.register_consumer();

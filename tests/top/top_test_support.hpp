@@ -252,17 +252,20 @@ struct Json {
   double n = 0;
   std::string s;
   std::vector<Json> a;
-  std::vector<std::pair<std::string, Json>> o;
+  // An object's members, in order: keys[i] names values[i]. (Two vectors: a
+  // vector of pair<string, Json> would need Json complete here.)
+  std::vector<std::string> keys;
+  std::vector<Json> values;
 
   [[nodiscard]] bool has(std::string_view key) const {
-    for (const auto& kv : o) {
-      if (kv.first == key) return true;
+    for (const auto& k : keys) {
+      if (k == key) return true;
     }
     return false;
   }
   const Json& operator[](std::string_view key) const {
-    for (const auto& kv : o) {
-      if (kv.first == key) return kv.second;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i] == key) return values[i];
     }
     throw std::out_of_range("no key " + std::string(key));
   }
@@ -371,7 +374,8 @@ class JsonParser {
         ++i_;
         Json e;
         if (!value(e)) return false;
-        v.o.emplace_back(std::move(key), std::move(e));
+        v.keys.push_back(std::move(key));
+        v.values.push_back(std::move(e));
         ws();
         if (i_ < t_.size() && t_[i_] == ',') {
           ++i_;

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -40,6 +41,7 @@ extern "C" void on_stop_signal(int /*sig*/) { g_stop = 1; }
 // The longest the interactive loop waits in getch, so a signal that ncurses
 // swallowed (it restarts its select) is still noticed promptly.
 constexpr int kMaxWaitMs = 250;
+constexpr double kMaxDelaySeconds = 86400;
 
 struct Settings {
   std::vector<std::string> paths;
@@ -264,11 +266,22 @@ int main(int argc, char** argv) {
                  "ring files or directories to watch (default: every ring under /dev/shm); "
                  "a bare name is looked up in /dev/shm")
       ->type_name("PATH|DIR");
+  // Bounded so that the interval always fits a steady_clock duration.
+  const CLI::Validator seconds(
+      [](std::string& value) -> std::string {
+        char* end = nullptr;
+        const double d = std::strtod(value.c_str(), &end);
+        if (end == value.c_str() || *end != '\0' || !(d >= 0 && d <= kMaxDelaySeconds)) {
+          return fmt::format("{} is not a number of seconds from 0 to {}", value, kMaxDelaySeconds);
+        }
+        return {};
+      },
+      "SECONDS");
   app.add_option("-d,--delay", settings.delay_s, "seconds between refreshes (default 1)")
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check(seconds);
   auto* n_opt = app.add_option("-n,--iterations", settings.iterations,
                                "stop after N refreshes (default: until q; 1 with --json)")
-                    ->check(CLI::PositiveNumber);
+                    ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000'000}));
   app.add_flag("--once", settings.once,
                "print one plain-text snapshot, taken after one interval (-d 0: at once, "
                "without rates), and exit")
