@@ -222,6 +222,17 @@ void ConnectionQueue::release(std::size_t bytes) noexcept {
   }
 }
 
+bool ConnectionQueue::complete(std::size_t bytes) noexcept {
+  std::lock_guard lock(mu_);
+  inflight_bytes_ -= bytes;
+  if (queued_bytes_ + inflight_bytes_ <= limits_.soft_bytes) {
+    soft_since_ = std::chrono::nanoseconds(-1);
+  }
+  if (closed_ || count_ > 0 || pending_loss_ > 0) return true;
+  armed_ = false;
+  return false;
+}
+
 void ConnectionQueue::close() noexcept {
   std::lock_guard lock(mu_);
   close_locked(false);

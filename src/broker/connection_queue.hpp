@@ -16,8 +16,9 @@
 //     soft duration); otherwise the policy decides, and every frame lost is
 //     counted in dropped_[reason] and in pending_loss_.
 //  3. armed_ is true from the push that returned wake=true until the pop_batch that
-//     found the queue empty: exactly one writer wakeup is outstanding per busy
-//     period, however many publishers push meanwhile.
+//     found the queue empty or the complete() that left it empty: exactly one
+//     writer wakeup is outstanding per busy period, however many publishers push
+//     meanwhile.
 //  4. Once closed_ is set (disconnect policy fired, or close()), nothing is queued
 //     again; pushes report kClosed.
 #pragma once
@@ -104,6 +105,11 @@ class ConnectionQueue {
   PopResult pop_batch(std::size_t budget, std::size_t max_frames, std::vector<FrameRef>& out) noexcept;
   // Writer: `bytes` of in-flight frames have been written (or abandoned).
   void release(std::size_t bytes) noexcept;
+  // Writer: release(bytes), then report whether the writer must run again
+  // (frames queued, or a loss notice owed); if not, disarm the queue in the same
+  // critical section, so the next push wakes the writer (invariant 3) and the
+  // writer needs no extra turn to discover that the queue is empty.
+  [[nodiscard]] bool complete(std::size_t bytes) noexcept;
 
   // Discards everything queued (counted as kDisconnect drops) and refuses later
   // pushes. Idempotent.

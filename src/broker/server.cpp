@@ -127,7 +127,7 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
   // Any thread (Subscriber contract): never blocks, never touches the socket.
   void on_queue_ready() noexcept override { worker_.mark_ready(this); }
 
-  // This worker's thread: one writev of up to the write budget.
+  // This worker's thread: one sendmsg (writev) of up to the write budget.
   void flush() {
     if (closed_) return;
     if (waiting_writable_) {
@@ -135,14 +135,13 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
       if (queue().closed()) shutdown();
       return;
     }
-    if (iov_pos_ == iov_.size()) {
-      finish_batch();
+    if (iov_.empty()) {
       const PopResult r = queue().pop_batch(core_config().write_budget_bytes, kMaxIov, batch_);
       if (r.closed) {
         shutdown();
         return;
       }
-      if (r.frames == 0) {
+      if (r.frames == 0) {  // the pop disarmed the queue
         if (close_after_flush_) shutdown();
         return;
       }
@@ -181,9 +180,15 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
                        });
       return;
     }
-    // Batch written. Go to the back of the ready list (the queue stays armed);
-    // the next turn pops more or finds the queue empty and disarms it.
-    worker_.mark_ready(this);
+    // Batch written. With more to send, go to the back of the ready list (the
+    // queue stays armed) so the other connections of this thread get their turn.
+    const bool more = queue().complete(batch_bytes_);
+    clear_batch();
+    if (more) {
+      worker_.mark_ready(this);
+    } else if (close_after_flush_) {
+      shutdown();
+    }
   }
 
   // This worker's thread. Idempotent.
@@ -251,8 +256,7 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
     }
   }
 
-  void finish_batch() {
-    if (batch_bytes_ > 0) queue().release(batch_bytes_);
+  void clear_batch() {
     batch_bytes_ = 0;
     batch_.clear();  // drops the frame references
     iov_.clear();
@@ -267,7 +271,8 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
     boost::system::error_code ec;
     auth_timer_.cancel();
     sock_.close(ec);
-    finish_batch();
+    if (batch_bytes_ > 0) queue().release(batch_bytes_);
+    clear_batch();
     // relaxed: a connection count for the max_connections check; approximate is fine.
     live_.fetch_sub(1, std::memory_order_relaxed);
   }

@@ -46,6 +46,19 @@ TEST(ConnectionQueueTest, WakesTheWriterOncePerBusyPeriod) {
   EXPECT_TRUE(q.push(numbered_frame(4, 10)).wake);
 }
 
+TEST(ConnectionQueueTest, CompletingTheLastBatchDisarmsTheQueue) {
+  ManualClock clock;
+  ConnectionQueue q(limits(1000), OverflowPolicy::kDropNewest, clock);
+  EXPECT_TRUE(q.push(numbered_frame(0, 10)).wake);
+  (void)q.push(numbered_frame(1, 10));
+  std::vector<FrameRef> out;
+  PopResult r = q.pop_batch(10, 64, out);
+  EXPECT_TRUE(q.complete(r.bytes)) << "one frame still queued";
+  r = q.pop_batch(10, 64, out);
+  EXPECT_FALSE(q.complete(r.bytes)) << "empty: the writer can stop";
+  EXPECT_TRUE(q.push(numbered_frame(2, 10)).wake) << "and the next push wakes it";
+}
+
 TEST(ConnectionQueueTest, PopBatchRespectsByteBudgetButTakesAtLeastOneFrame) {
   ManualClock clock;
   ConnectionQueue q(limits(10000), OverflowPolicy::kDropNewest, clock);

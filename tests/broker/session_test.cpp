@@ -223,3 +223,27 @@ TEST_F(SessionLimitsTest, RefusesSubscriptionsBeyondTheLimit) {
 
 }  // namespace
 }  // namespace ringcast::broker
+
+namespace ringcast::broker {
+namespace {
+
+class SessionDedupeTest : public SessionTest {
+ protected:
+  static BrokerConfig config() {
+    BrokerConfig c;
+    c.dedupe = true;
+    return c;
+  }
+  SessionDedupeTest() : SessionTest(config()) {}
+};
+
+TEST_F(SessionDedupeTest, DedupeSendsOneFramePerConnectionAndCountsConnections) {
+  auto a = connect();
+  auto p = connect();
+  a->send("SUBSCRIBE news\r\nPSUBSCRIBE n* news*\r\n");
+  EXPECT_EQ(p->send("PUBLISH news hi\r\n"), ":1\r\n");
+  EXPECT_EQ(a->output(), "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n");
+}
+
+}  // namespace
+}  // namespace ringcast::broker
