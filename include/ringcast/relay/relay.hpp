@@ -1,0 +1,194 @@
+// ringcast relay: drains shared-memory rings and fans each message out to
+// network subscribers through an in-process broker and/or to a NATS subject
+// (docs/relay.md, docs/scale-out.md).
+//
+// Thread safety
+//  * Relay::start may be called from any thread. It returns once the broker
+//    listens, the NATS connection is set up (or retrying) and one reader thread
+//    per ring runs.
+//  * stop(), wait(), ring_stats(), nats_stats(), failure(), broker(),
+//    info_text() and prometheus_text() may be called concurrently from any
+//    thread. The destructor stops and joins; it must not run concurrently with
+//    any other member call.
+//  * Each ring is read by exactly one reader thread, the only user of its
+//    consumer id (the ring's REQUIRES). Its statistics are single-writer relaxed
+//    atomics, published once per batch.
+//
+// Invariants
+//  1. A reader never blocks on a network peer: Broker::publish only queues, and
+//     NATS publishes only append to libnats' buffer (or fail when that is full,
+//     counted). So the relay drains the ring at the speed of its own CPU, and a
+//     slow TCP subscriber costs only its own broker queue.
+//  2. For every ring, relayed + malformed counts every message taken from the
+//     ring, and lapped counts every message a lossy ring overwrote unread.
+//  3. A reader that stops (stop(), or a fatal ring error) unregisters its
+//     consumer before its thread exits, so a producer never waits for it.
+//
+// Costs per message: one copy out of the slot, one Broker::publish (one frame
+// allocation shared by every subscriber, one queue push each), and one
+// natsConnection_Publish when NATS is on. Nothing else allocates, locks or
+// throws on the reader's path.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+#include "ringcast/broker/broker.hpp"
+#include "ringcast/broker/config.hpp"
+
+namespace ringcast::relay {
+
+// One `--ring PATH=NAME` (fixed channel/subject) or `--ring PATH=PREFIX*`
+// (topic in payload: channel = PREFIX + topic, ringcast/relay/topic.hpp).
+struct RingRoute {
+  std::string path;
+  std::string name;               // channel (broker) and subject (NATS); a prefix in topic mode
+  bool topic_in_payload = false;
+};
+
+// Parses "PATH=NAME" / "PATH=PREFIX*" (the last '=' splits, so paths may hold
+// '='). Errors name the problem: empty path, empty name.
+[[nodiscard]] tl::expected<RingRoute, std::string> parse_ring_route(std::string_view spec);
+
+// "127.0.0.1:6390", "[::1]:6390", ":6390" (127.0.0.1) or "6390". Port 0 lets the kernel choose.
+struct HostPort {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;
+};
+[[nodiscard]] tl::expected<HostPort, std::string> parse_host_port(std::string_view s);
+
+// "32mb", "8m", "64k", "1gb", "4096": Redis-style sizes (k = 1024), as ringcast-broker.
+[[nodiscard]] std::optional<std::size_t> parse_size(std::string_view s);
+
+struct NatsConfig {
+  std::string url;                             // "nats://host:port", comma-separated for several
+  std::string client_name = "ringcast-relay";
+  // Bytes libnats buffers while reconnecting; publishes beyond it fail and are
+  // counted as nats_buffer_full (at most once delivery, docs/scale-out.md).
+  int reconnect_buffer_bytes = 8 << 20;
+  std::chrono::milliseconds reconnect_wait{250};
+  int max_reconnect = -1;                      // -1: forever
+  std::chrono::milliseconds connect_timeout{2000};
+};
+
+enum class LogLevel : std::uint8_t { info, warning, error };
+using LogFn = std::function<void(LogLevel, std::string_view)>;
+
+struct RelayConfig {
+  std::vector<RingRoute> rings;
+  std::optional<broker::BrokerConfig> broker;  // nullopt: no broker sink
+  std::optional<NatsConfig> nats;              // nullopt: no NATS sink
+  std::size_t batch = 256;                     // most messages per drain (one cursor publish)
+  // How often an idle reader looks for a missing ring file, a producer, a
+  // replaced file, and the stop flag. Bounds shutdown latency.
+  std::chrono::milliseconds poll_interval{50};
+  // Receives every log line (from reader threads and libnats callbacks; must
+  // be thread-safe). Empty: lines go to stderr prefixed "ringcast-relay: ".
+  LogFn log;
+};
+
+enum class RingState : std::uint8_t {
+  waiting_for_ring,      // the file does not exist (or is not initialised) yet
+  waiting_for_producer,  // registered; no live producer has published yet
+  relaying,
+  stopped,               // stop() was called; the consumer is unregistered
+  failed,                // fatal ring error (see Relay::failure)
+};
+[[nodiscard]] std::string_view to_string(RingState s) noexcept;
+
+struct RingStats {
+  std::string path;
+  std::string name;
+  bool topic_in_payload = false;
+  RingState state = RingState::waiting_for_ring;
+  std::int64_t consumer_id = -1;      // -1 while not registered
+  bool producer_alive = false;        // as of the reader's last idle check
+  std::uint64_t relayed = 0;          // messages taken from the ring and published
+  std::uint64_t batches = 0;          // drains that returned at least one message
+  std::uint64_t lag = 0;              // published on the ring, not yet taken by the relay
+  std::uint64_t lapped = 0;           // lossy ring: messages overwritten before the relay read them
+  std::uint64_t malformed = 0;        // topic mode: payloads that did not parse (not published)
+  std::uint64_t deliveries = 0;       // sum of Broker::publish results (subscriptions reached)
+  std::uint64_t nats_published = 0;   // accepted by libnats (sent or buffered)
+  std::uint64_t nats_failed = 0;      // refused by libnats (buffer full, closed, bad subject)
+  std::uint64_t reopens = 0;          // the ring file was replaced and reopened
+};
+
+struct NatsStats {
+  bool enabled = false;
+  std::string status;                 // "connected", "reconnecting", "closed", ...
+  std::uint64_t published = 0;        // accepted by libnats
+  std::uint64_t buffer_full = 0;      // refused: reconnect buffer full
+  std::uint64_t failed = 0;           // refused for any other reason
+  std::uint64_t disconnects = 0;
+  std::uint64_t reconnects = 0;
+  std::uint64_t out_msgs = 0;         // libnats: messages sent to the server
+  std::uint64_t out_bytes = 0;
+  std::int64_t buffered_bytes = 0;    // libnats: bytes not yet written (-1: closed)
+  std::string last_error;
+};
+
+struct RelayError {
+  enum class Code : std::uint8_t {
+    kInvalidConfig,  // no rings, bad route, no sink, bad NATS subject
+    kBroker,         // the broker did not start (detail has its message)
+    kNats,           // the NATS options or connection could not be set up
+    kThread,         // a reader thread could not be started
+  };
+  Code code = Code::kInvalidConfig;
+  std::string detail;
+  [[nodiscard]] std::string message() const;
+};
+
+class Relay {
+ public:
+  // Validates the config, starts the broker (if any), connects NATS (if any;
+  // an unreachable server is retried in the background, publishes buffer),
+  // and starts one reader per ring. A ring file that does not exist yet is
+  // waited for; a ring without a producer is registered on and waited on.
+  [[nodiscard]] static tl::expected<std::unique_ptr<Relay>, RelayError> start(RelayConfig config);
+
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
+  ~Relay();
+
+  // Asks every reader to finish its batch, unregister and exit, then closes
+  // the NATS connection (after a bounded flush) and the broker. Blocks until
+  // done; idempotent.
+  void stop() noexcept;
+
+  // The in-process broker, or nullptr without a broker sink. Valid until the
+  // Relay is destroyed.
+  [[nodiscard]] broker::Broker* broker() noexcept;
+
+  // Empty while every ring is healthy; otherwise why a reader failed
+  // ("ring /dev/shm/x.ring: slot is corrupt (layout_mismatch)").
+  [[nodiscard]] std::string failure() const;
+
+  [[nodiscard]] std::vector<RingStats> ring_stats() const;
+  [[nodiscard]] NatsStats nats_stats() const;
+
+  // "# Relay" INFO section (Redis key:value lines, CRLF), one block per ring.
+  [[nodiscard]] std::string info_text() const;
+  // Prometheus text exposition (version 0.0.4): relay, NATS, broker and
+  // per-connection series. Per-connection series come from a CLIENT LIST
+  // round trip to the relay's own broker (bounded by 1 s).
+  [[nodiscard]] std::string prometheus_text() const;
+
+  struct Impl;
+
+ private:
+  explicit Relay(std::unique_ptr<Impl> impl) noexcept;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ringcast::relay

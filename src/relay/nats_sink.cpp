@@ -1,0 +1,172 @@
+#include "relay/nats_sink.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace ringcast::relay {
+
+namespace {
+
+std::string_view status_name(natsConnStatus s) noexcept {
+  switch (s) {
+    case NATS_CONN_STATUS_DISCONNECTED: return "disconnected";
+    case NATS_CONN_STATUS_CONNECTING: return "connecting";
+    case NATS_CONN_STATUS_CONNECTED: return "connected";
+    case NATS_CONN_STATUS_CLOSED: return "closed";
+    case NATS_CONN_STATUS_RECONNECTING: return "reconnecting";
+    case NATS_CONN_STATUS_DRAINING_SUBS:
+    case NATS_CONN_STATUS_DRAINING_PUBS: return "draining";
+  }
+  return "unknown";
+}
+
+std::string connected_url(natsConnection* nc) {
+  char buf[256] = {};
+  if (natsConnection_GetConnectedUrl(nc, buf, sizeof buf) == NATS_OK && buf[0] != '\0') return buf;
+  return "?";
+}
+
+}  // namespace
+
+tl::expected<std::unique_ptr<NatsSink>, std::string> NatsSink::connect(const NatsConfig& config, LogFn log) {
+  std::unique_ptr<NatsSink> sink(new NatsSink(std::move(log)));
+  natsOptions* o = nullptr;
+  auto fail = [&](std::string_view step, natsStatus s) {
+    return tl::unexpected(fmt::format("{}: {}", step, natsStatus_GetText(s)));
+  };
+  if (natsStatus s = natsOptions_Create(&o); s != NATS_OK) return fail("natsOptions_Create", s);
+  sink->options_ = o;
+  NatsSink* self = sink.get();
+  // "nats://a:4222,nats://b:4222": libnats tries the servers in random order.
+  std::vector<std::string> urls;
+  for (std::size_t pos = 0; pos <= config.url.size();) {
+    const std::size_t comma = std::min(config.url.find(',', pos), config.url.size());
+    if (comma > pos) urls.push_back(config.url.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  if (urls.empty()) return tl::unexpected(std::string("empty NATS URL"));
+  std::vector<const char*> url_ptrs;
+  for (const auto& u : urls) url_ptrs.push_back(u.c_str());
+  natsStatus s = natsOptions_SetServers(o, url_ptrs.data(), static_cast<int>(url_ptrs.size()));
+  if (s != NATS_OK) return fail(fmt::format("URL '{}'", config.url), s);
+  if ((s = natsOptions_SetName(o, config.client_name.c_str())) != NATS_OK) return fail("name", s);
+  if ((s = natsOptions_SetAllowReconnect(o, true)) != NATS_OK) return fail("reconnect", s);
+  if ((s = natsOptions_SetMaxReconnect(o, config.max_reconnect)) != NATS_OK) return fail("max reconnect", s);
+  if ((s = natsOptions_SetReconnectWait(o, config.reconnect_wait.count())) != NATS_OK) return fail("reconnect wait", s);
+  if ((s = natsOptions_SetReconnectBufSize(o, config.reconnect_buffer_bytes)) != NATS_OK) {
+    return fail("reconnect buffer", s);
+  }
+  if ((s = natsOptions_SetTimeout(o, config.connect_timeout.count())) != NATS_OK) return fail("timeout", s);
+  if ((s = natsOptions_SetNoEcho(o, true)) != NATS_OK) return fail("no echo", s);
+  if ((s = natsOptions_SetDisconnectedCB(o, &NatsSink::on_disconnected, self)) != NATS_OK) return fail("cb", s);
+  if ((s = natsOptions_SetReconnectedCB(o, &NatsSink::on_reconnected, self)) != NATS_OK) return fail("cb", s);
+  if ((s = natsOptions_SetClosedCB(o, &NatsSink::on_closed, self)) != NATS_OK) return fail("cb", s);
+  if ((s = natsOptions_SetErrorHandler(o, &NatsSink::on_error, self)) != NATS_OK) return fail("cb", s);
+  // An unreachable server at start is retried like a lost one; publishes buffer.
+  if ((s = natsOptions_SetRetryOnFailedConnect(o, true, &NatsSink::on_connected, self)) != NATS_OK) {
+    return fail("retry on failed connect", s);
+  }
+  s = natsConnection_Connect(&sink->conn_, o);
+  if (s == NATS_NOT_YET_CONNECTED) {
+    sink->log_(LogLevel::warning, fmt::format("NATS {} not reachable yet; retrying in the background", config.url));
+  } else if (s != NATS_OK) {
+    return fail(fmt::format("connect {}", config.url), s);
+  } else {
+    sink->log_(LogLevel::info, fmt::format("NATS connected to {}", connected_url(sink->conn_)));
+  }
+  return sink;
+}
+
+NatsSink::~NatsSink() {
+  close(std::chrono::milliseconds(1000));
+  if (conn_ != nullptr) natsConnection_Destroy(conn_);
+  if (options_ != nullptr) natsOptions_Destroy(options_);
+}
+
+void NatsSink::close(std::chrono::milliseconds flush_timeout) noexcept {
+  // acq_rel: one caller closes; the others see it done.
+  if (conn_ == nullptr || closed_.exchange(true, std::memory_order_acq_rel)) return;
+  if (natsConnection_Status(conn_) == NATS_CONN_STATUS_CONNECTED) {
+    const natsStatus s = natsConnection_FlushTimeout(conn_, flush_timeout.count());
+    if (s != NATS_OK) log_(LogLevel::warning, fmt::format("NATS flush at close: {}", natsStatus_GetText(s)));
+  }
+  natsConnection_Close(conn_);
+}
+
+void NatsSink::count_failure(natsStatus s) noexcept {
+  // relaxed: statistics; last_failure_ is a hint for stats(), not ordered with anything.
+  if (s == NATS_INSUFFICIENT_BUFFER) {
+    buffer_full_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    failed_.fetch_add(1, std::memory_order_relaxed);
+  }
+  last_failure_.store(static_cast<std::uint32_t>(s), std::memory_order_relaxed);
+}
+
+NatsStats NatsSink::stats() const {
+  NatsStats st;
+  st.enabled = true;
+  // relaxed: statistics.
+  st.published = published_.load(std::memory_order_relaxed);
+  st.buffer_full = buffer_full_.load(std::memory_order_relaxed);
+  st.failed = failed_.load(std::memory_order_relaxed);
+  st.disconnects = disconnects_.load(std::memory_order_relaxed);
+  st.reconnects = reconnects_.load(std::memory_order_relaxed);
+  if (conn_ != nullptr) {
+    st.status = std::string(status_name(natsConnection_Status(conn_)));
+    st.buffered_bytes = natsConnection_Buffered(conn_);
+    natsStatistics* ns = nullptr;
+    if (natsStatistics_Create(&ns) == NATS_OK) {
+      std::uint64_t in_msgs = 0, in_bytes = 0, reconnects = 0;
+      if (natsConnection_GetStats(conn_, ns) == NATS_OK) {
+        (void)natsStatistics_GetCounts(ns, &in_msgs, &in_bytes, &st.out_msgs, &st.out_bytes, &reconnects);
+      }
+      natsStatistics_Destroy(ns);
+    }
+  }
+  const auto last = static_cast<natsStatus>(last_failure_.load(std::memory_order_relaxed));
+  std::lock_guard lock(mu_);
+  st.last_error = last_error_;
+  if (st.last_error.empty() && last != NATS_OK) st.last_error = natsStatus_GetText(last);
+  return st;
+}
+
+void NatsSink::on_connected(natsConnection* nc, void* closure) {
+  auto* self = static_cast<NatsSink*>(closure);
+  self->log_(LogLevel::info, fmt::format("NATS connected to {}", connected_url(nc)));
+}
+
+void NatsSink::on_disconnected(natsConnection* /*nc*/, void* closure) {
+  auto* self = static_cast<NatsSink*>(closure);
+  // relaxed: statistics.
+  self->disconnects_.fetch_add(1, std::memory_order_relaxed);
+  if (!self->closed_.load(std::memory_order_acquire)) {
+    self->log_(LogLevel::warning, "NATS disconnected; libnats buffers publishes and reconnects");
+  }
+}
+
+void NatsSink::on_reconnected(natsConnection* nc, void* closure) {
+  auto* self = static_cast<NatsSink*>(closure);
+  self->reconnects_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+  self->log_(LogLevel::info, fmt::format("NATS reconnected to {}", connected_url(nc)));
+}
+
+void NatsSink::on_closed(natsConnection* /*nc*/, void* closure) {
+  auto* self = static_cast<NatsSink*>(closure);
+  if (!self->closed_.load(std::memory_order_acquire)) {
+    self->log_(LogLevel::error, "NATS connection closed (reconnect attempts exhausted); NATS publishes now fail");
+  }
+}
+
+void NatsSink::on_error(natsConnection* /*nc*/, natsSubscription* /*sub*/, natsStatus err, void* closure) {
+  auto* self = static_cast<NatsSink*>(closure);
+  {
+    std::lock_guard lock(self->mu_);
+    self->last_error_ = natsStatus_GetText(err);
+  }
+  self->log_(LogLevel::warning, fmt::format("NATS asynchronous error: {}", natsStatus_GetText(err)));
+}
+
+}  // namespace ringcast::relay

@@ -1,0 +1,84 @@
+// NatsSink: the relay's publisher to a NATS server through libnats.
+//
+// Thread safety
+//  * publish() may be called from any number of reader threads at once:
+//    natsConnection_Publish is thread-safe (it takes the connection's own
+//    mutex for the append to its write buffer; no socket write happens on the
+//    caller's thread, the libnats flusher thread writes).
+//  * stats() and close() from any thread; close() is idempotent.
+//  * libnats calls the connection callbacks on its own threads; they touch
+//    only relaxed counters and mu_-guarded text.
+//
+// Buffering and reconnects are libnats': while disconnected, publishes go to
+// its reconnect buffer (NatsConfig::reconnect_buffer_bytes); when that is
+// full they fail with NATS_INSUFFICIENT_BUFFER and are counted as
+// buffer_full. Delivery is at most once (docs/scale-out.md).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include <nats/nats.h>
+#include <tl/expected.hpp>
+
+#include "ringcast/relay/relay.hpp"
+
+namespace ringcast::relay {
+
+class NatsSink {
+ public:
+  // Creates the connection. If no server answers yet, libnats keeps retrying in
+  // the background (publishes are buffered meanwhile) and this still succeeds;
+  // it fails only on bad options (e.g. a malformed URL).
+  static tl::expected<std::unique_ptr<NatsSink>, std::string> connect(const NatsConfig& config, LogFn log);
+  NatsSink(const NatsSink&) = delete;
+  NatsSink& operator=(const NatsSink&) = delete;
+  ~NatsSink();
+
+  // Hot path. `subject` is NUL-terminated. True when libnats accepted the
+  // message (sent or buffered). Never blocks on the network, never throws.
+  bool publish(const char* subject, std::string_view body) noexcept {
+    const natsStatus s = natsConnection_Publish(conn_, subject, body.data(), static_cast<int>(body.size()));
+    if (s == NATS_OK) {
+      // relaxed: statistics.
+      published_.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    count_failure(s);
+    return false;
+  }
+
+  [[nodiscard]] NatsStats stats() const;
+  // Flushes what is buffered (bounded by `flush_timeout` when connected), then
+  // closes the connection. Later publishes fail (counted).
+  void close(std::chrono::milliseconds flush_timeout) noexcept;
+
+ private:
+  NatsSink(LogFn log) : log_(std::move(log)) {}
+  void count_failure(natsStatus s) noexcept;
+  static void on_connected(natsConnection* nc, void* closure);
+  static void on_disconnected(natsConnection* nc, void* closure);
+  static void on_reconnected(natsConnection* nc, void* closure);
+  static void on_closed(natsConnection* nc, void* closure);
+  static void on_error(natsConnection* nc, natsSubscription* sub, natsStatus err, void* closure);
+
+  LogFn log_;
+  natsOptions* options_ = nullptr;
+  natsConnection* conn_ = nullptr;
+  std::atomic<bool> closed_{false};
+  std::atomic<std::uint64_t> published_{0};
+  std::atomic<std::uint64_t> buffer_full_{0};
+  std::atomic<std::uint64_t> failed_{0};
+  std::atomic<std::uint64_t> disconnects_{0};
+  std::atomic<std::uint64_t> reconnects_{0};
+  std::atomic<std::uint32_t> last_failure_{NATS_OK};  // natsStatus of the latest refused publish
+  mutable std::mutex mu_;
+  std::string last_error_;  // guarded by mu_
+};
+
+}  // namespace ringcast::relay

@@ -1,0 +1,98 @@
+// Parsing of relay routes, addresses and sizes; names of states and errors.
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "ringcast/relay/relay.hpp"
+
+namespace ringcast::relay {
+
+tl::expected<RingRoute, std::string> parse_ring_route(std::string_view spec) {
+  const auto eq = spec.rfind('=');
+  if (eq == std::string_view::npos) {
+    return tl::unexpected(fmt::format("--ring '{}': expected PATH=CHANNEL or PATH=PREFIX*", spec));
+  }
+  RingRoute r;
+  r.path = std::string(spec.substr(0, eq));
+  r.name = std::string(spec.substr(eq + 1));
+  if (r.path.empty()) return tl::unexpected(fmt::format("--ring '{}': empty ring path", spec));
+  if (!r.name.empty() && r.name.back() == '*') {
+    r.topic_in_payload = true;
+    r.name.pop_back();  // the prefix; may be empty ("PATH=*": the topic is the whole channel)
+  } else if (r.name.empty()) {
+    return tl::unexpected(fmt::format("--ring '{}': empty channel (use PATH=* for topic-in-payload)", spec));
+  }
+  return r;
+}
+
+tl::expected<HostPort, std::string> parse_host_port(std::string_view s) {
+  HostPort hp;
+  std::string_view port_text = s;
+  if (!s.empty() && s.front() == '[') {
+    const auto close = s.find(']');
+    if (close == std::string_view::npos || close + 1 >= s.size() || s[close + 1] != ':') {
+      return tl::unexpected(fmt::format("'{}': expected [IPv6]:PORT", s));
+    }
+    hp.host = std::string(s.substr(1, close - 1));
+    port_text = s.substr(close + 2);
+  } else if (const auto colon = s.rfind(':'); colon != std::string_view::npos) {
+    if (colon > 0) hp.host = std::string(s.substr(0, colon));
+    port_text = s.substr(colon + 1);
+  }
+  unsigned value = 0;
+  const auto* end = port_text.data() + port_text.size();
+  const auto r = std::from_chars(port_text.data(), end, value);
+  if (port_text.empty() || r.ec != std::errc() || r.ptr != end || value > 65535) {
+    return tl::unexpected(fmt::format("'{}': expected HOST:PORT with a port 0..65535", s));
+  }
+  hp.port = static_cast<std::uint16_t>(value);
+  return hp;
+}
+
+std::optional<std::size_t> parse_size(std::string_view text) {
+  std::string s(text);
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::size_t mult = 1;
+  const auto strip = [&](std::string_view suffix, std::size_t m) {
+    if (s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      s.resize(s.size() - suffix.size());
+      mult = m;
+      return true;
+    }
+    return false;
+  };
+  (void)(strip("gb", std::size_t{1} << 30) || strip("mb", std::size_t{1} << 20) ||
+         strip("kb", std::size_t{1} << 10) || strip("g", std::size_t{1} << 30) ||
+         strip("m", std::size_t{1} << 20) || strip("k", std::size_t{1} << 10) || strip("b", 1));
+  std::size_t value = 0;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) return std::nullopt;
+  if (value > SIZE_MAX / mult) return std::nullopt;
+  return value * mult;
+}
+
+std::string_view to_string(RingState s) noexcept {
+  switch (s) {
+    case RingState::waiting_for_ring: return "waiting_for_ring";
+    case RingState::waiting_for_producer: return "waiting_for_producer";
+    case RingState::relaying: return "relaying";
+    case RingState::stopped: return "stopped";
+    case RingState::failed: return "failed";
+  }
+  return "unknown";
+}
+
+std::string RelayError::message() const {
+  switch (code) {
+    case Code::kInvalidConfig: return "invalid configuration: " + detail;
+    case Code::kBroker: return "broker: " + detail;
+    case Code::kNats: return "nats: " + detail;
+    case Code::kThread: return "thread: " + detail;
+  }
+  return detail;
+}
+
+}  // namespace ringcast::relay

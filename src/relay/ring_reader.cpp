@@ -1,0 +1,327 @@
+#include "relay/ring_reader.hpp"
+
+#include <sys/stat.h>
+
+#include <exception>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "relay/nats_sink.hpp"
+#include "ringcast/relay/topic.hpp"
+
+namespace ringcast::relay {
+
+RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, std::size_t batch,
+                       std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop, FailFn fail)
+    : route_(std::move(route)),
+      broker_(broker),
+      nats_(nats),
+      batch_(batch == 0 ? 1 : batch),
+      poll_(poll.count() <= 0 ? std::chrono::milliseconds(1) : poll),
+      log_(std::move(log)),
+      stop_(stop),
+      fail_(std::move(fail)) {
+  // Reserve once: assembling prefix + topic then never allocates (invariant 3).
+  channel_.reserve(route_.name.size() + kMaxTopic + 1);
+  channel_ = route_.name;
+}
+
+void RingReader::log(LogLevel level, const std::string& text) const {
+  log_(level, fmt::format("ring {}: {}", route_.path, text));
+}
+
+void RingReader::set_state(RingState s) noexcept {
+  // relaxed: a statistic; single writer.
+  state_.store(static_cast<std::uint8_t>(s), std::memory_order_relaxed);
+}
+
+void RingReader::nap(std::chrono::milliseconds d) const noexcept {
+  const auto end = std::chrono::steady_clock::now() + d;
+  while (!stopping() && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(d, std::chrono::milliseconds(10)));
+  }
+}
+
+void RingReader::run() noexcept {
+  try {
+    while (!stopping()) {
+      if (!ring_) {
+        if (!open_and_register()) {
+          nap(poll_);
+          continue;
+        }
+      }
+      const Step step = relay_until_stopped();
+      if (step == Step::reopen) {
+        unregister();
+        ring_.reset();
+        ++local_.reopens;
+        flush_counters();
+      } else if (step == Step::fatal) {
+        unregister();
+        ring_.reset();
+        flush_counters();
+        set_state(RingState::failed);
+        return;
+      }
+    }
+    flush_counters();
+    unregister();
+    ring_.reset();
+    set_state(RingState::stopped);
+  } catch (const std::exception& e) {
+    // Only logging and setup allocate; a failure there stops this ring.
+    unregister();
+    set_state(RingState::failed);
+    fail_(fmt::format("ring {}: {}", route_.path, e.what()));
+  }
+}
+
+bool RingReader::open_and_register() {
+  const auto wait_because = [&](const std::string& reason) {
+    set_state(RingState::waiting_for_ring);
+    if (reason != last_wait_reason_) {
+      log(LogLevel::info, fmt::format("waiting for the ring ({})", reason));
+      last_wait_reason_ = reason;
+    }
+    return false;
+  };
+  struct stat before {};
+  if (::stat(route_.path.c_str(), &before) != 0) return wait_because("no such file yet");
+  auto ring = BroadcastRing::open(route_.path);
+  // not_ready and a too-small file are what a creator still initialising looks
+  // like; a wrong file at the path may be replaced later. Keep waiting on all.
+  if (!ring) return wait_because(ring.error().message());
+  struct stat after {};
+  if (::stat(route_.path.c_str(), &after) != 0 || after.st_ino != before.st_ino || after.st_dev != before.st_dev) {
+    return wait_because("the file changed while opening it");
+  }
+  auto id = ring->register_consumer();
+  if (!id) return wait_because(id.error().message());
+  ring_.emplace(std::move(*ring));
+  id_ = *id;
+  ino_ = after.st_ino;
+  dev_ = after.st_dev;
+  last_wait_reason_.clear();
+  // relaxed: statistics.
+  consumer_id_.store(static_cast<std::int64_t>(id_), std::memory_order_relaxed);
+  const RingStatus st = ring_->status();
+  producer_alive_.store(st.producer_alive, std::memory_order_relaxed);
+  log(LogLevel::info, fmt::format("registered as consumer {} (capacity {}, {}{}); publishing to {}{}", id_,
+                                  ring_->capacity(), ring_->lossy() ? "lossy" : "blocking",
+                                  ring_->wakeups() ? ", wakeups" : "", route_.name,
+                                  route_.topic_in_payload ? "<topic>" : ""));
+  if (st.producer_alive) {
+    set_state(RingState::relaying);
+    log(LogLevel::info, fmt::format("producer pid {} is live; relaying", st.producer_pid));
+  } else {
+    set_state(RingState::waiting_for_producer);
+    log(LogLevel::info, "no live producer; waiting for one");
+  }
+  return true;
+}
+
+void RingReader::unregister() noexcept {
+  if (!ring_) return;
+  // relaxed: statistics.
+  if (consumer_id_.load(std::memory_order_relaxed) < 0) return;
+  const Errc e = ring_->unregister_consumer(id_);
+  consumer_id_.store(-1, std::memory_order_relaxed);
+  try {
+    if (e == Errc::ok) {
+      log(LogLevel::info, fmt::format("unregistered consumer {} (relayed {} messages)", id_, local_.relayed));
+    } else {
+      log(LogLevel::warning, fmt::format("unregistering consumer {}: {}", id_, to_string(e)));
+    }
+  } catch (...) {
+    // Logging failed (out of memory); the consumer is unregistered regardless.
+  }
+}
+
+void RingReader::publish_one(std::span<const std::byte> payload) noexcept {
+  const std::string* channel = &route_.name;
+  std::string_view body(reinterpret_cast<const char*>(payload.data()), payload.size());
+  if (route_.topic_in_payload) {
+    const TopicView t = decode_topic_payload(payload);
+    if (!t.ok) {
+      ++local_.malformed;
+      return;
+    }
+    // Within the reserved capacity: no allocation (invariant 3).
+    channel_.resize(route_.name.size());
+    channel_.append(t.topic);
+    channel = &channel_;
+    body = t.body;
+  }
+  ++local_.relayed;
+  if (broker_ != nullptr) local_.deliveries += broker_->publish(*channel, body);
+  if (nats_ != nullptr) {
+    // A fixed subject was validated at start; a topic is checked here, because
+    // the server would close the connection on an invalid subject.
+    if ((!route_.topic_in_payload || is_valid_subject(*channel)) && nats_->publish(channel->c_str(), body)) {
+      ++local_.nats_published;
+    } else {
+      ++local_.nats_failed;
+    }
+  }
+}
+
+void RingReader::flush_counters() noexcept {
+  // relaxed: single-writer statistics, each meaningful on its own.
+  relayed_.store(local_.relayed, std::memory_order_relaxed);
+  batches_.store(local_.batches, std::memory_order_relaxed);
+  lapped_.store(local_.lapped, std::memory_order_relaxed);
+  malformed_.store(local_.malformed, std::memory_order_relaxed);
+  deliveries_.store(local_.deliveries, std::memory_order_relaxed);
+  nats_published_.store(local_.nats_published, std::memory_order_relaxed);
+  nats_failed_.store(local_.nats_failed, std::memory_order_relaxed);
+  reopens_.store(local_.reopens, std::memory_order_relaxed);
+  if (ring_) lag_.store(ring_->lag(id_), std::memory_order_relaxed);
+}
+
+RingReader::Step RingReader::relay_until_stopped() {
+  alignas(8) std::byte buf[kMaxPayload];
+  const bool lossy = ring_->lossy();
+  const auto on_message = [this](std::span<const std::byte> p) noexcept { publish_one(p); };
+  while (!stopping()) {
+    std::size_t got = 0;
+    Errc status = Errc::ok;
+    std::uint64_t lapped_before = local_.lapped;
+    if (!lossy) {
+      // Blocking ring: no laps; one cursor publish per batch.
+      const BatchResult b = ring_->drain(id_, on_message, batch_);
+      got = b.count;
+      status = b.status;
+    } else {
+      // Lossy ring: try_recv reports how many a lap skipped (drain cannot).
+      while (got < batch_) {
+        const RecvResult r = ring_->try_recv(id_, buf);
+        if (r.status == Errc::ok) {
+          publish_one(std::span<const std::byte>(buf, r.length));
+          ++got;
+        } else if (r.status == Errc::lapped) {
+          local_.lapped += r.missed;  // the cursor moved to the oldest message still there
+        } else {
+          status = r.status;
+          break;
+        }
+      }
+    }
+    if (got > 0 || local_.lapped != lapped_before) {
+      if (got > 0) ++local_.batches;
+      // relaxed: the state is a statistic; only this thread writes it.
+      if (state_.load(std::memory_order_relaxed) != static_cast<std::uint8_t>(RingState::relaying)) {
+        set_state(RingState::relaying);
+      }
+      flush_counters();
+      continue;
+    }
+    if (status == Errc::ok) continue;
+    const Step step = handle_status(status);
+    if (step != Step::again) return step;
+  }
+  return Step::again;
+}
+
+RingReader::Step RingReader::handle_status(Errc status) {
+  switch (status) {
+    case Errc::empty:
+    case Errc::stalled: {
+      // Nothing to read: wait for one message (futex on wakeups rings, else
+      // spin then back off to 1 ms), at most poll_ so housekeeping and stop run.
+      alignas(8) std::byte buf[kMaxPayload];
+      const RecvResult r = ring_->recv_wait(id_, buf, poll_, IdleStrategy::spin_then_block);
+      if (r.status == Errc::ok) {
+        publish_one(std::span<const std::byte>(buf, r.length));
+        ++local_.batches;
+        set_state(RingState::relaying);
+        flush_counters();
+        return Step::again;
+      }
+      if (r.status == Errc::lapped) {
+        local_.lapped += r.missed;
+        flush_counters();
+        return Step::again;
+      }
+      if (r.status == Errc::timed_out || r.status == Errc::empty || r.status == Errc::stalled) {
+        return housekeeping();
+      }
+      return handle_status(r.status);
+    }
+    case Errc::producer_dead:
+      // A producer died mid-write. The next producer repairs the slot on claim.
+      // relaxed: statistic; single writer.
+      if (state_.load(std::memory_order_relaxed) != static_cast<std::uint8_t>(RingState::waiting_for_producer)) {
+        set_state(RingState::waiting_for_producer);
+        log(LogLevel::warning, "producer died mid-message; waiting for the next producer");
+      }
+      nap(poll_);
+      return housekeeping();
+    case Errc::invalid_consumer: {
+      // Our entry was freed behind our back (it cannot be reaped while we live,
+      // but `ringcast rm`/manual tools exist). Register again.
+      log(LogLevel::warning, fmt::format("consumer {} is no longer registered; registering again", id_));
+      auto id = ring_->register_consumer();
+      if (!id) {
+        log(LogLevel::warning, fmt::format("registering again: {}", id.error().message()));
+        consumer_id_.store(-1, std::memory_order_relaxed);  // relaxed: statistic
+        return Step::reopen;
+      }
+      id_ = *id;
+      consumer_id_.store(static_cast<std::int64_t>(id_), std::memory_order_relaxed);  // relaxed: statistic
+      return Step::again;
+    }
+    case Errc::layout_mismatch:
+      fail_(fmt::format("ring {}: slot {} is corrupt (layout_mismatch); stopping this ring", route_.path,
+                        ring_->producer_position()));
+      return Step::fatal;
+    default:
+      fail_(fmt::format("ring {}: unexpected receive status {}; stopping this ring", route_.path, to_string(status)));
+      return Step::fatal;
+  }
+}
+
+RingReader::Step RingReader::housekeeping() {
+  flush_counters();
+  const RingStatus st = ring_->status();
+  // relaxed: statistics.
+  producer_alive_.store(st.producer_alive, std::memory_order_relaxed);
+  const auto state = static_cast<RingState>(state_.load(std::memory_order_relaxed));
+  if (!st.producer_alive && state == RingState::relaying) {
+    set_state(RingState::waiting_for_producer);
+    log(LogLevel::info, "producer is gone; waiting for the next one");
+  } else if (st.producer_alive && state == RingState::waiting_for_producer) {
+    set_state(RingState::relaying);
+    log(LogLevel::info, fmt::format("producer pid {} is live; relaying", st.producer_pid));
+  }
+  struct stat now {};
+  if (::stat(route_.path.c_str(), &now) == 0 && (now.st_ino != ino_ || now.st_dev != dev_)) {
+    log(LogLevel::info, "the ring file was replaced; reopening");
+    return Step::reopen;
+  }
+  return Step::again;
+}
+
+RingStats RingReader::stats() const {
+  RingStats s;
+  s.path = route_.path;
+  s.name = route_.name;
+  s.topic_in_payload = route_.topic_in_payload;
+  // relaxed: statistics, each read on its own.
+  s.state = static_cast<RingState>(state_.load(std::memory_order_relaxed));
+  s.consumer_id = consumer_id_.load(std::memory_order_relaxed);
+  s.producer_alive = producer_alive_.load(std::memory_order_relaxed);
+  s.relayed = relayed_.load(std::memory_order_relaxed);
+  s.batches = batches_.load(std::memory_order_relaxed);
+  s.lag = lag_.load(std::memory_order_relaxed);
+  s.lapped = lapped_.load(std::memory_order_relaxed);
+  s.malformed = malformed_.load(std::memory_order_relaxed);
+  s.deliveries = deliveries_.load(std::memory_order_relaxed);
+  s.nats_published = nats_published_.load(std::memory_order_relaxed);
+  s.nats_failed = nats_failed_.load(std::memory_order_relaxed);
+  s.reopens = reopens_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace ringcast::relay

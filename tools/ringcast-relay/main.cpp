@@ -1,0 +1,205 @@
+// ringcast-relay: drains shared-memory rings into the in-process broker and/or
+// NATS (docs/relay.md). Flag parsing and wiring only; everything else is in
+// ringcast::relay.
+//
+// Exit status: 0 after SIGINT/SIGTERM, 1 when setup fails, 2 on a usage error,
+// 3 when a ring failed at run time. The last log line says which.
+#include <signal.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nats/nats.h>
+
+#include "ringcast/relay/metrics_server.hpp"
+#include "ringcast/relay/relay.hpp"
+
+namespace {
+
+using namespace ringcast;
+using namespace ringcast::relay;
+
+int usage(const std::string& text) {
+  fmt::print(stderr, "ringcast-relay: {}\n", text);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "ringcast-relay: drains shared-memory rings into an in-process Redis-protocol broker and/or NATS.\n"
+      "The broker runs unless --nats is given without --listen. See docs/relay.md."};
+  std::vector<std::string> ring_specs;
+  std::string listen = "127.0.0.1:6390";
+  std::string nats_url;
+  std::string nats_buffer = "8mb";
+  unsigned nats_reconnect_wait_ms = 250;
+  std::string metrics;
+  std::size_t batch = 256;
+
+  broker::BrokerConfig cfg;
+  std::string policy = "disconnect";
+  std::string hard = "32mb";
+  std::string soft = "8mb";
+  unsigned soft_seconds = 60;
+  std::string budget = "256kb";
+  std::string max_bulk = "32mb";
+  unsigned auth_timeout_ms = 10000;
+  std::string password_file;
+
+  app.add_option("--ring", ring_specs,
+                 "PATH=CHANNEL: relay the ring at PATH to CHANNEL (broker) / SUBJECT (NATS). "
+                 "PATH=PREFIX* : topic in payload, published on PREFIX+topic (docs/relay.md). Repeatable.")
+      ->required();
+  auto* listen_opt =
+      app.add_option("--listen", listen, "Broker listen address HOST:PORT (port 0: the kernel chooses, printed)")
+          ->capture_default_str();
+  app.add_option("--nats", nats_url, "Also (or only) publish to NATS: nats://HOST:PORT[,nats://...]");
+  app.add_option("--nats-reconnect-buffer", nats_buffer,
+                 "Bytes libnats buffers while reconnecting; beyond it publishes are dropped and counted")
+      ->capture_default_str();
+  app.add_option("--nats-reconnect-wait-ms", nats_reconnect_wait_ms, "Pause between NATS reconnect attempts")
+      ->capture_default_str();
+  app.add_option("--metrics", metrics, "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9390)");
+  app.add_option("--batch", batch, "Most messages taken from a ring per drain")->capture_default_str();
+
+  // Broker options, as ringcast-broker (docs/broker.md).
+  app.add_option("--io-threads", cfg.io_threads, "Broker I/O threads; 0 = one per core")->capture_default_str();
+  app.add_option("--overflow-policy", policy, "Full connection queue: drop-oldest, drop-newest or disconnect")
+      ->capture_default_str();
+  app.add_option("--hard-limit", hard, "Per-connection output limit that applies at once")->capture_default_str();
+  app.add_option("--soft-limit", soft, "Per-connection output limit after --soft-seconds (0 = off)")
+      ->capture_default_str();
+  app.add_option("--soft-seconds", soft_seconds, "How long the soft limit may be exceeded")->capture_default_str();
+  app.add_option("--write-budget", budget, "Bytes per connection per writer wakeup")->capture_default_str();
+  app.add_flag("--dedupe", cfg.dedupe, "One frame per connection however many subscriptions match");
+  app.add_option("--max-bulk-len", max_bulk, "Longest request argument")->capture_default_str();
+  app.add_option("--max-args", cfg.max_args, "Most arguments per request")->capture_default_str();
+  app.add_option("--max-subscriptions", cfg.max_subscriptions, "Channels + patterns per connection")
+      ->capture_default_str();
+  app.add_option("--max-connections", cfg.max_connections, "Most simultaneous clients")->capture_default_str();
+  app.add_option("--auth-timeout-ms", auth_timeout_ms, "Close connections not authenticated within this time")
+      ->capture_default_str();
+  auto* pass_opt =
+      app.add_option("--requirepass", cfg.requirepass, "Require AUTH with this password (prefer --requirepass-file)");
+  app.add_option("--requirepass-file", password_file, "Read the password from this file (first line)")
+      ->excludes(pass_opt)
+      ->check(CLI::ExistingFile);
+  CLI11_PARSE(app, argc, argv);
+
+  RelayConfig config;
+  config.batch = batch;
+  for (const auto& spec : ring_specs) {
+    auto route = parse_ring_route(spec);
+    if (!route) return usage(route.error());
+    config.rings.push_back(std::move(*route));
+  }
+  const bool broker_on = nats_url.empty() || listen_opt->count() > 0;
+  if (broker_on) {
+    auto hp = parse_host_port(listen);
+    if (!hp) return usage("--listen " + hp.error());
+    cfg.bind_address = hp->host;
+    cfg.port = hp->port;
+    const auto p = broker::parse_overflow_policy(policy);
+    if (!p) return usage("--overflow-policy must be drop-oldest, drop-newest or disconnect");
+    cfg.overflow_policy = *p;
+    const auto h = parse_size(hard);
+    const auto s = parse_size(soft);
+    const auto b = parse_size(budget);
+    const auto mb = parse_size(max_bulk);
+    if (!h || !s || !b || !mb) return usage("sizes are numbers with an optional k/kb/m/mb/g/gb suffix");
+    cfg.queue_limits.hard_bytes = *h;
+    cfg.queue_limits.soft_bytes = *s;
+    cfg.queue_limits.soft_duration = std::chrono::seconds(soft_seconds);
+    cfg.write_budget_bytes = *b;
+    cfg.max_bulk_len = *mb;
+    cfg.auth_timeout = std::chrono::milliseconds(auth_timeout_ms);
+    if (!password_file.empty()) {
+      std::ifstream in(password_file);
+      std::getline(in, cfg.requirepass);
+      if (!cfg.requirepass.empty() && cfg.requirepass.back() == '\r') cfg.requirepass.pop_back();
+      if (cfg.requirepass.empty()) return usage(password_file + " holds no password");
+    }
+    config.broker = cfg;
+  }
+  if (!nats_url.empty()) {
+    NatsConfig n;
+    n.url = nats_url;
+    const auto buf = parse_size(nats_buffer);
+    if (!buf || *buf > static_cast<std::size_t>(INT32_MAX)) return usage("--nats-reconnect-buffer: bad size");
+    n.reconnect_buffer_bytes = static_cast<int>(*buf);
+    n.reconnect_wait = std::chrono::milliseconds(nats_reconnect_wait_ms);
+    config.nats = n;
+  }
+  std::optional<HostPort> metrics_at;
+  if (!metrics.empty()) {
+    auto hp = parse_host_port(metrics);
+    if (!hp) return usage("--metrics " + hp.error());
+    metrics_at = *hp;
+  }
+
+  // Block the stop signals before any thread starts (broker, libnats, readers),
+  // so they inherit the mask and the sigtimedwait below is the only receiver.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a peer that vanished mid-write is an EPIPE, not a death
+
+  auto relay = Relay::start(std::move(config));
+  if (!relay) {
+    fmt::print(stderr, "ringcast-relay: {}\n", relay.error().message());
+    return 1;
+  }
+  Relay& r = **relay;
+  // Tests and scripts read the ports from these lines.
+  if (r.broker() != nullptr) fmt::print("ringcast-relay listening on {}:{}\n", cfg.bind_address, r.broker()->port());
+  if (!nats_url.empty()) fmt::print("ringcast-relay publishing to NATS {}\n", nats_url);
+  std::unique_ptr<MetricsServer> metrics_server;
+  if (metrics_at) {
+    auto m = MetricsServer::start(metrics_at->host, metrics_at->port, [&r] { return r.prometheus_text(); });
+    if (!m) {
+      fmt::print(stderr, "ringcast-relay: {}\n", m.error());
+      r.stop();
+      return 1;
+    }
+    metrics_server = std::move(*m);
+    fmt::print("ringcast-relay metrics on http://{}:{}/metrics\n", metrics_at->host, metrics_server->port());
+  }
+  std::fflush(stdout);
+
+  // Wait for a stop signal, checking for a failed ring a few times a second.
+  int exit_status = 0;
+  std::string why;
+  for (;;) {
+    const timespec tick{0, 200'000'000};
+    const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+    if (sig == SIGINT || sig == SIGTERM) {
+      why = sig == SIGINT ? "received SIGINT" : "received SIGTERM";
+      break;
+    }
+    if (std::string f = r.failure(); !f.empty()) {
+      why = "a ring failed: " + f;
+      exit_status = 3;
+      break;
+    }
+  }
+  fmt::print(stderr, "ringcast-relay: stopping: {}\n", why);
+  if (metrics_server) metrics_server->stop();
+  r.stop();  // readers unregister their consumers (logged per ring)
+  std::uint64_t relayed = 0;
+  for (const auto& s : r.ring_stats()) relayed += s.relayed;
+  fmt::print(stderr, "ringcast-relay: stopped ({}); relayed {} messages from {} ring(s); exit status {}\n", why,
+             relayed, r.ring_stats().size(), exit_status);
+  relay->reset();
+  if (!nats_url.empty()) nats_CloseAndWait(2000);
+  return exit_status;
+}
