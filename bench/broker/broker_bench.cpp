@@ -393,6 +393,8 @@ int main(int argc, char** argv) {
   std::size_t window = 2000;
   unsigned io_threads = 0;
   int repeat = 1;
+  bool ringcast_only = false;
+  app.add_flag("--ringcast-only", ringcast_only, "Measure ringcast-broker alone (for profiling)");
   app.add_option("--broker", broker_exe, "ringcast-broker executable")->capture_default_str();
   app.add_option("--redis", redis_exe, "redis-server executable")->capture_default_str();
   app.add_option("--subscribers", subscribers, "Subscriber counts for the throughput table");
@@ -432,7 +434,7 @@ int main(int argc, char** argv) {
   for (int n : subscribers) {
     for (std::size_t p : payloads) {
       const Result a = median(*rc, n, p, 0);
-      const Result b = median(*rd, n, p, 0);
+      const Result b = ringcast_only ? Result{} : median(*rd, n, p, 0);
       fmt::print("| {} | {} | {} | {} | {:.2f}x | {} | {} |\n", n, p, si(a.delivered_per_s),
                  si(b.delivered_per_s), a.delivered_per_s / std::max(1.0, b.delivered_per_s),
                  si(a.deliveries_per_cpu_s), si(b.deliveries_per_cpu_s));
@@ -445,7 +447,7 @@ int main(int argc, char** argv) {
   fmt::print("|---:|---:|---:|---:|---:|\n");
   for (std::size_t p : payloads) {
     const Result a = median(*rc, latency_subscribers, p, rate);
-    const Result b = median(*rd, latency_subscribers, p, rate);
+    const Result b = ringcast_only ? Result{} : median(*rd, latency_subscribers, p, rate);
     fmt::print("| {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} |\n", p, a.p50_us, a.p99_us, b.p50_us, b.p99_us);
     std::fflush(stdout);
   }
