@@ -1,0 +1,275 @@
+// The NATS sink against real nats-server processes on loopback: a single
+// server, a two-node cluster (publish to A, subscribe on B), a server restart
+// (libnats reconnect and buffering, reported in the stats), and the broker and
+// NATS sinks together.
+#include <nats/nats.h>
+
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "relay_test_support.hpp"
+#include "ringcast/broadcast_ring.hpp"
+#include "ringcast/relay/relay.hpp"
+
+namespace ringcast::relay {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::deadline_in;
+using testing::free_port;
+using testing::NatsServer;
+using testing::poll_until;
+using testing::TempDir;
+
+// A libnats subscriber with unlimited pending limits (so the test client never
+// drops as a slow consumer).
+class NatsSubscriber {
+ public:
+  NatsSubscriber(const std::string& url, const std::string& subject) {
+    natsOptions* o = nullptr;
+    natsOptions_Create(&o);
+    natsOptions_SetURL(o, url.c_str());
+    natsOptions_SetMaxReconnect(o, -1);
+    natsOptions_SetReconnectWait(o, 50);
+    ok_ = natsConnection_Connect(&conn_, o) == NATS_OK &&
+          natsConnection_SubscribeSync(&sub_, conn_, subject.c_str()) == NATS_OK &&
+          natsSubscription_SetPendingLimits(sub_, -1, -1) == NATS_OK &&
+          natsConnection_FlushTimeout(conn_, 5000) == NATS_OK;
+    natsOptions_Destroy(o);
+  }
+  NatsSubscriber(const NatsSubscriber&) = delete;
+  NatsSubscriber& operator=(const NatsSubscriber&) = delete;
+  ~NatsSubscriber() {
+    if (sub_ != nullptr) natsSubscription_Destroy(sub_);
+    if (conn_ != nullptr) {
+      natsConnection_Close(conn_);
+      natsConnection_Destroy(conn_);
+    }
+  }
+  [[nodiscard]] bool ok() const { return ok_; }
+  // The next message's (subject, data), or nullopt after `timeout`.
+  std::optional<std::pair<std::string, std::string>> next(std::chrono::milliseconds timeout = 10s) {
+    natsMsg* m = nullptr;
+    if (natsSubscription_NextMsg(&m, sub_, timeout.count()) != NATS_OK) return std::nullopt;
+    std::pair<std::string, std::string> out{natsMsg_GetSubject(m),
+                                            std::string(natsMsg_GetData(m), static_cast<std::size_t>(natsMsg_GetDataLength(m)))};
+    natsMsg_Destroy(m);
+    return out;
+  }
+
+ private:
+  natsConnection* conn_ = nullptr;
+  natsSubscription* sub_ = nullptr;
+  bool ok_ = false;
+};
+
+// Publishes on `subject` through `url` until the subscriber sees one: proves
+// interest has propagated (across routes, in a cluster) before the test starts.
+bool wait_for_interest(const std::string& url, const std::string& subject, NatsSubscriber& sub) {
+  natsConnection* nc = nullptr;
+  if (natsConnection_ConnectTo(&nc, url.c_str()) != NATS_OK) return false;
+  bool seen = false;
+  const auto d = deadline_in(20s);
+  while (!seen && testing::ms_left(d) > 0) {
+    natsConnection_PublishString(nc, subject.c_str(), "probe");
+    natsConnection_FlushTimeout(nc, 1000);
+    while (auto m = sub.next(50ms)) {
+      if (m->second == "probe") seen = true;
+    }
+  }
+  natsConnection_Close(nc);
+  natsConnection_Destroy(nc);
+  return seen;
+}
+
+class Logs {
+ public:
+  LogFn fn() {
+    return [this](LogLevel, std::string_view line) {
+      std::lock_guard lock(mu_);
+      text_ += std::string(line) + "\n";
+    };
+  }
+  std::string text() const {
+    std::lock_guard lock(mu_);
+    return text_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::string text_;
+};
+
+RelayConfig nats_config(const std::string& path, const std::string& subject, const std::string& url, Logs& logs) {
+  RelayConfig c;
+  c.rings.push_back({path, subject, false});
+  NatsConfig n;
+  n.url = url;
+  n.reconnect_wait = 50ms;
+  c.nats = n;
+  c.poll_interval = 10ms;
+  c.log = logs.fn();
+  return c;
+}
+
+std::span<const std::byte> as_bytes(const std::string& s) {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
+
+void push_all(BroadcastRing& ring, int from, int to) {
+  for (int i = from; i < to; ++i) {
+    const std::string p = "n" + std::to_string(i);
+    ASSERT_EQ(ring.push_wait(as_bytes(p), 10s, IdleStrategy::spin_then_yield), Errc::ok);
+  }
+}
+
+void expect_sequence(NatsSubscriber& sub, const std::string& subject, int from, int to) {
+  for (int i = from; i < to; ++i) {
+    auto m = sub.next();
+    ASSERT_TRUE(m) << "missing message " << i;
+    // Probes, and messages buffered across a restart that reach a subscriber
+    // which joined after them, are not part of the sequence under test.
+    if (m->second == "probe" || (m->second.size() > 1 && std::stoi(m->second.substr(1)) < from)) {
+      --i;
+      continue;
+    }
+    ASSERT_EQ(m->first, subject);
+    ASSERT_EQ(m->second, "n" + std::to_string(i));
+  }
+}
+
+TEST(RelayNatsTest, PublishesEveryRingMessageToTheSubjectInOrder) {
+  auto server = NatsServer::start(free_port());
+  ASSERT_TRUE(server);
+  TempDir dir;
+  const std::string path = dir.file("nats.ring");
+  auto ring = BroadcastRing::create(path, 1024);
+  ASSERT_TRUE(ring);
+  NatsSubscriber sub(server->url(), "ticks");
+  ASSERT_TRUE(sub.ok());
+  Logs logs;
+  auto relay = Relay::start(nats_config(path, "ticks", server->url(), logs));
+  ASSERT_TRUE(relay) << relay.error().message();
+  EXPECT_EQ((*relay)->broker(), nullptr);
+  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+  const int n = static_cast<int>(testing::scaled(20'000, 5'000));
+  push_all(*ring, 0, n);
+  expect_sequence(sub, "ticks", 0, n);
+  const RingStats rs = (*relay)->ring_stats().at(0);
+  EXPECT_EQ(rs.nats_published, static_cast<std::uint64_t>(n));
+  EXPECT_EQ(rs.nats_failed, 0u);
+  const NatsStats ns = (*relay)->nats_stats();
+  EXPECT_TRUE(ns.enabled);
+  EXPECT_EQ(ns.status, "connected");
+  EXPECT_EQ(ns.published, static_cast<std::uint64_t>(n));
+  EXPECT_EQ(ns.buffer_full + ns.failed, 0u);
+}
+
+TEST(RelayNatsTest, SubscriberOnNodeBReceivesWhatTheRelayPublishesToNodeA) {
+  const std::uint16_t cluster_a = free_port();
+  auto a = NatsServer::start(free_port(), cluster_a);
+  ASSERT_TRUE(a);
+  auto b = NatsServer::start(free_port(), free_port(), cluster_a);
+  ASSERT_TRUE(b);
+  NatsSubscriber on_b(b->url(), "cluster.ticks");
+  ASSERT_TRUE(on_b.ok());
+  ASSERT_TRUE(wait_for_interest(a->url(), "cluster.ticks", on_b)) << "route A-B never carried the interest";
+
+  TempDir dir;
+  const std::string path = dir.file("cluster.ring");
+  auto ring = BroadcastRing::create(path, 1024);
+  ASSERT_TRUE(ring);
+  Logs logs;
+  auto relay = Relay::start(nats_config(path, "cluster.ticks", a->url(), logs));
+  ASSERT_TRUE(relay) << relay.error().message();
+  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+  const int n = static_cast<int>(testing::scaled(10'000, 2'000));
+  push_all(*ring, 0, n);
+  expect_sequence(on_b, "cluster.ticks", 0, n);
+}
+
+TEST(RelayNatsTest, ServerRestartIsRiddenOutByLibnatsAndReported) {
+  const std::uint16_t port = free_port();
+  auto server = NatsServer::start(port);
+  ASSERT_TRUE(server);
+  TempDir dir;
+  const std::string path = dir.file("restart.ring");
+  auto ring = BroadcastRing::create(path, 1024);
+  ASSERT_TRUE(ring);
+  Logs logs;
+  auto relay = Relay::start(nats_config(path, "restart", server->url(), logs));
+  ASSERT_TRUE(relay) << relay.error().message();
+  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+  {
+    NatsSubscriber sub(server->url(), "restart");
+    ASSERT_TRUE(sub.ok());
+    push_all(*ring, 0, 100);
+    expect_sequence(sub, "restart", 0, 100);
+  }
+
+  server->kill();
+  ASSERT_TRUE(poll_until([&] { return (*relay)->nats_stats().disconnects >= 1; })) << logs.text();
+  // While the server is down libnats buffers what the relay publishes; the
+  // ring keeps draining.
+  push_all(*ring, 100, 200);
+  ASSERT_TRUE(poll_until([&] { return (*relay)->ring_stats().at(0).relayed == 200; }));
+  EXPECT_NE((*relay)->nats_stats().status, "connected");
+
+  server = NatsServer::start(port);
+  ASSERT_TRUE(server);
+  ASSERT_TRUE(poll_until([&] { return (*relay)->nats_stats().reconnects >= 1; })) << logs.text();
+  EXPECT_EQ((*relay)->nats_stats().status, "connected");
+  NatsSubscriber sub(server->url(), "restart");
+  ASSERT_TRUE(sub.ok());
+  ASSERT_TRUE(wait_for_interest(server->url(), "restart", sub));
+  push_all(*ring, 200, 300);
+  expect_sequence(sub, "restart", 200, 300);
+  const NatsStats ns = (*relay)->nats_stats();
+  EXPECT_EQ(ns.published + ns.buffer_full + ns.failed, 300u) << "every relayed message is accounted for";
+  EXPECT_NE(logs.text().find("NATS reconnected"), std::string::npos) << logs.text();
+}
+
+TEST(RelayNatsTest, BrokerAndNatsSinksRunTogether) {
+  auto server = NatsServer::start(free_port());
+  ASSERT_TRUE(server);
+  TempDir dir;
+  const std::string path = dir.file("both.ring");
+  auto ring = BroadcastRing::create(path, 1024);
+  ASSERT_TRUE(ring);
+  NatsSubscriber nsub(server->url(), "both");
+  ASSERT_TRUE(nsub.ok());
+  Logs logs;
+  RelayConfig cfg = nats_config(path, "both", server->url(), logs);
+  broker::BrokerConfig b;
+  b.port = 0;
+  b.io_threads = 1;
+  cfg.broker = b;
+  auto relay = Relay::start(cfg);
+  ASSERT_TRUE(relay) << relay.error().message();
+  testing::RespClient rsub((*relay)->broker()->port());
+  ASSERT_TRUE(rsub.subscribe("both"));
+  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+  push_all(*ring, 0, 1000);
+  expect_sequence(nsub, "both", 0, 1000);
+  for (int i = 0; i < 1000; ++i) {
+    auto r = rsub.next(deadline_in(20s));
+    ASSERT_TRUE(r && r->is_message("both"));
+    ASSERT_EQ(r->elems[2].str, "n" + std::to_string(i));
+  }
+  const RingStats rs = (*relay)->ring_stats().at(0);
+  EXPECT_EQ(rs.deliveries, 1000u);
+  EXPECT_EQ(rs.nats_published, 1000u);
+}
+
+TEST(RelayNatsTest, RejectsSubjectsNatsWouldRefuse) {
+  Logs logs;
+  RelayConfig cfg = nats_config("/dev/shm/x.ring", "bad subject", "nats://127.0.0.1:1", logs);
+  auto relay = Relay::start(cfg);
+  ASSERT_FALSE(relay);
+  EXPECT_EQ(relay.error().code, RelayError::Code::kInvalidConfig);
+}
+
+}  // namespace
+}  // namespace ringcast::relay

@@ -1,0 +1,365 @@
+// The relay library in-process: rings -> Relay -> embedded broker -> TCP
+// subscribers (a minimal RESP2 client), and the Prometheus endpoint.
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "relay_test_support.hpp"
+#include "ringcast/broadcast_ring.hpp"
+#include "ringcast/relay/metrics_server.hpp"
+#include "ringcast/relay/relay.hpp"
+#include "ringcast/relay/topic.hpp"
+
+namespace ringcast::relay {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::deadline_in;
+using testing::poll_until;
+using testing::RespClient;
+using testing::TempDir;
+
+// Collects log lines (the relay logs from several threads).
+class LogSink {
+ public:
+  LogFn fn() {
+    return [this](LogLevel, std::string_view line) {
+      std::lock_guard lock(mu_);
+      lines_.emplace_back(line);
+    };
+  }
+  bool contains(std::string_view needle) const {
+    std::lock_guard lock(mu_);
+    for (const auto& l : lines_) {
+      if (l.find(needle) != std::string::npos) return true;
+    }
+    return false;
+  }
+  std::string all() const {
+    std::lock_guard lock(mu_);
+    std::string s;
+    for (const auto& l : lines_) s += l + "\n";
+    return s;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+RelayConfig broker_config(std::vector<RingRoute> rings, LogSink& log) {
+  RelayConfig c;
+  c.rings = std::move(rings);
+  broker::BrokerConfig b;
+  b.port = 0;
+  b.io_threads = 1;
+  c.broker = b;
+  c.poll_interval = 10ms;
+  c.log = log.fn();
+  return c;
+}
+
+std::span<const std::byte> as_bytes(const std::string& s) {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
+
+RingStats stats_of(const Relay& relay, std::size_t i = 0) { return relay.ring_stats().at(i); }
+
+// Pushes with a bounded wait; a relay that keeps up never lets this time out.
+void push(BroadcastRing& ring, std::span<const std::byte> payload) {
+  ASSERT_EQ(ring.push_wait(payload, 10s, IdleStrategy::spin_then_yield), Errc::ok);
+}
+
+TEST(RelayTest, RelaysEveryRingMessageToTcpSubscriberInOrder) {
+  TempDir dir;
+  const std::string path = dir.file("ticks.ring");
+  auto ring = BroadcastRing::create(path, 1024);
+  ASSERT_TRUE(ring) << ring.error().message();
+  LogSink log;
+  auto relay = Relay::start(broker_config({{path, "ticks", false}}, log));
+  ASSERT_TRUE(relay) << relay.error().message();
+  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+
+  RespClient sub((*relay)->broker()->port());
+  ASSERT_TRUE(sub.ok());
+  ASSERT_TRUE(sub.subscribe("ticks"));
+
+  constexpr int kMessages = 10'000;
+  std::thread producer([&] {
+    for (int i = 0; i < kMessages; ++i) push(*ring, as_bytes("m" + std::to_string(i)));
+  });
+  int got = 0;
+  while (got < kMessages) {
+    auto r = sub.next(deadline_in(20s));
+    ASSERT_TRUE(r) << "received " << got;
+    ASSERT_TRUE(r->is_message("ticks"));
+    ASSERT_EQ(r->elems[2].str, "m" + std::to_string(got));
+    ++got;
+  }
+  producer.join();
+  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).relayed == kMessages; }));
+  const RingStats s = stats_of(**relay);
+  EXPECT_EQ(s.state, RingState::relaying);
+  EXPECT_EQ(s.deliveries, static_cast<std::uint64_t>(kMessages));
+  EXPECT_GE(s.batches, 1u);
+  EXPECT_LE(s.batches, static_cast<std::uint64_t>(kMessages));
+  EXPECT_EQ(s.lapped, 0u);
+  EXPECT_EQ(s.malformed, 0u);
+  EXPECT_TRUE(s.producer_alive);
+}
+
+TEST(RelayTest, TopicInPayloadRoutesOneRingToSeveralChannels) {
+  TempDir dir;
+  const std::string path = dir.file("md.ring");
+  auto ring = BroadcastRing::create(path, 256);
+  ASSERT_TRUE(ring);
+  LogSink log;
+  auto relay = Relay::start(broker_config({{path, "md.", true}}, log));
+  ASSERT_TRUE(relay) << relay.error().message();
+  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+  RespClient sub((*relay)->broker()->port());
+  ASSERT_TRUE(sub.subscribe("md.*", true));
+
+  alignas(8) std::byte buf[kMaxPayload];
+  const auto frame = [&](std::string_view topic, const std::string& body) {
+    const std::size_t n = encode_topic_payload(topic, as_bytes(body), buf);
+    EXPECT_GT(n, 0u);
+    return std::span<const std::byte>(buf, n);
+  };
+  push(*ring, frame("AAPL", "1"));
+  push(*ring, frame("MSFT", "2"));
+  push(*ring, as_bytes(std::string("\x09" "short")));  // malformed: length beyond the payload
+  push(*ring, frame("AAPL", "3"));
+
+  const std::pair<std::string, std::string> expected[] = {{"md.AAPL", "1"}, {"md.MSFT", "2"}, {"md.AAPL", "3"}};
+  for (const auto& [channel, body] : expected) {
+    auto r = sub.next(deadline_in(20s));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->type, '*');
+    ASSERT_EQ(r->count, 4u);  // pmessage pattern channel payload
+    EXPECT_EQ(r->elems[0].str, "pmessage");
+    EXPECT_EQ(r->elems[2].str, channel);
+    EXPECT_EQ(r->elems[3].str, body);
+  }
+  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).relayed == 3; }));
+  EXPECT_EQ(stats_of(**relay).malformed, 1u);
+}
+
+TEST(RelayTest, WaitsForTheRingFileAndThenForAProducer) {
+  TempDir dir;
+  const std::string path = dir.file("late.ring");
+  LogSink log;
+  auto relay = Relay::start(broker_config({{path, "late", false}}, log));
+  ASSERT_TRUE(relay) << relay.error().message();
+  ASSERT_TRUE(poll_until([&] { return log.contains("waiting for the ring"); })) << log.all();
+  EXPECT_EQ(stats_of(**relay).state, RingState::waiting_for_ring);
+
+  auto ring = BroadcastRing::create(path, 64, {.claim_producer = false});
+  ASSERT_TRUE(ring);
+  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).state == RingState::waiting_for_producer; })) << log.all();
+  EXPECT_TRUE(log.contains("no live producer; waiting for one"));
+  EXPECT_EQ(ring->active_consumer_count(), 1u);
+
+  RespClient sub((*relay)->broker()->port());
+  ASSERT_TRUE(sub.subscribe("late"));
+  auto producer = BroadcastRing::open(path);
+  ASSERT_TRUE(producer);
+  push(*producer, as_bytes(std::string("first")));
+  auto r = sub.next(deadline_in(20s));
+  ASSERT_TRUE(r && r->is_message("late"));
+  EXPECT_EQ(r->elems[2].str, "first");
+  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).state == RingState::relaying; }));
+}
+
+TEST(RelayTest, StopUnregistersItsConsumersAndSaysSo) {
+  TempDir dir;
+  const std::string a = dir.file("a.ring");
+  const std::string b = dir.file("b.ring");
+  auto ra = BroadcastRing::create(a, 64);
+  auto rb = BroadcastRing::create(b, 64);
+  ASSERT_TRUE(ra && rb);
+  LogSink log;
+  auto relay = Relay::start(broker_config({{a, "a", false}, {b, "b", false}}, log));
+  ASSERT_TRUE(relay);
+  ASSERT_TRUE(poll_until([&] { return ra->active_consumer_count() == 1 && rb->active_consumer_count() == 1; }));
+  (*relay)->stop();
+  EXPECT_EQ(ra->active_consumer_count(), 0u);
+  EXPECT_EQ(rb->active_consumer_count(), 0u);
+  for (const auto& s : (*relay)->ring_stats()) {
+    EXPECT_EQ(s.state, RingState::stopped);
+    EXPECT_EQ(s.consumer_id, -1);
+  }
+  EXPECT_TRUE(log.contains("unregistered consumer")) << log.all();
+  (*relay)->stop();  // idempotent
+}
+
+// A full-size (52-byte) payload carrying `i`.
+std::string padded(int i) {
+  std::string s = std::to_string(i);
+  s.resize(kMaxPayload, '.');
+  return s;
+}
+
+TEST(RelayTest, SlowSubscriberCostsOnlyItsOwnQueue) {
+  TempDir dir;
+  const std::string path = dir.file("fast.ring");
+  auto ring = BroadcastRing::create(path, 256);
+  ASSERT_TRUE(ring);
+  LogSink log;
+  RelayConfig cfg = broker_config({{path, "ticks", false}}, log);
+  cfg.broker->overflow_policy = broker::OverflowPolicy::kDropOldest;
+  cfg.broker->queue_limits.hard_bytes = 64 << 10;
+  cfg.broker->queue_limits.soft_bytes = 0;
+  auto relay = Relay::start(cfg);
+  ASSERT_TRUE(relay);
+  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+  // Subscribes, then never reads. A small receive buffer (set before connect,
+  // which also stops autotuning) keeps the kernel from absorbing the stream;
+  // the broker's send buffer is at most tcp_wmem's 4 MiB.
+  RespClient stuck((*relay)->broker()->port(), 4096);
+  ASSERT_TRUE(stuck.subscribe("ticks"));
+  RespClient reader((*relay)->broker()->port());
+  ASSERT_TRUE(reader.subscribe("ticks"));
+
+  // Far more than the stuck queue and its socket buffers hold (~85-byte
+  // frames: > 5 MiB): the ring (256 slots, blocking) would stall the producer
+  // if the relay waited for anyone.
+  const int messages = static_cast<int>(testing::scaled(100'000, 64'000));
+  std::atomic<int> read{0};
+  std::thread fast([&] {
+    int expected = 0;
+    while (expected < messages) {
+      auto r = reader.next(deadline_in(30s));
+      if (!r) return;
+      if (!r->is_message("ticks")) continue;
+      if (r->elems[2].str != padded(expected)) return;
+      read.store(++expected, std::memory_order_relaxed);
+    }
+  });
+  std::string payload;
+  for (int i = 0; i < messages; ++i) {
+    payload = padded(i);
+    // Paced by the reading subscriber only (so its own queue stays small).
+    ASSERT_TRUE(poll_until([&] { return i - read.load(std::memory_order_relaxed) < 500; }, 30s));
+    push(*ring, as_bytes(payload));
+  }
+  fast.join();
+  EXPECT_EQ(read.load(), messages);
+  const broker::BrokerStats st = (*relay)->broker()->stats();
+  EXPECT_GT(st.dropped_hard_limit, 0u) << "the stuck subscriber lost messages to its own limit";
+  EXPECT_EQ(stats_of(**relay).relayed, static_cast<std::uint64_t>(messages));
+}
+
+TEST(RelayTest, ReplacedRingFileIsReopened) {
+  TempDir dir;
+  const std::string path = dir.file("swap.ring");
+  auto first = BroadcastRing::create(path, 64);
+  ASSERT_TRUE(first);
+  LogSink log;
+  auto relay = Relay::start(broker_config({{path, "swap", false}}, log));
+  ASSERT_TRUE(relay);
+  ASSERT_TRUE(poll_until([&] { return first->active_consumer_count() == 1; }));
+  RespClient sub((*relay)->broker()->port());
+  ASSERT_TRUE(sub.subscribe("swap"));
+  push(*first, as_bytes(std::string("old")));
+  auto r = sub.next(deadline_in(20s));
+  ASSERT_TRUE(r && r->is_message("swap"));
+  EXPECT_EQ(r->elems[2].str, "old");
+
+  auto second = BroadcastRing::create(path, 64, {.replace = true});
+  ASSERT_TRUE(second);
+  ASSERT_TRUE(poll_until([&] { return second->active_consumer_count() == 1; })) << log.all();
+  EXPECT_EQ(first->active_consumer_count(), 0u);
+  push(*second, as_bytes(std::string("new")));
+  r = sub.next(deadline_in(20s));
+  ASSERT_TRUE(r && r->is_message("swap"));
+  EXPECT_EQ(r->elems[2].str, "new");
+  EXPECT_EQ(stats_of(**relay).reopens, 1u);
+  EXPECT_TRUE(log.contains("replaced"));
+}
+
+TEST(RelayTest, InfoTextListsEveryRing) {
+  TempDir dir;
+  const std::string path = dir.file("info.ring");
+  auto ring = BroadcastRing::create(path, 64);
+  ASSERT_TRUE(ring);
+  LogSink log;
+  auto relay = Relay::start(broker_config({{path, "info", false}}, log));
+  ASSERT_TRUE(relay);
+  push(*ring, as_bytes(std::string("x")));  // the relay registered? then it gets it; either way the line exists
+  const std::string info = (*relay)->info_text();
+  EXPECT_NE(info.find("# Relay\r\nrelay_rings:1\r\n"), std::string::npos) << info;
+  EXPECT_NE(info.find("ring_0:path=" + path + ",channel=info,state="), std::string::npos) << info;
+}
+
+TEST(RelayTest, RejectsConfigurationsWithoutRingsOrSinks) {
+  RelayConfig none;
+  auto r = Relay::start(none);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, RelayError::Code::kInvalidConfig);
+  RelayConfig no_sink;
+  no_sink.rings.push_back({"/dev/shm/x.ring", "x", false});
+  EXPECT_FALSE(Relay::start(no_sink));
+  RelayConfig dup;
+  dup.rings = {{"/dev/shm/x.ring", "x", false}, {"/dev/shm/x.ring", "y", false}};
+  dup.broker = broker::BrokerConfig{};
+  EXPECT_FALSE(Relay::start(dup));
+}
+
+// A minimal HTTP GET; returns the whole response.
+std::string http_get(std::uint16_t port, std::string_view target) {
+  const int fd = testing::connect_loopback(port);
+  if (fd < 0) return {};
+  const std::string req = "GET " + std::string(target) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  (void)::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+  std::string out;
+  const auto d = deadline_in(10s);
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, testing::ms_left(d)) != 1) break;
+    char tmp[4096];
+    const ssize_t n = ::recv(fd, tmp, sizeof tmp, 0);
+    if (n <= 0) break;
+    out.append(tmp, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+TEST(RelayTest, MetricsEndpointServesRingBrokerAndConnectionSeries) {
+  TempDir dir;
+  const std::string path = dir.file("metrics.ring");
+  auto ring = BroadcastRing::create(path, 64);
+  ASSERT_TRUE(ring);
+  LogSink log;
+  auto relay = Relay::start(broker_config({{path, "m", false}}, log));
+  ASSERT_TRUE(relay);
+  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+  RespClient sub((*relay)->broker()->port());
+  ASSERT_TRUE(sub.call({"CLIENT", "SETNAME", "watcher"}));
+  ASSERT_TRUE(sub.subscribe("m"));
+  for (int i = 0; i < 3; ++i) push(*ring, as_bytes(std::to_string(i)));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(sub.next(deadline_in(20s)));
+  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).relayed == 3; }));
+
+  auto server = MetricsServer::start("127.0.0.1", 0, [&] { return (*relay)->prometheus_text(); });
+  ASSERT_TRUE(server) << server.error();
+  const std::string resp = http_get((*server)->port(), "/metrics");
+  EXPECT_EQ(resp.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << resp;
+  EXPECT_NE(resp.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
+  EXPECT_NE(resp.find("ringcast_relay_ring_messages_total{ring=\"" + path + "\",channel=\"m\"} 3\n"),
+            std::string::npos)
+      << resp;
+  EXPECT_NE(resp.find("ringcast_relay_ring_state{ring=\"" + path + "\",channel=\"m\",state=\"relaying\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(resp.find("ringcast_broker_messages_published_total 3\n"), std::string::npos);
+  EXPECT_NE(resp.find("ringcast_broker_connection_queued_bytes{id="), std::string::npos);
+  EXPECT_NE(resp.find("name=\"watcher\",reason=\"hard_limit\"} 0\n"), std::string::npos) << resp;
+  EXPECT_EQ(resp.find("ringcast-relay-admin"), std::string::npos) << "the admin connection hides itself";
+  EXPECT_EQ(http_get((*server)->port(), "/other").rfind("HTTP/1.1 404", 0), 0u);
+  (*server)->stop();
+}
+
+}  // namespace
+}  // namespace ringcast::relay

@@ -1,0 +1,470 @@
+// Helpers for the relay tests: a unique directory under /dev/shm, bounded
+// polling, a minimal RESP2 client, child processes that are always reaped,
+// free loopback ports, and nats-server instances.
+#pragma once
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+extern char** environ;
+
+namespace ringcast::relay::testing {
+
+using SteadyClock = std::chrono::steady_clock;
+using Deadline = SteadyClock::time_point;
+inline Deadline deadline_in(std::chrono::milliseconds d) { return SteadyClock::now() + d; }
+inline int ms_left(Deadline d) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(d - SteadyClock::now()).count();
+  return left < 0 ? 0 : static_cast<int>(left);
+}
+
+// Polls `pred` until it holds or `timeout` passes; returns its last value.
+inline bool poll_until(const std::function<bool()>& pred,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  const Deadline d = deadline_in(timeout);
+  for (;;) {
+    if (pred()) return true;
+    if (SteadyClock::now() >= d) return pred();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+// Sanitizer builds run the large tests with fewer messages (see CMakeLists).
+inline std::uint64_t scaled(std::uint64_t release_count, std::uint64_t sanitizer_count) {
+#if defined(RINGCAST_RELAY_SANITIZED)
+  return sanitizer_count;
+#else
+  (void)sanitizer_count;
+  return release_count;
+#endif
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/dev/shm/ringcast-relay-test-XXXXXX";
+    const char* p = ::mkdtemp(tmpl);
+    path_ = p != nullptr ? p : "";
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
+
+ private:
+  std::string path_;
+};
+
+inline std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+inline int connect_loopback(std::uint16_t port, int rcvbuf = 0) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (rcvbuf > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+inline bool wait_accepting(std::uint16_t port, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  return poll_until(
+      [&] {
+        const int fd = connect_loopback(port);
+        if (fd < 0) return false;
+        ::close(fd);
+        return true;
+      },
+      timeout);
+}
+
+// One RESP2 value, decoded in place: views point into the client's buffer and
+// stay valid until the next read. Arrays keep their first four elements.
+struct RespElem {
+  char type = 0;  // '+', '-', ':', '$' (null bulk: '_')
+  std::string_view str;
+  long long num = 0;
+};
+struct RespReply {
+  char type = 0;  // as RespElem, or '*'
+  std::string_view str;
+  long long num = 0;
+  std::size_t count = 0;
+  std::array<RespElem, 4> elems{};
+  [[nodiscard]] bool is_message(std::string_view channel = {}) const {
+    return type == '*' && count == 3 && elems[0].str == "message" && (channel.empty() || elems[1].str == channel);
+  }
+};
+
+// Parses one element at p[0..n); returns bytes used, 0 if incomplete.
+inline std::size_t parse_elem(const char* p, std::size_t n, RespElem& e) {
+  const void* eol_v = std::memchr(p, '\n', n);
+  if (eol_v == nullptr) return 0;
+  const char* eol = static_cast<const char*>(eol_v);
+  const std::size_t line = static_cast<std::size_t>(eol - p) + 1;  // includes \r\n
+  e.type = p[0];
+  const std::string_view body(p + 1, line - 3);
+  if (e.type == '$') {
+    const long long len = std::strtoll(std::string(body).c_str(), nullptr, 10);
+    if (len < 0) {
+      e.type = '_';
+      return line;
+    }
+    const auto l = static_cast<std::size_t>(len);
+    if (n < line + l + 2) return 0;
+    e.str = std::string_view(p + line, l);
+    return line + l + 2;
+  }
+  e.str = body;
+  if (e.type == ':') e.num = std::strtoll(std::string(body).c_str(), nullptr, 10);
+  return line;
+}
+
+inline std::size_t parse_reply(const char* p, std::size_t n, RespReply& r) {
+  if (n == 0) return 0;
+  if (p[0] != '*') {
+    RespElem e;
+    const std::size_t used = parse_elem(p, n, e);
+    if (used == 0) return 0;
+    r.type = e.type;
+    r.str = e.str;
+    r.num = e.num;
+    r.count = 0;
+    return used;
+  }
+  const void* eol_v = std::memchr(p, '\n', n);
+  if (eol_v == nullptr) return 0;
+  const std::size_t head = static_cast<std::size_t>(static_cast<const char*>(eol_v) - p) + 1;
+  const long long count = std::strtoll(std::string(p + 1, head - 3).c_str(), nullptr, 10);
+  std::size_t used = head;
+  r.type = '*';
+  r.count = count < 0 ? 0 : static_cast<std::size_t>(count);
+  for (std::size_t i = 0; i < r.count; ++i) {
+    RespElem e;
+    const std::size_t u = parse_elem(p + used, n - used, e);
+    if (u == 0) return 0;
+    if (i < r.elems.size()) r.elems[i] = e;
+    used += u;
+  }
+  return used;
+}
+
+// A blocking RESP2 client with deadlines. One thread at a time.
+class RespClient {
+ public:
+  // `rcvbuf` > 0: SO_RCVBUF set before connecting (a deliberately small window).
+  explicit RespClient(std::uint16_t port, int rcvbuf = 0) : fd_(connect_loopback(port, rcvbuf)) {}
+  RespClient(const RespClient&) = delete;
+  RespClient& operator=(const RespClient&) = delete;
+  ~RespClient() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  [[nodiscard]] bool ok() const { return fd_ >= 0; }
+  [[nodiscard]] int fd() const { return fd_; }
+
+  bool send(std::initializer_list<std::string_view> args) {
+    std::string out(1, '*');
+    out += std::to_string(args.size());
+    out += "\r\n";
+    for (const auto a : args) {
+      out += "$" + std::to_string(a.size()) + "\r\n";
+      out.append(a);
+      out += "\r\n";
+    }
+    std::string_view rest = out;
+    while (!rest.empty()) {
+      const ssize_t w = ::send(fd_, rest.data(), rest.size(), MSG_NOSIGNAL);
+      if (w <= 0) return false;
+      rest.remove_prefix(static_cast<std::size_t>(w));
+    }
+    return true;
+  }
+
+  // The next reply, or nullopt at EOF / deadline.
+  std::optional<RespReply> next(Deadline d) {
+    for (;;) {
+      RespReply r;
+      const std::size_t used = parse_reply(buf_.data() + pos_, buf_.size() - pos_, r);
+      if (used > 0) {
+        pos_ += used;
+        return r;
+      }
+      if (!read_more(d, 1 << 16)) return std::nullopt;
+    }
+  }
+
+  // Reads at most `max_bytes` more (waiting until the deadline for some).
+  bool read_more(Deadline d, std::size_t max_bytes) {
+    if (pos_ > 0 && pos_ * 2 >= buf_.size()) {
+      buf_.erase(0, pos_);
+      pos_ = 0;
+    }
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, ms_left(d)) != 1) return false;
+    const std::size_t old = buf_.size();
+    buf_.resize(old + max_bytes);
+    const ssize_t n = ::recv(fd_, buf_.data() + old, max_bytes, 0);
+    buf_.resize(old + (n > 0 ? static_cast<std::size_t>(n) : 0));
+    return n > 0;
+  }
+
+  // Parses whatever complete replies are buffered, calling f for each.
+  template <class F>
+  void for_each_buffered(F&& f) {
+    for (;;) {
+      RespReply r;
+      const std::size_t used = parse_reply(buf_.data() + pos_, buf_.size() - pos_, r);
+      if (used == 0) return;
+      pos_ += used;
+      f(r);
+    }
+  }
+
+  // Sends a command and returns its reply (not for subscribed connections).
+  std::optional<RespReply> call(std::initializer_list<std::string_view> args,
+                                std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    if (!send(args)) return std::nullopt;
+    return next(deadline_in(timeout));
+  }
+
+  // SUBSCRIBE one channel (or PSUBSCRIBE) and wait for the confirmation.
+  bool subscribe(std::string_view channel, bool pattern = false) {
+    if (!send({pattern ? "PSUBSCRIBE" : "SUBSCRIBE", channel})) return false;
+    const auto r = next(deadline_in(std::chrono::seconds(10)));
+    return r && r->type == '*' && r->count == 3 && r->elems[0].str == (pattern ? "psubscribe" : "subscribe");
+  }
+
+ private:
+  int fd_ = -1;
+  std::string buf_;
+  std::size_t pos_ = 0;
+};
+
+// A child process with stdout and stderr on pipes; always killed and reaped.
+class Child {
+ public:
+  Child() = default;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  Child(Child&& o) noexcept
+      : pid_(std::exchange(o.pid_, -1)), out_(std::exchange(o.out_, -1)), err_(std::exchange(o.err_, -1)),
+        out_buf_(std::move(o.out_buf_)), err_buf_(std::move(o.err_buf_)) {}
+  Child& operator=(Child&& o) noexcept {
+    if (this != &o) {
+      (void)stop(SIGKILL);
+      if (out_ >= 0) ::close(out_);
+      if (err_ >= 0) ::close(err_);
+      pid_ = std::exchange(o.pid_, -1);
+      out_ = std::exchange(o.out_, -1);
+      err_ = std::exchange(o.err_, -1);
+      out_buf_ = std::move(o.out_buf_);
+      err_buf_ = std::move(o.err_buf_);
+    }
+    return *this;
+  }
+  ~Child() {
+    (void)stop(SIGKILL);
+    if (out_ >= 0) ::close(out_);
+    if (err_ >= 0) ::close(err_);
+  }
+
+  static Child spawn(const std::vector<std::string>& argv) {
+    int out[2];
+    int err[2];
+    Child c;
+    if (::pipe2(out, O_CLOEXEC) != 0) return c;
+    if (::pipe2(err, O_CLOEXEC) != 0) {
+      ::close(out[0]);
+      ::close(out[1]);
+      return c;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    if (posix_spawn(&c.pid_, argv[0].c_str(), &fa, nullptr, args.data(), environ) != 0) c.pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(out[1]);
+    ::close(err[1]);
+    c.out_ = out[0];
+    c.err_ = err[0];
+    return c;
+  }
+
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  [[nodiscard]] bool running() const { return pid_ > 0; }
+
+  // Reads stdout until `needle` appears (true) or the deadline passes.
+  bool read_stdout_until(std::string_view needle, Deadline d) { return read_until(out_, out_buf_, needle, d); }
+  bool read_stderr_until(std::string_view needle, Deadline d) { return read_until(err_, err_buf_, needle, d); }
+  [[nodiscard]] const std::string& stdout_text() const { return out_buf_; }
+  [[nodiscard]] const std::string& stderr_text() const { return err_buf_; }
+
+  // Waits for the child to exit on its own (reaping it) until the deadline;
+  // nullopt if it is still running then (it is killed later by stop/~Child).
+  std::optional<int> wait_exit(Deadline d) {
+    if (pid_ <= 0) return std::nullopt;
+    int status = 0;
+    for (;;) {
+      drain(out_, out_buf_);
+      drain(err_, err_buf_);
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) break;
+      if (ms_left(d) == 0) return std::nullopt;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    pid_ = -1;
+    drain_to_eof(out_, out_buf_);
+    drain_to_eof(err_, err_buf_);
+    return status;
+  }
+
+  // Sends `sig`, waits (10 s, then SIGKILL) and reaps; drains both pipes.
+  // Returns the wait status, or nullopt if there was no child.
+  std::optional<int> stop(int sig = SIGTERM) {
+    if (pid_ <= 0) return std::nullopt;
+    ::kill(pid_, sig);
+    int status = 0;
+    const Deadline d = deadline_in(std::chrono::seconds(10));
+    for (;;) {
+      drain(out_, out_buf_);
+      drain(err_, err_buf_);
+      const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) break;
+      if (ms_left(d) == 0) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    pid_ = -1;
+    // The child is gone: read what is left until EOF.
+    drain_to_eof(out_, out_buf_);
+    drain_to_eof(err_, err_buf_);
+    return status;
+  }
+
+ private:
+  static bool read_until(int fd, std::string& buf, std::string_view needle, Deadline d) {
+    while (buf.find(needle) == std::string::npos) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, ms_left(d)) != 1) return false;
+      char tmp[4096];
+      const ssize_t n = ::read(fd, tmp, sizeof tmp);
+      if (n <= 0) return buf.find(needle) != std::string::npos;
+      buf.append(tmp, static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+  static void drain(int fd, std::string& buf) {
+    if (fd < 0) return;
+    for (;;) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 0) != 1) return;
+      char tmp[4096];
+      const ssize_t n = ::read(fd, tmp, sizeof tmp);
+      if (n <= 0) return;
+      buf.append(tmp, static_cast<std::size_t>(n));
+    }
+  }
+  static void drain_to_eof(int fd, std::string& buf) {
+    if (fd < 0) return;
+    const Deadline d = deadline_in(std::chrono::seconds(2));
+    for (;;) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, ms_left(d)) != 1) return;
+      char tmp[4096];
+      const ssize_t n = ::read(fd, tmp, sizeof tmp);
+      if (n <= 0) return;
+      buf.append(tmp, static_cast<std::size_t>(n));
+    }
+  }
+
+  pid_t pid_ = -1;
+  int out_ = -1;
+  int err_ = -1;
+  std::string out_buf_;
+  std::string err_buf_;
+};
+
+#ifdef NATS_SERVER_EXE
+// nats-server on loopback ports the test picked; killed and reaped on destruction.
+class NatsServer {
+ public:
+  // `cluster_port` 0: standalone. `route_to` 0: no route.
+  static std::unique_ptr<NatsServer> start(std::uint16_t port, std::uint16_t cluster_port = 0,
+                                           std::uint16_t route_to = 0) {
+    auto s = std::make_unique<NatsServer>();
+    s->port_ = port;
+    std::vector<std::string> argv{NATS_SERVER_EXE, "-a", "127.0.0.1", "-p", std::to_string(port)};
+    if (cluster_port != 0) {
+      argv.push_back("--cluster");
+      argv.push_back("nats://127.0.0.1:" + std::to_string(cluster_port));
+      argv.push_back("--cluster_name");
+      argv.push_back("ringcast-test");
+    }
+    if (route_to != 0) {
+      argv.push_back("--routes");
+      argv.push_back("nats://127.0.0.1:" + std::to_string(route_to));
+    }
+    s->child_ = Child::spawn(argv);
+    if (!s->child_.running() || !wait_accepting(port)) return nullptr;
+    return s;
+  }
+  [[nodiscard]] std::uint16_t port() const { return port_; }
+  [[nodiscard]] std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
+  void kill() { (void)child_.stop(SIGKILL); }
+  Child& child() { return child_; }
+
+ private:
+  std::uint16_t port_ = 0;
+  Child child_;
+};
+#endif  // NATS_SERVER_EXE
+
+}  // namespace ringcast::relay::testing

@@ -1,0 +1,142 @@
+// Pure parts of the relay: route, address and size parsing, the topic-in-payload
+// codec, Prometheus text and CLIENT LIST parsing.
+#include <gtest/gtest.h>
+
+#include "relay/admin_client.hpp"
+#include "relay/prometheus.hpp"
+#include "ringcast/relay/relay.hpp"
+#include "ringcast/relay/topic.hpp"
+
+namespace ringcast::relay {
+namespace {
+
+std::span<const std::byte> bytes(std::string_view s) {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
+
+TEST(RelayOptionsTest, RingRouteSplitsAtTheLastEquals) {
+  auto r = parse_ring_route("/dev/shm/a=b.ring=ticks");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->path, "/dev/shm/a=b.ring");
+  EXPECT_EQ(r->name, "ticks");
+  EXPECT_FALSE(r->topic_in_payload);
+}
+
+TEST(RelayOptionsTest, TrailingStarSelectsTopicInPayloadWithPrefix) {
+  auto r = parse_ring_route("/dev/shm/md.ring=md.*");
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->topic_in_payload);
+  EXPECT_EQ(r->name, "md.");
+  auto bare = parse_ring_route("/dev/shm/md.ring=*");
+  ASSERT_TRUE(bare);
+  EXPECT_TRUE(bare->topic_in_payload);
+  EXPECT_EQ(bare->name, "");
+}
+
+TEST(RelayOptionsTest, RejectsRoutesWithoutPathOrChannel) {
+  EXPECT_FALSE(parse_ring_route("/dev/shm/x.ring"));
+  EXPECT_FALSE(parse_ring_route("=ticks"));
+  EXPECT_FALSE(parse_ring_route("/dev/shm/x.ring="));
+}
+
+TEST(RelayOptionsTest, HostPortFormats) {
+  auto a = parse_host_port("127.0.0.1:6390");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->host, "127.0.0.1");
+  EXPECT_EQ(a->port, 6390);
+  auto b = parse_host_port("[::1]:0");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->host, "::1");
+  EXPECT_EQ(b->port, 0);
+  auto c = parse_host_port("9390");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->host, "127.0.0.1");
+  EXPECT_EQ(c->port, 9390);
+  EXPECT_FALSE(parse_host_port("127.0.0.1:65536"));
+  EXPECT_FALSE(parse_host_port("127.0.0.1:x"));
+  EXPECT_FALSE(parse_host_port("[::1]6390"));
+}
+
+TEST(RelayOptionsTest, SizesTakeRedisSuffixes) {
+  EXPECT_EQ(parse_size("4096"), 4096u);
+  EXPECT_EQ(parse_size("64k"), 64u << 10);
+  EXPECT_EQ(parse_size("8MB"), 8u << 20);
+  EXPECT_EQ(parse_size("1gb"), std::size_t{1} << 30);
+  EXPECT_FALSE(parse_size("mb"));
+  EXPECT_FALSE(parse_size("12x"));
+  EXPECT_FALSE(parse_size(""));
+}
+
+TEST(TopicPayloadTest, RoundTripsTopicAndBody) {
+  alignas(8) std::byte buf[kMaxPayload];
+  const std::size_t n = encode_topic_payload("AAPL", bytes("px=101.5"), buf);
+  ASSERT_EQ(n, 1u + 4 + 8);
+  const TopicView v = decode_topic_payload(std::span<const std::byte>(buf, n));
+  ASSERT_TRUE(v.ok);
+  EXPECT_EQ(v.topic, "AAPL");
+  EXPECT_EQ(v.body, "px=101.5");
+}
+
+TEST(TopicPayloadTest, EmptyBodyIsAllowed) {
+  alignas(8) std::byte buf[kMaxPayload];
+  const std::size_t n = encode_topic_payload("t", {}, buf);
+  ASSERT_EQ(n, 2u);
+  const TopicView v = decode_topic_payload(std::span<const std::byte>(buf, n));
+  ASSERT_TRUE(v.ok);
+  EXPECT_EQ(v.topic, "t");
+  EXPECT_TRUE(v.body.empty());
+}
+
+TEST(TopicPayloadTest, EncodeRefusesWhatDoesNotFit) {
+  alignas(8) std::byte buf[kMaxPayload];
+  EXPECT_EQ(encode_topic_payload("", bytes("x"), buf), 0u);
+  EXPECT_EQ(encode_topic_payload(std::string(kMaxTopic + 1, 'a'), {}, buf), 0u);
+  EXPECT_EQ(encode_topic_payload(std::string(kMaxTopic, 'a'), {}, buf), kMaxPayload);
+  EXPECT_EQ(encode_topic_payload(std::string(kMaxTopic, 'a'), bytes("x"), buf), 0u);
+  EXPECT_EQ(encode_topic_payload(std::string_view("a\0b", 3), {}, buf), 0u);
+}
+
+TEST(TopicPayloadTest, DecodeRejectsMalformedPayloads) {
+  EXPECT_FALSE(decode_topic_payload({}).ok);
+  EXPECT_FALSE(decode_topic_payload(bytes(std::string_view("\0abc", 4))).ok);  // zero length
+  EXPECT_FALSE(decode_topic_payload(bytes("\x05" "abc")).ok);                  // longer than the payload
+  EXPECT_FALSE(decode_topic_payload(bytes(std::string_view("\x02" "a\0", 3))).ok);  // NUL in topic
+  EXPECT_FALSE(decode_topic_payload(bytes("\x40" "x")).ok);                    // over kMaxTopic
+}
+
+TEST(TopicPayloadTest, SubjectValidityFollowsNatsRules) {
+  EXPECT_TRUE(is_valid_subject("md.AAPL"));
+  EXPECT_TRUE(is_valid_subject("ticks"));
+  EXPECT_FALSE(is_valid_subject(""));
+  EXPECT_FALSE(is_valid_subject("md.*"));
+  EXPECT_FALSE(is_valid_subject("md.>"));
+  EXPECT_FALSE(is_valid_subject("a b"));
+  EXPECT_FALSE(is_valid_subject("a..b"));
+  EXPECT_FALSE(is_valid_subject(".a"));
+  EXPECT_FALSE(is_valid_subject("a."));
+}
+
+TEST(PrometheusWriterTest, WritesHeadersSamplesAndEscapedLabels) {
+  PrometheusWriter w;
+  w.header("x_total", "Things.", "counter");
+  w.sample("x_total", {{"ring", "/dev/shm/a\"b\\c\nd"}}, 42);
+  w.sample("x_total", {}, 0.5);
+  EXPECT_EQ(w.take(),
+            "# HELP x_total Things.\n# TYPE x_total counter\n"
+            "x_total{ring=\"/dev/shm/a\\\"b\\\\c\\nd\"} 42\n"
+            "x_total 0.5\n");
+}
+
+TEST(ClientListTest, ParsesKeyValueLinesIncludingEmptyValues) {
+  const auto rows = parse_client_list(
+      "id=3 addr=127.0.0.1:5000 name= omem=10 dropped-hard=2\n"
+      "id=4 addr=127.0.0.1:5001 name=slow omem=0 dropped-hard=0\n");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].at("id"), "3");
+  EXPECT_EQ(rows[0].at("name"), "");
+  EXPECT_EQ(rows[0].at("dropped-hard"), "2");
+  EXPECT_EQ(rows[1].at("name"), "slow");
+}
+
+}  // namespace
+}  // namespace ringcast::relay
