@@ -154,6 +154,21 @@ void SubscriptionIndex::set_resp(Subscriber& s, Resp r) noexcept {
   s.queue().set_resp(r);
 }
 
+template <class F>
+void SubscriptionIndex::for_each_matching_pattern(std::string_view channel, F&& f) const {
+  // Invariant 2: only entries on the trie path spelled by the channel's bytes
+  // can match, because a pattern's literal prefix must be a prefix of the channel.
+  const TrieNode* node = &root_;
+  for (std::size_t depth = 0;; ++depth) {
+    for (const PatternEntry* e : node->patterns) {
+      if (glob_match(e->pattern, channel)) f(*e);
+    }
+    if (depth == channel.size()) return;
+    node = node->child(static_cast<unsigned char>(channel[depth]));
+    if (node == nullptr) return;
+  }
+}
+
 PublishResult SubscriptionIndex::publish(std::string_view channel, std::string_view payload,
                                          bool dedupe) {
   std::shared_lock lock(mu_);
@@ -165,18 +180,11 @@ PublishResult SubscriptionIndex::publish(std::string_view channel, std::string_v
     if (auto it = channels_.find(channel); it != channels_.end()) {
       for (Subscriber* s : it->second) deliver(s, message.get(s->resp(), encode_msg), result);
     }
-    const TrieNode* node = &root_;
-    for (std::size_t depth = 0;; ++depth) {
-      for (const PatternEntry* e : node->patterns) {
-        if (!glob_match(e->pattern, channel)) continue;
-        LazyFrames pmessage;
-        auto encode_pm = [&](Resp r) { return encode_pmessage(r, e->pattern, channel, payload); };
-        for (Subscriber* s : e->subs) deliver(s, pmessage.get(s->resp(), encode_pm), result);
-      }
-      if (depth == channel.size()) break;
-      node = node->child(static_cast<unsigned char>(channel[depth]));
-      if (node == nullptr) break;
-    }
+    for_each_matching_pattern(channel, [&](const PatternEntry& e) {
+      LazyFrames pmessage;
+      auto encode_pm = [&](Resp r) { return encode_pmessage(r, e.pattern, channel, payload); };
+      for (Subscriber* s : e.subs) deliver(s, pmessage.get(s->resp(), encode_pm), result);
+    });
     return result;
   }
 
@@ -193,16 +201,9 @@ PublishResult SubscriptionIndex::publish(std::string_view channel, std::string_v
   if (auto it = channels_.find(channel); it != channels_.end()) {
     for (Subscriber* s : it->second) hits.push_back({s, hits.size(), nullptr});
   }
-  const TrieNode* node = &root_;
-  for (std::size_t depth = 0;; ++depth) {
-    for (const PatternEntry* e : node->patterns) {
-      if (!glob_match(e->pattern, channel)) continue;
-      for (Subscriber* s : e->subs) hits.push_back({s, hits.size(), e});
-    }
-    if (depth == channel.size()) break;
-    node = node->child(static_cast<unsigned char>(channel[depth]));
-    if (node == nullptr) break;
-  }
+  for_each_matching_pattern(channel, [&](const PatternEntry& e) {
+    for (Subscriber* s : e.subs) hits.push_back({s, hits.size(), &e});
+  });
   std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {
     return std::tie(a.sub, a.order) < std::tie(b.sub, b.order);
   });

@@ -141,6 +141,10 @@ class SubscriptionIndex {
     [[nodiscard]] TrieNode* child(unsigned char b) const noexcept;
   };
 
+  // Calls f(const PatternEntry&) for each pattern matching `channel`.
+  // REQUIRES: mu_ held (shared or exclusive).
+  template <class F>
+  void for_each_matching_pattern(std::string_view channel, F&& f) const;
   TrieNode* trie_find_or_add(std::string_view prefix);
   void trie_prune(TrieNode* node) noexcept;
 
