@@ -122,7 +122,7 @@ tl::expected<Monitor, std::vector<std::string>> Monitor::create(MonitorOptions o
       m.targets_.push_back({path, true});
       continue;
     }
-    if (m.live_entry(path) != nullptr) continue;  // named twice
+    if (m.watching_file_at(path)) continue;  // named twice
     auto entry = m.open_entry(path, true);
     if (!entry) {
       problems.push_back(std::move(entry).error());
@@ -140,6 +140,16 @@ Monitor::Entry* Monitor::live_entry(const std::string& path) noexcept {
     if (e->ring && e->path == path) return e.get();
   }
   return nullptr;
+}
+
+bool Monitor::watching_file_at(const std::string& path) const noexcept {
+  // One file under two spellings ("./ticks" named, "/dev/shm/ticks" found by
+  // a scan, a symlink) is one ring.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  return std::any_of(entries_.begin(), entries_.end(), [&](const std::unique_ptr<Entry>& e) {
+    return e->ring && e->dev == st.st_dev && e->ino == st.st_ino;
+  });
 }
 
 tl::expected<std::unique_ptr<Monitor::Entry>, std::string> Monitor::open_entry(
@@ -298,7 +308,7 @@ Snapshot Monitor::refresh() {
     // Not a structured binding: clang 14 cannot capture those in a lambda.
     const std::string& path = candidate.first;
     const bool named = candidate.second;
-    if (live_entry(path) != nullptr) continue;
+    if (live_entry(path) != nullptr || watching_file_at(path)) continue;
     auto entry = open_entry(path, named);
     if (entry) {
       entries_.push_back(std::move(*entry));

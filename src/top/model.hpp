@@ -125,6 +125,7 @@ class Monitor {
   };
   explicit Monitor(MonitorOptions options);
   Entry* live_entry(const std::string& path) noexcept;
+  [[nodiscard]] bool watching_file_at(const std::string& path) const noexcept;
   void check_still_there(Entry& e, TimePoint now);
   tl::expected<std::unique_ptr<Entry>, std::string> open_entry(const std::string& path, bool named);
   RingView sample(Entry& e, TimePoint now);

@@ -432,7 +432,8 @@ TEST_F(MonitorTest, NamedTargetsThatCannotBeOpenedFailWithTheirReasons) {
 
 TEST_F(MonitorTest, RingNamedTwiceIsListedOnce) {
   BroadcastRing ring = make_ring(path(), 16);
-  Monitor m = monitor({path(), path(), dir_.path()});
+  ASSERT_EQ(::symlink(path().c_str(), dir_.file("alias").c_str()), 0);
+  Monitor m = monitor({path(), dir_.path() + "/./ticks", dir_.file("alias"), dir_.path()});
   const Snapshot s = m.refresh();
   ASSERT_EQ(s.rings.size(), 1U);
   EXPECT_TRUE(s.rings[0].named);

@@ -31,7 +31,7 @@ class Tmux {
  public:
   Tmux() {
     static std::atomic<int> counter{0};
-    socket_ = "ring-top-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+    socket_ = "ring-top-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
   }
   Tmux(const Tmux&) = delete;
   Tmux& operator=(const Tmux&) = delete;
