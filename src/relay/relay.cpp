@@ -41,6 +41,28 @@ struct Relay::Impl {
     log(LogLevel::error, why);
   }
 
+  // "# Relay" INFO section; any thread.
+  std::string info_text() const {
+    std::string out = fmt::format("# Relay\r\nrelay_rings:{}\r\n", readers.size());
+    for (std::size_t i = 0; i < readers.size(); ++i) {
+      const RingStats r = readers[i]->stats();
+      out += fmt::format(
+          "ring_{}:path={},channel={}{},state={},consumer={},producer_alive={},relayed={},batches={},lag={},"
+          "lapped={},malformed={},deliveries={},nats_published={},nats_failed={},reopens={}\r\n",
+          i, r.path, r.name, r.topic_in_payload ? "*" : "", to_string(r.state), r.consumer_id,
+          r.producer_alive ? 1 : 0, r.relayed, r.batches, r.lag, r.lapped, r.malformed, r.deliveries,
+          r.nats_published, r.nats_failed, r.reopens);
+    }
+    if (nats) {
+      const NatsStats n = nats->stats();
+      out += fmt::format(
+          "nats_status:{}\r\nnats_published:{}\r\nnats_buffer_full:{}\r\nnats_failed:{}\r\nnats_disconnects:{}\r\n"
+          "nats_reconnects:{}\r\nnats_buffered_bytes:{}\r\nnats_out_msgs:{}\r\n",
+          n.status, n.published, n.buffer_full, n.failed, n.disconnects, n.reconnects, n.buffered_bytes, n.out_msgs);
+    }
+    return out;
+  }
+
   void do_stop() noexcept {
     std::lock_guard lock(stop_mu);
     if (stopped) return;
@@ -102,6 +124,18 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     auto b = broker::Broker::start(*im.config.broker);
     if (!b) return tl::unexpected(RelayError{Code::kBroker, b.error().message()});
     im.broker = std::move(*b);
+#ifdef RINGCAST_BROKER_HAS_INFO_PROVIDER
+    // INFO relay (and a bare INFO / INFO all) shows the per-ring section. The
+    // provider runs on broker I/O threads until broker->wait() returns in
+    // do_stop(), while im and its readers are alive.
+    im.broker->set_info_provider([&im](std::string_view section) -> std::string {
+      if (section.empty() || section == "all" || section == "default" || section == "everything" ||
+          section == "relay") {
+        return im.info_text();
+      }
+      return {};
+    });
+#endif
   }
   if (im.config.nats) {
     auto n = NatsSink::connect(*im.config.nats, im.log);
@@ -155,27 +189,7 @@ NatsStats Relay::nats_stats() const {
   return impl_->nats->stats();
 }
 
-std::string Relay::info_text() const {
-  const auto rings = ring_stats();
-  std::string out = fmt::format("# Relay\r\nrelay_rings:{}\r\n", rings.size());
-  for (std::size_t i = 0; i < rings.size(); ++i) {
-    const RingStats& r = rings[i];
-    out += fmt::format(
-        "ring_{}:path={},channel={}{},state={},consumer={},producer_alive={},relayed={},batches={},lag={},"
-        "lapped={},malformed={},deliveries={},nats_published={},nats_failed={},reopens={}\r\n",
-        i, r.path, r.name, r.topic_in_payload ? "*" : "", to_string(r.state), r.consumer_id,
-        r.producer_alive ? 1 : 0, r.relayed, r.batches, r.lag, r.lapped, r.malformed, r.deliveries,
-        r.nats_published, r.nats_failed, r.reopens);
-  }
-  if (impl_->nats) {
-    const NatsStats n = impl_->nats->stats();
-    out += fmt::format(
-        "nats_status:{}\r\nnats_published:{}\r\nnats_buffer_full:{}\r\nnats_failed:{}\r\nnats_disconnects:{}\r\n"
-        "nats_reconnects:{}\r\nnats_buffered_bytes:{}\r\nnats_out_msgs:{}\r\n",
-        n.status, n.published, n.buffer_full, n.failed, n.disconnects, n.reconnects, n.buffered_bytes, n.out_msgs);
-  }
-  return out;
-}
+std::string Relay::info_text() const { return impl_->info_text(); }
 
 std::string Relay::prometheus_text() const {
   PrometheusWriter w;
@@ -259,53 +273,80 @@ std::string Relay::prometheus_text() const {
     w.header("ringcast_broker_slow_disconnects_total", "Connections closed by the disconnect policy.", "counter");
     w.sample("ringcast_broker_slow_disconnects_total", {}, static_cast<double>(b.slow_disconnects));
 
-    // Per connection: CLIENT LIST over loopback (no API for it yet).
+    // Per connection.
+    struct Conn {
+      Labels labels;
+      double queued_bytes = 0, queued_frames = 0, subscriptions = 0, notices = 0;
+      double dropped[3] = {0, 0, 0};  // hard, soft, disconnect
+      double sent = -1;               // -1: not reported
+    };
+    std::vector<Conn> conns;
+#ifdef RINGCAST_BROKER_HAS_INFO_PROVIDER
+    for (const broker::ConnectionStats& c : impl_->broker->connection_stats()) {
+      Conn x;
+      x.labels = {{"id", std::to_string(c.id)}, {"addr", c.peer}, {"name", c.name}};
+      x.queued_bytes = static_cast<double>(c.queued_bytes);
+      x.queued_frames = static_cast<double>(c.queued_frames);
+      x.subscriptions = static_cast<double>(c.subscriptions);
+      x.notices = static_cast<double>(c.loss_notices);
+      x.dropped[0] = static_cast<double>(c.dropped_hard_limit);
+      x.dropped[1] = static_cast<double>(c.dropped_soft_limit);
+      x.dropped[2] = static_cast<double>(c.dropped_disconnect);
+      x.sent = static_cast<double>(c.sent_frames);
+      conns.push_back(std::move(x));
+    }
+#else
+    // No broker API for it yet: CLIENT LIST over loopback (docs/relay.md).
     const auto& cfg = *impl_->config.broker;
     if (auto body = fetch_client_list(cfg.bind_address, impl_->broker->port(), cfg.requirepass,
                                       std::chrono::milliseconds(1000))) {
-      const auto rows = parse_client_list(*body);
-      const auto get = [](const ClientFields& f, std::string_view k) {
-        const auto it = f.find(k);
-        return it == f.end() ? std::string() : it->second;
-      };
-      const auto num = [&](const ClientFields& f, std::string_view k) {
-        const std::string v = get(f, k);
-        return v.empty() ? 0.0 : std::strtod(v.c_str(), nullptr);
-      };
-      std::vector<const ClientFields*> clients;
-      for (const auto& row : rows) {
-        if (get(row, "name") != kAdminClientName) clients.push_back(&row);
-      }
-      const auto labels = [&](const ClientFields& f) {
-        return Labels{{"id", get(f, "id")}, {"addr", get(f, "addr")}, {"name", get(f, "name")}};
-      };
-      w.header("ringcast_broker_connection_queued_bytes", "Bytes queued or in flight for the connection (omem).",
-               "gauge");
-      for (const auto* c : clients) w.sample("ringcast_broker_connection_queued_bytes", labels(*c), num(*c, "omem"));
-      w.header("ringcast_broker_connection_queued_frames", "Frames queued for the connection.", "gauge");
-      for (const auto* c : clients) {
-        w.sample("ringcast_broker_connection_queued_frames", labels(*c), num(*c, "oqueue"));
-      }
-      w.header("ringcast_broker_connection_subscriptions", "Channels plus patterns the connection subscribes to.",
-               "gauge");
-      for (const auto* c : clients) {
-        w.sample("ringcast_broker_connection_subscriptions", labels(*c), num(*c, "sub") + num(*c, "psub"));
-      }
-      w.header("ringcast_broker_connection_dropped_total", "Frames the connection lost, by reason.", "counter");
-      for (const auto* c : clients) {
-        for (const auto& [reason, key] : {std::pair{"hard_limit", "dropped-hard"},
-                                          std::pair{"soft_limit", "dropped-soft"},
-                                          std::pair{"disconnect", "dropped-disconnect"}}) {
-          Labels l = labels(*c);
-          l.emplace_back("reason", reason);
-          w.sample("ringcast_broker_connection_dropped_total", l, num(*c, key));
-        }
-      }
-      w.header("ringcast_broker_connection_loss_notices_total", "Loss notices queued to the connection.", "counter");
-      for (const auto* c : clients) {
-        w.sample("ringcast_broker_connection_loss_notices_total", labels(*c), num(*c, "loss-notices"));
+      for (const ClientFields& f : parse_client_list(*body)) {
+        const auto get = [&](std::string_view k) {
+          const auto it = f.find(k);
+          return it == f.end() ? std::string() : it->second;
+        };
+        const auto num = [&](std::string_view k) {
+          const std::string v = get(k);
+          return v.empty() ? 0.0 : std::strtod(v.c_str(), nullptr);
+        };
+        if (get("name") == kAdminClientName) continue;
+        Conn x;
+        x.labels = {{"id", get("id")}, {"addr", get("addr")}, {"name", get("name")}};
+        x.queued_bytes = num("omem");
+        x.queued_frames = num("oqueue");
+        x.subscriptions = num("sub") + num("psub");
+        x.notices = num("loss-notices");
+        x.dropped[0] = num("dropped-hard");
+        x.dropped[1] = num("dropped-soft");
+        x.dropped[2] = num("dropped-disconnect");
+        conns.push_back(std::move(x));
       }
     }
+#endif
+    w.header("ringcast_broker_connection_queued_bytes", "Bytes queued or in flight for the connection (omem).",
+             "gauge");
+    for (const auto& c : conns) w.sample("ringcast_broker_connection_queued_bytes", c.labels, c.queued_bytes);
+    w.header("ringcast_broker_connection_queued_frames", "Frames queued for the connection.", "gauge");
+    for (const auto& c : conns) w.sample("ringcast_broker_connection_queued_frames", c.labels, c.queued_frames);
+    w.header("ringcast_broker_connection_subscriptions", "Channels plus patterns the connection subscribes to.",
+             "gauge");
+    for (const auto& c : conns) w.sample("ringcast_broker_connection_subscriptions", c.labels, c.subscriptions);
+    if (!conns.empty() && conns.front().sent >= 0) {
+      w.header("ringcast_broker_connection_sent_frames_total", "Frames handed to the connection's socket writer.",
+               "counter");
+      for (const auto& c : conns) w.sample("ringcast_broker_connection_sent_frames_total", c.labels, c.sent);
+    }
+    w.header("ringcast_broker_connection_dropped_total", "Frames the connection lost, by reason.", "counter");
+    static constexpr const char* kReasons[] = {"hard_limit", "soft_limit", "disconnect"};
+    for (const auto& c : conns) {
+      for (std::size_t i = 0; i < 3; ++i) {
+        Labels l = c.labels;
+        l.emplace_back("reason", kReasons[i]);
+        w.sample("ringcast_broker_connection_dropped_total", l, c.dropped[i]);
+      }
+    }
+    w.header("ringcast_broker_connection_loss_notices_total", "Loss notices queued to the connection.", "counter");
+    for (const auto& c : conns) w.sample("ringcast_broker_connection_loss_notices_total", c.labels, c.notices);
   }
   return w.take();
 }

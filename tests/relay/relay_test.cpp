@@ -87,14 +87,19 @@ TEST(RelayTest, RelaysEveryRingMessageToTcpSubscriberInOrder) {
 
   constexpr int kMessages = 10'000;
   std::thread producer([&] {
-    for (int i = 0; i < kMessages; ++i) push(*ring, as_bytes("m" + std::to_string(i)));
+    std::string p;
+    for (int i = 0; i < kMessages; ++i) {
+      p.assign(1, 'm');
+      p += std::to_string(i);
+      push(*ring, as_bytes(p));
+    }
   });
   int got = 0;
   while (got < kMessages) {
     auto r = sub.next(deadline_in(20s));
     ASSERT_TRUE(r) << "received " << got;
     ASSERT_TRUE(r->is_message("ticks"));
-    ASSERT_EQ(r->elems[2].str, "m" + std::to_string(got));
+    ASSERT_EQ(r->elems[2].str, std::string(1, 'm') += std::to_string(got));
     ++got;
   }
   producer.join();

@@ -209,7 +209,9 @@ class RespClient {
     out += std::to_string(args.size());
     out += "\r\n";
     for (const auto a : args) {
-      out += "$" + std::to_string(a.size()) + "\r\n";
+      out += '$';
+      out += std::to_string(a.size());
+      out += "\r\n";
       out.append(a);
       out += "\r\n";
     }
