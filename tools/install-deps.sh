@@ -10,7 +10,7 @@ packages=(
   libncurses-dev tmux nlohmann-json3-dev
   libhiredis-dev redis-tools redis-server
   libnats-dev nats-server
-  libzmq3-dev gnuplot-nox
+  libzmq3-dev gnuplot-nox python3
 )
 
 missing=()

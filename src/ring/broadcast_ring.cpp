@@ -70,10 +70,12 @@ class Idler {
   [[nodiscard]] std::chrono::nanoseconds remaining() const noexcept {
     return std::chrono::nanoseconds(deadline_ns_ - monotonic_ns());
   }
-  [[nodiscard]] bool spinning() const noexcept { return polls_ < kSpinPolls; }
-  // True when the caller should sleep on a futex now (spin_then_block only).
+  [[nodiscard]] bool spinning() const noexcept {
+    return strategy_ != IdleStrategy::block && polls_ < kSpinPolls;
+  }
+  // True when the caller should sleep on a futex now.
   [[nodiscard]] bool should_block() const noexcept {
-    return strategy_ == IdleStrategy::spin_then_block && !spinning();
+    return (strategy_ == IdleStrategy::spin_then_block || strategy_ == IdleStrategy::block) && !spinning();
   }
   // One idle step for strategies that do not block on a futex.
   bool idle() noexcept {
@@ -84,7 +86,7 @@ class Idler {
     } else if (strategy_ == IdleStrategy::spin_then_yield) {
       ::sched_yield();
     } else {
-      // spin_then_block without futex wake-ups: exponential back-off to 1 ms.
+      // block / spin_then_block without futex wake-ups: exponential back-off to 1 ms.
       backoff_ns_ = backoff_ns_ == 0 ? 1'000 : std::min<std::int64_t>(backoff_ns_ * 2, 1'000'000);
       struct timespec ts {0, static_cast<long>(std::min<std::int64_t>(backoff_ns_, remaining().count()))};
       if (ts.tv_nsec > 0) ::nanosleep(&ts, nullptr);
@@ -603,18 +605,6 @@ Errc BroadcastRing::push_wait(std::span<const std::byte> payload, std::chrono::n
 }
 
 // --- observers ---------------------------------------------------------------
-
-std::uint64_t BroadcastRing::lag(ConsumerId id) const noexcept {
-  if (id >= kMaxConsumers) return 0;
-  const layout::ConsumerEntry& c = consumer(id);
-  if (c.state.load(std::memory_order_acquire) != kConsumerActive) return 0;
-  // Load the cursor first: producer_seq only grows, so the difference is never
-  // understated by the race between the two loads. A consumer may read slots
-  // committed inside a batch before producer_seq is published: clamp at 0.
-  const std::uint64_t cursor = c.cursor.load(std::memory_order_acquire);
-  const std::uint64_t published = producer_position();
-  return published > cursor ? published - cursor : 0;
-}
 
 bool BroadcastRing::is_fully_drained() const noexcept {
   const std::uint64_t published = producer_position();

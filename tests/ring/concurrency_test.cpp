@@ -110,19 +110,21 @@ TEST(ConcurrencyTest, ConsumersRegisteringDuringFullSpeedPushSeeContiguousSequen
   EXPECT_EQ(failures.load(), 0);
 }
 
-TEST(ConcurrencyTest, RecvWaitSleepsUntilPushWakesIt) {
+class RecvWaitTest : public ::testing::TestWithParam<IdleStrategy> {};
+
+TEST_P(RecvWaitTest, SleepsUntilPushWakesIt) {
   auto ring = BroadcastRing::create_anonymous(8, {.wakeups = true});
   ASSERT_TRUE(ring);
   auto id = ring->register_consumer();
   std::atomic<bool> received{false};
   std::thread consumer([&] {
     alignas(8) test::Buffer buf{};
-    const RecvResult r = ring->recv_wait(*id, buf, 30s, IdleStrategy::spin_then_block);
+    const RecvResult r = ring->recv_wait(*id, buf, 30s, GetParam());
     received.store(r.status == Errc::ok && r.length == 4);
   });
-  // Wait until the consumer is asleep on the futex, so the push must wake it.
+  // Wait until the consumer has announced itself as a sleeper, so the push
+  // must wake it (a lost wake-up would show as a 30 s timeout).
   const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (!ring->status().consumers[*id].active) std::this_thread::yield();
   while (std::chrono::steady_clock::now() < deadline && ring->status().sleeping_consumers == 0) {
     std::this_thread::yield();
   }
@@ -130,6 +132,9 @@ TEST(ConcurrencyTest, RecvWaitSleepsUntilPushWakesIt) {
   consumer.join();
   EXPECT_TRUE(received.load());
 }
+
+INSTANTIATE_TEST_SUITE_P(Strategies, RecvWaitTest,
+                         ::testing::Values(IdleStrategy::spin_then_block, IdleStrategy::block));
 
 TEST(ConcurrencyTest, RecvWaitTimesOutOnAQuietRing) {
   for (const bool wakeups : {false, true}) {
