@@ -125,20 +125,21 @@ TEST(RelayEndToEndTest, ProducerLocalConsumersRelayAndTcpSubscribersAccountForEv
   std::atomic<std::uint64_t> fast_received[2] = {0, 0};
   std::atomic<std::uint64_t> pushed{0};
   std::atomic<bool> producer_failed{false};
+  // All relaxed: progress counters and a failure flag; results are read after join().
   const Deadline deadline = deadline_in(240s);
 
   std::thread producer([&] {
     auto p = BroadcastRing::open(path);
-    if (!p) return producer_failed.store(true);
+    if (!p) return producer_failed.store(true, std::memory_order_relaxed);
     alignas(8) std::byte msg[16];
     for (std::uint64_t seq = 0; seq < count; ++seq) {
       while (seq - std::min(fast_received[0].load(std::memory_order_relaxed),
                             fast_received[1].load(std::memory_order_relaxed)) >= kWindow) {
-        if (testing::ms_left(deadline) == 0) return producer_failed.store(true);
+        if (testing::ms_left(deadline) == 0) return producer_failed.store(true, std::memory_order_relaxed);
         std::this_thread::sleep_for(100us);  // pacing, not synchronisation
       }
       encode(seq, msg);
-      if (p->push_wait(std::span<const std::byte>(msg, 16), 30s) != Errc::ok) return producer_failed.store(true);
+      if (p->push_wait(std::span<const std::byte>(msg, 16), 30s) != Errc::ok) return producer_failed.store(true, std::memory_order_relaxed);
       pushed.store(seq + 1, std::memory_order_relaxed);
     }
   });
@@ -167,7 +168,7 @@ TEST(RelayEndToEndTest, ProducerLocalConsumersRelayAndTcpSubscribersAccountForEv
   std::uint64_t slow_out_of_order = 0;
   std::thread slow_thread([&] {
     while (pushed.load(std::memory_order_relaxed) < count / 2 && testing::ms_left(deadline) > 0 &&
-           !producer_failed.load()) {
+           !producer_failed.load(std::memory_order_relaxed)) {
       std::this_thread::sleep_for(1ms);  // deliberately not reading
     }
     bool first = true;
@@ -199,12 +200,12 @@ TEST(RelayEndToEndTest, ProducerLocalConsumersRelayAndTcpSubscribersAccountForEv
   for (auto& t : fast_threads) t.join();
   slow_thread.join();
 
-  ASSERT_FALSE(producer_failed.load());
-  EXPECT_EQ(pushed.load(), count);
+  ASSERT_FALSE(producer_failed.load(std::memory_order_relaxed));
+  EXPECT_EQ(pushed.load(std::memory_order_relaxed), count);
   for (int i = 0; i < 2; ++i) {
     EXPECT_EQ(locals[i].received, count) << "local consumer " << i;
     EXPECT_EQ(locals[i].bad, 0u) << "local consumer " << i;
-    EXPECT_EQ(fast_received[i].load(), count) << "fast subscriber " << i;
+    EXPECT_EQ(fast_received[i].load(std::memory_order_relaxed), count) << "fast subscriber " << i;
     EXPECT_EQ(fast_bad[i], 0u) << "fast subscriber " << i << " saw a gap, duplicate or damage";
   }
 
@@ -260,13 +261,13 @@ TEST(RelayEndToEndTest, KilledRelayDoesNotBlockTheProducerForever) {
     // reap_on_full: when the ring is full the producer frees entries whose
     // owner died (kernel OFD locks), so a killed relay cannot block it.
     auto p = BroadcastRing::open(path, {.reap_on_full = true});
-    if (!p) return producer_failed.store(true);
+    if (!p) return producer_failed.store(true, std::memory_order_relaxed);
     alignas(8) std::byte msg[16];
     for (std::uint64_t seq = 0; seq < count; ++seq) {
       encode(seq, msg);
       Errc e = Errc::full;
       while (e != Errc::ok && testing::ms_left(deadline) > 0) e = p->push_wait(std::span<const std::byte>(msg, 16), 1s);
-      if (e != Errc::ok) return producer_failed.store(true);
+      if (e != Errc::ok) return producer_failed.store(true, std::memory_order_relaxed);
       pushed.store(seq + 1, std::memory_order_relaxed);
     }
   });
@@ -282,13 +283,13 @@ TEST(RelayEndToEndTest, KilledRelayDoesNotBlockTheProducerForever) {
   const auto status = relay.stop(SIGKILL);
   ASSERT_TRUE(status);
   EXPECT_TRUE(WIFSIGNALED(*status) && WTERMSIG(*status) == SIGKILL);
-  const std::uint64_t at_kill = pushed.load();
+  const std::uint64_t at_kill = pushed.load(std::memory_order_relaxed);
 
   producer.join();
   consumer.join();
-  ASSERT_FALSE(producer_failed.load()) << "producer blocked after " << pushed.load();
+  ASSERT_FALSE(producer_failed.load(std::memory_order_relaxed)) << "producer blocked after " << pushed.load(std::memory_order_relaxed);
   EXPECT_LT(at_kill, count) << "the kill happened mid-stream";
-  EXPECT_EQ(pushed.load(), count);
+  EXPECT_EQ(pushed.load(std::memory_order_relaxed), count);
   EXPECT_EQ(local.received, count);
   EXPECT_EQ(local.bad, 0u);
   EXPECT_EQ(ring->active_consumer_count(), 0u) << "the dead relay's entry was reaped";

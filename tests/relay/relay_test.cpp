@@ -250,7 +250,7 @@ TEST(RelayTest, SlowSubscriberCostsOnlyItsOwnQueue) {
     push(*ring, as_bytes(payload));
   }
   fast.join();
-  EXPECT_EQ(read.load(), messages);
+  EXPECT_EQ(read.load(std::memory_order_relaxed), messages);
   const broker::BrokerStats st = (*relay)->broker()->stats();
   EXPECT_GT(st.dropped_hard_limit, 0u) << "the stuck subscriber lost messages to its own limit";
   EXPECT_EQ(stats_of(**relay).relayed, static_cast<std::uint64_t>(messages));
@@ -297,6 +297,33 @@ TEST(RelayTest, InfoTextListsEveryRing) {
   EXPECT_NE(info.find("# Relay\r\nrelay_rings:1\r\n"), std::string::npos) << info;
   EXPECT_NE(info.find("ring_0:path=" + path + ",channel=info,state="), std::string::npos) << info;
 }
+
+#ifdef RINGCAST_BROKER_HAS_INFO_PROVIDER
+TEST(RelayTest, BrokerInfoCommandShowsTheRelaySection) {
+  TempDir dir;
+  const std::string path = dir.file("info-cmd.ring");
+  auto ring = BroadcastRing::create(path, 64);
+  ASSERT_TRUE(ring);
+  LogSink log;
+  auto relay = Relay::start(broker_config({{path, "ic", false}}, log));
+  ASSERT_TRUE(relay);
+  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+  push(*ring, as_bytes(std::string("x")));
+  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).relayed == 1; }));
+  RespClient c((*relay)->broker()->port());
+  auto only = c.call({"INFO", "relay"});
+  ASSERT_TRUE(only && only->type == '$');
+  EXPECT_EQ(only->str.rfind("# Relay\r\n", 0), 0u) << only->str;
+  EXPECT_NE(only->str.find(",relayed=1,"), std::string_view::npos) << only->str;
+  auto all = c.call({"INFO"});
+  ASSERT_TRUE(all && all->type == '$');
+  EXPECT_NE(all->str.find("# Stats\r\n"), std::string_view::npos);
+  EXPECT_NE(all->str.find("# Relay\r\n"), std::string_view::npos);
+  auto stats = c.call({"INFO", "stats"});
+  ASSERT_TRUE(stats && stats->type == '$');
+  EXPECT_EQ(stats->str.find("# Relay"), std::string_view::npos);
+}
+#endif
 
 TEST(RelayTest, RejectsConfigurationsWithoutRingsOrSinks) {
   RelayConfig none;

@@ -109,7 +109,7 @@ int run_consumer(const std::string& path, std::uint64_t count, int pause_us) {
   const auto check = [&](std::span<const std::byte> p) {
     tally.add(std::string_view(reinterpret_cast<const char*>(p.data()), p.size()));
   };
-  while (tally.received.load() < count) {
+  while (tally.received.load(std::memory_order_relaxed) < count) {
     // The slow consumer takes small bites and naps between them.
     const BatchResult r = ring->drain(*id, check, pause_us > 0 ? 16 : 4096);
     if (r.count == 0) {
@@ -119,7 +119,7 @@ int run_consumer(const std::string& path, std::uint64_t count, int pause_us) {
       std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
     }
   }
-  return tally.bad.load() == 0 ? 0 : 1;
+  return tally.bad.load(std::memory_order_relaxed) == 0 ? 0 : 1;
 }
 
 pid_t spawn_self(const std::vector<std::string>& args) {
@@ -426,8 +426,8 @@ int run_demo(std::uint64_t count, std::uint64_t capacity, int slow_pause_us) {
   fmt::print("  relay                        relayed  {:>9}  broker deliveries {}, drops {}  {}\n", rs.relayed, rs.deliveries, drops,
              relay_ok ? "ok" : "FAILED");
   for (int i = 0; i < 2; ++i) {
-    const std::uint64_t got = sub_tally[i]->received.load();
-    const std::uint64_t bad = sub_tally[i]->bad.load();
+    const std::uint64_t got = sub_tally[i]->received.load(std::memory_order_relaxed);
+    const std::uint64_t bad = sub_tally[i]->bad.load(std::memory_order_relaxed);
     const bool sub_ok = got == count && bad == 0;
     ok = ok && sub_ok;
     fmt::print("  TCP sub {} {:<18} received {:>9}  {}\n", i + 1, fmt::format("({})", sub_name[i]), got,
