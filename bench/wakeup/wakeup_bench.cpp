@@ -46,27 +46,43 @@ int wake_latency(int rounds) {
   auto id = *ring->register_consumer();
   std::vector<std::int64_t> latencies;
   latencies.reserve(static_cast<std::size_t>(rounds));
+  std::atomic<bool> consumer_done{false};
   std::thread consumer([&] {
     std::array<std::byte, kMaxPayload> buf{};
     for (int i = 0; i < rounds; ++i) {
-      const RecvResult r = ring->recv_wait(id, buf, 10s, IdleStrategy::spin_then_block);
+      const RecvResult r = ring->recv_wait(id, buf, 60s, IdleStrategy::spin_then_block);
       const std::int64_t woke = now_ns();
-      if (r.status != Errc::ok) return;
+      if (r.status != Errc::ok) {
+        fmt::print(stderr, "wakeup_bench: round {}: {}\n", i, to_string(r.status));
+        break;
+      }
       std::int64_t sent = 0;
       std::memcpy(&sent, buf.data(), 8);
       latencies.push_back(woke - sent);
     }
+    consumer_done.store(true, std::memory_order_release);
   });
   std::array<std::byte, kMaxPayload> msg{};
-  for (int i = 0; i < rounds; ++i) {
-    // Push only once the consumer is asleep, so every round measures a wake-up.
-    while (ring->status().sleeping_consumers == 0) std::this_thread::sleep_for(20us);
+  for (int i = 0; i < rounds && !consumer_done.load(std::memory_order_acquire); ++i) {
+    // Push only once the consumer has taken the previous message and is asleep
+    // again, so every round measures one wake-up.
+    while ((ring->lag(id) != 0 || ring->status().sleeping_consumers == 0) &&
+           !consumer_done.load(std::memory_order_acquire)) {
+      std::this_thread::sleep_for(20us);
+    }
     std::this_thread::sleep_for(50us);  // let it reach futex_wait
     const std::int64_t sent = now_ns();
     std::memcpy(msg.data(), &sent, 8);
-    if (ring->try_push(msg) != Errc::ok) return 1;
+    if (const Errc e = ring->try_push(msg); e != Errc::ok) {
+      fmt::print(stderr, "wakeup_bench: push {}: {}\n", i, to_string(e));
+      break;
+    }
   }
   consumer.join();
+  if (latencies.size() != static_cast<std::size_t>(rounds)) {
+    fmt::print(stderr, "wakeup_bench: only {} of {} rounds completed\n", latencies.size(), rounds);
+    return 1;
+  }
   std::sort(latencies.begin(), latencies.end());
   const auto pct = [&](double p) {
     return latencies[std::min(latencies.size() - 1, static_cast<std::size_t>(p * static_cast<double>(latencies.size())))];
