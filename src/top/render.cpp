@@ -14,9 +14,9 @@ namespace {
 // Column widths of an 80-column screen. A wider terminal gives its extra
 // columns to the ring name, up to kMaxNameWidth.
 constexpr std::size_t kBaseCols = 80;
-constexpr std::size_t kNameWidth = 15;
+constexpr std::size_t kNameWidth = 20;
 constexpr std::size_t kMaxNameWidth = 48;
-constexpr std::size_t kBarWidth = 10;
+constexpr std::size_t kBarWidth = 8;
 constexpr std::size_t kProcessWidth = 12;
 
 std::string fit(std::string_view s, std::size_t width) {
@@ -24,6 +24,16 @@ std::string fit(std::string_view s, std::size_t width) {
   if (width == 0) return {};
   // '~' marks the cut, as some shells abbreviate paths.
   return std::string(s.substr(0, width - 1)) + "~";
+}
+
+// Ring files often share a prefix and differ at the end (ringcast-demo-4242.ring,
+// ringcast-demo-4343.ring): a cut name keeps both ends.
+std::string fit_middle(std::string_view s, std::size_t width) {
+  if (s.size() <= width) return std::string(s);
+  if (width < 5) return fit(s, width);
+  const std::size_t tail = (width - 1) / 2;
+  const std::size_t head = width - 1 - tail;
+  return std::string(s.substr(0, head)) + "~" + std::string(s.substr(s.size() - tail));
 }
 
 std::string format_interval(double s) {
@@ -77,7 +87,7 @@ Widths widths_for(std::size_t cols) {
 }
 
 Line ring_header(const Widths& w) {
-  return text_line(fmt::format("  {:<{}} {:>7} {:>11} {:>7} {:<12} {:>4} {:>5} {:<9}", "RING", w.name,
+  return text_line(fmt::format("  {:<{}} {:>7} {:>10} {:>7} {:<10} {:>4} {:>5} {:<7}", "RING", w.name,
                                "CAP", "POSITION", "PUSH/s", " FILL", "", "CONS", "STATE"),
                    Style::header);
 }
@@ -94,17 +104,17 @@ Line ring_row(const RingView& r, bool selected, bool marker, const Widths& w) {
   const bool gone = r.state == RingState::gone;
   l.style = selected ? Style::selected : (gone ? Style::gone : Style::plain);
   const std::string mark = marker && selected ? "> " : "  ";
-  const std::string name = fmt::format("{}{:<{}} ", mark, fit(r.name, w.name), w.name);
+  const std::string name = fmt::format("{}{:<{}} ", mark, fit_middle(r.name, w.name), w.name);
   if (gone) {
-    l.spans.push_back({fmt::format("{}{:>7} {:>11} {:>7} {:<12} {:>4} {:>5} ", name,
+    l.spans.push_back({fmt::format("{}{:>7} {:>10} {:>7} {:<10} {:>4} {:>5} ", name,
                                    r.capacity > 0 ? format_count(r.capacity, 7) : "-", "-", "-",
                                    "", "", "-"),
                        Style::plain});
     l.spans.push_back({"GONE", Style::gone});
     return l;
   }
-  l.spans.push_back({fmt::format("{}{:>7} {:>11} {:>7} [", name, format_count(r.capacity, 7),
-                                 format_count(r.producer_seq, 11), format_rate(r.push_rate)),
+  l.spans.push_back({fmt::format("{}{:>7} {:>10} {:>7} [", name, format_count(r.capacity, 7),
+                                 format_count(r.producer_seq, 10), format_rate(r.push_rate)),
                      Style::plain});
   const auto filled = static_cast<std::size_t>(std::lround(r.fill * static_cast<double>(kBarWidth)));
   const std::size_t hashes = std::min(kBarWidth, r.fill > 0 && filled == 0 ? std::size_t{1} : filled);
@@ -155,7 +165,7 @@ Line consumer_row(const ConsumerView& c) {
   return l;
 }
 
-Line title_line(const Snapshot& snap, SortKey sort, double interval_s) {
+Line title_line(const Snapshot& snap, SortKey sort, double interval_s, std::size_t cols) {
   std::size_t consumers = 0;
   std::size_t dead = 0;
   std::size_t behind = 0;
@@ -168,9 +178,13 @@ Line title_line(const Snapshot& snap, SortKey sort, double interval_s) {
   }
   std::string s = fmt::format("ring-top  {} ring{}", snap.rings.size(), snap.rings.size() == 1 ? "" : "s");
   if (gone > 0) s += fmt::format(" ({} gone)", gone);
-  s += fmt::format("  {} consumer{}  {} dead  {} behind  every {}  sort: {}", consumers,
-                   consumers == 1 ? "" : "s", dead, behind, format_interval(interval_s), to_string(sort));
-  return text_line(std::move(s), Style::title);
+  s += fmt::format("  {} consumer{}  {} dead  {} behind", consumers, consumers == 1 ? "" : "s", dead,
+                   behind);
+  std::string tail = fmt::format("  every {}  sort: {}", format_interval(interval_s), to_string(sort));
+  if (s.size() + tail.size() > cols) {
+    tail = fmt::format("  {}  sort: {}", format_interval(interval_s), to_string(sort));
+  }
+  return text_line(s + tail, Style::title);
 }
 
 std::string watched_text(const Snapshot& snap) {
@@ -428,7 +442,7 @@ Frame render_screen(const Snapshot& snap, ViewState& view, int rows, int cols) {
   const auto ncols = static_cast<std::size_t>(cols);
   const Widths w = widths_for(ncols);
 
-  f.lines.push_back(title_line(snap, view.sort, view.interval_s));
+  f.lines.push_back(title_line(snap, view.sort, view.interval_s, ncols));
   std::vector<Line> body;
   std::string footer_extra;
   if (view.help) {
@@ -472,13 +486,18 @@ Frame render_screen(const Snapshot& snap, ViewState& view, int rows, int cols) {
 }
 
 std::string render_text(const Snapshot& snap, SortKey sort, double interval_s) {
-  const Widths w = widths_for(kBaseCols);
+  // Logs and scripts want whole names: the name column grows to the longest
+  // one (up to kMaxNameWidth), so lines pass 80 columns only for long names.
+  std::size_t longest = 0;
+  for (const RingView& r : snap.rings) longest = std::max(longest, r.name.size());
+  const std::size_t cols = kBaseCols + (longest > kNameWidth ? longest - kNameWidth : 0);
+  const Widths w = widths_for(cols);
   Frame f;
-  f.lines.push_back(title_line(snap, sort, interval_s));
+  f.lines.push_back(title_line(snap, sort, interval_s, cols));
   f.lines.push_back(ring_header(w));
   Body b = build_body(snap, nullptr, sort, w);
   for (Line& l : b.lines) {
-    clip(l, kBaseCols);  // a safety net: every column is sized to fit
+    clip(l, cols);  // a safety net: every column is sized to fit
     f.lines.push_back(std::move(l));
   }
   return f.text();

@@ -244,6 +244,14 @@ TEST(RenderTest, ExtremeValuesStayInsideEightyColumns) {
   r.blocked = true;
   Snapshot s;
   s.rings = {r};
+  // Text keeps the whole name: its column grows by what the name needs.
+  const std::string text = render_text(s, SortKey::index, 3600);
+  EXPECT_NE(text.find(r.name), std::string::npos) << text;
+  for (const std::string& line : test::split_lines(text)) {
+    EXPECT_LE(line.size(), 80U + r.name.size() - 20U) << "[" << line << "]";
+  }
+  r.name = "short";
+  s.rings = {r};
   for (const std::string& line : test::split_lines(render_text(s, SortKey::index, 3600))) {
     EXPECT_LE(line.size(), 80U) << "[" << line << "]";
   }
@@ -272,6 +280,34 @@ TEST(RenderTest, WideTerminalGivesLongNamesRoom) {
   sync_view(view, s);
   EXPECT_EQ(find_line(render_screen(s, view, 24, 80), "market-data-equities-level2"), nullptr);
   EXPECT_NE(find_line(render_screen(s, view, 24, 120), "market-data-equities-level2"), nullptr);
+}
+
+TEST(RenderTest, LongNamesAreCutInTheMiddleSoTheirEndsStayApart) {
+  Snapshot s;
+  s.rings = {ring(1, "ringcast-demo-10168.ring"), ring(2, "ringcast-demo-10169.ring")};
+  ViewState view;
+  sync_view(view, s);
+  const Frame f = render_screen(s, view, 24, 80);
+  const Line* a = find_line(f, "68.ring");
+  const Line* b = find_line(f, "69.ring");
+  ASSERT_TRUE(a && b) << f.text();
+  EXPECT_NE(a, b);
+  EXPECT_NE(a->text().find("ringcast-d"), std::string::npos) << a->text();
+  EXPECT_NE(a->text().find('~'), std::string::npos) << a->text();
+}
+
+TEST(RenderTest, TitleDropsWordsBeforeItIsCut) {
+  Snapshot s = sample_snapshot();
+  for (std::uint32_t i = 3; i < 16; ++i) s.rings[0].consumers.push_back(consumer(i, 0, 1.0));
+  s.rings[0].active_consumers = 16;
+  s.rings.push_back(RingView{});
+  s.rings.back().state = RingState::gone;
+  s.rings.back().id = 3;
+  ViewState view;
+  sync_view(view, s);
+  const std::string title = render_screen(s, view, 24, 80).lines.at(0).text();
+  EXPECT_NE(title.find("sort: index"), std::string::npos) << title;
+  EXPECT_EQ(title.find("every"), std::string::npos) << title;
 }
 
 TEST(RenderTest, GoneRingShowsGoneAndItsReason) {
