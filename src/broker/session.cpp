@@ -308,8 +308,10 @@ void Session::cmd_unsubscribe(const std::vector<std::string>& args, bool pattern
 }
 
 void Session::cmd_publish(const std::vector<std::string>& args) {
-  // Earlier replies first: in RESP3 this connection may receive its own message.
-  flush_replies();
+  // Earlier replies first when this connection may itself receive the message
+  // (RESP3, subscribed). Otherwise nothing but its own replies can enter its
+  // queue, so pipelined PUBLISH replies keep accumulating into one frame.
+  if (subscribed()) flush_replies();
   const std::size_t n = core_.publish(args[1], args[2]);
   resp::integer(reply_, static_cast<long long>(n));
 }
