@@ -98,6 +98,66 @@ BrokerStats BrokerCore::stats() const {
   return st;
 }
 
+std::vector<ConnectionStats> BrokerCore::connection_stats() const {
+  std::lock_guard lock(registry_mu_);
+  std::vector<ConnectionStats> out;
+  out.reserve(sessions_.size());
+  for (const Session* s : sessions_) {
+    const QueueStats q = s->queue().stats();
+    ConnectionStats c;
+    c.id = s->id();
+    c.peer = s->peer();
+    c.name = s->name_;
+    c.resp = s->resp_version();
+    c.policy = q.policy;
+    c.subscriptions = s->sub_count() + s->psub_count();
+    c.queued_bytes = q.queued_bytes + q.inflight_bytes;
+    c.queued_frames = q.queued_frames;
+    c.sent_frames = s->sent_frames();
+    c.dropped_hard_limit = q.dropped[static_cast<std::size_t>(DropReason::kHardLimit)];
+    c.dropped_soft_limit = q.dropped[static_cast<std::size_t>(DropReason::kSoftLimit)];
+    c.dropped_disconnect = q.dropped[static_cast<std::size_t>(DropReason::kDisconnect)];
+    c.loss_notices = q.notices;
+    out.push_back(std::move(c));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ConnectionStats& a, const ConnectionStats& b) { return a.id < b.id; });
+  return out;
+}
+
+void BrokerCore::set_info_provider(InfoProvider provider) {
+  auto p = provider ? std::make_shared<const InfoProvider>(std::move(provider)) : nullptr;
+  std::lock_guard lock(provider_mu_);
+  provider_ = std::move(p);
+}
+
+std::string BrokerCore::info_reply(const std::vector<std::string>& sections) const {
+  std::shared_ptr<const InfoProvider> provider;
+  {
+    std::lock_guard lock(provider_mu_);
+    provider = provider_;
+  }
+  std::string text;
+  auto add = [&text](const std::string& part) {
+    if (part.empty()) return;
+    if (!text.empty()) text += "\r\n";
+    text += part;
+  };
+  std::vector<std::string> wanted;
+  for (const std::string& s : sections) {
+    std::string l(s);
+    std::transform(l.begin(), l.end(), l.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    wanted.push_back(std::move(l));
+  }
+  if (wanted.empty()) wanted.emplace_back();  // bare INFO: the default sections
+  for (const std::string& section : wanted) {
+    add(info(section));
+    if (provider) add((*provider)(section));
+  }
+  return text;
+}
+
 std::string BrokerCore::info(std::string_view section) const {
   std::string sec(section);
   std::transform(sec.begin(), sec.end(), sec.begin(),

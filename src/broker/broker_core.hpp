@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -65,6 +66,11 @@ class BrokerCore {
   // "clients", "stats", "pubsub", "drops"); unknown sections give "".
   [[nodiscard]] std::string info(std::string_view section) const;
   [[nodiscard]] BrokerStats stats() const;
+  [[nodiscard]] std::vector<ConnectionStats> connection_stats() const;
+  // INFO text for a command's section list: the core's sections plus the
+  // embedder's provider (called outside every broker lock).
+  [[nodiscard]] std::string info_reply(const std::vector<std::string>& sections) const;
+  void set_info_provider(InfoProvider provider);
 
   void count_connection() noexcept { total_connections_.fetch_add(1, std::memory_order_relaxed); }
   void count_rejected() noexcept { rejected_.fetch_add(1, std::memory_order_relaxed); }
@@ -86,6 +92,9 @@ class BrokerCore {
   std::atomic<std::uint64_t> commands_{0};
   std::atomic<std::uint64_t> published_{0};
   std::atomic<std::uint64_t> deliveries_{0};
+
+  mutable std::mutex provider_mu_;
+  std::shared_ptr<const InfoProvider> provider_;  // guarded by provider_mu_
 
   mutable std::mutex registry_mu_;
   std::vector<Session*> sessions_;

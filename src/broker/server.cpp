@@ -146,6 +146,7 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
         return;
       }
       batch_bytes_ = r.bytes;
+      count_sent(r.frames);
       for (const FrameRef& f : batch_) {
         iov_.push_back(iovec{const_cast<char*>(f->data()), f->size()});
       }
@@ -435,6 +436,10 @@ std::size_t Broker::publish(std::string_view channel, std::string_view payload) 
 }
 
 BrokerStats Broker::stats() const noexcept { return impl_->core.stats(); }
+
+std::vector<ConnectionStats> Broker::connection_stats() const { return impl_->core.connection_stats(); }
+
+void Broker::set_info_provider(InfoProvider provider) { impl_->core.set_info_provider(std::move(provider)); }
 
 void Broker::stop() noexcept {
   // release: pairs with the acquire loads in publish() and the accept handler.

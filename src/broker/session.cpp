@@ -539,17 +539,8 @@ void Session::cmd_pubsub(const std::vector<std::string>& args) {
 }
 
 void Session::cmd_info(const std::vector<std::string>& args) {
-  std::string text;
-  if (args.size() == 1) {
-    text = core_.info("");
-  } else {
-    for (std::size_t i = 1; i < args.size(); ++i) {
-      std::string part = core_.info(args[i]);
-      if (!text.empty() && !part.empty()) text += "\r\n";
-      text += part;
-    }
-  }
-  resp::verbatim(reply_, resp_, text);
+  resp::verbatim(reply_, resp_,
+                 core_.info_reply(std::vector<std::string>(args.begin() + 1, args.end())));
 }
 
 }  // namespace ringcast::broker

@@ -55,10 +55,18 @@ class Session : public Subscriber {
   [[nodiscard]] std::uint32_t sub_count() const noexcept { return nsub_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint32_t psub_count() const noexcept { return npsub_.load(std::memory_order_relaxed); }
   [[nodiscard]] int resp_version() const noexcept { return resp_mirror_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t sent_frames() const noexcept {
+    return sent_frames_.load(std::memory_order_relaxed);
+  }
 
  protected:
   ~Session() override;
   [[nodiscard]] BrokerCore& core() const noexcept { return core_; }
+  // The writer handed `n` more frames to the socket (owner thread).
+  void count_sent(std::uint64_t n) noexcept {
+    // relaxed: a statistic; only the owner thread writes it.
+    sent_frames_.store(sent_frames_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
 
  private:
   friend class BrokerCore;
@@ -95,6 +103,7 @@ class Session : public Subscriber {
   std::atomic<std::uint32_t> nsub_{0};
   std::atomic<std::uint32_t> npsub_{0};
   std::atomic<int> resp_mirror_{2};
+  std::atomic<std::uint64_t> sent_frames_{0};
 };
 
 }  // namespace ringcast::broker

@@ -2,7 +2,10 @@
 // network subscribers from a thread the broker does not own.
 #include <hiredis/hiredis.h>
 
+#include <atomic>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -79,6 +82,54 @@ TEST(BrokerEmbedTest, StartReportsBindFailuresWithErrno) {
   auto fourth = Broker::start(limits);
   ASSERT_FALSE(fourth.has_value());
   EXPECT_EQ(fourth.error().code, BrokerError::Code::kInvalidConfig);
+}
+
+TEST(BrokerEmbedTest, InfoProviderSectionsAndConnectionStatsReachTheEmbedder) {
+  auto started = Broker::start(loopback_config());
+  ASSERT_TRUE(started.has_value());
+  Broker& broker = **started;
+  std::atomic<int> calls{0};
+  broker.set_info_provider([&calls](std::string_view section) -> std::string {
+    calls.fetch_add(1, std::memory_order_relaxed);
+    if (section.empty() || section == "embedder") return "# Embedder\r\nanswer:42\r\n";
+    return {};
+  });
+  const timeval tv{5, 0};
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", broker.port(), tv);
+  ASSERT_TRUE(c != nullptr && c->err == 0);
+  redisSetTimeout(c, tv);
+  auto* r = static_cast<redisReply*>(redisCommand(c, "INFO EMBEDDER"));
+  ASSERT_TRUE(r != nullptr && r->type == REDIS_REPLY_STRING);
+  EXPECT_EQ(std::string(r->str, r->len), "# Embedder\r\nanswer:42\r\n");
+  freeReplyObject(r);
+  r = static_cast<redisReply*>(redisCommand(c, "INFO"));
+  ASSERT_TRUE(r != nullptr && r->type == REDIS_REPLY_STRING);
+  const std::string all(r->str, r->len);
+  EXPECT_NE(all.find("# Stats\r\n"), std::string::npos);
+  EXPECT_NE(all.find("\r\n# Embedder\r\nanswer:42\r\n"), std::string::npos);
+  freeReplyObject(r);
+  r = static_cast<redisReply*>(redisCommand(c, "INFO stats"));
+  ASSERT_TRUE(r != nullptr && r->type == REDIS_REPLY_STRING);
+  EXPECT_EQ(std::string(r->str, r->len).find("# Embedder"), std::string::npos);
+  freeReplyObject(r);
+  EXPECT_EQ(calls.load(std::memory_order_relaxed), 3);
+
+  r = static_cast<redisReply*>(redisCommand(c, "CLIENT SETNAME probe"));
+  freeReplyObject(r);
+  r = static_cast<redisReply*>(redisCommand(c, "SUBSCRIBE a b"));
+  freeReplyObject(r);
+  void* v = nullptr;
+  ASSERT_EQ(redisGetReply(c, &v), REDIS_OK);  // the second confirmation
+  freeReplyObject(v);
+  const std::vector<ConnectionStats> conns = broker.connection_stats();
+  ASSERT_EQ(conns.size(), 1u);
+  EXPECT_EQ(conns[0].name, "probe");
+  EXPECT_EQ(conns[0].subscriptions, 2u);
+  EXPECT_EQ(conns[0].policy, OverflowPolicy::kDisconnect);
+  EXPECT_GE(conns[0].sent_frames, 5u) << "4 INFO/SETNAME replies + the confirmations";
+  EXPECT_EQ(conns[0].peer.rfind("127.0.0.1:", 0), 0u);
+  broker.set_info_provider({});
+  redisFree(c);
 }
 
 TEST(BrokerEmbedTest, DestructorStopsWithClientsConnected) {

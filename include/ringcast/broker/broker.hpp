@@ -17,13 +17,19 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <tl/expected.hpp>
 
 #include "ringcast/broker/config.hpp"
+
+// Defined by this header: Broker::set_info_provider() and connection_stats()
+// exist (embedders such as the relay test for it).
+#define RINGCAST_BROKER_HAS_INFO_PROVIDER 1
 
 namespace ringcast::broker {
 
@@ -58,6 +64,29 @@ struct BrokerStats {
   std::uint64_t patterns = 0;            // current
 };
 
+// One client connection, as CLIENT LIST shows it. A snapshot: each field is
+// read at one instant, the set of them is not taken atomically.
+struct ConnectionStats {
+  std::uint64_t id = 0;
+  std::string peer;  // "127.0.0.1:51234"
+  std::string name;  // CLIENT SETNAME, or empty
+  int resp = 2;
+  OverflowPolicy policy = OverflowPolicy::kDisconnect;
+  std::uint64_t subscriptions = 0;  // channels + patterns
+  std::uint64_t queued_bytes = 0;   // queued plus handed to the kernel, not yet written
+  std::uint64_t queued_frames = 0;
+  std::uint64_t sent_frames = 0;  // frames handed to the socket writer
+  std::uint64_t dropped_hard_limit = 0;
+  std::uint64_t dropped_soft_limit = 0;
+  std::uint64_t dropped_disconnect = 0;
+  std::uint64_t loss_notices = 0;
+};
+
+// Extra INFO text. Called with the requested section in lower case ("" for a
+// bare INFO); returns complete "# Title\r\nkey:value\r\n..." sections, or ""
+// when it has nothing for that section.
+using InfoProvider = std::function<std::string(std::string_view section)>;
+
 class Broker {
  public:
   // Binds the listener and starts the I/O threads. Fails with kInvalidConfig,
@@ -80,6 +109,16 @@ class Broker {
   std::size_t publish(std::string_view channel, std::string_view payload) noexcept;
 
   [[nodiscard]] BrokerStats stats() const noexcept;
+
+  // Every connected client, ordered by id. Takes the registry lock and each
+  // connection's queue lock briefly; allocates the result.
+  [[nodiscard]] std::vector<ConnectionStats> connection_stats() const;
+
+  // Installs (or, with an empty function, removes) a provider whose sections are
+  // appended to INFO replies. It runs on the broker's I/O threads, outside the
+  // broker's locks, until wait() has returned, so whatever it captures must
+  // live that long. May be called at any time from any thread.
+  void set_info_provider(InfoProvider provider);
 
   // Closes the listener and all connections and lets the I/O threads finish.
   // Idempotent; returns without waiting.
