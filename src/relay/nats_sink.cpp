@@ -30,6 +30,16 @@ std::string connected_url(natsConnection* nc) {
 
 }  // namespace
 
+NatsSink::NatsSink(LogFn log) : callbacks_(std::make_shared<Callbacks>()) {
+  callbacks_->log = std::move(log);
+  closure_ = new Holder(callbacks_);
+}
+
+void NatsSink::Callbacks::say(LogLevel level, const std::string& text) {
+  std::lock_guard lock(mu);
+  if (!closed) log(level, text);
+}
+
 tl::expected<std::unique_ptr<NatsSink>, std::string> NatsSink::connect(const NatsConfig& config, LogFn log) {
   std::unique_ptr<NatsSink> sink(new NatsSink(std::move(log)));
   natsOptions* o = nullptr;
@@ -38,7 +48,7 @@ tl::expected<std::unique_ptr<NatsSink>, std::string> NatsSink::connect(const Nat
   };
   if (natsStatus s = natsOptions_Create(&o); s != NATS_OK) return fail("natsOptions_Create", s);
   sink->options_ = o;
-  NatsSink* self = sink.get();
+  void* closure = sink->closure_;
   // "nats://a:4222,nats://b:4222": libnats tries the servers in random order.
   std::vector<std::string> urls;
   for (std::size_t pos = 0; pos <= config.url.size();) {
@@ -60,39 +70,52 @@ tl::expected<std::unique_ptr<NatsSink>, std::string> NatsSink::connect(const Nat
   }
   if ((s = natsOptions_SetTimeout(o, config.connect_timeout.count())) != NATS_OK) return fail("timeout", s);
   if ((s = natsOptions_SetNoEcho(o, true)) != NATS_OK) return fail("no echo", s);
-  if ((s = natsOptions_SetDisconnectedCB(o, &NatsSink::on_disconnected, self)) != NATS_OK) return fail("cb", s);
-  if ((s = natsOptions_SetReconnectedCB(o, &NatsSink::on_reconnected, self)) != NATS_OK) return fail("cb", s);
-  if ((s = natsOptions_SetClosedCB(o, &NatsSink::on_closed, self)) != NATS_OK) return fail("cb", s);
-  if ((s = natsOptions_SetErrorHandler(o, &NatsSink::on_error, self)) != NATS_OK) return fail("cb", s);
+  if ((s = natsOptions_SetDisconnectedCB(o, &NatsSink::on_disconnected, closure)) != NATS_OK) return fail("cb", s);
+  if ((s = natsOptions_SetReconnectedCB(o, &NatsSink::on_reconnected, closure)) != NATS_OK) return fail("cb", s);
+  if ((s = natsOptions_SetClosedCB(o, &NatsSink::on_closed, closure)) != NATS_OK) return fail("cb", s);
+  if ((s = natsOptions_SetErrorHandler(o, &NatsSink::on_error, closure)) != NATS_OK) return fail("cb", s);
   // An unreachable server at start is retried like a lost one; publishes buffer.
-  if ((s = natsOptions_SetRetryOnFailedConnect(o, true, &NatsSink::on_connected, self)) != NATS_OK) {
+  if ((s = natsOptions_SetRetryOnFailedConnect(o, true, &NatsSink::on_connected, closure)) != NATS_OK) {
     return fail("retry on failed connect", s);
   }
   s = natsConnection_Connect(&sink->conn_, o);
   if (s == NATS_NOT_YET_CONNECTED) {
-    sink->log_(LogLevel::warning, fmt::format("NATS {} not reachable yet; retrying in the background", config.url));
+    sink->callbacks_->say(LogLevel::warning,
+                          fmt::format("NATS {} not reachable yet; retrying in the background", config.url));
   } else if (s != NATS_OK) {
+    sink->conn_ = nullptr;
     return fail(fmt::format("connect {}", config.url), s);
   } else {
-    sink->log_(LogLevel::info, fmt::format("NATS connected to {}", connected_url(sink->conn_)));
+    sink->callbacks_->say(LogLevel::info, fmt::format("NATS connected to {}", connected_url(sink->conn_)));
   }
   return sink;
 }
 
 NatsSink::~NatsSink() {
   close(std::chrono::milliseconds(1000));
-  if (conn_ != nullptr) natsConnection_Destroy(conn_);
+  if (conn_ != nullptr) {
+    natsConnection_Destroy(conn_);  // libnats still owns closure_: on_closed deletes it
+  } else {
+    delete closure_;  // no connection, so no callback will ever run
+  }
   if (options_ != nullptr) natsOptions_Destroy(options_);
 }
 
 void NatsSink::close(std::chrono::milliseconds flush_timeout) noexcept {
   // acq_rel: one caller closes; the others see it done.
-  if (conn_ == nullptr || closed_.exchange(true, std::memory_order_acq_rel)) return;
-  if (natsConnection_Status(conn_) == NATS_CONN_STATUS_CONNECTED) {
+  if (closed_.exchange(true, std::memory_order_acq_rel)) return;
+  if (conn_ != nullptr && natsConnection_Status(conn_) == NATS_CONN_STATUS_CONNECTED) {
     const natsStatus s = natsConnection_FlushTimeout(conn_, flush_timeout.count());
-    if (s != NATS_OK) log_(LogLevel::warning, fmt::format("NATS flush at close: {}", natsStatus_GetText(s)));
+    if (s != NATS_OK) {
+      callbacks_->say(LogLevel::warning, fmt::format("NATS flush at close: {}", natsStatus_GetText(s)));
+    }
   }
-  natsConnection_Close(conn_);
+  {
+    // From here on callbacks stay silent: whatever `log` points at may go away.
+    std::lock_guard lock(callbacks_->mu);
+    callbacks_->closed = true;
+  }
+  if (conn_ != nullptr) natsConnection_Close(conn_);
 }
 
 void NatsSink::count_failure(natsStatus s) noexcept {
@@ -112,8 +135,8 @@ NatsStats NatsSink::stats() const {
   st.published = published_.load(std::memory_order_relaxed);
   st.buffer_full = buffer_full_.load(std::memory_order_relaxed);
   st.failed = failed_.load(std::memory_order_relaxed);
-  st.disconnects = disconnects_.load(std::memory_order_relaxed);
-  st.reconnects = reconnects_.load(std::memory_order_relaxed);
+  st.disconnects = callbacks_->disconnects.load(std::memory_order_relaxed);
+  st.reconnects = callbacks_->reconnects.load(std::memory_order_relaxed);
   if (conn_ != nullptr) {
     st.status = std::string(status_name(natsConnection_Status(conn_)));
     st.buffered_bytes = natsConnection_Buffered(conn_);
@@ -127,46 +150,41 @@ NatsStats NatsSink::stats() const {
     }
   }
   const auto last = static_cast<natsStatus>(last_failure_.load(std::memory_order_relaxed));
-  std::lock_guard lock(mu_);
-  st.last_error = last_error_;
+  std::lock_guard lock(callbacks_->mu);
+  st.last_error = callbacks_->last_error;
   if (st.last_error.empty() && last != NATS_OK) st.last_error = natsStatus_GetText(last);
   return st;
 }
 
 void NatsSink::on_connected(natsConnection* nc, void* closure) {
-  auto* self = static_cast<NatsSink*>(closure);
-  self->log_(LogLevel::info, fmt::format("NATS connected to {}", connected_url(nc)));
+  state(closure).say(LogLevel::info, fmt::format("NATS connected to {}", connected_url(nc)));
 }
 
 void NatsSink::on_disconnected(natsConnection* /*nc*/, void* closure) {
-  auto* self = static_cast<NatsSink*>(closure);
-  // relaxed: statistics.
-  self->disconnects_.fetch_add(1, std::memory_order_relaxed);
-  if (!self->closed_.load(std::memory_order_acquire)) {
-    self->log_(LogLevel::warning, "NATS disconnected; libnats buffers publishes and reconnects");
-  }
+  Callbacks& cb = state(closure);
+  cb.disconnects.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+  cb.say(LogLevel::warning, "NATS disconnected; libnats buffers publishes and reconnects");
 }
 
 void NatsSink::on_reconnected(natsConnection* nc, void* closure) {
-  auto* self = static_cast<NatsSink*>(closure);
-  self->reconnects_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
-  self->log_(LogLevel::info, fmt::format("NATS reconnected to {}", connected_url(nc)));
+  Callbacks& cb = state(closure);
+  cb.reconnects.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+  cb.say(LogLevel::info, fmt::format("NATS reconnected to {}", connected_url(nc)));
 }
 
 void NatsSink::on_closed(natsConnection* /*nc*/, void* closure) {
-  auto* self = static_cast<NatsSink*>(closure);
-  if (!self->closed_.load(std::memory_order_acquire)) {
-    self->log_(LogLevel::error, "NATS connection closed (reconnect attempts exhausted); NATS publishes now fail");
-  }
+  auto* holder = static_cast<Holder*>(closure);
+  (*holder)->say(LogLevel::error, "NATS connection closed (reconnect attempts exhausted); NATS publishes now fail");
+  delete holder;  // the last callback libnats makes for this connection
 }
 
 void NatsSink::on_error(natsConnection* /*nc*/, natsSubscription* /*sub*/, natsStatus err, void* closure) {
-  auto* self = static_cast<NatsSink*>(closure);
+  Callbacks& cb = state(closure);
   {
-    std::lock_guard lock(self->mu_);
-    self->last_error_ = natsStatus_GetText(err);
+    std::lock_guard lock(cb.mu);
+    cb.last_error = natsStatus_GetText(err);
   }
-  self->log_(LogLevel::warning, fmt::format("NATS asynchronous error: {}", natsStatus_GetText(err)));
+  cb.say(LogLevel::warning, fmt::format("NATS asynchronous error: {}", natsStatus_GetText(err)));
 }
 
 }  // namespace ringcast::relay

@@ -59,26 +59,42 @@ class NatsSink {
   void close(std::chrono::milliseconds flush_timeout) noexcept;
 
  private:
-  NatsSink(LogFn log) : log_(std::move(log)) {}
+  // State libnats' callback thread uses. libnats delivers callbacks
+  // asynchronously, possibly after natsConnection_Close/Destroy return, so this
+  // outlives the sink: the closure handed to libnats is a heap shared_ptr that
+  // on_closed (always the last callback) deletes.
+  //  * mu guards closed, log use and last_error: close() sets closed under mu, so
+  //    once it returns no callback is inside log (whose target may be gone).
+  struct Callbacks {
+    std::mutex mu;
+    bool closed = false;
+    LogFn log;
+    std::string last_error;
+    std::atomic<std::uint64_t> disconnects{0};
+    std::atomic<std::uint64_t> reconnects{0};
+    // Logs unless closed; callers hold no lock.
+    void say(LogLevel level, const std::string& text);
+  };
+  using Holder = std::shared_ptr<Callbacks>;
+
+  explicit NatsSink(LogFn log);
   void count_failure(natsStatus s) noexcept;
+  static Callbacks& state(void* closure) { return **static_cast<Holder*>(closure); }
   static void on_connected(natsConnection* nc, void* closure);
   static void on_disconnected(natsConnection* nc, void* closure);
   static void on_reconnected(natsConnection* nc, void* closure);
   static void on_closed(natsConnection* nc, void* closure);
   static void on_error(natsConnection* nc, natsSubscription* sub, natsStatus err, void* closure);
 
-  LogFn log_;
+  Holder callbacks_;
+  Holder* closure_ = nullptr;  // owned by libnats once a connection exists, else by us
   natsOptions* options_ = nullptr;
   natsConnection* conn_ = nullptr;
   std::atomic<bool> closed_{false};
   std::atomic<std::uint64_t> published_{0};
   std::atomic<std::uint64_t> buffer_full_{0};
   std::atomic<std::uint64_t> failed_{0};
-  std::atomic<std::uint64_t> disconnects_{0};
-  std::atomic<std::uint64_t> reconnects_{0};
   std::atomic<std::uint32_t> last_failure_{NATS_OK};  // natsStatus of the latest refused publish
-  mutable std::mutex mu_;
-  std::string last_error_;  // guarded by mu_
 };
 
 }  // namespace ringcast::relay

@@ -32,14 +32,17 @@ std::uint64_t e2e_messages() {
   return testing::scaled(1'000'000, 100'000);
 }
 
-// Payload: the sequence number and its complement (16 bytes).
+// Payload: the sequence number and its complement, padded to a full slot
+// (52 bytes; an 87-byte frame on channel "ticks").
+constexpr std::size_t kPayload = kMaxPayload;
 void encode(std::uint64_t seq, std::byte* out) {
   const std::uint64_t inv = ~seq;
+  std::memset(out, '.', kPayload);
   std::memcpy(out, &seq, 8);
   std::memcpy(out + 8, &inv, 8);
 }
 bool decode(std::string_view p, std::uint64_t& seq) {
-  if (p.size() != 16) return false;
+  if (p.size() != kPayload) return false;
   std::uint64_t inv = 0;
   std::memcpy(&seq, p.data(), 8);
   std::memcpy(&inv, p.data() + 8, 8);
@@ -101,7 +104,7 @@ TEST(RelayEndToEndTest, ProducerLocalConsumersRelayAndTcpSubscribersAccountForEv
   Child relay;
   const std::uint16_t port =
       start_relay(relay, {"--ring", path + "=ticks", "--listen", "127.0.0.1:0", "--overflow-policy", "drop-oldest",
-                          "--hard-limit", "2mb", "--soft-limit", "0", "--io-threads", "2"});
+                          "--hard-limit", "1mb", "--soft-limit", "0", "--io-threads", "2"});
   ASSERT_NE(port, 0) << relay.stdout_text() << relay.stderr_text();
   ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
 
@@ -109,7 +112,10 @@ TEST(RelayEndToEndTest, ProducerLocalConsumersRelayAndTcpSubscribersAccountForEv
   for (auto& l : locals) ASSERT_TRUE(l.attach(path));
 
   // Three subscribers, named so CLIENT LIST can tell them apart.
-  RespClient fast1(port), fast2(port), slow(port), control(port);
+  // The slow one has a small receive window (set before connecting, which
+  // also stops autotuning), so the kernel cannot absorb its backlog: at most
+  // tcp_wmem's 4 MiB on the relay's side plus a few KiB here.
+  RespClient fast1(port), fast2(port), slow(port, 4096), control(port);
   for (auto [c, name] : {std::pair{&fast1, "fast1"}, std::pair{&fast2, "fast2"}, std::pair{&slow, "slow"}}) {
     ASSERT_TRUE(c->ok());
     auto r = c->call({"CLIENT", "SETNAME", name});
@@ -118,10 +124,12 @@ TEST(RelayEndToEndTest, ProducerLocalConsumersRelayAndTcpSubscribersAccountForEv
   }
 
   // The producer stays at most kWindow messages ahead of the fast subscribers,
-  // so their queues (<= kWindow * 51 bytes) never reach the 2 MiB hard limit:
-  // they must get everything. The slow one does not read at all until half the
-  // stream is out (so it must lose messages) and then reads slowly.
-  constexpr std::uint64_t kWindow = 8192;
+  // so their queues (<= kWindow * 87 bytes = 348 KiB) never reach the 1 MiB
+  // hard limit: they must get everything. The slow one does not read at all
+  // until three quarters of the stream are out (>= 75,000 * 87 bytes = 6.2 MiB,
+  // more than its queue and socket buffers hold, so it must lose messages) and
+  // then reads slowly.
+  constexpr std::uint64_t kWindow = 4096;
   std::atomic<std::uint64_t> fast_received[2] = {0, 0};
   std::atomic<std::uint64_t> pushed{0};
   std::atomic<bool> producer_failed{false};
@@ -131,7 +139,7 @@ TEST(RelayEndToEndTest, ProducerLocalConsumersRelayAndTcpSubscribersAccountForEv
   std::thread producer([&] {
     auto p = BroadcastRing::open(path);
     if (!p) return producer_failed.store(true, std::memory_order_relaxed);
-    alignas(8) std::byte msg[16];
+    alignas(8) std::byte msg[kPayload];
     for (std::uint64_t seq = 0; seq < count; ++seq) {
       while (seq - std::min(fast_received[0].load(std::memory_order_relaxed),
                             fast_received[1].load(std::memory_order_relaxed)) >= kWindow) {
@@ -139,7 +147,7 @@ TEST(RelayEndToEndTest, ProducerLocalConsumersRelayAndTcpSubscribersAccountForEv
         std::this_thread::sleep_for(100us);  // pacing, not synchronisation
       }
       encode(seq, msg);
-      if (p->push_wait(std::span<const std::byte>(msg, 16), 30s) != Errc::ok) return producer_failed.store(true, std::memory_order_relaxed);
+      if (p->push_wait(std::span<const std::byte>(msg, kPayload), 30s) != Errc::ok) return producer_failed.store(true, std::memory_order_relaxed);
       pushed.store(seq + 1, std::memory_order_relaxed);
     }
   });
@@ -167,7 +175,7 @@ TEST(RelayEndToEndTest, ProducerLocalConsumersRelayAndTcpSubscribersAccountForEv
   std::uint64_t slow_last_seq = 0;
   std::uint64_t slow_out_of_order = 0;
   std::thread slow_thread([&] {
-    while (pushed.load(std::memory_order_relaxed) < count / 2 && testing::ms_left(deadline) > 0 &&
+    while (pushed.load(std::memory_order_relaxed) < count / 4 * 3 && testing::ms_left(deadline) > 0 &&
            !producer_failed.load(std::memory_order_relaxed)) {
       std::this_thread::sleep_for(1ms);  // deliberately not reading
     }
@@ -262,11 +270,13 @@ TEST(RelayEndToEndTest, KilledRelayDoesNotBlockTheProducerForever) {
     // owner died (kernel OFD locks), so a killed relay cannot block it.
     auto p = BroadcastRing::open(path, {.reap_on_full = true});
     if (!p) return producer_failed.store(true, std::memory_order_relaxed);
-    alignas(8) std::byte msg[16];
+    alignas(8) std::byte msg[kPayload];
     for (std::uint64_t seq = 0; seq < count; ++seq) {
       encode(seq, msg);
       Errc e = Errc::full;
-      while (e != Errc::ok && testing::ms_left(deadline) > 0) e = p->push_wait(std::span<const std::byte>(msg, 16), 1s);
+      while (e != Errc::ok && testing::ms_left(deadline) > 0) {
+        e = p->push_wait(std::span<const std::byte>(msg, kPayload), 1s);
+      }
       if (e != Errc::ok) return producer_failed.store(true, std::memory_order_relaxed);
       pushed.store(seq + 1, std::memory_order_relaxed);
     }

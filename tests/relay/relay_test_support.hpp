@@ -54,6 +54,7 @@ inline bool poll_until(const std::function<bool()>& pred,
 // Sanitizer builds run the large tests with fewer messages (see CMakeLists).
 inline std::uint64_t scaled(std::uint64_t release_count, std::uint64_t sanitizer_count) {
 #if defined(RINGCAST_RELAY_SANITIZED)
+  (void)release_count;
   return sanitizer_count;
 #else
   (void)sanitizer_count;
