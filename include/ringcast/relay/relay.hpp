@@ -177,11 +177,13 @@ class Relay {
   [[nodiscard]] std::vector<RingStats> ring_stats() const;
   [[nodiscard]] NatsStats nats_stats() const;
 
-  // "# Relay" INFO section (Redis key:value lines, CRLF), one block per ring.
+  // "# Relay" INFO section (Redis key:value lines, CRLF), one line per ring;
+  // the embedded broker's INFO shows it too (`INFO relay`).
+  // ring_stats, nats_stats and info_text allocate; they never block the readers.
   [[nodiscard]] std::string info_text() const;
   // Prometheus text exposition (version 0.0.4): relay, NATS, broker and
-  // per-connection series. Per-connection series come from a CLIENT LIST
-  // round trip to the relay's own broker (bounded by 1 s).
+  // per-connection series (Broker::connection_stats(); against an older broker
+  // without it, a CLIENT LIST round trip bounded by 1 s).
   [[nodiscard]] std::string prometheus_text() const;
 
   struct Impl;
