@@ -226,6 +226,8 @@ RingView Monitor::sample(Entry& e, TimePoint now) {
   v.producer_alive = st.producer_alive;
   if (st.producer_alive) v.producer_process = process_name(st.producer_pid);
   v.half_written_slot = st.half_written_slot;
+  v.producer_sleeping = st.producer_sleeping;
+  v.sleeping_consumers = st.sleeping_consumers;
 
   const double dt = e.sampled ? seconds(now - e.prev_time) : 0.0;
   if (dt > 0.0 && st.producer_seq >= e.prev_seq) {

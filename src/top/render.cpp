@@ -141,15 +141,20 @@ Line ring_detail(const RingView& r) {
                                    r.producer_process.empty() ? "-" : fit(r.producer_process, kProcessWidth)),
                        Style::plain});
     if (r.producer_alive) {
-      l.spans.push_back({"alive", Style::plain});
+      // "waiting": asleep in push_wait, i.e. blocked until a consumer moves.
+      l.spans.push_back({r.producer_sleeping ? "waiting" : "alive", Style::plain});
     } else {
       // A live producer can be caught mid-write; a dead one left the slot torn
       // until the next producer repairs it.
       l.spans.push_back({r.half_written_slot ? "DEAD mid-write" : "DEAD", Style::warn});
     }
   }
-  l.spans.push_back({fmt::format("  {}{}", r.lossy ? "lossy" : "blocking", r.wakeups ? ", wakeups" : ""),
-                     Style::plain});
+  std::string mode = r.lossy ? "lossy" : "blocking";
+  if (r.wakeups) {
+    mode += r.sleeping_consumers > 0 ? fmt::format(", wakeups ({} asleep)", r.sleeping_consumers)
+                                     : std::string(", wakeups");
+  }
+  l.spans.push_back({"  " + mode, Style::plain});
   return l;
 }
 
@@ -568,9 +573,11 @@ std::string render_json(const Snapshot& snap, double interval_s) {
     out += R"("producer_process":)";
     json_string(out, r.producer_process);
     out += fmt::format(
-        R"(,"half_written_slot":{},"push_rate":{},"max_lag":{},"fill":{},"active_consumers":{},)"
+        R"(,"half_written_slot":{},"producer_sleeping":{},"sleeping_consumers":{},"push_rate":{},)"
+        R"("max_lag":{},"fill":{},"active_consumers":{},)"
         R"("dead_consumers":{},"behind_consumers":{},"blocked":{},"drained":{},"consumers":[)",
-        json_bool(r.half_written_slot), json_number(r.push_rate), r.max_lag, json_number(r.fill),
+        json_bool(r.half_written_slot), json_bool(r.producer_sleeping), r.sleeping_consumers,
+        json_number(r.push_rate), r.max_lag, json_number(r.fill),
         r.active_consumers, r.dead_consumers, r.behind_consumers, json_bool(r.blocked),
         json_bool(r.drained));
     for (std::size_t j = 0; j < r.consumers.size(); ++j) {

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ringcast/broadcast_ring.hpp"
@@ -215,6 +216,32 @@ TEST_F(MonitorTest, TimeSinceLastAdvanceCountsFromTheRefreshThatSawItMove) {
   EXPECT_DOUBLE_EQ(v.since_advance_s, 3.0);
   ASSERT_TRUE(v.recv_rate.has_value());
   EXPECT_DOUBLE_EQ(*v.recv_rate, 0.0);
+}
+
+TEST_F(MonitorTest, ProducerAsleepInPushWaitIsReported) {
+  CreateOptions wakeups;
+  wakeups.wakeups = true;
+  BroadcastRing ring = make_ring(path(), 2, wakeups);
+  auto c = ring.register_consumer();
+  ASSERT_TRUE(c);
+  push(ring, 2);
+  Monitor m = monitor({path()});
+  EXPECT_FALSE(m.refresh().rings.at(0).producer_sleeping);
+  // The producing thread waits for room; this thread only watches, then reads.
+  Errc pushed = Errc::timed_out;
+  std::thread producer([&] {
+    const std::byte payload[1] = {};
+    pushed = ring.push_wait(payload, std::chrono::seconds(60), IdleStrategy::spin_then_block);
+  });
+  const bool seen = test::eventually([&] {
+    const RingView r = m.refresh().rings.at(0);
+    return r.producer_sleeping && r.blocked && r.wakeups;
+  });
+  receive(ring, *c, 1);  // makes room: the producer wakes and pushes
+  producer.join();
+  EXPECT_TRUE(seen);
+  EXPECT_EQ(pushed, Errc::ok);
+  EXPECT_FALSE(m.refresh().rings.at(0).producer_sleeping);
 }
 
 TEST_F(MonitorTest, ReregisteredEntryStartsAFreshHistory) {

@@ -240,6 +240,9 @@ TEST(RenderTest, ExtremeValuesStayInsideEightyColumns) {
   r.producer_pid = 4194304;
   r.producer_process = "a-very-long-producer-name";
   r.half_written_slot = true;
+  r.wakeups = true;
+  r.producer_sleeping = true;
+  r.sleeping_consumers = 16;
   r.fill = 1.0;
   r.blocked = true;
   Snapshot s;
@@ -308,6 +311,20 @@ TEST(RenderTest, TitleDropsWordsBeforeItIsCut) {
   const std::string title = render_screen(s, view, 24, 80).lines.at(0).text();
   EXPECT_NE(title.find("sort: index"), std::string::npos) << title;
   EXPECT_EQ(title.find("every"), std::string::npos) << title;
+}
+
+TEST(RenderTest, SleepingProducerShowsAsWaitingAndSleepersAreCounted) {
+  Snapshot s = sample_snapshot();
+  s.rings[0].wakeups = true;
+  s.rings[0].producer_sleeping = true;
+  s.rings[0].sleeping_consumers = 2;
+  const std::string text = render_text(s, SortKey::index, 1.0);
+  EXPECT_NE(text.find("producer 42 ticker waiting  blocking, wakeups (2 asleep)"), std::string::npos)
+      << text;
+  const auto json = test::parse_json(render_json(s, 1.0));
+  ASSERT_TRUE(json);
+  EXPECT_TRUE((*json)["rings"][0]["producer_sleeping"].b);
+  EXPECT_DOUBLE_EQ((*json)["rings"][0]["sleeping_consumers"].n, 2);
 }
 
 TEST(RenderTest, GoneRingShowsGoneAndItsReason) {
