@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 
-#include "relay/admin_client.hpp"
 #include "relay/nats_sink.hpp"
 #include "relay/prometheus.hpp"
 #include "relay/ring_reader.hpp"
@@ -124,7 +123,6 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     auto b = broker::Broker::start(*im.config.broker);
     if (!b) return tl::unexpected(RelayError{Code::kBroker, b.error().message()});
     im.broker = std::move(*b);
-#ifdef RINGCAST_BROKER_HAS_INFO_PROVIDER
     // INFO relay (and a bare INFO / INFO all) shows the per-ring section. The
     // provider runs on broker I/O threads until broker->wait() returns in
     // do_stop(), while im and its readers are alive.
@@ -135,7 +133,6 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
       }
       return {};
     });
-#endif
   }
   if (im.config.nats) {
     auto n = NatsSink::connect(*im.config.nats, im.log);
@@ -278,10 +275,9 @@ std::string Relay::prometheus_text() const {
       Labels labels;
       double queued_bytes = 0, queued_frames = 0, subscriptions = 0, notices = 0;
       double dropped[3] = {0, 0, 0};  // hard, soft, disconnect
-      double sent = -1;               // -1: not reported
+      double sent = 0;
     };
     std::vector<Conn> conns;
-#ifdef RINGCAST_BROKER_HAS_INFO_PROVIDER
     for (const broker::ConnectionStats& c : impl_->broker->connection_stats()) {
       Conn x;
       x.labels = {{"id", std::to_string(c.id)}, {"addr", c.peer}, {"name", c.name}};
@@ -295,34 +291,6 @@ std::string Relay::prometheus_text() const {
       x.sent = static_cast<double>(c.sent_frames);
       conns.push_back(std::move(x));
     }
-#else
-    // No broker API for it yet: CLIENT LIST over loopback (docs/relay.md).
-    const auto& cfg = *impl_->config.broker;
-    if (auto body = fetch_client_list(cfg.bind_address, impl_->broker->port(), cfg.requirepass,
-                                      std::chrono::milliseconds(1000))) {
-      for (const ClientFields& f : parse_client_list(*body)) {
-        const auto get = [&](std::string_view k) {
-          const auto it = f.find(k);
-          return it == f.end() ? std::string() : it->second;
-        };
-        const auto num = [&](std::string_view k) {
-          const std::string v = get(k);
-          return v.empty() ? 0.0 : std::strtod(v.c_str(), nullptr);
-        };
-        if (get("name") == kAdminClientName) continue;
-        Conn x;
-        x.labels = {{"id", get("id")}, {"addr", get("addr")}, {"name", get("name")}};
-        x.queued_bytes = num("omem");
-        x.queued_frames = num("oqueue");
-        x.subscriptions = num("sub") + num("psub");
-        x.notices = num("loss-notices");
-        x.dropped[0] = num("dropped-hard");
-        x.dropped[1] = num("dropped-soft");
-        x.dropped[2] = num("dropped-disconnect");
-        conns.push_back(std::move(x));
-      }
-    }
-#endif
     w.header("ringcast_broker_connection_queued_bytes", "Bytes queued or in flight for the connection (omem).",
              "gauge");
     for (const auto& c : conns) w.sample("ringcast_broker_connection_queued_bytes", c.labels, c.queued_bytes);
@@ -331,11 +299,9 @@ std::string Relay::prometheus_text() const {
     w.header("ringcast_broker_connection_subscriptions", "Channels plus patterns the connection subscribes to.",
              "gauge");
     for (const auto& c : conns) w.sample("ringcast_broker_connection_subscriptions", c.labels, c.subscriptions);
-    if (!conns.empty() && conns.front().sent >= 0) {
-      w.header("ringcast_broker_connection_sent_frames_total", "Frames handed to the connection's socket writer.",
-               "counter");
-      for (const auto& c : conns) w.sample("ringcast_broker_connection_sent_frames_total", c.labels, c.sent);
-    }
+    w.header("ringcast_broker_connection_sent_frames_total", "Frames handed to the connection's socket writer.",
+             "counter");
+    for (const auto& c : conns) w.sample("ringcast_broker_connection_sent_frames_total", c.labels, c.sent);
     w.header("ringcast_broker_connection_dropped_total", "Frames the connection lost, by reason.", "counter");
     static constexpr const char* kReasons[] = {"hard_limit", "soft_limit", "disconnect"};
     for (const auto& c : conns) {

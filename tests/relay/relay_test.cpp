@@ -299,7 +299,6 @@ TEST(RelayTest, InfoTextListsEveryRing) {
   EXPECT_NE(info.find("ring_0:path=" + path + ",channel=info,state="), std::string::npos) << info;
 }
 
-#ifdef RINGCAST_BROKER_HAS_INFO_PROVIDER
 TEST(RelayTest, BrokerInfoCommandShowsTheRelaySection) {
   TempDir dir;
   const std::string path = dir.file("info-cmd.ring");
@@ -324,7 +323,6 @@ TEST(RelayTest, BrokerInfoCommandShowsTheRelaySection) {
   ASSERT_TRUE(stats && stats->type == '$');
   EXPECT_EQ(stats->str.find("# Relay"), std::string_view::npos);
 }
-#endif
 
 TEST(RelayTest, RejectsConfigurationsWithoutRingsOrSinks) {
   RelayConfig none;

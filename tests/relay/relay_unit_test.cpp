@@ -2,7 +2,6 @@
 // codec, Prometheus text and CLIENT LIST parsing.
 #include <gtest/gtest.h>
 
-#include "relay/admin_client.hpp"
 #include "relay/prometheus.hpp"
 #include "ringcast/relay/relay.hpp"
 #include "ringcast/relay/topic.hpp"
@@ -125,17 +124,6 @@ TEST(PrometheusWriterTest, WritesHeadersSamplesAndEscapedLabels) {
             "# HELP x_total Things.\n# TYPE x_total counter\n"
             "x_total{ring=\"/dev/shm/a\\\"b\\\\c\\nd\"} 42\n"
             "x_total 0.5\n");
-}
-
-TEST(ClientListTest, ParsesKeyValueLinesIncludingEmptyValues) {
-  const auto rows = parse_client_list(
-      "id=3 addr=127.0.0.1:5000 name= omem=10 dropped-hard=2\n"
-      "id=4 addr=127.0.0.1:5001 name=slow omem=0 dropped-hard=0\n");
-  ASSERT_EQ(rows.size(), 2u);
-  EXPECT_EQ(rows[0].at("id"), "3");
-  EXPECT_EQ(rows[0].at("name"), "");
-  EXPECT_EQ(rows[0].at("dropped-hard"), "2");
-  EXPECT_EQ(rows[1].at("name"), "slow");
 }
 
 }  // namespace

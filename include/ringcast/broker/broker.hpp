@@ -27,10 +27,6 @@
 
 #include "ringcast/broker/config.hpp"
 
-// Defined by this header: Broker::set_info_provider() and connection_stats()
-// exist (embedders such as the relay test for it).
-#define RINGCAST_BROKER_HAS_INFO_PROVIDER 1
-
 namespace ringcast::broker {
 
 struct BrokerError {
