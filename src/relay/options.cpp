@@ -51,29 +51,6 @@ tl::expected<HostPort, std::string> parse_host_port(std::string_view s) {
   return hp;
 }
 
-std::optional<std::size_t> parse_size(std::string_view text) {
-  std::string s(text);
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  std::size_t mult = 1;
-  const auto strip = [&](std::string_view suffix, std::size_t m) {
-    if (s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      s.resize(s.size() - suffix.size());
-      mult = m;
-      return true;
-    }
-    return false;
-  };
-  (void)(strip("gb", std::size_t{1} << 30) || strip("mb", std::size_t{1} << 20) ||
-         strip("kb", std::size_t{1} << 10) || strip("g", std::size_t{1} << 30) ||
-         strip("m", std::size_t{1} << 20) || strip("k", std::size_t{1} << 10) || strip("b", 1));
-  std::size_t value = 0;
-  const auto r = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) return std::nullopt;
-  if (value > SIZE_MAX / mult) return std::nullopt;
-  return value * mult;
-}
-
 std::string_view to_string(RingState s) noexcept {
   switch (s) {
     case RingState::waiting_for_ring: return "waiting_for_ring";

@@ -56,16 +56,6 @@ TEST(RelayOptionsTest, HostPortFormats) {
   EXPECT_FALSE(parse_host_port("[::1]6390"));
 }
 
-TEST(RelayOptionsTest, SizesTakeRedisSuffixes) {
-  EXPECT_EQ(parse_size("4096"), 4096u);
-  EXPECT_EQ(parse_size("64k"), 64u << 10);
-  EXPECT_EQ(parse_size("8MB"), 8u << 20);
-  EXPECT_EQ(parse_size("1gb"), std::size_t{1} << 30);
-  EXPECT_FALSE(parse_size("mb"));
-  EXPECT_FALSE(parse_size("12x"));
-  EXPECT_FALSE(parse_size(""));
-}
-
 TEST(TopicPayloadTest, RoundTripsTopicAndBody) {
   alignas(8) std::byte buf[kMaxPayload];
   const std::size_t n = encode_topic_payload("AAPL", bytes("px=101.5"), buf);

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #include <fmt/format.h>
 #include <nats/nats.h>
 
+#include "broker_flags.hpp"
 #include "ringcast/relay/metrics_server.hpp"
 #include "ringcast/relay/relay.hpp"
 
@@ -45,14 +45,7 @@ int main(int argc, char** argv) {
   std::size_t batch = 256;
 
   broker::BrokerConfig cfg;
-  std::string policy = "disconnect";
-  std::string hard = "32mb";
-  std::string soft = "8mb";
-  unsigned soft_seconds = 60;
-  std::string budget = "256kb";
-  std::string max_bulk = "32mb";
-  unsigned auth_timeout_ms = 10000;
-  std::string password_file;
+  tools::BrokerFlags broker_flags;
 
   app.add_option("--ring", ring_specs,
                  "PATH=CHANNEL: relay the ring at PATH to CHANNEL (broker) / SUBJECT (NATS). "
@@ -70,28 +63,7 @@ int main(int argc, char** argv) {
   app.add_option("--metrics", metrics, "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9390)");
   app.add_option("--batch", batch, "Most messages taken from a ring per drain")->capture_default_str();
 
-  // Broker options, as ringcast-broker (docs/broker.md).
-  app.add_option("--io-threads", cfg.io_threads, "Broker I/O threads; 0 = one per core")->capture_default_str();
-  app.add_option("--overflow-policy", policy, "Full connection queue: drop-oldest, drop-newest or disconnect")
-      ->capture_default_str();
-  app.add_option("--hard-limit", hard, "Per-connection output limit that applies at once")->capture_default_str();
-  app.add_option("--soft-limit", soft, "Per-connection output limit after --soft-seconds (0 = off)")
-      ->capture_default_str();
-  app.add_option("--soft-seconds", soft_seconds, "How long the soft limit may be exceeded")->capture_default_str();
-  app.add_option("--write-budget", budget, "Bytes per connection per writer wakeup")->capture_default_str();
-  app.add_flag("--dedupe", cfg.dedupe, "One frame per connection however many subscriptions match");
-  app.add_option("--max-bulk-len", max_bulk, "Longest request argument")->capture_default_str();
-  app.add_option("--max-args", cfg.max_args, "Most arguments per request")->capture_default_str();
-  app.add_option("--max-subscriptions", cfg.max_subscriptions, "Channels + patterns per connection")
-      ->capture_default_str();
-  app.add_option("--max-connections", cfg.max_connections, "Most simultaneous clients")->capture_default_str();
-  app.add_option("--auth-timeout-ms", auth_timeout_ms, "Close connections not authenticated within this time")
-      ->capture_default_str();
-  auto* pass_opt =
-      app.add_option("--requirepass", cfg.requirepass, "Require AUTH with this password (prefer --requirepass-file)");
-  app.add_option("--requirepass-file", password_file, "Read the password from this file (first line)")
-      ->excludes(pass_opt)
-      ->check(CLI::ExistingFile);
+  broker_flags.add_to(app, cfg);  // as ringcast-broker (docs/broker.md)
   CLI11_PARSE(app, argc, argv);
 
   RelayConfig config;
@@ -107,32 +79,13 @@ int main(int argc, char** argv) {
     if (!hp) return usage("--listen " + hp.error());
     cfg.bind_address = hp->host;
     cfg.port = hp->port;
-    const auto p = broker::parse_overflow_policy(policy);
-    if (!p) return usage("--overflow-policy must be drop-oldest, drop-newest or disconnect");
-    cfg.overflow_policy = *p;
-    const auto h = parse_size(hard);
-    const auto s = parse_size(soft);
-    const auto b = parse_size(budget);
-    const auto mb = parse_size(max_bulk);
-    if (!h || !s || !b || !mb) return usage("sizes are numbers with an optional k/kb/m/mb/g/gb suffix");
-    cfg.queue_limits.hard_bytes = *h;
-    cfg.queue_limits.soft_bytes = *s;
-    cfg.queue_limits.soft_duration = std::chrono::seconds(soft_seconds);
-    cfg.write_budget_bytes = *b;
-    cfg.max_bulk_len = *mb;
-    cfg.auth_timeout = std::chrono::milliseconds(auth_timeout_ms);
-    if (!password_file.empty()) {
-      std::ifstream in(password_file);
-      std::getline(in, cfg.requirepass);
-      if (!cfg.requirepass.empty() && cfg.requirepass.back() == '\r') cfg.requirepass.pop_back();
-      if (cfg.requirepass.empty()) return usage(password_file + " holds no password");
-    }
+    if (const auto wrong = broker_flags.apply(cfg)) return usage(*wrong);
     config.broker = cfg;
   }
   if (!nats_url.empty()) {
     NatsConfig n;
     n.url = nats_url;
-    const auto buf = parse_size(nats_buffer);
+    const auto buf = broker::parse_size(nats_buffer);
     if (!buf || *buf > static_cast<std::size_t>(INT32_MAX)) return usage("--nats-reconnect-buffer: bad size");
     n.reconnect_buffer_bytes = static_cast<int>(*buf);
     n.reconnect_wait = std::chrono::milliseconds(nats_reconnect_wait_ms);

@@ -27,6 +27,10 @@ enum class OverflowPolicy : std::uint8_t {
 // Inverse of to_string (case-insensitive); nullopt for anything else.
 [[nodiscard]] std::optional<OverflowPolicy> parse_overflow_policy(std::string_view s) noexcept;
 
+// "32mb", "8m", "64k", "1gb", "4096": Redis-style sizes (k = kb = 1024), as
+// the limits are written in redis.conf. nullopt for anything else or on overflow.
+[[nodiscard]] std::optional<std::size_t> parse_size(std::string_view s);
+
 // Output-queue limits of one connection, in bytes of queued frames (including
 // frames handed to the kernel but not yet acknowledged as written).
 struct QueueLimits {

@@ -66,9 +66,6 @@ struct HostPort {
 };
 [[nodiscard]] tl::expected<HostPort, std::string> parse_host_port(std::string_view s);
 
-// "32mb", "8m", "64k", "1gb", "4096": Redis-style sizes (k = 1024), as ringcast-broker.
-[[nodiscard]] std::optional<std::size_t> parse_size(std::string_view s);
-
 struct NatsConfig {
   std::string url;                             // "nats://host:port", comma-separated for several
   std::string client_name = "ringcast-relay";

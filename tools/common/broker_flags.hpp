@@ -1,0 +1,83 @@
+// The broker's command-line flags, shared by ringcast-broker and
+// ringcast-relay (which embeds a broker): one place for their names,
+// defaults, help texts and validation. Each tool adds its own listen flags.
+#pragma once
+
+#include <chrono>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "ringcast/broker/config.hpp"
+
+namespace ringcast::tools {
+
+class BrokerFlags {
+ public:
+  // Registers the flags; numeric ones write straight into `cfg`, which must
+  // outlive parsing.
+  void add_to(CLI::App& app, broker::BrokerConfig& cfg) {
+    app.add_option("--io-threads", cfg.io_threads, "Broker I/O threads; 0 = one per core")->capture_default_str();
+    app.add_option("--overflow-policy", policy_,
+                   "What a full connection queue does: drop-oldest, drop-newest or disconnect")
+        ->capture_default_str();
+    app.add_option("--hard-limit", hard_, "Per-connection output limit that applies at once")->capture_default_str();
+    app.add_option("--soft-limit", soft_, "Per-connection output limit that applies after --soft-seconds (0 = off)")
+        ->capture_default_str();
+    app.add_option("--soft-seconds", soft_seconds_, "How long the soft limit may be exceeded")->capture_default_str();
+    app.add_option("--write-budget", budget_, "Bytes per connection per writer wakeup")->capture_default_str();
+    app.add_flag("--dedupe", cfg.dedupe, "Deliver one frame per connection however many of its subscriptions match");
+    app.add_option("--max-bulk-len", max_bulk_, "Longest request argument")->capture_default_str();
+    app.add_option("--max-args", cfg.max_args, "Most arguments per request")->capture_default_str();
+    app.add_option("--max-subscriptions", cfg.max_subscriptions, "Channels + patterns per connection")
+        ->capture_default_str();
+    app.add_option("--max-connections", cfg.max_connections, "Most simultaneous clients")->capture_default_str();
+    app.add_option("--auth-timeout-ms", auth_timeout_ms_, "Close connections that have not authenticated within this time")
+        ->capture_default_str();
+    auto* pass = app.add_option("--requirepass", cfg.requirepass,
+                                "Require AUTH with this password (prefer --requirepass-file)");
+    app.add_option("--requirepass-file", password_file_, "Read the password from this file (first line)")
+        ->excludes(pass)
+        ->check(CLI::ExistingFile);
+  }
+
+  // After parsing: converts the textual flags into `cfg`. Returns what is
+  // wrong with them, or nullopt.
+  [[nodiscard]] std::optional<std::string> apply(broker::BrokerConfig& cfg) const {
+    const auto policy = broker::parse_overflow_policy(policy_);
+    if (!policy) return "--overflow-policy must be drop-oldest, drop-newest or disconnect";
+    cfg.overflow_policy = *policy;
+    const auto hard = broker::parse_size(hard_);
+    const auto soft = broker::parse_size(soft_);
+    const auto budget = broker::parse_size(budget_);
+    const auto max_bulk = broker::parse_size(max_bulk_);
+    if (!hard || !soft || !budget || !max_bulk) return "sizes are numbers with an optional k/kb/m/mb/g/gb suffix";
+    cfg.queue_limits.hard_bytes = *hard;
+    cfg.queue_limits.soft_bytes = *soft;
+    cfg.queue_limits.soft_duration = std::chrono::seconds(soft_seconds_);
+    cfg.write_budget_bytes = *budget;
+    cfg.max_bulk_len = *max_bulk;
+    cfg.auth_timeout = std::chrono::milliseconds(auth_timeout_ms_);
+    if (!password_file_.empty()) {
+      std::ifstream in(password_file_);
+      std::getline(in, cfg.requirepass);
+      if (!cfg.requirepass.empty() && cfg.requirepass.back() == '\r') cfg.requirepass.pop_back();
+      if (cfg.requirepass.empty()) return password_file_ + " holds no password";
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::string policy_ = "disconnect";
+  std::string hard_ = "32mb";
+  std::string soft_ = "8mb";
+  unsigned soft_seconds_ = 60;
+  std::string budget_ = "256kb";
+  std::string max_bulk_ = "32mb";
+  unsigned auth_timeout_ms_ = 10000;
+  std::string password_file_;
+};
+
+}  // namespace ringcast::tools
