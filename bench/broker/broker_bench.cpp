@@ -37,10 +37,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-extern char** environ;
+#include "loopback.hpp"
 
 namespace {
 
+using namespace ringcast::bench;
 using Clock = std::chrono::steady_clock;
 
 std::int64_t now_ns() {
@@ -55,64 +56,14 @@ struct Server {
   int port = 0;
 };
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
-int connect_port(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  const int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return fd;
-}
 
-pid_t spawn(const std::vector<std::string>& argv, int stdout_fd) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  if (stdout_fd >= 0) posix_spawn_file_actions_adddup2(&fa, stdout_fd, 1);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  if (posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ) != 0) pid = -1;
-  posix_spawn_file_actions_destroy(&fa);
-  return pid;
-}
 
-bool wait_accepting(int port) {
-  for (int i = 0; i < 500; ++i) {
-    const int fd = connect_port(port);
-    if (fd >= 0) {
-      ::close(fd);
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
 
 std::optional<Server> start_ringcast(const std::string& exe, unsigned io_threads) {
   const int port = free_port();
   Server s{"ringcast-broker", -1, port};
-  const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  s.pid = spawn({exe, "--port", std::to_string(port), "--io-threads", std::to_string(io_threads)}, devnull);
-  ::close(devnull);
+  s.pid = spawn_quiet({exe, "--port", std::to_string(port), "--io-threads", std::to_string(io_threads)});
   if (s.pid < 0 || !wait_accepting(port)) return std::nullopt;
   return s;
 }
@@ -120,43 +71,20 @@ std::optional<Server> start_ringcast(const std::string& exe, unsigned io_threads
 std::optional<Server> start_redis(const std::string& exe) {
   const int port = free_port();
   Server s{"redis-server", -1, port};
-  const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  s.pid = spawn({exe, "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
-                 "no", "--daemonize", "no"},
-                devnull);
-  ::close(devnull);
+  s.pid = spawn_quiet({exe, "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+                       "no", "--daemonize", "no"});
   if (s.pid < 0 || !wait_accepting(port)) return std::nullopt;
   return s;
 }
 
 void stop(Server& s) {
-  if (s.pid <= 0) return;
-  ::kill(s.pid, SIGTERM);
-  int status = 0;
-  ::waitpid(s.pid, &status, 0);
+  stop_process(s.pid);
   s.pid = -1;
 }
 
-// utime + stime of a process, in seconds.
-double cpu_seconds(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto close = all.rfind(')');
-  std::istringstream rest(all.substr(close + 2));
-  std::string field;
-  unsigned long utime = 0;
-  unsigned long stime = 0;
-  for (int i = 3; i <= 15; ++i) {
-    rest >> field;
-    if (i == 14) utime = std::stoul(field);
-    if (i == 15) stime = std::stoul(field);
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
 
 // ---- protocol bits ---------------------------------------------------------
 
-std::string bulk(std::string_view s) { return fmt::format("${}\r\n{}\r\n", s.size(), s); }
 
 std::string subscribe_cmd(const std::string& ch) { return "*2\r\n" + bulk("SUBSCRIBE") + bulk(ch); }
 std::string subscribe_confirm(const std::string& ch) {
@@ -172,34 +100,7 @@ std::size_t payload_offset(const std::string& ch, std::size_t payload) {
          fmt::format("${}\r\n", payload).size();
 }
 
-bool write_all(int fd, const char* p, std::size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN) {
-        pollfd pf{fd, POLLOUT, 0};
-        ::poll(&pf, 1, 100);
-        continue;
-      }
-      return false;
-    }
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
 
-bool read_exact(int fd, std::size_t n) {
-  std::vector<char> buf(n);
-  std::size_t got = 0;
-  while (got < n) {
-    const ssize_t r = ::read(fd, buf.data() + got, n - got);
-    if (r <= 0) return false;
-    got += static_cast<std::size_t>(r);
-  }
-  return true;
-}
 
 // ---- one measurement ---------------------------------------------------------
 
@@ -369,11 +270,6 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
   return r;
 }
 
-std::string si(double v) {
-  if (v >= 1e6) return fmt::format("{:.2f} M", v / 1e6);
-  if (v >= 1e3) return fmt::format("{:.1f} k", v / 1e3);
-  return fmt::format("{:.0f}", v);
-}
 
 }  // namespace
 

@@ -39,121 +39,23 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "loopback.hpp"
 #include "ringcast/broadcast_ring.hpp"
-
-extern char** environ;
 
 namespace {
 
+using namespace ringcast::bench;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
-int connect_port(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  const int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return fd;
-}
 
-pid_t spawn(const std::vector<std::string>& argv) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  if (posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ) != 0) pid = -1;
-  posix_spawn_file_actions_destroy(&fa);
-  return pid;
-}
 
-bool wait_accepting(int port) {
-  for (int i = 0; i < 1000; ++i) {
-    const int fd = connect_port(port);
-    if (fd >= 0) {
-      ::close(fd);
-      return true;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
-}
 
-void stop(pid_t pid) {
-  if (pid <= 0) return;
-  ::kill(pid, SIGTERM);
-  ::waitpid(pid, nullptr, 0);
-}
 
-double cpu_seconds(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto close = all.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(all.substr(close + 2));
-  std::string field;
-  unsigned long utime = 0;
-  unsigned long stime = 0;
-  for (int i = 3; i <= 15; ++i) {
-    rest >> field;
-    if (i == 14) utime = std::stoul(field);
-    if (i == 15) stime = std::stoul(field);
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
 
-std::string bulk(std::string_view s) { return fmt::format("${}\r\n{}\r\n", s.size(), s); }
 
-bool write_all(int fd, const char* p, std::size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN) {
-        pollfd pf{fd, POLLOUT, 0};
-        ::poll(&pf, 1, 100);
-        continue;
-      }
-      return false;
-    }
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
 
-bool read_exact(int fd, std::size_t n) {
-  std::vector<char> buf(n);
-  std::size_t got = 0;
-  while (got < n) {
-    const ssize_t r = ::read(fd, buf.data() + got, n - got);
-    if (r <= 0) return false;
-    got += static_cast<std::size_t>(r);
-  }
-  return true;
-}
 
 // N subscribers on one epoll thread, counting frames of a known size.
 class Subscribers {
@@ -268,9 +170,9 @@ Result measure(pid_t server, Subscribers& subs, double seconds, std::size_t wind
 Result run_broker(const std::string& exe, int n, std::size_t payload, double seconds, std::size_t window,
                   unsigned io_threads) {
   const int port = free_port();
-  const pid_t pid = spawn({exe, "--port", std::to_string(port), "--io-threads", std::to_string(io_threads)});
+  const pid_t pid = spawn_quiet({exe, "--port", std::to_string(port), "--io-threads", std::to_string(io_threads)});
   if (pid < 0 || !wait_accepting(port)) {
-    stop(pid);
+    stop_process(pid);
     return {};
   }
   Result r;
@@ -301,7 +203,7 @@ Result run_broker(const std::string& exe, int n, std::size_t payload, double sec
     }
     ::close(pub);
   }
-  stop(pid);
+  stop_process(pid);
   return r;
 }
 
@@ -315,7 +217,7 @@ Result run_relay(const std::string& exe, int n, std::size_t payload, double seco
     return {};
   }
   const int port = free_port();
-  const pid_t pid = spawn({exe, "--ring", path + "=bench", "--listen", fmt::format("127.0.0.1:{}", port),
+  const pid_t pid = spawn_quiet({exe, "--ring", path + "=bench", "--listen", fmt::format("127.0.0.1:{}", port),
                            "--io-threads", std::to_string(io_threads)});
   Result r;
   if (pid > 0 && wait_accepting(port)) {
@@ -333,17 +235,12 @@ Result run_relay(const std::string& exe, int n, std::size_t payload, double seco
           [] { std::this_thread::yield(); });
     }
   }
-  stop(pid);
+  stop_process(pid);
   ring = BroadcastRing::open(path, {.read_only = true});
   ::unlink(path.c_str());
   return r;
 }
 
-std::string si(double v) {
-  if (v >= 1e6) return fmt::format("{:.2f} M", v / 1e6);
-  if (v >= 1e3) return fmt::format("{:.1f} k", v / 1e3);
-  return fmt::format("{:.0f}", v);
-}
 
 }  // namespace
 
