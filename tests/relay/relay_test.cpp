@@ -232,24 +232,37 @@ TEST(RelayTest, SlowSubscriberCostsOnlyItsOwnQueue) {
   // if the relay waited for anyone.
   const int messages = static_cast<int>(testing::scaled(100'000, 64'000));
   std::atomic<int> read{0};
+  std::atomic<bool> fast_stopped{false};
+  std::string fast_error;  // written by `fast` before fast_stopped (release)
   std::thread fast([&] {
     int expected = 0;
     while (expected < messages) {
       auto r = reader.next(deadline_in(30s));
-      if (!r) return;
+      if (!r) {
+        fast_error = "no reply within 30 s after message " + std::to_string(expected);
+        break;
+      }
       if (!r->is_message("ticks")) continue;
-      if (r->elems[2].str != padded(expected)) return;
+      if (r->elems[2].str != padded(expected)) {
+        fast_error = "expected " + padded(expected) + ", got " + std::string(r->elems[2].str);
+        break;
+      }
       read.store(++expected, std::memory_order_relaxed);
     }
+    fast_stopped.store(true, std::memory_order_release);
   });
   std::string payload;
-  for (int i = 0; i < messages; ++i) {
+  bool paced = true;
+  for (int i = 0; i < messages && paced; ++i) {
     payload = padded(i);
     // Paced by the reading subscriber only (so its own queue stays small).
-    ASSERT_TRUE(poll_until([&] { return i - read.load(std::memory_order_relaxed) < 500; }, 30s));
-    push(*ring, as_bytes(payload));
+    paced = poll_until([&] {
+      return i - read.load(std::memory_order_relaxed) < 200 || fast_stopped.load(std::memory_order_acquire);
+    }, 30s);
+    if (paced && !fast_stopped.load(std::memory_order_acquire)) push(*ring, as_bytes(payload));
   }
   fast.join();
+  EXPECT_TRUE(fast_error.empty()) << fast_error;
   EXPECT_EQ(read.load(std::memory_order_relaxed), messages);
   const broker::BrokerStats st = (*relay)->broker()->stats();
   EXPECT_GT(st.dropped_hard_limit, 0u) << "the stuck subscriber lost messages to its own limit";
