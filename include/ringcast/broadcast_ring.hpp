@@ -93,6 +93,7 @@ struct [[nodiscard]] RecvResult {
 struct [[nodiscard]] BatchResult {
   std::size_t count = 0;     // messages pushed or received
   Errc status = Errc::ok;    // why the batch stopped early (ok if it did not)
+  std::uint64_t missed = 0;  // drain on a lossy ring: messages skipped when status == lapped
 };
 
 enum class IdleStrategy : std::uint8_t {
@@ -194,7 +195,8 @@ class BroadcastRing {
 
   // Receives up to `max` messages, calling on_message(std::span<const std::byte>)
   // for each, and publishes the cursor once for the whole batch. status is ok
-  // when at least one message was delivered; otherwise as try_recv. If
+  // when at least one message was delivered; otherwise as try_recv (a lap
+  // stops the batch and reports `missed` like try_recv). If
   // on_message throws, the batch's cursor is not published: those messages are
   // delivered again by the next call.
   template <class OnMessage>
@@ -429,7 +431,7 @@ BatchResult BroadcastRing::drain(ConsumerId id, OnMessage&& on_message, std::siz
           on_message(std::span<const std::byte>(buffer, r.length));
           return {1, Errc::ok};
         }
-        return {0, r.status};
+        return {0, r.status, r.missed};
       }
       break;  // the next call classifies what stopped this batch
 

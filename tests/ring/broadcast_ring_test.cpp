@@ -411,6 +411,22 @@ TEST_F(BroadcastRingTest, LossyProducerNeverWaitsAndReaderReportsLap) {
   EXPECT_EQ(ring->try_recv(*c, buf).status, Errc::empty);
 }
 
+TEST_F(BroadcastRingTest, DrainOnLossyRingReportsHowManyALapSkipped) {
+  auto ring = BroadcastRing::create(path(), 4, {.lossy = true});
+  ASSERT_TRUE(ring);
+  auto c = ring->register_consumer();
+  for (int m = 0; m < 10; ++m) ASSERT_EQ(ring->try_push(as_bytes(std::to_string(m))), Errc::ok);
+  std::string got;
+  auto append = [&](std::span<const std::byte> p) { got.append(reinterpret_cast<const char*>(p.data()), p.size()); };
+  const BatchResult lapped = ring->drain(*c, append, 16);
+  EXPECT_EQ(lapped.status, Errc::lapped);
+  EXPECT_EQ(lapped.count, 0U);
+  EXPECT_EQ(lapped.missed, 7U);
+  const BatchResult rest = ring->drain(*c, append, 16);
+  EXPECT_EQ(rest.count, 3U);
+  EXPECT_EQ(got, "789");
+}
+
 TEST_F(BroadcastRingTest, LossyModeIsReadFromTheHeaderOnOpen) {
   ASSERT_TRUE(BroadcastRing::create(path(), 4, {.lossy = true, .wakeups = true}));
   auto opened = BroadcastRing::open(path());
