@@ -13,11 +13,19 @@ BrokerCore::BrokerCore(BrokerConfig config, const Clock& clock)
     : config_(std::move(config)), clock_(clock) {}
 
 std::size_t BrokerCore::publish(std::string_view channel, std::string_view payload) {
-  const PublishResult r = index_.publish(channel, payload, config_.dedupe);
+  const Message m{channel, payload};
+  std::size_t receivers = 0;
+  publish({&m, 1}, {&receivers, 1});
+  return receivers;
+}
+
+void BrokerCore::publish(std::span<const Message> msgs, std::span<std::size_t> receivers) {
+  index_.publish(msgs, config_.dedupe, receivers);
+  std::size_t deliveries = 0;
+  for (std::size_t n : receivers) deliveries += n;
   // relaxed: statistics only.
-  published_.fetch_add(1, std::memory_order_relaxed);
-  deliveries_.fetch_add(r.receivers, std::memory_order_relaxed);
-  return r.receivers;
+  published_.fetch_add(msgs.size(), std::memory_order_relaxed);
+  deliveries_.fetch_add(deliveries, std::memory_order_relaxed);
 }
 
 void BrokerCore::register_session(Session& s) {

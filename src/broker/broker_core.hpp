@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,9 @@ class BrokerCore {
 
   // PUBLISH from a client or from the embedding process; returns the receiver count.
   std::size_t publish(std::string_view channel, std::string_view payload);
+  // Several PUBLISHes in order (SubscriptionIndex::publish); receivers[i] gets
+  // message i's reply. REQUIRES: receivers.size() == msgs.size().
+  void publish(std::span<const Message> msgs, std::span<std::size_t> receivers);
 
   [[nodiscard]] std::uint64_t next_client_id() noexcept {
     return next_id_.fetch_add(1, std::memory_order_relaxed);  // relaxed: ids need only uniqueness

@@ -41,35 +41,42 @@ std::string format_loss_notice(std::uint64_t lost, std::uint64_t total, Overflow
 ConnectionQueue::ConnectionQueue(QueueLimits limits, OverflowPolicy policy, const Clock& clock)
     : limits_(limits), clock_(clock), policy_(policy) {}
 
-void ConnectionQueue::ring_push(FrameRef f) {
+void ConnectionQueue::ring_push(FrameSpan s) {
   if (count_ == ring_.size()) {
-    std::vector<FrameRef> bigger(ring_.empty() ? 16 : ring_.size() * 2);
-    for (std::size_t i = 0; i < count_; ++i) {
-      bigger[i] = std::move(ring_[(head_ + i) & (ring_.size() - 1)]);
-    }
+    std::vector<FrameSpan> bigger(ring_.empty() ? 16 : ring_.size() * 2);
+    for (std::size_t i = 0; i < count_; ++i) bigger[i] = std::move(ring_at(i));
     ring_.swap(bigger);
     head_ = 0;
   }
-  ring_[(head_ + count_) & (ring_.size() - 1)] = std::move(f);
+  ring_[(head_ + count_) & (ring_.size() - 1)] = std::move(s);
   ++count_;
 }
 
-FrameRef ConnectionQueue::ring_pop_front() noexcept {
-  FrameRef f = std::move(ring_[head_]);
+FrameSpan ConnectionQueue::ring_pop_front() noexcept {
+  FrameSpan s = std::move(ring_[head_]);
   head_ = (head_ + 1) & (ring_.size() - 1);
   --count_;
-  return f;
+  return s;
 }
 
-FrameRef ConnectionQueue::ring_erase(std::size_t i) noexcept {
+void ConnectionQueue::ring_erase(std::size_t i) noexcept {
   // Rare (a reply sits in front of the oldest message): shift the tail down.
-  const std::size_t mask = ring_.size() - 1;
-  FrameRef f = std::move(ring_[(head_ + i) & mask]);
-  for (std::size_t j = i; j + 1 < count_; ++j) {
-    ring_[(head_ + j) & mask] = std::move(ring_[(head_ + j + 1) & mask]);
-  }
+  for (std::size_t j = i; j + 1 < count_; ++j) ring_at(j) = std::move(ring_at(j + 1));
+  ring_at(count_ - 1) = FrameSpan{};
   --count_;
-  return f;
+}
+
+void ConnectionQueue::append_locked(const FrameRef& block, std::uint32_t i) {
+  queued_bytes_ += block->end(i) - block->begin(i);
+  ++queued_frames_;
+  if (count_ > 0) {
+    FrameSpan& last = ring_at(count_ - 1);
+    if (last.block.get() == block.get() && last.first + last.count == i) {
+      ++last.count;
+      return;
+    }
+  }
+  ring_push(FrameSpan{block, i, 1});
 }
 
 PushResult ConnectionQueue::queued_locked() noexcept {
@@ -80,9 +87,18 @@ PushResult ConnectionQueue::queued_locked() noexcept {
 
 bool ConnectionQueue::evict_oldest_locked(DropReason reason) noexcept {
   for (std::size_t i = 0; i < count_; ++i) {
-    if (!ring_at(i)->droppable()) continue;
-    FrameRef f = i == 0 ? ring_pop_front() : ring_erase(i);
-    queued_bytes_ -= f->size();
+    FrameSpan& s = ring_at(i);
+    if (!s.block->droppable()) continue;
+    queued_bytes_ -= s.block->end(s.first) - s.block->begin(s.first);
+    --queued_frames_;
+    ++s.first;
+    if (--s.count == 0) {
+      if (i == 0) {
+        (void)ring_pop_front();
+      } else {
+        ring_erase(i);
+      }
+    }
     ++dropped_[static_cast<std::size_t>(reason)];
     ++pending_loss_;
     ++total_loss_;
@@ -96,15 +112,16 @@ void ConnectionQueue::close_locked(bool overflowed) noexcept {
   closed_ = true;
   overflowed_ = overflowed;
   while (count_ > 0) {
-    FrameRef f = ring_pop_front();
-    if (f->droppable()) ++dropped_[static_cast<std::size_t>(DropReason::kDisconnect)];
+    const FrameSpan s = ring_pop_front();
+    if (s.block->droppable()) dropped_[static_cast<std::size_t>(DropReason::kDisconnect)] += s.count;
   }
   queued_bytes_ = 0;
+  queued_frames_ = 0;
 }
 
-PushResult ConnectionQueue::overflow_locked(FrameRef frame, std::size_t limit,
+PushResult ConnectionQueue::overflow_locked(const FrameRef& block, std::uint32_t i, std::size_t limit,
                                             DropReason reason) noexcept {
-  const std::size_t size = frame->size();
+  const std::size_t size = block->end(i) - block->begin(i);
   switch (policy_) {
     case OverflowPolicy::kDropNewest:
       break;
@@ -112,8 +129,7 @@ PushResult ConnectionQueue::overflow_locked(FrameRef frame, std::size_t limit,
       while (queued_bytes_ + inflight_bytes_ + size > limit && evict_oldest_locked(reason)) {
       }
       if (queued_bytes_ + inflight_bytes_ + size <= limit) {
-        queued_bytes_ += size;
-        ring_push(std::move(frame));
+        append_locked(block, i);
         return queued_locked();
       }
       break;  // in-flight bytes and replies alone fill the limit: lose the new one
@@ -141,19 +157,15 @@ void ConnectionQueue::maybe_queue_notice_locked() noexcept {
   // Upper bound of the encoded size; exact enough for a watermark.
   const std::size_t size = 64 + kLossChannel.size() + payload.size();
   if (queued_bytes_ + inflight_bytes_ + size > limit / 2) return;
-  FrameRef msg = encode_message(resp_, kLossChannel, payload);
-  FrameRef notice = FrameRef::copy_of(msg->view(), /*droppable=*/false);
-  queued_bytes_ += notice->size();
-  ring_push(std::move(notice));
+  const FrameRef msg = encode_message(resp_, kLossChannel, payload);
+  append_locked(FrameRef::copy_of(msg->view(), /*droppable=*/false), 0);
   pending_loss_ = 0;
   ++notices_;
 }
 
-PushResult ConnectionQueue::push(FrameRef frame) noexcept {
-  std::lock_guard lock(mu_);
-  if (closed_) return {PushStatus::kClosed, false};
-  const std::size_t size = frame->size();
-  if (!frame->droppable()) {
+PushResult ConnectionQueue::push_one_locked(const FrameRef& block, std::uint32_t i) noexcept {
+  const std::size_t size = block->end(i) - block->begin(i);
+  if (!block->droppable()) {
     if (policy_ == OverflowPolicy::kDropOldest) {
       while (queued_bytes_ + inflight_bytes_ + size > limits_.hard_bytes &&
              evict_oldest_locked(DropReason::kHardLimit)) {
@@ -164,16 +176,13 @@ PushResult ConnectionQueue::push(FrameRef frame) noexcept {
       armed_ = true;
       return {PushStatus::kClosed, true};  // as above: the writer may be parked
     }
-    queued_bytes_ += size;
-    ring_push(std::move(frame));
+    append_locked(block, i);
     return queued_locked();
   }
 
   maybe_queue_notice_locked();
   const std::size_t total = queued_bytes_ + inflight_bytes_ + size;
-  if (total > limits_.hard_bytes) {
-    return overflow_locked(std::move(frame), limits_.hard_bytes, DropReason::kHardLimit);
-  }
+  if (total > limits_.hard_bytes) return overflow_locked(block, i, limits_.hard_bytes, DropReason::kHardLimit);
   if (limits_.soft_bytes > 0 && total > limits_.soft_bytes) {
     // The clock is read only here, while over the soft limit: the common path
     // pays for no time query.
@@ -181,18 +190,29 @@ PushResult ConnectionQueue::push(FrameRef frame) noexcept {
     if (soft_since_.count() < 0) {
       soft_since_ = now;
     } else if (now - soft_since_ >= limits_.soft_duration) {
-      return overflow_locked(std::move(frame), limits_.soft_bytes, DropReason::kSoftLimit);
+      return overflow_locked(block, i, limits_.soft_bytes, DropReason::kSoftLimit);
     }
   } else {
     soft_since_ = std::chrono::nanoseconds(-1);
   }
-  queued_bytes_ += size;
-  ring_push(std::move(frame));
+  append_locked(block, i);
   return queued_locked();
 }
 
-PopResult ConnectionQueue::pop_batch(std::size_t budget, std::size_t max_frames,
-                                     std::vector<FrameRef>& out) noexcept {
+PushResult ConnectionQueue::push(const FrameRef& block, std::uint32_t first, std::uint32_t count) noexcept {
+  std::lock_guard lock(mu_);
+  PushResult result{PushStatus::kQueued, false};
+  for (std::uint32_t i = first; i < first + count; ++i) {
+    if (closed_) return {PushStatus::kClosed, result.wake};
+    const PushResult r = push_one_locked(block, i);
+    result.wake = result.wake || r.wake;
+    if (r.status != PushStatus::kQueued) result.status = r.status;
+  }
+  return result;
+}
+
+PopResult ConnectionQueue::pop_batch(std::size_t budget, std::size_t max_spans,
+                                     std::vector<FrameSpan>& out) noexcept {
   std::lock_guard lock(mu_);
   PopResult r;
   if (closed_) {
@@ -200,14 +220,36 @@ PopResult ConnectionQueue::pop_batch(std::size_t budget, std::size_t max_frames,
     return r;
   }
   maybe_queue_notice_locked();
-  while (count_ > 0 && r.frames < max_frames) {
-    const std::size_t size = ring_at(0)->size();
-    if (r.frames > 0 && r.bytes + size > budget) break;
-    out.push_back(ring_pop_front());
-    r.bytes += size;
-    ++r.frames;
+  for (std::size_t spans = 0; count_ > 0 && spans < max_spans; ++spans) {
+    FrameSpan& s = ring_at(0);
+    const std::size_t size = s.size();
+    if (r.bytes + size <= budget) {
+      r.bytes += size;
+      r.frames += s.count;
+      out.push_back(ring_pop_front());
+      continue;
+    }
+    // Split at the last frame boundary within the budget (ends are increasing);
+    // at least one frame if nothing was taken yet.
+    const FrameBlock& b = *s.block.get();
+    const std::size_t limit = b.begin(s.first) + (budget - r.bytes);
+    std::uint32_t take = 0;
+    while (take < s.count && b.end(s.first + take) <= limit) ++take;
+    if (take == 0 && r.frames == 0) take = 1;
+    if (take == 0) break;
+    r.bytes += b.end(s.first + take - 1) - b.begin(s.first);
+    r.frames += take;
+    if (take == s.count) {  // a lone frame larger than the budget
+      out.push_back(ring_pop_front());
+    } else {
+      out.push_back(FrameSpan{s.block, s.first, take});
+      s.first += take;
+      s.count -= take;
+    }
+    break;
   }
   queued_bytes_ -= r.bytes;
+  queued_frames_ -= r.frames;
   inflight_bytes_ += r.bytes;
   if (r.frames == 0) armed_ = false;
   r.more = count_ > 0;
@@ -268,7 +310,7 @@ QueueStats ConnectionQueue::stats() const noexcept {
   QueueStats s;
   s.queued_bytes = queued_bytes_;
   s.inflight_bytes = inflight_bytes_;
-  s.queued_frames = count_;
+  s.queued_frames = queued_frames_;
   s.dropped = dropped_;
   s.notices = notices_;
   s.policy = policy_;

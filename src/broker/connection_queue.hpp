@@ -8,9 +8,15 @@
 //  All members take the queue's own mutex, held for O(frames moved) and never
 //  across a system call. Lock order: the subscription index lock, then this one.
 //
+// Representation: ring_ holds FrameSpans, each one reference to a block and a
+// range of its frames. A frame pushed right after the previous frame of the same
+// block extends the last span instead of taking a new reference, so a run of k
+// messages costs one span, one reference and (later) one iovec per subscriber.
+//
 // Invariants (under mu_):
-//  1. queued_bytes_ is the sum of the sizes of the frames in ring_; inflight_bytes_
-//     the bytes popped by the writer and not yet release()d.
+//  1. queued_bytes_ is the sum of the sizes of the frames in ring_, and
+//     queued_frames_ their number; inflight_bytes_ the bytes popped by the writer
+//     and not yet release()d. Every span in ring_ has count >= 1.
 //  2. A droppable frame is queued only if it leaves queued + inflight within the
 //     hard limit (and within the soft limit once that has been exceeded for the
 //     soft duration); otherwise the policy decides, and every frame lost is
@@ -60,6 +66,8 @@ enum class PushStatus : std::uint8_t {
 };
 
 struct [[nodiscard]] PushResult {
+  // For a push of several frames: kClosed if the queue is closed, else kDropped if
+  // any frame was refused, else kQueued.
   PushStatus status;
   bool wake;  // the caller must wake the writer (invariant 3; also on the push that closes)
 };
@@ -89,20 +97,24 @@ class ConnectionQueue {
   ConnectionQueue(const ConnectionQueue&) = delete;
   ConnectionQueue& operator=(const ConnectionQueue&) = delete;
 
-  // Offers one frame. Droppable frames are subject to the limits and policy;
-  // others (replies) are always queued, evicting droppable ones under drop-oldest,
-  // and close the queue if they take it over the hard limit, because a client that
-  // does not read its replies cannot be helped by dropping messages. Cost: O(1)
-  // amortised plus O(evicted); allocates only when the ring grows or a loss notice
-  // is encoded.
-  PushResult push(FrameRef frame) noexcept;
+  // Offers frames [first, first + count) of `block`, in order, each exactly as if
+  // pushed alone. Droppable frames are subject to the limits and policy; others
+  // (replies) are always queued, evicting droppable ones under drop-oldest, and
+  // close the queue if they take it over the hard limit, because a client that
+  // does not read its replies cannot be helped by dropping messages. One lock for
+  // the whole range. Cost: O(count) plus O(evicted); allocates only when the ring
+  // grows or a loss notice is encoded.
+  PushResult push(const FrameRef& block, std::uint32_t first, std::uint32_t count) noexcept;
+  // Offers every frame of `block`.
+  PushResult push(const FrameRef& block) noexcept { return push(block, 0, block->count()); }
 
-  // Writer: moves frames to `out` (appending) while their total stays within
-  // `budget` bytes and `max_frames` frames, taking at least one frame if any is
-  // queued. The bytes become in-flight until release(). Queues a loss notice first
-  // if messages were lost and there is room again. A pop that finds nothing
-  // disarms the queue (invariant 3).
-  PopResult pop_batch(std::size_t budget, std::size_t max_frames, std::vector<FrameRef>& out) noexcept;
+  // Writer: moves spans to `out` (appending) while their total stays within
+  // `budget` bytes and `max_spans` spans, splitting a span at a frame boundary
+  // where the budget ends, and taking at least one frame if any is queued. The
+  // bytes become in-flight until release(). Queues a loss notice first if
+  // messages were lost and there is room again. A pop that finds nothing disarms
+  // the queue (invariant 3).
+  PopResult pop_batch(std::size_t budget, std::size_t max_spans, std::vector<FrameSpan>& out) noexcept;
   // Writer: `bytes` of in-flight frames have been written (or abandoned).
   void release(std::size_t bytes) noexcept;
   // Writer: release(bytes), then report whether the writer must run again
@@ -124,17 +136,20 @@ class ConnectionQueue {
   [[nodiscard]] std::size_t total_bytes() const noexcept;
 
  private:
-  // Circular buffer of frames; grows by doubling and keeps its capacity, so a
+  // Circular buffer of spans; grows by doubling and keeps its capacity, so a
   // steady-state queue never allocates.
-  void ring_push(FrameRef f);
-  FrameRef ring_pop_front() noexcept;
-  FrameRef ring_erase(std::size_t i) noexcept;
-  [[nodiscard]] const FrameRef& ring_at(std::size_t i) const noexcept {
-    return ring_[(head_ + i) & (ring_.size() - 1)];
-  }
+  void ring_push(FrameSpan s);
+  FrameSpan ring_pop_front() noexcept;
+  void ring_erase(std::size_t i) noexcept;
+  [[nodiscard]] FrameSpan& ring_at(std::size_t i) noexcept { return ring_[(head_ + i) & (ring_.size() - 1)]; }
+  // Queues frame i of `block`: extends the last span when it ends just before i.
+  void append_locked(const FrameRef& block, std::uint32_t i);
 
+  // Offers frame i of `block` (invariant 2).
+  PushResult push_one_locked(const FrameRef& block, std::uint32_t i) noexcept;
   // Applies the policy for a droppable frame that does not fit under `limit`.
-  PushResult overflow_locked(FrameRef frame, std::size_t limit, DropReason reason) noexcept;
+  PushResult overflow_locked(const FrameRef& block, std::uint32_t i, std::size_t limit,
+                             DropReason reason) noexcept;
   // Evicts the oldest droppable frame; false if there is none.
   bool evict_oldest_locked(DropReason reason) noexcept;
   void close_locked(bool overflowed) noexcept;
@@ -145,9 +160,10 @@ class ConnectionQueue {
   const Clock& clock_;
 
   mutable std::mutex mu_;
-  std::vector<FrameRef> ring_;  // size is a power of two (or 0)
+  std::vector<FrameSpan> ring_;  // size is a power of two (or 0)
   std::size_t head_ = 0;
-  std::size_t count_ = 0;
+  std::size_t count_ = 0;  // spans in ring_
+  std::size_t queued_frames_ = 0;
   std::size_t queued_bytes_ = 0;
   std::size_t inflight_bytes_ = 0;
   std::chrono::nanoseconds soft_since_{-1};  // < 0: not over the soft limit

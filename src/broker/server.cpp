@@ -39,7 +39,7 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-// Frames per writev: Linux's UIO_MAXIOV is 1024.
+// Spans per writev: Linux's UIO_MAXIOV is 1024.
 constexpr std::size_t kMaxIov = 1024;
 constexpr std::size_t kReadBuffer = 16 * 1024;
 
@@ -147,9 +147,7 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
       }
       batch_bytes_ = r.bytes;
       count_sent(r.frames);
-      for (const FrameRef& f : batch_) {
-        iov_.push_back(iovec{const_cast<char*>(f->data()), f->size()});
-      }
+      for (const FrameSpan& f : batch_) iov_.push_back(iovec{const_cast<char*>(f.data()), f.size()});
     }
     for (;;) {
       // sendmsg is writev plus flags: MSG_NOSIGNAL keeps a vanished peer an EPIPE
@@ -284,7 +282,7 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
   asio::steady_timer auth_timer_;
   std::atomic<std::size_t>& live_;
   std::array<char, kReadBuffer> rbuf_{};
-  std::vector<FrameRef> batch_;  // frames handed to the kernel, held until written
+  std::vector<FrameSpan> batch_;  // frames handed to the kernel, held until written
   std::vector<iovec> iov_;
   std::size_t iov_pos_ = 0;
   std::size_t batch_bytes_ = 0;
@@ -374,6 +372,8 @@ tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerCon
   if (q.soft_bytes > q.hard_bytes) return invalid("soft limit must not exceed the hard limit");
   if (config.write_budget_bytes == 0) return invalid("write budget must be > 0");
   if (config.max_bulk_len == 0 || config.max_args == 0) return invalid("max bulk length and max args must be > 0");
+  // Frames are sized in 32 bits; Redis caps a string at 512 MiB too.
+  if (config.max_bulk_len > (512u << 20)) return invalid("max bulk length must be at most 512mb");
   if (config.max_connections == 0 || config.max_subscriptions == 0) {
     return invalid("max connections and max subscriptions must be > 0");
   }
@@ -433,6 +433,15 @@ std::size_t Broker::publish(std::string_view channel, std::string_view payload) 
   // stopped" may still race with shutdown, which is safe (the index outlives it).
   if (impl_->stopped.load(std::memory_order_acquire)) return 0;
   return impl_->core.publish(channel, payload);
+}
+
+void Broker::publish(std::span<const Message> msgs, std::span<std::size_t> receivers) noexcept {
+  // acquire: as in the single-message publish() above.
+  if (impl_->stopped.load(std::memory_order_acquire)) {
+    std::fill(receivers.begin(), receivers.end(), 0);
+    return;
+  }
+  impl_->core.publish(msgs, receivers);
 }
 
 BrokerStats Broker::stats() const noexcept { return impl_->core.stats(); }

@@ -138,6 +138,7 @@ Session::InputResult Session::on_input(std::string_view bytes) {
     const RequestParser::Status st = parser_.parse(bytes);
     if (st == RequestParser::Status::kNeedMore) break;
     if (st == RequestParser::Status::kError) {
+      flush_publishes();
       resp::error(reply_, parser_.error());
       closing_ = true;
       break;
@@ -145,8 +146,27 @@ Session::InputResult Session::on_input(std::string_view bytes) {
     core_.count_command();
     execute(parser_.args());
   }
+  flush_publishes();
   flush_replies();
   return closing_ ? InputResult::kClose : InputResult::kOk;
+}
+
+void Session::flush_publishes() {
+  if (pending_.empty()) return;
+  thread_local std::vector<Message> msgs;
+  thread_local std::vector<std::size_t> receivers;
+  msgs.clear();
+  std::size_t at = 0;
+  for (const PendingPublish& p : pending_) {
+    msgs.push_back({std::string_view(pending_bytes_).substr(at, p.channel_len),
+                    std::string_view(pending_bytes_).substr(at + p.channel_len, p.payload_len)});
+    at += p.channel_len + p.payload_len;
+  }
+  receivers.assign(msgs.size(), 0);
+  core_.publish(msgs, receivers);
+  for (std::size_t n : receivers) resp::integer(reply_, static_cast<long long>(n));
+  pending_.clear();
+  pending_bytes_.clear();
 }
 
 void Session::flush_replies() {
@@ -160,6 +180,8 @@ void Session::flush_replies() {
 
 void Session::execute(const std::vector<std::string>& args) {
   const std::string name = lower(args[0]);
+  // Every reply but a batched PUBLISH's must follow the pending PUBLISH replies.
+  if (!(name == "publish" && args.size() == 3 && authenticated_ && !subscribed())) flush_publishes();
   const auto spec = std::find_if(kCommands.begin(), kCommands.end(),
                                  [&](const CommandSpec& c) { return c.name == name; });
   if (spec == kCommands.end()) {
@@ -308,10 +330,18 @@ void Session::cmd_unsubscribe(const std::vector<std::string>& args, bool pattern
 }
 
 void Session::cmd_publish(const std::vector<std::string>& args) {
-  // Earlier replies first when this connection may itself receive the message
-  // (RESP3, subscribed). Otherwise nothing but its own replies can enter its
-  // queue, so pipelined PUBLISH replies keep accumulating into one frame.
-  if (subscribed()) flush_replies();
+  if (!subscribed()) {
+    // Batched (invariant 3): nothing but this connection's own replies can enter
+    // its queue, so executing at the end of the input changes no order.
+    pending_.push_back({static_cast<std::uint32_t>(args[1].size()), static_cast<std::uint32_t>(args[2].size())});
+    pending_bytes_ += args[1];
+    pending_bytes_ += args[2];
+    if (pending_.size() >= kMaxPendingPublishes || pending_bytes_.size() >= kMaxPendingBytes) flush_publishes();
+    return;
+  }
+  // RESP3 and subscribed: this connection may receive the message itself, after
+  // its earlier replies and before this PUBLISH's reply, as Redis sends them.
+  flush_replies();
   const std::size_t n = core_.publish(args[1], args[2]);
   resp::integer(reply_, static_cast<long long>(n));
 }

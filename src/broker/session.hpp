@@ -15,6 +15,12 @@
 //     itself (SUBSCRIBE family, PUBLISH), and (un)subscribe confirmations are
 //     queued while the index lock is held.
 //  2. Until authenticated, only AUTH, HELLO, PING, QUIT and RESET run.
+//  3. PUBLISHes from a connection with no subscription are batched: consecutive
+//     ones in one input buffer are executed together (one index lock, one queue
+//     push per subscriber per run of one channel) when another command, the end
+//     of the input or a size cap comes; their replies are appended then, before
+//     any later reply. Nothing else can reach such a connection's queue, so no
+//     client sees an order Redis would not produce.
 #pragma once
 
 #include <atomic>
@@ -73,6 +79,8 @@ class Session : public Subscriber {
 
   void execute(const std::vector<std::string>& args);
   void flush_replies();
+  // Executes the batched PUBLISHes and appends their replies (invariant 3).
+  void flush_publishes();
   void set_protocol(Resp r);
   void update_mirrors() noexcept;
   [[nodiscard]] bool subscribed() const noexcept { return subscription_count() > 0; }
@@ -96,6 +104,16 @@ class Session : public Subscriber {
   const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   RequestParser parser_;
   std::string reply_;  // replies not yet queued (invariant 1)
+  // Batched PUBLISHes (invariant 3): channel and payload lengths, their bytes
+  // back to back in pending_bytes_. Bounded by the caps below.
+  struct PendingPublish {
+    std::uint32_t channel_len;
+    std::uint32_t payload_len;
+  };
+  static constexpr std::size_t kMaxPendingPublishes = 1024;
+  static constexpr std::size_t kMaxPendingBytes = 1u << 20;
+  std::vector<PendingPublish> pending_;
+  std::string pending_bytes_;
   std::string name_;   // written under the registry lock (BrokerCore::set_session_name)
   bool authenticated_;
   bool closing_ = false;

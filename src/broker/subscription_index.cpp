@@ -24,25 +24,28 @@ bool erase_name(std::vector<std::string>& v, std::string_view name) {
   return true;
 }
 
-// Frames of one publish, encoded on first use per protocol version.
-struct LazyFrames {
-  FrameRef f[2];
-  const FrameRef& get(Resp r, auto&& encode) {
-    FrameRef& slot = f[r == Resp::kResp3 ? 1 : 0];
-    if (!slot) slot = encode(r);
+// Frames of one run from one source (exact subscriptions or one pattern),
+// encoded on first use per protocol version.
+struct SourceFrames {
+  const std::string* pattern;  // nullptr: exact subscriptions (`message` frames)
+  FrameRef blocks[2];
+  const FrameRef& get(Resp r, std::span<const Message> run) {
+    FrameRef& slot = blocks[r == Resp::kResp3 ? 1 : 0];
+    if (!slot) slot = pattern == nullptr ? encode_messages(r, run) : encode_pmessages(r, *pattern, run);
     return slot;
   }
 };
 
-void deliver(Subscriber* s, const FrameRef& frame, PublishResult& r) noexcept {
-  ++r.receivers;
-  const PushResult p = s->queue().push(frame);
-  if (p.status == PushStatus::kQueued) {
-    ++r.queued;
-  } else {
-    ++r.dropped;
-  }
-  if (p.wake) s->on_queue_ready();
+// One matching subscription: who, in which order Redis would deliver it, from
+// which source.
+struct Hit {
+  Subscriber* sub;
+  std::uint32_t order;
+  std::uint32_t source;  // index into the run's SourceFrames
+};
+
+void deliver(Subscriber* s, const FrameRef& block, std::uint32_t first, std::uint32_t count) noexcept {
+  if (s->queue().push(block, first, count).wake) s->on_queue_ready();
 }
 
 }  // namespace
@@ -169,70 +172,66 @@ void SubscriptionIndex::for_each_matching_pattern(std::string_view channel, F&& 
   }
 }
 
-PublishResult SubscriptionIndex::publish(std::string_view channel, std::string_view payload,
-                                         bool dedupe) {
+void SubscriptionIndex::publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers) {
   std::shared_lock lock(mu_);
-  PublishResult result;
-  LazyFrames message;
-  auto encode_msg = [&](Resp r) { return encode_message(r, channel, payload); };
-
-  if (!dedupe) {
-    if (auto it = channels_.find(channel); it != channels_.end()) {
-      for (Subscriber* s : it->second) deliver(s, message.get(s->resp(), encode_msg), result);
-    }
-    for_each_matching_pattern(channel, [&](const PatternEntry& e) {
-      LazyFrames pmessage;
-      auto encode_pm = [&](Resp r) { return encode_pmessage(r, e.pattern, channel, payload); };
-      for (Subscriber* s : e.subs) deliver(s, pmessage.get(s->resp(), encode_pm), result);
-    });
-    return result;
+  std::size_t i = 0;
+  while (i < msgs.size()) {
+    std::size_t j = i + 1;
+    while (j < msgs.size() && msgs[j].channel == msgs[i].channel) ++j;
+    const std::size_t n = publish_run(msgs.subspan(i, j - i), dedupe);
+    std::fill(receivers.begin() + static_cast<std::ptrdiff_t>(i), receivers.begin() + static_cast<std::ptrdiff_t>(j), n);
+    i = j;
   }
+}
 
-  // Dedupe: gather (subscriber, order, source) and deliver the first per
-  // subscriber. The vectors are per thread and keep their capacity, so a steady
-  // publisher does not allocate here.
-  struct Hit {
-    Subscriber* sub;
-    std::size_t order;
-    const PatternEntry* entry;  // nullptr: exact subscription
-  };
+std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool dedupe) {
+  // Per thread, keeping their capacity: a steady publisher does not allocate here.
   thread_local std::vector<Hit> hits;
+  thread_local std::vector<SourceFrames> sources;
+  thread_local std::vector<Subscriber*> seen;
   hits.clear();
+  sources.clear();
+  const std::string_view channel = run.front().channel;
   if (auto it = channels_.find(channel); it != channels_.end()) {
-    for (Subscriber* s : it->second) hits.push_back({s, hits.size(), nullptr});
+    sources.push_back({nullptr, {}});
+    for (Subscriber* s : it->second) hits.push_back({s, static_cast<std::uint32_t>(hits.size()), 0});
   }
   for_each_matching_pattern(channel, [&](const PatternEntry& e) {
-    for (Subscriber* s : e.subs) hits.push_back({s, hits.size(), &e});
+    const auto source = static_cast<std::uint32_t>(sources.size());
+    sources.push_back({&e.pattern, {}});
+    for (Subscriber* s : e.subs) hits.push_back({s, static_cast<std::uint32_t>(hits.size()), source});
   });
-  std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {
-    return std::tie(a.sub, a.order) < std::tie(b.sub, b.order);
-  });
-  // pmessage frames per matched pattern, encoded once each.
-  struct PatternFrames {
-    const PatternEntry* entry;
-    LazyFrames frames;
-  };
-  thread_local std::vector<PatternFrames> pframes;
-  pframes.clear();
-  for (std::size_t i = 0; i < hits.size(); ++i) {
-    if (i > 0 && hits[i].sub == hits[i - 1].sub) continue;
-    Subscriber* s = hits[i].sub;
-    const PatternEntry* e = hits[i].entry;
-    if (e == nullptr) {
-      deliver(s, message.get(s->resp(), encode_msg), result);
-      continue;
+
+  // A subscriber can be matched twice only through two sources.
+  bool interleave = false;
+  if (sources.size() > 1) {
+    if (dedupe) {
+      // Keep each subscriber's first hit, then restore delivery order.
+      std::sort(hits.begin(), hits.end(),
+                [](const Hit& a, const Hit& b) { return std::tie(a.sub, a.order) < std::tie(b.sub, b.order); });
+      hits.erase(std::unique(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) { return a.sub == b.sub; }),
+                 hits.end());
+      std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) { return a.order < b.order; });
+    } else {
+      seen.clear();
+      for (const Hit& h : hits) seen.push_back(h.sub);
+      std::sort(seen.begin(), seen.end());
+      interleave = std::adjacent_find(seen.begin(), seen.end()) != seen.end();
     }
-    auto pf = std::find_if(pframes.begin(), pframes.end(),
-                           [e](const PatternFrames& p) { return p.entry == e; });
-    if (pf == pframes.end()) {
-      pframes.push_back({e, {}});
-      pf = pframes.end() - 1;
-    }
-    auto encode_pm = [&](Resp r) { return encode_pmessage(r, e->pattern, channel, payload); };
-    deliver(s, pf->frames.get(s->resp(), encode_pm), result);
   }
-  pframes.clear();  // release the frames now, not at the next publish
-  return result;
+
+  const auto count = static_cast<std::uint32_t>(run.size());
+  if (!interleave) {
+    for (const Hit& h : hits) deliver(h.sub, sources[h.source].get(h.sub->resp(), run), 0, count);
+  } else {
+    // Redis's order per message: the exact subscription's frame, then each
+    // matching pattern's, then the next message.
+    for (std::uint32_t k = 0; k < count; ++k) {
+      for (const Hit& h : hits) deliver(h.sub, sources[h.source].get(h.sub->resp(), run), k, 1);
+    }
+  }
+  sources.clear();  // release the blocks now, not at the next publish
+  return hits.size();
 }
 
 std::vector<std::string> SubscriptionIndex::channels(std::optional<std::string_view> pattern) const {

@@ -27,6 +27,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -77,12 +78,6 @@ class Subscriber {
   std::vector<std::string> patterns_;
 };
 
-struct PublishResult {
-  std::size_t receivers = 0;  // PUBLISH's reply: subscriptions (or connections) matched
-  std::size_t queued = 0;     // of which the frame was queued
-  std::size_t dropped = 0;    // refused by a full queue (drop-newest, or too big)
-};
-
 class SubscriptionIndex {
  public:
   SubscriptionIndex();
@@ -107,12 +102,21 @@ class SubscriptionIndex {
   // Changes the protocol messages to `s` are encoded with. REQUIRES: lock held.
   void set_resp(Subscriber& s, Resp r) noexcept;
 
-  // Queues the message on every matching subscription: one `message` frame per
-  // protocol version for exact subscribers, one `pmessage` frame per matching
-  // pattern and version, shared by all their queues. With `dedupe`, a subscriber
-  // matched several times receives only the first frame (its exact subscription,
-  // else its first matching pattern in trie order). Wakes writers as needed.
-  PublishResult publish(std::string_view channel, std::string_view payload, bool dedupe);
+  // Publishes `msgs` in order, exactly as one publish per message would, and
+  // stores each message's PUBLISH reply (the number of deliveries) in
+  // `receivers[i]`. Every matching exact subscription gets a `message` frame and
+  // every matching pattern subscription a `pmessage` frame; with `dedupe`, a
+  // subscriber matched several times receives only the first (its exact
+  // subscription, else its first matching pattern in trie order), and the reply
+  // counts subscribers. Wakes writers as needed.
+  //
+  // Consecutive messages on one channel form a run: the run is encoded once per
+  // protocol version and pattern into one block, and each subscriber gets the
+  // whole run with one queue push (one lock, one reference). Only a subscriber
+  // matched several times without dedupe gets the run frame by frame, so that
+  // its frames interleave per message as Redis sends them.
+  // REQUIRES: receivers.size() == msgs.size().
+  void publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers);
 
   // PUBSUB CHANNELS [pattern]: active channels, optionally filtered by glob.
   [[nodiscard]] std::vector<std::string> channels(std::optional<std::string_view> pattern) const;
@@ -145,6 +149,9 @@ class SubscriptionIndex {
   // REQUIRES: mu_ held (shared or exclusive).
   template <class F>
   void for_each_matching_pattern(std::string_view channel, F&& f) const;
+  // Publishes one run (messages sharing a channel); returns its reply count.
+  // REQUIRES: mu_ held shared.
+  std::size_t publish_run(std::span<const Message> run, bool dedupe);
   TrieNode* trie_find_or_add(std::string_view prefix);
   void trie_prune(TrieNode* node) noexcept;
 

@@ -38,7 +38,23 @@ TEST(BrokerEmbedTest, PublishFromForeignThreadReachesNetworkSubscriber) {
   constexpr int kMessages = 1000;
   std::size_t delivered = 0;
   std::thread relay([&] {
-    for (int i = 0; i < kMessages; ++i) delivered += broker.publish("relay", std::to_string(i));
+    // Alternate blocks of 100: one publish() each, then one batch publish().
+    std::vector<std::string> payloads;
+    std::vector<Message> batch;
+    std::vector<std::size_t> receivers;
+    for (int i = 0; i < kMessages; i += 100) {
+      if (i / 100 % 2 == 0) {
+        for (int k = i; k < i + 100; ++k) delivered += broker.publish("relay", std::to_string(k));
+        continue;
+      }
+      payloads.clear();
+      for (int k = i; k < i + 100; ++k) payloads.push_back(std::to_string(k));
+      batch.clear();
+      for (const std::string& p : payloads) batch.push_back({"relay", p});
+      receivers.assign(batch.size(), 0);
+      broker.publish(batch, receivers);
+      for (std::size_t n : receivers) delivered += n;
+    }
   });
   relay.join();
   EXPECT_EQ(delivered, static_cast<std::size_t>(kMessages));
@@ -82,6 +98,12 @@ TEST(BrokerEmbedTest, StartReportsBindFailuresWithErrno) {
   auto fourth = Broker::start(limits);
   ASSERT_FALSE(fourth.has_value());
   EXPECT_EQ(fourth.error().code, BrokerError::Code::kInvalidConfig);
+
+  BrokerConfig huge = loopback_config();
+  huge.max_bulk_len = std::size_t{1} << 30;  // frames are sized in 32 bits; Redis caps strings at 512 MiB
+  auto fifth = Broker::start(huge);
+  ASSERT_FALSE(fifth.has_value());
+  EXPECT_EQ(fifth.error().code, BrokerError::Code::kInvalidConfig);
 }
 
 TEST(BrokerEmbedTest, InfoProviderSectionsAndConnectionStatsReachTheEmbedder) {

@@ -13,7 +13,6 @@ namespace {
 using namespace std::chrono_literals;
 using testing::ManualClock;
 using testing::numbered_frame;
-using testing::seq_of;
 
 constexpr std::size_t kHard = static_cast<std::size_t>(DropReason::kHardLimit);
 constexpr std::size_t kSoft = static_cast<std::size_t>(DropReason::kSoftLimit);
@@ -23,11 +22,7 @@ QueueLimits limits(std::size_t hard, std::size_t soft = 0, std::chrono::nanoseco
   return QueueLimits{hard, soft, d};
 }
 
-std::vector<std::uint64_t> seqs(const std::vector<FrameRef>& frames) {
-  std::vector<std::uint64_t> out;
-  for (const auto& f : frames) out.push_back(seq_of(f));
-  return out;
-}
+std::vector<std::uint64_t> seqs(const std::vector<FrameSpan>& frames) { return testing::seqs_of(frames); }
 
 TEST(ConnectionQueueTest, WakesTheWriterOncePerBusyPeriod) {
   ManualClock clock;
@@ -35,7 +30,7 @@ TEST(ConnectionQueueTest, WakesTheWriterOncePerBusyPeriod) {
   EXPECT_TRUE(q.push(numbered_frame(0, 10)).wake);
   EXPECT_FALSE(q.push(numbered_frame(1, 10)).wake);
   EXPECT_FALSE(q.push(numbered_frame(2, 10)).wake);
-  std::vector<FrameRef> out;
+  std::vector<FrameSpan> out;
   const PopResult r = q.pop_batch(1000, 1000, out);
   EXPECT_EQ(r.frames, 3u);
   EXPECT_FALSE(r.more);
@@ -51,7 +46,7 @@ TEST(ConnectionQueueTest, CompletingTheLastBatchDisarmsTheQueue) {
   ConnectionQueue q(limits(1000), OverflowPolicy::kDropNewest, clock);
   EXPECT_TRUE(q.push(numbered_frame(0, 10)).wake);
   (void)q.push(numbered_frame(1, 10));
-  std::vector<FrameRef> out;
+  std::vector<FrameSpan> out;
   PopResult r = q.pop_batch(10, 64, out);
   EXPECT_TRUE(q.complete(r.bytes)) << "one frame still queued";
   r = q.pop_batch(10, 64, out);
@@ -65,7 +60,7 @@ TEST(ConnectionQueueTest, PopBatchRespectsByteBudgetButTakesAtLeastOneFrame) {
   (void)q.push(numbered_frame(0, 300));
   (void)q.push(numbered_frame(1, 300));
   (void)q.push(numbered_frame(2, 300));
-  std::vector<FrameRef> out;
+  std::vector<FrameSpan> out;
   PopResult r = q.pop_batch(100, 64, out);
   EXPECT_EQ(r.frames, 1u) << "a frame larger than the budget still goes out alone";
   r = q.pop_batch(650, 64, out);
@@ -107,7 +102,7 @@ TEST(ConnectionQueueTest, DisconnectsSubscriberOverHardLimit) {
   ManualClock clock;
   ConnectionQueue q(limits(100), OverflowPolicy::kDisconnect, clock);
   for (std::uint64_t i = 0; i < 10; ++i) (void)q.push(numbered_frame(i, 10));
-  std::vector<FrameRef> out;
+  std::vector<FrameSpan> out;
   ASSERT_EQ(q.pop_batch(30, 64, out).frames, 3u);  // 30 bytes in flight, 70 queued: full
   const PushResult r = q.push(numbered_frame(10, 10));
   EXPECT_EQ(r.status, PushStatus::kClosed);
@@ -123,7 +118,7 @@ TEST(ConnectionQueueTest, InFlightBytesCountTowardTheLimit) {
   ManualClock clock;
   ConnectionQueue q(limits(100), OverflowPolicy::kDropNewest, clock);
   for (std::uint64_t i = 0; i < 10; ++i) (void)q.push(numbered_frame(i, 10));
-  std::vector<FrameRef> out;
+  std::vector<FrameSpan> out;
   (void)q.pop_batch(1000, 1000, out);  // all 100 bytes handed to the "kernel"
   EXPECT_EQ(q.push(numbered_frame(10, 10)).status, PushStatus::kDropped);
   q.release(100);
@@ -182,20 +177,20 @@ TEST(ConnectionQueueTest, TellsTheReaderAboutLossOnceThereIsRoom) {
   for (std::uint64_t i = 0; i < 103; ++i) (void)q.push(numbered_frame(i, 10));
   ASSERT_EQ(q.stats().dropped[kHard], 3u);
   // Nothing is said while the queue is still full.
-  std::vector<FrameRef> out;
+  std::vector<FrameSpan> out;
   PopResult r = q.pop_batch(10, 1, out);
   q.release(r.bytes);
   EXPECT_EQ(q.stats().notices, 0u);
-  const std::vector<FrameRef> rest = testing::drain_all(q);
+  const std::vector<FrameSpan> rest = testing::drain_all(q);
   ASSERT_EQ(q.stats().notices, 1u);
   const std::string expected(
       encode_message(Resp::kResp2, kLossChannel, "lost=3 total=3 policy=drop-newest")->view());
   ASSERT_FALSE(rest.empty());
-  EXPECT_EQ(rest.back()->view(), expected);
-  EXPECT_FALSE(rest.back()->droppable());
+  EXPECT_EQ(rest.back().view(), expected);
+  EXPECT_FALSE(rest.back().block->droppable());
   // Only once: no further notice without further loss.
   (void)q.push(numbered_frame(500, 10));
-  const std::vector<FrameRef> after = testing::drain_all(q);
+  const std::vector<FrameSpan> after = testing::drain_all(q);
   EXPECT_EQ(after.size(), 1u);
   EXPECT_EQ(q.stats().notices, 1u);
 }
@@ -205,10 +200,76 @@ TEST(ConnectionQueueTest, LossNoticeUsesTheConnectionsProtocol) {
   ConnectionQueue q(limits(1000), OverflowPolicy::kDropOldest, clock);
   q.set_resp(Resp::kResp3);
   for (std::uint64_t i = 0; i < 101; ++i) (void)q.push(numbered_frame(i, 10));
-  const std::vector<FrameRef> frames = testing::drain_all(q);
+  const std::vector<FrameSpan> frames = testing::drain_all(q);
   ASSERT_FALSE(frames.empty());
-  EXPECT_EQ(frames.back()->view(),
+  EXPECT_EQ(frames.back().view(),
             encode_message(Resp::kResp3, kLossChannel, "lost=1 total=1 policy=drop-oldest")->view());
+}
+
+TEST(ConnectionQueueTest, ARunOfOneBlockIsOneSpanAndOneReference) {
+  ManualClock clock;
+  ConnectionQueue q(limits(1000), OverflowPolicy::kDropNewest, clock);
+  const FrameRef run = testing::numbered_run(0, 5, 10);
+  EXPECT_TRUE(q.push(run).wake);
+  EXPECT_EQ(run.use_count(), 2u) << "the queue holds one reference for all five frames";
+  EXPECT_EQ(q.push(testing::numbered_run(5, 2, 10)).status, PushStatus::kQueued);
+  const QueueStats s = q.stats();
+  EXPECT_EQ(s.queued_frames, 7u);
+  EXPECT_EQ(s.queued_bytes, 70u);
+  std::vector<FrameSpan> out;
+  const PopResult r = q.pop_batch(1000, 1000, out);
+  EXPECT_EQ(r.frames, 7u);
+  ASSERT_EQ(out.size(), 2u) << "one span per block";
+  EXPECT_EQ(out[0].count, 5u);
+  EXPECT_EQ(out[0].data(), run->data()) << "the span is the block's bytes, not a copy";
+  EXPECT_EQ(out[0].size(), 50u);
+  EXPECT_EQ(seqs(out), (std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6}));
+}
+
+TEST(ConnectionQueueTest, PopSplitsASpanAtTheLastFrameWithinTheBudget) {
+  ManualClock clock;
+  ConnectionQueue q(limits(1000), OverflowPolicy::kDropNewest, clock);
+  (void)q.push(testing::numbered_run(0, 4, 10));
+  std::vector<FrameSpan> out;
+  PopResult r = q.pop_batch(25, 64, out);
+  EXPECT_EQ(r.frames, 2u);
+  EXPECT_EQ(r.bytes, 20u);
+  EXPECT_TRUE(r.more);
+  r = q.pop_batch(5, 64, out);
+  EXPECT_EQ(r.frames, 1u) << "at least one frame, even over the budget";
+  r = q.pop_batch(1000, 64, out);
+  EXPECT_EQ(r.frames, 1u);
+  EXPECT_EQ(seqs(out), (std::vector<std::uint64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(q.stats().inflight_bytes, 40u);
+}
+
+TEST(ConnectionQueueTest, PoliciesApplyToEachFrameOfARun) {
+  ManualClock clock;
+  ConnectionQueue newest(limits(100), OverflowPolicy::kDropNewest, clock);
+  EXPECT_EQ(newest.push(testing::numbered_run(0, 12, 10)).status, PushStatus::kDropped);
+  EXPECT_EQ(newest.stats().dropped[kHard], 2u);
+  EXPECT_EQ(seqs(testing::drain_all(newest)), (std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+
+  ConnectionQueue oldest(limits(100), OverflowPolicy::kDropOldest, clock);
+  EXPECT_EQ(oldest.push(testing::numbered_run(0, 12, 10)).status, PushStatus::kQueued);
+  EXPECT_EQ(oldest.stats().dropped[kHard], 2u);
+  EXPECT_EQ(seqs(testing::drain_all(oldest)), (std::vector<std::uint64_t>{2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+
+  ConnectionQueue cut(limits(100), OverflowPolicy::kDisconnect, clock);
+  const PushResult r = cut.push(testing::numbered_run(0, 12, 10));
+  EXPECT_EQ(r.status, PushStatus::kClosed);
+  EXPECT_TRUE(r.wake);
+  EXPECT_EQ(cut.stats().dropped[kCut], 11u) << "the frame that overflowed plus the 10 queued";
+}
+
+TEST(ConnectionQueueTest, DropOldestEvictsFromTheMiddleOfASpanBehindAReply) {
+  ManualClock clock;
+  ConnectionQueue q(limits(100), OverflowPolicy::kDropOldest, clock);
+  (void)q.push(numbered_frame(100, 20, /*droppable=*/false));
+  (void)q.push(testing::numbered_run(0, 8, 10));  // 100 bytes: full
+  (void)q.push(testing::numbered_run(8, 3, 10));
+  EXPECT_EQ(q.stats().dropped[kHard], 3u);
+  EXPECT_EQ(seqs(testing::drain_all(q)), (std::vector<std::uint64_t>{100, 3, 4, 5, 6, 7, 8, 9, 10}));
 }
 
 // Seed 002: publisher 5/tick, reader 1/tick (drained before the tick's publishes),
@@ -220,35 +281,45 @@ struct SeedRun {
   std::vector<std::uint64_t> final_queue;
 };
 
+// With `as_runs`, each tick's messages arrive as one block (one push), as a
+// publisher's pipelined PUBLISHes do; the arithmetic must not change.
 SeedRun run_seed_002(OverflowPolicy policy, std::uint64_t rate = 5, std::size_t capacity = 10,
-                     std::uint64_t drain = 1, int ticks = 200) {
+                     std::uint64_t drain = 1, int ticks = 200, bool as_runs = false) {
   constexpr std::size_t kFrame = 100;
   ManualClock clock;
   ConnectionQueue q(limits(capacity * kFrame), policy, clock);
   SeedRun run;
   std::uint64_t seq = 0;
   for (int tick = 0; tick < ticks; ++tick) {
-    std::vector<FrameRef> out;
+    std::vector<FrameSpan> out;
     for (std::uint64_t d = 0; d < drain; ++d) {
       const PopResult r = q.pop_batch(kFrame, 1, out);
       q.release(r.bytes);
     }
-    for (const auto& f : out) run.delivered.push_back(seq_of(f));
-    for (std::uint64_t k = 0; k < rate; ++k) (void)q.push(numbered_frame(seq++, kFrame));
+    for (std::uint64_t n : seqs(out)) run.delivered.push_back(n);
+    if (as_runs) {
+      (void)q.push(testing::numbered_run(seq, static_cast<std::uint32_t>(rate), kFrame));
+      seq += rate;
+    } else {
+      for (std::uint64_t k = 0; k < rate; ++k) (void)q.push(numbered_frame(seq++, kFrame));
+    }
   }
   const QueueStats s = q.stats();
   run.dropped = s.dropped[kHard];
   run.queued = s.queued_frames;
   EXPECT_EQ(s.notices, 0u) << "the queue never had room for a notice";
-  for (const FrameRef& f : testing::drain_all(q)) {
-    if (f->droppable()) run.final_queue.push_back(seq_of(f));  // skip the loss notice
+  for (const FrameSpan& f : testing::drain_all(q)) {
+    if (!f.block->droppable()) continue;  // skip the loss notice
+    for (std::uint64_t n : seqs({f})) run.final_queue.push_back(n);
   }
   return run;
 }
 
-TEST(ConnectionQueueTest, BothDropPoliciesLoseExactly791Of1000) {
-  const SeedRun oldest = run_seed_002(OverflowPolicy::kDropOldest);
-  const SeedRun newest = run_seed_002(OverflowPolicy::kDropNewest);
+class SeedTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(SeedTest, BothDropPoliciesLoseExactly791Of1000) {
+  const SeedRun oldest = run_seed_002(OverflowPolicy::kDropOldest, 5, 10, 1, 200, GetParam());
+  const SeedRun newest = run_seed_002(OverflowPolicy::kDropNewest, 5, 10, 1, 200, GetParam());
   for (const SeedRun* r : {&oldest, &newest}) {
     EXPECT_EQ(r->dropped, 791u);
     EXPECT_EQ(r->delivered.size(), 199u);
@@ -265,6 +336,9 @@ TEST(ConnectionQueueTest, BothDropPoliciesLoseExactly791Of1000) {
   EXPECT_EQ(oldest.final_queue.back(), 999u) << "drop-oldest ends holding the newest messages";
   EXPECT_LT(newest.final_queue.back(), 999u);
 }
+
+INSTANTIATE_TEST_SUITE_P(FramesAndRuns, SeedTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Runs" : "Frames"; });
 
 TEST(ConnectionQueueTest, PoliciesAgreeOnLossCountAcrossConfigurations) {
   for (std::uint64_t rate : {1u, 2u, 3u, 5u, 8u}) {

@@ -139,6 +139,42 @@ TEST_F(SessionTest, PublishReachesOtherSessionsAndCountsReceivers) {
             "*4\r\n$4\r\nnews\r\n:1\r\n$1\r\nx\r\n:0\r\n:1\r\n*1\r\n$4\r\nnews\r\n");
 }
 
+TEST_F(SessionTest, PipelinedPublishesAreBatchedButRepliedInOrder) {
+  auto sub = connect();
+  auto pub = connect();
+  sub->send("SUBSCRIBE a b\r\n");
+  (void)sub->output();
+  EXPECT_EQ(pub->send("PUBLISH a 1\r\nPUBLISH a 2\r\nPING\r\nPUBLISH b 3\r\nPUBLISH a\r\nPUBLISH c 4\r\n"),
+            ":1\r\n:1\r\n+PONG\r\n:1\r\n-ERR wrong number of arguments for 'publish' command\r\n:0\r\n");
+  EXPECT_EQ(sub->output(),
+            "*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$1\r\n1\r\n"
+            "*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$1\r\n2\r\n"
+            "*3\r\n$7\r\nmessage\r\n$1\r\nb\r\n$1\r\n3\r\n");
+  EXPECT_EQ(core_.stats().messages_published, 4u);
+  EXPECT_EQ(core_.stats().deliveries, 3u);
+}
+
+TEST_F(SessionTest, ABatchLargerThanItsCapIsPublishedInFull) {
+  auto sub = connect();
+  auto pub = connect();
+  sub->send("SUBSCRIBE a\r\n");
+  (void)sub->output();
+  constexpr int kCount = 2500;  // above the session's cap of 1024 batched PUBLISHes
+  std::string in;
+  std::string replies;
+  for (int i = 0; i < kCount; ++i) {
+    in += "*3\r\n$7\r\nPUBLISH\r\n$1\r\na\r\n$" + std::to_string(std::to_string(i).size()) + "\r\n" +
+          std::to_string(i) + "\r\n";
+    replies += ":1\r\n";
+  }
+  EXPECT_EQ(pub->send(in), replies);
+  const std::string out = sub->output();
+  std::size_t frames = 0;
+  for (std::size_t at = out.find("message"); at != std::string::npos; at = out.find("message", at + 1)) ++frames;
+  EXPECT_EQ(frames, static_cast<std::size_t>(kCount));
+  EXPECT_NE(out.rfind("$4\r\n2499\r\n"), std::string::npos);
+}
+
 TEST_F(SessionTest, QuitAndProtocolErrorsCloseAfterTheReply) {
   auto s = connect();
   EXPECT_EQ(s->send("QUIT\r\nPING\r\n"), "+OK\r\n");

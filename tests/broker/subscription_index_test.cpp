@@ -29,6 +29,13 @@ class SubscriptionIndexTest : public ::testing::Test {
     auto lock = index_.lock_for_update();
     index_.add_pattern(s, pat);
   }
+  // One message through the batch API; returns its PUBLISH reply.
+  std::size_t publish(std::string_view ch, std::string_view payload, bool dedupe = false) {
+    const Message m{ch, payload};
+    std::size_t receivers = 0;
+    index_.publish({&m, 1}, dedupe, {&receivers, 1});
+    return receivers;
+  }
   void TearDown() override {
     // Index invariant 3: subscribers leave the index before they die.
     for (auto& s : subs_) {
@@ -44,19 +51,18 @@ class SubscriptionIndexTest : public ::testing::Test {
 TEST_F(SubscriptionIndexTest, ExactSubscriberReceivesRedisMessageFrame) {
   FakeSubscriber& a = make();
   sub(a, "news");
-  const PublishResult r = index_.publish("news", "hi", false);
-  EXPECT_EQ(r.receivers, 1u);
+  EXPECT_EQ(publish("news", "hi"), 1u);
   EXPECT_EQ(testing::concat(testing::drain_all(a.queue())),
             "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n");
   EXPECT_EQ(a.wakes.load(std::memory_order_relaxed), 1);
-  EXPECT_EQ(index_.publish("other", "hi", false).receivers, 0u);
+  EXPECT_EQ(publish("other", "hi", false), 0u);
 }
 
 TEST_F(SubscriptionIndexTest, PatternSubscriberReceivesPmessageInItsProtocol) {
   FakeSubscriber& a = make(Resp::kResp3);
   psub(a, "news.*");
-  EXPECT_EQ(index_.publish("news.art", "x", false).receivers, 1u);
-  EXPECT_EQ(index_.publish("news", "x", false).receivers, 0u);
+  EXPECT_EQ(publish("news.art", "x", false), 1u);
+  EXPECT_EQ(publish("news", "x", false), 0u);
   EXPECT_EQ(testing::concat(testing::drain_all(a.queue())),
             ">4\r\n$8\r\npmessage\r\n$6\r\nnews.*\r\n$8\r\nnews.art\r\n$1\r\nx\r\n");
 }
@@ -70,7 +76,7 @@ TEST_F(SubscriptionIndexTest, EncodesEachFrameOncePerProtocolAndSharesIt) {
   for (FakeSubscriber* s : {&a, &b, &c}) sub(*s, "news");
   psub(d, "n*");
   psub(e, "n*");
-  ASSERT_EQ(index_.publish("news", "payload", false).receivers, 5u);
+  ASSERT_EQ(publish("news", "payload", false), 5u);
   auto fa = testing::drain_all(a.queue());
   auto fb = testing::drain_all(b.queue());
   auto fc = testing::drain_all(c.queue());
@@ -78,12 +84,12 @@ TEST_F(SubscriptionIndexTest, EncodesEachFrameOncePerProtocolAndSharesIt) {
   auto fe = testing::drain_all(e.queue());
   ASSERT_EQ(fa.size(), 1u);
   // Same buffer, not equal copies: no per-subscriber copy of the payload.
-  EXPECT_EQ(fa[0].get(), fb[0].get());
-  EXPECT_EQ(fa[0]->data(), fb[0]->data());
-  EXPECT_NE(fa[0].get(), fc[0].get()) << "RESP3 has its own encoding";
-  EXPECT_EQ(fd[0].get(), fe[0].get()) << "one pmessage frame per pattern";
-  EXPECT_NE(fd[0].get(), fa[0].get());
-  EXPECT_EQ(fa[0].use_count(), 2u);  // held by the two RESP2 drains here
+  EXPECT_EQ(fa[0].block.get(), fb[0].block.get());
+  EXPECT_EQ(fa[0].data(), fb[0].data());
+  EXPECT_NE(fa[0].block.get(), fc[0].block.get()) << "RESP3 has its own encoding";
+  EXPECT_EQ(fd[0].block.get(), fe[0].block.get()) << "one pmessage frame per pattern";
+  EXPECT_NE(fd[0].block.get(), fa[0].block.get());
+  EXPECT_EQ(fa[0].block.use_count(), 2u);  // held by the two RESP2 drains here
 }
 
 TEST_F(SubscriptionIndexTest, DeliversOncePerMatchingSubscriptionByDefault) {
@@ -92,10 +98,10 @@ TEST_F(SubscriptionIndexTest, DeliversOncePerMatchingSubscriptionByDefault) {
   psub(a, "n*");
   psub(a, "news*");
   psub(a, "x*");
-  EXPECT_EQ(index_.publish("news", "p", false).receivers, 3u);
+  EXPECT_EQ(publish("news", "p", false), 3u);
   const auto frames = testing::drain_all(a.queue());
   ASSERT_EQ(frames.size(), 3u);
-  EXPECT_EQ(frames[0]->view().substr(0, 16), "*3\r\n$7\r\nmessage\r");
+  EXPECT_EQ(frames[0].view().substr(0, 16), "*3\r\n$7\r\nmessage\r");
 }
 
 TEST_F(SubscriptionIndexTest, DedupeDeliversOncePerConnection) {
@@ -105,22 +111,101 @@ TEST_F(SubscriptionIndexTest, DedupeDeliversOncePerConnection) {
   psub(a, "n*");
   psub(b, "n*");
   psub(b, "ne*");
-  EXPECT_EQ(index_.publish("news", "p", true).receivers, 2u);
+  EXPECT_EQ(publish("news", "p", true), 2u);
   const auto fa = testing::drain_all(a.queue());
   const auto fb = testing::drain_all(b.queue());
   ASSERT_EQ(fa.size(), 1u);
   ASSERT_EQ(fb.size(), 1u);
-  EXPECT_EQ(fa[0]->view(), "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$1\r\np\r\n") << "exact wins";
-  EXPECT_EQ(fb[0]->view().substr(0, 17), "*4\r\n$8\r\npmessage\r");
+  EXPECT_EQ(fa[0].view(), "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$1\r\np\r\n") << "exact wins";
+  EXPECT_EQ(fb[0].view().substr(0, 17), "*4\r\n$8\r\npmessage\r");
+}
+
+TEST_F(SubscriptionIndexTest, ARunIsOneBlockPerProtocolAndOneSpanPerSubscriber) {
+  FakeSubscriber& a = make(Resp::kResp2);
+  FakeSubscriber& b = make(Resp::kResp2);
+  FakeSubscriber& c = make(Resp::kResp3);
+  for (FakeSubscriber* s : {&a, &b, &c}) sub(*s, "news");
+  const std::vector<Message> msgs{{"news", "1"}, {"news", "22"}, {"news", "333"}};
+  std::vector<std::size_t> receivers(msgs.size());
+  index_.publish(msgs, false, receivers);
+  EXPECT_EQ(receivers, (std::vector<std::size_t>{3, 3, 3}));
+  const auto fa = testing::drain_all(a.queue());
+  const auto fb = testing::drain_all(b.queue());
+  const auto fc = testing::drain_all(c.queue());
+  ASSERT_EQ(fa.size(), 1u);
+  ASSERT_EQ(fc.size(), 1u);
+  EXPECT_EQ(fa[0].count, 3u);
+  EXPECT_EQ(fa[0].block.get(), fb[0].block.get()) << "both RESP2 subscribers share one block";
+  EXPECT_NE(fa[0].block.get(), fc[0].block.get());
+  EXPECT_EQ(a.wakes.load(std::memory_order_relaxed), 1) << "one push, one wakeup";
+  EXPECT_EQ(fa[0].view(),
+            "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$1\r\n1\r\n"
+            "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\n22\r\n"
+            "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$3\r\n333\r\n");
+  EXPECT_EQ(fc[0].view().substr(0, 4), ">3\r\n");
+}
+
+TEST_F(SubscriptionIndexTest, ABatchOverSeveralChannelsKeepsPublicationOrder) {
+  FakeSubscriber& a = make();
+  FakeSubscriber& b = make();
+  sub(a, "x");
+  sub(a, "y");
+  sub(b, "y");
+  const std::vector<Message> msgs{{"x", "1"}, {"y", "2"}, {"y", "3"}, {"x", "4"}, {"z", "5"}};
+  std::vector<std::size_t> receivers(msgs.size());
+  index_.publish(msgs, false, receivers);
+  EXPECT_EQ(receivers, (std::vector<std::size_t>{1, 2, 2, 1, 0}));
+  auto payloads = [](const std::string& wire) {
+    std::string out;  // each one-byte bulk: channel, payload, channel, ...
+    for (std::size_t at = wire.find("\r\n$1\r\n", 0); at != std::string::npos;
+         at = wire.find("\r\n$1\r\n", at + 1)) {
+      out += wire[at + 6];
+    }
+    return out;
+  };
+  EXPECT_EQ(payloads(testing::concat(testing::drain_all(a.queue()))), "x1y2y3x4");
+  EXPECT_EQ(payloads(testing::concat(testing::drain_all(b.queue()))), "y2y3");
+}
+
+TEST_F(SubscriptionIndexTest, ASubscriberMatchedTwiceGetsFramesInterleavedPerMessage) {
+  FakeSubscriber& a = make();
+  FakeSubscriber& b = make();
+  sub(a, "news");
+  psub(a, "n*");
+  sub(b, "news");
+  const std::vector<Message> msgs{{"news", "1"}, {"news", "2"}};
+  std::vector<std::size_t> receivers(msgs.size());
+  index_.publish(msgs, false, receivers);
+  EXPECT_EQ(receivers, (std::vector<std::size_t>{3, 3}));
+  const std::string m1 = "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$1\r\n1\r\n";
+  const std::string p1 = "*4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$1\r\n1\r\n";
+  const std::string m2 = "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$1\r\n2\r\n";
+  const std::string p2 = "*4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$1\r\n2\r\n";
+  EXPECT_EQ(testing::concat(testing::drain_all(a.queue())), m1 + p1 + m2 + p2) << "as Redis sends them";
+  EXPECT_EQ(testing::concat(testing::drain_all(b.queue())), m1 + m2);
+}
+
+TEST_F(SubscriptionIndexTest, DedupeDeliversARunOncePerConnection) {
+  FakeSubscriber& a = make();
+  sub(a, "news");
+  psub(a, "n*");
+  const std::vector<Message> msgs{{"news", "1"}, {"news", "2"}};
+  std::vector<std::size_t> receivers(msgs.size());
+  index_.publish(msgs, true, receivers);
+  EXPECT_EQ(receivers, (std::vector<std::size_t>{1, 1}));
+  const auto fa = testing::drain_all(a.queue());
+  ASSERT_EQ(fa.size(), 1u);
+  EXPECT_EQ(fa[0].count, 2u);
+  EXPECT_EQ(fa[0].view().substr(0, 16), "*3\r\n$7\r\nmessage\r") << "exact wins";
 }
 
 TEST_F(SubscriptionIndexTest, VisitsPatternsByLiteralPrefix) {
   FakeSubscriber& a = make();
   for (const char* p : {"*", "a*", "ab*", "abc", "abd*", "b*", "a?c", "[a]bc", "abc\\*"}) psub(a, p);
   // "abc" matches *, a*, ab*, abc, a?c, [a]bc; not abd*, b*, abc\*.
-  EXPECT_EQ(index_.publish("abc", "p", false).receivers, 6u);
-  EXPECT_EQ(index_.publish("abc*", "p", false).receivers, 4u);  // *, a*, ab*, abc\*
-  EXPECT_EQ(index_.publish("", "p", false).receivers, 0u);     // Redis: "*" needs a byte
+  EXPECT_EQ(publish("abc", "p", false), 6u);
+  EXPECT_EQ(publish("abc*", "p", false), 4u);  // *, a*, ab*, abc\*
+  EXPECT_EQ(publish("", "p", false), 0u);     // Redis: "*" needs a byte
   EXPECT_EQ(index_.numpat(), 9u);
 }
 
@@ -137,7 +222,7 @@ TEST_F(SubscriptionIndexTest, UnsubscribeStopsDeliveryAndForgetsEmptyEntries) {
     EXPECT_FALSE(index_.remove_channel(a, "x"));
     EXPECT_TRUE(index_.remove_pattern(a, "x*"));
   }
-  EXPECT_EQ(index_.publish("x", "p", false).receivers, 1u);
+  EXPECT_EQ(publish("x", "p", false), 1u);
   EXPECT_EQ(index_.numpat(), 0u);
   {
     auto lock = index_.lock_for_update();
@@ -193,9 +278,9 @@ TEST_F(SubscriptionIndexTest, ConcurrentPublishersAndSubscribersStayConsistent) 
   std::vector<std::thread> pubs;
   std::atomic<std::size_t> receivers{0};
   for (int t = 0; t < 3; ++t) {
-    pubs.emplace_back([&] {
+    pubs.emplace_back([&, this] {
       for (int i = 0; i < kPerPublisher; ++i) {
-        receivers.fetch_add(index_.publish("s", "payload", false).receivers, std::memory_order_relaxed);
+        receivers.fetch_add(publish("s", "payload", false), std::memory_order_relaxed);
       }
     });
   }

@@ -32,15 +32,35 @@ inline FrameRef numbered_frame(std::uint64_t seq, std::size_t size, bool droppab
   return f;
 }
 
-inline std::uint64_t seq_of(const FrameRef& f) {
-  std::uint64_t seq = 0;
-  std::memcpy(&seq, f->data(), sizeof seq);
-  return seq;
+// One block of `count` droppable frames of `size` bytes (>= 8) each, numbered
+// first, first + 1, ...: a run as a publish of several messages encodes it.
+inline FrameRef numbered_run(std::uint64_t first, std::uint32_t count, std::uint32_t size) {
+  const std::vector<std::uint32_t> sizes(count, size);
+  FrameRef f = FrameRef::allocate_frames(sizes, /*droppable=*/true);
+  std::memset(f.mutable_data(), 'x', std::size_t{count} * size);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::uint64_t seq = first + i;
+    std::memcpy(f.mutable_data() + std::size_t{i} * size, &seq, sizeof seq);
+  }
+  return f;
 }
 
-// Pops everything queued (as a writer would) and returns the frames.
-inline std::vector<FrameRef> drain_all(ConnectionQueue& q) {
-  std::vector<FrameRef> out;
+// The number of every frame in `spans`, in order.
+inline std::vector<std::uint64_t> seqs_of(const std::vector<FrameSpan>& spans) {
+  std::vector<std::uint64_t> out;
+  for (const FrameSpan& s : spans) {
+    for (std::uint32_t i = s.first; i < s.first + s.count; ++i) {
+      std::uint64_t seq = 0;
+      std::memcpy(&seq, s.block->frame(i).data(), sizeof seq);
+      out.push_back(seq);
+    }
+  }
+  return out;
+}
+
+// Pops everything queued (as a writer would) and returns the spans.
+inline std::vector<FrameSpan> drain_all(ConnectionQueue& q) {
+  std::vector<FrameSpan> out;
   for (;;) {
     const PopResult r = q.pop_batch(SIZE_MAX, SIZE_MAX, out);
     if (r.frames == 0) break;
@@ -49,9 +69,9 @@ inline std::vector<FrameRef> drain_all(ConnectionQueue& q) {
   return out;
 }
 
-inline std::string concat(const std::vector<FrameRef>& frames) {
+inline std::string concat(const std::vector<FrameSpan>& frames) {
   std::string s;
-  for (const FrameRef& f : frames) s.append(f->view());
+  for (const FrameSpan& f : frames) s.append(f.view());
   return s;
 }
 

@@ -23,7 +23,7 @@ namespace {
 
 using ringcast::broker::BrokerConfig;
 using ringcast::broker::BrokerCore;
-using ringcast::broker::FrameRef;
+using ringcast::broker::FrameSpan;
 using ringcast::broker::ParserLimits;
 using ringcast::broker::RequestParser;
 using ringcast::broker::Session;
@@ -71,7 +71,7 @@ class FuzzSession final : public Session {
   ~FuzzSession() override = default;
   void on_queue_ready() noexcept override {}
   void drain() {
-    std::vector<FrameRef> out;
+    std::vector<FrameSpan> out;
     for (;;) {
       const auto r = queue().pop_batch(SIZE_MAX, SIZE_MAX, out);
       if (r.frames == 0) break;

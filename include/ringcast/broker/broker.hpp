@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,7 @@
 #include <tl/expected.hpp>
 
 #include "ringcast/broker/config.hpp"
+#include "ringcast/broker/message.hpp"
 
 namespace ringcast::broker {
 
@@ -103,6 +105,12 @@ class Broker {
   // subscriber is one queue push. Never blocks on a socket; may briefly wait for a
   // subscriber's SUBSCRIBE/UNSUBSCRIBE to finish. Returns 0 once stopped.
   std::size_t publish(std::string_view channel, std::string_view payload) noexcept;
+  // Publishes `msgs` in order, exactly as consecutive publish() calls would, and
+  // stores message i's delivery count in receivers[i]. Consecutive messages on one
+  // channel are encoded once into one shared block and reach each subscriber with
+  // one queue push and one iovec: the way to publish a burst. Counts are 0 once
+  // stopped. REQUIRES: receivers.size() == msgs.size().
+  void publish(std::span<const Message> msgs, std::span<std::size_t> receivers) noexcept;
 
   [[nodiscard]] BrokerStats stats() const noexcept;
 
