@@ -1,5 +1,7 @@
 #include "broker/connection_queue.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 
 #include <fmt/format.h>
@@ -50,6 +52,7 @@ void ConnectionQueue::ring_push(FrameSpan s) {
   }
   ring_[(head_ + count_) & (ring_.size() - 1)] = std::move(s);
   ++count_;
+  ++spans_created_;
 }
 
 FrameSpan ConnectionQueue::ring_pop_front() noexcept {
@@ -199,16 +202,43 @@ PushResult ConnectionQueue::push_one_locked(const FrameRef& block, std::uint32_t
   return queued_locked();
 }
 
-PushResult ConnectionQueue::push(const FrameRef& block, std::uint32_t first, std::uint32_t count) noexcept {
+PushResult ConnectionQueue::push(const FrameRef& block) noexcept {
   std::lock_guard lock(mu_);
   PushResult result{PushStatus::kQueued, false};
-  for (std::uint32_t i = first; i < first + count; ++i) {
+  const std::uint64_t created_before = spans_created_;
+  const std::uint64_t lost_before = total_loss_;
+  for (std::uint32_t i = 0; i < block->count(); ++i) {
     if (closed_) return {PushStatus::kClosed, result.wake};
     const PushResult r = push_one_locked(block, i);
     result.wake = result.wake || r.wake;
     if (r.status != PushStatus::kQueued) result.status = r.status;
   }
+  if (closed_) return {PushStatus::kClosed, result.wake};
+  if (total_loss_ != lost_before) privatize_locked(block, spans_created_ - created_before);
   return result;
+}
+
+void ConnectionQueue::privatize_locked(const FrameRef& block, std::size_t created) {
+  // This push's spans are the last ones created (pushes append; evictions and
+  // pops take from the front), and no other push offered this block here.
+  const std::size_t n = std::min(created, count_);
+  std::uint32_t held = 0;
+  for (std::size_t j = count_ - n; j < count_; ++j) {
+    if (ring_at(j).block.get() == block.get()) held += ring_at(j).count;
+  }
+  if (held == 0 || held == block->count()) return;
+  std::vector<std::uint32_t> sizes;
+  for (std::size_t j = count_ - n; j < count_; ++j) {
+    FrameSpan& s = ring_at(j);
+    if (s.block.get() != block.get()) continue;
+    sizes.clear();
+    for (std::uint32_t i = s.first; i < s.first + s.count; ++i) {
+      sizes.push_back(static_cast<std::uint32_t>(block->end(i) - block->begin(i)));
+    }
+    FrameRef copy = FrameRef::allocate_frames(sizes, block->droppable());
+    std::memcpy(copy.mutable_data(), s.data(), s.size());
+    s = FrameSpan{std::move(copy), 0, s.count};
+  }
 }
 
 PopResult ConnectionQueue::pop_batch(std::size_t budget, std::size_t max_spans,

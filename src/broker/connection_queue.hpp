@@ -27,6 +27,10 @@
 //     meanwhile.
 //  4. Once closed_ is set (disconnect policy fired, or close()), nothing is queued
 //     again; pushes report kClosed.
+//  5. A queue references a shared block only while it holds all of the block's
+//     frames, or its front span was split by a pop or trimmed by drop-oldest. So
+//     the memory a queue keeps alive exceeds the bytes it accounts for by at most
+//     two blocks (each bounded by the index's run cap), whatever the policy drops.
 #pragma once
 
 #include <array>
@@ -97,16 +101,16 @@ class ConnectionQueue {
   ConnectionQueue(const ConnectionQueue&) = delete;
   ConnectionQueue& operator=(const ConnectionQueue&) = delete;
 
-  // Offers frames [first, first + count) of `block`, in order, each exactly as if
-  // pushed alone. Droppable frames are subject to the limits and policy; others
-  // (replies) are always queued, evicting droppable ones under drop-oldest, and
-  // close the queue if they take it over the hard limit, because a client that
-  // does not read its replies cannot be helped by dropping messages. One lock for
-  // the whole range. Cost: O(count) plus O(evicted); allocates only when the ring
-  // grows or a loss notice is encoded.
-  PushResult push(const FrameRef& block, std::uint32_t first, std::uint32_t count) noexcept;
-  // Offers every frame of `block`.
-  PushResult push(const FrameRef& block) noexcept { return push(block, 0, block->count()); }
+  // Offers every frame of `block`, in order, each exactly as if pushed alone.
+  // Droppable frames are subject to the limits and policy; others (replies) are
+  // always queued, evicting droppable ones under drop-oldest, and close the queue
+  // if they take it over the hard limit, because a client that does not read its
+  // replies cannot be helped by dropping messages. One lock for the whole block.
+  // If the policy lost some of the block's frames but queued others, the queued
+  // ones are copied into a private block (invariant 5). Cost: O(frames) plus
+  // O(evicted); allocates only when the ring grows, a loss notice is encoded or
+  // a partly queued block is copied.
+  PushResult push(const FrameRef& block) noexcept;
 
   // Writer: moves spans to `out` (appending) while their total stays within
   // `budget` bytes and `max_spans` spans, splitting a span at a frame boundary
@@ -145,6 +149,9 @@ class ConnectionQueue {
   // Queues frame i of `block`: extends the last span when it ends just before i.
   void append_locked(const FrameRef& block, std::uint32_t i);
 
+  // Invariant 5: replaces the spans of `block` among the last `created` spans
+  // with a private copy of their frames, unless they hold the whole block.
+  void privatize_locked(const FrameRef& block, std::size_t created);
   // Offers frame i of `block` (invariant 2).
   PushResult push_one_locked(const FrameRef& block, std::uint32_t i) noexcept;
   // Applies the policy for a droppable frame that does not fit under `limit`.
@@ -163,6 +170,7 @@ class ConnectionQueue {
   std::vector<FrameSpan> ring_;  // size is a power of two (or 0)
   std::size_t head_ = 0;
   std::size_t count_ = 0;  // spans in ring_
+  std::uint64_t spans_created_ = 0;  // ring_push calls, ever
   std::size_t queued_frames_ = 0;
   std::size_t queued_bytes_ = 0;
   std::size_t inflight_bytes_ = 0;

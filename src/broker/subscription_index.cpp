@@ -1,6 +1,7 @@
 #include "broker/subscription_index.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <tuple>
 
 #include "broker/glob.hpp"
@@ -44,9 +45,36 @@ struct Hit {
   std::uint32_t source;  // index into the run's SourceFrames
 };
 
-void deliver(Subscriber* s, const FrameRef& block, std::uint32_t first, std::uint32_t count) noexcept {
-  if (s->queue().push(block, first, count).wake) s->on_queue_ready();
+void deliver(Subscriber* s, const FrameRef& block) noexcept {
+  if (s->queue().push(block).wake) s->on_queue_ready();
 }
+
+// One block holding frame k of each of `blocks` (which have equal frame counts),
+// then frame k + 1 of each, and so on.
+FrameRef interleave(const std::vector<const FrameRef*>& blocks) {
+  thread_local std::vector<std::uint32_t> sizes;
+  sizes.clear();
+  const std::uint32_t count = (*blocks.front())->count();
+  for (std::uint32_t k = 0; k < count; ++k) {
+    for (const FrameRef* b : blocks) sizes.push_back(static_cast<std::uint32_t>((*b)->frame(k).size()));
+  }
+  FrameRef out = FrameRef::allocate_frames(sizes, /*droppable=*/true);
+  char* p = out.mutable_data();
+  for (std::uint32_t k = 0; k < count; ++k) {
+    for (const FrameRef* b : blocks) {
+      const std::string_view f = (*b)->frame(k);
+      std::memcpy(p, f.data(), f.size());
+      p += f.size();
+    }
+  }
+  return out;
+}
+
+// A run ends after this many messages or payload bytes: a queue may keep up to
+// two blocks alive beyond the bytes it accounts for (connection_queue.hpp,
+// invariant 5), so the size of a block is what bounds that memory.
+constexpr std::size_t kMaxRunMessages = 1024;
+constexpr std::size_t kMaxRunBytes = 1u << 20;
 
 }  // namespace
 
@@ -177,7 +205,10 @@ void SubscriptionIndex::publish(std::span<const Message> msgs, bool dedupe, std:
   std::size_t i = 0;
   while (i < msgs.size()) {
     std::size_t j = i + 1;
-    while (j < msgs.size() && msgs[j].channel == msgs[i].channel) ++j;
+    std::size_t bytes = msgs[i].payload.size();
+    while (j < msgs.size() && j - i < kMaxRunMessages && bytes < kMaxRunBytes && msgs[j].channel == msgs[i].channel) {
+      bytes += msgs[j++].payload.size();
+    }
     const std::size_t n = publish_run(msgs.subspan(i, j - i), dedupe);
     std::fill(receivers.begin() + static_cast<std::ptrdiff_t>(i), receivers.begin() + static_cast<std::ptrdiff_t>(j), n);
     i = j;
@@ -188,7 +219,7 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
   // Per thread, keeping their capacity: a steady publisher does not allocate here.
   thread_local std::vector<Hit> hits;
   thread_local std::vector<SourceFrames> sources;
-  thread_local std::vector<Subscriber*> seen;
+  thread_local std::vector<const FrameRef*> blocks;
   hits.clear();
   sources.clear();
   const std::string_view channel = run.front().channel;
@@ -202,33 +233,31 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
     for (Subscriber* s : e.subs) hits.push_back({s, static_cast<std::uint32_t>(hits.size()), source});
   });
 
-  // A subscriber can be matched twice only through two sources.
-  bool interleave = false;
+  // A subscriber can be matched twice only through two sources: then group each
+  // subscriber's hits, in delivery order, and with dedupe keep only its first.
   if (sources.size() > 1) {
+    std::sort(hits.begin(), hits.end(),
+              [](const Hit& a, const Hit& b) { return std::tie(a.sub, a.order) < std::tie(b.sub, b.order); });
     if (dedupe) {
-      // Keep each subscriber's first hit, then restore delivery order.
-      std::sort(hits.begin(), hits.end(),
-                [](const Hit& a, const Hit& b) { return std::tie(a.sub, a.order) < std::tie(b.sub, b.order); });
       hits.erase(std::unique(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) { return a.sub == b.sub; }),
                  hits.end());
-      std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) { return a.order < b.order; });
-    } else {
-      seen.clear();
-      for (const Hit& h : hits) seen.push_back(h.sub);
-      std::sort(seen.begin(), seen.end());
-      interleave = std::adjacent_find(seen.begin(), seen.end()) != seen.end();
     }
   }
-
-  const auto count = static_cast<std::uint32_t>(run.size());
-  if (!interleave) {
-    for (const Hit& h : hits) deliver(h.sub, sources[h.source].get(h.sub->resp(), run), 0, count);
-  } else {
-    // Redis's order per message: the exact subscription's frame, then each
-    // matching pattern's, then the next message.
-    for (std::uint32_t k = 0; k < count; ++k) {
-      for (const Hit& h : hits) deliver(h.sub, sources[h.source].get(h.sub->resp(), run), k, 1);
+  for (std::size_t g = 0; g < hits.size();) {
+    Subscriber* s = hits[g].sub;
+    std::size_t end = g + 1;
+    while (end < hits.size() && hits[end].sub == s) ++end;
+    if (end - g == 1) {
+      deliver(s, sources[hits[g].source].get(s->resp(), run));
+    } else {
+      // Matched several times (no dedupe): Redis's order per message is the exact
+      // subscription's frame, then each matching pattern's, then the next message.
+      // A rare case, so the frames are copied into a block of the subscriber's own.
+      blocks.clear();
+      for (std::size_t h = g; h < end; ++h) blocks.push_back(&sources[hits[h].source].get(s->resp(), run));
+      deliver(s, interleave(blocks));
     }
+    g = end;
   }
   sources.clear();  // release the blocks now, not at the next publish
   return hits.size();

@@ -110,11 +110,12 @@ class SubscriptionIndex {
   // subscription, else its first matching pattern in trie order), and the reply
   // counts subscribers. Wakes writers as needed.
   //
-  // Consecutive messages on one channel form a run: the run is encoded once per
-  // protocol version and pattern into one block, and each subscriber gets the
-  // whole run with one queue push (one lock, one reference). Only a subscriber
-  // matched several times without dedupe gets the run frame by frame, so that
-  // its frames interleave per message as Redis sends them.
+  // Consecutive messages on one channel form a run (at most 1024 messages or
+  // 1 MiB of payload): the run is encoded once per protocol version and pattern
+  // into one block, and each subscriber gets the whole run with one queue push
+  // (one lock, one reference). Only a subscriber matched several times without
+  // dedupe gets a block of its own, a copy with its frames interleaved per
+  // message as Redis sends them.
   // REQUIRES: receivers.size() == msgs.size().
   void publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers);
 

@@ -262,6 +262,25 @@ TEST(ConnectionQueueTest, PoliciesApplyToEachFrameOfARun) {
   EXPECT_EQ(cut.stats().dropped[kCut], 11u) << "the frame that overflowed plus the 10 queued";
 }
 
+TEST(ConnectionQueueTest, APartlyQueuedBlockIsCopiedSoDroppedFramesAreNotKeptAlive) {
+  ManualClock clock;
+  ConnectionQueue q(limits(100), OverflowPolicy::kDropNewest, clock);
+  (void)q.push(numbered_frame(100, 80));
+  const FrameRef run = testing::numbered_run(0, 10, 10);  // 100 bytes; only 2 frames fit
+  EXPECT_EQ(q.push(run).status, PushStatus::kDropped);
+  EXPECT_EQ(run.use_count(), 1u) << "the queue holds a copy of the 2 frames, not the 100-byte block";
+  const auto out = testing::drain_all(q);
+  EXPECT_EQ(seqs(out), (std::vector<std::uint64_t>{100, 0, 1}));
+
+  // A block queued whole stays shared, even when older frames were evicted for it.
+  ConnectionQueue oldest(limits(100), OverflowPolicy::kDropOldest, clock);
+  (void)oldest.push(numbered_frame(100, 80));
+  const FrameRef whole = testing::numbered_run(0, 5, 10);
+  (void)oldest.push(whole);
+  EXPECT_EQ(oldest.stats().dropped[kHard], 1u);
+  EXPECT_EQ(whole.use_count(), 2u);
+}
+
 TEST(ConnectionQueueTest, DropOldestEvictsFromTheMiddleOfASpanBehindAReply) {
   ManualClock clock;
   ConnectionQueue q(limits(100), OverflowPolicy::kDropOldest, clock);

@@ -100,7 +100,7 @@ TEST_F(SubscriptionIndexTest, DeliversOncePerMatchingSubscriptionByDefault) {
   psub(a, "x*");
   EXPECT_EQ(publish("news", "p", false), 3u);
   const auto frames = testing::drain_all(a.queue());
-  ASSERT_EQ(frames.size(), 3u);
+  ASSERT_EQ(testing::frame_count(frames), 3u);
   EXPECT_EQ(frames[0].view().substr(0, 16), "*3\r\n$7\r\nmessage\r");
 }
 
@@ -143,6 +143,26 @@ TEST_F(SubscriptionIndexTest, ARunIsOneBlockPerProtocolAndOneSpanPerSubscriber) 
             "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\n22\r\n"
             "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$3\r\n333\r\n");
   EXPECT_EQ(fc[0].view().substr(0, 4), ">3\r\n");
+}
+
+TEST_F(SubscriptionIndexTest, LongRunsAreCutSoABlockStaysBounded) {
+  FakeSubscriber& a = make();
+  sub(a, "news");
+  const std::vector<Message> msgs(1500, Message{"news", "p"});
+  std::vector<std::size_t> receivers(msgs.size());
+  index_.publish(msgs, false, receivers);
+  const auto fa = testing::drain_all(a.queue());
+  ASSERT_EQ(fa.size(), 2u);
+  EXPECT_EQ(fa[0].count, 1024u) << "at most 1024 messages per run";
+  EXPECT_EQ(fa[1].count, 476u);
+  const std::string big(600u << 10, 'x');  // 600 KiB: a run ends after 1 MiB of payload
+  const std::vector<Message> large(3, Message{"news", big});
+  receivers.assign(large.size(), 0);
+  index_.publish(large, false, receivers);
+  const auto fl = testing::drain_all(a.queue());
+  ASSERT_EQ(fl.size(), 2u);
+  EXPECT_EQ(fl[0].count, 2u);
+  EXPECT_EQ(fl[1].count, 1u);
 }
 
 TEST_F(SubscriptionIndexTest, ABatchOverSeveralChannelsKeepsPublicationOrder) {

@@ -69,6 +69,12 @@ inline std::vector<FrameSpan> drain_all(ConnectionQueue& q) {
   return out;
 }
 
+inline std::size_t frame_count(const std::vector<FrameSpan>& spans) {
+  std::size_t n = 0;
+  for (const FrameSpan& s : spans) n += s.count;
+  return n;
+}
+
 inline std::string concat(const std::vector<FrameSpan>& frames) {
   std::string s;
   for (const FrameSpan& f : frames) s.append(f.view());
