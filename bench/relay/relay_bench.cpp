@@ -198,7 +198,8 @@ Result run_broker(const std::string& exe, int n, std::size_t payload, double sec
           },
           [&] {
             drain();
-            std::this_thread::yield();
+            // Sleep, not spin: on 2 cores a spinning publisher starves the server and subscribers.
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
           });
     }
     ::close(pub);
@@ -232,7 +233,10 @@ Result run_relay(const std::string& exe, int n, std::size_t payload, double seco
             for (int i = 0; i < k; ++i) pushed += ring->try_push(msg) == Errc::ok ? 1U : 0U;
             return pushed;
           },
-          [] { std::this_thread::yield(); });
+          [] {
+            // Sleep, not spin: on 2 cores a spinning publisher starves the relay and subscribers.
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
+          });
     }
   }
   stop_process(pid);

@@ -2,6 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cassert>
+#include <cstring>
 #include <exception>
 #include <thread>
 
@@ -21,10 +24,14 @@ RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, 
       poll_(poll.count() <= 0 ? std::chrono::milliseconds(1) : poll),
       log_(std::move(log)),
       stop_(stop),
-      fail_(std::move(fail)) {
-  // Reserve once: assembling prefix + topic then never allocates (invariant 3).
-  channel_.reserve(route_.name.size() + kMaxTopic + 1);
-  channel_ = route_.name;
+      fail_(std::move(fail)),
+      max_pending_(std::min(batch_, kMaxPending)),
+      slot_size_(route_.name.size() + kMaxPayload) {
+  // Sized once: the hot loop then never allocates (invariant 3), and views into
+  // slots_ stay valid (invariant 5).
+  slots_.resize(max_pending_ * slot_size_);
+  pending_.reserve(max_pending_);
+  receivers_.resize(max_pending_);
 }
 
 void RingReader::log(LogLevel level, const std::string& text) const {
@@ -139,32 +146,57 @@ void RingReader::unregister() noexcept {
   }
 }
 
-void RingReader::publish_one(std::span<const std::byte> payload) noexcept {
-  const std::string* channel = &route_.name;
-  std::string_view body(reinterpret_cast<const char*>(payload.data()), payload.size());
+void RingReader::take(std::span<const std::byte> payload) noexcept {
+  if (pending_.size() == max_pending_) publish_pending();  // only when batch_ > kMaxPending
+  // Copy out: the payload may be a view of a ring slot, valid only until the
+  // next receive, and the broker reads the batch after the whole drain.
+  char* const slot = slots_.data() + pending_.size() * slot_size_;
+  std::string_view channel = route_.name;
+  const char* subject = route_.name.c_str();  // NUL-terminated, for NATS
+  std::string_view body;
   if (route_.topic_in_payload) {
     const TopicView t = decode_topic_payload(payload);
     if (!t.ok) {
       ++local_.malformed;
       return;
     }
-    // Within the reserved capacity: no allocation (invariant 3).
-    channel_.resize(route_.name.size());
-    channel_.append(t.topic);
-    channel = &channel_;
-    body = t.body;
+    // prefix + topic + NUL + body = prefix + payload.size() bytes <= slot_size_.
+    char* p = slot;
+    std::memcpy(p, route_.name.data(), route_.name.size());
+    p += route_.name.size();
+    std::memcpy(p, t.topic.data(), t.topic.size());
+    p += t.topic.size();
+    channel = std::string_view(slot, static_cast<std::size_t>(p - slot));
+    subject = slot;
+    *p++ = '\0';
+    std::memcpy(p, t.body.data(), t.body.size());
+    body = std::string_view(p, t.body.size());
+  } else {
+    std::memcpy(slot, payload.data(), payload.size());
+    body = std::string_view(slot, payload.size());
   }
+  assert(body.data() + body.size() <= slot + slot_size_);
   ++local_.relayed;
-  if (broker_ != nullptr) local_.deliveries += broker_->publish(*channel, body);
+  // Within the reserved capacity: no allocation (invariant 3). Without a broker
+  // nothing is kept, so slot 0 is reused for every message.
+  if (broker_ != nullptr) pending_.push_back({channel, body});
   if (nats_ != nullptr) {
     // A fixed subject was validated at start; a topic is checked here, because
     // the server would close the connection on an invalid subject.
-    if ((!route_.topic_in_payload || is_valid_subject(*channel)) && nats_->publish(channel->c_str(), body)) {
+    if ((!route_.topic_in_payload || is_valid_subject(channel)) && nats_->publish(subject, body)) {
       ++local_.nats_published;
     } else {
       ++local_.nats_failed;
     }
   }
+}
+
+void RingReader::publish_pending() noexcept {
+  if (pending_.empty()) return;  // also the case without a broker
+  const std::span<std::size_t> receivers(receivers_.data(), pending_.size());
+  broker_->publish(pending_, receivers);
+  for (const std::size_t n : receivers) local_.deliveries += n;
+  pending_.clear();
 }
 
 void RingReader::flush_counters() noexcept {
@@ -181,32 +213,18 @@ void RingReader::flush_counters() noexcept {
 }
 
 RingReader::Step RingReader::relay_until_stopped() {
-  alignas(8) std::byte buf[kMaxPayload];
-  const bool lossy = ring_->lossy();
-  const auto on_message = [this](std::span<const std::byte> p) noexcept { publish_one(p); };
+  const auto on_message = [this](std::span<const std::byte> p) noexcept { take(p); };
   while (!stopping()) {
-    std::size_t got = 0;
-    Errc status = Errc::ok;
-    std::uint64_t lapped_before = local_.lapped;
-    if (!lossy) {
-      // Blocking ring: no laps; one cursor publish per batch.
-      const BatchResult b = ring_->drain(id_, on_message, batch_);
-      got = b.count;
-      status = b.status;
-    } else {
-      // Lossy ring: try_recv reports how many a lap skipped (drain cannot).
-      while (got < batch_) {
-        const RecvResult r = ring_->try_recv(id_, buf);
-        if (r.status == Errc::ok) {
-          publish_one(std::span<const std::byte>(buf, r.length));
-          ++got;
-        } else if (r.status == Errc::lapped) {
-          local_.lapped += r.missed;  // the cursor moved to the oldest message still there
-        } else {
-          status = r.status;
-          break;
-        }
-      }
+    const std::uint64_t lapped_before = local_.lapped;
+    // One cursor publish per batch; on a lossy ring a lap stops the batch and
+    // reports what it skipped (the cursor moved to the oldest message still there).
+    const BatchResult b = ring_->drain(id_, on_message, batch_);
+    publish_pending();  // invariant 4
+    const std::size_t got = b.count;
+    Errc status = b.status;
+    if (status == Errc::lapped) {
+      local_.lapped += b.missed;
+      status = Errc::ok;
     }
     if (got > 0 || local_.lapped != lapped_before) {
       if (got > 0) ++local_.batches;
@@ -233,7 +251,8 @@ RingReader::Step RingReader::handle_status(Errc status) {
       alignas(8) std::byte buf[kMaxPayload];
       const RecvResult r = ring_->recv_wait(id_, buf, poll_, IdleStrategy::spin_then_block);
       if (r.status == Errc::ok) {
-        publish_one(std::span<const std::byte>(buf, r.length));
+        take(std::span<const std::byte>(buf, r.length));
+        publish_pending();
         ++local_.batches;
         set_state(RingState::relaying);
         flush_counters();

@@ -11,8 +11,15 @@
 //  1. run() returns only after unregistering its consumer (if it registered).
 //  2. relayed_ + malformed_ = messages taken from the ring; lapped_ = messages a
 //     lossy ring overwrote before they were taken (the ring's `missed`).
-//  3. The hot loop (drain -> publish_one) neither allocates nor locks in the
-//     relay's own code: the topic channel buffer is reserved at construction.
+//  3. The hot loop (drain -> take -> publish_pending) neither allocates
+//     nor locks in the relay's own code: the pending-batch buffers are sized
+//     once at construction and never grow.
+//  4. Every batch taken from the ring reaches the broker with one
+//     Broker::publish(span) call, in ring order, before the counters are
+//     flushed or the next batch is taken (a batch larger than kMaxPending takes
+//     one call per kMaxPending messages). NATS gets each message as it is taken.
+//  5. Each pending Message views either route_.name or its own slot of slots_,
+//     which is never resized, so the views stay valid until publish_pending().
 #pragma once
 
 #include <sys/types.h>
@@ -24,9 +31,11 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "ringcast/broadcast_ring.hpp"
 #include "ringcast/broker/broker.hpp"
+#include "ringcast/broker/message.hpp"
 #include "ringcast/relay/relay.hpp"
 
 namespace ringcast::relay {
@@ -51,6 +60,9 @@ class RingReader {
     std::uint64_t nats_published = 0, nats_failed = 0, reopens = 0;
   };
 
+  // Most messages held for one broker call; bounds the buffer when --batch is huge.
+  static constexpr std::size_t kMaxPending = 1024;
+
   enum class Step : std::uint8_t { again, reopen, fatal };
 
   bool open_and_register();
@@ -58,7 +70,12 @@ class RingReader {
   Step handle_status(Errc status);
   Step housekeeping();
   void unregister() noexcept;
-  void publish_one(std::span<const std::byte> payload) noexcept;
+  // Copies one ring message into the pending batch (or counts it malformed) and
+  // hands it to NATS. Publishes the pending batch first if it is full.
+  void take(std::span<const std::byte> payload) noexcept;
+  // Publishes the pending batch to the broker with one call, adds up the
+  // deliveries and empties the batch. No-op when nothing is pending.
+  void publish_pending() noexcept;
   void flush_counters() noexcept;
   void set_state(RingState s) noexcept;
   [[nodiscard]] bool stopping() const noexcept {
@@ -84,7 +101,14 @@ class RingReader {
   ConsumerId id_ = 0;
   ino_t ino_ = 0;
   dev_t dev_ = 0;
-  std::string channel_;          // topic mode: prefix + topic, capacity reserved once
+  // Pending batch (invariants 3-5). Slot i holds message i's copy: the body, or
+  // in topic mode prefix + topic + NUL + body, which is at most prefix +
+  // kMaxPayload bytes because the topic's length byte is not copied.
+  const std::size_t max_pending_;         // min(batch_, kMaxPending)
+  const std::size_t slot_size_;           // route_.name.size() + kMaxPayload
+  std::vector<char> slots_;               // max_pending_ * slot_size_ bytes, never resized
+  std::vector<broker::Message> pending_;  // capacity max_pending_
+  std::vector<std::size_t> receivers_;    // max_pending_ entries: per-message deliveries
   Counters local_;
   std::string last_wait_reason_; // logged once per distinct reason while waiting
 

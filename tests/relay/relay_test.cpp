@@ -1,7 +1,9 @@
 // The relay library in-process: rings -> Relay -> embedded broker -> TCP
 // subscribers (a minimal RESP2 client), and the Prometheus endpoint.
+#include <array>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -149,6 +151,106 @@ TEST(RelayTest, TopicInPayloadRoutesOneRingToSeveralChannels) {
   }
   ASSERT_TRUE(poll_until([&] { return stats_of(**relay).relayed == 3; }));
   EXPECT_EQ(stats_of(**relay).malformed, 1u);
+}
+
+// The reader publishes each batch it takes from the ring with one broker call;
+// the ring's two receive paths (blocking: drain; lossy: a try_recv loop) both
+// batch. try_push_batch commits many messages at once, so the reader takes most
+// of them in one batch.
+class RelayBatchTest : public ::testing::TestWithParam<bool> {
+ protected:
+  [[nodiscard]] static CreateOptions ring_options() { return {.lossy = GetParam()}; }
+};
+
+INSTANTIATE_TEST_SUITE_P(BlockingAndLossy, RelayBatchTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? "Lossy" : "Blocking";
+                         });
+
+TEST_P(RelayBatchTest, TopicInPayloadBatchDeliversEachMessageOnItsOwnChannelInOrder) {
+  TempDir dir;
+  const std::string path = dir.file("md.ring");
+  auto ring = BroadcastRing::create(path, 256, ring_options());
+  ASSERT_TRUE(ring);
+  LogSink log;
+  auto relay = Relay::start(broker_config({{path, "md.", true}}, log));
+  ASSERT_TRUE(relay) << relay.error().message();
+  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+  RespClient sub((*relay)->broker()->port());
+  ASSERT_TRUE(sub.subscribe("md.*", true));
+
+  // Bodies of different lengths, and two messages that fill a slot exactly (the
+  // longest topic; the shortest topic with the longest body), so a copy that
+  // overran its share of the reader's batch buffer would corrupt a neighbour.
+  const std::string long_topic(kMaxTopic, 'T');
+  const std::string long_body(kMaxPayload - 2, 'b');
+  const std::pair<std::string, std::string> sent[] = {{"AAPL", "1"},   {"MSFT", "22"},
+                                                      {long_topic, ""}, {"A", long_body},
+                                                      {"AAPL", "333"},  {"IBM", "4"}};
+  const std::string malformed("\x09" "short");  // topic length beyond the payload
+  std::vector<std::array<std::byte, kMaxPayload>> storage(std::size(sent));
+  std::vector<std::span<const std::byte>> batch;
+  for (std::size_t i = 0; i < std::size(sent); ++i) {
+    if (i == 2) batch.push_back(as_bytes(malformed));  // mid-batch: skipped, counted
+    const std::size_t n = encode_topic_payload(sent[i].first, as_bytes(sent[i].second), storage[i]);
+    ASSERT_GT(n, 0u);
+    batch.emplace_back(storage[i].data(), n);
+  }
+  const BatchResult pushed = ring->try_push_batch(batch);
+  ASSERT_EQ(pushed.count, batch.size()) << to_string(pushed.status);
+
+  for (const auto& [topic, body] : sent) {
+    auto r = sub.next(deadline_in(20s));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->count, 4u);  // pmessage pattern channel payload
+    EXPECT_EQ(r->elems[0].str, "pmessage");
+    EXPECT_EQ(r->elems[2].str, "md." + topic);
+    EXPECT_EQ(r->elems[3].str, body);
+  }
+  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).relayed == std::size(sent); }));
+  const RingStats s = stats_of(**relay);
+  EXPECT_EQ(s.malformed, 1u);
+  EXPECT_EQ(s.deliveries, std::size(sent));
+  EXPECT_EQ(s.lapped, 0u);
+}
+
+TEST_P(RelayBatchTest, BatchLargerThanOneBrokerCallArrivesInOrder) {
+  // --batch far above the reader's pending-buffer bound (1,024 messages): the
+  // reader splits the batch into several broker calls, in order.
+  constexpr std::size_t kMessages = 3000;
+  TempDir dir;
+  const std::string path = dir.file("big.ring");
+  auto ring = BroadcastRing::create(path, 4096, ring_options());
+  ASSERT_TRUE(ring);
+  LogSink log;
+  RelayConfig config = broker_config({{path, "big", false}}, log);
+  config.batch = 100'000;
+  auto relay = Relay::start(std::move(config));
+  ASSERT_TRUE(relay) << relay.error().message();
+  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+  RespClient sub((*relay)->broker()->port());
+  ASSERT_TRUE(sub.subscribe("big"));
+
+  std::vector<std::string> bodies;
+  std::vector<std::span<const std::byte>> batch;
+  for (std::size_t i = 0; i < kMessages; ++i) {
+    bodies.push_back(std::string(1, 'm') += std::to_string(i));
+  }
+  for (const std::string& b : bodies) batch.push_back(as_bytes(b));
+  const BatchResult pushed = ring->try_push_batch(batch);
+  ASSERT_EQ(pushed.count, kMessages) << to_string(pushed.status);
+
+  for (std::size_t i = 0; i < kMessages; ++i) {
+    auto r = sub.next(deadline_in(20s));
+    ASSERT_TRUE(r) << "received " << i;
+    ASSERT_TRUE(r->is_message("big"));
+    ASSERT_EQ(r->elems[2].str, bodies[i]);
+  }
+  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).relayed == kMessages; }));
+  const RingStats s = stats_of(**relay);
+  EXPECT_EQ(s.deliveries, kMessages);
+  EXPECT_EQ(s.malformed, 0u);
+  EXPECT_EQ(s.lapped, 0u);
 }
 
 TEST(RelayTest, WaitsForTheRingFileAndThenForAProducer) {

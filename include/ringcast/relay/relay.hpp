@@ -24,10 +24,11 @@
 //  3. A reader that stops (stop(), or a fatal ring error) unregisters its
 //     consumer before its thread exits, so a producer never waits for it.
 //
-// Costs per message: one copy out of the slot, one Broker::publish (one frame
-// allocation shared by every subscriber, one queue push each), and one
-// natsConnection_Publish when NATS is on. Nothing else allocates, locks or
-// throws on the reader's path.
+// Costs: per message, one copy out of the slot into a reusable batch buffer and
+// one natsConnection_Publish when NATS is on; per batch taken from the ring, one
+// Broker::publish(span) (one frame block per run of one channel, shared by every
+// subscriber, one queue push each). Nothing else allocates, locks or throws on
+// the reader's path.
 #pragma once
 
 #include <chrono>
