@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <system_error>
 #include <thread>
 #include <unordered_set>
@@ -41,7 +42,9 @@ namespace {
 
 // Spans per writev: Linux's UIO_MAXIOV is 1024.
 constexpr std::size_t kMaxIov = 1024;
-constexpr std::size_t kReadBuffer = 16 * 1024;
+// One read buffer per I/O thread, not per connection: a connection's bytes are
+// parsed (and copied where kept) before the thread reads another socket.
+constexpr std::size_t kReadBuffer = 256 * 1024;
 
 class Connection;
 
@@ -50,6 +53,8 @@ class IoWorker {
   IoWorker() : guard_(asio::make_work_guard(ctx_)) {}
 
   asio::io_context& context() noexcept { return ctx_; }
+  // This worker's thread: the buffer every read on this thread goes into.
+  [[nodiscard]] std::span<char> read_buffer() noexcept { return read_buffer_; }
 
   // Any thread. The connection must stay alive until unmark() (it calls unmark
   // before dying, on this worker's thread).
@@ -91,6 +96,7 @@ class IoWorker {
   std::vector<Connection*> draining_;                      // this worker's thread only
   std::unordered_set<std::shared_ptr<Connection>> conns_;  // this worker's thread only
   bool stopping_ = false;                                  // this worker's thread only
+  std::vector<char> read_buffer_ = std::vector<char>(kReadBuffer);  // this worker's thread only
   asio::io_context ctx_{1};
   asio::executor_work_guard<asio::io_context::executor_type> guard_;
 };
@@ -121,7 +127,7 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
     sock_.set_option(tcp::no_delay(true), ec);
     sock_.non_blocking(true, ec);
     update_auth_timer();
-    read_some();
+    wait_readable();
   }
 
   // Any thread (Subscriber contract): never blocks, never touches the socket.
@@ -201,24 +207,51 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
  private:
   const BrokerConfig& core_config() const noexcept { return core().config(); }
 
-  void read_some() {
-    sock_.async_read_some(
-        asio::buffer(rbuf_.data(), rbuf_.size()),
-        [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
-          if (self->closed_) return;
-          if (ec) {
-            self->shutdown();
-            return;
-          }
-          if (self->on_input(std::string_view(self->rbuf_.data(), n)) == InputResult::kClose) {
-            // Stop reading; flush() closes once the replies are out.
-            self->close_after_flush_ = true;
-            self->flush();
-            return;
-          }
-          self->update_auth_timer();
-          self->read_some();
-        });
+  void wait_readable() {
+    sock_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+      if (self->closed_) return;
+      if (ec) {
+        self->shutdown();
+        return;
+      }
+      self->read_once();
+    });
+  }
+
+  // One recv into the thread's buffer, parsed before the thread reads anything
+  // else. Asio registers sockets edge-triggered and only this thread runs this
+  // context's reactor: after a short read (everything there was read) or EAGAIN,
+  // any later data raises an event the next wait sees. After a full read more may
+  // be waiting with no new event, so read again, behind the handlers already
+  // queued (the writes this input caused, other connections), instead of waiting.
+  void read_once() {
+    const std::span<char> buf = worker_.read_buffer();
+    ssize_t n = 0;
+    do {
+      n = ::recv(sock_.native_handle(), buf.data(), buf.size(), MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      wait_readable();
+      return;
+    }
+    if (n <= 0) {  // the peer closed, or an error
+      shutdown();
+      return;
+    }
+    if (on_input(std::string_view(buf.data(), static_cast<std::size_t>(n))) == InputResult::kClose) {
+      // Stop reading; flush() closes once the replies are out.
+      close_after_flush_ = true;
+      flush();
+      return;
+    }
+    update_auth_timer();
+    if (static_cast<std::size_t>(n) < buf.size()) {
+      wait_readable();
+      return;
+    }
+    asio::post(worker_.context(), [self = shared_from_this()] {
+      if (!self->closed_) self->read_once();
+    });
   }
 
   // Unauthenticated connections get auth_timeout to authenticate, counted from
@@ -281,7 +314,6 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
   tcp::socket sock_;
   asio::steady_timer auth_timer_;
   std::atomic<std::size_t>& live_;
-  std::array<char, kReadBuffer> rbuf_{};
   std::vector<FrameSpan> batch_;  // frames handed to the kernel, held until written
   std::vector<iovec> iov_;
   std::size_t iov_pos_ = 0;

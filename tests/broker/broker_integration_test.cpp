@@ -162,6 +162,37 @@ TEST_F(BrokerIntegrationTest, HiredisDrivesResp2PubSubProtocol) {
   EXPECT_EQ(r->integer, 1);
 }
 
+TEST_F(BrokerIntegrationTest, APipelinedFloodLargerThanOneReadArrivesWholeAndInOrder) {
+  const int port = start();
+  Context sub = hiredis_connect(port);
+  Context pub = hiredis_connect(port);
+  Context other = hiredis_connect(port);
+  ASSERT_TRUE(sub && sub->err == 0 && pub && pub->err == 0 && other && other->err == 0);
+  Reply r = command(sub.get(), {"SUBSCRIBE", "flood"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY);
+
+  // About 2.5 MiB of requests in one pipeline: many full 256 KiB reads, each
+  // parsed as a batch, with the rest of the socket read after the writes.
+  constexpr int kCount = 20000;
+  const std::string pad(100, 'p');
+  for (int i = 0; i < kCount; ++i) {
+    const std::string payload = std::to_string(i) + ":" + pad;
+    ASSERT_EQ(redisAppendCommand(pub.get(), "PUBLISH flood %b", payload.data(), payload.size()), REDIS_OK);
+  }
+  for (int i = 0; i < kCount; ++i) {
+    r = next_reply(pub.get());
+    ASSERT_TRUE(r && r->type == REDIS_REPLY_INTEGER) << "reply " << i;
+    ASSERT_EQ(r->integer, 1) << "reply " << i;
+  }
+  r = command(other.get(), {"PING"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_STATUS);
+  for (int i = 0; i < kCount; ++i) {
+    r = next_reply(sub.get());
+    ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 3) << "message " << i;
+    ASSERT_EQ(str(r.get(), 2), std::to_string(i) + ":" + pad) << "message " << i;
+  }
+}
+
 TEST_F(BrokerIntegrationTest, Resp3ClientGetsPushesOverTheWire) {
   const int port = start();
   const int fd = testing::connect_to(port);
