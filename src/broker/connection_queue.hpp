@@ -27,10 +27,12 @@
 //     meanwhile.
 //  4. Once closed_ is set (disconnect policy fired, or close()), nothing is queued
 //     again; pushes report kClosed.
-//  5. A queue references a shared block only while it holds all of the block's
-//     frames, or its front span was split by a pop or trimmed by drop-oldest. So
-//     the memory a queue keeps alive exceeds the bytes it accounts for by at most
-//     two blocks (each bounded by the index's run cap), whatever the policy drops.
+//  5. A span references a block whose other frames this queue no longer holds
+//     only if it is the front span, split by a pop (the rest was written), or the
+//     oldest droppable span, trimmed by drop-oldest; a push that loses some of a
+//     block's frames copies the ones it queues (privatize_locked). So the memory
+//     a queue keeps alive exceeds the bytes it accounts for by at most two
+//     blocks (each bounded by the index's run cap), whatever the policy drops.
 #pragma once
 
 #include <array>
