@@ -29,7 +29,7 @@ class BrokerFlags {
     app.add_option("--soft-seconds", soft_seconds_, "How long the soft limit may be exceeded")->capture_default_str();
     app.add_option("--write-budget", budget_, "Bytes per connection per writer wakeup")->capture_default_str();
     app.add_flag("--dedupe", cfg.dedupe, "Deliver one frame per connection however many of its subscriptions match");
-    app.add_option("--max-bulk-len", max_bulk_, "Longest request argument")->capture_default_str();
+    app.add_option("--max-bulk-len", max_bulk_, "Longest request argument (at most 512mb)")->capture_default_str();
     app.add_option("--max-args", cfg.max_args, "Most arguments per request")->capture_default_str();
     app.add_option("--max-subscriptions", cfg.max_subscriptions, "Channels + patterns per connection")
         ->capture_default_str();
