@@ -1,4 +1,6 @@
 #include <cstdint>
+#include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -290,6 +292,95 @@ TEST(ConnectionQueueTest, DropOldestEvictsFromTheMiddleOfASpanBehindAReply) {
   EXPECT_EQ(q.stats().dropped[kHard], 3u);
   EXPECT_EQ(seqs(testing::drain_all(q)), (std::vector<std::uint64_t>{100, 3, 4, 5, 6, 7, 8, 9, 10}));
 }
+
+// A run pushed as one block must behave exactly as its frames pushed one by one:
+// same frames written, same drops per reason, same loss notices, same wakeups,
+// whatever the policy, the limits, the frame sizes and the pop budgets.
+struct RandomRun {
+  std::uint64_t seed;
+  OverflowPolicy policy;
+  bool soft;
+};
+
+class BlockEquivalenceTest : public ::testing::TestWithParam<RandomRun> {};
+
+TEST_P(BlockEquivalenceTest, ARunBehavesAsItsFramesPushedOneByOne) {
+  const RandomRun p = GetParam();
+  std::mt19937_64 rng(p.seed);
+  ManualClock clock;
+  const QueueLimits lim = p.soft ? limits(4000, 1500, 5s) : limits(2000);
+  ConnectionQueue blocks(lim, p.policy, clock);
+  ConnectionQueue frames(lim, p.policy, clock);
+  std::vector<FrameSpan> out_blocks;
+  std::vector<FrameSpan> out_frames;
+  std::uint64_t seq = 0;
+  for (int step = 0; step < 3000 && !blocks.closed(); ++step) {
+    const auto op = rng() % 10;
+    if (op < 5) {  // publish a run of 1-40 frames of 8-200 bytes
+      const auto count = static_cast<std::uint32_t>(1 + rng() % 40);
+      std::vector<std::uint32_t> sizes;
+      for (std::uint32_t i = 0; i < count; ++i) sizes.push_back(static_cast<std::uint32_t>(8 + rng() % 193));
+      FrameRef run = FrameRef::allocate_frames(sizes, /*droppable=*/true);
+      bool any_wake = false;
+      PushStatus last = PushStatus::kQueued;
+      for (std::uint32_t i = 0; i < count; ++i) {
+        const std::uint64_t n = seq++;
+        char* at = run.mutable_data() + run->begin(i);
+        std::memset(at, 'x', sizes[i]);
+        std::memcpy(at, &n, sizeof n);
+        FrameRef one = FrameRef::copy_of(run->frame(i), true);
+        const PushResult r = frames.push(one);
+        any_wake = any_wake || r.wake;
+        if (r.status != PushStatus::kQueued && last != PushStatus::kClosed) last = r.status;
+      }
+      const PushResult r = blocks.push(run);
+      ASSERT_EQ(r.wake, any_wake) << "step " << step;
+      ASSERT_EQ(r.status == PushStatus::kClosed, last == PushStatus::kClosed) << "step " << step;
+    } else if (op < 6) {  // a reply (never dropped), from a client that reads its replies
+      if (frames.total_bytes() + 40 > lim.hard_bytes) continue;
+      const std::uint64_t n = 1'000'000 + seq++;
+      (void)blocks.push(numbered_frame(n, 40, /*droppable=*/false));
+      (void)frames.push(numbered_frame(n, 40, /*droppable=*/false));
+    } else if (op < 9) {  // the writer takes a batch and writes it
+      const std::size_t budget = 1 + rng() % 3000;
+      const PopResult a = blocks.pop_batch(budget, 1024, out_blocks);
+      const PopResult b = frames.pop_batch(budget, 1024, out_frames);
+      ASSERT_EQ(a.bytes, b.bytes) << "step " << step;
+      ASSERT_EQ(a.frames, b.frames) << "step " << step;
+      ASSERT_EQ(a.closed, b.closed) << "step " << step;
+      ASSERT_EQ(blocks.complete(a.bytes), frames.complete(b.bytes)) << "step " << step;
+    } else {
+      clock.advance(std::chrono::seconds(rng() % 3));
+    }
+    const QueueStats a = blocks.stats();
+    const QueueStats b = frames.stats();
+    ASSERT_EQ(a.queued_bytes, b.queued_bytes) << "step " << step;
+    ASSERT_EQ(a.queued_frames, b.queued_frames) << "step " << step;
+    ASSERT_EQ(a.dropped, b.dropped) << "step " << step;
+    ASSERT_EQ(a.notices, b.notices) << "step " << step;
+    ASSERT_EQ(a.closed, b.closed) << "step " << step;
+  }
+  EXPECT_EQ(testing::concat(out_blocks), testing::concat(out_frames));
+  EXPECT_EQ(seqs(out_blocks), seqs(out_frames));
+  // The run exercised what it is for: an overflow that closed the queue under
+  // disconnect; under the drop policies, many batches written, messages lost
+  // and the reader told.
+  const QueueStats st = frames.stats();
+  if (p.policy == OverflowPolicy::kDisconnect) {
+    EXPECT_TRUE(st.overflowed);
+  } else {
+    EXPECT_GT(out_frames.size(), 50u);
+    EXPECT_GT(st.dropped[kHard] + st.dropped[kSoft], 0u);
+    EXPECT_GT(st.notices, 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Policies, BlockEquivalenceTest,
+    ::testing::Values(RandomRun{1, OverflowPolicy::kDropNewest, false}, RandomRun{2, OverflowPolicy::kDropNewest, true},
+                      RandomRun{3, OverflowPolicy::kDropOldest, false}, RandomRun{4, OverflowPolicy::kDropOldest, true},
+                      RandomRun{5, OverflowPolicy::kDisconnect, false}, RandomRun{6, OverflowPolicy::kDisconnect, true},
+                      RandomRun{7, OverflowPolicy::kDropOldest, false}, RandomRun{8, OverflowPolicy::kDropNewest, false}));
 
 // Seed 002: publisher 5/tick, reader 1/tick (drained before the tick's publishes),
 // a queue of 10 messages, 200 ticks.
