@@ -127,14 +127,14 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
   std::vector<std::unique_ptr<Sub>> subs;
   for (int i = 0; i < subscribers; ++i) {
     auto s = std::make_unique<Sub>();
-    s->fd = connect_port(server.port);
+    s->fd = ringcast::test::connect_loopback(server.port);
     const std::string cmd = subscribe_cmd(ch);
-    write_all(s->fd, cmd.data(), cmd.size());
+    ringcast::test::send_all(s->fd, cmd);
     read_exact(s->fd, subscribe_confirm(ch).size());
     ::fcntl(s->fd, F_SETFL, O_NONBLOCK);
     subs.push_back(std::move(s));
   }
-  const int pub = connect_port(server.port);
+  const int pub = ringcast::test::connect_loopback(server.port);
   ::fcntl(pub, F_SETFL, O_NONBLOCK);
 
   const bool latency_mode = rate > 0;
@@ -227,7 +227,7 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
       out.clear();
       for (int i = 0; i < 32; ++i) append_publish(out);
       published += 32;
-      write_all(pub, out.data(), out.size());
+      ringcast::test::send_all(pub, out);
       drain_replies();
     }
   } else {
@@ -242,7 +242,7 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
         ++published;
         next += std::chrono::duration_cast<Clock::duration>(interval);
       }
-      write_all(pub, out.data(), out.size());
+      ringcast::test::send_all(pub, out);
       drain_replies();
     }
   }

@@ -67,8 +67,8 @@ class Subscribers {
     const std::string confirm = "*3\r\n" + bulk("subscribe") + bulk(channel) + ":1\r\n";
     for (int i = 0; i < n; ++i) {
       auto s = std::make_unique<Sub>();
-      s->fd = connect_port(port);
-      ok_ = ok_ && s->fd >= 0 && write_all(s->fd, cmd.data(), cmd.size()) && read_exact(s->fd, confirm.size());
+      s->fd = ringcast::test::connect_loopback(port);
+      ok_ = ok_ && s->fd >= 0 && ringcast::test::send_all(s->fd, cmd) && read_exact(s->fd, confirm.size());
       ::fcntl(s->fd, F_SETFL, O_NONBLOCK);
       subs_.push_back(std::move(s));
     }
@@ -178,7 +178,7 @@ Result run_broker(const std::string& exe, int n, std::size_t payload, double sec
   Result r;
   {
     Subscribers subs(port, n, "bench", payload);
-    const int pub = connect_port(port);
+    const int pub = ringcast::test::connect_loopback(port);
     ::fcntl(pub, F_SETFL, O_NONBLOCK);
     const std::string one = "*3\r\n" + bulk("PUBLISH") + bulk("bench") + bulk(std::string(payload, 'p'));
     std::string batch;
@@ -192,7 +192,7 @@ Result run_broker(const std::string& exe, int n, std::size_t payload, double sec
       r = measure(
           pid, subs, seconds, window,
           [&](int k) {
-            write_all(pub, batch.data(), batch.size());
+            ringcast::test::send_all(pub, batch);
             drain();
             return static_cast<std::uint64_t>(k);
           },

@@ -9,15 +9,23 @@
 
 #include <gtest/gtest.h>
 
+#include "child_process.hpp"
+#include "fd_io.hpp"
 #include "process_support.hpp"
+#include "tcp_loopback.hpp"
 
 namespace ringcast::broker {
 namespace {
 
 using namespace std::chrono_literals;
+using test::ChildProcess;
+using test::connect_loopback;
+using test::deadline_in;
+using test::ms_left;
+using test::read_to_eof;
+using test::read_until;
+using test::send_all;
 using testing::BrokerProcess;
-using testing::Child;
-using testing::deadline_in;
 
 constexpr const char* kRedisCli = "/usr/bin/redis-cli";
 
@@ -62,7 +70,7 @@ std::string str(const redisReply* r, std::size_t i) {
 // Polls PUBSUB NUMSUB until `channel` has `n` subscribers (bounded).
 bool wait_for_subscribers(redisContext* c, const std::string& channel, long long n) {
   const auto d = deadline_in(10s);
-  while (testing::ms_left(d) > 0) {
+  while (ms_left(d) > 0) {
     Reply r = command(c, {"PUBSUB", "NUMSUB", channel});
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == n) return true;
     std::this_thread::sleep_for(5ms);  // bounded poll of observable state
@@ -90,20 +98,20 @@ class BrokerIntegrationTest : public ::testing::Test {
 TEST_F(BrokerIntegrationTest, RedisCliSubscriberReceivesRedisCliPublish) {
   const int port = start();
   ASSERT_GT(port, 0);
-  Child sub = Child::spawn({kRedisCli, "-p", std::to_string(port), "subscribe", "news"});
+  ChildProcess sub = ChildProcess::spawn({kRedisCli, "-p", std::to_string(port), "subscribe", "news"});
   ASSERT_TRUE(sub.running());
   Context admin = hiredis_connect(port);
   ASSERT_TRUE(admin && admin->err == 0);
   ASSERT_TRUE(wait_for_subscribers(admin.get(), "news", 1));
 
-  Child pub = Child::spawn({kRedisCli, "-p", std::to_string(port), "publish", "news", "hi"});
+  ChildProcess pub = ChildProcess::spawn({kRedisCli, "-p", std::to_string(port), "publish", "news", "hi"});
   const auto status = pub.wait_exit(deadline_in(10s));
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(WEXITSTATUS(*status), 0);
-  pub.read_until("\n", deadline_in(5s));
-  EXPECT_EQ(pub.output(), "1\n") << "redis-cli without a tty prints the bare integer";
-  ASSERT_TRUE(sub.read_until("hi\n", deadline_in(10s))) << sub.output();
-  EXPECT_NE(sub.output().find("subscribe\nnews\n1\nmessage\nnews\nhi\n"), std::string::npos) << sub.output();
+  EXPECT_EQ(pub.stdout_text(), "1\n") << "redis-cli without a tty prints the bare integer";
+  ASSERT_TRUE(sub.read_stdout_until("hi\n", deadline_in(10s))) << sub.stdout_text();
+  EXPECT_NE(sub.stdout_text().find("subscribe\nnews\n1\nmessage\nnews\nhi\n"), std::string::npos)
+      << sub.stdout_text();
   sub.stop(SIGTERM);
 }
 
@@ -195,16 +203,16 @@ TEST_F(BrokerIntegrationTest, APipelinedFloodLargerThanOneReadArrivesWholeAndInO
 
 TEST_F(BrokerIntegrationTest, Resp3ClientGetsPushesOverTheWire) {
   const int port = start();
-  const int fd = testing::connect_to(port);
+  const int fd = connect_loopback(port);
   ASSERT_GE(fd, 0);
   std::string in;
-  ASSERT_TRUE(testing::send_all(fd, "HELLO 3\r\n"));
-  ASSERT_TRUE(testing::read_until(fd, in, "$7\r\nmodules\r\n*0\r\n", deadline_in(10s)));
+  ASSERT_TRUE(send_all(fd, "HELLO 3\r\n"));
+  ASSERT_TRUE(read_until(fd, in, "$7\r\nmodules\r\n*0\r\n", deadline_in(10s)));
   EXPECT_EQ(in.substr(0, 4), "%7\r\n");
   in.clear();
-  ASSERT_TRUE(testing::send_all(fd, "SUBSCRIBE news\r\nPING\r\n"));
+  ASSERT_TRUE(send_all(fd, "SUBSCRIBE news\r\nPING\r\n"));
   const std::string confirm = ">3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n+PONG\r\n";
-  ASSERT_TRUE(testing::read_until(fd, in, confirm, deadline_in(10s)));
+  ASSERT_TRUE(read_until(fd, in, confirm, deadline_in(10s)));
   EXPECT_EQ(in, confirm);
   in.clear();
   Context pub = hiredis_connect(port);
@@ -212,17 +220,17 @@ TEST_F(BrokerIntegrationTest, Resp3ClientGetsPushesOverTheWire) {
   ASSERT_TRUE(r && r->type == REDIS_REPLY_INTEGER);
   EXPECT_EQ(r->integer, 1);
   const std::string push = ">3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n";
-  ASSERT_TRUE(testing::read_until(fd, in, push, deadline_in(10s)));
+  ASSERT_TRUE(read_until(fd, in, push, deadline_in(10s)));
   EXPECT_EQ(in, push);
   ::close(fd);
 }
 
 TEST_F(BrokerIntegrationTest, MalformedRequestGetsAnErrorThenClose) {
   const int port = start();
-  const int fd = testing::connect_to(port);
-  ASSERT_TRUE(testing::send_all(fd, "PING\r\n*1\r\n$-5\r\nPING\r\n"));
+  const int fd = connect_loopback(port);
+  ASSERT_TRUE(send_all(fd, "PING\r\n*1\r\n$-5\r\nPING\r\n"));
   std::string in;
-  ASSERT_TRUE(testing::read_to_eof(fd, in, deadline_in(10s)));
+  ASSERT_TRUE(read_to_eof(fd, in, deadline_in(10s)));
   EXPECT_EQ(in, "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n");
   ::close(fd);
 }
@@ -246,9 +254,9 @@ TEST_F(BrokerIntegrationTest, PasswordFileGatesCommandsAndIdleUnauthenticatedCli
   ASSERT_TRUE(r && r->type == REDIS_REPLY_STATUS);
   EXPECT_EQ(std::string(r->str), "OK");
 
-  const int idle = testing::connect_to(port);
+  const int idle = connect_loopback(port);
   std::string in;
-  EXPECT_TRUE(testing::read_to_eof(idle, in, deadline_in(20s))) << "closed after the auth timeout";
+  EXPECT_TRUE(read_to_eof(idle, in, deadline_in(20s))) << "closed after the auth timeout";
   ::close(idle);
   r = command(c.get(), {"PING"});  // the authenticated client is unaffected
   ASSERT_TRUE(r && r->type == REDIS_REPLY_STATUS);
@@ -260,9 +268,9 @@ TEST_F(BrokerIntegrationTest, RefusesConnectionsBeyondTheLimit) {
   Context b = hiredis_connect(port);
   ASSERT_TRUE(command(a.get(), {"PING"}));
   ASSERT_TRUE(command(b.get(), {"PING"}));
-  const int fd = testing::connect_to(port);
+  const int fd = connect_loopback(port);
   std::string in;
-  EXPECT_TRUE(testing::read_to_eof(fd, in, deadline_in(10s)));
+  EXPECT_TRUE(read_to_eof(fd, in, deadline_in(10s)));
   EXPECT_EQ(in, "-ERR max number of clients reached\r\n");
   ::close(fd);
 }
@@ -296,9 +304,9 @@ TEST_P(SlowReaderTest, SlowReaderStaysBoundedAndOthersAreFed) {
   ASSERT_GT(port, 0);
 
   // The slow reader: a small receive buffer, subscribes, then never reads.
-  const int slow = testing::connect_to(port, 4096);
+  const int slow = connect_loopback(port, 4096);
   ASSERT_GE(slow, 0);
-  ASSERT_TRUE(testing::send_all(slow, "CLIENT SETNAME slow\r\nSUBSCRIBE feed\r\n"));
+  ASSERT_TRUE(send_all(slow, "CLIENT SETNAME slow\r\nSUBSCRIBE feed\r\n"));
   Context fast = hiredis_connect(port);
   Context pub = hiredis_connect(port);
   ASSERT_TRUE(command(fast.get(), {"SUBSCRIBE", "feed"}));
@@ -336,7 +344,7 @@ TEST_P(SlowReaderTest, SlowReaderStaysBoundedAndOthersAreFed) {
     // so poll (bounded) for it to show.
     std::string stats;
     const auto d = deadline_in(10s);
-    while (testing::ms_left(d) > 0) {
+    while (ms_left(d) > 0) {
       Reply info = command(admin.get(), {"INFO", "stats"});
       ASSERT_TRUE(info && info->type == REDIS_REPLY_STRING);
       stats.assign(info->str, info->len);
@@ -346,15 +354,15 @@ TEST_P(SlowReaderTest, SlowReaderStaysBoundedAndOthersAreFed) {
     EXPECT_NE(stats.find("slow_client_disconnects:1"), std::string::npos) << stats;
     EXPECT_EQ(client_line(admin.get(), "slow"), "") << "the slow reader was cut off";
     std::string in;
-    EXPECT_TRUE(testing::read_to_eof(slow, in, deadline_in(20s))) << "and sees its socket close";
+    EXPECT_TRUE(read_to_eof(slow, in, deadline_in(20s))) << "and sees its socket close";
   } else {
     ASSERT_NE(line, "") << "drop policies keep the reader connected";
     EXPECT_LE(field(line, "omem"), static_cast<long long>(kHard));
     EXPECT_GT(field(line, "dropped-hard"), 0);
     // Once it reads again it learns how much it lost, in-band.
     std::string in;
-    EXPECT_TRUE(testing::read_until(slow, in, "__ringcast__:loss", deadline_in(20s)));
-    EXPECT_TRUE(testing::read_until(slow, in, " policy=" + policy + "\r\n", deadline_in(20s)));
+    EXPECT_TRUE(read_until(slow, in, "__ringcast__:loss", deadline_in(20s)));
+    EXPECT_TRUE(read_until(slow, in, " policy=" + policy + "\r\n", deadline_in(20s)));
   }
   ::close(slow);
 }

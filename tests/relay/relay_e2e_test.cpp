@@ -14,7 +14,7 @@ namespace ringcast::relay {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::Child;
+using testing::ChildProcess;
 using testing::Deadline;
 using testing::deadline_in;
 using testing::poll_until;
@@ -50,10 +50,10 @@ bool decode(std::string_view p, std::uint64_t& seq) {
 }
 
 // Starts ringcast-relay and returns its broker port (0 on failure).
-std::uint16_t start_relay(Child& relay, const std::vector<std::string>& extra) {
+std::uint16_t start_relay(ChildProcess& relay, const std::vector<std::string>& extra) {
   std::vector<std::string> argv{RELAY_EXE};
   argv.insert(argv.end(), extra.begin(), extra.end());
-  relay = Child::spawn(argv);
+  relay = ChildProcess::spawn(argv, {.err = test::Stream::kPipe});
   if (!relay.read_stdout_until("\n", deadline_in(20s))) return 0;
   const std::string& out = relay.stdout_text();
   const auto at = out.find("listening on 127.0.0.1:");
@@ -101,7 +101,7 @@ TEST(RelayEndToEndTest, ProducerLocalConsumersRelayAndTcpSubscribersAccountForEv
   auto ring = BroadcastRing::create(path, 1 << 14, {.wakeups = true, .claim_producer = false});
   ASSERT_TRUE(ring) << ring.error().message();
 
-  Child relay;
+  ChildProcess relay;
   const std::uint16_t port =
       start_relay(relay, {"--ring", path + "=ticks", "--listen", "127.0.0.1:0", "--overflow-policy", "drop-oldest",
                           "--hard-limit", "1mb", "--soft-limit", "0", "--io-threads", "2"});
@@ -252,7 +252,7 @@ TEST(RelayEndToEndTest, KilledRelayDoesNotBlockTheProducerForever) {
   const std::string path = dir.file("kill.ring");
   auto ring = BroadcastRing::create(path, 1024, {.wakeups = true, .claim_producer = false});
   ASSERT_TRUE(ring);
-  Child relay;
+  ChildProcess relay;
   const std::uint16_t port =
       start_relay(relay, {"--ring", path + "=k", "--listen", "127.0.0.1:0", "--io-threads", "1"});
   ASSERT_NE(port, 0) << relay.stderr_text();
@@ -310,7 +310,7 @@ TEST(RelayEndToEndTest, SigtermUnregistersAndExitsZeroSayingWhy) {
   const std::string path = dir.file("idle.ring");
   auto ring = BroadcastRing::create(path, 64, {.claim_producer = false});
   ASSERT_TRUE(ring);
-  Child relay;
+  ChildProcess relay;
   ASSERT_NE(start_relay(relay, {"--ring", path + "=idle", "--listen", "127.0.0.1:0"}), 0u);
   ASSERT_TRUE(relay.read_stderr_until("waiting for one", deadline_in(20s))) << relay.stderr_text();
   EXPECT_EQ(ring->active_consumer_count(), 1u);
@@ -323,7 +323,8 @@ TEST(RelayEndToEndTest, SigtermUnregistersAndExitsZeroSayingWhy) {
 }
 
 TEST(RelayEndToEndTest, UsageErrorsExitTwo) {
-  Child relay = Child::spawn({RELAY_EXE, "--ring", "/dev/shm/x.ring"});
+  ChildProcess relay =
+      ChildProcess::spawn({RELAY_EXE, "--ring", "/dev/shm/x.ring"}, {.err = test::Stream::kPipe});
   const auto status = relay.wait_exit(deadline_in(20s));
   ASSERT_TRUE(status);
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 2) << relay.stderr_text();

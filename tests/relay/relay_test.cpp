@@ -1,7 +1,10 @@
 // The relay library in-process: rings -> Relay -> embedded broker -> TCP
 // subscribers (a minimal RESP2 client), and the Prometheus endpoint.
 #include <array>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -73,17 +76,39 @@ void push(BroadcastRing& ring, std::span<const std::byte> payload) {
   ASSERT_EQ(ring.push_wait(payload, 10s, IdleStrategy::spin_then_yield), Errc::ok);
 }
 
-TEST(RelayTest, RelaysEveryRingMessageToTcpSubscriberInOrder) {
-  TempDir dir;
-  const std::string path = dir.file("ticks.ring");
-  auto ring = BroadcastRing::create(path, 1024);
-  ASSERT_TRUE(ring) << ring.error().message();
-  LogSink log;
-  auto relay = Relay::start(broker_config({{path, "ticks", false}}, log));
-  ASSERT_TRUE(relay) << relay.error().message();
-  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+// A ring in a fresh directory, relayed to an embedded broker on port 0.
+class RelayTest : public ::testing::Test {
+ protected:
+  // Creates dir_/`file` with `slots` slots as ring_ (path_), starts relay_
+  // routing it to `channel` (a channel prefix when `topic_in_payload`), once
+  // `configure` has edited the configuration, and returns when the relay's
+  // reader is registered on the ring. Call through ASSERT_NO_FATAL_FAILURE.
+  void start_relay(std::string_view file, std::uint64_t slots, const std::string& channel,
+                   bool topic_in_payload = false, const CreateOptions& options = {},
+                   const std::function<void(RelayConfig&)>& configure = {}) {
+    path_ = dir_.file(file);
+    auto ring = BroadcastRing::create(path_, slots, options);
+    ASSERT_TRUE(ring) << ring.error().message();
+    ring_.emplace(std::move(*ring));
+    RelayConfig config = broker_config({{path_, channel, topic_in_payload}}, log_);
+    if (configure) configure(config);
+    auto relay = Relay::start(std::move(config));
+    ASSERT_TRUE(relay) << relay.error().message();
+    relay_ = std::move(*relay);
+    ASSERT_TRUE(poll_until([&] { return ring_->active_consumer_count() == 1; }));
+  }
+  [[nodiscard]] std::uint16_t port() const { return relay_->broker()->port(); }
 
-  RespClient sub((*relay)->broker()->port());
+  TempDir dir_;
+  LogSink log_;  // outlives relay_, which logs to it
+  std::string path_;
+  std::optional<BroadcastRing> ring_;
+  std::unique_ptr<Relay> relay_;
+};
+
+TEST_F(RelayTest, RelaysEveryRingMessageToTcpSubscriberInOrder) {
+  ASSERT_NO_FATAL_FAILURE(start_relay("ticks.ring", 1024, "ticks"));
+  RespClient sub(port());
   ASSERT_TRUE(sub.ok());
   ASSERT_TRUE(sub.subscribe("ticks"));
 
@@ -93,7 +118,7 @@ TEST(RelayTest, RelaysEveryRingMessageToTcpSubscriberInOrder) {
     for (int i = 0; i < kMessages; ++i) {
       p.assign(1, 'm');
       p += std::to_string(i);
-      push(*ring, as_bytes(p));
+      push(*ring_, as_bytes(p));
     }
   });
   int got = 0;
@@ -105,8 +130,8 @@ TEST(RelayTest, RelaysEveryRingMessageToTcpSubscriberInOrder) {
     ++got;
   }
   producer.join();
-  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).relayed == kMessages; }));
-  const RingStats s = stats_of(**relay);
+  ASSERT_TRUE(poll_until([&] { return stats_of(*relay_).relayed == kMessages; }));
+  const RingStats s = stats_of(*relay_);
   EXPECT_EQ(s.state, RingState::relaying);
   EXPECT_EQ(s.deliveries, static_cast<std::uint64_t>(kMessages));
   EXPECT_GE(s.batches, 1u);
@@ -116,16 +141,9 @@ TEST(RelayTest, RelaysEveryRingMessageToTcpSubscriberInOrder) {
   EXPECT_TRUE(s.producer_alive);
 }
 
-TEST(RelayTest, TopicInPayloadRoutesOneRingToSeveralChannels) {
-  TempDir dir;
-  const std::string path = dir.file("md.ring");
-  auto ring = BroadcastRing::create(path, 256);
-  ASSERT_TRUE(ring);
-  LogSink log;
-  auto relay = Relay::start(broker_config({{path, "md.", true}}, log));
-  ASSERT_TRUE(relay) << relay.error().message();
-  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
-  RespClient sub((*relay)->broker()->port());
+TEST_F(RelayTest, TopicInPayloadRoutesOneRingToSeveralChannels) {
+  ASSERT_NO_FATAL_FAILURE(start_relay("md.ring", 256, "md.", /*topic_in_payload=*/true));
+  RespClient sub(port());
   ASSERT_TRUE(sub.subscribe("md.*", true));
 
   alignas(8) std::byte buf[kMaxPayload];
@@ -134,10 +152,10 @@ TEST(RelayTest, TopicInPayloadRoutesOneRingToSeveralChannels) {
     EXPECT_GT(n, 0u);
     return std::span<const std::byte>(buf, n);
   };
-  push(*ring, frame("AAPL", "1"));
-  push(*ring, frame("MSFT", "2"));
-  push(*ring, as_bytes(std::string("\x09" "short")));  // malformed: length beyond the payload
-  push(*ring, frame("AAPL", "3"));
+  push(*ring_, frame("AAPL", "1"));
+  push(*ring_, frame("MSFT", "2"));
+  push(*ring_, as_bytes(std::string("\x09" "short")));  // malformed: length beyond the payload
+  push(*ring_, frame("AAPL", "3"));
 
   const std::pair<std::string, std::string> expected[] = {{"md.AAPL", "1"}, {"md.MSFT", "2"}, {"md.AAPL", "3"}};
   for (const auto& [channel, body] : expected) {
@@ -149,15 +167,15 @@ TEST(RelayTest, TopicInPayloadRoutesOneRingToSeveralChannels) {
     EXPECT_EQ(r->elems[2].str, channel);
     EXPECT_EQ(r->elems[3].str, body);
   }
-  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).relayed == 3; }));
-  EXPECT_EQ(stats_of(**relay).malformed, 1u);
+  ASSERT_TRUE(poll_until([&] { return stats_of(*relay_).relayed == 3; }));
+  EXPECT_EQ(stats_of(*relay_).malformed, 1u);
 }
 
 // The reader publishes each batch it takes from the ring with one broker call;
 // the ring's two receive paths (blocking: drain; lossy: a try_recv loop) both
 // batch. try_push_batch commits many messages at once, so the reader takes most
 // of them in one batch.
-class RelayBatchTest : public ::testing::TestWithParam<bool> {
+class RelayBatchTest : public RelayTest, public ::testing::WithParamInterface<bool> {
  protected:
   [[nodiscard]] static CreateOptions ring_options() { return {.lossy = GetParam()}; }
 };
@@ -168,15 +186,8 @@ INSTANTIATE_TEST_SUITE_P(BlockingAndLossy, RelayBatchTest, ::testing::Bool(),
                          });
 
 TEST_P(RelayBatchTest, TopicInPayloadBatchDeliversEachMessageOnItsOwnChannelInOrder) {
-  TempDir dir;
-  const std::string path = dir.file("md.ring");
-  auto ring = BroadcastRing::create(path, 256, ring_options());
-  ASSERT_TRUE(ring);
-  LogSink log;
-  auto relay = Relay::start(broker_config({{path, "md.", true}}, log));
-  ASSERT_TRUE(relay) << relay.error().message();
-  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
-  RespClient sub((*relay)->broker()->port());
+  ASSERT_NO_FATAL_FAILURE(start_relay("md.ring", 256, "md.", /*topic_in_payload=*/true, ring_options()));
+  RespClient sub(port());
   ASSERT_TRUE(sub.subscribe("md.*", true));
 
   // Bodies of different lengths, and two messages that fill a slot exactly (the
@@ -196,7 +207,7 @@ TEST_P(RelayBatchTest, TopicInPayloadBatchDeliversEachMessageOnItsOwnChannelInOr
     ASSERT_GT(n, 0u);
     batch.emplace_back(storage[i].data(), n);
   }
-  const BatchResult pushed = ring->try_push_batch(batch);
+  const BatchResult pushed = ring_->try_push_batch(batch);
   ASSERT_EQ(pushed.count, batch.size()) << to_string(pushed.status);
 
   for (const auto& [topic, body] : sent) {
@@ -207,8 +218,8 @@ TEST_P(RelayBatchTest, TopicInPayloadBatchDeliversEachMessageOnItsOwnChannelInOr
     EXPECT_EQ(r->elems[2].str, "md." + topic);
     EXPECT_EQ(r->elems[3].str, body);
   }
-  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).relayed == std::size(sent); }));
-  const RingStats s = stats_of(**relay);
+  ASSERT_TRUE(poll_until([&] { return stats_of(*relay_).relayed == std::size(sent); }));
+  const RingStats s = stats_of(*relay_);
   EXPECT_EQ(s.malformed, 1u);
   EXPECT_EQ(s.deliveries, std::size(sent));
   EXPECT_EQ(s.lapped, 0u);
@@ -218,17 +229,9 @@ TEST_P(RelayBatchTest, BatchLargerThanOneBrokerCallArrivesInOrder) {
   // --batch far above the reader's pending-buffer bound (1,024 messages): the
   // reader splits the batch into several broker calls, in order.
   constexpr std::size_t kMessages = 3000;
-  TempDir dir;
-  const std::string path = dir.file("big.ring");
-  auto ring = BroadcastRing::create(path, 4096, ring_options());
-  ASSERT_TRUE(ring);
-  LogSink log;
-  RelayConfig config = broker_config({{path, "big", false}}, log);
-  config.batch = 100'000;
-  auto relay = Relay::start(std::move(config));
-  ASSERT_TRUE(relay) << relay.error().message();
-  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
-  RespClient sub((*relay)->broker()->port());
+  ASSERT_NO_FATAL_FAILURE(start_relay("big.ring", 4096, "big", /*topic_in_payload=*/false, ring_options(),
+                                      [](RelayConfig& c) { c.batch = 100'000; }));
+  RespClient sub(port());
   ASSERT_TRUE(sub.subscribe("big"));
 
   std::vector<std::string> bodies;
@@ -237,7 +240,7 @@ TEST_P(RelayBatchTest, BatchLargerThanOneBrokerCallArrivesInOrder) {
     bodies.push_back(std::string(1, 'm') += std::to_string(i));
   }
   for (const std::string& b : bodies) batch.push_back(as_bytes(b));
-  const BatchResult pushed = ring->try_push_batch(batch);
+  const BatchResult pushed = ring_->try_push_batch(batch);
   ASSERT_EQ(pushed.count, kMessages) << to_string(pushed.status);
 
   for (std::size_t i = 0; i < kMessages; ++i) {
@@ -246,26 +249,25 @@ TEST_P(RelayBatchTest, BatchLargerThanOneBrokerCallArrivesInOrder) {
     ASSERT_TRUE(r->is_message("big"));
     ASSERT_EQ(r->elems[2].str, bodies[i]);
   }
-  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).relayed == kMessages; }));
-  const RingStats s = stats_of(**relay);
+  ASSERT_TRUE(poll_until([&] { return stats_of(*relay_).relayed == kMessages; }));
+  const RingStats s = stats_of(*relay_);
   EXPECT_EQ(s.deliveries, kMessages);
   EXPECT_EQ(s.malformed, 0u);
   EXPECT_EQ(s.lapped, 0u);
 }
 
-TEST(RelayTest, WaitsForTheRingFileAndThenForAProducer) {
-  TempDir dir;
-  const std::string path = dir.file("late.ring");
-  LogSink log;
-  auto relay = Relay::start(broker_config({{path, "late", false}}, log));
+TEST_F(RelayTest, WaitsForTheRingFileAndThenForAProducer) {
+  const std::string path = dir_.file("late.ring");
+  auto relay = Relay::start(broker_config({{path, "late", false}}, log_));
   ASSERT_TRUE(relay) << relay.error().message();
-  ASSERT_TRUE(poll_until([&] { return log.contains("waiting for the ring"); })) << log.all();
+  ASSERT_TRUE(poll_until([&] { return log_.contains("waiting for the ring"); })) << log_.all();
   EXPECT_EQ(stats_of(**relay).state, RingState::waiting_for_ring);
 
   auto ring = BroadcastRing::create(path, 64, {.claim_producer = false});
   ASSERT_TRUE(ring);
-  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).state == RingState::waiting_for_producer; })) << log.all();
-  EXPECT_TRUE(log.contains("no live producer; waiting for one"));
+  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).state == RingState::waiting_for_producer; }))
+      << log_.all();
+  EXPECT_TRUE(log_.contains("no live producer; waiting for one"));
   EXPECT_EQ(ring->active_consumer_count(), 1u);
 
   RespClient sub((*relay)->broker()->port());
@@ -279,15 +281,13 @@ TEST(RelayTest, WaitsForTheRingFileAndThenForAProducer) {
   ASSERT_TRUE(poll_until([&] { return stats_of(**relay).state == RingState::relaying; }));
 }
 
-TEST(RelayTest, StopUnregistersItsConsumersAndSaysSo) {
-  TempDir dir;
-  const std::string a = dir.file("a.ring");
-  const std::string b = dir.file("b.ring");
+TEST_F(RelayTest, StopUnregistersItsConsumersAndSaysSo) {
+  const std::string a = dir_.file("a.ring");
+  const std::string b = dir_.file("b.ring");
   auto ra = BroadcastRing::create(a, 64);
   auto rb = BroadcastRing::create(b, 64);
   ASSERT_TRUE(ra && rb);
-  LogSink log;
-  auto relay = Relay::start(broker_config({{a, "a", false}, {b, "b", false}}, log));
+  auto relay = Relay::start(broker_config({{a, "a", false}, {b, "b", false}}, log_));
   ASSERT_TRUE(relay);
   ASSERT_TRUE(poll_until([&] { return ra->active_consumer_count() == 1 && rb->active_consumer_count() == 1; }));
   (*relay)->stop();
@@ -297,7 +297,7 @@ TEST(RelayTest, StopUnregistersItsConsumersAndSaysSo) {
     EXPECT_EQ(s.state, RingState::stopped);
     EXPECT_EQ(s.consumer_id, -1);
   }
-  EXPECT_TRUE(log.contains("unregistered consumer")) << log.all();
+  EXPECT_TRUE(log_.contains("unregistered consumer")) << log_.all();
   (*relay)->stop();  // idempotent
 }
 
@@ -308,25 +308,19 @@ std::string padded(int i) {
   return s;
 }
 
-TEST(RelayTest, SlowSubscriberCostsOnlyItsOwnQueue) {
-  TempDir dir;
-  const std::string path = dir.file("fast.ring");
-  auto ring = BroadcastRing::create(path, 256);
-  ASSERT_TRUE(ring);
-  LogSink log;
-  RelayConfig cfg = broker_config({{path, "ticks", false}}, log);
-  cfg.broker->overflow_policy = broker::OverflowPolicy::kDropOldest;
-  cfg.broker->queue_limits.hard_bytes = 64 << 10;
-  cfg.broker->queue_limits.soft_bytes = 0;
-  auto relay = Relay::start(cfg);
-  ASSERT_TRUE(relay);
-  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+TEST_F(RelayTest, SlowSubscriberCostsOnlyItsOwnQueue) {
+  const auto limits = [](RelayConfig& c) {
+    c.broker->overflow_policy = broker::OverflowPolicy::kDropOldest;
+    c.broker->queue_limits.hard_bytes = 64 << 10;
+    c.broker->queue_limits.soft_bytes = 0;
+  };
+  ASSERT_NO_FATAL_FAILURE(start_relay("fast.ring", 256, "ticks", /*topic_in_payload=*/false, {}, limits));
   // Subscribes, then never reads. A small receive buffer (set before connect,
   // which also stops autotuning) keeps the kernel from absorbing the stream;
   // the broker's send buffer is at most tcp_wmem's 4 MiB.
-  RespClient stuck((*relay)->broker()->port(), 4096);
+  RespClient stuck(port(), 4096);
   ASSERT_TRUE(stuck.subscribe("ticks"));
-  RespClient reader((*relay)->broker()->port());
+  RespClient reader(port());
   ASSERT_TRUE(reader.subscribe("ticks"));
 
   // Far more than the stuck queue and its socket buffers hold (~85-byte
@@ -361,71 +355,52 @@ TEST(RelayTest, SlowSubscriberCostsOnlyItsOwnQueue) {
     paced = poll_until([&] {
       return i - read.load(std::memory_order_relaxed) < 200 || fast_stopped.load(std::memory_order_acquire);
     }, 30s);
-    if (paced && !fast_stopped.load(std::memory_order_acquire)) push(*ring, as_bytes(payload));
+    if (paced && !fast_stopped.load(std::memory_order_acquire)) push(*ring_, as_bytes(payload));
   }
   fast.join();
   EXPECT_TRUE(fast_error.empty()) << fast_error;
   EXPECT_EQ(read.load(std::memory_order_relaxed), messages);
-  const broker::BrokerStats st = (*relay)->broker()->stats();
+  const broker::BrokerStats st = relay_->broker()->stats();
   EXPECT_GT(st.dropped_hard_limit, 0u) << "the stuck subscriber lost messages to its own limit";
   // Counters are published after each batch's last publish: poll.
-  EXPECT_TRUE(poll_until([&] { return stats_of(**relay).relayed == static_cast<std::uint64_t>(messages); }));
+  EXPECT_TRUE(poll_until([&] { return stats_of(*relay_).relayed == static_cast<std::uint64_t>(messages); }));
 }
 
-TEST(RelayTest, ReplacedRingFileIsReopened) {
-  TempDir dir;
-  const std::string path = dir.file("swap.ring");
-  auto first = BroadcastRing::create(path, 64);
-  ASSERT_TRUE(first);
-  LogSink log;
-  auto relay = Relay::start(broker_config({{path, "swap", false}}, log));
-  ASSERT_TRUE(relay);
-  ASSERT_TRUE(poll_until([&] { return first->active_consumer_count() == 1; }));
-  RespClient sub((*relay)->broker()->port());
+TEST_F(RelayTest, ReplacedRingFileIsReopened) {
+  ASSERT_NO_FATAL_FAILURE(start_relay("swap.ring", 64, "swap"));
+  BroadcastRing& first = *ring_;
+  RespClient sub(port());
   ASSERT_TRUE(sub.subscribe("swap"));
-  push(*first, as_bytes(std::string("old")));
+  push(first, as_bytes(std::string("old")));
   auto r = sub.next(deadline_in(20s));
   ASSERT_TRUE(r && r->is_message("swap"));
   EXPECT_EQ(r->elems[2].str, "old");
 
-  auto second = BroadcastRing::create(path, 64, {.replace = true});
+  auto second = BroadcastRing::create(path_, 64, {.replace = true});
   ASSERT_TRUE(second);
-  ASSERT_TRUE(poll_until([&] { return second->active_consumer_count() == 1; })) << log.all();
-  EXPECT_EQ(first->active_consumer_count(), 0u);
+  ASSERT_TRUE(poll_until([&] { return second->active_consumer_count() == 1; })) << log_.all();
+  EXPECT_EQ(first.active_consumer_count(), 0u);
   push(*second, as_bytes(std::string("new")));
   r = sub.next(deadline_in(20s));
   ASSERT_TRUE(r && r->is_message("swap"));
   EXPECT_EQ(r->elems[2].str, "new");
-  EXPECT_EQ(stats_of(**relay).reopens, 1u);
-  EXPECT_TRUE(log.contains("replaced"));
+  EXPECT_EQ(stats_of(*relay_).reopens, 1u);
+  EXPECT_TRUE(log_.contains("replaced"));
 }
 
-TEST(RelayTest, InfoTextListsEveryRing) {
-  TempDir dir;
-  const std::string path = dir.file("info.ring");
-  auto ring = BroadcastRing::create(path, 64);
-  ASSERT_TRUE(ring);
-  LogSink log;
-  auto relay = Relay::start(broker_config({{path, "info", false}}, log));
-  ASSERT_TRUE(relay);
-  push(*ring, as_bytes(std::string("x")));  // the relay registered? then it gets it; either way the line exists
-  const std::string info = (*relay)->info_text();
+TEST_F(RelayTest, InfoTextListsEveryRing) {
+  ASSERT_NO_FATAL_FAILURE(start_relay("info.ring", 64, "info"));
+  push(*ring_, as_bytes(std::string("x")));
+  const std::string info = relay_->info_text();
   EXPECT_NE(info.find("# Relay\r\nrelay_rings:1\r\n"), std::string::npos) << info;
-  EXPECT_NE(info.find("ring_0:path=" + path + ",channel=info,state="), std::string::npos) << info;
+  EXPECT_NE(info.find("ring_0:path=" + path_ + ",channel=info,state="), std::string::npos) << info;
 }
 
-TEST(RelayTest, BrokerInfoCommandShowsTheRelaySection) {
-  TempDir dir;
-  const std::string path = dir.file("info-cmd.ring");
-  auto ring = BroadcastRing::create(path, 64);
-  ASSERT_TRUE(ring);
-  LogSink log;
-  auto relay = Relay::start(broker_config({{path, "ic", false}}, log));
-  ASSERT_TRUE(relay);
-  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
-  push(*ring, as_bytes(std::string("x")));
-  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).relayed == 1; }));
-  RespClient c((*relay)->broker()->port());
+TEST_F(RelayTest, BrokerInfoCommandShowsTheRelaySection) {
+  ASSERT_NO_FATAL_FAILURE(start_relay("info-cmd.ring", 64, "ic"));
+  push(*ring_, as_bytes(std::string("x")));
+  ASSERT_TRUE(poll_until([&] { return stats_of(*relay_).relayed == 1; }));
+  RespClient c(port());
   auto only = c.call({"INFO", "relay"});
   ASSERT_TRUE(only && only->type == '$');
   EXPECT_EQ(only->str.rfind("# Relay\r\n", 0), 0u) << only->str;
@@ -439,7 +414,7 @@ TEST(RelayTest, BrokerInfoCommandShowsTheRelaySection) {
   EXPECT_EQ(stats->str.find("# Relay"), std::string_view::npos);
 }
 
-TEST(RelayTest, RejectsConfigurationsWithoutRingsOrSinks) {
+TEST_F(RelayTest, RejectsConfigurationsWithoutRingsOrSinks) {
   RelayConfig none;
   auto r = Relay::start(none);
   ASSERT_FALSE(r);
@@ -458,46 +433,30 @@ std::string http_get(std::uint16_t port, std::string_view target) {
   const int fd = testing::connect_loopback(port);
   if (fd < 0) return {};
   const std::string req = "GET " + std::string(target) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-  (void)::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
   std::string out;
-  const auto d = deadline_in(10s);
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, testing::ms_left(d)) != 1) break;
-    char tmp[4096];
-    const ssize_t n = ::recv(fd, tmp, sizeof tmp, 0);
-    if (n <= 0) break;
-    out.append(tmp, static_cast<std::size_t>(n));
-  }
+  if (test::send_all(fd, req)) (void)test::read_to_eof(fd, out, deadline_in(10s));
   ::close(fd);
   return out;
 }
 
-TEST(RelayTest, MetricsEndpointServesRingBrokerAndConnectionSeries) {
-  TempDir dir;
-  const std::string path = dir.file("metrics.ring");
-  auto ring = BroadcastRing::create(path, 64);
-  ASSERT_TRUE(ring);
-  LogSink log;
-  auto relay = Relay::start(broker_config({{path, "m", false}}, log));
-  ASSERT_TRUE(relay);
-  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
-  RespClient sub((*relay)->broker()->port());
+TEST_F(RelayTest, MetricsEndpointServesRingBrokerAndConnectionSeries) {
+  ASSERT_NO_FATAL_FAILURE(start_relay("metrics.ring", 64, "m"));
+  RespClient sub(port());
   ASSERT_TRUE(sub.call({"CLIENT", "SETNAME", "watcher"}));
   ASSERT_TRUE(sub.subscribe("m"));
-  for (int i = 0; i < 3; ++i) push(*ring, as_bytes(std::to_string(i)));
+  for (int i = 0; i < 3; ++i) push(*ring_, as_bytes(std::to_string(i)));
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(sub.next(deadline_in(20s)));
-  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).relayed == 3; }));
+  ASSERT_TRUE(poll_until([&] { return stats_of(*relay_).relayed == 3; }));
 
-  auto server = MetricsServer::start("127.0.0.1", 0, [&] { return (*relay)->prometheus_text(); });
+  auto server = MetricsServer::start("127.0.0.1", 0, [&] { return relay_->prometheus_text(); });
   ASSERT_TRUE(server) << server.error();
   const std::string resp = http_get((*server)->port(), "/metrics");
   EXPECT_EQ(resp.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << resp;
   EXPECT_NE(resp.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
-  EXPECT_NE(resp.find("ringcast_relay_ring_messages_total{ring=\"" + path + "\",channel=\"m\"} 3\n"),
+  EXPECT_NE(resp.find("ringcast_relay_ring_messages_total{ring=\"" + path_ + "\",channel=\"m\"} 3\n"),
             std::string::npos)
       << resp;
-  EXPECT_NE(resp.find("ringcast_relay_ring_state{ring=\"" + path + "\",channel=\"m\",state=\"relaying\"} 1\n"),
+  EXPECT_NE(resp.find("ringcast_relay_ring_state{ring=\"" + path_ + "\",channel=\"m\",state=\"relaying\"} 1\n"),
             std::string::npos);
   EXPECT_NE(resp.find("ringcast_broker_messages_published_total 3\n"), std::string::npos);
   EXPECT_NE(resp.find("ringcast_broker_connection_queued_bytes{id="), std::string::npos);

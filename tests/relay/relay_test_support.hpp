@@ -1,17 +1,12 @@
 // Helpers for the relay tests: a unique directory under /dev/shm, bounded
-// polling, a minimal RESP2 client, child processes that are always reaped,
-// free loopback ports, and nats-server instances.
+// polling, a minimal RESP2 client and nats-server instances. Deadlines,
+// loopback sockets and child processes come from tests/common.
 #pragma once
 
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
@@ -25,20 +20,22 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <utility>
 #include <vector>
 
-extern char** environ;
+#include "child_process.hpp"
+#include "deadline.hpp"
+#include "fd_io.hpp"
+#include "tcp_loopback.hpp"
 
 namespace ringcast::relay::testing {
 
-using SteadyClock = std::chrono::steady_clock;
-using Deadline = SteadyClock::time_point;
-inline Deadline deadline_in(std::chrono::milliseconds d) { return SteadyClock::now() + d; }
-inline int ms_left(Deadline d) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(d - SteadyClock::now()).count();
-  return left < 0 ? 0 : static_cast<int>(left);
-}
+using test::ChildProcess;
+using test::connect_loopback;
+using test::Deadline;
+using test::deadline_in;
+using test::free_port;
+using test::ms_left;
+using test::wait_accepting;
 
 // Polls `pred` until it holds or `timeout` passes; returns its last value.
 inline bool poll_until(const std::function<bool()>& pred,
@@ -46,7 +43,7 @@ inline bool poll_until(const std::function<bool()>& pred,
   const Deadline d = deadline_in(timeout);
   for (;;) {
     if (pred()) return true;
-    if (SteadyClock::now() >= d) return pred();
+    if (ms_left(d) == 0) return pred();
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }
@@ -81,45 +78,6 @@ class TempDir {
  private:
   std::string path_;
 };
-
-inline std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-inline int connect_loopback(std::uint16_t port, int rcvbuf = 0) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (rcvbuf > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  const int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return fd;
-}
-
-inline bool wait_accepting(std::uint16_t port, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-  return poll_until(
-      [&] {
-        const int fd = connect_loopback(port);
-        if (fd < 0) return false;
-        ::close(fd);
-        return true;
-      },
-      timeout);
-}
 
 // One RESP2 value, decoded in place: views point into the client's buffer and
 // stay valid until the next read. Arrays keep their first four elements.
@@ -216,13 +174,7 @@ class RespClient {
       out.append(a);
       out += "\r\n";
     }
-    std::string_view rest = out;
-    while (!rest.empty()) {
-      const ssize_t w = ::send(fd_, rest.data(), rest.size(), MSG_NOSIGNAL);
-      if (w <= 0) return false;
-      rest.remove_prefix(static_cast<std::size_t>(w));
-    }
-    return true;
+    return test::send_all(fd_, out);
   }
 
   // The next reply, or nullopt at EOF / deadline.
@@ -285,156 +237,6 @@ class RespClient {
   std::size_t pos_ = 0;
 };
 
-// A child process with stdout and stderr on pipes; always killed and reaped.
-class Child {
- public:
-  Child() = default;
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-  Child(Child&& o) noexcept
-      : pid_(std::exchange(o.pid_, -1)), out_(std::exchange(o.out_, -1)), err_(std::exchange(o.err_, -1)),
-        out_buf_(std::move(o.out_buf_)), err_buf_(std::move(o.err_buf_)) {}
-  Child& operator=(Child&& o) noexcept {
-    if (this != &o) {
-      (void)stop(SIGKILL);
-      if (out_ >= 0) ::close(out_);
-      if (err_ >= 0) ::close(err_);
-      pid_ = std::exchange(o.pid_, -1);
-      out_ = std::exchange(o.out_, -1);
-      err_ = std::exchange(o.err_, -1);
-      out_buf_ = std::move(o.out_buf_);
-      err_buf_ = std::move(o.err_buf_);
-    }
-    return *this;
-  }
-  ~Child() {
-    (void)stop(SIGKILL);
-    if (out_ >= 0) ::close(out_);
-    if (err_ >= 0) ::close(err_);
-  }
-
-  static Child spawn(const std::vector<std::string>& argv) {
-    int out[2];
-    int err[2];
-    Child c;
-    if (::pipe2(out, O_CLOEXEC) != 0) return c;
-    if (::pipe2(err, O_CLOEXEC) != 0) {
-      ::close(out[0]);
-      ::close(out[1]);
-      return c;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    if (posix_spawn(&c.pid_, argv[0].c_str(), &fa, nullptr, args.data(), environ) != 0) c.pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
-    ::close(out[1]);
-    ::close(err[1]);
-    c.out_ = out[0];
-    c.err_ = err[0];
-    return c;
-  }
-
-  [[nodiscard]] pid_t pid() const { return pid_; }
-  [[nodiscard]] bool running() const { return pid_ > 0; }
-
-  // Reads stdout until `needle` appears (true) or the deadline passes.
-  bool read_stdout_until(std::string_view needle, Deadline d) { return read_until(out_, out_buf_, needle, d); }
-  bool read_stderr_until(std::string_view needle, Deadline d) { return read_until(err_, err_buf_, needle, d); }
-  [[nodiscard]] const std::string& stdout_text() const { return out_buf_; }
-  [[nodiscard]] const std::string& stderr_text() const { return err_buf_; }
-
-  // Waits for the child to exit on its own (reaping it) until the deadline;
-  // nullopt if it is still running then (it is killed later by stop/~Child).
-  std::optional<int> wait_exit(Deadline d) {
-    if (pid_ <= 0) return std::nullopt;
-    int status = 0;
-    for (;;) {
-      drain(out_, out_buf_);
-      drain(err_, err_buf_);
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) break;
-      if (ms_left(d) == 0) return std::nullopt;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    pid_ = -1;
-    drain_to_eof(out_, out_buf_);
-    drain_to_eof(err_, err_buf_);
-    return status;
-  }
-
-  // Sends `sig`, waits (10 s, then SIGKILL) and reaps; drains both pipes.
-  // Returns the wait status, or nullopt if there was no child.
-  std::optional<int> stop(int sig = SIGTERM) {
-    if (pid_ <= 0) return std::nullopt;
-    ::kill(pid_, sig);
-    int status = 0;
-    const Deadline d = deadline_in(std::chrono::seconds(10));
-    for (;;) {
-      drain(out_, out_buf_);
-      drain(err_, err_buf_);
-      const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) break;
-      if (ms_left(d) == 0) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    pid_ = -1;
-    // The child is gone: read what is left until EOF.
-    drain_to_eof(out_, out_buf_);
-    drain_to_eof(err_, err_buf_);
-    return status;
-  }
-
- private:
-  static bool read_until(int fd, std::string& buf, std::string_view needle, Deadline d) {
-    while (buf.find(needle) == std::string::npos) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, ms_left(d)) != 1) return false;
-      char tmp[4096];
-      const ssize_t n = ::read(fd, tmp, sizeof tmp);
-      if (n <= 0) return buf.find(needle) != std::string::npos;
-      buf.append(tmp, static_cast<std::size_t>(n));
-    }
-    return true;
-  }
-  static void drain(int fd, std::string& buf) {
-    if (fd < 0) return;
-    for (;;) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 0) != 1) return;
-      char tmp[4096];
-      const ssize_t n = ::read(fd, tmp, sizeof tmp);
-      if (n <= 0) return;
-      buf.append(tmp, static_cast<std::size_t>(n));
-    }
-  }
-  static void drain_to_eof(int fd, std::string& buf) {
-    if (fd < 0) return;
-    const Deadline d = deadline_in(std::chrono::seconds(2));
-    for (;;) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, ms_left(d)) != 1) return;
-      char tmp[4096];
-      const ssize_t n = ::read(fd, tmp, sizeof tmp);
-      if (n <= 0) return;
-      buf.append(tmp, static_cast<std::size_t>(n));
-    }
-  }
-
-  pid_t pid_ = -1;
-  int out_ = -1;
-  int err_ = -1;
-  std::string out_buf_;
-  std::string err_buf_;
-};
-
 #ifdef NATS_SERVER_EXE
 // nats-server on loopback ports the test picked; killed and reaped on destruction.
 class NatsServer {
@@ -455,18 +257,18 @@ class NatsServer {
       argv.push_back("--routes");
       argv.push_back("nats://127.0.0.1:" + std::to_string(route_to));
     }
-    s->child_ = Child::spawn(argv);
+    s->child_ = ChildProcess::spawn(argv, {.err = test::Stream::kPipe});
     if (!s->child_.running() || !wait_accepting(port)) return nullptr;
     return s;
   }
   [[nodiscard]] std::uint16_t port() const { return port_; }
   [[nodiscard]] std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
   void kill() { (void)child_.stop(SIGKILL); }
-  Child& child() { return child_; }
+  ChildProcess& child() { return child_; }
 
  private:
   std::uint16_t port_ = 0;
-  Child child_;
+  ChildProcess child_;
 };
 #endif  // NATS_SERVER_EXE
 

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_process.hpp"
 #include "message_pattern.hpp"
 #include "ringcast/broadcast_ring.hpp"
 #include "test_support.hpp"
@@ -16,13 +17,18 @@ namespace ringcast {
 namespace {
 
 using namespace std::chrono_literals;
-using test::Child;
+using test::ChildProcess;
+using test::exit_code;
 
 const std::string kHelper = RING_TEST_HELPER;
 
-Child helper(const std::string& mode, const std::string& path, std::uint64_t arg = 0) {
-  return Child({kHelper, mode, path, std::to_string(arg)});
+ChildProcess helper(const std::string& mode, const std::string& path, std::uint64_t arg = 0) {
+  return ChildProcess::spawn({kHelper, mode, path, std::to_string(arg)});
 }
+
+// The exit code of a helper that exits by itself (128 + signal if killed), or
+// -1 if it still runs after three minutes.
+int exit_code_of(ChildProcess& c) { return exit_code(c.wait_exit(test::deadline_in(180s))); }
 
 class CrossProcessTest : public ::testing::Test {
  protected:
@@ -34,15 +40,15 @@ TEST_F(CrossProcessTest, ThreeConsumerProcessesReceiveAMillionMessagesInOrder) {
   constexpr std::uint64_t kCount = 1'000'000;
   auto ring = BroadcastRing::create(path_, 4096, {.claim_producer = false});
   ASSERT_TRUE(ring) << ring.error().message();
-  std::vector<Child> consumers;
+  std::vector<ChildProcess> consumers;
   for (int i = 0; i < 3; ++i) {
     consumers.push_back(helper("consume", path_, kCount));
-    ASSERT_TRUE(consumers.back().wait_for_line("ready"));
+    ASSERT_EQ(consumers.back().read_line(), "ready");
   }
   EXPECT_EQ(ring->active_consumer_count(), 3U);
-  Child producer = helper("produce", path_, kCount);
-  EXPECT_EQ(producer.wait(), 0);
-  for (auto& c : consumers) EXPECT_EQ(c.wait(), 0);
+  ChildProcess producer = helper("produce", path_, kCount);
+  EXPECT_EQ(exit_code_of(producer), 0);
+  for (auto& c : consumers) EXPECT_EQ(exit_code_of(c), 0);
   EXPECT_EQ(ring->producer_position(), kCount);
   EXPECT_EQ(ring->active_consumer_count(), 0U);
 }
@@ -51,10 +57,10 @@ TEST_F(CrossProcessTest, KilledConsumerIsReapedAndOthersLoseNothing) {
   constexpr std::uint64_t kCount = 20'000;
   auto ring = BroadcastRing::create(path_, 64, {.reap_on_full = true});
   ASSERT_TRUE(ring);
-  Child stuck = helper("hold", path_);
-  ASSERT_TRUE(stuck.wait_for_line("ready"));
-  Child reader = helper("consume", path_, kCount);
-  ASSERT_TRUE(reader.wait_for_line("ready"));
+  ChildProcess stuck = helper("hold", path_);
+  ASSERT_EQ(stuck.read_line(), "ready");
+  ChildProcess reader = helper("consume", path_, kCount);
+  ASSERT_EQ(reader.read_line(), "ready");
   alignas(8) test::Buffer msg{};
   std::uint64_t seq = 0;
   // The stuck consumer never reads: the ring fills.
@@ -64,26 +70,24 @@ TEST_F(CrossProcessTest, KilledConsumerIsReapedAndOthersLoseNothing) {
   }
   test::make_message(seq, msg);
   EXPECT_EQ(ring->try_push(msg), Errc::full);
-  stuck.kill(SIGKILL);
-  EXPECT_EQ(stuck.wait(), 128 + SIGKILL);
+  EXPECT_EQ(exit_code(stuck.stop(SIGKILL)), 128 + SIGKILL);
   // reap_on_full frees the dead entry; the producer runs on.
   for (; seq < kCount; ++seq) {
     test::make_message(seq, msg);
     ASSERT_EQ(ring->push_wait(msg, 30s, IdleStrategy::spin_then_yield), Errc::ok) << seq;
   }
-  EXPECT_EQ(reader.wait(), 0);
+  EXPECT_EQ(exit_code_of(reader), 0);
   EXPECT_EQ(ring->active_consumer_count(), 0U);
 }
 
 TEST_F(CrossProcessTest, ReapFreesOnlyDeadOwners) {
   auto ring = BroadcastRing::create(path_, 8);
   ASSERT_TRUE(ring);
-  Child alive = helper("hold", path_);
-  ASSERT_TRUE(alive.wait_for_line("ready"));
-  Child dead = helper("hold", path_);
-  ASSERT_TRUE(dead.wait_for_line("ready"));
-  dead.kill(SIGKILL);
-  dead.wait();
+  ChildProcess alive = helper("hold", path_);
+  ASSERT_EQ(alive.read_line(), "ready");
+  ChildProcess dead = helper("hold", path_);
+  ASSERT_EQ(dead.read_line(), "ready");
+  dead.stop(SIGKILL);
   EXPECT_EQ(ring->active_consumer_count(), 2U);
   const RingStatus before = ring->status();
   int alive_count = 0;
@@ -101,9 +105,9 @@ TEST_F(CrossProcessTest, ProducerTakeoverAfterDeathMidWriteLosesAndRepeatsNothin
   ASSERT_TRUE(ring);
   auto id = ring->register_consumer();
   ASSERT_TRUE(id);
-  Child dying = helper("die-mid-write", path_);
-  ASSERT_TRUE(dying.wait_for_line("ready"));
-  EXPECT_EQ(dying.wait(), 128 + SIGKILL);
+  ChildProcess dying = helper("die-mid-write", path_);
+  ASSERT_EQ(dying.read_line(), "ready");
+  EXPECT_EQ(exit_code_of(dying), 128 + SIGKILL);
 
   alignas(8) test::Buffer buf{};
   RecvResult r = ring->try_recv(*id, buf);
@@ -132,10 +136,10 @@ TEST_F(CrossProcessTest, ProducerTakeoverAfterDeathMidWriteLosesAndRepeatsNothin
 TEST_F(CrossProcessTest, LossyReadersInOtherProcessesNeverSeeTornPayloads) {
   auto ring = BroadcastRing::create(path_, 2, {.lossy = true});
   ASSERT_TRUE(ring);
-  std::vector<Child> readers;
+  std::vector<ChildProcess> readers;
   for (int i = 0; i < 2; ++i) {
     readers.push_back(helper("consume-lossy", path_, 60));
-    ASSERT_TRUE(readers.back().wait_for_line("ready"));
+    ASSERT_EQ(readers.back().read_line(), "ready");
   }
   alignas(8) test::Buffer msg{};
   const auto until = std::chrono::steady_clock::now() + 2s;
@@ -144,7 +148,7 @@ TEST_F(CrossProcessTest, LossyReadersInOtherProcessesNeverSeeTornPayloads) {
     ASSERT_EQ(ring->try_push(msg), Errc::ok);
   }
   ring->release_producer();  // readers stop once the producer is gone and they are drained
-  for (auto& r : readers) EXPECT_EQ(r.wait(), 0);
+  for (auto& r : readers) EXPECT_EQ(exit_code_of(r), 0);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "child_process.hpp"
 #include "ringcast/broadcast_ring.hpp"
 #include "test_support.hpp"
 
@@ -37,7 +38,7 @@ TEST_F(RingcastCliTest, EverySubcommandHasHelp) {
 
 TEST_F(RingcastCliTest, PubAndSubDeliverLinesAndOverlongLineIsNamedNotFatal) {
   ASSERT_EQ(cli("create " + path_ + " --capacity 16").status, 0);
-  test::Child sub({kCli, "sub", path_, "--count", "3"});
+  test::ChildProcess sub = test::ChildProcess::spawn({kCli, "sub", path_, "--count", "3"});
   ASSERT_TRUE(test::eventually([&] { return active() == 1; }));
   const std::string longline(60, 'x');
   const auto pub = test::run_command("printf 'hello\\nworld\\n" + longline + "\\nlast\\n' | " + kCli + " pub " +
@@ -45,41 +46,38 @@ TEST_F(RingcastCliTest, PubAndSubDeliverLinesAndOverlongLineIsNamedNotFatal) {
   EXPECT_EQ(pub.status, 1);
   EXPECT_NE(pub.out.find("line 3: 60 bytes"), std::string::npos) << pub.out;
   EXPECT_NE(pub.out.find("published 3 message(s)"), std::string::npos) << pub.out;
-  EXPECT_EQ(sub.read_all(), "hello\nworld\nlast\n");
-  EXPECT_EQ(sub.wait(), 0);
+  EXPECT_EQ(test::exit_code(sub.wait_exit(test::deadline_in(std::chrono::seconds(20)))), 0);
+  EXPECT_EQ(sub.stdout_text(), "hello\nworld\nlast\n");
   EXPECT_EQ(active(), 0U);
 }
 
 TEST_F(RingcastCliTest, SubUnregistersOnSigterm) {
   ASSERT_EQ(cli("create " + path_ + " -c 8").status, 0);
-  test::Child sub({kCli, "sub", path_});
+  test::ChildProcess sub = test::ChildProcess::spawn({kCli, "sub", path_});
   ASSERT_TRUE(test::eventually([&] { return active() == 1; }));
-  sub.kill(SIGTERM);
-  EXPECT_EQ(sub.wait(), 0);
+  EXPECT_EQ(test::exit_code(sub.stop(SIGTERM)), 0);
   EXPECT_EQ(active(), 0U);
 }
 
 TEST_F(RingcastCliTest, InfoExplainsStateAfterEverythingIsKilledAndReapFreesDeadEntries) {
   ASSERT_EQ(cli("create " + path_ + " -c 8").status, 0);
-  test::Child sub1({kCli, "sub", path_});
-  test::Child sub2({kCli, "sub", path_});
+  test::ChildProcess sub1 = test::ChildProcess::spawn({kCli, "sub", path_});
+  test::ChildProcess sub2 = test::ChildProcess::spawn({kCli, "sub", path_});
   ASSERT_TRUE(test::eventually([&] { return active() == 2; }));
   // A producer that holds the role and is killed while waiting for input on a FIFO.
   const std::string fifo = dir_.path() + "/stdin";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  test::Child pub({"/bin/sh", "-c", "exec " + kCli + " pub " + path_ + " < " + fifo});
+  test::ChildProcess pub =
+      test::ChildProcess::spawn({"/bin/sh", "-c", "exec " + kCli + " pub " + path_ + " < " + fifo});
   const int writer = ::open(fifo.c_str(), O_WRONLY);  // blocks until pub opens its stdin
   ASSERT_GE(writer, 0);
   ASSERT_TRUE(test::eventually([&] {
     auto ring = BroadcastRing::open(path_, {.read_only = true});
     return ring && ring->status().producer_alive;
   }));
-  sub1.kill(SIGKILL);
-  sub2.kill(SIGKILL);
-  pub.kill(SIGKILL);
-  sub1.wait();
-  sub2.wait();
-  pub.wait();
+  sub1.stop(SIGKILL);
+  sub2.stop(SIGKILL);
+  pub.stop(SIGKILL);
   ::close(writer);
 
   const auto json = cli("info " + path_ + " --json");

@@ -1,5 +1,5 @@
 // Small helpers shared by the ring tests: temporary directories, byte views,
-// files, and child processes that are always reaped.
+// files and shell commands. Child processes come from tests/common.
 #pragma once
 
 #include <fcntl.h>
@@ -73,74 +73,6 @@ inline unsigned file_mode(const std::string& path) {
 inline void make_symlink(const std::string& target, const std::string& link) {
   std::filesystem::create_symlink(target, link);
 }
-
-// A child process started with fork+exec, its stdout on a pipe; killed and
-// reaped by the destructor if the test did not wait for it.
-class Child {
- public:
-  explicit Child(std::vector<std::string> argv) {
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(fds[1], STDOUT_FILENO);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    out_ = fds[0];
-  }
-  Child(Child&& other) noexcept
-      : pid_(std::exchange(other.pid_, -1)), out_(std::exchange(other.out_, -1)) {}
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-  ~Child() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    if (out_ >= 0) ::close(out_);
-  }
-  [[nodiscard]] pid_t pid() const { return pid_; }
-  // Reads stdout until a line equal to `line` arrives; false on EOF (the child
-  // exited without printing it).
-  bool wait_for_line(const std::string& line) {
-    std::string current;
-    char c = 0;
-    while (::read(out_, &c, 1) == 1) {
-      if (c != '\n') {
-        current += c;
-        continue;
-      }
-      if (current == line) return true;
-      current.clear();
-    }
-    return false;
-  }
-  // Reads stdout to EOF.
-  std::string read_all() {
-    std::string all;
-    char chunk[4096];
-    ssize_t n = 0;
-    while ((n = ::read(out_, chunk, sizeof chunk)) > 0) all.append(chunk, static_cast<std::size_t>(n));
-    return all;
-  }
-  // Waits for exit; returns the exit status, or 128+signal.
-  int wait() {
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  void kill(int sig) const { ::kill(pid_, sig); }
-
- private:
-  pid_t pid_ = -1;
-  int out_ = -1;
-};
 
 struct CommandResult {
   int status = -1;

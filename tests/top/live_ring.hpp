@@ -33,8 +33,7 @@ class LiveRing {
     ASSERT_NO_FATAL_FAILURE(spawn(dead, "doomed", "stall", "ready 2"));
     push(kDeadLag);
     dead_pid = dead.pid();
-    dead.kill(SIGKILL);
-    dead.wait();
+    dead.stop(SIGKILL);
     ASSERT_TRUE(eventually([&] { return ring->lag(1) == 0; })) << "fast-reader did not catch up";
     const RingStatus st = ring->status();
     ASSERT_FALSE(st.consumers[2].owner_alive);
@@ -50,14 +49,15 @@ class LiveRing {
 
   TempDir dir;
   std::optional<BroadcastRing> ring;
-  Child slow;
-  Child fast;
-  Child dead;
+  ChildProcess slow;
+  ChildProcess fast;
+  ChildProcess dead;
   pid_t dead_pid = 0;
 
  private:
-  void spawn(Child& child, const char* name, const char* role, const char* expect) {
-    child = Child::spawn({RING_TOP_HELPER_EXE, "--name", name, role, path()});
+  void spawn(ChildProcess& child, const char* name, const char* role, const char* expect) {
+    child = ChildProcess::spawn({RING_TOP_HELPER_EXE, "--name", name, role, path()},
+                                {.err = ringcast::test::Stream::kPipe});
     const auto line = child.read_line();
     ASSERT_TRUE(line.has_value()) << name << " did not start";
     ASSERT_EQ(*line, expect);

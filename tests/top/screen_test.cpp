@@ -71,7 +71,7 @@ class Tmux {
   }
 
  private:
-  [[nodiscard]] test::Child::Output tmux(std::vector<std::string> args) const {
+  [[nodiscard]] test::Output tmux(std::vector<std::string> args) const {
     args.insert(args.begin(), {"/usr/bin/tmux", "-L", socket_});
     return run(args, {}, {"TMUX"});
   }

@@ -1,16 +1,13 @@
-// Helpers for ring-top's tests: a temporary directory, child processes that
-// are always reaped, bounded polling, a small JSON reader and a reader of the
-// SGR attributes tmux's `capture-pane -e` emits.
+// Helpers for ring-top's tests: a temporary directory, running a command to
+// completion (child processes come from tests/common), bounded polling, a
+// small JSON reader and a reader of the SGR attributes tmux's
+// `capture-pane -e` emits.
 #pragma once
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +19,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "child_process.hpp"
 
 namespace ringcast::top::test {
 
@@ -60,173 +59,24 @@ bool eventually(Pred pred, std::chrono::milliseconds deadline = 20s,
   }
 }
 
-// A child process with its stdout (and optionally stderr) on pipes. The
-// destructor kills it with SIGKILL if it still runs and always reaps it.
-class Child {
- public:
-  // env_set: "NAME=value" entries added; env_unset: names removed.
-  static Child spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env_set = {},
-                     const std::vector<std::string>& env_unset = {}) {
-    int out[2];
-    int err[2];
-    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-    // Everything exec needs is built before fork: the child only calls
-    // async-signal-safe functions.
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e != nullptr; ++e) {
-      const std::string_view kv(*e);
-      const std::string_view name = kv.substr(0, kv.find('='));
-      bool drop = false;
-      for (const auto& u : env_unset) drop = drop || name == u;
-      for (const auto& s : env_set) drop = drop || name == std::string_view(s).substr(0, s.find('='));
-      if (!drop) env_strings.emplace_back(kv);
-    }
-    for (const auto& s : env_set) env_strings.push_back(s);
-    std::vector<char*> envp;
-    for (auto& s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error("fork");
-    if (pid == 0) {
-      ::dup2(devnull, STDIN_FILENO);
-      ::dup2(out[1], STDOUT_FILENO);
-      ::dup2(err[1], STDERR_FILENO);
-      ::execve(args[0], args.data(), envp.data());
-      ::_exit(127);
-    }
-    ::close(devnull);
-    ::close(out[1]);
-    ::close(err[1]);
-    Child c;
-    c.pid_ = pid;
-    c.out_ = out[0];
-    c.err_ = err[0];
-    return c;
-  }
+using ringcast::test::ChildProcess;
 
-  Child() = default;
-  Child(Child&& o) noexcept
-      : pid_(std::exchange(o.pid_, -1)), out_(std::exchange(o.out_, -1)), err_(std::exchange(o.err_, -1)),
-        out_buf_(std::move(o.out_buf_)), status_(o.status_) {}
-  Child& operator=(Child&& o) noexcept {
-    if (this != &o) {
-      reap_now();
-      pid_ = std::exchange(o.pid_, -1);
-      out_ = std::exchange(o.out_, -1);
-      err_ = std::exchange(o.err_, -1);
-      out_buf_ = std::move(o.out_buf_);
-      status_ = o.status_;
-    }
-    return *this;
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-  ~Child() { reap_now(); }
-
-  [[nodiscard]] pid_t pid() const { return pid_; }
-
-  // One line of stdout (without '\n'), or nullopt on EOF or deadline.
-  std::optional<std::string> read_line(std::chrono::milliseconds deadline = 20s) {
-    const auto end = std::chrono::steady_clock::now() + deadline;
-    for (;;) {
-      if (const auto nl = out_buf_.find('\n'); nl != std::string::npos) {
-        std::string line = out_buf_.substr(0, nl);
-        out_buf_.erase(0, nl + 1);
-        return line;
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          end - std::chrono::steady_clock::now());
-      if (left.count() <= 0 || out_ < 0) return std::nullopt;
-      pollfd p{out_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-      char buf[4096];
-      const ssize_t n = ::read(out_, buf, sizeof buf);
-      if (n <= 0) return std::nullopt;
-      out_buf_.append(buf, static_cast<std::size_t>(n));
-    }
-  }
-
-  void kill(int sig) const {
-    if (pid_ > 0) ::kill(pid_, sig);
-  }
-
-  // Waits for exit; returns the wait status.
-  int wait() {
-    if (pid_ > 0) {
-      while (::waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
-      }
-      pid_ = -1;
-    }
-    return status_;
-  }
-
-  // Reads stdout and stderr to EOF (bounded), then reaps. Kills on deadline.
-  struct Output {
-    int exit_code = -1;  // -1 when killed by a signal or the deadline
-    std::string out;
-    std::string err;
-  };
-  Output finish(std::chrono::milliseconds deadline = 60s) {
-    Output o;
-    o.out = std::move(out_buf_);
-    out_buf_.clear();
-    const auto end = std::chrono::steady_clock::now() + deadline;
-    while (out_ >= 0 || err_ >= 0) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          end - std::chrono::steady_clock::now());
-      if (left.count() <= 0) {
-        kill(SIGKILL);
-        break;
-      }
-      pollfd p[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
-      if (::poll(p, 2, static_cast<int>(left.count())) <= 0) continue;
-      for (int i = 0; i < 2; ++i) {
-        int& fd = i == 0 ? out_ : err_;
-        if (fd < 0 || (p[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-        char buf[4096];
-        const ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n <= 0) {
-          ::close(fd);
-          fd = -1;
-        } else {
-          (i == 0 ? o.out : o.err).append(buf, static_cast<std::size_t>(n));
-        }
-      }
-    }
-    const int st = wait();
-    o.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    close_pipes();
-    return o;
-  }
-
- private:
-  void close_pipes() {
-    if (out_ >= 0) ::close(out_);
-    if (err_ >= 0) ::close(err_);
-    out_ = err_ = -1;
-  }
-  void reap_now() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      wait();
-    }
-    close_pipes();
-  }
-
-  pid_t pid_ = -1;
-  int out_ = -1;
-  int err_ = -1;
-  std::string out_buf_;
-  int status_ = 0;
+// What run() saw of a finished command.
+struct Output {
+  int exit_code = -1;  // 128 + signal when killed (after the deadline, by run())
+  std::string out;
+  std::string err;
 };
 
-inline Child::Output run(const std::vector<std::string>& argv, const std::vector<std::string>& env_set = {},
-                         const std::vector<std::string>& env_unset = {}) {
-  return Child::spawn(argv, env_set, env_unset).finish();
+// Runs argv to completion (SIGKILL after 60 s) with stdout and stderr
+// captured. env_set: "NAME=value" entries added; env_unset: names removed.
+inline Output run(const std::vector<std::string>& argv, const std::vector<std::string>& env_set = {},
+                  const std::vector<std::string>& env_unset = {}) {
+  ChildProcess c = ChildProcess::spawn(
+      argv, {.err = ringcast::test::Stream::kPipe, .env_set = env_set, .env_unset = env_unset});
+  std::optional<int> status = c.wait_exit(ringcast::test::deadline_in(60s));
+  if (!status) status = c.stop(SIGKILL);
+  return {ringcast::test::exit_code(status), c.stdout_text(), c.stderr_text()};
 }
 
 inline std::vector<std::string> split_lines(const std::string& s) {
