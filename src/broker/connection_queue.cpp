@@ -204,6 +204,20 @@ PushResult ConnectionQueue::push_one_locked(const FrameRef& block, std::uint32_t
 
 PushResult ConnectionQueue::push(const FrameRef& block) noexcept {
   std::lock_guard lock(mu_);
+  if (closed_) return {PushStatus::kClosed, false};
+  // The common case in O(1): the whole block fits under both limits and no loss
+  // waits to be reported, so frame by frame no frame would meet the policy (the
+  // loop below would queue each one and clear the soft timer).
+  if (block->droppable() && pending_loss_ == 0) {
+    const std::size_t total = queued_bytes_ + inflight_bytes_ + block->size();
+    if (total <= limits_.hard_bytes && (limits_.soft_bytes == 0 || total <= limits_.soft_bytes)) {
+      soft_since_ = std::chrono::nanoseconds(-1);
+      queued_bytes_ += block->size();
+      queued_frames_ += block->count();
+      ring_push(FrameSpan{block, 0, block->count()});  // a block is offered to a queue once
+      return queued_locked();
+    }
+  }
   PushResult result{PushStatus::kQueued, false};
   const std::uint64_t created_before = spans_created_;
   const std::uint64_t lost_before = total_loss_;
