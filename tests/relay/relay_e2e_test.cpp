@@ -2,8 +2,13 @@
 // consumers, the relay, and TCP subscribers (two fast, one deliberately slow
 // under drop-oldest); kill -9 of the relay mid-stream; clean SIGTERM shutdown.
 #include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include <gtest/gtest.h>
 
@@ -303,6 +308,78 @@ TEST(RelayEndToEndTest, KilledRelayDoesNotBlockTheProducerForever) {
   EXPECT_EQ(local.received, count);
   EXPECT_EQ(local.bad, 0u);
   EXPECT_EQ(ring->active_consumer_count(), 0u) << "the dead relay's entry was reaped";
+}
+
+// A value from the relay's INFO line ("...,relayed=12,lapped=3,..."); -1 if absent.
+long long info_field(std::string_view info, std::string_view key) {
+  const std::string needle = "," + std::string(key) + "=";
+  const auto at = info.find(needle);
+  if (at == std::string_view::npos) return -1;
+  return std::strtoll(std::string(info.substr(at + needle.size(), 20)).c_str(), nullptr, 10);
+}
+
+// True once every thread of `pid` is in the stopped state ('T'): SIGSTOP takes
+// effect asynchronously, thread by thread.
+bool all_threads_stopped(pid_t pid) {
+  std::error_code ec;
+  std::size_t threads = 0;
+  for (const auto& task : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid), ec)) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'T') return false;
+    ++threads;
+  }
+  return !ec && threads > 0;
+}
+
+TEST(RelayEndToEndTest, LossyRingLapsAreCountedAndTheRestRelayedInOrder) {
+  constexpr std::uint64_t kCount = 100;
+  TempDir dir;
+  const std::string path = dir.file("lossy.ring");
+  auto ring = BroadcastRing::create(path, 8, {.lossy = true});  // this handle is the live producer
+  ASSERT_TRUE(ring);
+  ChildProcess relay;
+  const std::uint16_t port = start_relay(relay, {"--ring", path + "=lap", "--listen", "127.0.0.1:0"});
+  ASSERT_NE(port, 0) << relay.stderr_text();
+  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+  RespClient sub(port);
+  ASSERT_TRUE(sub.subscribe("lap"));
+
+  // Freeze the relay, let the lossy producer lap it 12 times over, then resume it.
+  ASSERT_EQ(::kill(relay.pid(), SIGSTOP), 0);
+  ASSERT_TRUE(poll_until([&] { return all_threads_stopped(relay.pid()); }));
+  alignas(8) std::byte msg[kPayload];
+  for (std::uint64_t seq = 0; seq < kCount; ++seq) {
+    encode(seq, msg);
+    ASSERT_EQ(ring->try_push(std::span<const std::byte>(msg, kPayload)), Errc::ok);
+  }
+  ASSERT_EQ(::kill(relay.pid(), SIGCONT), 0);
+
+  // It resumes at the oldest message still in the ring and relays the rest in order.
+  std::vector<std::uint64_t> got;
+  while (got.empty() || got.back() != kCount - 1) {
+    auto r = sub.next(deadline_in(20s));
+    ASSERT_TRUE(r && r->is_message("lap")) << "after " << got.size() << " messages";
+    std::uint64_t seq = 0;
+    ASSERT_TRUE(decode(r->elems[2].str, seq));
+    ASSERT_TRUE(got.empty() || seq == got.back() + 1) << "gap inside the relayed tail at " << seq;
+    got.push_back(seq);
+  }
+  EXPECT_LE(got.size(), 8u) << "at most a ring's worth survives";
+
+  RespClient admin(port);
+  long long relayed = -1;
+  long long lapped = -1;
+  ASSERT_TRUE(poll_until([&] {
+    const auto info = admin.call({"INFO", "relay"});
+    if (!info || info->type != '$') return false;
+    relayed = info_field(info->str, "relayed");
+    lapped = info_field(info->str, "lapped");
+    return relayed == static_cast<long long>(got.size());
+  })) << "relayed " << relayed;
+  EXPECT_EQ(lapped, static_cast<long long>(kCount - got.size())) << "every overwritten message is counted";
+  EXPECT_EQ(lapped, static_cast<long long>(got.front())) << "the first relayed message follows the lost ones";
 }
 
 TEST(RelayEndToEndTest, SigtermUnregistersAndExitsZeroSayingWhy) {
