@@ -330,7 +330,7 @@ void Session::cmd_unsubscribe(const std::vector<std::string>& args, bool pattern
 }
 
 void Session::cmd_publish(const std::vector<std::string>& args) {
-  if (!subscribed()) {
+  if (!subscribed() && args[2].size() <= kMaxBatchedPayload) {
     // Batched (invariant 3): nothing but this connection's own replies can enter
     // its queue, so executing at the end of the input changes no order.
     pending_.push_back({static_cast<std::uint32_t>(args[1].size()), static_cast<std::uint32_t>(args[2].size())});
@@ -339,8 +339,11 @@ void Session::cmd_publish(const std::vector<std::string>& args) {
     if (pending_.size() >= kMaxPendingPublishes || pending_bytes_.size() >= kMaxPendingBytes) flush_publishes();
     return;
   }
-  // RESP3 and subscribed: this connection may receive the message itself, after
-  // its earlier replies and before this PUBLISH's reply, as Redis sends them.
+  // A large payload is published from the parser's copy, not copied into the
+  // batch (after the batch, so replies stay in order). RESP3 and subscribed: this
+  // connection may receive the message itself, after its earlier replies and
+  // before this PUBLISH's reply, as Redis sends them.
+  flush_publishes();
   flush_replies();
   const std::size_t n = core_.publish(args[1], args[2]);
   resp::integer(reply_, static_cast<long long>(n));

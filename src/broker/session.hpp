@@ -15,12 +15,13 @@
 //     itself (SUBSCRIBE family, PUBLISH), and (un)subscribe confirmations are
 //     queued while the index lock is held.
 //  2. Until authenticated, only AUTH, HELLO, PING, QUIT and RESET run.
-//  3. PUBLISHes from a connection with no subscription are batched: consecutive
-//     ones in one input buffer are executed together (one index lock, one queue
-//     push per subscriber per run of one channel) when another command, the end
-//     of the input or a size cap comes; their replies are appended then, before
-//     any later reply. Nothing else can reach such a connection's queue, so no
-//     client sees an order Redis would not produce.
+//  3. PUBLISHes of payloads up to 64 KiB from a connection with no subscription
+//     are batched: consecutive ones in one input buffer are executed together
+//     (one index lock, one queue push per subscriber per run of one channel)
+//     when another command, the end of the input or a size cap comes; their
+//     replies are appended then, before any later reply. Nothing else can reach
+//     such a connection's queue, so no client sees an order Redis would not
+//     produce.
 #pragma once
 
 #include <atomic>
@@ -111,6 +112,7 @@ class Session : public Subscriber {
     std::uint32_t payload_len;
   };
   static constexpr std::size_t kMaxPendingPublishes = 1024;
+  static constexpr std::size_t kMaxBatchedPayload = 64u << 10;  // larger ones are not copied
   static constexpr std::size_t kMaxPendingBytes = 1u << 20;
   std::vector<PendingPublish> pending_;
   std::string pending_bytes_;

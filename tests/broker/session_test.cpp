@@ -154,6 +154,26 @@ TEST_F(SessionTest, PipelinedPublishesAreBatchedButRepliedInOrder) {
   EXPECT_EQ(core_.stats().deliveries, 3u);
 }
 
+TEST_F(SessionTest, ALargePayloadIsPublishedOnItsOwnInOrder) {
+  auto sub = connect();
+  auto pub = connect();
+  sub->send("SUBSCRIBE a\r\n");
+  (void)sub->output();
+  const std::string big(100u << 10, 'b');  // over the 64 KiB batching threshold
+  const std::string in = "PUBLISH a 1\r\n*3\r\n$7\r\nPUBLISH\r\n$1\r\na\r\n$" + std::to_string(big.size()) +
+                         "\r\n" + big + "\r\nPUBLISH a 3\r\n";
+  EXPECT_EQ(pub->send(in), ":1\r\n:1\r\n:1\r\n");
+  const std::string out = sub->output();
+  const auto one = out.find("$1\r\n1\r\n");
+  const auto two = out.find(big);
+  const auto three = out.find("$1\r\n3\r\n");
+  ASSERT_NE(one, std::string::npos);
+  ASSERT_NE(two, std::string::npos);
+  ASSERT_NE(three, std::string::npos);
+  EXPECT_LT(one, two);
+  EXPECT_LT(two, three);
+}
+
 TEST_F(SessionTest, ABatchLargerThanItsCapIsPublishedInFull) {
   auto sub = connect();
   auto pub = connect();
