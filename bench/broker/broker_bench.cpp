@@ -15,10 +15,8 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,34 +50,29 @@ std::int64_t now_ns() {
 
 struct Server {
   std::string name;
-  pid_t pid = -1;
+  ChildProcess process;
   int port = 0;
 };
 
-
-
-
-
 std::optional<Server> start_ringcast(const std::string& exe, unsigned io_threads) {
   const int port = free_port();
-  Server s{"ringcast-broker", -1, port};
-  s.pid = spawn_quiet({exe, "--port", std::to_string(port), "--io-threads", std::to_string(io_threads)});
-  if (s.pid < 0 || !wait_accepting(port)) return std::nullopt;
+  Server s{"ringcast-broker",
+           ChildProcess::spawn({exe, "--port", std::to_string(port), "--io-threads", std::to_string(io_threads)},
+                               kQuiet),
+           port};
+  if (!s.process.running() || !wait_accepting(port)) return std::nullopt;
   return s;
 }
 
 std::optional<Server> start_redis(const std::string& exe) {
   const int port = free_port();
-  Server s{"redis-server", -1, port};
-  s.pid = spawn_quiet({exe, "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
-                       "no", "--daemonize", "no"});
-  if (s.pid < 0 || !wait_accepting(port)) return std::nullopt;
+  Server s{"redis-server",
+           ChildProcess::spawn({exe, "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "",
+                                "--appendonly", "no", "--daemonize", "no"},
+                               kQuiet),
+           port};
+  if (!s.process.running() || !wait_accepting(port)) return std::nullopt;
   return s;
-}
-
-void stop(Server& s) {
-  stop_process(s.pid);
-  s.pid = -1;
 }
 
 
@@ -210,7 +203,7 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
     }
   };
 
-  const double cpu0 = cpu_seconds(server.pid);
+  const double cpu0 = cpu_seconds(server.process.pid());
   const auto t0 = Clock::now();
   const auto end = t0 + std::chrono::duration<double>(seconds);
   std::uint64_t published = 0;
@@ -253,7 +246,7 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   const auto t1 = Clock::now();
-  const double cpu1 = cpu_seconds(server.pid);
+  const double cpu1 = cpu_seconds(server.process.pid());
   stop_readers.store(true, std::memory_order_relaxed);
   reader.join();
 
@@ -311,9 +304,7 @@ int main(int argc, char** argv) {
   auto rd = start_redis(redis_exe);
   if (!rc || !rd) {
     fmt::print(stderr, "could not start {}\n", !rc ? broker_exe : redis_exe);
-    if (rc) stop(*rc);
-    if (rd) stop(*rd);
-    return 1;
+    return 1;  // a server that did start is killed on the way out
   }
   // Runs the two servers alternately (A B A B ...), so load from elsewhere on
   // the machine falls on both alike, and reports each one's median run.
@@ -357,7 +348,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  stop(*rc);
-  stop(*rd);
+  (void)rc->process.stop();
+  (void)rd->process.stop();
   return 0;
 }

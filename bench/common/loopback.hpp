@@ -1,6 +1,6 @@
-// Loopback plumbing for the broker and relay load generators: servers as
-// child processes, their CPU time, and blocking RESP writes and reads. The
-// sockets and processes themselves come from tests/common.
+// Loopback plumbing for the broker and relay load generators: how servers are
+// started, their CPU time, and blocking RESP writes and reads. The sockets,
+// processes and polling themselves come from tests/common.
 #pragma once
 
 #include <sys/types.h>
@@ -16,23 +16,21 @@
 #include <fmt/format.h>
 
 #include "child_process.hpp"
+#include "eventually.hpp"
 #include "fd_io.hpp"
 #include "tcp_loopback.hpp"
 
 namespace ringcast::bench {
 
+using test::ChildProcess;
+using test::eventually;
 using test::free_port;
 using test::wait_accepting;
 
-// Starts argv[0] with stdout and stderr on /dev/null; -1 on failure. The
-// server dies with the benchmark; stop_process() stops and reaps it.
-inline pid_t spawn_quiet(const std::vector<std::string>& argv) {
-  const test::SpawnOptions quiet{.out = test::Stream::kDiscard, .err = test::Stream::kDiscard};
-  return test::ChildProcess::spawn(argv, quiet).release();
-}
-
-// SIGTERM (SIGKILL after 10 s), then reap.
-inline void stop_process(pid_t pid) { (void)test::ChildProcess::adopt(pid).stop(SIGTERM); }
+// How the load generators start servers: with stdout and stderr on /dev/null,
+// so the tables are all the terminal shows. A ChildProcess dies with the
+// benchmark and is stopped and reaped when it goes away.
+inline const test::SpawnOptions kQuiet{.out = test::Stream::kDiscard, .err = test::Stream::kDiscard};
 
 // utime + stime of a process, in seconds.
 inline double cpu_seconds(pid_t pid) {

@@ -17,11 +17,9 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -170,11 +168,9 @@ Result measure(pid_t server, Subscribers& subs, double seconds, std::size_t wind
 Result run_broker(const std::string& exe, int n, std::size_t payload, double seconds, std::size_t window,
                   unsigned io_threads) {
   const int port = free_port();
-  const pid_t pid = spawn_quiet({exe, "--port", std::to_string(port), "--io-threads", std::to_string(io_threads)});
-  if (pid < 0 || !wait_accepting(port)) {
-    stop_process(pid);
-    return {};
-  }
+  ChildProcess broker =
+      ChildProcess::spawn({exe, "--port", std::to_string(port), "--io-threads", std::to_string(io_threads)}, kQuiet);
+  if (!broker.running() || !wait_accepting(port)) return {};
   Result r;
   {
     Subscribers subs(port, n, "bench", payload);
@@ -190,7 +186,7 @@ Result run_broker(const std::string& exe, int n, std::size_t payload, double sec
     };
     if (subs.ok()) {
       r = measure(
-          pid, subs, seconds, window,
+          broker.pid(), subs, seconds, window,
           [&](int k) {
             ringcast::test::send_all(pub, batch);
             drain();
@@ -204,7 +200,7 @@ Result run_broker(const std::string& exe, int n, std::size_t payload, double sec
     }
     ::close(pub);
   }
-  stop_process(pid);
+  (void)broker.stop();
   return r;
 }
 
@@ -218,16 +214,17 @@ Result run_relay(const std::string& exe, int n, std::size_t payload, double seco
     return {};
   }
   const int port = free_port();
-  const pid_t pid = spawn_quiet({exe, "--ring", path + "=bench", "--listen", fmt::format("127.0.0.1:{}", port),
-                           "--io-threads", std::to_string(io_threads)});
+  ChildProcess relay = ChildProcess::spawn({exe, "--ring", path + "=bench", "--listen",
+                                            fmt::format("127.0.0.1:{}", port), "--io-threads",
+                                            std::to_string(io_threads)},
+                                           kQuiet);
   Result r;
-  if (pid > 0 && wait_accepting(port)) {
-    while (ring->active_consumer_count() < 1) std::this_thread::sleep_for(1ms);
+  if (relay.running() && wait_accepting(port) && eventually([&] { return ring->active_consumer_count() >= 1; })) {
     Subscribers subs(port, n, "bench", payload);
     std::vector<std::byte> msg(payload, std::byte{'p'});
     if (subs.ok()) {
       r = measure(
-          pid, subs, seconds, window,
+          relay.pid(), subs, seconds, window,
           [&](int k) {
             std::uint64_t pushed = 0;
             for (int i = 0; i < k; ++i) pushed += ring->try_push(msg) == Errc::ok ? 1U : 0U;
@@ -239,7 +236,7 @@ Result run_relay(const std::string& exe, int n, std::size_t payload, double seco
           });
     }
   }
-  stop_process(pid);
+  (void)relay.stop();
   ring = BroadcastRing::open(path, {.read_only = true});
   ::unlink(path.c_str());
   return r;

@@ -23,10 +23,7 @@
 //    recorded.
 // Output: a short table on stdout and, with --json, every run with its
 // latency percentiles and histogram (tools/plot-latency.sh plots it).
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -46,8 +43,11 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "child_process.hpp"
+#include "deadline.hpp"
 #include "histogram.hpp"
 #include "ringcast/broadcast_ring.hpp"
 #include "workload.hpp"
@@ -59,7 +59,7 @@ namespace bip = boost::interprocess;
 
 constexpr std::size_t kPushBatch = 32;   // messages built (and stamped) together
 constexpr std::size_t kDrainMax = 256;   // drain() budget per call
-constexpr int kReportFd = 3;             // consumer -> harness pipe in the child
+constexpr int kReportFd = STDOUT_FILENO; // consumer -> harness: a pipe the harness reads
 
 enum class Transport { ringcast, zmq, boost };
 enum class Api { batch, single };
@@ -76,7 +76,8 @@ constexpr auto kWaitTimeout = std::chrono::seconds(1);  // recv_wait/push_wait s
   std::exit(2);
 }
 
-// What one consumer sends back through its pipe: plain bytes.
+// What one consumer sends back through its pipe: plain bytes, after the 'R'
+// that says it has attached.
 struct ConsumerReport {
   std::uint64_t received = 0;
   std::uint64_t bad = 0;            // messages that did not verify
@@ -86,6 +87,7 @@ struct ConsumerReport {
   std::uint64_t stalls = 0;         // ringcast: receives that returned stalled (retried)
   LatencyHistogram latency;
 };
+static_assert(std::is_trivially_copyable_v<ConsumerReport>, "sent as bytes");
 
 bool write_all(int fd, const void* data, std::size_t n) {
   const auto* p = static_cast<const char*>(data);
@@ -95,18 +97,6 @@ bool write_all(int fd, const void* data, std::size_t n) {
     if (w <= 0) return false;
     p += w;
     n -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
-
-bool read_all(int fd, void* data, std::size_t n) {
-  auto* p = static_cast<char*>(data);
-  while (n > 0) {
-    const ssize_t r = ::read(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<std::size_t>(r);
   }
   return true;
 }
@@ -330,11 +320,10 @@ struct RunResult {
   [[nodiscard]] double msgs_per_sec() const { return static_cast<double>(s.messages) / seconds; }
 };
 
-std::vector<pid_t> g_children;  // for the watchdog
-
+// The watchdog: a stuck run ends the harness, and the consumers die with it
+// (test::ChildProcess starts them with PR_SET_PDEATHSIG).
 void on_alarm(int) {
-  for (const pid_t p : g_children) ::kill(p, SIGKILL);
-  const char msg[] = "ringcast_bench_xproc: timeout, killed the consumers\n";
+  const char msg[] = "ringcast_bench_xproc: timeout, the consumers die with the harness\n";
   (void)!::write(2, msg, sizeof msg - 1);
   ::_exit(4);
 }
@@ -459,30 +448,6 @@ std::string self_exe() {
   return std::string(buf.data(), static_cast<std::size_t>(n));
 }
 
-struct Child {
-  pid_t pid = -1;
-  int fd = -1;  // read end of its report pipe
-};
-
-Child spawn_consumer(const std::string& exe, const std::vector<std::string>& args) {
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) fail("pipe2");
-  const pid_t pid = ::fork();
-  if (pid < 0) fail("fork");
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::dup2(p[1], kReportFd) < 0) ::_exit(5);  // dup2 clears FD_CLOEXEC on the copy
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(exe.c_str()));
-    for (const auto& s : args) argv.push_back(const_cast<char*>(s.c_str()));
-    argv.push_back(nullptr);
-    ::execv(exe.c_str(), argv.data());
-    ::_exit(6);
-  }
-  ::close(p[1]);
-  return {pid, p[0]};
-}
-
 RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_index) {
   RunResult res;
   res.s = s;
@@ -538,22 +503,25 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
   }
 
   // --- consumers -----------------------------------------------------------
+  // Each consumer is this binary again, its stdout a pipe (kReportFd) and its
+  // stderr ours.
   const std::string exe = self_exe();
-  std::vector<Child> children;
+  std::vector<test::ChildProcess> children;
   for (int i = 0; i < s.consumers; ++i) {
     const int cpu = o.consumer_cpus.empty() ? -1 : o.consumer_cpus[static_cast<std::size_t>(i) % o.consumer_cpus.size()];
-    children.push_back(spawn_consumer(
-        exe, {"--role", "consumer", "--transport", name(s.transport), "--api", name(s.api), "--mode", name(s.mode),
-              "--idle", name(res.idle), "--messages", std::to_string(s.messages), "--sample-every",
-              std::to_string(o.sample_every), "--capacity", std::to_string(o.capacity), "--index", std::to_string(i), "--cpu", std::to_string(cpu),
-              "--ring-path", names.ring_path, "--zmq-endpoint", names.zmq_endpoint, "--queue-prefix",
-              names.queue_prefix}));
-    g_children.push_back(children.back().pid);
+    children.push_back(test::ChildProcess::spawn(
+        {exe, "--role", "consumer", "--transport", name(s.transport), "--api", name(s.api), "--mode", name(s.mode),
+         "--idle", name(res.idle), "--messages", std::to_string(s.messages), "--sample-every",
+         std::to_string(o.sample_every), "--capacity", std::to_string(o.capacity), "--index", std::to_string(i),
+         "--cpu", std::to_string(cpu), "--ring-path", names.ring_path, "--zmq-endpoint", names.zmq_endpoint,
+         "--queue-prefix", names.queue_prefix},
+        {.out = test::Stream::kPipe, .err = test::Stream::kInherit}));
+    if (!children.back().running()) fail("cannot start a consumer: " + exe);
   }
   ::alarm(static_cast<unsigned>(o.timeout_s));
-  for (const Child& c : children) {
-    char ready = 0;
-    if (!read_all(c.fd, &ready, 1) || ready != 'R') fail("a consumer failed to attach (see its message above)");
+  const test::Deadline deadline = test::deadline_in(std::chrono::seconds(o.timeout_s));  // the alarm comes first
+  for (test::ChildProcess& c : children) {
+    if (!c.read_stdout_until("R", deadline)) fail("a consumer failed to attach (see its message above)");
   }
   if (s.transport == Transport::zmq) {
     // One subscription message per subscriber (XPUB_VERBOSE): after these,
@@ -590,9 +558,12 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
   // --- collect -----------------------------------------------------------------
   std::uint64_t last_ns = 0;
   auto report = std::make_unique<ConsumerReport>();
-  for (const Child& c : children) {
-    if (!read_all(c.fd, report.get(), sizeof *report)) fail("a consumer died before reporting");
-    ::close(c.fd);
+  for (test::ChildProcess& c : children) {
+    const std::optional<int> status = c.wait_exit(deadline);  // reads the report meanwhile
+    const std::string& out = c.stdout_text();
+    if (out.size() != 1 + sizeof *report) fail("a consumer died before reporting");
+    std::memcpy(report.get(), out.data() + 1, sizeof *report);
+    if (test::exit_code(status) != 0) fail("a consumer exited abnormally");
     res.received += report->received;
     res.bad += report->bad;
     res.stalls += report->stalls;
@@ -603,13 +574,7 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
     last_ns = std::max(last_ns, report->last_ns);
     res.latency.merge(report->latency);
   }
-  for (const Child& c : children) {
-    int status = 0;
-    while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {}
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail("a consumer exited abnormally");
-  }
   ::alarm(0);
-  g_children.clear();
   res.seconds = static_cast<double>(last_ns - t0) * 1e-9;
   res.producer_seconds = static_cast<double>(t_sent - t0) * 1e-9;
   res.full_hits = producer->full_hits;

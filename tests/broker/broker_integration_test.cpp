@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "child_process.hpp"
+#include "eventually.hpp"
 #include "fd_io.hpp"
 #include "process_support.hpp"
 #include "tcp_loopback.hpp"
@@ -21,6 +22,7 @@ using namespace std::chrono_literals;
 using test::ChildProcess;
 using test::connect_loopback;
 using test::deadline_in;
+using test::eventually;
 using test::ms_left;
 using test::read_to_eof;
 using test::read_until;
@@ -69,13 +71,10 @@ std::string str(const redisReply* r, std::size_t i) {
 
 // Polls PUBSUB NUMSUB until `channel` has `n` subscribers (bounded).
 bool wait_for_subscribers(redisContext* c, const std::string& channel, long long n) {
-  const auto d = deadline_in(10s);
-  while (ms_left(d) > 0) {
+  return eventually([&] {
     Reply r = command(c, {"PUBSUB", "NUMSUB", channel});
-    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == n) return true;
-    std::this_thread::sleep_for(5ms);  // bounded poll of observable state
-  }
-  return false;
+    return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == n;
+  }, 10s, 5ms);
 }
 
 class BrokerIntegrationTest : public ::testing::Test {

@@ -9,9 +9,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <thread>
 
-#include "deadline.hpp"
+#include "eventually.hpp"
 
 namespace ringcast::test {
 
@@ -49,19 +48,16 @@ inline int connect_loopback(int port, int rcvbuf = 0) {
   return fd;
 }
 
-// Tries to connect until a server accepts on `port` (true) or `timeout` passes.
+// Tries to connect until a server accepts on `port` (true) or `timeout` passes:
+// nothing tells the test when the server is listening.
 inline bool wait_accepting(int port, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-  const Deadline d = deadline_in(timeout);
-  for (;;) {
-    const int fd = connect_loopback(port);
-    if (fd >= 0) {
-      ::close(fd);
-      return true;
-    }
-    if (ms_left(d) == 0) return false;
-    // A bounded poll: nothing tells the test when the server is listening.
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  return eventually(
+      [port] {
+        const int fd = connect_loopback(port);
+        if (fd >= 0) ::close(fd);
+        return fd >= 0;
+      },
+      timeout, std::chrono::milliseconds(5));
 }
 
 }  // namespace ringcast::test

@@ -2,6 +2,7 @@
 // consumers, the relay, and TCP subscribers (two fast, one deliberately slow
 // under drop-oldest); kill -9 of the relay mid-stream; clean SIGTERM shutdown.
 #include <atomic>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -22,7 +23,7 @@ using namespace std::chrono_literals;
 using testing::ChildProcess;
 using testing::Deadline;
 using testing::deadline_in;
-using testing::poll_until;
+using testing::eventually;
 using testing::RespClient;
 using testing::RespReply;
 using testing::TempDir;
@@ -111,7 +112,7 @@ TEST(RelayEndToEndTest, ProducerLocalConsumersRelayAndTcpSubscribersAccountForEv
       start_relay(relay, {"--ring", path + "=ticks", "--listen", "127.0.0.1:0", "--overflow-policy", "drop-oldest",
                           "--hard-limit", "1mb", "--soft-limit", "0", "--io-threads", "2"});
   ASSERT_NE(port, 0) << relay.stdout_text() << relay.stderr_text();
-  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+  ASSERT_TRUE(eventually([&] { return ring->active_consumer_count() == 1; }));
 
   LocalConsumer locals[2];
   for (auto& l : locals) ASSERT_TRUE(l.attach(path));
@@ -261,7 +262,7 @@ TEST(RelayEndToEndTest, KilledRelayDoesNotBlockTheProducerForever) {
   const std::uint16_t port =
       start_relay(relay, {"--ring", path + "=k", "--listen", "127.0.0.1:0", "--io-threads", "1"});
   ASSERT_NE(port, 0) << relay.stderr_text();
-  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+  ASSERT_TRUE(eventually([&] { return ring->active_consumer_count() == 1; }));
   LocalConsumer local;
   ASSERT_TRUE(local.attach(path));
   RespClient sub(port);
@@ -312,10 +313,12 @@ TEST(RelayEndToEndTest, KilledRelayDoesNotBlockTheProducerForever) {
 
 // A value from the relay's INFO line ("...,relayed=12,lapped=3,..."); -1 if absent.
 long long info_field(std::string_view info, std::string_view key) {
-  const std::string needle = "," + std::string(key) + "=";
-  const auto at = info.find(needle);
+  const auto at = info.find(fmt::format(",{}=", key));
   if (at == std::string_view::npos) return -1;
-  return std::strtoll(std::string(info.substr(at + needle.size(), 20)).c_str(), nullptr, 10);
+  const std::string_view digits = info.substr(at + key.size() + 2);
+  long long v = -1;
+  std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  return v;
 }
 
 // True once every thread of `pid` is in the stopped state ('T'): SIGSTOP takes
@@ -342,13 +345,13 @@ TEST(RelayEndToEndTest, LossyRingLapsAreCountedAndTheRestRelayedInOrder) {
   ChildProcess relay;
   const std::uint16_t port = start_relay(relay, {"--ring", path + "=lap", "--listen", "127.0.0.1:0"});
   ASSERT_NE(port, 0) << relay.stderr_text();
-  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+  ASSERT_TRUE(eventually([&] { return ring->active_consumer_count() == 1; }));
   RespClient sub(port);
   ASSERT_TRUE(sub.subscribe("lap"));
 
   // Freeze the relay, let the lossy producer lap it 12 times over, then resume it.
   ASSERT_EQ(::kill(relay.pid(), SIGSTOP), 0);
-  ASSERT_TRUE(poll_until([&] { return all_threads_stopped(relay.pid()); }));
+  ASSERT_TRUE(eventually([&] { return all_threads_stopped(relay.pid()); }));
   alignas(8) std::byte msg[kPayload];
   for (std::uint64_t seq = 0; seq < kCount; ++seq) {
     encode(seq, msg);
@@ -371,7 +374,7 @@ TEST(RelayEndToEndTest, LossyRingLapsAreCountedAndTheRestRelayedInOrder) {
   RespClient admin(port);
   long long relayed = -1;
   long long lapped = -1;
-  ASSERT_TRUE(poll_until([&] {
+  ASSERT_TRUE(eventually([&] {
     const auto info = admin.call({"INFO", "relay"});
     if (!info || info->type != '$') return false;
     relayed = info_field(info->str, "relayed");

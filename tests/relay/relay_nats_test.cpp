@@ -4,11 +4,11 @@
 // NATS sinks together.
 #include <nats/nats.h>
 
-#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "relay_fixture.hpp"
 #include "relay_test_support.hpp"
 #include "ringcast/broadcast_ring.hpp"
 #include "ringcast/relay/relay.hpp"
@@ -17,11 +17,11 @@ namespace ringcast::relay {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::as_bytes;
 using testing::deadline_in;
+using testing::eventually;
 using testing::free_port;
 using testing::NatsServer;
-using testing::poll_until;
-using testing::TempDir;
 
 // A libnats subscriber with unlimited pending limits (so the test client never
 // drops as a slow consumer).
@@ -84,40 +84,6 @@ bool wait_for_interest(const std::string& url, const std::string& subject, NatsS
   return seen;
 }
 
-class Logs {
- public:
-  LogFn fn() {
-    return [this](LogLevel, std::string_view line) {
-      std::lock_guard lock(mu_);
-      text_ += std::string(line) + "\n";
-    };
-  }
-  std::string text() const {
-    std::lock_guard lock(mu_);
-    return text_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::string text_;
-};
-
-RelayConfig nats_config(const std::string& path, const std::string& subject, const std::string& url, Logs& logs) {
-  RelayConfig c;
-  c.rings.push_back({path, subject, false});
-  NatsConfig n;
-  n.url = url;
-  n.reconnect_wait = 50ms;
-  c.nats = n;
-  c.poll_interval = 10ms;
-  c.log = logs.fn();
-  return c;
-}
-
-std::span<const std::byte> as_bytes(const std::string& s) {
-  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
-}
-
 // "n<i>" (built without operator+ on a literal, which trips g++ 12's -Wrestrict).
 std::string numbered(int i) {
   std::string s(1, 'n');
@@ -147,37 +113,40 @@ void expect_sequence(NatsSubscriber& sub, const std::string& subject, int from, 
   }
 }
 
-TEST(RelayNatsTest, PublishesEveryRingMessageToTheSubjectInOrder) {
+// A 1024-slot ring relayed to NATS.
+class RelayNatsTest : public testing::RingRelayTest {
+ protected:
+  // RingRelayTest::start_relay, publishing the ring on `subject` through the
+  // server at `url`. Call through ASSERT_NO_FATAL_FAILURE.
+  void start_relay(std::string_view file, const std::string& subject, const std::string& url) {
+    RingRelayTest::start_relay(file, 1024, subject, [&](RelayConfig& c) { c.nats = testing::nats_sink(url); });
+  }
+};
+
+TEST_F(RelayNatsTest, PublishesEveryRingMessageToTheSubjectInOrder) {
   auto server = NatsServer::start(free_port());
   ASSERT_TRUE(server);
-  TempDir dir;
-  const std::string path = dir.file("nats.ring");
-  auto ring = BroadcastRing::create(path, 1024);
-  ASSERT_TRUE(ring);
   NatsSubscriber sub(server->url(), "ticks");
   ASSERT_TRUE(sub.ok());
-  Logs logs;
-  auto relay = Relay::start(nats_config(path, "ticks", server->url(), logs));
-  ASSERT_TRUE(relay) << relay.error().message();
-  EXPECT_EQ((*relay)->broker(), nullptr);
-  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+  ASSERT_NO_FATAL_FAILURE(start_relay("nats.ring", "ticks", server->url()));
+  EXPECT_EQ(relay_->broker(), nullptr);
   const int n = static_cast<int>(testing::scaled(20'000, 5'000));
-  push_all(*ring, 0, n);
+  push_all(*ring_, 0, n);
   expect_sequence(sub, "ticks", 0, n);
   // Ring counters are published after each batch's last publish: poll.
-  ASSERT_TRUE(poll_until([&] { return (*relay)->ring_stats().at(0).nats_published == static_cast<std::uint64_t>(n); }));
-  const RingStats rs = (*relay)->ring_stats().at(0);
+  ASSERT_TRUE(eventually([&] { return relay_->ring_stats().at(0).nats_published == static_cast<std::uint64_t>(n); }));
+  const RingStats rs = relay_->ring_stats().at(0);
   EXPECT_EQ(rs.nats_published, static_cast<std::uint64_t>(n));
   EXPECT_EQ(rs.nats_failed, 0u);
-  ASSERT_TRUE(poll_until([&] { return (*relay)->nats_stats().published == static_cast<std::uint64_t>(n); }));
-  const NatsStats ns = (*relay)->nats_stats();
+  ASSERT_TRUE(eventually([&] { return relay_->nats_stats().published == static_cast<std::uint64_t>(n); }));
+  const NatsStats ns = relay_->nats_stats();
   EXPECT_TRUE(ns.enabled);
   EXPECT_EQ(ns.status, "connected");
   EXPECT_EQ(ns.published, static_cast<std::uint64_t>(n));
   EXPECT_EQ(ns.buffer_full + ns.failed, 0u);
 }
 
-TEST(RelayNatsTest, SubscriberOnNodeBReceivesWhatTheRelayPublishesToNodeA) {
+TEST_F(RelayNatsTest, SubscriberOnNodeBReceivesWhatTheRelayPublishesToNodeA) {
   const std::uint16_t cluster_a = free_port();
   auto a = NatsServer::start(free_port(), cluster_a);
   ASSERT_TRUE(a);
@@ -187,99 +156,76 @@ TEST(RelayNatsTest, SubscriberOnNodeBReceivesWhatTheRelayPublishesToNodeA) {
   ASSERT_TRUE(on_b.ok());
   ASSERT_TRUE(wait_for_interest(a->url(), "cluster.ticks", on_b)) << "route A-B never carried the interest";
 
-  TempDir dir;
-  const std::string path = dir.file("cluster.ring");
-  auto ring = BroadcastRing::create(path, 1024);
-  ASSERT_TRUE(ring);
-  Logs logs;
-  auto relay = Relay::start(nats_config(path, "cluster.ticks", a->url(), logs));
-  ASSERT_TRUE(relay) << relay.error().message();
-  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+  ASSERT_NO_FATAL_FAILURE(start_relay("cluster.ring", "cluster.ticks", a->url()));
   const int n = static_cast<int>(testing::scaled(10'000, 2'000));
-  push_all(*ring, 0, n);
+  push_all(*ring_, 0, n);
   expect_sequence(on_b, "cluster.ticks", 0, n);
 }
 
-TEST(RelayNatsTest, ServerRestartIsRiddenOutByLibnatsAndReported) {
+TEST_F(RelayNatsTest, ServerRestartIsRiddenOutByLibnatsAndReported) {
   const std::uint16_t port = free_port();
   auto server = NatsServer::start(port);
   ASSERT_TRUE(server);
-  TempDir dir;
-  const std::string path = dir.file("restart.ring");
-  auto ring = BroadcastRing::create(path, 1024);
-  ASSERT_TRUE(ring);
-  Logs logs;
-  auto relay = Relay::start(nats_config(path, "restart", server->url(), logs));
-  ASSERT_TRUE(relay) << relay.error().message();
-  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
+  ASSERT_NO_FATAL_FAILURE(start_relay("restart.ring", "restart", server->url()));
   {
     NatsSubscriber sub(server->url(), "restart");
     ASSERT_TRUE(sub.ok());
-    push_all(*ring, 0, 100);
+    push_all(*ring_, 0, 100);
     expect_sequence(sub, "restart", 0, 100);
   }
 
   server->kill();
-  ASSERT_TRUE(poll_until([&] { return (*relay)->nats_stats().disconnects >= 1; })) << logs.text();
+  ASSERT_TRUE(eventually([&] { return relay_->nats_stats().disconnects >= 1; })) << log_.all();
   // While the server is down libnats buffers what the relay publishes; the
   // ring keeps draining.
-  push_all(*ring, 100, 200);
-  ASSERT_TRUE(poll_until([&] { return (*relay)->ring_stats().at(0).relayed == 200; }));
-  EXPECT_NE((*relay)->nats_stats().status, "connected");
+  push_all(*ring_, 100, 200);
+  ASSERT_TRUE(eventually([&] { return relay_->ring_stats().at(0).relayed == 200; }));
+  EXPECT_NE(relay_->nats_stats().status, "connected");
 
   server = NatsServer::start(port);
   ASSERT_TRUE(server);
-  ASSERT_TRUE(poll_until([&] { return (*relay)->nats_stats().reconnects >= 1; })) << logs.text();
-  EXPECT_EQ((*relay)->nats_stats().status, "connected");
+  ASSERT_TRUE(eventually([&] { return relay_->nats_stats().reconnects >= 1; })) << log_.all();
+  EXPECT_EQ(relay_->nats_stats().status, "connected");
   NatsSubscriber sub(server->url(), "restart");
   ASSERT_TRUE(sub.ok());
   ASSERT_TRUE(wait_for_interest(server->url(), "restart", sub));
-  push_all(*ring, 200, 300);
+  push_all(*ring_, 200, 300);
   expect_sequence(sub, "restart", 200, 300);
   // Every relayed message is accounted for (counted just after libnats takes it: poll).
-  EXPECT_TRUE(poll_until([&] {
-    const NatsStats ns = (*relay)->nats_stats();
+  EXPECT_TRUE(eventually([&] {
+    const NatsStats ns = relay_->nats_stats();
     return ns.published + ns.buffer_full + ns.failed == 300u;
   }));
-  EXPECT_NE(logs.text().find("NATS reconnected"), std::string::npos) << logs.text();
+  EXPECT_NE(log_.all().find("NATS reconnected"), std::string::npos) << log_.all();
 }
 
-TEST(RelayNatsTest, BrokerAndNatsSinksRunTogether) {
+TEST_F(RelayNatsTest, BrokerAndNatsSinksRunTogether) {
   auto server = NatsServer::start(free_port());
   ASSERT_TRUE(server);
-  TempDir dir;
-  const std::string path = dir.file("both.ring");
-  auto ring = BroadcastRing::create(path, 1024);
-  ASSERT_TRUE(ring);
   NatsSubscriber nsub(server->url(), "both");
   ASSERT_TRUE(nsub.ok());
-  Logs logs;
-  RelayConfig cfg = nats_config(path, "both", server->url(), logs);
-  broker::BrokerConfig b;
-  b.port = 0;
-  b.io_threads = 1;
-  cfg.broker = b;
-  auto relay = Relay::start(cfg);
-  ASSERT_TRUE(relay) << relay.error().message();
-  testing::RespClient rsub((*relay)->broker()->port());
+  ASSERT_NO_FATAL_FAILURE(RingRelayTest::start_relay("both.ring", 1024, "both", [&](RelayConfig& c) {
+    c.nats = testing::nats_sink(server->url());
+    c.broker = testing::loopback_broker();
+  }));
+  testing::RespClient rsub(relay_->broker()->port());
   ASSERT_TRUE(rsub.subscribe("both"));
-  ASSERT_TRUE(poll_until([&] { return ring->active_consumer_count() == 1; }));
-  push_all(*ring, 0, 1000);
+  push_all(*ring_, 0, 1000);
   expect_sequence(nsub, "both", 0, 1000);
   for (int i = 0; i < 1000; ++i) {
     auto r = rsub.next(deadline_in(20s));
     ASSERT_TRUE(r && r->is_message("both"));
     ASSERT_EQ(r->elems[2].str, numbered(i));
   }
-  ASSERT_TRUE(poll_until([&] { return (*relay)->ring_stats().at(0).relayed == 1000u; }));
-  const RingStats rs = (*relay)->ring_stats().at(0);
+  ASSERT_TRUE(eventually([&] { return relay_->ring_stats().at(0).relayed == 1000u; }));
+  const RingStats rs = relay_->ring_stats().at(0);
   EXPECT_EQ(rs.deliveries, 1000u);
   EXPECT_EQ(rs.nats_published, 1000u);
 }
 
-TEST(RelayNatsTest, RejectsSubjectsNatsWouldRefuse) {
-  Logs logs;
-  RelayConfig cfg = nats_config("/dev/shm/x.ring", "bad subject", "nats://127.0.0.1:1", logs);
+TEST_F(RelayNatsTest, RejectsSubjectsNatsWouldRefuse) {
+  RelayConfig cfg = testing::relay_config({{"/dev/shm/x.ring", "bad subject", false}}, log_);
+  cfg.nats = testing::nats_sink("nats://127.0.0.1:1");
   auto relay = Relay::start(cfg);
   ASSERT_FALSE(relay);
   EXPECT_EQ(relay.error().code, RelayError::Code::kInvalidConfig);

@@ -3,13 +3,13 @@
 #include <array>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "relay_fixture.hpp"
 #include "relay_test_support.hpp"
 #include "ringcast/broadcast_ring.hpp"
 #include "ringcast/relay/metrics_server.hpp"
@@ -20,54 +20,11 @@ namespace ringcast::relay {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::as_bytes;
+using testing::broker_config;
 using testing::deadline_in;
-using testing::poll_until;
+using testing::eventually;
 using testing::RespClient;
-using testing::TempDir;
-
-// Collects log lines (the relay logs from several threads).
-class LogSink {
- public:
-  LogFn fn() {
-    return [this](LogLevel, std::string_view line) {
-      std::lock_guard lock(mu_);
-      lines_.emplace_back(line);
-    };
-  }
-  bool contains(std::string_view needle) const {
-    std::lock_guard lock(mu_);
-    for (const auto& l : lines_) {
-      if (l.find(needle) != std::string::npos) return true;
-    }
-    return false;
-  }
-  std::string all() const {
-    std::lock_guard lock(mu_);
-    std::string s;
-    for (const auto& l : lines_) s += l + "\n";
-    return s;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::string> lines_;
-};
-
-RelayConfig broker_config(std::vector<RingRoute> rings, LogSink& log) {
-  RelayConfig c;
-  c.rings = std::move(rings);
-  broker::BrokerConfig b;
-  b.port = 0;
-  b.io_threads = 1;
-  c.broker = b;
-  c.poll_interval = 10ms;
-  c.log = log.fn();
-  return c;
-}
-
-std::span<const std::byte> as_bytes(const std::string& s) {
-  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
-}
 
 RingStats stats_of(const Relay& relay, std::size_t i = 0) { return relay.ring_stats().at(i); }
 
@@ -77,33 +34,20 @@ void push(BroadcastRing& ring, std::span<const std::byte> payload) {
 }
 
 // A ring in a fresh directory, relayed to an embedded broker on port 0.
-class RelayTest : public ::testing::Test {
+class RelayTest : public testing::RingRelayTest {
  protected:
-  // Creates dir_/`file` with `slots` slots as ring_ (path_), starts relay_
-  // routing it to `channel` (a channel prefix when `topic_in_payload`), once
-  // `configure` has edited the configuration, and returns when the relay's
-  // reader is registered on the ring. Call through ASSERT_NO_FATAL_FAILURE.
+  // RingRelayTest::start_relay with the broker sink, once `configure` has
+  // edited the configuration. Call through ASSERT_NO_FATAL_FAILURE.
   void start_relay(std::string_view file, std::uint64_t slots, const std::string& channel,
                    bool topic_in_payload = false, const CreateOptions& options = {},
                    const std::function<void(RelayConfig&)>& configure = {}) {
-    path_ = dir_.file(file);
-    auto ring = BroadcastRing::create(path_, slots, options);
-    ASSERT_TRUE(ring) << ring.error().message();
-    ring_.emplace(std::move(*ring));
-    RelayConfig config = broker_config({{path_, channel, topic_in_payload}}, log_);
-    if (configure) configure(config);
-    auto relay = Relay::start(std::move(config));
-    ASSERT_TRUE(relay) << relay.error().message();
-    relay_ = std::move(*relay);
-    ASSERT_TRUE(poll_until([&] { return ring_->active_consumer_count() == 1; }));
+    const auto add_sinks = [&](RelayConfig& c) {
+      c.broker = testing::loopback_broker();
+      if (configure) configure(c);
+    };
+    RingRelayTest::start_relay(file, slots, channel, add_sinks, topic_in_payload, options);
   }
   [[nodiscard]] std::uint16_t port() const { return relay_->broker()->port(); }
-
-  TempDir dir_;
-  LogSink log_;  // outlives relay_, which logs to it
-  std::string path_;
-  std::optional<BroadcastRing> ring_;
-  std::unique_ptr<Relay> relay_;
 };
 
 TEST_F(RelayTest, RelaysEveryRingMessageToTcpSubscriberInOrder) {
@@ -130,7 +74,7 @@ TEST_F(RelayTest, RelaysEveryRingMessageToTcpSubscriberInOrder) {
     ++got;
   }
   producer.join();
-  ASSERT_TRUE(poll_until([&] { return stats_of(*relay_).relayed == kMessages; }));
+  ASSERT_TRUE(eventually([&] { return stats_of(*relay_).relayed == kMessages; }));
   const RingStats s = stats_of(*relay_);
   EXPECT_EQ(s.state, RingState::relaying);
   EXPECT_EQ(s.deliveries, static_cast<std::uint64_t>(kMessages));
@@ -167,7 +111,7 @@ TEST_F(RelayTest, TopicInPayloadRoutesOneRingToSeveralChannels) {
     EXPECT_EQ(r->elems[2].str, channel);
     EXPECT_EQ(r->elems[3].str, body);
   }
-  ASSERT_TRUE(poll_until([&] { return stats_of(*relay_).relayed == 3; }));
+  ASSERT_TRUE(eventually([&] { return stats_of(*relay_).relayed == 3; }));
   EXPECT_EQ(stats_of(*relay_).malformed, 1u);
 }
 
@@ -218,7 +162,7 @@ TEST_P(RelayBatchTest, TopicInPayloadBatchDeliversEachMessageOnItsOwnChannelInOr
     EXPECT_EQ(r->elems[2].str, "md." + topic);
     EXPECT_EQ(r->elems[3].str, body);
   }
-  ASSERT_TRUE(poll_until([&] { return stats_of(*relay_).relayed == std::size(sent); }));
+  ASSERT_TRUE(eventually([&] { return stats_of(*relay_).relayed == std::size(sent); }));
   const RingStats s = stats_of(*relay_);
   EXPECT_EQ(s.malformed, 1u);
   EXPECT_EQ(s.deliveries, std::size(sent));
@@ -249,7 +193,7 @@ TEST_P(RelayBatchTest, BatchLargerThanOneBrokerCallArrivesInOrder) {
     ASSERT_TRUE(r->is_message("big"));
     ASSERT_EQ(r->elems[2].str, bodies[i]);
   }
-  ASSERT_TRUE(poll_until([&] { return stats_of(*relay_).relayed == kMessages; }));
+  ASSERT_TRUE(eventually([&] { return stats_of(*relay_).relayed == kMessages; }));
   const RingStats s = stats_of(*relay_);
   EXPECT_EQ(s.deliveries, kMessages);
   EXPECT_EQ(s.malformed, 0u);
@@ -260,12 +204,12 @@ TEST_F(RelayTest, WaitsForTheRingFileAndThenForAProducer) {
   const std::string path = dir_.file("late.ring");
   auto relay = Relay::start(broker_config({{path, "late", false}}, log_));
   ASSERT_TRUE(relay) << relay.error().message();
-  ASSERT_TRUE(poll_until([&] { return log_.contains("waiting for the ring"); })) << log_.all();
+  ASSERT_TRUE(eventually([&] { return log_.contains("waiting for the ring"); })) << log_.all();
   EXPECT_EQ(stats_of(**relay).state, RingState::waiting_for_ring);
 
   auto ring = BroadcastRing::create(path, 64, {.claim_producer = false});
   ASSERT_TRUE(ring);
-  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).state == RingState::waiting_for_producer; }))
+  ASSERT_TRUE(eventually([&] { return stats_of(**relay).state == RingState::waiting_for_producer; }))
       << log_.all();
   EXPECT_TRUE(log_.contains("no live producer; waiting for one"));
   EXPECT_EQ(ring->active_consumer_count(), 1u);
@@ -278,7 +222,7 @@ TEST_F(RelayTest, WaitsForTheRingFileAndThenForAProducer) {
   auto r = sub.next(deadline_in(20s));
   ASSERT_TRUE(r && r->is_message("late"));
   EXPECT_EQ(r->elems[2].str, "first");
-  ASSERT_TRUE(poll_until([&] { return stats_of(**relay).state == RingState::relaying; }));
+  ASSERT_TRUE(eventually([&] { return stats_of(**relay).state == RingState::relaying; }));
 }
 
 TEST_F(RelayTest, StopUnregistersItsConsumersAndSaysSo) {
@@ -289,7 +233,7 @@ TEST_F(RelayTest, StopUnregistersItsConsumersAndSaysSo) {
   ASSERT_TRUE(ra && rb);
   auto relay = Relay::start(broker_config({{a, "a", false}, {b, "b", false}}, log_));
   ASSERT_TRUE(relay);
-  ASSERT_TRUE(poll_until([&] { return ra->active_consumer_count() == 1 && rb->active_consumer_count() == 1; }));
+  ASSERT_TRUE(eventually([&] { return ra->active_consumer_count() == 1 && rb->active_consumer_count() == 1; }));
   (*relay)->stop();
   EXPECT_EQ(ra->active_consumer_count(), 0u);
   EXPECT_EQ(rb->active_consumer_count(), 0u);
@@ -352,7 +296,7 @@ TEST_F(RelayTest, SlowSubscriberCostsOnlyItsOwnQueue) {
   for (int i = 0; i < messages && paced; ++i) {
     payload = padded(i);
     // Paced by the reading subscriber only (so its own queue stays small).
-    paced = poll_until([&] {
+    paced = eventually([&] {
       return i - read.load(std::memory_order_relaxed) < 200 || fast_stopped.load(std::memory_order_acquire);
     }, 30s);
     if (paced && !fast_stopped.load(std::memory_order_acquire)) push(*ring_, as_bytes(payload));
@@ -363,7 +307,7 @@ TEST_F(RelayTest, SlowSubscriberCostsOnlyItsOwnQueue) {
   const broker::BrokerStats st = relay_->broker()->stats();
   EXPECT_GT(st.dropped_hard_limit, 0u) << "the stuck subscriber lost messages to its own limit";
   // Counters are published after each batch's last publish: poll.
-  EXPECT_TRUE(poll_until([&] { return stats_of(*relay_).relayed == static_cast<std::uint64_t>(messages); }));
+  EXPECT_TRUE(eventually([&] { return stats_of(*relay_).relayed == static_cast<std::uint64_t>(messages); }));
 }
 
 TEST_F(RelayTest, ReplacedRingFileIsReopened) {
@@ -378,7 +322,7 @@ TEST_F(RelayTest, ReplacedRingFileIsReopened) {
 
   auto second = BroadcastRing::create(path_, 64, {.replace = true});
   ASSERT_TRUE(second);
-  ASSERT_TRUE(poll_until([&] { return second->active_consumer_count() == 1; })) << log_.all();
+  ASSERT_TRUE(eventually([&] { return second->active_consumer_count() == 1; })) << log_.all();
   EXPECT_EQ(first.active_consumer_count(), 0u);
   push(*second, as_bytes(std::string("new")));
   r = sub.next(deadline_in(20s));
@@ -399,7 +343,7 @@ TEST_F(RelayTest, InfoTextListsEveryRing) {
 TEST_F(RelayTest, BrokerInfoCommandShowsTheRelaySection) {
   ASSERT_NO_FATAL_FAILURE(start_relay("info-cmd.ring", 64, "ic"));
   push(*ring_, as_bytes(std::string("x")));
-  ASSERT_TRUE(poll_until([&] { return stats_of(*relay_).relayed == 1; }));
+  ASSERT_TRUE(eventually([&] { return stats_of(*relay_).relayed == 1; }));
   RespClient c(port());
   auto only = c.call({"INFO", "relay"});
   ASSERT_TRUE(only && only->type == '$');
@@ -446,7 +390,7 @@ TEST_F(RelayTest, MetricsEndpointServesRingBrokerAndConnectionSeries) {
   ASSERT_TRUE(sub.subscribe("m"));
   for (int i = 0; i < 3; ++i) push(*ring_, as_bytes(std::to_string(i)));
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(sub.next(deadline_in(20s)));
-  ASSERT_TRUE(poll_until([&] { return stats_of(*relay_).relayed == 3; }));
+  ASSERT_TRUE(eventually([&] { return stats_of(*relay_).relayed == 3; }));
 
   auto server = MetricsServer::start("127.0.0.1", 0, [&] { return relay_->prometheus_text(); });
   ASSERT_TRUE(server) << server.error();

@@ -1,6 +1,7 @@
-// Helpers for the relay tests: a unique directory under /dev/shm, bounded
-// polling, a minimal RESP2 client and nats-server instances. Deadlines,
-// loopback sockets and child processes come from tests/common.
+// Helpers for the relay tests: a minimal RESP2 client and nats-server
+// instances. Deadlines, polling, temporary directories, loopback sockets and
+// child processes come from tests/common; relay_fixture.hpp adds what the
+// in-process tests share.
 #pragma once
 
 #include <poll.h>
@@ -13,19 +14,18 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "child_process.hpp"
 #include "deadline.hpp"
+#include "eventually.hpp"
 #include "fd_io.hpp"
 #include "tcp_loopback.hpp"
+#include "temp_dir.hpp"
 
 namespace ringcast::relay::testing {
 
@@ -33,20 +33,11 @@ using test::ChildProcess;
 using test::connect_loopback;
 using test::Deadline;
 using test::deadline_in;
+using test::eventually;
 using test::free_port;
 using test::ms_left;
+using test::TempDir;
 using test::wait_accepting;
-
-// Polls `pred` until it holds or `timeout` passes; returns its last value.
-inline bool poll_until(const std::function<bool()>& pred,
-                       std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-  const Deadline d = deadline_in(timeout);
-  for (;;) {
-    if (pred()) return true;
-    if (ms_left(d) == 0) return pred();
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-}
 
 // Sanitizer builds run the large tests with fewer messages (see CMakeLists).
 inline std::uint64_t scaled(std::uint64_t release_count, std::uint64_t sanitizer_count) {
@@ -58,26 +49,6 @@ inline std::uint64_t scaled(std::uint64_t release_count, std::uint64_t sanitizer
   return release_count;
 #endif
 }
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/dev/shm/ringcast-relay-test-XXXXXX";
-    const char* p = ::mkdtemp(tmpl);
-    path_ = p != nullptr ? p : "";
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  [[nodiscard]] const std::string& path() const { return path_; }
-  [[nodiscard]] std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
-
- private:
-  std::string path_;
-};
 
 // One RESP2 value, decoded in place: views point into the client's buffer and
 // stay valid until the next read. Arrays keep their first four elements.

@@ -1,5 +1,6 @@
-// Small helpers shared by the ring tests: temporary directories, byte views,
-// files and shell commands. Child processes come from tests/common.
+// Small helpers shared by the ring tests: byte views, files and shell
+// commands. Temporary directories, polling and child processes come from
+// tests/common.
 #pragma once
 
 #include <fcntl.h>
@@ -9,20 +10,19 @@
 #include <unistd.h>
 
 #include <array>
-#include <chrono>
 #include <cstdio>
-#include <thread>
 #include <cstddef>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <span>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "eventually.hpp"
 #include "ringcast/layout.hpp"
+#include "temp_dir.hpp"
 
 namespace ringcast::test {
 
@@ -31,26 +31,6 @@ using Buffer = std::array<std::byte, kMaxPayload>;
 inline std::span<const std::byte> as_bytes(std::string_view s) {
   return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
 }
-
-// A fresh directory under /dev/shm (tmpfs, like production rings), removed on exit.
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = "/dev/shm/ringcast-test-XXXXXX";
-    if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 inline void write_file(const std::string& path, const std::string& contents) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -90,17 +70,6 @@ inline CommandResult run_command(const std::string& command) {
   const int status = ::pclose(pipe);
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
-}
-
-// Polls `condition` until it holds or `timeout` passes.
-template <class Condition>
-bool eventually(Condition&& condition, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
 }
 
 }  // namespace ringcast::test

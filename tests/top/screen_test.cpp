@@ -14,12 +14,16 @@
 namespace ringcast::top {
 namespace {
 
+using namespace std::chrono_literals;
 using test::CellAttr;
 using test::eventually;
 using test::LiveRing;
 using test::parse_sgr_capture;
 using test::run;
 using test::ScreenRow;
+
+// How often a test looks at the pane: every look runs a tmux client.
+constexpr auto kTmuxStep = 20ms;
 
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
@@ -63,7 +67,7 @@ class Tmux {
     eventually([&] {
       last = capture();
       return pred(last);
-    });
+    }, 20s, kTmuxStep);
     return last;
   }
   std::string wait_for_text(const std::string& needle) const {
@@ -220,7 +224,7 @@ TEST_F(RingTopScreenTest, RemovedRingIsShownGoneAndQuitEndsTheTool) {
   EXPECT_TRUE(contains(screen, "(1 gone)")) << screen;
   EXPECT_TRUE(t.running());
   t.keys("q");
-  EXPECT_TRUE(eventually([&] { return !t.running(); })) << "ring-top did not quit on q";
+  EXPECT_TRUE(eventually([&] { return !t.running(); }, 20s, kTmuxStep)) << "ring-top did not quit on q";
   std::ifstream status(status_file);
   std::string code;
   EXPECT_TRUE(std::getline(status, code));

@@ -1,7 +1,6 @@
-// Helpers for ring-top's tests: a temporary directory, running a command to
-// completion (child processes come from tests/common), bounded polling, a
-// small JSON reader and a reader of the SGR attributes tmux's
-// `capture-pane -e` emits.
+// Helpers for ring-top's tests: running a command to completion, a small JSON
+// reader and a reader of the SGR attributes tmux's `capture-pane -e` emits.
+// Temporary directories, polling and child processes come from tests/common.
 #pragma once
 
 #include <signal.h>
@@ -11,55 +10,24 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "child_process.hpp"
+#include "eventually.hpp"
+#include "temp_dir.hpp"
 
 namespace ringcast::top::test {
 
 using namespace std::chrono_literals;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ring-top-test-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  [[nodiscard]] const std::string& path() const { return path_; }
-  [[nodiscard]] std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
-
- private:
-  std::string path_;
-};
-
-// Polls pred every `step` until it holds or `deadline` passes. The deadline is
-// a bound on a hang, never a timing the test relies on.
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds deadline = 20s,
-                std::chrono::milliseconds step = 20ms) {
-  const auto end = std::chrono::steady_clock::now() + deadline;
-  for (;;) {
-    if (pred()) return true;
-    if (std::chrono::steady_clock::now() >= end) return false;
-    std::this_thread::sleep_for(step);
-  }
-}
-
 using ringcast::test::ChildProcess;
+using ringcast::test::eventually;
+using ringcast::test::TempDir;
 
 // What run() saw of a finished command.
 struct Output {
