@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -24,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -53,6 +55,23 @@ struct Server {
   ChildProcess process;
   int port = 0;
 };
+
+// Restricts every thread of `pid` (0: this process's calling thread, which the
+// threads and children it starts later inherit) to `cpu`; a negative cpu
+// leaves the affinity alone.
+bool pin(pid_t pid, int cpu) {
+  if (cpu < 0) return true;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(static_cast<std::size_t>(cpu), &set);
+  if (pid == 0) return ::sched_setaffinity(0, sizeof set, &set) == 0;
+  std::error_code ec;
+  bool ok = true;
+  for (const auto& task : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid), ec)) {
+    ok = ::sched_setaffinity(std::stoi(task.path().filename().string()), sizeof set, &set) == 0 && ok;
+  }
+  return ok && !ec;
+}
 
 std::optional<Server> start_ringcast(const std::string& exe, unsigned io_threads) {
   const int port = free_port();
@@ -297,14 +316,29 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--io-threads", io_threads, "ringcast-broker I/O threads (0 = cores)")->capture_default_str();
   app.add_option("--repeat", repeat, "Runs per cell; the median is reported")->capture_default_str();
+  int client_cpu = -1;
+  int server_cpu = -1;
+  app.add_option("--client-cpu", client_cpu, "Run the load generator on this CPU only (-1: anywhere)")
+      ->capture_default_str();
+  app.add_option("--server-cpu", server_cpu, "Run both servers, every thread, on this CPU only (-1: anywhere)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   ::signal(SIGPIPE, SIG_IGN);
 
+  if (!pin(0, client_cpu)) {
+    fmt::print(stderr, "cannot pin the load generator to CPU {}\n", client_cpu);
+    return 1;
+  }
   auto rc = start_ringcast(broker_exe, io_threads);
   auto rd = start_redis(redis_exe);
   if (!rc || !rd) {
     fmt::print(stderr, "could not start {}\n", !rc ? broker_exe : redis_exe);
     return 1;  // a server that did start is killed on the way out
+  }
+  // The servers have started all their threads by the time they accept.
+  if (!pin(rc->process.pid(), server_cpu) || !pin(rd->process.pid(), server_cpu)) {
+    fmt::print(stderr, "cannot pin the servers to CPU {}\n", server_cpu);
+    return 1;
   }
   // Runs the two servers alternately (A B A B ...), so load from elsewhere on
   // the machine falls on both alike, and reports each one's median run.
