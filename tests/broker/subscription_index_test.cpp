@@ -29,12 +29,15 @@ class SubscriptionIndexTest : public ::testing::Test {
     auto lock = index_.lock_for_update();
     index_.add_pattern(s, pat);
   }
-  // One message through the batch API; returns its PUBLISH reply.
-  std::size_t publish(std::string_view ch, std::string_view payload, bool dedupe = false) {
-    const Message m{ch, payload};
-    std::size_t receivers = 0;
-    index_.publish({&m, 1}, dedupe, {&receivers, 1});
+  // Publishes `msgs` in one call; returns each message's PUBLISH reply.
+  std::vector<std::size_t> publish_all(const std::vector<Message>& msgs, bool dedupe = false) {
+    std::vector<std::size_t> receivers(msgs.size());
+    index_.publish(msgs, dedupe, receivers);
     return receivers;
+  }
+  // One message; returns its PUBLISH reply.
+  std::size_t publish(std::string_view ch, std::string_view payload, bool dedupe = false) {
+    return publish_all({Message{ch, payload}}, dedupe).front();
   }
   void TearDown() override {
     // Index invariant 3: subscribers leave the index before they die.
@@ -126,9 +129,7 @@ TEST_F(SubscriptionIndexTest, ARunIsOneBlockPerProtocolAndOneSpanPerSubscriber) 
   FakeSubscriber& c = make(Resp::kResp3);
   for (FakeSubscriber* s : {&a, &b, &c}) sub(*s, "news");
   const std::vector<Message> msgs{{"news", "1"}, {"news", "22"}, {"news", "333"}};
-  std::vector<std::size_t> receivers(msgs.size());
-  index_.publish(msgs, false, receivers);
-  EXPECT_EQ(receivers, (std::vector<std::size_t>{3, 3, 3}));
+  EXPECT_EQ(publish_all(msgs), (std::vector<std::size_t>{3, 3, 3}));
   const auto fa = testing::drain_all(a.queue());
   const auto fb = testing::drain_all(b.queue());
   const auto fc = testing::drain_all(c.queue());
@@ -149,16 +150,14 @@ TEST_F(SubscriptionIndexTest, LongRunsAreCutSoABlockStaysBounded) {
   FakeSubscriber& a = make();
   sub(a, "news");
   const std::vector<Message> msgs(1500, Message{"news", "p"});
-  std::vector<std::size_t> receivers(msgs.size());
-  index_.publish(msgs, false, receivers);
+  (void)publish_all(msgs);
   const auto fa = testing::drain_all(a.queue());
   ASSERT_EQ(fa.size(), 2u);
   EXPECT_EQ(fa[0].count, 1024u) << "at most 1024 messages per run";
   EXPECT_EQ(fa[1].count, 476u);
   const std::string big(600u << 10, 'x');  // 600 KiB: a run ends after 1 MiB of payload
   const std::vector<Message> large(3, Message{"news", big});
-  receivers.assign(large.size(), 0);
-  index_.publish(large, false, receivers);
+  (void)publish_all(large);
   const auto fl = testing::drain_all(a.queue());
   ASSERT_EQ(fl.size(), 2u);
   EXPECT_EQ(fl[0].count, 2u);
@@ -172,9 +171,7 @@ TEST_F(SubscriptionIndexTest, ABatchOverSeveralChannelsKeepsPublicationOrder) {
   sub(a, "y");
   sub(b, "y");
   const std::vector<Message> msgs{{"x", "1"}, {"y", "2"}, {"y", "3"}, {"x", "4"}, {"z", "5"}};
-  std::vector<std::size_t> receivers(msgs.size());
-  index_.publish(msgs, false, receivers);
-  EXPECT_EQ(receivers, (std::vector<std::size_t>{1, 2, 2, 1, 0}));
+  EXPECT_EQ(publish_all(msgs), (std::vector<std::size_t>{1, 2, 2, 1, 0}));
   auto payloads = [](const std::string& wire) {
     std::string out;  // each one-byte bulk: channel, payload, channel, ...
     for (std::size_t at = wire.find("\r\n$1\r\n", 0); at != std::string::npos;
@@ -194,9 +191,7 @@ TEST_F(SubscriptionIndexTest, ASubscriberMatchedTwiceGetsFramesInterleavedPerMes
   psub(a, "n*");
   sub(b, "news");
   const std::vector<Message> msgs{{"news", "1"}, {"news", "2"}};
-  std::vector<std::size_t> receivers(msgs.size());
-  index_.publish(msgs, false, receivers);
-  EXPECT_EQ(receivers, (std::vector<std::size_t>{3, 3}));
+  EXPECT_EQ(publish_all(msgs), (std::vector<std::size_t>{3, 3}));
   const std::string m1 = "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$1\r\n1\r\n";
   const std::string p1 = "*4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$1\r\n1\r\n";
   const std::string m2 = "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$1\r\n2\r\n";
@@ -210,9 +205,7 @@ TEST_F(SubscriptionIndexTest, DedupeDeliversARunOncePerConnection) {
   sub(a, "news");
   psub(a, "n*");
   const std::vector<Message> msgs{{"news", "1"}, {"news", "2"}};
-  std::vector<std::size_t> receivers(msgs.size());
-  index_.publish(msgs, true, receivers);
-  EXPECT_EQ(receivers, (std::vector<std::size_t>{1, 1}));
+  EXPECT_EQ(publish_all(msgs, true), (std::vector<std::size_t>{1, 1}));
   const auto fa = testing::drain_all(a.queue());
   ASSERT_EQ(fa.size(), 1u);
   EXPECT_EQ(fa[0].count, 2u);
