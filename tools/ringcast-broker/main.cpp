@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "broker_flags.hpp"
+#include "stop_signals.hpp"
 #include "ringcast/broker/broker.hpp"
 
 int main(int argc, char** argv) {
@@ -29,12 +30,7 @@ int main(int argc, char** argv) {
 
   // Block the stop signals before any thread starts, so the I/O threads inherit
   // the mask and sigwait below is the only receiver.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);  // a peer that vanished mid-write is an EPIPE, not a death
+  const sigset_t stop_signals = ringcast::tools::block_stop_signals();
 
   auto broker = ringcast::broker::Broker::start(cfg);
   if (!broker) {

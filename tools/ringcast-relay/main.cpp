@@ -17,6 +17,7 @@
 #include <nats/nats.h>
 
 #include "broker_flags.hpp"
+#include "stop_signals.hpp"
 #include "ringcast/relay/metrics_server.hpp"
 #include "ringcast/relay/relay.hpp"
 
@@ -100,12 +101,7 @@ int main(int argc, char** argv) {
 
   // Block the stop signals before any thread starts (broker, libnats, readers),
   // so they inherit the mask and the sigtimedwait below is the only receiver.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);  // a peer that vanished mid-write is an EPIPE, not a death
+  const sigset_t stop_signals = ringcast::tools::block_stop_signals();
 
   auto relay = Relay::start(std::move(config));
   if (!relay) {
