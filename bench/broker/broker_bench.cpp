@@ -5,8 +5,11 @@
 // allows (at most --window messages ahead of it, so neither server ever hits its
 // output-buffer limit), for --seconds; we report delivered messages/s (sum over
 // subscribers) and deliveries per server CPU-second (/proc/<pid>/stat).
-// Latency: the publisher offers --rate messages/s, each carrying its send time;
-// subscribers record receive - send for every delivery; we report p50/p99.
+// Latency: the publisher offers --rate messages/s, each carrying its send time
+// and sequence number; subscribers record receive - send for every delivery; we
+// report p50/p99 over deliveries, how many of the alternated run pairs ringcast
+// won on p99, and the fan-out timeline: when the first and the last of the N
+// deliveries of one message arrived.
 //
 // Every message frame has the same size for a given channel and payload, so the
 // subscribers find frame boundaries by arithmetic instead of parsing RESP.
@@ -121,7 +124,50 @@ struct Result {
   double deliveries_per_cpu_s = 0;
   double p50_us = 0;
   double p99_us = 0;
+  // Over the messages every subscriber received: the first and the last arrival.
+  double first_p50_us = 0;
+  double last_p50_us = 0;
   std::uint64_t delivered = 0;
+};
+
+// The latency-mode payload: send time, then sequence number.
+constexpr std::size_t kStampBytes = 2 * sizeof(std::int64_t);
+
+double percentile_us(std::vector<std::int64_t>& ns, double q) {
+  if (ns.empty()) return 0;
+  std::sort(ns.begin(), ns.end());
+  return static_cast<double>(ns[static_cast<std::size_t>(static_cast<double>(ns.size() - 1) * q)]) / 1000.0;
+}
+
+// First and last arrival of each message, from its deliveries.
+class FanoutTimeline {
+ public:
+  explicit FanoutTimeline(std::size_t messages)
+      : first_(messages, INT64_MAX), last_(messages, INT64_MIN), count_(messages, 0) {}
+
+  void record(std::uint64_t seq, std::int64_t latency_ns) {
+    if (seq >= count_.size()) return;  // beyond the sized horizon: p50/p99 still count it
+    first_[seq] = std::min(first_[seq], latency_ns);
+    last_[seq] = std::max(last_[seq], latency_ns);
+    ++count_[seq];
+  }
+
+  void report(int subscribers, Result& r) const {
+    std::vector<std::int64_t> first;
+    std::vector<std::int64_t> last;
+    for (std::size_t i = 0; i < count_.size(); ++i) {
+      if (count_[i] != static_cast<std::uint32_t>(subscribers)) continue;
+      first.push_back(first_[i]);
+      last.push_back(last_[i]);
+    }
+    r.first_p50_us = percentile_us(first, 0.5);
+    r.last_p50_us = percentile_us(last, 0.5);
+  }
+
+ private:
+  std::vector<std::int64_t> first_;
+  std::vector<std::int64_t> last_;
+  std::vector<std::uint32_t> count_;
 };
 
 struct Sub {
@@ -153,6 +199,7 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
   std::atomic<bool> stop_readers{false};
   std::vector<std::int64_t> latencies;
   latencies.reserve(latency_mode ? static_cast<std::size_t>(rate * seconds * subscribers) + 1024 : 0);
+  FanoutTimeline timeline(latency_mode ? static_cast<std::size_t>(rate * seconds) + 1024 : 0);
   std::thread reader([&] {
     const int ep = ::epoll_create1(EPOLL_CLOEXEC);
     for (std::size_t i = 0; i < subs.size(); ++i) {
@@ -178,8 +225,11 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
             s.buf.append(tmp.data(), static_cast<std::size_t>(r));
             while (s.buf.size() - s.pos >= fsize) {
               std::int64_t sent = 0;
+              std::uint64_t seq = 0;
               std::memcpy(&sent, s.buf.data() + s.pos + ts_off, sizeof sent);
+              std::memcpy(&seq, s.buf.data() + s.pos + ts_off + sizeof sent, sizeof seq);
               latencies.push_back(t - sent);
+              timeline.record(seq, t - sent);
               s.pos += fsize;
               ++frames;
             }
@@ -202,10 +252,13 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
     ::close(ep);
   });
 
+  std::uint64_t published = 0;
   std::string payload_bytes(payload, 'p');
   auto append_publish = [&](std::string& out) {
     const std::int64_t t = now_ns();
     std::memcpy(payload_bytes.data(), &t, sizeof t);
+    std::memcpy(payload_bytes.data() + sizeof t, &published, sizeof published);
+    ++published;
     out += "*3\r\n";
     out += bulk("PUBLISH");
     out += bulk(ch);
@@ -225,7 +278,6 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
   const double cpu0 = cpu_seconds(server.process.pid());
   const auto t0 = Clock::now();
   const auto end = t0 + std::chrono::duration<double>(seconds);
-  std::uint64_t published = 0;
   std::string out;
   if (!latency_mode) {
     while (Clock::now() < end) {
@@ -238,7 +290,6 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
       }
       out.clear();
       for (int i = 0; i < 32; ++i) append_publish(out);
-      published += 32;
       ringcast::test::send_all(pub, out);
       drain_replies();
     }
@@ -251,7 +302,6 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
       // Catch up if the sleep overslept, so the offered rate holds on average.
       while (next <= Clock::now() && out.size() < (1u << 20)) {
         append_publish(out);
-        ++published;
         next += std::chrono::duration_cast<Clock::duration>(interval);
       }
       ringcast::test::send_all(pub, out);
@@ -274,11 +324,9 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
   const double elapsed = std::chrono::duration<double>(t1 - t0).count();
   r.delivered_per_s = static_cast<double>(r.delivered) / elapsed;
   r.deliveries_per_cpu_s = cpu1 > cpu0 ? static_cast<double>(r.delivered) / (cpu1 - cpu0) : 0;
-  if (!latencies.empty()) {
-    std::sort(latencies.begin(), latencies.end());
-    r.p50_us = static_cast<double>(latencies[latencies.size() / 2]) / 1000.0;
-    r.p99_us = static_cast<double>(latencies[latencies.size() * 99 / 100]) / 1000.0;
-  }
+  r.p50_us = percentile_us(latencies, 0.5);
+  r.p99_us = percentile_us(latencies, 0.99);
+  timeline.report(subscribers, r);
   for (auto& s : subs) ::close(s->fd);
   ::close(pub);
   return r;
@@ -308,7 +356,8 @@ int main(int argc, char** argv) {
   app.add_option("--broker", broker_exe, "ringcast-broker executable")->capture_default_str();
   app.add_option("--redis", redis_exe, "redis-server executable")->capture_default_str();
   app.add_option("--subscribers", subscribers, "Subscriber counts for the throughput table");
-  app.add_option("--payloads", payloads, "Payload sizes in bytes");
+  app.add_option("--payloads", payloads, "Payload sizes in bytes (each carries a send time and a sequence number)")
+      ->check(CLI::Range(kStampBytes, std::size_t{64} << 20));
   app.add_option("--seconds", seconds, "Duration of each measurement")->capture_default_str();
   app.add_option("--rate", rate, "Offered publish rate (msgs/s) for the latency table")->capture_default_str();
   app.add_option("--latency-subscribers", latency_subscribers, "Subscriber counts for the latency table");
@@ -341,13 +390,22 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Runs the two servers alternately (A B A B ...), so load from elsewhere on
-  // the machine falls on both alike, and reports each one's median run.
+  // the machine falls on both alike, and reports each one's median run and in
+  // how many of the pairs ringcast had the lower p99.
+  struct Pair {
+    Result ringcast;
+    Result redis;
+    int p99_wins = 0;
+  };
   auto pair = [&](int n, std::size_t p, double r) {
     std::vector<Result> ra;
     std::vector<Result> rb;
+    Pair out;
     for (int i = 0; i < repeat; ++i) {
       ra.push_back(run(*rc, n, p, seconds, r, window));
-      if (!ringcast_only) rb.push_back(run(*rd, n, p, seconds, r, window));
+      if (ringcast_only) continue;
+      rb.push_back(run(*rd, n, p, seconds, r, window));
+      if (ra.back().p99_us < rb.back().p99_us) ++out.p99_wins;
     }
     auto median = [r](std::vector<Result>& rs) {
       if (rs.empty()) return Result{};
@@ -356,7 +414,9 @@ int main(int argc, char** argv) {
       });
       return rs[rs.size() / 2];
     };
-    return std::make_pair(median(ra), median(rb));
+    out.ringcast = median(ra);
+    out.redis = median(rb);
+    return out;
   };
 
   fmt::print("## Throughput: delivered messages/s (publisher pipelined, <= {} ahead of the slowest subscriber)\n\n",
@@ -365,7 +425,9 @@ int main(int argc, char** argv) {
   fmt::print("|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int n : subscribers) {
     for (std::size_t p : payloads) {
-      const auto [a, b] = pair(n, p, 0);
+      const Pair t = pair(n, p, 0);
+      const Result& a = t.ringcast;
+      const Result& b = t.redis;
       fmt::print("| {} | {} | {} | {} | {:.2f}x | {} | {} |\n", n, p, si(a.delivered_per_s),
                  si(b.delivered_per_s), a.delivered_per_s / std::max(1.0, b.delivered_per_s),
                  si(a.deliveries_per_cpu_s), si(b.deliveries_per_cpu_s));
@@ -373,12 +435,18 @@ int main(int argc, char** argv) {
     }
   }
   fmt::print("\n## Latency at {} msgs/s offered (publish to receive, every delivery)\n\n", rate);
-  fmt::print("| subscribers | payload B | ringcast p50 us | ringcast p99 us | redis p50 us | redis p99 us |\n");
-  fmt::print("|---:|---:|---:|---:|---:|---:|\n");
+  fmt::print("Medians of {} alternated run pairs; 'first'/'last': when the first and the last of the N deliveries\n"
+             "of one message arrived (p50 over messages).\n\n",
+             repeat);
+  fmt::print("| subscribers | payload B | ringcast p50 us | ringcast p99 us | redis p50 us | redis p99 us "
+             "| pairs with lower ringcast p99 | ringcast first / last us | redis first / last us |\n");
+  fmt::print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int n : latency_subscribers) {
     for (std::size_t p : payloads) {
-      const auto [a, b] = pair(n, p, rate);
-      fmt::print("| {} | {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} |\n", n, p, a.p50_us, a.p99_us, b.p50_us, b.p99_us);
+      const auto [a, b, wins] = pair(n, p, rate);
+      fmt::print("| {} | {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {} of {} | {:.0f} / {:.0f} | {:.0f} / {:.0f} |\n", n, p,
+                 a.p50_us, a.p99_us, b.p50_us, b.p99_us, wins, repeat, a.first_p50_us, a.last_p50_us,
+                 b.first_p50_us, b.last_p50_us);
       std::fflush(stdout);
     }
   }
