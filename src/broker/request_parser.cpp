@@ -54,6 +54,12 @@ int hex_value(char c) noexcept {
   return c - 'A' + 10;
 }
 
+// Frees the buffer of a string that outgrew invariant 1's between-commands
+// bound. Swapping, because move-assigning an empty string keeps the buffer.
+void release_if_large(std::string& s) noexcept {
+  if (s.capacity() > RequestParser::kMaxPrealloc) std::string().swap(s);
+}
+
 }  // namespace
 
 bool split_inline_args(std::string_view line, std::vector<std::string>& out) {
@@ -148,15 +154,34 @@ bool RequestParser::collect_line(std::string_view& in, char stop, bool& too_long
   return false;
 }
 
+void RequestParser::begin_command() {
+  argc_ = 0;
+  if (slots_.capacity() > kMaxRetainedSlots) {
+    slots_.resize(std::min(slots_.size(), kMaxRetainedSlots));
+    slots_.shrink_to_fit();
+  }
+  for (std::string& slot : slots_) release_if_large(slot);
+  release_if_large(line_);
+}
+
+std::size_t RequestParser::retained_bytes() const noexcept {
+  std::size_t n = slots_.capacity() * sizeof(std::string) + line_.capacity();
+  for (const std::string& slot : slots_) n += slot.capacity();
+  return n;
+}
+
 RequestParser::Status RequestParser::finish_inline() {
   if (!line_.empty() && line_.back() == '\r') line_.pop_back();
-  if (!split_inline_args(line_, args_)) {
+  // Inline commands are typed by people: rebuilding the slots is cheap enough.
+  slots_.clear();
+  if (!split_inline_args(line_, slots_)) {
     return fail("ERR Protocol error: unbalanced quotes in request");
   }
   line_.clear();
   state_ = State::kStart;
-  if (args_.empty()) return Status::kNeedMore;  // an empty line is not a command
-  if (args_.size() > limits_.max_args) return fail("ERR Protocol error: invalid multibulk length");
+  argc_ = slots_.size();
+  if (argc_ == 0) return Status::kNeedMore;  // an empty line is not a command
+  if (argc_ > limits_.max_args) return fail("ERR Protocol error: invalid multibulk length");
   return Status::kCommand;
 }
 
@@ -167,8 +192,8 @@ RequestParser::Status RequestParser::parse(std::string_view& in) {
         return Status::kError;
 
       case State::kStart:
+        begin_command();
         if (in.empty()) return Status::kNeedMore;
-        args_.clear();
         line_.clear();
         if (in.front() == '*') {
           in.remove_prefix(1);
@@ -206,7 +231,7 @@ RequestParser::Status RequestParser::parse(std::string_view& in) {
           after_crlf_ = State::kStart;  // "*0" and "*-1" are empty commands, ignored
         } else {
           expected_args_ = static_cast<std::size_t>(n);
-          args_.reserve(std::min<std::size_t>(expected_args_, 1024));
+          slots_.reserve(std::min(expected_args_, kMaxPreallocArgs));
           after_crlf_ = State::kBulkHeader;
         }
         break;
@@ -228,7 +253,10 @@ RequestParser::Status RequestParser::parse(std::string_view& in) {
           return fail("ERR Protocol error: invalid bulk length");
         }
         bulk_len_ = static_cast<std::size_t>(n);
-        args_.emplace_back().reserve(std::min(bulk_len_, kMaxPrealloc));
+        if (argc_ == slots_.size()) slots_.emplace_back();
+        std::string& arg = slots_[argc_++];
+        arg.clear();
+        arg.reserve(std::min(bulk_len_, kMaxPrealloc));  // never shrinks (C++20)
         crlf_left_ = 2;
         after_crlf_ = State::kBulkData;
         state_ = State::kCrlf;
@@ -236,7 +264,7 @@ RequestParser::Status RequestParser::parse(std::string_view& in) {
       }
 
       case State::kBulkData: {
-        std::string& arg = args_.back();
+        std::string& arg = slots_[argc_ - 1];
         const std::size_t take = std::min(bulk_len_ - arg.size(), in.size());
         arg.append(in.data(), take);
         in.remove_prefix(take);
@@ -244,7 +272,7 @@ RequestParser::Status RequestParser::parse(std::string_view& in) {
         // Like Redis, the two bytes after the data are skipped, not checked.
         crlf_left_ = 2;
         state_ = State::kCrlf;
-        if (args_.size() == expected_args_) {
+        if (argc_ == expected_args_) {
           complete_after_crlf_ = true;
           after_crlf_ = State::kStart;
         } else {

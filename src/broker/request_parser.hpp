@@ -6,10 +6,15 @@
 // Thread safety: none; one parser per connection, used by its thread only.
 //
 // Invariants:
-//  1. Memory held is bounded by max_args argument slots plus the bytes of the
-//     arguments received so far, each at most max_bulk_len, plus a header/inline
-//     line of at most kMaxLine bytes; nothing is reserved on a client's say-so
-//     beyond kMaxPrealloc.
+//  1. Memory held is bounded. While a command arrives: its argument slots (at
+//     most max_args) with the bytes received so far (at most max_bulk_len each),
+//     and a header/inline line of at most kMaxLine bytes plus one input piece;
+//     nothing is reserved on a client's say-so beyond kMaxPrealloc bytes per
+//     argument and kMaxPreallocArgs slots. Between commands, from the first
+//     parse() call after kCommand: at most kMaxRetainedSlots slots and the line
+//     buffer, each of at most kMaxPrealloc bytes. So a 30 MiB argument or a
+//     1M-argument command is freed once it has been executed, not pinned for the
+//     connection's lifetime.
 //  2. Bytes are consumed exactly once: input can be fed in pieces of any size,
 //     and the commands produced do not depend on how it was split.
 //  3. After an error the parser stays in the error state; the connection replies
@@ -18,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,8 +40,18 @@ class RequestParser {
   // Longest inline command or header line ("*<n>\r\n", "$<n>\r\n"), as Redis's
   // PROTO_INLINE_MAX_SIZE.
   static constexpr std::size_t kMaxLine = 64 * 1024;
-  // Most bytes reserved up front for one argument.
+  // Most bytes reserved up front for one argument, and most capacity an argument
+  // slot or the line buffer keeps between commands: the session batches payloads
+  // up to 64 KiB, so a steady publisher of those reuses its slots too.
   static constexpr std::size_t kMaxPrealloc = 64 * 1024;
+  // Most argument slots reserved up front for one command.
+  static constexpr std::size_t kMaxPreallocArgs = 1024;
+  // Argument slots kept between commands: every fixed-shape command a client
+  // repeats fits (PUBLISH has 3 arguments, HELLO with AUTH and SETNAME 7); only
+  // variadic ones (SUBSCRIBE and its kin, PUBSUB NUMSUB) take more, and they are
+  // rare. Between commands the parser so holds at most (kMaxRetainedSlots + 1) *
+  // kMaxPrealloc bytes of strings (576 KiB).
+  static constexpr std::size_t kMaxRetainedSlots = 8;
 
   enum class Status : std::uint8_t {
     kNeedMore,  // `in` is exhausted with no complete command
@@ -47,9 +63,19 @@ class RequestParser {
 
   // Consumes bytes from the front of `in` until one command is complete, the
   // input runs out, or an error is found. args() stays valid until the next call.
+  // Allocates only when a command needs more slots or capacity than the earlier
+  // ones left (invariant 1), so same-shaped multibulk commands parse without
+  // allocating.
   [[nodiscard]] Status parse(std::string_view& in);
 
-  [[nodiscard]] const std::vector<std::string>& args() const noexcept { return args_; }
+  // The command's arguments after kCommand: the first argc of the parser's reused
+  // slots, valid until the next parse() call.
+  [[nodiscard]] std::span<const std::string> args() const noexcept {
+    return {slots_.data(), argc_};
+  }
+  // The capacities of the argument slots, the slot array and the line buffer:
+  // what invariant 1 bounds between commands. O(slots); for tests and diagnostics.
+  [[nodiscard]] std::size_t retained_bytes() const noexcept;
   // The error text without the leading "-", e.g. "ERR Protocol error: invalid bulk
   // length". Valid after kError.
   [[nodiscard]] const std::string& error() const noexcept { return error_; }
@@ -66,6 +92,9 @@ class RequestParser {
   };
 
   Status fail(std::string text);
+  // Starts a command with no arguments and frees what exceeds invariant 1's
+  // between-commands bound.
+  void begin_command();
   // Appends bytes of `in` up to `stop` to line_; true once `stop` was seen
   // (consumed for '\n', left for '\r' which kCrlf skips).
   bool collect_line(std::string_view& in, char stop, bool& too_long);
@@ -76,7 +105,10 @@ class RequestParser {
   State state_ = State::kStart;
   State after_crlf_ = State::kStart;
   std::string line_;
-  std::vector<std::string> args_;
+  // slots_[0, argc_) are the current command's arguments; later slots only keep
+  // their capacity for the next command (invariant 1 bounds both).
+  std::vector<std::string> slots_;
+  std::size_t argc_ = 0;
   std::size_t expected_args_ = 0;
   std::size_t bulk_len_ = 0;
   std::size_t crlf_left_ = 0;

@@ -178,7 +178,7 @@ void Session::flush_replies() {
   if (r.wake) on_queue_ready();
 }
 
-void Session::execute(const std::vector<std::string>& args) {
+void Session::execute(std::span<const std::string> args) {
   const std::string name = lower(args[0]);
   // Every reply but a batched PUBLISH's must follow the pending PUBLISH replies.
   if (!(name == "publish" && args.size() == 3 && authenticated_ && !subscribed())) flush_publishes();
@@ -255,7 +255,7 @@ void Session::execute(const std::vector<std::string>& args) {
   }
 }
 
-void Session::cmd_subscribe(const std::vector<std::string>& args, bool pattern) {
+void Session::cmd_subscribe(std::span<const std::string> args, bool pattern) {
   const std::vector<std::string>& mine = pattern ? patterns() : channels();
   std::vector<std::string_view> fresh;
   for (std::size_t i = 1; i < args.size(); ++i) {
@@ -293,7 +293,7 @@ void Session::cmd_subscribe(const std::vector<std::string>& args, bool pattern) 
   update_mirrors();
 }
 
-void Session::cmd_unsubscribe(const std::vector<std::string>& args, bool pattern) {
+void Session::cmd_unsubscribe(std::span<const std::string> args, bool pattern) {
   flush_replies();
   const std::string_view kind = pattern ? "punsubscribe" : "unsubscribe";
   std::string out;
@@ -329,7 +329,7 @@ void Session::cmd_unsubscribe(const std::vector<std::string>& args, bool pattern
   update_mirrors();
 }
 
-void Session::cmd_publish(const std::vector<std::string>& args) {
+void Session::cmd_publish(std::span<const std::string> args) {
   if (!subscribed() && args[2].size() <= kMaxBatchedPayload) {
     // Batched (invariant 3): nothing but this connection's own replies can enter
     // its queue, so executing at the end of the input changes no order.
@@ -349,7 +349,7 @@ void Session::cmd_publish(const std::vector<std::string>& args) {
   resp::integer(reply_, static_cast<long long>(n));
 }
 
-void Session::cmd_ping(const std::vector<std::string>& args) {
+void Session::cmd_ping(std::span<const std::string> args) {
   if (args.size() > 2) {
     resp::error(reply_, "ERR wrong number of arguments for 'ping' command");
     return;
@@ -371,7 +371,7 @@ bool Session::check_password(std::string_view user, std::string_view pass) {
   return want.empty() || equals_constant_time(pass, want);  // empty: "nopass", as Redis's default user
 }
 
-void Session::cmd_auth(const std::vector<std::string>& args) {
+void Session::cmd_auth(std::span<const std::string> args) {
   if (args.size() > 3) {
     resp::error(reply_, "ERR syntax error");
     return;
@@ -412,7 +412,7 @@ void Session::set_protocol(Resp r) {
   update_mirrors();
 }
 
-void Session::cmd_hello(const std::vector<std::string>& args) {
+void Session::cmd_hello(std::span<const std::string> args) {
   long long version = 0;
   std::size_t next = 1;
   if (args.size() >= 2) {
@@ -493,7 +493,7 @@ void Session::cmd_reset() {
   resp::simple(reply_, "RESET");
 }
 
-void Session::cmd_client(const std::vector<std::string>& args) {
+void Session::cmd_client(std::span<const std::string> args) {
   const std::string sub = lower(args[1]);
   if (sub == "setname") {
     if (set_name(args[2])) resp::simple(reply_, "OK");
@@ -538,7 +538,7 @@ void Session::cmd_client(const std::vector<std::string>& args) {
   }
 }
 
-void Session::cmd_pubsub(const std::vector<std::string>& args) {
+void Session::cmd_pubsub(std::span<const std::string> args) {
   const std::string sub = lower(args[1]);
   SubscriptionIndex& index = core_.index();
   if (sub == "channels") {
@@ -571,7 +571,7 @@ void Session::cmd_pubsub(const std::vector<std::string>& args) {
   }
 }
 
-void Session::cmd_info(const std::vector<std::string>& args) {
+void Session::cmd_info(std::span<const std::string> args) {
   resp::verbatim(reply_, resp_,
                  core_.info_reply(std::vector<std::string>(args.begin() + 1, args.end())));
 }

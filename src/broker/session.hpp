@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,7 +79,7 @@ class Session : public Subscriber {
  private:
   friend class BrokerCore;
 
-  void execute(const std::vector<std::string>& args);
+  void execute(std::span<const std::string> args);
   void flush_replies();
   // Executes the batched PUBLISHes and appends their replies (invariant 3).
   void flush_publishes();
@@ -86,16 +87,16 @@ class Session : public Subscriber {
   void update_mirrors() noexcept;
   [[nodiscard]] bool subscribed() const noexcept { return subscription_count() > 0; }
 
-  void cmd_subscribe(const std::vector<std::string>& args, bool pattern);
-  void cmd_unsubscribe(const std::vector<std::string>& args, bool pattern);
-  void cmd_publish(const std::vector<std::string>& args);
-  void cmd_ping(const std::vector<std::string>& args);
-  void cmd_auth(const std::vector<std::string>& args);
-  void cmd_hello(const std::vector<std::string>& args);
+  void cmd_subscribe(std::span<const std::string> args, bool pattern);
+  void cmd_unsubscribe(std::span<const std::string> args, bool pattern);
+  void cmd_publish(std::span<const std::string> args);
+  void cmd_ping(std::span<const std::string> args);
+  void cmd_auth(std::span<const std::string> args);
+  void cmd_hello(std::span<const std::string> args);
   void cmd_reset();
-  void cmd_client(const std::vector<std::string>& args);
-  void cmd_pubsub(const std::vector<std::string>& args);
-  void cmd_info(const std::vector<std::string>& args);
+  void cmd_client(std::span<const std::string> args);
+  void cmd_pubsub(std::span<const std::string> args);
+  void cmd_info(std::span<const std::string> args);
   bool check_password(std::string_view user, std::string_view pass);
   bool set_name(std::string_view name);
 

@@ -25,7 +25,7 @@ Outcome run(std::string_view input, std::size_t chunk, ParserLimits limits = {})
     for (;;) {
       const auto st = p.parse(piece);
       if (st == RequestParser::Status::kCommand) {
-        out.commands.push_back(p.args());
+        out.commands.emplace_back(p.args().begin(), p.args().end());
         continue;
       }
       if (st == RequestParser::Status::kError) {
@@ -67,6 +67,22 @@ TEST(RequestParserTest, CommandsDoNotDependOnHowInputIsSplit) {
   ASSERT_EQ(whole.commands.size(), 3u);
   for (std::size_t chunk = 1; chunk < input.size(); ++chunk) {
     EXPECT_EQ(run(input, chunk).commands, whole.commands) << "chunk " << chunk;
+  }
+}
+
+TEST(RequestParserTest, ReusedArgumentSlotsHoldOnlyTheCurrentCommand) {
+  // Slots are kept across commands (invariant 1): shorter, empty, inline and
+  // freed-then-reused ones must not show an earlier command's bytes.
+  const std::string big(RequestParser::kMaxPrealloc + 1, 'b');
+  const std::string input = "*3\r\n$5\r\naaaaa\r\n$3\r\nbbb\r\n$1\r\nc\r\n"
+                            "*2\r\n$2\r\nxy\r\n$0\r\n\r\n"
+                            "PING z\r\n"
+                            "*1\r\n$" + std::to_string(big.size()) + "\r\n" + big + "\r\n"
+                            "*2\r\n$1\r\nq\r\n$1\r\nr\r\n";
+  for (const std::size_t chunk : {input.size(), std::size_t{1}}) {
+    EXPECT_EQ(run(input, chunk).commands,
+              (Commands{{"aaaaa", "bbb", "c"}, {"xy", ""}, {"PING", "z"}, {big}, {"q", "r"}}))
+        << "chunk " << chunk;
   }
 }
 

@@ -51,7 +51,7 @@ Outcome parse(std::string_view input, const std::vector<std::size_t>& cuts) {
           // Inline arguments are bounded by the line limit instead.
           if (a.size() > kLimits.max_bulk_len && a.size() > RequestParser::kMaxLine) std::abort();
         }
-        out.commands.push_back(p.args());
+        out.commands.emplace_back(p.args().begin(), p.args().end());
         continue;
       }
       if (st == RequestParser::Status::kError) {

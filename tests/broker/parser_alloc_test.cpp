@@ -1,0 +1,185 @@
+// "Hot paths do not allocate", checked by counting: this executable replaces the
+// global operator new and delete, so it is a test binary of its own. Every
+// count is taken on the test's only thread around the code under test.
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "broker/broker_core.hpp"
+#include "broker/request_parser.hpp"
+#include "broker/session.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+// relaxed: plain counters, read by the thread that did the allocating.
+std::atomic<std::size_t> g_allocations{0};
+std::atomic<std::size_t> g_deallocations{0};
+
+}  // namespace
+
+// The other forms (array, nothrow, sized delete) forward to these two. Not
+// inlined, so that g++ does not pair a new-expression with free().
+[[gnu::noinline]] void* operator new(std::size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+
+[[gnu::noinline]] void operator delete(void* p) noexcept {
+  if (p != nullptr) g_deallocations.fetch_add(1, std::memory_order_relaxed);
+  std::free(p);
+}
+
+void operator delete(void* p, std::size_t) noexcept { ::operator delete(p); }
+
+namespace ringcast::broker {
+namespace {
+
+// Allocations and deallocations since construction.
+class AllocationCount {
+ public:
+  [[nodiscard]] std::size_t allocations() const noexcept {
+    return g_allocations.load(std::memory_order_relaxed) - allocations_;
+  }
+  [[nodiscard]] std::size_t deallocations() const noexcept {
+    return g_deallocations.load(std::memory_order_relaxed) - deallocations_;
+  }
+
+ private:
+  std::size_t allocations_ = g_allocations.load(std::memory_order_relaxed);
+  std::size_t deallocations_ = g_deallocations.load(std::memory_order_relaxed);
+};
+
+std::string publish_command(std::string_view payload) {
+  return fmt::format("*3\r\n$7\r\nPUBLISH\r\n$4\r\nnews\r\n${}\r\n{}\r\n", payload.size(), payload);
+}
+
+std::string repeat(std::string_view s, std::size_t n) {
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+// Feeds `input` in pieces of `piece` bytes (SIZE_MAX: whole); returns how many
+// commands were PUBLISH news `payload`. Allocates nothing itself.
+std::size_t count_publishes(RequestParser& p, std::string_view input, std::size_t piece,
+                            std::string_view payload) {
+  std::size_t n = 0;
+  for (std::size_t off = 0; off < input.size(); off += piece) {
+    std::string_view in = input.substr(off, piece);
+    while (p.parse(in) == RequestParser::Status::kCommand) {
+      const auto& args = p.args();
+      if (args.size() == 3 && args[0] == "PUBLISH" && args[1] == "news" && args[2] == payload) ++n;
+    }
+  }
+  return n;
+}
+
+constexpr std::size_t kBatch = 64;
+
+// Parameter: payload bytes (52: a typical small message; 4096: far past the
+// string's 15-byte small buffer).
+class RequestParserAllocationTest : public ::testing::TestWithParam<std::size_t> {};
+
+INSTANTIATE_TEST_SUITE_P(Payloads, RequestParserAllocationTest, ::testing::Values(52, 4096));
+
+TEST_P(RequestParserAllocationTest, SteadyStatePublishesAllocateNothing) {
+  const std::string payload(GetParam(), 'p');
+  const std::string one = publish_command(payload);
+  const std::string batch = repeat(one, kBatch);
+  RequestParser p({});
+  const AllocationCount warm_up;
+  ASSERT_EQ(count_publishes(p, one, SIZE_MAX, payload), 1u);  // gives the slots their capacity
+  ASSERT_GT(warm_up.allocations(), 0u) << "the counting operator new is not the one in use";
+  for (const std::size_t piece : {SIZE_MAX, std::size_t{1}}) {
+    const AllocationCount count;
+    const std::size_t parsed = count_publishes(p, batch, piece, payload);
+    EXPECT_EQ(count.allocations(), 0u) << "fed in pieces of " << piece;
+    EXPECT_EQ(count.deallocations(), 0u) << "fed in pieces of " << piece;
+    EXPECT_EQ(parsed, kBatch);
+  }
+}
+
+// Invariant 1 of request_parser.hpp, between commands.
+std::size_t retained_bound() {
+  return RequestParser::kMaxRetainedSlots * (sizeof(std::string) + RequestParser::kMaxPrealloc) +
+         RequestParser::kMaxPrealloc;
+}
+
+TEST(RequestParserRetentionTest, HugeArgumentIsFreedBeforeTheNextCommand) {
+  const std::string small(52, 's');
+  RequestParser p({});
+  ASSERT_EQ(count_publishes(p, publish_command(small), SIZE_MAX, small), 1u);
+  const std::size_t steady = p.retained_bytes();
+
+  const std::string huge(1u << 20, 'h');
+  const std::string huge_command = publish_command(huge);
+  std::string_view in = huge_command;
+  ASSERT_EQ(p.parse(in), RequestParser::Status::kCommand);
+  EXPECT_GE(p.retained_bytes(), huge.size());
+  // Freed by the next call, even with nothing more to parse: an idle client
+  // does not pin it.
+  ASSERT_EQ(p.parse(in), RequestParser::Status::kNeedMore);
+  EXPECT_LE(p.retained_bytes(), retained_bound());
+
+  ASSERT_EQ(count_publishes(p, repeat(publish_command(small), 4), SIZE_MAX, small), 4u);
+  EXPECT_EQ(p.retained_bytes(), steady);
+}
+
+TEST(RequestParserRetentionTest, MillionArgumentCommandIsFreedBeforeTheNextCommand) {
+  constexpr std::size_t kArgs = 1'000'000;
+  const std::string command = fmt::format("*{}\r\n{}", kArgs, repeat("$1\r\nx\r\n", kArgs));
+  RequestParser p({});
+  std::string_view in = command;
+  ASSERT_EQ(p.parse(in), RequestParser::Status::kCommand);
+  ASSERT_EQ(p.args().size(), kArgs);
+  EXPECT_GE(p.retained_bytes(), kArgs * sizeof(std::string));
+  ASSERT_EQ(p.parse(in), RequestParser::Status::kNeedMore);
+  EXPECT_LE(p.retained_bytes(), retained_bound());
+
+  const std::string small(52, 's');
+  ASSERT_EQ(count_publishes(p, repeat(publish_command(small), 4), SIZE_MAX, small), 4u);
+  EXPECT_LE(p.retained_bytes(), retained_bound());
+}
+
+class NullSession final : public Session {
+ public:
+  explicit NullSession(BrokerCore& core) : Session(core, "127.0.0.1:1") {}
+  ~NullSession() override = default;
+  void on_queue_ready() noexcept override {}
+};
+
+// A connection pipelining PUBLISHes to a channel nobody subscribes to: the
+// session's only allocation per input buffer is the frame carrying its replies
+// (session.hpp, invariant 3), however many commands the buffer holds.
+TEST(SessionAllocationTest, BatchedPublishesAllocateOnlyTheReplyFrame) {
+  BrokerCore core{BrokerConfig{}};
+  auto s = std::make_unique<NullSession>(core);
+  const std::string payload(52, 'p');
+  const std::string one = publish_command(payload);
+  const std::string batch = repeat(one, kBatch);
+  ASSERT_EQ(s->on_input(batch), Session::InputResult::kOk);  // warm-up: buffers reach their size
+  (void)testing::drain_all(s->queue());
+  for (const std::string* input : {&batch, &one}) {
+    const AllocationCount count;
+    const Session::InputResult r = s->on_input(*input);
+    EXPECT_EQ(count.allocations(), 1u) << input->size() / one.size() << " PUBLISHes";
+    EXPECT_EQ(count.deallocations(), 0u) << input->size() / one.size() << " PUBLISHes";
+    EXPECT_EQ(r, Session::InputResult::kOk);
+    EXPECT_EQ(testing::concat(testing::drain_all(s->queue())),
+              repeat(":0\r\n", input->size() / one.size()));
+  }
+  s->detach();
+}
+
+}  // namespace
+}  // namespace ringcast::broker
