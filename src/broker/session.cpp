@@ -330,7 +330,7 @@ void Session::cmd_unsubscribe(std::span<const std::string> args, bool pattern) {
 }
 
 void Session::cmd_publish(std::span<const std::string> args) {
-  if (!subscribed() && args[2].size() <= kMaxBatchedPayload) {
+  if (!subscribed() && args[1].size() + args[2].size() <= kMaxBatchedPayload) {
     // Batched (invariant 3): nothing but this connection's own replies can enter
     // its queue, so executing at the end of the input changes no order.
     pending_.push_back({static_cast<std::uint32_t>(args[1].size()), static_cast<std::uint32_t>(args[2].size())});
@@ -339,7 +339,7 @@ void Session::cmd_publish(std::span<const std::string> args) {
     if (pending_.size() >= kMaxPendingPublishes || pending_bytes_.size() >= kMaxPendingBytes) flush_publishes();
     return;
   }
-  // A large payload is published from the parser's copy, not copied into the
+  // A large message is published from the parser's copy, not copied into the
   // batch (after the batch, so replies stay in order). RESP3 and subscribed: this
   // connection may receive the message itself, after its earlier replies and
   // before this PUBLISH's reply, as Redis sends them.

@@ -15,8 +15,8 @@
 //     itself (SUBSCRIBE family, PUBLISH), and (un)subscribe confirmations are
 //     queued while the index lock is held.
 //  2. Until authenticated, only AUTH, HELLO, PING, QUIT and RESET run.
-//  3. PUBLISHes of payloads up to 64 KiB from a connection with no subscription
-//     are batched: consecutive ones in one input buffer are executed together
+//  3. PUBLISHes whose channel and payload together are at most 64 KiB, from a
+//     connection with no subscription, are batched: consecutive ones in one input buffer are executed together
 //     (one index lock, one queue push per subscriber per run of one channel)
 //     when another command, the end of the input or a size cap comes; their
 //     replies are appended then, before any later reply. Nothing else can reach
@@ -107,13 +107,16 @@ class Session : public Subscriber {
   RequestParser parser_;
   std::string reply_;  // replies not yet queued (invariant 1)
   // Batched PUBLISHes (invariant 3): channel and payload lengths, their bytes
-  // back to back in pending_bytes_. Bounded by the caps below.
+  // back to back in pending_bytes_. Bounded by the caps below: a batch is flushed
+  // once it reaches kMaxPendingBytes, so it never holds more than that plus one
+  // entry of at most kMaxBatchedPayload, and the buffer's capacity (kept for the
+  // next batch) stays under twice that.
   struct PendingPublish {
     std::uint32_t channel_len;
     std::uint32_t payload_len;
   };
   static constexpr std::size_t kMaxPendingPublishes = 1024;
-  static constexpr std::size_t kMaxBatchedPayload = 64u << 10;  // larger ones are not copied
+  static constexpr std::size_t kMaxBatchedPayload = 64u << 10;  // channel + payload; larger are not copied
   static constexpr std::size_t kMaxPendingBytes = 1u << 20;
   std::vector<PendingPublish> pending_;
   std::string pending_bytes_;
