@@ -1,14 +1,19 @@
-// A child process for tests and benchmarks: started with fork+exec, its stdout
-// and stderr on pipes, on /dev/null or inherited, always killed and reaped.
+// Child processes for tests and benchmarks that die with the test.
 //
-// A child dies with the process that started it (PR_SET_PDEATHSIG, SIGKILL),
-// so a test process that aborts (a sanitizer report, a crash, a timeout kill)
-// leaves no servers or helpers behind. The signal fires when the *thread* that
-// called spawn() exits: spawn from a thread that outlives the child (a test's
-// main thread does).
+// fork_with_death_signal() is fork() whose child gets SIGKILL when its parent
+// dies (PR_SET_PDEATHSIG), so a test process that aborts (a sanitizer report, a
+// crash, a timeout kill) leaves no servers or helpers behind. The signal fires
+// when the *thread* that forked exits: fork from a thread that outlives the
+// child (a test's main thread does). Every fork in tests/ and bench/ goes
+// through it.
 //
-// Thread safety: one thread at a time per object. spawn() may run while other
-// threads run: the child calls only async-signal-safe functions before exec.
+// ChildProcess is a child started with fork+exec through it, its stdout and
+// stderr on pipes, on /dev/null or inherited, always killed and reaped.
+//
+// Thread safety: one thread at a time per ChildProcess. Both may run while
+// other threads run: a forked child of a multi-threaded process may call only
+// async-signal-safe functions (before exec, for ChildProcess), and the death
+// signal set-up calls only those.
 #pragma once
 
 #include <fcntl.h>
@@ -57,6 +62,26 @@ inline int exit_code(const std::optional<int>& status) {
   return -1;
 }
 
+// In a child of `parent` (its pid, read by the parent before fork): asks for
+// SIGKILL when the parent's forking thread exits, or _exit(127) if the parent
+// is already gone. The getppid() check closes the race in which the parent
+// dies before prctl: the child has then been re-parented and no signal would
+// come. Changing the effective or filesystem uid or gid clears the death
+// signal: call this again after setuid() and friends. Async-signal-safe.
+inline void die_with_parent(pid_t parent) noexcept {
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(127);
+}
+
+// fork() for tests: returns as fork() does (0 in the child, the child's pid or
+// -1 in the parent), and the child dies with the calling thread
+// (die_with_parent). Async-signal-safe.
+inline pid_t fork_with_death_signal() noexcept {
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) die_with_parent(parent);
+  return pid;
+}
+
 class ChildProcess {
  public:
   // Starts argv[0] (a path: PATH is not searched) with stdin on /dev/null.
@@ -95,12 +120,8 @@ class ChildProcess {
     bool ok = devnull >= 0 && ::pipe2(exec_error, O_CLOEXEC) == 0;
     if (ok && options.out == Stream::kPipe) ok = ::pipe2(out, O_CLOEXEC) == 0;
     if (ok && options.err == Stream::kPipe) ok = ::pipe2(err, O_CLOEXEC) == 0;
-    const pid_t parent = ::getpid();
-    const pid_t pid = ok ? ::fork() : -1;
+    const pid_t pid = ok ? fork_with_death_signal() : -1;
     if (pid == 0) {
-      // Die with the parent. If it died before prctl, the child has already
-      // been re-parented and no signal will come: getppid() tells.
-      if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(127);
       ::dup2(devnull, STDIN_FILENO);
       if (options.out != Stream::kInherit) {
         ::dup2(options.out == Stream::kPipe ? out[1] : devnull, STDOUT_FILENO);

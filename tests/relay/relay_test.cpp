@@ -1,9 +1,13 @@
 // The relay library in-process: rings -> Relay -> embedded broker -> TCP
 // subscribers (a minimal RESP2 client), and the Prometheus endpoint.
 #include <array>
+#include <atomic>
+#include <charconv>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -116,9 +120,9 @@ TEST_F(RelayTest, TopicInPayloadRoutesOneRingToSeveralChannels) {
 }
 
 // The reader publishes each batch it takes from the ring with one broker call;
-// the ring's two receive paths (blocking: drain; lossy: a try_recv loop) both
-// batch. try_push_batch commits many messages at once, so the reader takes most
-// of them in one batch.
+// it takes batches with drain from blocking and lossy rings alike.
+// try_push_batch commits many messages at once, so the reader takes most of
+// them in one batch.
 class RelayBatchTest : public RelayTest, public ::testing::WithParamInterface<bool> {
  protected:
   [[nodiscard]] static CreateOptions ring_options() { return {.lossy = GetParam()}; }
@@ -198,6 +202,76 @@ TEST_P(RelayBatchTest, BatchLargerThanOneBrokerCallArrivesInOrder) {
   EXPECT_EQ(s.deliveries, kMessages);
   EXPECT_EQ(s.malformed, 0u);
   EXPECT_EQ(s.lapped, 0u);
+}
+
+// Holds a relay's reader inside its log call for the line saying it has
+// registered, until open(). A gate that goes away opens itself: stopping the
+// relay joins the reader. The log function it makes keeps the gate's state,
+// so the relay may log after the gate is gone.
+class RegistrationGate {
+ public:
+  RegistrationGate() = default;
+  RegistrationGate(const RegistrationGate&) = delete;
+  RegistrationGate& operator=(const RegistrationGate&) = delete;
+  ~RegistrationGate() { open(); }
+
+  // `log`, with the hold added.
+  [[nodiscard]] LogFn wrap(LogFn log) const {
+    return [opened = opened_, log = std::move(log)](LogLevel level, std::string_view line) {
+      log(level, line);
+      if (line.find("registered as consumer") != std::string_view::npos) {
+        // acquire: pairs with the release store in open(); what the test did
+        // before opening happens before the reader goes on.
+        opened->wait(false, std::memory_order_acquire);
+      }
+    };
+  }
+  void open() {
+    // release: pairs with the acquire wait in wrap().
+    opened_->store(true, std::memory_order_release);
+    opened_->notify_all();
+  }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> opened_ = std::make_shared<std::atomic<bool>>(false);
+};
+
+// The reader's first look at the ring after registering is a drain (run():
+// open_and_register, then relay_until_stopped). Holding it between the two
+// while the producer laps it makes that drain, not recv_wait, report the lap,
+// whatever the scheduling.
+TEST_F(RelayTest, LapReportedByDrainIsCountedAndTheRestRelayedInOrder) {
+  constexpr std::uint64_t kSlots = 8;
+  constexpr std::uint64_t kCount = 100;
+  RegistrationGate gate;
+  ASSERT_NO_FATAL_FAILURE(
+      start_relay("lap.ring", kSlots, "lap", /*topic_in_payload=*/false, {.lossy = true},
+                  [&](RelayConfig& c) { c.log = gate.wrap(std::move(c.log)); }));
+  RespClient sub(port());
+  ASSERT_TRUE(sub.subscribe("lap"));
+  // The reader is registered (start_relay waited for it) and held: it starts
+  // at 0 and reads nothing until the gate opens.
+  for (std::uint64_t seq = 0; seq < kCount; ++seq) {
+    ASSERT_EQ(ring_->try_push(as_bytes(std::to_string(seq))), Errc::ok);
+  }
+  gate.open();
+
+  // It resumes at the oldest message still in the ring and relays the rest in order.
+  std::vector<std::uint64_t> got;
+  while (got.empty() || got.back() != kCount - 1) {
+    auto r = sub.next(deadline_in(20s));
+    ASSERT_TRUE(r && r->is_message("lap")) << "after " << got.size() << " messages";
+    const std::string_view body = r->elems[2].str;
+    std::uint64_t seq = 0;
+    ASSERT_EQ(std::from_chars(body.data(), body.data() + body.size(), seq).ec, std::errc{}) << body;
+    ASSERT_TRUE(got.empty() || seq == got.back() + 1) << "gap inside the relayed tail at " << seq;
+    got.push_back(seq);
+  }
+  EXPECT_LE(got.size(), kSlots) << "at most a ring's worth survives";
+  ASSERT_TRUE(eventually([&] { return stats_of(*relay_).relayed == got.size(); }));
+  const RingStats s = stats_of(*relay_);
+  EXPECT_EQ(s.lapped, kCount - got.size()) << "every overwritten message is counted";
+  EXPECT_EQ(s.lapped, got.front()) << "the first relayed message follows the lost ones";
 }
 
 TEST_F(RelayTest, WaitsForTheRingFileAndThenForAProducer) {

@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 
+#include "child_process.hpp"
 #include "ringcast/broadcast_ring.hpp"
 #include "test_support.hpp"
 
@@ -117,9 +118,12 @@ TEST_F(BadFileTest, DirectoryIsAnError) {
 TEST_F(BadFileTest, NoPermissionIsIoError) {
   ASSERT_TRUE(BroadcastRing::create(path_, 4));  // mode 0600, owned by us
   // Root ignores file modes, so check from a child that drops to nobody.
-  const pid_t child = ::fork();
+  const pid_t child = test::fork_with_death_signal();
+  ASSERT_GE(child, 0);
   if (child == 0) {
+    const pid_t parent = ::getppid();  // still ours: its death would have killed us
     if (::getuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(2);
+    test::die_with_parent(parent);  // the uid change cleared the death signal
     auto ring = BroadcastRing::open(path_);
     const bool ok = !ring && ring.error().code == Errc::io_error && ring.error().sys_errno == EACCES;
     ::_exit(ok ? 0 : 1);

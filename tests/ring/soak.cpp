@@ -23,6 +23,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "child_process.hpp"
 #include "message_pattern.hpp"
 #include "ringcast/broadcast_ring.hpp"
 
@@ -80,8 +81,9 @@ int consumer(const std::string& path, std::uint64_t total) {
   }
 }
 
+// A role process that dies with the orchestrator, however that ends.
 pid_t spawn(const std::string& role, const std::string& path, std::uint64_t total) {
-  const pid_t pid = ::fork();
+  const pid_t pid = test::fork_with_death_signal();
   if (pid == 0) {
     const std::string n = std::to_string(total);
     ::execl("/proc/self/exe", "ring_soak", "--role", role.c_str(), "--ring", path.c_str(), "--messages",

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_process.hpp"
 #include "ringcast/broadcast_ring.hpp"
 #include "top/discovery.hpp"
 #include "top_test_support.hpp"
@@ -284,7 +285,7 @@ TEST_F(MonitorTest, ConsumerWhoseProcessExitedRegisteredIsDead) {
   BroadcastRing ring = make_ring(path(), 16);
   int ready[2];
   ASSERT_EQ(::pipe(ready), 0);
-  const pid_t child = ::fork();
+  const pid_t child = ringcast::test::fork_with_death_signal();
   ASSERT_GE(child, 0);
   if (child == 0) {
     // _exit skips the destructor: the entry stays registered, and the kernel
@@ -318,7 +319,7 @@ TEST_F(MonitorTest, DeadConsumerKeepsTheNameSeenWhileItLived) {
   int release[2];
   ASSERT_EQ(::pipe(ready), 0);
   ASSERT_EQ(::pipe(release), 0);
-  const pid_t child = ::fork();
+  const pid_t child = ringcast::test::fork_with_death_signal();
   ASSERT_GE(child, 0);
   if (child == 0) {
     ::close(release[1]);  // else the read below never sees EOF

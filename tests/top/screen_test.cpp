@@ -3,7 +3,6 @@
 // the pane back, with attributes, the way a person would see it.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -16,11 +15,13 @@ namespace {
 
 using namespace std::chrono_literals;
 using test::CellAttr;
+using test::ChildProcess;
 using test::eventually;
 using test::LiveRing;
 using test::parse_sgr_capture;
 using test::run;
 using test::ScreenRow;
+using test::TempDir;
 
 // How often a test looks at the pane: every look runs a tmux client.
 constexpr auto kTmuxStep = 20ms;
@@ -29,26 +30,34 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-// One tmux server with one session running one command. The server is killed
-// (and with it the command) when this goes away.
+// One tmux server with one session running one command. The server runs in
+// the foreground (-D) as this process's ChildProcess, not as a daemon: it dies
+// with the test even when the test is killed, and its panes die with it (their
+// terminal hangs up). It is stopped (and with it the command) when this goes
+// away. Its socket lives in a directory of its own, removed with this (tmux
+// leaves its socket behind when it exits).
 class Tmux {
  public:
-  Tmux() {
-    static std::atomic<int> counter{0};
-    socket_ = "ring-top-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
-  }
+  Tmux() = default;
   Tmux(const Tmux&) = delete;
   Tmux& operator=(const Tmux&) = delete;
-  ~Tmux() { (void)tmux({"kill-server"}); }
+  ~Tmux() { (void)server_.stop(); }  // SIGTERM: tmux ends its sessions and exits
 
   // Starts `command` (a shell command line) in an 80x24 pane by default.
   bool start(const std::string& command, int cols = 80, int rows = 24) {
     // -f /dev/null: no user configuration; remain-on-exit off (default), so
-    // the session ends when ring-top exits.
-    const auto o = run({"/usr/bin/tmux", "-L", socket_, "-f", "/dev/null", "new-session", "-d", "-s",
-                        "top", "-x", std::to_string(cols), "-y", std::to_string(rows), command},
-                       {}, {"TMUX", "NO_COLOR"});
-    return o.exit_code == 0;
+    // the session ends when ring-top exits. The panes inherit the server's
+    // environment: no TMUX, no NO_COLOR.
+    server_ = ChildProcess::spawn(
+        {"/usr/bin/tmux", "-S", socket_, "-f", "/dev/null", "-D"},
+        {.out = ringcast::test::Stream::kDiscard, .env_unset = {"TMUX", "NO_COLOR"}});
+    // A client that finds no server starts a daemon one: create the session
+    // only once this server answers (list-sessions never starts a server).
+    const auto answers = [&] { return tmux({"list-sessions"}).exit_code == 0; };
+    if (!server_.running() || !eventually(answers, 20s, kTmuxStep)) return false;
+    return tmux({"new-session", "-d", "-s", "top", "-x", std::to_string(cols), "-y",
+                 std::to_string(rows), command})
+               .exit_code == 0;
   }
   [[nodiscard]] std::string capture(bool attributes = false) const {
     std::vector<std::string> args = {"capture-pane", "-p", "-t", "top"};
@@ -76,10 +85,12 @@ class Tmux {
 
  private:
   [[nodiscard]] test::Output tmux(std::vector<std::string> args) const {
-    args.insert(args.begin(), {"/usr/bin/tmux", "-L", socket_});
+    args.insert(args.begin(), {"/usr/bin/tmux", "-S", socket_});
     return run(args, {}, {"TMUX"});
   }
-  std::string socket_;
+  TempDir dir_;
+  std::string socket_ = dir_.file("tmux");
+  ChildProcess server_;
 };
 
 // The row of `rows` containing `needle`, and the attribute at its first character.
