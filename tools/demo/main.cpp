@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -122,12 +123,18 @@ int run_consumer(const std::string& path, std::uint64_t count, int pause_us) {
   return tally.bad.load(std::memory_order_relaxed) == 0 ? 0 : 1;
 }
 
+// Starts this executable with `args`. The demo has threads running by then, so
+// the child calls only async-signal-safe functions before exec (argv is built
+// first). It dies with the demo, however the demo ends (PR_SET_PDEATHSIG; if the
+// demo died before prctl, getppid() has changed).
 pid_t spawn_self(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(127);
     ::execv("/proc/self/exe", argv.data());
     ::_exit(127);
   }
