@@ -16,12 +16,12 @@
 //     queued while the index lock is held.
 //  2. Until authenticated, only AUTH, HELLO, PING, QUIT and RESET run.
 //  3. PUBLISHes whose channel and payload together are at most 64 KiB, from a
-//     connection with no subscription, are batched: consecutive ones in one input buffer are executed together
-//     (one index lock, one queue push per subscriber per run of one channel)
-//     when another command, the end of the input or a size cap comes; their
-//     replies are appended then, before any later reply. Nothing else can reach
-//     such a connection's queue, so no client sees an order Redis would not
-//     produce.
+//     connection with no subscription, are batched: consecutive ones in one
+//     input buffer are executed together (one index lock, one queue push per
+//     subscriber per run of one channel) when another command, the end of the
+//     input or a size cap comes; their replies are appended then, before any
+//     later reply. Nothing else can reach such a connection's queue, so no
+//     client sees an order Redis would not produce.
 #pragma once
 
 #include <atomic>
