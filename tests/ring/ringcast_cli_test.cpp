@@ -36,6 +36,14 @@ TEST_F(RingcastCliTest, EverySubcommandHasHelp) {
   }
 }
 
+TEST_F(RingcastCliTest, UsageErrorsExitWithStatusTwoAndTheReason) {
+  for (const char* args : {"", "frob", "create", "create x.ring --capacity abc", "sub --no-such-flag x.ring"}) {
+    const auto r = cli(args);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_FALSE(r.out.empty()) << args;
+  }
+}
+
 TEST_F(RingcastCliTest, PubAndSubDeliverLinesAndOverlongLineIsNamedNotFatal) {
   ASSERT_EQ(cli("create " + path_ + " --capacity 16").status, 0);
   test::ChildProcess sub = test::ChildProcess::spawn({kCli, "sub", path_, "--count", "3"});

@@ -184,9 +184,10 @@ TEST(RingTopCliErrorsTest, HelpDescribesTheFlags) {
 }
 
 TEST(RingTopCliErrorsTest, InvalidFlagsAreRejected) {
-  EXPECT_NE(run({RING_TOP_EXE, "-d", "-1", "--once"}).exit_code, 0);
-  EXPECT_NE(run({RING_TOP_EXE, "--once", "-n", "2"}).exit_code, 0);
-  EXPECT_NE(run({RING_TOP_EXE, "-n", "0", "--json"}).exit_code, 0);
+  EXPECT_EQ(run({RING_TOP_EXE, "-d", "-1", "--once"}).exit_code, 2);
+  EXPECT_EQ(run({RING_TOP_EXE, "--once", "-n", "2"}).exit_code, 2);
+  EXPECT_EQ(run({RING_TOP_EXE, "-n", "0", "--json"}).exit_code, 2);
+  EXPECT_EQ(run({RING_TOP_EXE, "--no-such-flag"}).exit_code, 2);
 }
 
 TEST(RingTopCliErrorsTest, NoArgumentWatchesDevShm) {
