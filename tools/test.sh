@@ -32,8 +32,8 @@ for preset in "${configs[@]}"; do
   if [[ $preset == release ]]; then
     # The README as a newcomer runs it, against this release build.
     start=$SECONDS
-    echo "=== readme: every block of README.md"
-    if tools/readme-test.py --build build/release; then
+    echo "=== readme: every block of README.md; the tools' reference pages"
+    if tools/readme-test.py --build build/release && tools/tool-docs.py --build build/release --check; then
       summary+=("readme: passed ($((SECONDS - start)) s)")
     else
       summary+=("readme: FAILED ($((SECONDS - start)) s)")
