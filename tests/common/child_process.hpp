@@ -200,6 +200,20 @@ class ChildProcess {
   bool read_stderr_until(std::string_view needle, Deadline d) {
     return read_until(err_.fd, err_.text, needle, d);
   }
+  // The first whole line of stderr (without '\n') that contains `needle`;
+  // nullopt at EOF or the deadline.
+  std::optional<std::string> read_stderr_line_with(std::string_view needle, Deadline d) {
+    for (;;) {
+      const auto at = err_.text.find(needle);
+      const auto nl = at == std::string::npos ? at : err_.text.find('\n', at);
+      if (nl != std::string::npos) {
+        const auto begin = err_.text.rfind('\n', at);
+        const auto start = begin == std::string::npos ? 0 : begin + 1;
+        return err_.text.substr(start, nl - start);
+      }
+      if (read_some(err_.fd, err_.text, d) <= 0) return std::nullopt;
+    }
+  }
   // The line of stdout (without '\n') after the last one this returned;
   // nullopt at EOF or the deadline.
   std::optional<std::string> read_line(Deadline d = deadline_in(std::chrono::seconds(20))) {

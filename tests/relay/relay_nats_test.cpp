@@ -20,7 +20,6 @@ using namespace std::chrono_literals;
 using testing::as_bytes;
 using testing::deadline_in;
 using testing::eventually;
-using testing::free_port;
 using testing::NatsServer;
 
 // A libnats subscriber with unlimited pending limits (so the test client never
@@ -124,7 +123,7 @@ class RelayNatsTest : public testing::RingRelayTest {
 };
 
 TEST_F(RelayNatsTest, PublishesEveryRingMessageToTheSubjectInOrder) {
-  auto server = NatsServer::start(free_port());
+  auto server = NatsServer::start();
   ASSERT_TRUE(server);
   NatsSubscriber sub(server->url(), "ticks");
   ASSERT_TRUE(sub.ok());
@@ -147,10 +146,9 @@ TEST_F(RelayNatsTest, PublishesEveryRingMessageToTheSubjectInOrder) {
 }
 
 TEST_F(RelayNatsTest, SubscriberOnNodeBReceivesWhatTheRelayPublishesToNodeA) {
-  const std::uint16_t cluster_a = free_port();
-  auto a = NatsServer::start(free_port(), cluster_a);
+  auto a = NatsServer::start({.cluster = true});
   ASSERT_TRUE(a);
-  auto b = NatsServer::start(free_port(), free_port(), cluster_a);
+  auto b = NatsServer::start({.cluster = true, .route_to = a->cluster_port()});
   ASSERT_TRUE(b);
   NatsSubscriber on_b(b->url(), "cluster.ticks");
   ASSERT_TRUE(on_b.ok());
@@ -163,9 +161,9 @@ TEST_F(RelayNatsTest, SubscriberOnNodeBReceivesWhatTheRelayPublishesToNodeA) {
 }
 
 TEST_F(RelayNatsTest, ServerRestartIsRiddenOutByLibnatsAndReported) {
-  const std::uint16_t port = free_port();
-  auto server = NatsServer::start(port);
+  auto server = NatsServer::start();
   ASSERT_TRUE(server);
+  const std::uint16_t port = server->port();  // the restarted server takes it again
   ASSERT_NO_FATAL_FAILURE(start_relay("restart.ring", "restart", server->url()));
   {
     NatsSubscriber sub(server->url(), "restart");
@@ -182,7 +180,7 @@ TEST_F(RelayNatsTest, ServerRestartIsRiddenOutByLibnatsAndReported) {
   ASSERT_TRUE(eventually([&] { return relay_->ring_stats().at(0).relayed == 200; }));
   EXPECT_NE(relay_->nats_stats().status, "connected");
 
-  server = NatsServer::start(port);
+  server = NatsServer::start({.port = port});
   ASSERT_TRUE(server);
   ASSERT_TRUE(eventually([&] { return relay_->nats_stats().reconnects >= 1; })) << log_.all();
   EXPECT_EQ(relay_->nats_stats().status, "connected");
@@ -200,7 +198,7 @@ TEST_F(RelayNatsTest, ServerRestartIsRiddenOutByLibnatsAndReported) {
 }
 
 TEST_F(RelayNatsTest, BrokerAndNatsSinksRunTogether) {
-  auto server = NatsServer::start(free_port());
+  auto server = NatsServer::start();
   ASSERT_TRUE(server);
   NatsSubscriber nsub(server->url(), "both");
   ASSERT_TRUE(nsub.ok());

@@ -210,35 +210,51 @@ class RespClient {
 
 #ifdef NATS_SERVER_EXE
 // nats-server on loopback ports the test picked; killed and reaped on destruction.
+struct NatsServerOptions {
+  std::uint16_t port = 0;      // 0: the server picks a free port (-p -1), read back from its log
+  bool cluster = false;        // also listen for routes, on a port the server picks
+  std::uint16_t route_to = 0;  // another server's cluster_port(); 0: no route
+};
+
 class NatsServer {
  public:
-  // `cluster_port` 0: standalone. `route_to` 0: no route.
-  static std::unique_ptr<NatsServer> start(std::uint16_t port, std::uint16_t cluster_port = 0,
-                                           std::uint16_t route_to = 0) {
+  // Starts nats-server on loopback and returns once it accepts clients; nullptr
+  // when it fails to start. Ports chosen by the server itself, never picked
+  // here and released, so no other process can take them in between.
+  static std::unique_ptr<NatsServer> start(NatsServerOptions o = {}) {
     auto s = std::make_unique<NatsServer>();
-    s->port_ = port;
-    std::vector<std::string> argv{NATS_SERVER_EXE, "-a", "127.0.0.1", "-p", std::to_string(port)};
-    if (cluster_port != 0) {
-      argv.push_back("--cluster");
-      argv.push_back("nats://127.0.0.1:" + std::to_string(cluster_port));
-      argv.push_back("--cluster_name");
-      argv.push_back("ringcast-test");
+    std::vector<std::string> argv{NATS_SERVER_EXE, "-a", "127.0.0.1", "-p",
+                                  o.port == 0 ? "-1" : std::to_string(o.port)};
+    if (o.cluster) {
+      argv.insert(argv.end(), {"--cluster", "nats://127.0.0.1:-1", "--cluster_name", "ringcast-test"});
     }
-    if (route_to != 0) {
-      argv.push_back("--routes");
-      argv.push_back("nats://127.0.0.1:" + std::to_string(route_to));
+    if (o.route_to != 0) {
+      argv.insert(argv.end(), {"--routes", "nats://127.0.0.1:" + std::to_string(o.route_to)});
     }
     s->child_ = ChildProcess::spawn(argv, {.err = test::Stream::kPipe});
-    if (!s->child_.running() || !wait_accepting(port)) return nullptr;
+    const Deadline d = test::deadline_in(std::chrono::seconds(20));
+    s->port_ = s->listening_port("client", d);
+    if (o.cluster) s->cluster_port_ = s->listening_port("route", d);
+    if (s->port_ == 0 || (o.cluster && s->cluster_port_ == 0) || !wait_accepting(s->port_)) return nullptr;
     return s;
   }
   [[nodiscard]] std::uint16_t port() const { return port_; }
+  [[nodiscard]] std::uint16_t cluster_port() const { return cluster_port_; }
   [[nodiscard]] std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
   void kill() { (void)child_.stop(SIGKILL); }
   ChildProcess& child() { return child_; }
 
  private:
+  // The port of nats-server's "Listening for <kind> connections on HOST:PORT"
+  // log line; 0 if it does not appear by `d`.
+  std::uint16_t listening_port(const std::string& kind, Deadline d) {
+    const std::string marker = "Listening for " + kind + " connections on 127.0.0.1:";
+    const auto line = child_.running() ? child_.read_stderr_line_with(marker, d) : std::nullopt;
+    if (!line) return 0;
+    return static_cast<std::uint16_t>(std::strtoul(line->c_str() + line->find(marker) + marker.size(), nullptr, 10));
+  }
   std::uint16_t port_ = 0;
+  std::uint16_t cluster_port_ = 0;
   ChildProcess child_;
 };
 #endif  // NATS_SERVER_EXE
