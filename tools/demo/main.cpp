@@ -371,13 +371,13 @@ int run_demo(std::uint64_t count, std::uint64_t capacity, int slow_pause_us) {
   const std::string n = std::to_string(count);
   for (int i = 0; i < 2; ++i) {
     const int pause = i == 1 ? slow_pause_us : 0;
-    consumers.push_back(spawn_self({"ringcast-demo", "--role", "consumer", "--ring", path, "--count", n, "--pause-us",
+    consumers.push_back(spawn_self({i == 1 ? "demo-slow" : "demo-fast", "--role", "consumer", "--ring", path, "--count", n, "--pause-us",
                                     std::to_string(pause)}));
     // Register in order: relay = entry 0, consumer A = 1, consumer B = 2.
     while (ring->active_consumer_count() < static_cast<std::size_t>(i + 2)) std::this_thread::sleep_for(1ms);
   }
   const auto start = SteadyClock::now();
-  const pid_t producer = spawn_self({"ringcast-demo", "--role", "producer", "--ring", path, "--count", n});
+  const pid_t producer = spawn_self({"demo-producer", "--role", "producer", "--ring", path, "--count", n});
 
   fmt::print("{:>7}  {:>9}  {:>21}  {:>21}  {:>21}  {:>10}  {:>10}\n", "time", "produced", "relay (taken / lag)",
              "consumer A", "consumer B (slow)", "TCP sub 1", "TCP sub 2");
@@ -468,6 +468,10 @@ int main(int argc, char** argv) {
   app.add_option("--role", role, "Internal: demo, producer or consumer")->group("");
   app.add_option("--ring", path, "Internal: ring path for child roles")->group("");
   if (const auto exit_status = ringcast::tools::parse_flags(app, argc, argv)) return *exit_status;
+  // A child runs this executable through /proc/self/exe, so the kernel names it
+  // "exe"; its argv[0] is its role ("demo-producer", "demo-fast", "demo-slow"),
+  // which becomes the name ring-top, top and ps -o comm show.
+  if (role != "demo") ::prctl(PR_SET_NAME, argv[0]);
   if (role == "producer") return run_producer(path, count);
   if (role == "consumer") return run_consumer(path, count, pause_us);
   ::signal(SIGPIPE, SIG_IGN);
