@@ -102,7 +102,7 @@ constexpr std::string_view kWrongPass = "WRONGPASS invalid username-password pai
 }  // namespace
 
 Session::Session(BrokerCore& core, std::string peer)
-    : Subscriber(core.config().queue_limits, core.config().overflow_policy, core.clock()),
+    : Subscriber(core.config().queue_limits, core.config().overflow_policy, core.clock(), &core.flow()),
       core_(core),
       id_(core.next_client_id()),
       peer_(std::move(peer)),
@@ -164,7 +164,17 @@ void Session::flush_publishes() {
   }
   receivers.assign(msgs.size(), 0);
   core_.publish(msgs, receivers);
-  for (std::size_t n : receivers) resp::integer(reply_, static_cast<long long>(n));
+  published_ = true;
+  std::size_t refused = 0;
+  for (std::size_t i = 0; i < receivers.size(); ++i) {
+    if (receivers[i] == kRefusedReceivers) {
+      ++refused;
+      refused_reply(msgs[i].channel);
+    } else {
+      resp::integer(reply_, static_cast<long long>(receivers[i]));
+    }
+  }
+  if (refused > 0) core_.count_refused(refused);
   pending_.clear();
   pending_bytes_.clear();
 }
@@ -346,7 +356,19 @@ void Session::cmd_publish(std::span<const std::string> args) {
   flush_publishes();
   flush_replies();
   const std::size_t n = core_.publish(args[1], args[2]);
+  published_ = true;
+  if (n == kRefusedReceivers) {
+    core_.count_refused(1);
+    refused_reply(args[1]);
+    return;
+  }
   resp::integer(reply_, static_cast<long long>(n));
+}
+
+void Session::refused_reply(std::string_view channel) {
+  resp::error(reply_, fmt::format("REFUSED a subscriber of '{}' with the block overflow policy has no room; "
+                                  "nothing was delivered, retry later",
+                                  c_str_prefix(channel, 128)));
 }
 
 void Session::cmd_ping(std::span<const std::string> args) {
@@ -520,7 +542,7 @@ void Session::cmd_client(std::span<const std::string> args) {
     }
     const auto policy = args.size() == 3 ? parse_overflow_policy(args[2]) : std::nullopt;
     if (!policy) {
-      resp::error(reply_, "ERR overflow policy must be drop-oldest, drop-newest or disconnect");
+      resp::error(reply_, "ERR overflow policy must be drop-oldest, drop-newest, disconnect or block");
       return;
     }
     queue().set_policy(*policy);
@@ -531,7 +553,7 @@ void Session::cmd_client(std::span<const std::string> args) {
         "GETNAME", "    Return the name of the current connection.",
         "ID", "    Return the ID of the current connection.",
         "SETNAME <name>", "    Assign the name <name> to the current connection.",
-        "LIST | INFO | OVERFLOW [drop-oldest|drop-newest|disconnect]",
+        "LIST | INFO | OVERFLOW [drop-oldest|drop-newest|disconnect|block]",
         "    Connection details with per-reason drop counts; get or set this connection's overflow policy."};
     resp::array(reply_, kHelp.size());
     for (std::string_view line : kHelp) resp::simple(reply_, line);

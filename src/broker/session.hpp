@@ -70,6 +70,13 @@ class Session : public Subscriber {
  protected:
   ~Session() override;
   [[nodiscard]] BrokerCore& core() const noexcept { return core_; }
+  // True if the input since the last call published something (owner thread):
+  // the server pauses only publishing connections (docs/broker.md, pacing).
+  [[nodiscard]] bool take_published() noexcept {
+    const bool p = published_;
+    published_ = false;
+    return p;
+  }
   // The writer handed `n` more frames to the socket (owner thread).
   void count_sent(std::uint64_t n) noexcept {
     // relaxed: a statistic; only the owner thread writes it.
@@ -90,6 +97,8 @@ class Session : public Subscriber {
   void cmd_subscribe(std::span<const std::string> args, bool pattern);
   void cmd_unsubscribe(std::span<const std::string> args, bool pattern);
   void cmd_publish(std::span<const std::string> args);
+  // The error reply of a PUBLISH refused by a `block` subscriber.
+  void refused_reply(std::string_view channel);
   void cmd_ping(std::span<const std::string> args);
   void cmd_auth(std::span<const std::string> args);
   void cmd_hello(std::span<const std::string> args);
@@ -124,6 +133,7 @@ class Session : public Subscriber {
   bool authenticated_;
   bool closing_ = false;
   bool detached_ = false;
+  bool published_ = false;
   std::atomic<std::uint32_t> nsub_{0};
   std::atomic<std::uint32_t> npsub_{0};
   std::atomic<int> resp_mirror_{2};

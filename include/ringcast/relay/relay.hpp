@@ -116,6 +116,7 @@ struct RingStats {
   std::uint64_t lapped = 0;           // lossy ring: messages overwritten before the relay read them
   std::uint64_t malformed = 0;        // topic mode: payloads that did not parse (not published)
   std::uint64_t deliveries = 0;       // sum of Broker::publish results (subscriptions reached)
+  std::uint64_t refused = 0;          // broker publishes refused (block policy) and retried
   std::uint64_t nats_published = 0;   // accepted by libnats (sent or buffered)
   std::uint64_t nats_failed = 0;      // refused by libnats (buffer full, closed, bad subject)
   std::uint64_t reopens = 0;          // the ring file was replaced and reopened
