@@ -10,7 +10,11 @@
 namespace ringcast::broker {
 
 BrokerCore::BrokerCore(BrokerConfig config, const Clock& clock)
-    : config_(std::move(config)), clock_(clock), flow_(config_.pace_bytes, config_.max_stall) {}
+    : config_(std::move(config)),
+      clock_(clock),
+      // At most half the hard limit: pacing must start well before a reading
+      // subscriber's queue could meet its policy.
+      flow_(std::min(config_.pace_bytes, config_.queue_limits.hard_bytes / 2), config_.max_stall) {}
 
 std::size_t BrokerCore::publish(std::string_view channel, std::string_view payload) {
   const Message m{channel, payload};
@@ -202,7 +206,7 @@ std::string BrokerCore::info(std::string_view section) const {
         up.count(), config_.dedupe ? "yes" : "no", to_string(config_.overflow_policy),
         config_.queue_limits.hard_bytes, config_.queue_limits.soft_bytes,
         std::chrono::duration_cast<std::chrono::seconds>(config_.queue_limits.soft_duration).count(),
-        config_.pace_bytes, config_.max_stall.count(), config_.max_block.count());
+        flow_.pace_bytes(), config_.max_stall.count(), config_.max_block.count());
   }
   if (all || sec == "clients") {
     begin("Clients");

@@ -85,7 +85,8 @@ void ConnectionQueue::append_locked(const FrameRef& block, std::uint32_t i) {
 
 void ConnectionQueue::pace_after_push_locked() noexcept {
   // One compare on the common path: pacing is off, or the queue is under the mark.
-  if (flow_ == nullptr || flow_->pace_bytes() == 0 || closed_ || slow_ ||
+  // `block` queues refuse instead of pacing: their room is the limit itself.
+  if (flow_ == nullptr || flow_->pace_bytes() == 0 || closed_ || slow_ || policy_ == OverflowPolicy::kBlock ||
       queued_bytes_ + inflight_bytes_ <= flow_->pace_bytes()) {
     return;
   }

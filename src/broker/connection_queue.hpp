@@ -39,6 +39,7 @@
 //     the queue closes; each change is reported to flow_ once. A paced queue
 //     still over the mark max_stall after over_since_ becomes slow_ (its pressure
 //     ends, it is counted in slow_marked) until it drains to resume_bytes().
+//     A `block` queue never becomes paced: it refuses publishes instead.
 //  7. blocking_ mirrors policy_ == kBlock; it is written under mu_ and read
 //     without it by publishers (a CLIENT OVERFLOW racing a publish may see either
 //     value).

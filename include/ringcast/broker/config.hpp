@@ -64,7 +64,8 @@ struct BrokerConfig {
   // when every such queue has drained to half of it. A queue that stays over the
   // mark for max_stall is called slow: it stops pacing publishers and meets its
   // overflow policy instead, so one stuck reader stalls publishers for at most
-  // max_stall. pace_bytes = 0 turns pacing off.
+  // max_stall. pace_bytes = 0 turns pacing off; the mark used is at most half
+  // of queue_limits.hard_bytes.
   std::size_t pace_bytes = 1u << 20;
   std::chrono::milliseconds max_stall = std::chrono::milliseconds(200);
   // `block` policy: how long a publisher is held, waiting for room, before its
