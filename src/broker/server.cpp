@@ -110,6 +110,7 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
         sock_(std::move(sock)),
         auth_timer_(worker.context()),
         pace_timer_(worker.context()),
+        hold_timer_(worker.context()),
         live_(live) {
     batch_.reserve(64);
     iov_.reserve(64);
@@ -247,10 +248,15 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
       shutdown();
       return;
     }
-    if (on_input(std::string_view(buf.data(), static_cast<std::size_t>(n))) == InputResult::kClose) {
+    const InputResult r = on_input(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+    if (r == InputResult::kClose) {
       // Stop reading; flush() closes once the replies are out.
       close_after_flush_ = true;
       flush();
+      return;
+    }
+    if (r == InputResult::kHeld) {
+      hold();
       return;
     }
     update_auth_timer();
@@ -264,6 +270,27 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
     }
     asio::post(worker_.context(), [self = shared_from_this()] {
       if (!self->closed_) self->read_once();
+    });
+  }
+
+  // This worker's thread: a `block` subscriber refused our PUBLISH and
+  // max_block > 0. No reading until the session lets go (session.hpp,
+  // invariant 4); it is retried every kHoldRetry, a rare path that needs no
+  // wake-up from the subscribers' writers.
+  void hold() {
+    static constexpr auto kHoldRetry = std::chrono::milliseconds(1);
+    hold_timer_.expires_after(kHoldRetry);
+    hold_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
+      if (e || self->closed_) return;
+      const InputResult r = self->retry_held();
+      if (r == InputResult::kHeld) {
+        self->hold();
+      } else if (r == InputResult::kClose) {
+        self->close_after_flush_ = true;
+        self->flush();
+      } else {
+        self->read_once();
+      }
     });
   }
 
@@ -343,6 +370,7 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
       core().flow().cancel(*this);
       pace_timer_.cancel();
     }
+    hold_timer_.cancel();
     sock_.close(ec);
     if (batch_bytes_ > 0) queue().release(batch_bytes_);
     clear_batch();
@@ -355,6 +383,7 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
   tcp::socket sock_;
   asio::steady_timer auth_timer_;
   asio::steady_timer pace_timer_;  // ends a pause after max_stall
+  asio::steady_timer hold_timer_;  // retries a held PUBLISH (block policy)
   std::atomic<std::size_t>& live_;
   std::chrono::steady_clock::time_point paused_at_{};
   bool paused_ = false;  // reading stopped for pacing

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "eventually.hpp"
 #include "fd_io.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "tcp_loopback.hpp"
@@ -348,6 +349,51 @@ TEST(BlockTest, TcpPublisherGetsARefusedErrorReply) {
   r.join();
   EXPECT_TRUE(r.error().empty()) << r.error();
   ::close(pub);
+}
+
+// Over TCP, --max-block-ms holds the publishing connection (no reply, no
+// reading) instead of refusing: once the blocker reads, everything goes through.
+TEST(BlockTest, HeldTcpPublisherGoesThroughOnceTheBlockerReads) {
+  BrokerConfig cfg = block_config();
+  cfg.max_block = 60s;
+  auto broker = start(cfg);
+  ASSERT_TRUE(broker);
+  const int blocker = subscribe(broker->port(), "block", 4096);
+  ASSERT_GE(blocker, 0);
+  constexpr std::uint64_t kMessages = 20'000;  // 20 MiB: far more than the blocker's room and buffers
+  PublishOutcome pub;
+  std::thread flood([&] { pub = publish_flood(broker->port(), kMessages); });
+  // The blocker's queue is full: the publisher is being held.
+  const std::size_t frame = frame_of(0).size();
+  EXPECT_TRUE(test::eventually([&] {
+    for (const ConnectionStats& c : broker->connection_stats()) {
+      if (c.policy == OverflowPolicy::kBlock && c.queued_bytes + frame > cfg.queue_limits.hard_bytes) return true;
+    }
+    return false;
+  }));
+  Reader r(blocker, kMessages);
+  r.join();
+  flood.join();
+  EXPECT_TRUE(r.error().empty()) << r.error();
+  EXPECT_TRUE(pub.complete) << pub.replies;
+  EXPECT_EQ(pub.errors, 0u);
+  EXPECT_EQ(broker->stats().refused_publishes, 0u);
+}
+
+TEST(BlockTest, HeldTcpPublisherIsRefusedAfterMaxBlock) {
+  BrokerConfig cfg = block_config();
+  cfg.max_block = 50ms;
+  auto broker = start(cfg);
+  ASSERT_TRUE(broker);
+  const int blocker = subscribe(broker->port(), "block", 4096);
+  ASSERT_GE(blocker, 0);
+  // 8 MiB: more than the blocker's room and socket buffers. Each input buffer
+  // that meets a refusal waits 50 ms, then its refused PUBLISHes get errors.
+  const PublishOutcome pub = publish_flood(broker->port(), 8'000);
+  EXPECT_TRUE(pub.complete) << pub.replies;
+  EXPECT_GT(pub.errors, 0u);
+  EXPECT_EQ(broker->stats().refused_publishes, pub.errors);
+  ::close(blocker);
 }
 
 TEST(BlockTest, MaxBlockHoldsThePublisherThenRefuses) {
