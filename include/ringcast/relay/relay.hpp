@@ -17,8 +17,10 @@
 // Invariants
 //  1. A reader never blocks on a network peer: Broker::publish only queues, and
 //     NATS publishes only append to libnats' buffer (or fail when that is full,
-//     counted). So the relay drains the ring at the speed of its own CPU, and a
-//     slow TCP subscriber costs only its own broker queue.
+//     counted). It waits only for the broker's pacing (at most max_stall per
+//     call) and, while a `block` subscriber refuses, retries the refused message
+//     before taking more from the ring (docs/relay.md). So a slow TCP subscriber
+//     costs its own broker queue and at most one max_stall of the relay's time.
 //  2. For every ring, relayed + malformed counts every message taken from the
 //     ring, and lapped counts every message a lossy ring overwrote unread.
 //  3. A reader that stops (stop(), or a fatal ring error) unregisters its
