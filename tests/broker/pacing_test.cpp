@@ -345,6 +345,11 @@ TEST(BlockTest, TcpPublisherGetsARefusedErrorReply) {
             "-REFUSED a subscriber of 't' with the block overflow policy has no room; nothing was delivered, "
             "retry later\r\n");
   EXPECT_EQ(broker->stats().refused_publishes, 1u);
+  test::send_all(pub, "INFO stats\r\n");
+  std::string info;
+  EXPECT_TRUE(test::read_until(pub, info, "slow_subscribers:", test::deadline_in(10s)));
+  EXPECT_NE(info.find("\r\nrefused_publishes:1\r\npublisher_stalls:"), std::string::npos) << info;
+  EXPECT_NE(info.find("\r\npublisher_stall_usec:"), std::string::npos) << info;
   Reader r(blocker, published);
   r.join();
   EXPECT_TRUE(r.error().empty()) << r.error();

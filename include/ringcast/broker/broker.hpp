@@ -135,8 +135,8 @@ class Broker {
   // thread (never call it on a broker I/O thread, e.g. from an InfoProvider):
   //  * while publishers are paced, up to max_stall, unless `wait` is kNoWait,
   //    which returns kWouldBlock instead and publishes nothing;
-  //  * while a `block` subscriber of the channel has no room, up to max_block,
-  //    then returns kRefused (published = 0).
+  //  * while a `block` subscriber of the channel has no room, up to max_block
+  //    (kNoWait: not at all), then returns kRefused (published = 0).
   // Returns kStopped once stopped.
   PublishResult publish(std::string_view channel, std::string_view payload,
                         PublishWait wait = PublishWait::kWait) noexcept;
