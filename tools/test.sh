@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs every test: release, ASan+UBSan and TSan builds of the whole
 # suite, then the libFuzzer smoke runs (clang). Installs missing packages first.
+# After the release suite, tools/readme-test.py runs every block of README.md.
 #
 #   tools/test.sh                 everything (what CI runs)
 #   tools/test.sh release asan    only the named configurations
@@ -27,6 +28,17 @@ for preset in "${configs[@]}"; do
   else
     summary+=("$preset: FAILED ($((SECONDS - start)) s)")
     failed=1
+  fi
+  if [[ $preset == release ]]; then
+    # The README as a newcomer runs it, against this release build.
+    start=$SECONDS
+    echo "=== readme: every block of README.md; the tools' reference pages"
+    if tools/readme-test.py --build build/release && tools/tool-docs.py --build build/release --check; then
+      summary+=("readme: passed ($((SECONDS - start)) s)")
+    else
+      summary+=("readme: FAILED ($((SECONDS - start)) s)")
+      failed=1
+    fi
   fi
 done
 printf '%s\n' "=== summary" "${summary[@]}"

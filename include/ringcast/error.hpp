@@ -46,7 +46,9 @@ struct Error {
   int sys_errno = 0;         // errno of the failing call, 0 when not a system error
   const char* what = "";     // static text naming the step that failed
 
-  // "open /dev/shm/x.ring: layout_mismatch: bad magic" or with strerror().
+  // "<what>: <code>", with ": <strerror>" when sys_errno is set:
+  // "open: not a regular file: layout_mismatch",
+  // "create: open: io_error: Permission denied".
   [[nodiscard]] std::string message() const;
 };
 

@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "ringcast/layout.hpp"
 
@@ -510,92 +511,70 @@ std::string render_text(const Snapshot& snap, SortKey sort, double interval_s) {
 
 namespace {
 
-void json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          out += fmt::format("\\u{:04x}", c);
-        } else {
-          out += ch;
-        }
-    }
-  }
-  out += '"';
+// A rate or age that may be unknown (or non-finite): null in the JSON.
+nlohmann::ordered_json number_or_null(const std::optional<double>& x) {
+  if (!x || !std::isfinite(*x)) return nullptr;
+  return *x;
 }
-
-std::string json_number(double x) {
-  if (!std::isfinite(x)) return "null";
-  return fmt::format("{:.6g}", x);
-}
-
-std::string json_number(const std::optional<double>& x) { return x ? json_number(*x) : "null"; }
-
-const char* json_bool(bool b) { return b ? "true" : "false"; }
 
 }  // namespace
 
 std::string render_json(const Snapshot& snap, double interval_s) {
-  std::string out;
-  out += fmt::format(R"({{"interval_s":{},"behind_pct":{},"watched":[)", json_number(interval_s),
-                     json_number(snap.behind_pct));
-  for (std::size_t i = 0; i < snap.watched.size(); ++i) {
-    if (i > 0) out += ',';
-    json_string(out, snap.watched[i]);
-  }
-  out += R"(],"rings":[)";
-  for (std::size_t i = 0; i < snap.rings.size(); ++i) {
-    const RingView& r = snap.rings[i];
-    if (i > 0) out += ',';
-    out += fmt::format(R"({{"id":{},"path":)", r.id);
-    json_string(out, r.path);
-    out += R"(,"name":)";
-    json_string(out, r.name);
-    out += fmt::format(R"(,"named":{},"state":"{}","capacity":{})", json_bool(r.named),
-                       r.state == RingState::live ? "live" : "gone", r.capacity);
+  using Json = nlohmann::ordered_json;  // ordered: keys in the documented order
+  Json rings = Json::array();
+  for (const RingView& r : snap.rings) {
+    Json ring = {{"id", r.id},
+                 {"path", r.path},
+                 {"name", r.name},
+                 {"named", r.named},
+                 {"state", r.state == RingState::live ? "live" : "gone"},
+                 {"capacity", r.capacity}};
     if (r.state == RingState::gone) {
-      out += R"(,"gone_reason":)";
-      json_string(out, r.gone_reason);
-      out += '}';
+      ring["gone_reason"] = r.gone_reason;
+      rings.push_back(std::move(ring));
       continue;
     }
-    out += fmt::format(
-        R"(,"lossy":{},"wakeups":{},"producer_seq":{},"producer_pid":{},"producer_alive":{},)",
-        json_bool(r.lossy), json_bool(r.wakeups), r.producer_seq, r.producer_pid,
-        json_bool(r.producer_alive));
-    out += R"("producer_process":)";
-    json_string(out, r.producer_process);
-    out += fmt::format(
-        R"(,"half_written_slot":{},"producer_sleeping":{},"sleeping_consumers":{},"push_rate":{},)"
-        R"("max_lag":{},"fill":{},"active_consumers":{},)"
-        R"("dead_consumers":{},"behind_consumers":{},"blocked":{},"drained":{},"consumers":[)",
-        json_bool(r.half_written_slot), json_bool(r.producer_sleeping), r.sleeping_consumers,
-        json_number(r.push_rate), r.max_lag, json_number(r.fill),
-        r.active_consumers, r.dead_consumers, r.behind_consumers, json_bool(r.blocked),
-        json_bool(r.drained));
-    for (std::size_t j = 0; j < r.consumers.size(); ++j) {
-      const ConsumerView& c = r.consumers[j];
-      if (j > 0) out += ',';
-      out += fmt::format(R"({{"index":{},"pid":{},"process":)", c.index, c.pid);
-      json_string(out, c.process);
-      out += fmt::format(
-          R"(,"alive":{},"cursor":{},"lag":{},"lag_pct":{},"recv_rate":{},"since_advance_s":{},)"
-          R"("since_advance_is_lower_bound":{},"behind":{}}})",
-          json_bool(c.alive), c.cursor, c.lag, json_number(c.lag_pct), json_number(c.recv_rate),
-          json_number(c.since_advance_s), json_bool(c.since_advance_is_lower_bound),
-          json_bool(c.behind));
+    Json consumers = Json::array();
+    for (const ConsumerView& c : r.consumers) {
+      consumers.push_back({{"index", c.index},
+                           {"pid", c.pid},
+                           {"process", c.process},
+                           {"alive", c.alive},
+                           {"cursor", c.cursor},
+                           {"lag", c.lag},
+                           {"lag_pct", number_or_null(c.lag_pct)},
+                           {"recv_rate", number_or_null(c.recv_rate)},
+                           {"since_advance_s", number_or_null(c.since_advance_s)},
+                           {"since_advance_is_lower_bound", c.since_advance_is_lower_bound},
+                           {"behind", c.behind}});
     }
-    out += "]}";
+    ring.update(Json{{"lossy", r.lossy},
+                     {"wakeups", r.wakeups},
+                     {"producer_seq", r.producer_seq},
+                     {"producer_pid", r.producer_pid},
+                     {"producer_alive", r.producer_alive},
+                     {"producer_process", r.producer_process},
+                     {"half_written_slot", r.half_written_slot},
+                     {"producer_sleeping", r.producer_sleeping},
+                     {"sleeping_consumers", r.sleeping_consumers},
+                     {"push_rate", number_or_null(r.push_rate)},
+                     {"max_lag", r.max_lag},
+                     {"fill", number_or_null(r.fill)},
+                     {"active_consumers", r.active_consumers},
+                     {"dead_consumers", r.dead_consumers},
+                     {"behind_consumers", r.behind_consumers},
+                     {"blocked", r.blocked},
+                     {"drained", r.drained},
+                     {"consumers", std::move(consumers)}});
+    rings.push_back(std::move(ring));
   }
-  out += "]}\n";
-  return out;
+  const Json out = {{"interval_s", number_or_null(interval_s)},
+                    {"behind_pct", number_or_null(snap.behind_pct)},
+                    {"watched", snap.watched},
+                    {"rings", std::move(rings)}};
+  // One line; bytes that are not UTF-8 (a process name is whatever the kernel
+  // holds) are replaced rather than failing the whole snapshot.
+  return out.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace ringcast::top

@@ -169,6 +169,11 @@ TEST(BrokerEmbedTest, DestructorStopsWithClientsConnected) {
   ASSERT_TRUE(r != nullptr);
   freeReplyObject(r);
   started->reset();  // joins the I/O threads with a subscriber still connected
+  // The destructor closed the connection: the subscriber reads end-of-file
+  // (a broker that left it open would make this read time out instead).
+  void* reply = nullptr;
+  EXPECT_EQ(redisGetReply(c, &reply), REDIS_ERR);
+  EXPECT_EQ(c->err, REDIS_ERR_EOF) << c->errstr;
   redisFree(c);
 }
 

@@ -16,13 +16,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const std::string path = "/dev/shm/ringcast-fuzz-open-" + std::to_string(::getpid());
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return 0;
-  if (size > 0 && ::write(fd, data, size) != static_cast<ssize_t>(size)) {
-    ::close(fd);
-    return 0;
-  }
+  const bool written = size == 0 || ::write(fd, data, size) == static_cast<ssize_t>(size);
   ::close(fd);
+  // The handle keeps its descriptor and mapping; the name goes at once, so a
+  // fuzzer that crashes or is stopped leaves nothing in /dev/shm.
   auto ring = BroadcastRing::open(path);
-  if (ring) {
+  ::unlink(path.c_str());
+  if (ring && written) {
     (void)ring->status();
     (void)ring->is_fully_drained();
     (void)ring->active_consumer_count();
@@ -36,6 +36,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::array<std::byte, 8> msg{};
     for (int i = 0; i < 4; ++i) (void)ring->try_push(msg);
   }
-  ::unlink(path.c_str());
   return 0;
 }

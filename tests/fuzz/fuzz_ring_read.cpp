@@ -24,6 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto ring = BroadcastRing::create(path, capacity, {.replace = true, .lossy = (data[0] & 0x80) != 0});
   if (!ring) return 0;
   const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  // The handle and fd keep the file; the name goes at once, so a fuzzer that
+  // crashes or is stopped leaves nothing in /dev/shm.
+  ::unlink(path.c_str());
   if (fd < 0) return 0;
   const std::size_t file_bytes = layout::file_size(capacity);
   std::array<ConsumerId, 2> ids{};

@@ -36,6 +36,14 @@ TEST_F(RingcastCliTest, EverySubcommandHasHelp) {
   }
 }
 
+TEST_F(RingcastCliTest, UsageErrorsExitWithStatusTwoAndTheReason) {
+  for (const char* args : {"", "frob", "create", "create x.ring --capacity abc", "sub --no-such-flag x.ring"}) {
+    const auto r = cli(args);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_FALSE(r.out.empty()) << args;
+  }
+}
+
 TEST_F(RingcastCliTest, PubAndSubDeliverLinesAndOverlongLineIsNamedNotFatal) {
   ASSERT_EQ(cli("create " + path_ + " --capacity 16").status, 0);
   test::ChildProcess sub = test::ChildProcess::spawn({kCli, "sub", path_, "--count", "3"});
@@ -69,8 +77,10 @@ TEST_F(RingcastCliTest, InfoExplainsStateAfterEverythingIsKilledAndReapFreesDead
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   test::ChildProcess pub =
       test::ChildProcess::spawn({"/bin/sh", "-c", "exec " + kCli + " pub " + path_ + " < " + fifo});
-  const int writer = ::open(fifo.c_str(), O_WRONLY);  // blocks until pub opens its stdin
-  ASSERT_GE(writer, 0);
+  // A plain O_WRONLY open would block until pub opens its stdin, forever if it
+  // never starts; non-blocking, it fails with ENXIO until then, so poll it.
+  int writer = -1;
+  ASSERT_TRUE(test::eventually([&] { return (writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK)) >= 0; }));
   ASSERT_TRUE(test::eventually([&] {
     auto ring = BroadcastRing::open(path_, {.read_only = true});
     return ring && ring->status().producer_alive;

@@ -323,8 +323,8 @@ TEST(RenderTest, SleepingProducerShowsAsWaitingAndSleepersAreCounted) {
       << text;
   const auto json = test::parse_json(render_json(s, 1.0));
   ASSERT_TRUE(json);
-  EXPECT_TRUE((*json)["rings"][0]["producer_sleeping"].b);
-  EXPECT_DOUBLE_EQ((*json)["rings"][0]["sleeping_consumers"].n, 2);
+  EXPECT_TRUE(json->at("rings").at(0).at("producer_sleeping").get<bool>());
+  EXPECT_DOUBLE_EQ(json->at("rings").at(0).at("sleeping_consumers").get<double>(), 2);
 }
 
 TEST(RenderTest, GoneRingShowsGoneAndItsReason) {
@@ -384,27 +384,27 @@ TEST(RenderTest, JsonIsOneValidObjectWithEveryField) {
   ASSERT_EQ(text.find('\n'), text.size() - 1);  // one line
   const auto json = test::parse_json(text);
   ASSERT_TRUE(json) << text;
-  const test::Json& j = *json;
-  EXPECT_DOUBLE_EQ(j["interval_s"].n, 0.5);
-  EXPECT_EQ(j["watched"][0].s, "/dev/shm");
-  const test::Json& ticks = j["rings"][0];
-  EXPECT_EQ(ticks["name"].s, "ticks");
-  EXPECT_EQ(ticks["state"].s, "live");
-  EXPECT_DOUBLE_EQ(ticks["capacity"].n, 1024);
-  EXPECT_DOUBLE_EQ(ticks["push_rate"].n, 100);
-  EXPECT_DOUBLE_EQ(ticks["max_lag"].n, 600);
-  EXPECT_FALSE(ticks["blocked"].b);
-  EXPECT_FALSE(ticks["drained"].b);
-  EXPECT_DOUBLE_EQ(ticks["dead_consumers"].n, 1);
-  EXPECT_EQ(ticks["consumers"].a.size(), 3U);
-  EXPECT_EQ(ticks["consumers"][0]["process"].s, "quote\"and\\slash\n");
-  EXPECT_TRUE(ticks["consumers"][1]["behind"].b);
-  EXPECT_FALSE(ticks["consumers"][2]["alive"].b);
+  const nlohmann::json& j = *json;
+  EXPECT_DOUBLE_EQ(j.at("interval_s").get<double>(), 0.5);
+  EXPECT_EQ(j.at("watched").at(0).get<std::string>(), "/dev/shm");
+  const nlohmann::json& ticks = j.at("rings").at(0);
+  EXPECT_EQ(ticks.at("name").get<std::string>(), "ticks");
+  EXPECT_EQ(ticks.at("state").get<std::string>(), "live");
+  EXPECT_DOUBLE_EQ(ticks.at("capacity").get<double>(), 1024);
+  EXPECT_DOUBLE_EQ(ticks.at("push_rate").get<double>(), 100);
+  EXPECT_DOUBLE_EQ(ticks.at("max_lag").get<double>(), 600);
+  EXPECT_FALSE(ticks.at("blocked").get<bool>());
+  EXPECT_FALSE(ticks.at("drained").get<bool>());
+  EXPECT_DOUBLE_EQ(ticks.at("dead_consumers").get<double>(), 1);
+  EXPECT_EQ(ticks.at("consumers").size(), 3U);
+  EXPECT_EQ(ticks.at("consumers").at(0).at("process").get<std::string>(), "quote\"and\\slash\n");
+  EXPECT_TRUE(ticks.at("consumers").at(1).at("behind").get<bool>());
+  EXPECT_FALSE(ticks.at("consumers").at(2).at("alive").get<bool>());
   for (const char* key : {"index", "pid", "cursor", "lag", "lag_pct", "recv_rate", "since_advance_s",
                           "since_advance_is_lower_bound"}) {
-    EXPECT_TRUE(ticks["consumers"][0].has(key)) << key;
+    EXPECT_TRUE(ticks.at("consumers").at(0).contains(key)) << key;
   }
-  EXPECT_TRUE(j["rings"][1]["push_rate"].is_null());
+  EXPECT_TRUE(j.at("rings").at(1).at("push_rate").is_null());
 }
 
 TEST(RenderTest, FormattersKeepTheirWidth) {

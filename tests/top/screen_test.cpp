@@ -82,6 +82,17 @@ class Tmux {
   std::string wait_for_text(const std::string& needle) const {
     return wait_for([&](const std::string& s) { return contains(s, needle); });
   }
+  // Polls the pane with its attributes until pred(rows) holds (a capture can
+  // land in the middle of a redraw); returns the last capture's rows.
+  template <class Pred>
+  std::vector<ScreenRow> wait_for_rows(Pred pred) const {
+    std::vector<ScreenRow> last;
+    eventually([&] {
+      last = parse_sgr_capture(capture(true));
+      return pred(last);
+    }, 20s, kTmuxStep);
+    return last;
+  }
 
  private:
   [[nodiscard]] test::Output tmux(std::vector<std::string> args) const {
@@ -139,7 +150,12 @@ TEST_F(RingTopScreenTest, SlowConsumerIsHighlightedInColourAndTheFastOneIsNot) {
   ASSERT_TRUE(t.start(command()));
   const std::string screen = wait_ready(t);
   ASSERT_TRUE(contains(screen, "BEHIND")) << screen;
-  const auto rows = parse_sgr_capture(t.capture(true));
+  const auto rows = t.wait_for_rows([](const std::vector<ScreenRow>& r) {
+    const Found slow = find(r, "slow-reader");
+    const Found dead = find(r, "DEAD");
+    return slow.attr.bold && slow.attr.fg == 3 && dead.attr.bold && dead.attr.fg == 1 &&
+           find(r, "fast-reader").attr.plain() && find(r, "> ticks").attr.reverse;
+  });
   const Found slow = find(rows, "slow-reader");
   const Found dead = find(rows, "DEAD");
   const Found fast = find(rows, "fast-reader");
@@ -184,7 +200,10 @@ TEST_F(RingTopScreenTest, WithoutColourHighlightsStayAsAttributesAndWords) {
     Tmux t;
     ASSERT_TRUE(t.start(by_env ? "NO_COLOR=1 " + command() : command("--no-color")));
     ASSERT_TRUE(contains(wait_ready(t), "BEHIND"));
-    const auto rows = parse_sgr_capture(t.capture(true));
+    const auto rows = t.wait_for_rows([](const std::vector<ScreenRow>& r) {
+      return find(r, "slow-reader").attr.bold && find(r, "DEAD").attr.underline &&
+             find(r, "fast-reader").attr.plain();
+    });
     for (const ScreenRow& row : rows) {
       for (const CellAttr& a : row.attrs) ASSERT_EQ(a.fg, -1) << "coloured cell in: " << row.text;
     }

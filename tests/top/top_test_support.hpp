@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "child_process.hpp"
 #include "eventually.hpp"
 #include "temp_dir.hpp"
@@ -62,165 +64,14 @@ inline std::vector<std::string> split_lines(const std::string& s) {
   return lines;
 }
 
-// --- a small JSON reader (enough to check ring-top's output) ----------------
+// --- ring-top's JSON output, parsed -----------------------------------------
 
-struct Json {
-  enum class Type { null, boolean, number, string, array, object } type = Type::null;
-  bool b = false;
-  double n = 0;
-  std::string s;
-  std::vector<Json> a;
-  // An object's members, in order: keys[i] names values[i]. (Two vectors: a
-  // vector of pair<string, Json> would need Json complete here.)
-  std::vector<std::string> keys;
-  std::vector<Json> values;
-
-  [[nodiscard]] bool has(std::string_view key) const {
-    for (const auto& k : keys) {
-      if (k == key) return true;
-    }
-    return false;
-  }
-  const Json& operator[](std::string_view key) const {
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      if (keys[i] == key) return values[i];
-    }
-    throw std::out_of_range("no key " + std::string(key));
-  }
-  const Json& operator[](std::size_t i) const { return a.at(i); }
-  [[nodiscard]] bool is_null() const { return type == Type::null; }
-};
-
-class JsonParser {
- public:
-  explicit JsonParser(std::string_view text) : t_(text) {}
-  // nullopt unless the whole text is exactly one JSON value (plus whitespace).
-  std::optional<Json> parse() {
-    Json v;
-    if (!value(v)) return std::nullopt;
-    ws();
-    if (i_ != t_.size()) return std::nullopt;
-    return v;
-  }
-
- private:
-  void ws() {
-    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\n' || t_[i_] == '\t' || t_[i_] == '\r')) ++i_;
-  }
-  bool lit(std::string_view w) {
-    if (t_.substr(i_, w.size()) != w) return false;
-    i_ += w.size();
-    return true;
-  }
-  bool str(std::string& out) {
-    if (i_ >= t_.size() || t_[i_] != '"') return false;
-    ++i_;
-    while (i_ < t_.size() && t_[i_] != '"') {
-      const char c = t_[i_++];
-      if (static_cast<unsigned char>(c) < 0x20) return false;
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (i_ >= t_.size()) return false;
-      const char e = t_[i_++];
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'u': {
-          if (i_ + 4 > t_.size()) return false;
-          out += static_cast<char>(std::stoi(std::string(t_.substr(i_, 4)), nullptr, 16));
-          i_ += 4;
-          break;
-        }
-        default: return false;
-      }
-    }
-    if (i_ >= t_.size()) return false;
-    ++i_;
-    return true;
-  }
-  bool value(Json& v) {
-    ws();
-    if (i_ >= t_.size()) return false;
-    const char c = t_[i_];
-    if (c == 'n') return lit("null");
-    if (c == 't' || c == 'f') {
-      v.type = Json::Type::boolean;
-      v.b = c == 't';
-      return lit(c == 't' ? "true" : "false");
-    }
-    if (c == '"') {
-      v.type = Json::Type::string;
-      return str(v.s);
-    }
-    if (c == '[') {
-      v.type = Json::Type::array;
-      ++i_;
-      ws();
-      if (i_ < t_.size() && t_[i_] == ']') return ++i_, true;
-      for (;;) {
-        Json e;
-        if (!value(e)) return false;
-        v.a.push_back(std::move(e));
-        ws();
-        if (i_ < t_.size() && t_[i_] == ',') {
-          ++i_;
-          continue;
-        }
-        if (i_ < t_.size() && t_[i_] == ']') return ++i_, true;
-        return false;
-      }
-    }
-    if (c == '{') {
-      v.type = Json::Type::object;
-      ++i_;
-      ws();
-      if (i_ < t_.size() && t_[i_] == '}') return ++i_, true;
-      for (;;) {
-        ws();
-        std::string key;
-        if (!str(key)) return false;
-        ws();
-        if (i_ >= t_.size() || t_[i_] != ':') return false;
-        ++i_;
-        Json e;
-        if (!value(e)) return false;
-        v.keys.push_back(std::move(key));
-        v.values.push_back(std::move(e));
-        ws();
-        if (i_ < t_.size() && t_[i_] == ',') {
-          ++i_;
-          continue;
-        }
-        if (i_ < t_.size() && t_[i_] == '}') return ++i_, true;
-        return false;
-      }
-    }
-    const std::size_t start = i_;
-    while (i_ < t_.size() && (std::isdigit(static_cast<unsigned char>(t_[i_])) != 0 || t_[i_] == '-' ||
-                              t_[i_] == '+' || t_[i_] == '.' || t_[i_] == 'e' || t_[i_] == 'E')) {
-      ++i_;
-    }
-    if (i_ == start) return false;
-    v.type = Json::Type::number;
-    const std::string num(t_.substr(start, i_ - start));
-    char* end = nullptr;
-    v.n = std::strtod(num.c_str(), &end);
-    return end == num.c_str() + num.size();
-  }
-
-  std::string_view t_;
-  std::size_t i_ = 0;
-};
-
-inline std::optional<Json> parse_json(std::string_view text) { return JsonParser(text).parse(); }
+// nullopt unless `text` is exactly one valid JSON value.
+inline std::optional<nlohmann::json> parse_json(std::string_view text) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
 
 // --- what tmux's capture-pane -e shows ---------------------------------------
 

@@ -31,6 +31,8 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "parse_flags.hpp"
 #include <fmt/format.h>
 
 #include "ringcast/broadcast_ring.hpp"
@@ -465,7 +467,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--role", role, "Internal: demo, producer or consumer")->group("");
   app.add_option("--ring", path, "Internal: ring path for child roles")->group("");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto exit_status = ringcast::tools::parse_flags(app, argc, argv)) return *exit_status;
   if (role == "producer") return run_producer(path, count);
   if (role == "consumer") return run_consumer(path, count, pause_us);
   ::signal(SIGPIPE, SIG_IGN);

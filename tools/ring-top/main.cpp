@@ -13,6 +13,8 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "parse_flags.hpp"
 #include <fmt/format.h>
 
 // Real functions instead of curses.h's function-like macros: its refresh()
@@ -291,7 +293,7 @@ int main(int argc, char** argv) {
   app.add_option("--behind", settings.behind_pct,
                  "lag, in % of capacity, from which a consumer is shown BEHIND (default 50)")
       ->check(CLI::Range(0.0, 100.0));
-  CLI11_PARSE(app, argc, argv);
+  if (const auto exit_status = ringcast::tools::parse_flags(app, argc, argv)) return *exit_status;
 
   ringcast::top::MonitorOptions options;
   options.targets = settings.paths;

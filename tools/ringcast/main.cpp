@@ -12,6 +12,8 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+
+#include "parse_flags.hpp"
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -252,7 +254,7 @@ int main(int argc, char** argv) {
   auto* rm = app.add_subcommand("rm", "Remove a ring file (refuses files that are not rings)");
   rm->add_option("PATH", path, "Ring file")->required();
 
-  CLI11_PARSE(app, argc, argv);
+  if (const auto exit_status = ringcast::tools::parse_flags(app, argc, argv)) return *exit_status;
   try {
     if (*create) return cmd_create(path, capacity, mode, lossy, wakeups, force);
   } catch (const std::exception&) {

@@ -6,7 +6,7 @@
 //  * Relay::start may be called from any thread. It returns once the broker
 //    listens, the NATS connection is set up (or retrying) and one reader thread
 //    per ring runs.
-//  * stop(), wait(), ring_stats(), nats_stats(), failure(), broker(),
+//  * stop(), ring_stats(), nats_stats(), failure(), broker(),
 //    info_text() and prometheus_text() may be called concurrently from any
 //    thread. The destructor stops and joins; it must not run concurrently with
 //    any other member call.
@@ -183,8 +183,7 @@ class Relay {
   // ring_stats, nats_stats and info_text allocate; they never block the readers.
   [[nodiscard]] std::string info_text() const;
   // Prometheus text exposition (version 0.0.4): relay, NATS, broker and
-  // per-connection series (Broker::connection_stats(); against an older broker
-  // without it, a CLIENT LIST round trip bounded by 1 s).
+  // per-connection series (Broker::connection_stats()).
   [[nodiscard]] std::string prometheus_text() const;
 
   struct Impl;
