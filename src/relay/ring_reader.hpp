@@ -17,7 +17,9 @@
 //  4. Every batch taken from the ring reaches the broker with one
 //     Broker::publish(span) call, in ring order, before the counters are
 //     flushed or the next batch is taken (a batch larger than kMaxPending takes
-//     one call per kMaxPending messages). NATS gets each message as it is taken.
+//     one call per kMaxPending messages; while a `block` subscriber refuses, the
+//     refused message and the rest are offered again, in order, before anything
+//     more is taken). NATS gets each message as it is taken.
 //  5. Each pending Message views either route_.name or its own slot of slots_,
 //     which is never resized, so the views stay valid until publish_pending().
 #pragma once
