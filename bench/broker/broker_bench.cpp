@@ -5,6 +5,10 @@
 // allows (at most --window messages ahead of it, so neither server ever hits its
 // output-buffer limit), for --seconds; we report delivered messages/s (sum over
 // subscribers) and deliveries per server CPU-second (/proc/<pid>/stat).
+// With --unpaced W the publisher instead keeps W PUBLISH replies outstanding and
+// never waits for deliveries, as a real client would (issue 12): then we also
+// report subscribers disconnected, messages lost, server CPU-seconds per GB
+// delivered, and ringcast's publisher stalls (INFO stats).
 // Latency: the publisher offers --rate messages/s, each carrying its send time
 // and sequence number; subscribers record receive - send for every delivery; we
 // report p50/p99 over deliveries, how many of the alternated run pairs ringcast
@@ -76,12 +80,12 @@ bool pin(pid_t pid, int cpu) {
   return ok && !ec;
 }
 
-std::optional<Server> start_ringcast(const std::string& exe, unsigned io_threads) {
+std::optional<Server> start_ringcast(const std::string& exe, unsigned io_threads,
+                                     const std::vector<std::string>& extra) {
   const int port = free_port();
-  Server s{"ringcast-broker",
-           ChildProcess::spawn({exe, "--port", std::to_string(port), "--io-threads", std::to_string(io_threads)},
-                               kQuiet),
-           port};
+  std::vector<std::string> argv{exe, "--port", std::to_string(port), "--io-threads", std::to_string(io_threads)};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  Server s{"ringcast-broker", ChildProcess::spawn(argv, kQuiet), port};
   if (!s.process.running() || !wait_accepting(port)) return std::nullopt;
   return s;
 }
@@ -128,7 +132,35 @@ struct Result {
   double first_p50_us = 0;
   double last_p50_us = 0;
   std::uint64_t delivered = 0;
+  // --unpaced only.
+  std::uint64_t disconnects = 0;  // subscribers whose socket the server closed
+  std::uint64_t lost = 0;         // published x subscribers - delivered
+  double cpu_s_per_gb = 0;        // server CPU-seconds per GB of message frames delivered
+  std::uint64_t stalls = 0;       // ringcast INFO publisher_stalls during the run
+  double stall_ms = 0;            // ringcast INFO publisher_stall_usec during the run
+  bool has_stalls = false;
 };
+
+// One "key:value" of INFO stats, or -1 if the server does not report it.
+long long info_stat(int port, const std::string& key) {
+  const int fd = ringcast::test::connect_loopback(port);
+  if (fd < 0) return -1;
+  ringcast::test::send_all(fd, "*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n");
+  std::string in;
+  char buf[4096];
+  std::size_t want = std::string::npos;
+  while (want == std::string::npos || in.size() < want) {
+    const ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r <= 0) break;
+    in.append(buf, static_cast<std::size_t>(r));
+    const auto eol = in.find("\r\n");
+    if (want == std::string::npos && eol != std::string::npos) want = eol + 2 + std::stoull(in.substr(1, eol - 1)) + 2;
+  }
+  ::close(fd);
+  const auto at = in.find("\r\n" + key + ":");
+  if (at == std::string::npos) return -1;
+  return std::stoll(in.substr(at + key.size() + 3));
+}
 
 // The latency-mode payload: send time, then sequence number.
 constexpr std::size_t kStampBytes = 2 * sizeof(std::int64_t);
@@ -175,10 +207,11 @@ struct Sub {
   std::string buf;
   std::size_t pos = 0;
   std::atomic<std::uint64_t> received{0};
+  std::atomic<bool> disconnected{false};
 };
 
 Result run(const Server& server, int subscribers, std::size_t payload, double seconds,
-           double rate, std::size_t window) {
+           double rate, std::size_t window, std::size_t unpaced) {
   const std::string ch = "bench";
   const std::size_t fsize = frame_size(ch, payload);
   const std::size_t ts_off = payload_offset(ch, payload);
@@ -217,7 +250,13 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
         Sub& s = *subs[evs[static_cast<std::size_t>(k)].data.u64];
         for (;;) {
           const ssize_t r = ::read(s.fd, tmp.data(), tmp.size());
-          if (r <= 0) break;
+          if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+            // relaxed: read after the join.
+            s.disconnected.store(true, std::memory_order_relaxed);
+            ::epoll_ctl(ep, EPOLL_CTL_DEL, s.fd, nullptr);
+            break;
+          }
+          if (r < 0) break;
           std::uint64_t frames = 0;
           if (latency_mode) {
             // Low rate: reassemble frames to read each send timestamp.
@@ -275,11 +314,37 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
     }
   };
 
+  const long long stalls0 = info_stat(server.port, "publisher_stalls");
+  const long long stall_us0 = info_stat(server.port, "publisher_stall_usec");
   const double cpu0 = cpu_seconds(server.process.pid());
   const auto t0 = Clock::now();
   const auto end = t0 + std::chrono::duration<double>(seconds);
   std::string out;
-  if (!latency_mode) {
+  std::uint64_t replies = 0;
+  // Counts replies (one line each: ":<n>\r\n", or an error line).
+  auto count_replies = [&] {
+    for (;;) {
+      const ssize_t n = ::read(pub, sink, sizeof sink);
+      if (n <= 0) return;
+      replies += static_cast<std::uint64_t>(std::count(sink, sink + n, '\n'));
+    }
+  };
+  if (unpaced > 0 && !latency_mode) {
+    // As a pipelining client: at most `unpaced` replies outstanding, never a look
+    // at the subscribers. Whatever paces it is the server.
+    while (Clock::now() < end) {
+      count_replies();
+      if (published - replies >= unpaced) {
+        pollfd p{pub, POLLIN, 0};
+        ::poll(&p, 1, 1);
+        continue;
+      }
+      out.clear();
+      const std::uint64_t room = unpaced - (published - replies);
+      for (std::uint64_t i = 0; i < std::min<std::uint64_t>(room, 32); ++i) append_publish(out);
+      ringcast::test::send_all(pub, out);
+    }
+  } else if (!latency_mode) {
     while (Clock::now() < end) {
       if (published - min_received() > window) {
         // Sleep, not spin: on a small machine a spinning publisher takes the CPU
@@ -309,8 +374,17 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
     }
   }
   // Let in-flight deliveries land (bounded), then measure.
+  auto settled = [&] {
+    for (const auto& s : subs) {
+      // relaxed: progress counters and flags.
+      if (!s->disconnected.load(std::memory_order_relaxed) && s->received.load(std::memory_order_relaxed) < published) {
+        return false;
+      }
+    }
+    return true;
+  };
   const auto settle = Clock::now() + std::chrono::seconds(5);
-  while (min_received() < published && Clock::now() < settle) {
+  while (!settled() && Clock::now() < settle) {
     drain_replies();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -324,6 +398,18 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
   const double elapsed = std::chrono::duration<double>(t1 - t0).count();
   r.delivered_per_s = static_cast<double>(r.delivered) / elapsed;
   r.deliveries_per_cpu_s = cpu1 > cpu0 ? static_cast<double>(r.delivered) / (cpu1 - cpu0) : 0;
+  const double gb = static_cast<double>(r.delivered) * static_cast<double>(fsize) / 1e9;
+  r.cpu_s_per_gb = gb > 0 ? (cpu1 - cpu0) / gb : 0;
+  for (const auto& s : subs) r.disconnects += s->disconnected.load(std::memory_order_relaxed) ? 1u : 0u;
+  const std::uint64_t expected = published * static_cast<std::uint64_t>(subscribers);
+  r.lost = expected > r.delivered ? expected - r.delivered : 0;
+  const long long stalls1 = info_stat(server.port, "publisher_stalls");
+  const long long stall_us1 = info_stat(server.port, "publisher_stall_usec");
+  r.has_stalls = stalls0 >= 0 && stalls1 >= 0;
+  if (r.has_stalls) {
+    r.stalls = static_cast<std::uint64_t>(stalls1 - stalls0);
+    r.stall_ms = static_cast<double>(stall_us1 - stall_us0) / 1000.0;
+  }
   r.p50_us = percentile_us(latencies, 0.5);
   r.p99_us = percentile_us(latencies, 0.99);
   timeline.report(subscribers, r);
@@ -352,6 +438,15 @@ int main(int argc, char** argv) {
   unsigned io_threads = 0;
   int repeat = 1;
   bool ringcast_only = false;
+  std::size_t unpaced = 0;
+  bool no_latency = false;
+  std::vector<std::string> broker_args;
+  app.add_option("--unpaced", unpaced,
+                 "Throughput with a publisher that keeps this many PUBLISH replies outstanding and never waits "
+                 "for deliveries (0: the paced publisher, --window)")
+      ->capture_default_str();
+  app.add_flag("--no-latency", no_latency, "Skip the latency table");
+  app.add_option("--broker-arg", broker_args, "Extra ringcast-broker flag (repeatable), e.g. --broker-arg=--pace-bytes=0");
   app.add_flag("--ringcast-only", ringcast_only, "Measure ringcast-broker alone (for profiling)");
   app.add_option("--broker", broker_exe, "ringcast-broker executable")->capture_default_str();
   app.add_option("--redis", redis_exe, "redis-server executable")->capture_default_str();
@@ -378,7 +473,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "cannot pin the load generator to CPU {}\n", client_cpu);
     return 1;
   }
-  auto rc = start_ringcast(broker_exe, io_threads);
+  auto rc = start_ringcast(broker_exe, io_threads, broker_args);
   auto rd = start_redis(redis_exe);
   if (!rc || !rd) {
     fmt::print(stderr, "could not start {}\n", !rc ? broker_exe : redis_exe);
@@ -402,9 +497,9 @@ int main(int argc, char** argv) {
     std::vector<Result> rb;
     Pair out;
     for (int i = 0; i < repeat; ++i) {
-      ra.push_back(run(*rc, n, p, seconds, r, window));
+      ra.push_back(run(*rc, n, p, seconds, r, window, unpaced));
       if (ringcast_only) continue;
-      rb.push_back(run(*rd, n, p, seconds, r, window));
+      rb.push_back(run(*rd, n, p, seconds, r, window, unpaced));
       if (ra.back().p99_us < rb.back().p99_us) ++out.p99_wins;
     }
     auto median = [r](std::vector<Result>& rs) {
@@ -419,20 +514,41 @@ int main(int argc, char** argv) {
     return out;
   };
 
-  fmt::print("## Throughput: delivered messages/s (publisher pipelined, <= {} ahead of the slowest subscriber)\n\n",
-             window);
-  fmt::print("| subscribers | payload B | ringcast msgs/s | redis msgs/s | ratio | ringcast deliveries/CPU-s | redis deliveries/CPU-s |\n");
-  fmt::print("|---:|---:|---:|---:|---:|---:|---:|\n");
+  if (unpaced > 0) {
+    fmt::print("## Throughput, unpaced publisher: {} PUBLISH replies outstanding, no wait on deliveries\n\n", unpaced);
+    fmt::print("| subscribers | payload B | ringcast msgs/s | redis msgs/s | ratio | ringcast disconnected / lost "
+               "| redis disconnected / lost | ringcast stalls (n / ms) | ringcast CPU-s/GB | redis CPU-s/GB |\n");
+    fmt::print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  } else {
+    fmt::print("## Throughput: delivered messages/s (publisher pipelined, <= {} ahead of the slowest subscriber)\n\n",
+               window);
+    fmt::print("| subscribers | payload B | ringcast msgs/s | redis msgs/s | ratio | ringcast deliveries/CPU-s | redis deliveries/CPU-s |\n");
+    fmt::print("|---:|---:|---:|---:|---:|---:|---:|\n");
+  }
   for (int n : subscribers) {
     for (std::size_t p : payloads) {
       const Pair t = pair(n, p, 0);
       const Result& a = t.ringcast;
       const Result& b = t.redis;
+      if (unpaced > 0) {
+        fmt::print("| {} | {} | {} | {} | {:.2f}x | {} / {} | {} / {} | {} | {:.2f} | {:.2f} |\n", n, p,
+                   si(a.delivered_per_s), si(b.delivered_per_s), a.delivered_per_s / std::max(1.0, b.delivered_per_s),
+                   a.disconnects, a.lost, b.disconnects, b.lost,
+                   a.has_stalls ? fmt::format("{} / {:.0f}", a.stalls, a.stall_ms) : std::string("-"),
+                   a.cpu_s_per_gb, b.cpu_s_per_gb);
+        std::fflush(stdout);
+        continue;
+      }
       fmt::print("| {} | {} | {} | {} | {:.2f}x | {} | {} |\n", n, p, si(a.delivered_per_s),
                  si(b.delivered_per_s), a.delivered_per_s / std::max(1.0, b.delivered_per_s),
                  si(a.deliveries_per_cpu_s), si(b.deliveries_per_cpu_s));
       std::fflush(stdout);
     }
+  }
+  if (no_latency) {
+    (void)rc->process.stop();
+    (void)rd->process.stop();
+    return 0;
   }
   fmt::print("\n## Latency at {} msgs/s offered (publish to receive, every delivery)\n\n", rate);
   fmt::print("Medians of {} alternated run pairs; 'first'/'last': when the first and the last of the N deliveries\n"

@@ -10,22 +10,33 @@
 namespace ringcast::broker {
 
 BrokerCore::BrokerCore(BrokerConfig config, const Clock& clock)
-    : config_(std::move(config)), clock_(clock) {}
+    : config_(std::move(config)),
+      clock_(clock),
+      // At most half the hard limit: pacing must start well before a reading
+      // subscriber's queue could meet its policy.
+      flow_(std::min(config_.pace_bytes, config_.queue_limits.hard_bytes / 2), config_.max_stall) {}
 
 std::size_t BrokerCore::publish(std::string_view channel, std::string_view payload) {
   const Message m{channel, payload};
   std::size_t receivers = 0;
-  publish({&m, 1}, {&receivers, 1});
+  (void)publish({&m, 1}, {&receivers, 1});
   return receivers;
 }
 
-void BrokerCore::publish(std::span<const Message> msgs, std::span<std::size_t> receivers) {
-  index_.publish(msgs, config_.dedupe, receivers);
+std::size_t BrokerCore::publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
+                                bool stop_at_refusal) {
+  const std::size_t handled = index_.publish(msgs, config_.dedupe, receivers, stop_at_refusal);
   std::size_t deliveries = 0;
-  for (std::size_t n : receivers) deliveries += n;
+  std::size_t published = 0;
+  for (std::size_t i = 0; i < handled; ++i) {
+    if (receivers[i] == kRefusedReceivers) continue;
+    deliveries += receivers[i];
+    ++published;
+  }
   // relaxed: statistics only.
-  published_.fetch_add(msgs.size(), std::memory_order_relaxed);
+  published_.fetch_add(published, std::memory_order_relaxed);
   deliveries_.fetch_add(deliveries, std::memory_order_relaxed);
+  return handled;
 }
 
 void BrokerCore::register_session(Session& s) {
@@ -90,6 +101,11 @@ BrokerStats BrokerCore::stats() const {
   st.commands_processed = commands_.load(std::memory_order_relaxed);
   st.messages_published = published_.load(std::memory_order_relaxed);
   st.deliveries = deliveries_.load(std::memory_order_relaxed);
+  st.refused_publishes = refused_.load(std::memory_order_relaxed);
+  const FlowStats fs = flow_.stats();
+  st.publisher_stalls = fs.stalls;
+  st.publisher_stall_ns = fs.stall_ns;
+  st.slow_subscribers = fs.slow_marked;
   st.channels = index_.num_channels();
   st.patterns = index_.numpat();
   std::lock_guard lock(registry_mu_);
@@ -185,11 +201,12 @@ std::string BrokerCore::info(std::string_view section) const {
         "ringcast_broker_version:0.1.0\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\n"
         "tcp_port:{}\r\nio_threads:{}\r\nuptime_in_seconds:{}\r\ndedupe:{}\r\n"
         "overflow_policy:{}\r\nhard_limit_bytes:{}\r\nsoft_limit_bytes:{}\r\n"
-        "soft_limit_seconds:{}\r\n",
+        "soft_limit_seconds:{}\r\npace_bytes:{}\r\nmax_stall_ms:{}\r\nmax_block_ms:{}\r\n",
         port_.load(std::memory_order_relaxed), io_threads_.load(std::memory_order_relaxed),
         up.count(), config_.dedupe ? "yes" : "no", to_string(config_.overflow_policy),
         config_.queue_limits.hard_bytes, config_.queue_limits.soft_bytes,
-        std::chrono::duration_cast<std::chrono::seconds>(config_.queue_limits.soft_duration).count());
+        std::chrono::duration_cast<std::chrono::seconds>(config_.queue_limits.soft_duration).count(),
+        flow_.pace_bytes(), config_.max_stall.count(), config_.max_block.count());
   }
   if (all || sec == "clients") {
     begin("Clients");
@@ -202,10 +219,12 @@ std::string BrokerCore::info(std::string_view section) const {
         "total_connections_received:{}\r\nrejected_connections:{}\r\n"
         "total_commands_processed:{}\r\nmessages_published:{}\r\ndeliveries:{}\r\n"
         "dropped_hard_limit:{}\r\ndropped_soft_limit:{}\r\ndropped_disconnect:{}\r\n"
-        "slow_client_disconnects:{}\r\n",
+        "slow_client_disconnects:{}\r\nrefused_publishes:{}\r\npublisher_stalls:{}\r\n"
+        "publisher_stall_usec:{}\r\nslow_subscribers:{}\r\n",
         st.total_connections, st.rejected_connections, st.commands_processed,
         st.messages_published, st.deliveries, st.dropped_hard_limit, st.dropped_soft_limit,
-        st.dropped_disconnect, st.slow_disconnects);
+        st.dropped_disconnect, st.slow_disconnects, st.refused_publishes, st.publisher_stalls,
+        st.publisher_stall_ns / 1000, st.slow_subscribers);
   }
   if (all || sec == "pubsub") {
     begin("Pubsub");

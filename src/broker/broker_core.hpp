@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "broker/connection_queue.hpp"
+#include "broker/flow_control.hpp"
 #include "broker/subscription_index.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/broker/config.hpp"
@@ -40,12 +41,18 @@ class BrokerCore {
   [[nodiscard]] const BrokerConfig& config() const noexcept { return config_; }
   [[nodiscard]] SubscriptionIndex& index() noexcept { return index_; }
   [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
+  [[nodiscard]] FlowControl& flow() noexcept { return flow_; }
 
-  // PUBLISH from a client or from the embedding process; returns the receiver count.
+  // PUBLISH from a client or from the embedding process; returns the receiver
+  // count, or kRefusedReceivers (a `block` subscriber had no room; not counted here).
   std::size_t publish(std::string_view channel, std::string_view payload);
-  // Several PUBLISHes in order (SubscriptionIndex::publish); receivers[i] gets
-  // message i's reply. REQUIRES: receivers.size() == msgs.size().
-  void publish(std::span<const Message> msgs, std::span<std::size_t> receivers);
+  // Several PUBLISHes in order (SubscriptionIndex::publish, same return value);
+  // receivers[i] gets message i's reply or kRefusedReceivers. Refusals are not counted
+  // here: the caller may retry (count_refused once it gives up).
+  // REQUIRES: receivers.size() == msgs.size().
+  std::size_t publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
+                      bool stop_at_refusal = false);
+  void count_refused(std::uint64_t n) noexcept { refused_.fetch_add(n, std::memory_order_relaxed); }  // relaxed: statistic
 
   [[nodiscard]] std::uint64_t next_client_id() noexcept {
     return next_id_.fetch_add(1, std::memory_order_relaxed);  // relaxed: ids need only uniqueness
@@ -96,6 +103,8 @@ class BrokerCore {
   std::atomic<std::uint64_t> commands_{0};
   std::atomic<std::uint64_t> published_{0};
   std::atomic<std::uint64_t> deliveries_{0};
+  std::atomic<std::uint64_t> refused_{0};
+  FlowControl flow_;
 
   mutable std::mutex provider_mu_;
   std::shared_ptr<const InfoProvider> provider_;  // guarded by provider_mu_

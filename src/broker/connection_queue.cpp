@@ -40,8 +40,9 @@ std::string format_loss_notice(std::uint64_t lost, std::uint64_t total, Overflow
   return fmt::format("lost={} total={} policy={}", lost, total, to_string(policy));
 }
 
-ConnectionQueue::ConnectionQueue(QueueLimits limits, OverflowPolicy policy, const Clock& clock)
-    : limits_(limits), clock_(clock), policy_(policy) {}
+ConnectionQueue::ConnectionQueue(QueueLimits limits, OverflowPolicy policy, const Clock& clock,
+                                 FlowControl* flow)
+    : limits_(limits), clock_(clock), flow_(flow), policy_(policy), blocking_(policy == OverflowPolicy::kBlock) {}
 
 void ConnectionQueue::ring_push(FrameSpan s) {
   if (count_ == ring_.size()) {
@@ -82,6 +83,38 @@ void ConnectionQueue::append_locked(const FrameRef& block, std::uint32_t i) {
   ring_push(FrameSpan{block, i, 1});
 }
 
+void ConnectionQueue::pace_after_push_locked() noexcept {
+  // One compare on the common path: pacing is off, or the queue is under the mark.
+  // `block` queues refuse instead of pacing: their room is the limit itself.
+  if (flow_ == nullptr || flow_->pace_bytes() == 0 || closed_ || slow_ || policy_ == OverflowPolicy::kBlock ||
+      queued_bytes_ + inflight_bytes_ <= flow_->pace_bytes()) {
+    return;
+  }
+  const std::chrono::nanoseconds now = clock_.now();
+  if (!paced_) {
+    paced_ = true;
+    over_since_ = now;
+    flow_->begin_pressure();
+  } else if (now - over_since_ >= flow_->max_stall()) {
+    // Publishers were paced for max_stall and this queue did not drain: it is the
+    // slow one. Stop pacing for it; its policy and limits take over (invariant 6).
+    paced_ = false;
+    slow_ = true;
+    flow_->count_slow();
+    flow_->end_pressure();
+  }
+}
+
+void ConnectionQueue::pace_after_drain_locked() noexcept {
+  if (!paced_ && !slow_) return;
+  if (!closed_ && queued_bytes_ + inflight_bytes_ > flow_->resume_bytes()) return;
+  slow_ = false;
+  if (paced_) {
+    paced_ = false;
+    flow_->end_pressure();
+  }
+}
+
 PushResult ConnectionQueue::queued_locked() noexcept {
   const bool wake = !armed_;
   armed_ = true;
@@ -114,6 +147,7 @@ void ConnectionQueue::close_locked(bool overflowed) noexcept {
   if (closed_) return;
   closed_ = true;
   overflowed_ = overflowed;
+  pace_after_drain_locked();  // a closed queue paces nobody
   while (count_ > 0) {
     const FrameSpan s = ring_pop_front();
     if (s.block->droppable()) dropped_[static_cast<std::size_t>(DropReason::kDisconnect)] += s.count;
@@ -136,6 +170,7 @@ PushResult ConnectionQueue::overflow_locked(const FrameRef& block, std::uint32_t
         return queued_locked();
       }
       break;  // in-flight bytes and replies alone fill the limit: lose the new one
+    case OverflowPolicy::kBlock:  // room was checked by the publisher; a race overshot the hard limit
     case OverflowPolicy::kDisconnect: {
       ++dropped_[static_cast<std::size_t>(DropReason::kDisconnect)];
       close_locked(true);
@@ -186,7 +221,9 @@ PushResult ConnectionQueue::push_one_locked(const FrameRef& block, std::uint32_t
   maybe_queue_notice_locked();
   const std::size_t total = queued_bytes_ + inflight_bytes_ + size;
   if (total > limits_.hard_bytes) return overflow_locked(block, i, limits_.hard_bytes, DropReason::kHardLimit);
-  if (limits_.soft_bytes > 0 && total > limits_.soft_bytes) {
+  // `block`: the soft limit is the room the publisher checked (room_frames), not
+  // a timed limit.
+  if (limits_.soft_bytes > 0 && total > limits_.soft_bytes && policy_ != OverflowPolicy::kBlock) {
     // The clock is read only here, while over the soft limit: the common path
     // pays for no time query.
     const std::chrono::nanoseconds now = clock_.now();
@@ -215,6 +252,7 @@ PushResult ConnectionQueue::push(const FrameRef& block) noexcept {
       queued_bytes_ += block->size();
       queued_frames_ += block->count();
       ring_push(FrameSpan{block, 0, block->count()});  // a block is offered to a queue once
+      pace_after_push_locked();
       return queued_locked();
     }
   }
@@ -229,6 +267,7 @@ PushResult ConnectionQueue::push(const FrameRef& block) noexcept {
   }
   if (closed_) return {PushStatus::kClosed, result.wake};
   if (total_loss_ != lost_before) privatize_locked(block, spans_created_ - created_before);
+  if (block->droppable()) pace_after_push_locked();
   return result;
 }
 
@@ -306,6 +345,8 @@ void ConnectionQueue::release(std::size_t bytes) noexcept {
   if (queued_bytes_ + inflight_bytes_ <= limits_.soft_bytes) {
     soft_since_ = std::chrono::nanoseconds(-1);
   }
+  pace_after_drain_locked();
+  if (policy_ == OverflowPolicy::kBlock && flow_ != nullptr && flow_->has_blocked_waiters()) flow_->notify_room();
 }
 
 bool ConnectionQueue::complete(std::size_t bytes) noexcept {
@@ -314,6 +355,8 @@ bool ConnectionQueue::complete(std::size_t bytes) noexcept {
   if (queued_bytes_ + inflight_bytes_ <= limits_.soft_bytes) {
     soft_since_ = std::chrono::nanoseconds(-1);
   }
+  pace_after_drain_locked();
+  if (policy_ == OverflowPolicy::kBlock && flow_ != nullptr && flow_->has_blocked_waiters()) flow_->notify_room();
   if (closed_ || count_ > 0 || pending_loss_ > 0) return true;
   armed_ = false;
   return false;
@@ -327,6 +370,20 @@ void ConnectionQueue::close() noexcept {
 void ConnectionQueue::set_policy(OverflowPolicy p) noexcept {
   std::lock_guard lock(mu_);
   policy_ = p;
+  blocking_.store(p == OverflowPolicy::kBlock, std::memory_order_relaxed);  // relaxed: invariant 7
+}
+
+std::uint32_t ConnectionQueue::room_frames(const FrameRef& block) const noexcept {
+  std::lock_guard lock(mu_);
+  if (closed_) return 0;
+  const std::size_t limit = limits_.soft_bytes > 0 ? limits_.soft_bytes : limits_.hard_bytes;
+  const std::size_t used = queued_bytes_ + inflight_bytes_;
+  if (used >= limit) return 0;
+  const std::size_t room = limit - used;
+  // Frame ends are increasing offsets from the block's first frame.
+  std::uint32_t n = 0;
+  while (n < block->count() && block->end(n) - block->begin(0) <= room) ++n;
+  return n;
 }
 
 OverflowPolicy ConnectionQueue::policy() const noexcept {

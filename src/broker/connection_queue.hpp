@@ -33,9 +33,20 @@
 //     block's frames copies the ones it queues (privatize_locked). So the memory
 //     a queue keeps alive exceeds the bytes it accounts for by at most two
 //     blocks (each bounded by the index's run cap), whatever the policy drops.
+//  6. Pacing (with a FlowControl): paced_ is set by the droppable push that takes
+//     queued + in-flight over flow_->pace_bytes() (then over_since_ is that
+//     push's time) and cleared when the bytes drain to flow_->resume_bytes() or
+//     the queue closes; each change is reported to flow_ once. A paced queue
+//     still over the mark max_stall after over_since_ becomes slow_ (its pressure
+//     ends, it is counted in slow_marked) until it drains to resume_bytes().
+//     A `block` queue never becomes paced: it refuses publishes instead.
+//  7. blocking_ mirrors policy_ == kBlock; it is written under mu_ and read
+//     without it by publishers (a CLIENT OVERFLOW racing a publish may see either
+//     value).
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -43,6 +54,7 @@
 #include <string_view>
 #include <vector>
 
+#include "broker/flow_control.hpp"
 #include "broker/frame.hpp"
 #include "ringcast/broker/config.hpp"
 
@@ -98,8 +110,10 @@ struct QueueStats {
 
 class ConnectionQueue {
  public:
-  // `clock` must outlive the queue; it is read only while over the soft limit.
-  ConnectionQueue(QueueLimits limits, OverflowPolicy policy, const Clock& clock);
+  // `clock` must outlive the queue; it is read only while over the soft limit or
+  // the pace mark. `flow` (may be null: no pacing) must outlive the queue.
+  ConnectionQueue(QueueLimits limits, OverflowPolicy policy, const Clock& clock,
+                  FlowControl* flow = nullptr);
   ConnectionQueue(const ConnectionQueue&) = delete;
   ConnectionQueue& operator=(const ConnectionQueue&) = delete;
 
@@ -135,6 +149,12 @@ class ConnectionQueue {
 
   void set_policy(OverflowPolicy p) noexcept;
   [[nodiscard]] OverflowPolicy policy() const noexcept;
+  // policy() == kBlock, without the lock (invariant 7): one relaxed load, for the
+  // publisher's per-delivery check.
+  [[nodiscard]] bool blocking() const noexcept { return blocking_.load(std::memory_order_relaxed); }
+  // `block` policy: how many leading frames of `block` fit in the room left
+  // (the soft limit, or the hard limit when the soft one is 0). 0 once closed.
+  [[nodiscard]] std::uint32_t room_frames(const FrameRef& block) const noexcept;
   // Protocol of the connection, used to encode loss notices.
   void set_resp(Resp r) noexcept;
   [[nodiscard]] QueueStats stats() const noexcept;
@@ -164,9 +184,13 @@ class ConnectionQueue {
   void close_locked(bool overflowed) noexcept;
   void maybe_queue_notice_locked() noexcept;
   [[nodiscard]] PushResult queued_locked() noexcept;
+  // Invariant 6, after a droppable push / after bytes left.
+  void pace_after_push_locked() noexcept;
+  void pace_after_drain_locked() noexcept;
 
   const QueueLimits limits_;
   const Clock& clock_;
+  FlowControl* const flow_;
 
   mutable std::mutex mu_;
   std::vector<FrameSpan> ring_;  // size is a power of two (or 0)
@@ -182,6 +206,10 @@ class ConnectionQueue {
   bool armed_ = false;
   bool closed_ = false;
   bool overflowed_ = false;
+  bool paced_ = false;                    // invariant 6
+  bool slow_ = false;                     // invariant 6
+  std::chrono::nanoseconds over_since_{0};
+  std::atomic<bool> blocking_{false};     // invariant 7
   std::uint64_t pending_loss_ = 0;  // lost since the last notice
   std::uint64_t total_loss_ = 0;    // lost over the connection's life
   std::uint64_t notices_ = 0;

@@ -101,7 +101,7 @@ class IoWorker {
   asio::executor_work_guard<asio::io_context::executor_type> guard_;
 };
 
-class Connection final : public Session, public std::enable_shared_from_this<Connection> {
+class Connection final : public Session, public PaceWaiter, public std::enable_shared_from_this<Connection> {
  public:
   Connection(BrokerCore& core, IoWorker& worker, tcp::socket sock, std::string peer,
              std::atomic<std::size_t>& live)
@@ -109,6 +109,8 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
         worker_(worker),
         sock_(std::move(sock)),
         auth_timer_(worker.context()),
+        pace_timer_(worker.context()),
+        hold_timer_(worker.context()),
         live_(live) {
     batch_.reserve(64);
     iov_.reserve(64);
@@ -132,6 +134,14 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
 
   // Any thread (Subscriber contract): never blocks, never touches the socket.
   void on_queue_ready() noexcept override { worker_.mark_ready(this); }
+
+  // Any thread, under FlowControl's lock (PaceWaiter): the pressure that paused
+  // our reading has ended. weak: we may be in teardown, waiting for that lock.
+  void on_room() noexcept override {
+    asio::post(worker_.context(), [w = weak_from_this()] {
+      if (auto self = w.lock()) self->resume_reading();
+    });
+  }
 
   // This worker's thread: one sendmsg (writev) of up to the write budget.
   void flush() {
@@ -238,13 +248,22 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
       shutdown();
       return;
     }
-    if (on_input(std::string_view(buf.data(), static_cast<std::size_t>(n))) == InputResult::kClose) {
+    const InputResult r = on_input(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+    if (r == InputResult::kClose) {
       // Stop reading; flush() closes once the replies are out.
       close_after_flush_ = true;
       flush();
       return;
     }
+    if (r == InputResult::kHeld) {
+      hold();
+      return;
+    }
     update_auth_timer();
+    // Publisher pacing (docs/broker.md): a connection that published while some
+    // subscriber queue is over the pace mark stops being read (TCP back-pressure
+    // reaches the client) until the pressure ends or max_stall passes.
+    if (take_published() && core().flow().pressured() && pause_reading()) return;
     if (static_cast<std::size_t>(n) < buf.size()) {
       wait_readable();
       return;
@@ -252,6 +271,50 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
     asio::post(worker_.context(), [self = shared_from_this()] {
       if (!self->closed_) self->read_once();
     });
+  }
+
+  // This worker's thread: a `block` subscriber refused our PUBLISH and
+  // max_block > 0. No reading until the session lets go (session.hpp,
+  // invariant 4); it is retried every kHoldRetry, a rare path that needs no
+  // wake-up from the subscribers' writers.
+  void hold() {
+    static constexpr auto kHoldRetry = std::chrono::milliseconds(1);
+    hold_timer_.expires_after(kHoldRetry);
+    hold_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
+      if (e || self->closed_) return;
+      const InputResult r = self->retry_held();
+      if (r == InputResult::kHeld) {
+        self->hold();
+      } else if (r == InputResult::kClose) {
+        self->close_after_flush_ = true;
+        self->flush();
+      } else {
+        self->read_once();
+      }
+    });
+  }
+
+  // This worker's thread. False if the pressure ended meanwhile (read on).
+  bool pause_reading() {
+    if (!core().flow().wait_async(*this)) return false;
+    paused_ = true;
+    paused_at_ = std::chrono::steady_clock::now();
+    pace_timer_.expires_after(core_config().max_stall);
+    pace_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
+      if (!e) self->resume_reading();
+    });
+    return true;
+  }
+
+  // This worker's thread: the pause ended (pressure gone, or max_stall). Reads
+  // at once: the socket is edge-triggered and may hold data already.
+  void resume_reading() {
+    if (!paused_ || closed_) return;
+    paused_ = false;
+    core().flow().cancel(*this);
+    pace_timer_.cancel();
+    core().flow().record_stall(std::chrono::steady_clock::now() - paused_at_);
+    read_once();
   }
 
   // Unauthenticated connections get auth_timeout to authenticate, counted from
@@ -302,6 +365,12 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
     worker_.unmark(this);
     boost::system::error_code ec;
     auth_timer_.cancel();
+    if (paused_) {
+      paused_ = false;
+      core().flow().cancel(*this);
+      pace_timer_.cancel();
+    }
+    hold_timer_.cancel();
     sock_.close(ec);
     if (batch_bytes_ > 0) queue().release(batch_bytes_);
     clear_batch();
@@ -313,7 +382,11 @@ class Connection final : public Session, public std::enable_shared_from_this<Con
   IoWorker& worker_;
   tcp::socket sock_;
   asio::steady_timer auth_timer_;
+  asio::steady_timer pace_timer_;  // ends a pause after max_stall
+  asio::steady_timer hold_timer_;  // retries a held PUBLISH (block policy)
   std::atomic<std::size_t>& live_;
+  std::chrono::steady_clock::time_point paused_at_{};
+  bool paused_ = false;  // reading stopped for pacing
   std::vector<FrameSpan> batch_;  // frames handed to the kernel, held until written
   std::vector<iovec> iov_;
   std::size_t iov_pos_ = 0;
@@ -460,20 +533,46 @@ Broker::~Broker() {
 
 std::uint16_t Broker::port() const noexcept { return impl_->port; }
 
-std::size_t Broker::publish(std::string_view channel, std::string_view payload) noexcept {
-  // acquire: pairs with the release store in stop(); a publish that sees "not
-  // stopped" may still race with shutdown, which is safe (the index outlives it).
-  if (impl_->stopped.load(std::memory_order_acquire)) return 0;
-  return impl_->core.publish(channel, payload);
+PublishResult Broker::publish(std::string_view channel, std::string_view payload, PublishWait wait) noexcept {
+  const Message m{channel, payload};
+  std::size_t receivers = 0;
+  return publish({&m, 1}, {&receivers, 1}, wait);
 }
 
-void Broker::publish(std::span<const Message> msgs, std::span<std::size_t> receivers) noexcept {
-  // acquire: as in the single-message publish() above.
-  if (impl_->stopped.load(std::memory_order_acquire)) {
-    std::fill(receivers.begin(), receivers.end(), 0);
-    return;
+PublishResult Broker::publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
+                              PublishWait wait) noexcept {
+  // acquire: pairs with the release store in stop(); a publish that sees "not
+  // stopped" may still race with shutdown, which is safe (the index outlives it).
+  if (impl_->stopped.load(std::memory_order_acquire)) return {PublishStatus::kStopped, 0, 0};
+  BrokerCore& core = impl_->core;
+  FlowControl& flow = core.flow();
+  if (flow.pressured()) {
+    if (wait == PublishWait::kNoWait) return {PublishStatus::kWouldBlock, 0, 0};
+    // Bounded: after max_stall the publish goes ahead, and its pushes are what
+    // call a stuck subscriber slow (connection_queue.hpp, invariant 6).
+    const auto t0 = std::chrono::steady_clock::now();
+    (void)flow.wait_for(core.config().max_stall);
+    flow.record_stall(std::chrono::steady_clock::now() - t0);
   }
-  impl_->core.publish(msgs, receivers);
+  const auto deadline = std::chrono::steady_clock::now() + core.config().max_block;
+  PublishResult r;
+  while (r.published < msgs.size()) {
+    const std::size_t done = core.publish(msgs.subspan(r.published), receivers.subspan(r.published),
+                                          /*stop_at_refusal=*/true);
+    for (std::size_t i = r.published; i < r.published + done; ++i) r.receivers += receivers[i];
+    r.published += done;
+    if (r.published == msgs.size()) break;
+    // Refused: hold the caller up to max_block (woken when a `block` queue drains).
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline || wait == PublishWait::kNoWait || impl_->stopped.load(std::memory_order_acquire)) {
+      core.count_refused(1);
+      r.status = PublishStatus::kRefused;
+      return r;
+    }
+    // In slices: a drain between the refusal and the wait is not lost for long.
+    flow.wait_room(std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::milliseconds(5)));
+  }
+  return r;
 }
 
 BrokerStats Broker::stats() const noexcept { return impl_->core.stats(); }

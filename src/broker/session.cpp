@@ -102,7 +102,7 @@ constexpr std::string_view kWrongPass = "WRONGPASS invalid username-password pai
 }  // namespace
 
 Session::Session(BrokerCore& core, std::string peer)
-    : Subscriber(core.config().queue_limits, core.config().overflow_policy, core.clock()),
+    : Subscriber(core.config().queue_limits, core.config().overflow_policy, core.clock(), &core.flow()),
       core_(core),
       id_(core.next_client_id()),
       peer_(std::move(peer)),
@@ -134,11 +134,11 @@ void Session::update_mirrors() noexcept {
 }
 
 Session::InputResult Session::on_input(std::string_view bytes) {
-  while (!closing_) {
+  while (!closing_ && !held_) {
     const RequestParser::Status st = parser_.parse(bytes);
     if (st == RequestParser::Status::kNeedMore) break;
     if (st == RequestParser::Status::kError) {
-      flush_publishes();
+      flush_publishes(/*may_hold=*/false);
       resp::error(reply_, parser_.error());
       closing_ = true;
       break;
@@ -146,25 +146,79 @@ Session::InputResult Session::on_input(std::string_view bytes) {
     core_.count_command();
     execute(parser_.args());
   }
-  flush_publishes();
+  if (!held_) flush_publishes();
+  if (held_) held_input_.append(bytes);  // the unparsed rest waits (invariant 4)
   flush_replies();
-  return closing_ ? InputResult::kClose : InputResult::kOk;
+  if (closing_) return InputResult::kClose;
+  return held_ ? InputResult::kHeld : InputResult::kOk;
 }
 
-void Session::flush_publishes() {
+Session::InputResult Session::retry_held() {
+  held_ = false;
+  if (!pending_.empty()) flush_publishes();
+  if (!held_ && !held_command_.empty()) {
+    const std::vector<std::string> cmd = std::move(held_command_);
+    held_command_.clear();
+    execute(cmd);
+  }
+  if (held_) {
+    flush_replies();
+    return InputResult::kHeld;
+  }
+  const std::string input = std::move(held_input_);
+  held_input_.clear();
+  return on_input(input);
+}
+
+bool Session::keep_holding() {
+  const auto now = std::chrono::steady_clock::now();
+  if (!hold_started_) {
+    hold_started_ = true;
+    hold_until_ = now + core_.config().max_block;
+  }
+  return now < hold_until_;
+}
+
+void Session::flush_publishes(bool may_hold) {
   if (pending_.empty()) return;
   thread_local std::vector<Message> msgs;
   thread_local std::vector<std::size_t> receivers;
   msgs.clear();
-  std::size_t at = 0;
+  std::size_t offset = 0;
   for (const PendingPublish& p : pending_) {
-    msgs.push_back({std::string_view(pending_bytes_).substr(at, p.channel_len),
-                    std::string_view(pending_bytes_).substr(at + p.channel_len, p.payload_len)});
-    at += p.channel_len + p.payload_len;
+    msgs.push_back({std::string_view(pending_bytes_).substr(offset, p.channel_len),
+                    std::string_view(pending_bytes_).substr(offset + p.channel_len, p.payload_len)});
+    offset += p.channel_len + p.payload_len;
   }
   receivers.assign(msgs.size(), 0);
-  core_.publish(msgs, receivers);
-  for (std::size_t n : receivers) resp::integer(reply_, static_cast<long long>(n));
+  published_ = true;
+  may_hold = may_hold && core_.config().max_block.count() > 0;
+  std::size_t at = 0;
+  while (at < msgs.size()) {
+    const std::size_t done = core_.publish(std::span(msgs).subspan(at), std::span(receivers).subspan(at), may_hold);
+    for (std::size_t i = at; i < at + done; ++i) {
+      if (receivers[i] == kRefusedReceivers) {  // only when not holding
+        core_.count_refused(1);
+        refused_reply(msgs[i].channel);
+      } else {
+        resp::integer(reply_, static_cast<long long>(receivers[i]));
+      }
+    }
+    at += done;
+    if (at == msgs.size()) break;
+    // Stopped at a refusal (may_hold): hold, or refuse this one and go on.
+    if (keep_holding()) {
+      const auto bytes = static_cast<std::size_t>(msgs[at].channel.data() - pending_bytes_.data());
+      pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(at));
+      pending_bytes_.erase(0, bytes);
+      held_ = true;
+      return;
+    }
+    core_.count_refused(1);
+    refused_reply(msgs[at].channel);
+    ++at;
+  }
+  hold_started_ = false;
   pending_.clear();
   pending_bytes_.clear();
 }
@@ -181,7 +235,13 @@ void Session::flush_replies() {
 void Session::execute(std::span<const std::string> args) {
   const std::string name = lower(args[0]);
   // Every reply but a batched PUBLISH's must follow the pending PUBLISH replies.
-  if (!(name == "publish" && args.size() == 3 && authenticated_ && !subscribed())) flush_publishes();
+  if (!(name == "publish" && args.size() == 3 && authenticated_ && !subscribed())) {
+    flush_publishes();
+    if (held_) {  // invariant 4: this command runs after the held PUBLISH
+      held_command_.assign(args.begin(), args.end());
+      return;
+    }
+  }
   const auto spec = std::find_if(kCommands.begin(), kCommands.end(),
                                  [&](const CommandSpec& c) { return c.name == name; });
   if (spec == kCommands.end()) {
@@ -344,9 +404,32 @@ void Session::cmd_publish(std::span<const std::string> args) {
   // connection may receive the message itself, after its earlier replies and
   // before this PUBLISH's reply, as Redis sends them.
   flush_publishes();
+  if (held_) {
+    held_command_.assign(args.begin(), args.end());
+    return;
+  }
   flush_replies();
   const std::size_t n = core_.publish(args[1], args[2]);
+  published_ = true;
+  if (n == kRefusedReceivers) {
+    if (core_.config().max_block.count() > 0 && keep_holding()) {
+      held_command_.assign(args.begin(), args.end());  // executed again by retry_held()
+      held_ = true;
+      return;
+    }
+    hold_started_ = false;
+    core_.count_refused(1);
+    refused_reply(args[1]);
+    return;
+  }
+  hold_started_ = false;
   resp::integer(reply_, static_cast<long long>(n));
+}
+
+void Session::refused_reply(std::string_view channel) {
+  resp::error(reply_, fmt::format("REFUSED a subscriber of '{}' with the block overflow policy has no room; "
+                                  "nothing was delivered, retry later",
+                                  c_str_prefix(channel, 128)));
 }
 
 void Session::cmd_ping(std::span<const std::string> args) {
@@ -520,7 +603,7 @@ void Session::cmd_client(std::span<const std::string> args) {
     }
     const auto policy = args.size() == 3 ? parse_overflow_policy(args[2]) : std::nullopt;
     if (!policy) {
-      resp::error(reply_, "ERR overflow policy must be drop-oldest, drop-newest or disconnect");
+      resp::error(reply_, "ERR overflow policy must be drop-oldest, drop-newest, disconnect or block");
       return;
     }
     queue().set_policy(*policy);
@@ -531,7 +614,7 @@ void Session::cmd_client(std::span<const std::string> args) {
         "GETNAME", "    Return the name of the current connection.",
         "ID", "    Return the ID of the current connection.",
         "SETNAME <name>", "    Assign the name <name> to the current connection.",
-        "LIST | INFO | OVERFLOW [drop-oldest|drop-newest|disconnect]",
+        "LIST | INFO | OVERFLOW [drop-oldest|drop-newest|disconnect|block]",
         "    Connection details with per-reason drop counts; get or set this connection's overflow policy."};
     resp::array(reply_, kHelp.size());
     for (std::string_view line : kHelp) resp::simple(reply_, line);

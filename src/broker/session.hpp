@@ -22,9 +22,16 @@
 //     input or a size cap comes; their replies are appended then, before any
 //     later reply. Nothing else can reach such a connection's queue, so no
 //     client sees an order Redis would not produce.
+//  4. Held (BrokerConfig::max_block > 0, a `block` subscriber refused a
+//     PUBLISH): the refused PUBLISH and everything after it wait, in order, as
+//     the batch remainder in pending_, the command being executed in
+//     held_command_ and the unparsed input in held_input_; nothing else runs
+//     until retry_held() gets the PUBLISH through or max_block has passed since
+//     the first refusal (then it is answered with the REFUSED error).
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -42,6 +49,7 @@ class Session : public Subscriber {
   enum class InputResult : std::uint8_t {
     kOk,
     kClose,  // stop reading; close once the queued replies are written
+    kHeld,   // stop reading; call retry_held() later (invariant 4)
   };
 
   Session(BrokerCore& core, std::string peer);
@@ -50,6 +58,9 @@ class Session : public Subscriber {
 
   // Parses and executes every complete command in `bytes` (any split is fine).
   InputResult on_input(std::string_view bytes);
+  // Tries the held PUBLISH again and, once it is through (or refused for good),
+  // runs the held command and input. kHeld while still held.
+  InputResult retry_held();
 
   // Removes the session from the index and the registry and closes its queue.
   // Idempotent; must run before destruction, on the owning thread.
@@ -70,6 +81,13 @@ class Session : public Subscriber {
  protected:
   ~Session() override;
   [[nodiscard]] BrokerCore& core() const noexcept { return core_; }
+  // True if the input since the last call published something (owner thread):
+  // the server pauses only publishing connections (docs/broker.md, pacing).
+  [[nodiscard]] bool take_published() noexcept {
+    const bool p = published_;
+    published_ = false;
+    return p;
+  }
   // The writer handed `n` more frames to the socket (owner thread).
   void count_sent(std::uint64_t n) noexcept {
     // relaxed: a statistic; only the owner thread writes it.
@@ -82,7 +100,10 @@ class Session : public Subscriber {
   void execute(std::span<const std::string> args);
   void flush_replies();
   // Executes the batched PUBLISHes and appends their replies (invariant 3).
-  void flush_publishes();
+  // may_hold: a refusal may hold the session (invariant 4) instead of answering.
+  void flush_publishes(bool may_hold = true);
+  // Invariant 4: starts the hold clock at the first refusal; true while it runs.
+  bool keep_holding();
   void set_protocol(Resp r);
   void update_mirrors() noexcept;
   [[nodiscard]] bool subscribed() const noexcept { return subscription_count() > 0; }
@@ -90,6 +111,8 @@ class Session : public Subscriber {
   void cmd_subscribe(std::span<const std::string> args, bool pattern);
   void cmd_unsubscribe(std::span<const std::string> args, bool pattern);
   void cmd_publish(std::span<const std::string> args);
+  // The error reply of a PUBLISH refused by a `block` subscriber.
+  void refused_reply(std::string_view channel);
   void cmd_ping(std::span<const std::string> args);
   void cmd_auth(std::span<const std::string> args);
   void cmd_hello(std::span<const std::string> args);
@@ -124,6 +147,12 @@ class Session : public Subscriber {
   bool authenticated_;
   bool closing_ = false;
   bool detached_ = false;
+  bool published_ = false;
+  bool held_ = false;            // invariant 4
+  bool hold_started_ = false;    // hold_until_ is set
+  std::chrono::steady_clock::time_point hold_until_{};
+  std::vector<std::string> held_command_;
+  std::string held_input_;
   std::atomic<std::uint32_t> nsub_{0};
   std::atomic<std::uint32_t> npsub_{0};
   std::atomic<int> resp_mirror_{2};

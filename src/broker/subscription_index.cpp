@@ -200,7 +200,8 @@ void SubscriptionIndex::for_each_matching_pattern(std::string_view channel, F&& 
   }
 }
 
-void SubscriptionIndex::publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers) {
+std::size_t SubscriptionIndex::publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers,
+                                       bool stop_at_refusal) {
   std::shared_lock lock(mu_);
   std::size_t i = 0;
   while (i < msgs.size()) {
@@ -209,13 +210,23 @@ void SubscriptionIndex::publish(std::span<const Message> msgs, bool dedupe, std:
     while (j < msgs.size() && j - i < kMaxRunMessages && bytes < kMaxRunBytes && msgs[j].channel == msgs[i].channel) {
       bytes += msgs[j++].payload.size();
     }
-    const std::size_t n = publish_run(msgs.subspan(i, j - i), dedupe);
-    std::fill(receivers.begin() + static_cast<std::ptrdiff_t>(i), receivers.begin() + static_cast<std::ptrdiff_t>(j), n);
+    std::size_t accepted = 0;
+    const std::size_t n = publish_run(msgs.subspan(i, j - i), dedupe, accepted);
+    const auto at = [&](std::size_t k) { return receivers.begin() + static_cast<std::ptrdiff_t>(k); };
+    std::fill(at(i), at(i + accepted), n);
+    if (accepted < j - i) {
+      if (stop_at_refusal) {
+        receivers[i + accepted] = kRefusedReceivers;
+        return i + accepted;
+      }
+      std::fill(at(i + accepted), at(j), kRefusedReceivers);
+    }
     i = j;
   }
+  return msgs.size();
 }
 
-std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool dedupe) {
+std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool dedupe, std::size_t& accepted) {
   // Per thread, keeping their capacity: a steady publisher does not allocate here.
   thread_local std::vector<Hit> hits;
   thread_local std::vector<SourceFrames> sources;
@@ -243,6 +254,24 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
                  hits.end());
     }
   }
+  // Seed 002 §5: refuse for the whole channel, never deliver to some and not
+  // others. A subscriber matched several times is checked per matching source,
+  // a lower bound of the room its interleaved block needs; the hard limit
+  // catches the rest (connection_queue.hpp, kBlock).
+  std::size_t allowed = run.size();
+  for (const Hit& h : hits) {
+    if (!h.sub->queue().blocking()) continue;  // one relaxed load per delivery
+    allowed = std::min<std::size_t>(allowed, h.sub->queue().room_frames(sources[h.source].get(h.sub->resp(), run)));
+  }
+  if (allowed < run.size()) {
+    // Rare: encode the prefix that fits anew (the frames above hold the whole run).
+    hits.clear();
+    sources.clear();
+    accepted = allowed;
+    std::size_t all = 0;
+    return allowed == 0 ? 0 : publish_run(run.first(allowed), dedupe, all);
+  }
+  accepted = run.size();
   for (std::size_t g = 0; g < hits.size();) {
     Subscriber* s = hits[g].sub;
     std::size_t end = g + 1;

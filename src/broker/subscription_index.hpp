@@ -42,8 +42,8 @@ namespace ringcast::broker {
 // wake its writer. The server's connection and the tests' fakes derive from it.
 class Subscriber {
  public:
-  Subscriber(QueueLimits limits, OverflowPolicy policy, const Clock& clock)
-      : queue_(limits, policy, clock) {}
+  Subscriber(QueueLimits limits, OverflowPolicy policy, const Clock& clock, FlowControl* flow = nullptr)
+      : queue_(limits, policy, clock, flow) {}
   Subscriber(const Subscriber&) = delete;
   Subscriber& operator=(const Subscriber&) = delete;
 
@@ -78,6 +78,9 @@ class Subscriber {
   std::vector<std::string> patterns_;
 };
 
+// A publish's reply slot for a message that a `block` subscriber refused.
+inline constexpr std::size_t kRefusedReceivers = static_cast<std::size_t>(-1);
+
 class SubscriptionIndex {
  public:
   SubscriptionIndex();
@@ -110,6 +113,15 @@ class SubscriptionIndex {
   // subscription, else its first matching pattern in trie order), and the reply
   // counts subscribers. Wakes writers as needed.
   //
+  // `block` subscribers (seed 002 §5): a message is offered to nobody unless
+  // every blocking subscriber it would reach has room for it
+  // (ConnectionQueue::room_frames); otherwise receivers[i] = kRefusedReceivers, and so for
+  // the rest of its run. With stop_at_refusal the call returns at the first
+  // refused message, leaving the later receivers untouched; it returns the
+  // number of messages published before it (msgs.size() when none was refused
+  // or without stop_at_refusal). Costs one relaxed load per delivery, plus one
+  // queue lock per blocking subscriber.
+  //
   // Consecutive messages on one channel form a run (at most 1024 messages or
   // 1 MiB of payload): the run is encoded once per protocol version and pattern
   // into one block, and each subscriber gets the whole run with one queue push
@@ -117,7 +129,8 @@ class SubscriptionIndex {
   // dedupe gets a block of its own, a copy with its frames interleaved per
   // message as Redis sends them.
   // REQUIRES: receivers.size() == msgs.size().
-  void publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers);
+  std::size_t publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers,
+                      bool stop_at_refusal = false);
 
   // PUBSUB CHANNELS [pattern]: active channels, optionally filtered by glob.
   [[nodiscard]] std::vector<std::string> channels(std::optional<std::string_view> pattern) const;
@@ -150,9 +163,10 @@ class SubscriptionIndex {
   // REQUIRES: mu_ held (shared or exclusive).
   template <class F>
   void for_each_matching_pattern(std::string_view channel, F&& f) const;
-  // Publishes one run (messages sharing a channel); returns its reply count.
-  // REQUIRES: mu_ held shared.
-  std::size_t publish_run(std::span<const Message> run, bool dedupe);
+  // Publishes one run (messages sharing a channel), or the prefix of it that
+  // every blocking subscriber has room for; stores that prefix's length in
+  // `accepted` and returns its reply count. REQUIRES: mu_ held shared.
+  std::size_t publish_run(std::span<const Message> run, bool dedupe, std::size_t& accepted);
   TrieNode* trie_find_or_add(std::string_view prefix);
   void trie_prune(TrieNode* node) noexcept;
 

@@ -47,10 +47,10 @@ struct Relay::Impl {
       const RingStats r = readers[i]->stats();
       out += fmt::format(
           "ring_{}:path={},channel={}{},state={},consumer={},producer_alive={},relayed={},batches={},lag={},"
-          "lapped={},malformed={},deliveries={},nats_published={},nats_failed={},reopens={}\r\n",
+          "lapped={},malformed={},deliveries={},refused={},nats_published={},nats_failed={},reopens={}\r\n",
           i, r.path, r.name, r.topic_in_payload ? "*" : "", to_string(r.state), r.consumer_id,
           r.producer_alive ? 1 : 0, r.relayed, r.batches, r.lag, r.lapped, r.malformed, r.deliveries,
-          r.nats_published, r.nats_failed, r.reopens);
+          r.refused, r.nats_published, r.nats_failed, r.reopens);
     }
     if (nats) {
       const NatsStats n = nats->stats();
@@ -211,6 +211,9 @@ std::string Relay::prometheus_text() const {
        &RingStats::malformed, false},
       {"ringcast_relay_ring_deliveries_total", "Broker deliveries (subscriptions reached) of this ring's messages.",
        &RingStats::deliveries, false},
+      {"ringcast_relay_ring_refused_total",
+       "Broker publishes refused by a block-policy subscriber and retried (the ring is not drained meanwhile).",
+       &RingStats::refused, false},
       {"ringcast_relay_ring_nats_published_total", "Messages accepted by libnats.", &RingStats::nats_published,
        false},
       {"ringcast_relay_ring_nats_failed_total", "Messages libnats refused (buffer full, closed, bad subject).",
@@ -269,6 +272,17 @@ std::string Relay::prometheus_text() const {
     w.sample("ringcast_broker_dropped_total", {{"reason", "disconnect"}}, static_cast<double>(b.dropped_disconnect));
     w.header("ringcast_broker_slow_disconnects_total", "Connections closed by the disconnect policy.", "counter");
     w.sample("ringcast_broker_slow_disconnects_total", {}, static_cast<double>(b.slow_disconnects));
+    w.header("ringcast_broker_refused_publishes_total", "Messages refused for a block-policy subscriber with no room.",
+             "counter");
+    w.sample("ringcast_broker_refused_publishes_total", {}, static_cast<double>(b.refused_publishes));
+    w.header("ringcast_broker_publisher_stalls_total", "Publisher pauses for pacing.", "counter");
+    w.sample("ringcast_broker_publisher_stalls_total", {}, static_cast<double>(b.publisher_stalls));
+    w.header("ringcast_broker_publisher_stall_seconds_total", "Total time publishers were paused for pacing.",
+             "counter");
+    w.sample("ringcast_broker_publisher_stall_seconds_total", {}, static_cast<double>(b.publisher_stall_ns) / 1e9);
+    w.header("ringcast_broker_slow_subscribers_total",
+             "Subscriber queues over the pace mark for max_stall (no longer pacing publishers).", "counter");
+    w.sample("ringcast_broker_slow_subscribers_total", {}, static_cast<double>(b.slow_subscribers));
 
     // Per connection.
     struct Conn {

@@ -193,9 +193,20 @@ void RingReader::take(std::span<const std::byte> payload) noexcept {
 
 void RingReader::publish_pending() noexcept {
   if (pending_.empty()) return;  // also the case without a broker
-  const std::span<std::size_t> receivers(receivers_.data(), pending_.size());
-  broker_->publish(pending_, receivers);
-  for (const std::size_t n : receivers) local_.deliveries += n;
+  std::size_t done = 0;
+  while (done < pending_.size()) {
+    const std::span<const broker::Message> rest(pending_.data() + done, pending_.size() - done);
+    const broker::PublishResult r = broker_->publish(rest, std::span<std::size_t>(receivers_.data(), rest.size()));
+    local_.deliveries += r.receivers;
+    done += r.published;
+    if (r.status != broker::PublishStatus::kRefused) break;  // published, or the broker stopped
+    // The broker already held us up to its max_block; the slots stay untouched
+    // (nothing is taken meanwhile), so the views in pending_ stay valid.
+    ++local_.refused;
+    flush_counters();
+    if (stopping()) break;
+    nap(std::chrono::milliseconds(1));
+  }
   pending_.clear();
 }
 
@@ -206,6 +217,7 @@ void RingReader::flush_counters() noexcept {
   lapped_.store(local_.lapped, std::memory_order_relaxed);
   malformed_.store(local_.malformed, std::memory_order_relaxed);
   deliveries_.store(local_.deliveries, std::memory_order_relaxed);
+  refused_.store(local_.refused, std::memory_order_relaxed);
   nats_published_.store(local_.nats_published, std::memory_order_relaxed);
   nats_failed_.store(local_.nats_failed, std::memory_order_relaxed);
   reopens_.store(local_.reopens, std::memory_order_relaxed);
@@ -337,6 +349,7 @@ RingStats RingReader::stats() const {
   s.lapped = lapped_.load(std::memory_order_relaxed);
   s.malformed = malformed_.load(std::memory_order_relaxed);
   s.deliveries = deliveries_.load(std::memory_order_relaxed);
+  s.refused = refused_.load(std::memory_order_relaxed);
   s.nats_published = nats_published_.load(std::memory_order_relaxed);
   s.nats_failed = nats_failed_.load(std::memory_order_relaxed);
   s.reopens = reopens_.load(std::memory_order_relaxed);

@@ -17,7 +17,9 @@
 //  4. Every batch taken from the ring reaches the broker with one
 //     Broker::publish(span) call, in ring order, before the counters are
 //     flushed or the next batch is taken (a batch larger than kMaxPending takes
-//     one call per kMaxPending messages). NATS gets each message as it is taken.
+//     one call per kMaxPending messages; while a `block` subscriber refuses, the
+//     refused message and the rest are offered again, in order, before anything
+//     more is taken). NATS gets each message as it is taken.
 //  5. Each pending Message views either route_.name or its own slot of slots_,
 //     which is never resized, so the views stay valid until publish_pending().
 #pragma once
@@ -56,7 +58,7 @@ class RingReader {
  private:
   // Local (thread-private) counters, published to the atomics once per batch.
   struct Counters {
-    std::uint64_t relayed = 0, batches = 0, lapped = 0, malformed = 0, deliveries = 0;
+    std::uint64_t relayed = 0, batches = 0, lapped = 0, malformed = 0, deliveries = 0, refused = 0;
     std::uint64_t nats_published = 0, nats_failed = 0, reopens = 0;
   };
 
@@ -74,7 +76,12 @@ class RingReader {
   // hands it to NATS. Publishes the pending batch first if it is full.
   void take(std::span<const std::byte> payload) noexcept;
   // Publishes the pending batch to the broker with one call, adds up the
-  // deliveries and empties the batch. No-op when nothing is pending.
+  // deliveries and empties the batch. No-op when nothing is pending. While the
+  // broker paces publishers, that call waits (up to its max_stall). When a
+  // `block` subscriber refuses a message, the refused message and the rest stay
+  // pending and are offered again, in order, until accepted or stop: nothing more
+  // is taken from the ring meanwhile, so the ring's producer meets `full` (or, on
+  // a lossy ring, laps the relay as documented).
   void publish_pending() noexcept;
   void flush_counters() noexcept;
   void set_state(RingState s) noexcept;
@@ -116,7 +123,7 @@ class RingReader {
   std::atomic<std::uint8_t> state_{static_cast<std::uint8_t>(RingState::waiting_for_ring)};
   std::atomic<std::int64_t> consumer_id_{-1};
   std::atomic<bool> producer_alive_{false};
-  std::atomic<std::uint64_t> relayed_{0}, batches_{0}, lag_{0}, lapped_{0}, malformed_{0}, deliveries_{0};
+  std::atomic<std::uint64_t> relayed_{0}, batches_{0}, lag_{0}, lapped_{0}, malformed_{0}, deliveries_{0}, refused_{0};
   std::atomic<std::uint64_t> nats_published_{0}, nats_failed_{0}, reopens_{0};
 };
 

@@ -44,7 +44,7 @@ TEST(BrokerEmbedTest, PublishFromForeignThreadReachesNetworkSubscriber) {
     std::vector<std::size_t> receivers;
     for (int i = 0; i < kMessages; i += 100) {
       if (i / 100 % 2 == 0) {
-        for (int k = i; k < i + 100; ++k) delivered += broker.publish("relay", std::to_string(k));
+        for (int k = i; k < i + 100; ++k) delivered += broker.publish("relay", std::to_string(k)).receivers;
         continue;
       }
       payloads.clear();
@@ -52,7 +52,9 @@ TEST(BrokerEmbedTest, PublishFromForeignThreadReachesNetworkSubscriber) {
       batch.clear();
       for (const std::string& p : payloads) batch.push_back({"relay", p});
       receivers.assign(batch.size(), 0);
-      broker.publish(batch, receivers);
+      const PublishResult res = broker.publish(batch, receivers);
+      EXPECT_EQ(res.status, PublishStatus::kPublished);
+      EXPECT_EQ(res.published, batch.size());
       for (std::size_t n : receivers) delivered += n;
     }
   });
@@ -73,7 +75,9 @@ TEST(BrokerEmbedTest, PublishFromForeignThreadReachesNetworkSubscriber) {
   redisFree(c);
   broker.stop();
   broker.wait();
-  EXPECT_EQ(broker.publish("relay", "late"), 0u) << "publish after stop is a no-op";
+  const PublishResult late = broker.publish("relay", "late");
+  EXPECT_EQ(late.status, PublishStatus::kStopped) << "publish after stop is a no-op";
+  EXPECT_EQ(late.published, 0u);
 }
 
 TEST(BrokerEmbedTest, StartReportsBindFailuresWithErrno) {

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "broker/connection_queue.hpp"
+#include "broker/flow_control.hpp"
+#include "broker/subscription_index.hpp"
 #include "test_support.hpp"
 
 namespace ringcast::broker {
@@ -449,6 +451,161 @@ TEST_P(SeedTest, BothDropPoliciesLoseExactly791Of1000) {
 
 INSTANTIATE_TEST_SUITE_P(FramesAndRuns, SeedTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Runs" : "Frames"; });
+
+// Seed 002 §6.4 through the index: the same publisher (5/tick), a slow subscriber
+// (1/tick) and a healthy one (5/tick), both with the block policy and a queue of
+// 10 messages, 200 ticks, drained before the tick's publishes. Nothing is
+// dropped: 791 publishes are refused for the whole channel, the same 791 the
+// drop policies lose, and the healthy subscriber pays: it receives 208, not 995.
+TEST(SeedTest, BlockRefuses791Of1000AndTheHealthySubscriberReceives208) {
+  const std::string payload(100, 'p');
+  const std::size_t frame = encode_message(Resp::kResp2, "t", payload)->size();
+  const QueueLimits ten_messages = limits(10 * frame);
+  SubscriptionIndex index;
+  testing::FakeSubscriber slow(Resp::kResp2, ten_messages, OverflowPolicy::kBlock);
+  testing::FakeSubscriber healthy(Resp::kResp2, ten_messages, OverflowPolicy::kBlock);
+  {
+    auto lock = index.lock_for_update();
+    index.add_channel(slow, "t");
+    index.add_channel(healthy, "t");
+  }
+  std::uint64_t refused = 0;
+  std::uint64_t published = 0;
+  std::size_t slow_received = 0;
+  std::size_t healthy_received = 0;
+  auto drain = [frame](ConnectionQueue& q, std::size_t n) {
+    std::vector<FrameSpan> out;
+    const PopResult r = q.pop_batch(n * frame, 1024, out);
+    q.release(r.bytes);
+    return r.frames;
+  };
+  for (int tick = 0; tick < 200; ++tick) {
+    slow_received += drain(slow.queue(), 1);
+    healthy_received += drain(healthy.queue(), 5);
+    for (int k = 0; k < 5; ++k) {
+      const Message m{"t", payload};
+      std::size_t receivers = 0;
+      (void)index.publish({&m, 1}, false, {&receivers, 1});
+      if (receivers == kRefusedReceivers) {
+        ++refused;
+      } else {
+        EXPECT_EQ(receivers, 2u);
+        ++published;
+      }
+    }
+  }
+  EXPECT_EQ(refused, 791u);
+  EXPECT_EQ(published + refused, 1000u);
+  EXPECT_EQ(slow_received, 199u);
+  EXPECT_EQ(slow.queue().stats().queued_frames, 10u);
+  EXPECT_EQ(healthy_received, 208u);
+  EXPECT_EQ(healthy.queue().stats().queued_frames, 1u);
+  for (const testing::FakeSubscriber* s : {&slow, &healthy}) {
+    const QueueStats st = s->queue().stats();
+    EXPECT_EQ(st.dropped[kHard] + st.dropped[kSoft] + st.dropped[kCut], 0u) << "block never drops";
+    EXPECT_EQ(st.notices, 0u);
+    EXPECT_FALSE(st.closed);
+  }
+  auto lock = index.lock_for_update();
+  index.remove_all(slow);
+  index.remove_all(healthy);
+}
+
+TEST(ConnectionQueueTest, BlockRefusalIsTopicWideAndLeavesEveryQueueUntouched) {
+  const std::string payload(100, 'p');
+  const std::size_t frame = encode_message(Resp::kResp2, "t", payload)->size();
+  SubscriptionIndex index;
+  testing::FakeSubscriber blocker(Resp::kResp2, limits(2 * frame), OverflowPolicy::kBlock);
+  testing::FakeSubscriber dropper(Resp::kResp2, limits(100 * frame), OverflowPolicy::kDropNewest);
+  testing::FakeSubscriber other_channel(Resp::kResp2, limits(100 * frame), OverflowPolicy::kDisconnect);
+  {
+    auto lock = index.lock_for_update();
+    index.add_channel(blocker, "t");
+    index.add_channel(dropper, "t");
+    index.add_channel(other_channel, "u");
+  }
+  // A run of five on "t", one on "u", in one call: the blocker has room for two,
+  // so messages 0 and 1 reach both subscribers of "t" and 2..4 reach nobody;
+  // "u" is not affected.
+  const std::vector<Message> msgs{{"t", payload}, {"t", payload}, {"t", payload},
+                                  {"t", payload}, {"t", payload}, {"u", payload}};
+  std::vector<std::size_t> receivers(msgs.size());
+  EXPECT_EQ(index.publish(msgs, false, receivers), msgs.size());
+  EXPECT_EQ(receivers, (std::vector<std::size_t>{2, 2, kRefusedReceivers, kRefusedReceivers, kRefusedReceivers, 1}));
+  EXPECT_EQ(blocker.queue().stats().queued_frames, 2u);
+  EXPECT_EQ(dropper.queue().stats().queued_frames, 2u) << "never delivered to some and not others";
+  EXPECT_EQ(other_channel.queue().stats().queued_frames, 1u);
+  // stop_at_refusal: the call stops at the first refused message.
+  std::fill(receivers.begin(), receivers.end(), 7u);
+  EXPECT_EQ(index.publish(msgs, false, receivers, /*stop_at_refusal=*/true), 0u);
+  EXPECT_EQ(receivers[0], kRefusedReceivers);
+  EXPECT_EQ(receivers[1], 7u) << "later slots untouched";
+  // Room again: published.
+  (void)testing::drain_all(blocker.queue());
+  EXPECT_EQ(index.publish(msgs, false, receivers, true), 2u);
+  auto lock = index.lock_for_update();
+  index.remove_all(blocker);
+  index.remove_all(dropper);
+  index.remove_all(other_channel);
+}
+
+// Records on_room() calls.
+class CountingWaiter final : public PaceWaiter {
+ public:
+  void on_room() noexcept override { ++told; }
+  int told = 0;
+};
+
+TEST(FlowControlTest, QueueOverThePaceMarkPacesUntilItDrainsToHalf) {
+  ManualClock clock;
+  FlowControl flow(1000, 100ms);
+  ConnectionQueue q(limits(100'000), OverflowPolicy::kDisconnect, clock, &flow);
+  CountingWaiter w;
+  EXPECT_FALSE(flow.wait_async(w)) << "no pressure: nothing to wait for";
+  for (std::uint64_t i = 0; i < 10; ++i) (void)q.push(numbered_frame(i, 100));
+  EXPECT_FALSE(flow.pressured()) << "exactly at the mark";
+  (void)q.push(numbered_frame(10, 100));
+  EXPECT_TRUE(flow.pressured());
+  ASSERT_TRUE(flow.wait_async(w));
+  std::vector<FrameSpan> out;
+  const PopResult r = q.pop_batch(600, 1024, out);  // 6 frames in flight: still 1100 bytes
+  EXPECT_TRUE(flow.pressured());
+  q.release(r.bytes);  // 500 left: half the mark
+  EXPECT_FALSE(flow.pressured());
+  EXPECT_EQ(w.told, 1);
+  EXPECT_EQ(flow.stats().slow_marked, 0u);
+}
+
+TEST(FlowControlTest, QueueOverTheMarkForMaxStallIsCalledSlowAndStopsPacing) {
+  ManualClock clock;
+  FlowControl flow(1000, 100ms);
+  ConnectionQueue q(limits(100'000), OverflowPolicy::kDropNewest, clock, &flow);
+  for (std::uint64_t i = 0; i < 11; ++i) (void)q.push(numbered_frame(i, 100));
+  EXPECT_TRUE(flow.pressured());
+  clock.advance(99ms);
+  (void)q.push(numbered_frame(11, 100));
+  EXPECT_TRUE(flow.pressured());
+  clock.advance(1ms);
+  (void)q.push(numbered_frame(12, 100));
+  EXPECT_FALSE(flow.pressured()) << "a stuck reader stalls publishers for max_stall at most";
+  EXPECT_EQ(flow.stats().slow_marked, 1u);
+  for (std::uint64_t i = 13; i < 50; ++i) (void)q.push(numbered_frame(i, 100));
+  EXPECT_FALSE(flow.pressured()) << "slow: its own policy and limits apply now";
+  (void)testing::drain_all(q);
+  (void)q.push(numbered_frame(50, 100));
+  for (std::uint64_t i = 51; i < 62; ++i) (void)q.push(numbered_frame(i, 100));
+  EXPECT_TRUE(flow.pressured()) << "drained: it paces again";
+  q.close();
+  EXPECT_FALSE(flow.pressured()) << "a closed queue paces nobody";
+}
+
+TEST(FlowControlTest, RepliesDoNotStartPacing) {
+  ManualClock clock;
+  FlowControl flow(1000, 100ms);
+  ConnectionQueue q(limits(100'000), OverflowPolicy::kDisconnect, clock, &flow);
+  for (std::uint64_t i = 0; i < 20; ++i) (void)q.push(numbered_frame(i, 100, /*droppable=*/false));
+  EXPECT_FALSE(flow.pressured());
+}
 
 TEST(ConnectionQueueTest, PoliciesAgreeOnLossCountAcrossConfigurations) {
   for (std::uint64_t rate : {1u, 2u, 3u, 5u, 8u}) {

@@ -119,7 +119,7 @@ TEST_F(SessionTest, ClientNameIdAndOverflowPolicy) {
   EXPECT_EQ(s->send("CLIENT OVERFLOW drop-oldest\r\nCLIENT OVERFLOW\r\n"), "+OK\r\n$11\r\ndrop-oldest\r\n");
   EXPECT_EQ(s->queue().policy(), OverflowPolicy::kDropOldest);
   EXPECT_EQ(s->send("CLIENT OVERFLOW sometimes\r\n"),
-            "-ERR overflow policy must be drop-oldest, drop-newest or disconnect\r\n");
+            "-ERR overflow policy must be drop-oldest, drop-newest, disconnect or block\r\n");
   const std::string list = s->send("CLIENT LIST\r\n");
   EXPECT_NE(list.find("name=me"), std::string::npos);
   EXPECT_NE(list.find("policy=drop-oldest dropped-hard=0 dropped-soft=0 dropped-disconnect=0"),

@@ -384,6 +384,69 @@ TEST_F(RelayTest, SlowSubscriberCostsOnlyItsOwnQueue) {
   EXPECT_TRUE(eventually([&] { return stats_of(*relay_).relayed == static_cast<std::uint64_t>(messages); }));
 }
 
+// A `block` subscriber that stops reading makes the broker refuse the relay's
+// publishes; the relay keeps the refused message, takes nothing more from the
+// ring (whose producer then waits for room) and retries, so once the subscriber
+// reads again both subscribers get every message, in order, none lost.
+TEST_F(RelayTest, RefusedMessageWaitsInTheRingUntilTheBlockSubscriberHasRoom) {
+  const auto limits = [](RelayConfig& c) {
+    // A relay batch (256 messages, ~21 KiB) lands at once: the reading
+    // subscriber's queue may pass the pace mark (16 KiB) by that much.
+    c.broker->queue_limits.hard_bytes = 64 << 10;
+    c.broker->queue_limits.soft_bytes = 0;
+    c.broker->pace_bytes = 16 << 10;
+  };
+  constexpr std::uint64_t kSlots = 256;
+  ASSERT_NO_FATAL_FAILURE(start_relay("block.ring", kSlots, "ticks", /*topic_in_payload=*/false, {}, limits));
+  RespClient blocker(port(), 4096);  // a small window: the kernel absorbs little
+  const auto ok = blocker.call({"CLIENT", "OVERFLOW", "block"});
+  ASSERT_TRUE(ok && ok->str == "OK");
+  ASSERT_TRUE(blocker.subscribe("ticks"));
+  RespClient reader(port());
+  ASSERT_TRUE(reader.subscribe("ticks"));
+  // More than the blocker's queue and socket buffers hold (~85-byte frames:
+  // > 5 MiB), so the relay is refused before the producer is done.
+  const int messages = static_cast<int>(testing::scaled(120'000, 80'000));
+  auto read_all = [messages](RespClient& c, std::string& error) {
+    for (int expected = 0; expected < messages;) {
+      auto r = c.next(deadline_in(30s));
+      if (!r) {
+        error = "no message within 30 s after " + std::to_string(expected);
+        return;
+      }
+      if (!r->is_message("ticks")) continue;
+      if (r->elems[2].str != padded(expected)) {
+        error = "expected " + padded(expected) + ", got " + std::string(r->elems[2].str);
+        return;
+      }
+      ++expected;
+    }
+  };
+  std::string reader_error;
+  std::thread reading([&] { read_all(reader, reader_error); });
+  std::thread producer([&] {
+    std::string payload;
+    for (int i = 0; i < messages; ++i) {
+      payload = padded(i);
+      push(*ring_, as_bytes(payload));
+    }
+  });
+  // Refused, retrying, and no longer draining: the ring fills up.
+  EXPECT_TRUE(eventually([&] { return stats_of(*relay_).refused > 0; }, 30s));
+  EXPECT_TRUE(eventually([&] { return stats_of(*relay_).lag == kSlots; }, 30s));
+  std::string blocker_error;
+  read_all(blocker, blocker_error);
+  producer.join();
+  reading.join();
+  EXPECT_TRUE(blocker_error.empty()) << blocker_error;
+  EXPECT_TRUE(reader_error.empty()) << reader_error;
+  const broker::BrokerStats st = relay_->broker()->stats();
+  EXPECT_EQ(st.dropped_hard_limit + st.dropped_soft_limit + st.dropped_disconnect, 0u);
+  EXPECT_GT(st.refused_publishes, 0u);
+  EXPECT_TRUE(eventually([&] { return stats_of(*relay_).relayed == static_cast<std::uint64_t>(messages); }));
+  EXPECT_EQ(stats_of(*relay_).lapped, 0u);
+}
+
 TEST_F(RelayTest, ReplacedRingFileIsReopened) {
   ASSERT_NO_FATAL_FAILURE(start_relay("swap.ring", 64, "swap"));
   BroadcastRing& first = *ring_;

@@ -21,13 +21,22 @@ class BrokerFlags {
   void add_to(CLI::App& app, broker::BrokerConfig& cfg) {
     app.add_option("--io-threads", cfg.io_threads, "Broker I/O threads; 0 = one per core")->capture_default_str();
     app.add_option("--overflow-policy", policy_,
-                   "What a full connection queue does: drop-oldest, drop-newest or disconnect")
+                   "What a full connection queue does: drop-oldest, drop-newest, disconnect or block")
         ->capture_default_str();
     app.add_option("--hard-limit", hard_, "Per-connection output limit that applies at once")->capture_default_str();
     app.add_option("--soft-limit", soft_, "Per-connection output limit that applies after --soft-seconds (0 = off)")
         ->capture_default_str();
     app.add_option("--soft-seconds", soft_seconds_, "How long the soft limit may be exceeded")->capture_default_str();
     app.add_option("--write-budget", budget_, "Bytes per connection per writer wakeup")->capture_default_str();
+    app.add_option("--pace-bytes", pace_,
+                   "Pause publishers while a subscriber queue holds more than this (0 = never pause)")
+        ->capture_default_str();
+    app.add_option("--max-stall-ms", max_stall_ms_,
+                   "Longest publisher pause; a queue still over --pace-bytes after it is called slow")
+        ->capture_default_str();
+    app.add_option("--max-block-ms", max_block_ms_,
+                   "block policy: how long a publisher waits for room before its publish is refused")
+        ->capture_default_str();
     app.add_flag("--dedupe", cfg.dedupe, "Deliver one frame per connection however many of its subscriptions match");
     app.add_option("--max-bulk-len", max_bulk_, "Longest request argument (at most 512mb)")->capture_default_str();
     app.add_option("--max-args", cfg.max_args, "Most arguments per request")->capture_default_str();
@@ -47,17 +56,22 @@ class BrokerFlags {
   // wrong with them, or nullopt.
   [[nodiscard]] std::optional<std::string> apply(broker::BrokerConfig& cfg) const {
     const auto policy = broker::parse_overflow_policy(policy_);
-    if (!policy) return "--overflow-policy must be drop-oldest, drop-newest or disconnect";
+    if (!policy) return "--overflow-policy must be drop-oldest, drop-newest, disconnect or block";
     cfg.overflow_policy = *policy;
     const auto hard = broker::parse_size(hard_);
     const auto soft = broker::parse_size(soft_);
     const auto budget = broker::parse_size(budget_);
     const auto max_bulk = broker::parse_size(max_bulk_);
-    if (!hard || !soft || !budget || !max_bulk) return "sizes are numbers with an optional k/kb/m/mb/g/gb suffix";
+    const auto pace = broker::parse_size(pace_);
+    if (!hard || !soft || !budget || !max_bulk || !pace) return "sizes are numbers with an optional k/kb/m/mb/g/gb suffix";
     cfg.queue_limits.hard_bytes = *hard;
     cfg.queue_limits.soft_bytes = *soft;
     cfg.queue_limits.soft_duration = std::chrono::seconds(soft_seconds_);
     cfg.write_budget_bytes = *budget;
+    cfg.pace_bytes = *pace;
+    if (max_stall_ms_ == 0) return "--max-stall-ms must be > 0";
+    cfg.max_stall = std::chrono::milliseconds(max_stall_ms_);
+    cfg.max_block = std::chrono::milliseconds(max_block_ms_);
     cfg.max_bulk_len = *max_bulk;
     cfg.auth_timeout = std::chrono::milliseconds(auth_timeout_ms_);
     if (!password_file_.empty()) {
@@ -75,6 +89,9 @@ class BrokerFlags {
   std::string soft_ = "8mb";
   unsigned soft_seconds_ = 60;
   std::string budget_ = "256kb";
+  std::string pace_ = "1mb";
+  unsigned max_stall_ms_ = 200;
+  unsigned max_block_ms_ = 0;
   std::string max_bulk_ = "32mb";
   unsigned auth_timeout_ms_ = 10000;
   std::string password_file_;

@@ -11,8 +11,10 @@
 //    with any other member call.
 //
 // Delivery contract (docs/broker.md): per publisher thread, per connection, FIFO.
-// A connection that cannot keep up loses messages or is disconnected according to
-// its overflow policy, and is told about the loss in-band.
+// Publishers are paced while subscribers' queues are full ("Publisher pacing");
+// a connection that still cannot keep up loses messages or is disconnected
+// according to its overflow policy, and is told about the loss in-band, except
+// under the `block` policy, where the publish is refused for the whole channel.
 #pragma once
 
 #include <cstddef>
@@ -46,6 +48,28 @@ struct BrokerError {
   [[nodiscard]] std::string message() const;
 };
 
+// How a Broker::publish call ended.
+enum class PublishStatus : std::uint8_t {
+  kPublished,   // every message was offered to every matching subscription
+  kWouldBlock,  // PublishWait::kNoWait and publishers are being paced: nothing was published
+  kRefused,     // message `published` was refused: a `block` subscriber of its channel had
+                // no room, even after BrokerConfig::max_block; it and the later ones were not published
+  kStopped,     // the broker is stopped: nothing was published
+};
+
+// What Broker::publish does while publishers are paced (docs/broker.md,
+// "Publisher pacing").
+enum class PublishWait : std::uint8_t {
+  kWait,    // block the calling thread until the pressure ends, at most max_stall, then publish
+  kNoWait,  // return kWouldBlock at once
+};
+
+struct [[nodiscard]] PublishResult {
+  PublishStatus status = PublishStatus::kPublished;
+  std::size_t published = 0;   // messages published: a prefix of those given
+  std::size_t receivers = 0;   // their deliveries (one message: Redis's PUBLISH reply)
+};
+
 // Counters for the whole broker; monotonic unless noted.
 struct BrokerStats {
   std::uint64_t connected_clients = 0;  // current, not monotonic
@@ -58,6 +82,10 @@ struct BrokerStats {
   std::uint64_t dropped_soft_limit = 0;  // frames lost to the soft limit
   std::uint64_t dropped_disconnect = 0;  // frames discarded when a slow client was cut
   std::uint64_t slow_disconnects = 0;    // connections closed by the disconnect policy
+  std::uint64_t refused_publishes = 0;   // messages refused for a `block` subscriber with no room
+  std::uint64_t publisher_stalls = 0;    // publisher pauses for pacing (docs/broker.md)
+  std::uint64_t publisher_stall_ns = 0;  // their total duration
+  std::uint64_t slow_subscribers = 0;    // queues called slow: over the pace mark for max_stall
   std::uint64_t channels = 0;            // current
   std::uint64_t patterns = 0;            // current
 };
@@ -100,17 +128,28 @@ class Broker {
   [[nodiscard]] std::uint16_t port() const noexcept;
 
   // Delivers `payload` to every subscription matching `channel`, exactly as a
-  // client's PUBLISH does, and returns the number of deliveries (Redis's PUBLISH
-  // reply). The payload is encoded once per RESP version and pattern; the cost per
-  // subscriber is one queue push. Never blocks on a socket; may briefly wait for a
-  // subscriber's SUBSCRIBE/UNSUBSCRIBE to finish. Returns 0 once stopped.
-  std::size_t publish(std::string_view channel, std::string_view payload) noexcept;
+  // client's PUBLISH does; result.receivers is the number of deliveries (Redis's
+  // PUBLISH reply). The payload is encoded once per RESP version and pattern; the
+  // cost per subscriber is one queue push. Never blocks on a socket; may briefly
+  // wait for a subscriber's SUBSCRIBE/UNSUBSCRIBE to finish. Blocks the calling
+  // thread (never call it on a broker I/O thread, e.g. from an InfoProvider):
+  //  * while publishers are paced, up to max_stall, unless `wait` is kNoWait,
+  //    which returns kWouldBlock instead and publishes nothing;
+  //  * while a `block` subscriber of the channel has no room, up to max_block
+  //    (kNoWait: not at all), then returns kRefused (published = 0).
+  // Returns kStopped once stopped.
+  PublishResult publish(std::string_view channel, std::string_view payload,
+                        PublishWait wait = PublishWait::kWait) noexcept;
   // Publishes `msgs` in order, exactly as consecutive publish() calls would, and
-  // stores message i's delivery count in receivers[i]. Consecutive messages on one
-  // channel are encoded once into one shared block and reach each subscriber with
-  // one queue push and one iovec: the way to publish a burst. Counts are 0 once
-  // stopped. REQUIRES: receivers.size() == msgs.size().
-  void publish(std::span<const Message> msgs, std::span<std::size_t> receivers) noexcept;
+  // stores message i's delivery count in receivers[i] for each published one.
+  // Consecutive messages on one channel are encoded once into one shared block and
+  // reach each subscriber with one queue push and one iovec: the way to publish a
+  // burst. Pacing is waited for (or reported) once, before the first message. On
+  // kRefused, messages [0, published) were delivered and the rest were not: call
+  // again with the rest to retry in order (the relay does). REQUIRES:
+  // receivers.size() == msgs.size().
+  PublishResult publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
+                        PublishWait wait = PublishWait::kWait) noexcept;
 
   [[nodiscard]] BrokerStats stats() const noexcept;
 

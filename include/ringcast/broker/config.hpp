@@ -20,9 +20,14 @@ enum class OverflowPolicy : std::uint8_t {
   kDropOldest,  // evict queued messages from the front: the reader stays current
   kDropNewest,  // refuse the new message: the reader gets a contiguous prefix
   kDisconnect,  // close the connection, as Redis does for pub/sub clients
+  // Refuse the publish for every subscriber of the channel while this queue has
+  // no room (seed 002 §5): nobody is offered a message it cannot hold. Room is
+  // the soft limit (the hard limit when the soft one is 0); the hard limit still
+  // closes the connection should concurrent publishers overshoot it.
+  kBlock,
 };
 
-// "drop-oldest", "drop-newest", "disconnect".
+// "drop-oldest", "drop-newest", "disconnect", "block".
 [[nodiscard]] std::string_view to_string(OverflowPolicy p) noexcept;
 // Inverse of to_string (case-insensitive); nullopt for anything else.
 [[nodiscard]] std::optional<OverflowPolicy> parse_overflow_policy(std::string_view s) noexcept;
@@ -52,6 +57,20 @@ struct BrokerConfig {
   // yields to the other ready connections of its thread (fairness, as Redis's
   // NET_MAX_WRITES_PER_EVENT).
   std::size_t write_budget_bytes = 256u << 10;
+
+  // Publisher pacing (docs/broker.md, "Publisher pacing"). While some
+  // subscriber's queue (queued + in flight) exceeds pace_bytes, the broker stops
+  // reading from publishing connections and Broker::publish waits; they resume
+  // when every such queue has drained to half of it. A queue that stays over the
+  // mark for max_stall is called slow: it stops pacing publishers and meets its
+  // overflow policy instead, so one stuck reader stalls publishers for at most
+  // max_stall. pace_bytes = 0 turns pacing off; the mark used is at most half
+  // of queue_limits.hard_bytes.
+  std::size_t pace_bytes = 1u << 20;
+  std::chrono::milliseconds max_stall = std::chrono::milliseconds(200);
+  // `block` policy: how long a publisher is held, waiting for room, before its
+  // publish is refused (Kafka's max.block.ms). 0: refuse at once.
+  std::chrono::milliseconds max_block = std::chrono::milliseconds(0);
 
   // One frame per connection however many of its subscriptions match, instead of
   // Redis's one frame per matching subscription.

@@ -17,8 +17,10 @@
 // Invariants
 //  1. A reader never blocks on a network peer: Broker::publish only queues, and
 //     NATS publishes only append to libnats' buffer (or fail when that is full,
-//     counted). So the relay drains the ring at the speed of its own CPU, and a
-//     slow TCP subscriber costs only its own broker queue.
+//     counted). It waits only for the broker's pacing (at most max_stall per
+//     call) and, while a `block` subscriber refuses, retries the refused message
+//     before taking more from the ring (docs/relay.md). So a slow TCP subscriber
+//     costs its own broker queue and at most one max_stall of the relay's time.
 //  2. For every ring, relayed + malformed counts every message taken from the
 //     ring, and lapped counts every message a lossy ring overwrote unread.
 //  3. A reader that stops (stop(), or a fatal ring error) unregisters its
@@ -116,6 +118,7 @@ struct RingStats {
   std::uint64_t lapped = 0;           // lossy ring: messages overwritten before the relay read them
   std::uint64_t malformed = 0;        // topic mode: payloads that did not parse (not published)
   std::uint64_t deliveries = 0;       // sum of Broker::publish results (subscriptions reached)
+  std::uint64_t refused = 0;          // broker publishes refused (block policy) and retried
   std::uint64_t nats_published = 0;   // accepted by libnats (sent or buffered)
   std::uint64_t nats_failed = 0;      // refused by libnats (buffer full, closed, bad subject)
   std::uint64_t reopens = 0;          // the ring file was replaced and reopened
