@@ -28,6 +28,16 @@ void BrokerCore::publish(std::span<const Message> msgs, std::span<std::size_t> r
   deliveries_.fetch_add(deliveries, std::memory_order_relaxed);
 }
 
+std::size_t BrokerCore::publish_shard(std::string_view channel, std::string_view payload) {
+  const Message m{channel, payload};
+  std::size_t receivers = 0;
+  index_.publish_shard({&m, 1}, {&receivers, 1});
+  // relaxed: statistics only.
+  published_.fetch_add(1, std::memory_order_relaxed);
+  deliveries_.fetch_add(receivers, std::memory_order_relaxed);
+  return receivers;
+}
+
 void BrokerCore::register_session(Session& s) {
   std::lock_guard lock(registry_mu_);
   sessions_.push_back(&s);
@@ -59,9 +69,10 @@ std::string BrokerCore::client_line_locked(const Session& s) const {
   const auto age = std::chrono::duration_cast<std::chrono::seconds>(
       std::chrono::steady_clock::now() - s.created());
   return fmt::format(
-      "id={} addr={} name={} age={} sub={} psub={} resp={} omem={} oqueue={} policy={} "
+      "id={} addr={} name={} age={} sub={} psub={} ssub={} resp={} omem={} oqueue={} policy={} "
       "dropped-hard={} dropped-soft={} dropped-disconnect={} loss-notices={}\n",
-      s.id(), s.peer(), s.name_, age.count(), s.sub_count(), s.psub_count(), s.resp_version(),
+      s.id(), s.peer(), s.name_, age.count(), s.sub_count(), s.psub_count(), s.ssub_count(),
+      s.resp_version(),
       q.queued_bytes + q.inflight_bytes, q.queued_frames, to_string(q.policy),
       q.dropped[static_cast<std::size_t>(DropReason::kHardLimit)],
       q.dropped[static_cast<std::size_t>(DropReason::kSoftLimit)],
@@ -92,6 +103,7 @@ BrokerStats BrokerCore::stats() const {
   st.deliveries = deliveries_.load(std::memory_order_relaxed);
   st.channels = index_.num_channels();
   st.patterns = index_.numpat();
+  st.shard_channels = index_.num_shard_channels();
   std::lock_guard lock(registry_mu_);
   st.connected_clients = sessions_.size();
   std::array<std::uint64_t, kDropReasonCount> drops = retired_drops_;
@@ -118,7 +130,7 @@ std::vector<ConnectionStats> BrokerCore::connection_stats() const {
     c.name = s->name_;
     c.resp = s->resp_version();
     c.policy = q.policy;
-    c.subscriptions = s->sub_count() + s->psub_count();
+    c.subscriptions = s->sub_count() + s->psub_count() + s->ssub_count();
     c.queued_bytes = q.queued_bytes + q.inflight_bytes;
     c.queued_frames = q.queued_frames;
     c.sent_frames = s->sent_frames();
@@ -209,7 +221,8 @@ std::string BrokerCore::info(std::string_view section) const {
   }
   if (all || sec == "pubsub") {
     begin("Pubsub");
-    out += fmt::format("pubsub_channels:{}\r\npubsub_patterns:{}\r\n", st.channels, st.patterns);
+    out += fmt::format("pubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\n",
+                       st.channels, st.patterns, st.shard_channels);
   }
   if (all || sec == "drops") {
     // Per-connection loss, listed only for connections that lost something, so

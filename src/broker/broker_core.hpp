@@ -46,6 +46,8 @@ class BrokerCore {
   // Several PUBLISHes in order (SubscriptionIndex::publish); receivers[i] gets
   // message i's reply. REQUIRES: receivers.size() == msgs.size().
   void publish(std::span<const Message> msgs, std::span<std::size_t> receivers);
+  // SPUBLISH: reaches the channel's shard subscriptions only; returns their count.
+  std::size_t publish_shard(std::string_view channel, std::string_view payload);
 
   [[nodiscard]] std::uint64_t next_client_id() noexcept {
     return next_id_.fetch_add(1, std::memory_order_relaxed);  // relaxed: ids need only uniqueness

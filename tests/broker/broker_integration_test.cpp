@@ -169,6 +169,79 @@ TEST_F(BrokerIntegrationTest, HiredisDrivesResp2PubSubProtocol) {
   EXPECT_EQ(r->integer, 1);
 }
 
+// Polls PUBSUB SHARDNUMSUB until `channel` has `n` shard subscribers (bounded).
+bool wait_for_shard_subscribers(redisContext* c, const std::string& channel, long long n) {
+  return eventually([&] {
+    Reply r = command(c, {"PUBSUB", "SHARDNUMSUB", channel});
+    return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == n;
+  }, 10s, 5ms);
+}
+
+TEST_F(BrokerIntegrationTest, RedisCliShardSubscriberReceivesRedisCliSpublish) {
+  const int port = start();
+  ASSERT_GT(port, 0);
+  ChildProcess sub = ChildProcess::spawn({kRedisCli, "-p", std::to_string(port), "ssubscribe", "news"});
+  ASSERT_TRUE(sub.running());
+  Context admin = hiredis_connect(port);
+  ASSERT_TRUE(admin && admin->err == 0);
+  ASSERT_TRUE(wait_for_shard_subscribers(admin.get(), "news", 1));
+  Reply r = command(admin.get(), {"PUBLISH", "news", "not-for-shards"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_INTEGER);
+  EXPECT_EQ(r->integer, 0);
+
+  ChildProcess pub = ChildProcess::spawn({kRedisCli, "-p", std::to_string(port), "spublish", "news", "hi"});
+  const auto status = pub.wait_exit(deadline_in(10s));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
+  EXPECT_EQ(pub.stdout_text(), "1\n");
+  ASSERT_TRUE(sub.read_stdout_until("hi\n", deadline_in(10s))) << sub.stdout_text();
+  EXPECT_EQ(sub.stdout_text(), "ssubscribe\nnews\n1\nsmessage\nnews\nhi\n")
+      << "the plain PUBLISH must not have reached the shard subscriber";
+  sub.stop(SIGTERM);
+}
+
+TEST_F(BrokerIntegrationTest, HiredisShardPubSubWithClientReplyOffPublisher) {
+  const int port = start();
+  Context sub = hiredis_connect(port);
+  Context pub = hiredis_connect(port);
+  ASSERT_TRUE(sub && sub->err == 0 && pub && pub->err == 0);
+  Reply r = command(sub.get(), {"SSUBSCRIBE", "a", "b"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+  EXPECT_EQ(str(r.get(), 0), "ssubscribe");
+  EXPECT_EQ(r->element[2]->integer, 1);
+  r = next_reply(sub.get());
+  ASSERT_TRUE(r && r->elements == 3);
+  EXPECT_EQ(r->element[2]->integer, 2);
+
+  // A fire-and-forget publisher: no replies until CLIENT REPLY ON, whose +OK is
+  // the first thing it reads.
+  ASSERT_EQ(redisAppendCommand(pub.get(), "CLIENT REPLY OFF"), REDIS_OK);
+  ASSERT_EQ(redisAppendCommand(pub.get(), "SPUBLISH a %s", "one"), REDIS_OK);
+  ASSERT_EQ(redisAppendCommand(pub.get(), "SPUBLISH b %s", "two"), REDIS_OK);
+  ASSERT_EQ(redisAppendCommand(pub.get(), "CLIENT REPLY ON"), REDIS_OK);
+  r = next_reply(pub.get());
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_STATUS);
+  EXPECT_EQ(std::string(r->str), "OK");
+  r = command(pub.get(), {"SPUBLISH", "a", "three"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_INTEGER);
+  EXPECT_EQ(r->integer, 1);
+
+  for (const auto& [channel, payload] : {std::pair{"a", "one"}, {"b", "two"}, {"a", "three"}}) {
+    r = next_reply(sub.get());
+    ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    EXPECT_EQ(str(r.get(), 0), "smessage");
+    EXPECT_EQ(str(r.get(), 1), channel);
+    EXPECT_EQ(str(r.get(), 2), payload);
+  }
+  r = command(sub.get(), {"SUNSUBSCRIBE"});
+  ASSERT_TRUE(r && r->elements == 3);
+  EXPECT_EQ(str(r.get(), 0), "sunsubscribe");
+  EXPECT_EQ(str(r.get(), 1), "a");
+  r = next_reply(sub.get());
+  ASSERT_TRUE(r && r->elements == 3);
+  EXPECT_EQ(r->element[2]->integer, 0);
+}
+
 TEST_F(BrokerIntegrationTest, APipelinedFloodLargerThanOneReadArrivesWholeAndInOrder) {
   const int port = start();
   Context sub = hiredis_connect(port);
