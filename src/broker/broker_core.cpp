@@ -51,6 +51,7 @@ void BrokerCore::unregister_session(Session& s) {
   *it = sessions_.back();
   sessions_.pop_back();
   for (std::size_t i = 0; i < kDropReasonCount; ++i) retired_drops_[i] += q.dropped[i];
+  retired_conflated_ += q.conflated;
   if (q.overflowed) ++slow_disconnects_;
 }
 
@@ -70,13 +71,13 @@ std::string BrokerCore::client_line_locked(const Session& s) const {
       std::chrono::steady_clock::now() - s.created());
   return fmt::format(
       "id={} addr={} name={} age={} sub={} psub={} ssub={} resp={} omem={} oqueue={} policy={} "
-      "dropped-hard={} dropped-soft={} dropped-disconnect={} loss-notices={}\n",
+      "dropped-hard={} dropped-soft={} dropped-disconnect={} conflated={} loss-notices={}\n",
       s.id(), s.peer(), s.name_, age.count(), s.sub_count(), s.psub_count(), s.ssub_count(),
       s.resp_version(),
       q.queued_bytes + q.inflight_bytes, q.queued_frames, to_string(q.policy),
       q.dropped[static_cast<std::size_t>(DropReason::kHardLimit)],
       q.dropped[static_cast<std::size_t>(DropReason::kSoftLimit)],
-      q.dropped[static_cast<std::size_t>(DropReason::kDisconnect)], q.notices);
+      q.dropped[static_cast<std::size_t>(DropReason::kDisconnect)], q.conflated, q.notices);
 }
 
 std::string BrokerCore::client_list() const {
@@ -107,9 +108,11 @@ BrokerStats BrokerCore::stats() const {
   std::lock_guard lock(registry_mu_);
   st.connected_clients = sessions_.size();
   std::array<std::uint64_t, kDropReasonCount> drops = retired_drops_;
+  st.conflated = retired_conflated_;
   for (const Session* s : sessions_) {
     const QueueStats q = s->queue().stats();
     for (std::size_t i = 0; i < kDropReasonCount; ++i) drops[i] += q.dropped[i];
+    st.conflated += q.conflated;
   }
   st.dropped_hard_limit = drops[static_cast<std::size_t>(DropReason::kHardLimit)];
   st.dropped_soft_limit = drops[static_cast<std::size_t>(DropReason::kSoftLimit)];
@@ -137,6 +140,7 @@ std::vector<ConnectionStats> BrokerCore::connection_stats() const {
     c.dropped_hard_limit = q.dropped[static_cast<std::size_t>(DropReason::kHardLimit)];
     c.dropped_soft_limit = q.dropped[static_cast<std::size_t>(DropReason::kSoftLimit)];
     c.dropped_disconnect = q.dropped[static_cast<std::size_t>(DropReason::kDisconnect)];
+    c.conflated = q.conflated;
     c.loss_notices = q.notices;
     out.push_back(std::move(c));
   }
@@ -214,10 +218,10 @@ std::string BrokerCore::info(std::string_view section) const {
         "total_connections_received:{}\r\nrejected_connections:{}\r\n"
         "total_commands_processed:{}\r\nmessages_published:{}\r\ndeliveries:{}\r\n"
         "dropped_hard_limit:{}\r\ndropped_soft_limit:{}\r\ndropped_disconnect:{}\r\n"
-        "slow_client_disconnects:{}\r\n",
+        "slow_client_disconnects:{}\r\nconflated:{}\r\n",
         st.total_connections, st.rejected_connections, st.commands_processed,
         st.messages_published, st.deliveries, st.dropped_hard_limit, st.dropped_soft_limit,
-        st.dropped_disconnect, st.slow_disconnects);
+        st.dropped_disconnect, st.slow_disconnects, st.conflated);
   }
   if (all || sec == "pubsub") {
     begin("Pubsub");
@@ -231,11 +235,11 @@ std::string BrokerCore::info(std::string_view section) const {
     std::lock_guard lock(registry_mu_);
     for (const Session* s : sessions_) {
       const QueueStats q = s->queue().stats();
-      const std::uint64_t total = q.dropped[0] + q.dropped[1] + q.dropped[2];
+      const std::uint64_t total = q.dropped[0] + q.dropped[1] + q.dropped[2] + q.conflated;
       if (total == 0) continue;
-      out += fmt::format("client_{}:name={},policy={},hard_limit={},soft_limit={},disconnect={}\r\n",
-                         s->id(), s->name_, to_string(q.policy), q.dropped[0], q.dropped[1],
-                         q.dropped[2]);
+      out += fmt::format(
+          "client_{}:name={},policy={},hard_limit={},soft_limit={},disconnect={},conflated={}\r\n",
+          s->id(), s->name_, to_string(q.policy), q.dropped[0], q.dropped[1], q.dropped[2], q.conflated);
     }
   }
   return out;

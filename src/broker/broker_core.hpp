@@ -106,6 +106,7 @@ class BrokerCore {
   std::vector<Session*> sessions_;
   std::array<std::uint64_t, kDropReasonCount> retired_drops_{};
   std::uint64_t slow_disconnects_ = 0;
+  std::uint64_t retired_conflated_ = 0;
 };
 
 }  // namespace ringcast::broker

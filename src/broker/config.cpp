@@ -20,6 +20,8 @@ std::string_view to_string(OverflowPolicy p) noexcept {
       return "drop-newest";
     case OverflowPolicy::kDisconnect:
       return "disconnect";
+    case OverflowPolicy::kConflate:
+      return "conflate";
   }
   return "unknown";
 }
@@ -34,7 +36,8 @@ std::optional<OverflowPolicy> parse_overflow_policy(std::string_view s) noexcept
     return true;
   };
   for (OverflowPolicy p :
-       {OverflowPolicy::kDropOldest, OverflowPolicy::kDropNewest, OverflowPolicy::kDisconnect}) {
+       {OverflowPolicy::kDropOldest, OverflowPolicy::kDropNewest, OverflowPolicy::kDisconnect,
+        OverflowPolicy::kConflate}) {
     if (eq(to_string(p))) return p;
   }
   return std::nullopt;

@@ -607,7 +607,7 @@ void Session::cmd_client(std::span<const std::string> args) {
     }
     const auto policy = args.size() == 3 ? parse_overflow_policy(args[2]) : std::nullopt;
     if (!policy) {
-      resp::error(reply_, "ERR overflow policy must be drop-oldest, drop-newest or disconnect");
+      resp::error(reply_, "ERR overflow policy must be drop-oldest, drop-newest, disconnect or conflate");
       return;
     }
     queue().set_policy(*policy);
@@ -632,7 +632,7 @@ void Session::cmd_client(std::span<const std::string> args) {
         "ID", "    Return the ID of the current connection.",
         "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
         "SETNAME <name>", "    Assign the name <name> to the current connection.",
-        "LIST | INFO | OVERFLOW [drop-oldest|drop-newest|disconnect]",
+        "LIST | INFO | OVERFLOW [drop-oldest|drop-newest|disconnect|conflate]",
         "    Connection details with per-reason drop counts; get or set this connection's overflow policy."};
     resp::array(reply_, kHelp.size());
     for (std::string_view line : kHelp) resp::simple(reply_, line);

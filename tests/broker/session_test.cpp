@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "broker/broker_core.hpp"
@@ -119,7 +120,7 @@ TEST_F(SessionTest, ClientNameIdAndOverflowPolicy) {
   EXPECT_EQ(s->send("CLIENT OVERFLOW drop-oldest\r\nCLIENT OVERFLOW\r\n"), "+OK\r\n$11\r\ndrop-oldest\r\n");
   EXPECT_EQ(s->queue().policy(), OverflowPolicy::kDropOldest);
   EXPECT_EQ(s->send("CLIENT OVERFLOW sometimes\r\n"),
-            "-ERR overflow policy must be drop-oldest, drop-newest or disconnect\r\n");
+            "-ERR overflow policy must be drop-oldest, drop-newest, disconnect or conflate\r\n");
   const std::string list = s->send("CLIENT LIST\r\n");
   EXPECT_NE(list.find("name=me"), std::string::npos);
   EXPECT_NE(list.find("policy=drop-oldest dropped-hard=0 dropped-soft=0 dropped-disconnect=0"),
@@ -471,6 +472,57 @@ TEST_F(SessionDedupeTest, DedupeSendsOneFramePerConnectionAndCountsConnections) 
   a->send("SUBSCRIBE news\r\nPSUBSCRIBE n* news*\r\n");
   EXPECT_EQ(p->send("PUBLISH news hi\r\n"), ":1\r\n");
   EXPECT_EQ(a->output(), "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n");
+}
+
+}  // namespace
+}  // namespace ringcast::broker
+
+namespace ringcast::broker {
+namespace {
+
+class SessionConflateTest : public SessionTest {
+ protected:
+  static BrokerConfig config() {
+    BrokerConfig c;
+    c.overflow_policy = OverflowPolicy::kConflate;
+    c.queue_limits.hard_bytes = 2048;
+    c.queue_limits.soft_bytes = 0;
+    return c;
+  }
+  SessionConflateTest() : SessionTest(config()) {}
+};
+
+TEST_F(SessionConflateTest, BrokerDefaultConflateKeepsTheNewestPerChannelAndCountsIt) {
+  auto s = connect();
+  auto p = connect();
+  EXPECT_EQ(s->send("CLIENT OVERFLOW\r\n"), "$8\r\nconflate\r\n");
+  EXPECT_EQ(p->send("CLIENT OVERFLOW drop-newest\r\nCLIENT OVERFLOW CONFLATE\r\nCLIENT OVERFLOW\r\n"),
+            "+OK\r\n+OK\r\n$8\r\nconflate\r\n");
+  s->send("SUBSCRIBE a b\r\n");
+  (void)s->output();
+  std::string in;
+  std::string replies;
+  const std::string pad(60, '.');
+  for (int i = 0; i < 100; ++i) {  // about 90 bytes a frame: some 22 fit in 2 KiB
+    in += fmt::format("PUBLISH {} {:03}{}\r\n", i % 2 == 0 ? "a" : "b", i, pad);
+    replies += ":1\r\n";
+  }
+  EXPECT_EQ(p->send(in), replies);
+  const std::string list = p->send("CLIENT LIST\r\n");
+  EXPECT_NE(list.find(fmt::format("id={} ", s->id())), std::string::npos);
+  EXPECT_NE(list.find("policy=conflate dropped-hard=0 dropped-soft=0 dropped-disconnect=0 conflated=98"),
+            std::string::npos)
+      << list;
+  EXPECT_NE(p->send("INFO stats\r\n").find("conflated:98\r\n"), std::string::npos);
+  EXPECT_EQ(core_.stats().conflated, 98u);
+  EXPECT_EQ(s->output(), fmt::format("*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$63\r\n098{0}\r\n"
+                                     "*3\r\n$7\r\nmessage\r\n$1\r\nb\r\n$63\r\n099{0}\r\n"
+                                     "*3\r\n$7\r\nmessage\r\n$17\r\n__ringcast__:loss\r\n$45\r\n"
+                                     "lost=98 total=98 policy=conflate conflated=98\r\n",
+                                     pad));
+  const auto stats = core_.connection_stats();
+  ASSERT_FALSE(stats.empty());
+  EXPECT_EQ(stats.front().conflated, 98u);
 }
 
 }  // namespace

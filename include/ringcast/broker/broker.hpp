@@ -58,6 +58,7 @@ struct BrokerStats {
   std::uint64_t dropped_soft_limit = 0;  // frames lost to the soft limit
   std::uint64_t dropped_disconnect = 0;  // frames discarded when a slow client was cut
   std::uint64_t slow_disconnects = 0;    // connections closed by the disconnect policy
+  std::uint64_t conflated = 0;           // messages replaced by a newer one (conflate policy)
   std::uint64_t channels = 0;            // current
   std::uint64_t patterns = 0;            // current
   std::uint64_t shard_channels = 0;      // current (SSUBSCRIBE)
@@ -78,6 +79,7 @@ struct ConnectionStats {
   std::uint64_t dropped_hard_limit = 0;
   std::uint64_t dropped_soft_limit = 0;
   std::uint64_t dropped_disconnect = 0;
+  std::uint64_t conflated = 0;  // messages replaced by a newer one of their channel
   std::uint64_t loss_notices = 0;
 };
 

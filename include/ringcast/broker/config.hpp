@@ -20,9 +20,14 @@ enum class OverflowPolicy : std::uint8_t {
   kDropOldest,  // evict queued messages from the front: the reader stays current
   kDropNewest,  // refuse the new message: the reader gets a contiguous prefix
   kDisconnect,  // close the connection, as Redis does for pub/sub clients
+  // Over a limit, keep only the newest queued message per channel until the
+  // queue has been written out, then evict the oldest if that is not enough:
+  // a slow reader of a state-like feed costs O(channels) and always ends on the
+  // latest value of each channel.
+  kConflate,
 };
 
-// "drop-oldest", "drop-newest", "disconnect".
+// "drop-oldest", "drop-newest", "disconnect", "conflate".
 [[nodiscard]] std::string_view to_string(OverflowPolicy p) noexcept;
 // Inverse of to_string (case-insensitive); nullopt for anything else.
 [[nodiscard]] std::optional<OverflowPolicy> parse_overflow_policy(std::string_view s) noexcept;
