@@ -624,6 +624,143 @@ TEST(ConflationTest, CountsAreExactWithAReaderFallingBehind) {
   }
 }
 
+// Random pushes (single messages, runs, replies), pops, releases and policy
+// switches: whatever the interleaving, each message is delivered, conflated or
+// dropped exactly once, per channel in order, replies all arrive in order, and
+// the notices add up to the counters.
+std::string reply_text(int n) {
+  std::string r = std::to_string(n);
+  r.insert(r.begin(), '+');
+  r += "\r\n";
+  return r;
+}
+
+TEST(ConflationTest, RandomScheduleAccountsForEveryMessage) {
+  ManualClock clock;
+  std::mt19937 rng(12345);
+  const std::size_t size = msg("a", "000000")->size();
+  // Replies are never dropped: a queue whose in-flight bytes and replies fill the
+  // limit is closed. The schedule releases often enough that this never happens.
+  ConnectionQueue q(limits(48 * size), OverflowPolicy::kConflate, clock);
+  std::map<std::string, int> last_seen;
+  int next_seq = 0;
+  int next_reply = 0;
+  int replies_seen = 0;
+  std::uint64_t delivered = 0, notice_lost = 0, notice_conflated = 0;
+  std::vector<FrameSpan> inflight;
+  std::size_t inflight_bytes = 0;
+  const auto consume = [&](const std::vector<FrameSpan>& spans) {
+    for (const FrameSpan& sp : spans) {
+      for (std::uint32_t i = sp.first; i < sp.first + sp.count; ++i) {
+        const std::string f(sp.block->frame(i));
+        if (f[0] == '+') {
+          EXPECT_EQ(f, reply_text(replies_seen)) << "replies in order, none lost";
+          ++replies_seen;
+          continue;
+        }
+        const std::string key(conflation_key(f));
+        const std::size_t head = key.find("\r\n", key.rfind('$')) + 2;
+        const std::string channel = key.substr(head, key.size() - 2 - head);
+        const std::string rest = f.substr(key.size());
+        const std::size_t body = rest.find("\r\n") + 2;
+        const std::string payload = rest.substr(body, rest.size() - 2 - body);
+        if (channel == kLossChannel) {
+          unsigned long long lost = 0, total = 0, conflated = 0;
+          char policy[32] = {};
+          ASSERT_GE(std::sscanf(payload.c_str(), "lost=%llu total=%llu policy=%31s conflated=%llu", &lost, &total,
+                                policy, &conflated),
+                    3);
+          notice_lost += lost;
+          notice_conflated += conflated;
+          continue;
+        }
+        const int seq = std::stoi(payload);
+        auto [it, fresh] = last_seen.try_emplace(channel, seq);
+        if (!fresh) {
+          EXPECT_GT(seq, it->second) << "per-channel order on " << channel;
+          it->second = seq;
+        }
+        ++delivered;
+      }
+    }
+  };
+  std::vector<std::string> payloads;
+  std::vector<Message> run;
+  for (int step = 0; step < 20000; ++step) {
+    const auto op = static_cast<unsigned>(rng() % 100);
+    if (op < 55) {
+      char p[16];
+      std::snprintf(p, sizeof p, "%06d", next_seq++);
+      (void)q.push(msg(std::string(1, static_cast<char>('a' + rng() % 6)), p));
+    } else if (op < 65) {  // a run of one channel, one block
+      const std::string channel(1, static_cast<char>('a' + rng() % 6));
+      payloads.clear();
+      run.clear();
+      const auto n = static_cast<unsigned>(2 + rng() % 12);
+      for (unsigned k = 0; k < n; ++k) {
+        char p[16];
+        std::snprintf(p, sizeof p, "%06d", next_seq++);
+        payloads.emplace_back(p);
+      }
+      for (const std::string& p : payloads) run.push_back(Message{channel, p});
+      (void)q.push(encode_messages(Resp::kResp2, run));
+    } else if (op < 70) {
+      (void)q.push(FrameRef::copy_of(reply_text(next_reply++), /*droppable=*/false));
+    } else if (op < 85) {
+      std::vector<FrameSpan> out;
+      const PopResult r = q.pop_batch(size * (1 + rng() % 6), 1 + rng() % 8, out);
+      inflight_bytes += r.bytes;
+      consume(out);
+      for (FrameSpan& sp : out) inflight.push_back(std::move(sp));
+    } else if (op < 98) {
+      q.release(inflight_bytes);
+      inflight_bytes = 0;
+      inflight.clear();
+    } else {
+      q.set_policy(q.policy() == OverflowPolicy::kConflate ? OverflowPolicy::kDropOldest : OverflowPolicy::kConflate);
+    }
+    ASSERT_FALSE(q.closed()) << "replies always fit: messages are evicted for them";
+  }
+  q.release(inflight_bytes);
+  for (int k = 0; k < 100; ++k) {
+    std::vector<FrameSpan> out;
+    const PopResult r = q.pop_batch(SIZE_MAX, SIZE_MAX, out);
+    consume(out);
+    q.release(r.bytes);
+  }
+  const QueueStats st = q.stats();
+  EXPECT_EQ(st.queued_frames, 0u);
+  EXPECT_EQ(st.queued_bytes + st.inflight_bytes, 0u);
+  EXPECT_GT(st.conflated, 0u);
+  EXPECT_GT(st.dropped[kHard], 0u);
+  EXPECT_EQ(delivered + st.conflated + st.dropped[kHard], static_cast<std::uint64_t>(next_seq));
+  EXPECT_EQ(notice_lost, st.conflated + st.dropped[kHard]);
+  EXPECT_EQ(notice_conflated, st.conflated);
+  EXPECT_EQ(replies_seen, next_reply);
+}
+
+// The cold channel's message stays in front, so each replaced hot message
+// leaves a tombstone in the middle of the ring: they are compacted away, and
+// the positions the key map holds stay right.
+TEST(ConflationTest, TombstonesBehindAColdChannelAreCompacted) {
+  ManualClock clock;
+  const std::size_t size = msg("h", "0000000")->size();
+  ConnectionQueue q(limits(16 * size), OverflowPolicy::kConflate, clock);
+  (void)q.push(msg("c", "cold..."));
+  for (int i = 0; i < 100000; ++i) {
+    char p[16];
+    std::snprintf(p, sizeof p, "%07d", i);
+    (void)q.push(msg(i % 1000 == 999 ? "w" : "h", p));
+  }
+  const QueueStats st = q.stats();
+  EXPECT_EQ(st.queued_frames, 3u);
+  EXPECT_EQ(st.conflated, 100000u - 2u);
+  EXPECT_EQ(testing::concat(testing::drain_all(q)),
+            std::string(msg("c", "cold...")->view()) + std::string(msg("h", "0099998")->view()) +
+                std::string(msg("w", "0099999")->view()) +
+                notice("lost=99998 total=99998 policy=conflate conflated=99998"));
+}
+
 TEST(ConflationTest, AStuckReaderCostsOneMessagePerChannel) {
   ManualClock clock;
   const std::size_t size = msg("a", "0000000")->size();
