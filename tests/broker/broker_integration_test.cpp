@@ -3,6 +3,8 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -271,6 +273,78 @@ TEST_F(BrokerIntegrationTest, APipelinedFloodLargerThanOneReadArrivesWholeAndInO
     ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 3) << "message " << i;
     ASSERT_EQ(str(r.get(), 2), std::to_string(i) + ":" + pad) << "message " << i;
   }
+}
+
+// A subscriber that reads nothing while 40 MB are published on two channels,
+// under --overflow-policy conflate: once it reads, it gets every message in
+// order per channel up to the newest of each, and the loss notices and CLIENT
+// LIST account for exactly what it did not get.
+TEST_F(BrokerIntegrationTest, ConflatingSubscriberEndsOnTheNewestOfEachChannel) {
+  const int port = start({"--overflow-policy", "conflate", "--hard-limit", "256kb", "--soft-limit", "0"});
+  Context sub = hiredis_connect(port);
+  Context pub = hiredis_connect(port);
+  Context admin = hiredis_connect(port);
+  ASSERT_TRUE(sub && sub->err == 0 && pub && pub->err == 0 && admin && admin->err == 0);
+  Reply r = command(sub.get(), {"CLIENT", "SETNAME", "slow"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_STATUS);
+  r = command(sub.get(), {"SUBSCRIBE", "a", "b"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY);
+  r = next_reply(sub.get());
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY);
+
+  constexpr int kCount = 200000;
+  constexpr int kChunk = 1000;  // replies stay far below the 256 KiB limit of the publisher too
+  const std::string pad(200, 'p');
+  for (int base = 0; base < kCount; base += kChunk) {
+    for (int i = base; i < base + kChunk; ++i) {
+      const std::string payload = std::to_string(i) + ":" + pad;
+      ASSERT_EQ(redisAppendCommand(pub.get(), "PUBLISH %s %b", i % 2 == 0 ? "a" : "b", payload.data(), payload.size()),
+                REDIS_OK);
+    }
+    for (int i = base; i < base + kChunk; ++i) {
+      r = next_reply(pub.get());
+      ASSERT_TRUE(r && r->type == REDIS_REPLY_INTEGER && r->integer == 1) << "reply " << i;
+    }
+  }
+
+  std::map<std::string, int> last{{"a", -1}, {"b", -1}};
+  std::uint64_t delivered = 0, lost = 0, conflated = 0;
+  while (delivered + lost < static_cast<std::uint64_t>(kCount)) {
+    r = next_reply(sub.get());
+    ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 3)
+        << delivered << " delivered, " << lost << " lost";
+    const std::string channel = str(r.get(), 1);
+    const std::string payload = str(r.get(), 2);
+    if (channel == "__ringcast__:loss") {
+      unsigned long long n = 0, total = 0, c = 0;
+      char policy[32] = {};
+      ASSERT_GE(std::sscanf(payload.c_str(), "lost=%llu total=%llu policy=%31s conflated=%llu", &n, &total, policy, &c),
+                3)
+          << payload;
+      EXPECT_STREQ(policy, "conflate");
+      EXPECT_EQ(total, lost + n);
+      lost += n;
+      conflated += c;
+      continue;
+    }
+    const int seq = std::stoi(payload);
+    EXPECT_GT(seq, last[channel]) << channel;
+    EXPECT_EQ(seq % 2 == 0 ? "a" : "b", channel);
+    last[channel] = seq;
+    ++delivered;
+  }
+  EXPECT_EQ(delivered + lost, static_cast<std::uint64_t>(kCount));
+  EXPECT_GT(conflated, 0u) << "40 MB cannot all wait in socket buffers";
+  EXPECT_EQ(last["a"], kCount - 2);
+  EXPECT_EQ(last["b"], kCount - 1);
+  r = command(admin.get(), {"CLIENT", "LIST"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_STRING);
+  const std::string list(r->str, r->len);
+  const auto line = list.find("name=slow ");
+  ASSERT_NE(line, std::string::npos) << list;
+  const std::string mine = list.substr(line, list.find('\n', line) - line);
+  EXPECT_NE(mine.find(" conflated=" + std::to_string(conflated) + " "), std::string::npos) << mine;
+  EXPECT_NE(mine.find(" dropped-hard=" + std::to_string(lost - conflated) + " "), std::string::npos) << mine;
 }
 
 TEST_F(BrokerIntegrationTest, Resp3ClientGetsPushesOverTheWire) {
