@@ -39,6 +39,16 @@ std::size_t BrokerCore::publish(std::span<const Message> msgs, std::span<std::si
   return handled;
 }
 
+std::size_t BrokerCore::publish_shard(std::string_view channel, std::string_view payload) {
+  const Message m{channel, payload};
+  std::size_t receivers = 0;
+  index_.publish_shard({&m, 1}, {&receivers, 1});
+  // relaxed: statistics only.
+  published_.fetch_add(1, std::memory_order_relaxed);
+  deliveries_.fetch_add(receivers, std::memory_order_relaxed);
+  return receivers;
+}
+
 void BrokerCore::register_session(Session& s) {
   std::lock_guard lock(registry_mu_);
   sessions_.push_back(&s);
@@ -52,6 +62,7 @@ void BrokerCore::unregister_session(Session& s) {
   *it = sessions_.back();
   sessions_.pop_back();
   for (std::size_t i = 0; i < kDropReasonCount; ++i) retired_drops_[i] += q.dropped[i];
+  retired_conflated_ += q.conflated;
   if (q.overflowed) ++slow_disconnects_;
 }
 
@@ -70,13 +81,14 @@ std::string BrokerCore::client_line_locked(const Session& s) const {
   const auto age = std::chrono::duration_cast<std::chrono::seconds>(
       std::chrono::steady_clock::now() - s.created());
   return fmt::format(
-      "id={} addr={} name={} age={} sub={} psub={} resp={} omem={} oqueue={} policy={} "
-      "dropped-hard={} dropped-soft={} dropped-disconnect={} loss-notices={}\n",
-      s.id(), s.peer(), s.name_, age.count(), s.sub_count(), s.psub_count(), s.resp_version(),
+      "id={} addr={} name={} age={} sub={} psub={} ssub={} resp={} omem={} oqueue={} policy={} "
+      "dropped-hard={} dropped-soft={} dropped-disconnect={} conflated={} loss-notices={}\n",
+      s.id(), s.peer(), s.name_, age.count(), s.sub_count(), s.psub_count(), s.ssub_count(),
+      s.resp_version(),
       q.queued_bytes + q.inflight_bytes, q.queued_frames, to_string(q.policy),
       q.dropped[static_cast<std::size_t>(DropReason::kHardLimit)],
       q.dropped[static_cast<std::size_t>(DropReason::kSoftLimit)],
-      q.dropped[static_cast<std::size_t>(DropReason::kDisconnect)], q.notices);
+      q.dropped[static_cast<std::size_t>(DropReason::kDisconnect)], q.conflated, q.notices);
 }
 
 std::string BrokerCore::client_list() const {
@@ -108,12 +120,15 @@ BrokerStats BrokerCore::stats() const {
   st.slow_subscribers = fs.slow_marked;
   st.channels = index_.num_channels();
   st.patterns = index_.numpat();
+  st.shard_channels = index_.num_shard_channels();
   std::lock_guard lock(registry_mu_);
   st.connected_clients = sessions_.size();
   std::array<std::uint64_t, kDropReasonCount> drops = retired_drops_;
+  st.conflated = retired_conflated_;
   for (const Session* s : sessions_) {
     const QueueStats q = s->queue().stats();
     for (std::size_t i = 0; i < kDropReasonCount; ++i) drops[i] += q.dropped[i];
+    st.conflated += q.conflated;
   }
   st.dropped_hard_limit = drops[static_cast<std::size_t>(DropReason::kHardLimit)];
   st.dropped_soft_limit = drops[static_cast<std::size_t>(DropReason::kSoftLimit)];
@@ -134,13 +149,14 @@ std::vector<ConnectionStats> BrokerCore::connection_stats() const {
     c.name = s->name_;
     c.resp = s->resp_version();
     c.policy = q.policy;
-    c.subscriptions = s->sub_count() + s->psub_count();
+    c.subscriptions = s->sub_count() + s->psub_count() + s->ssub_count();
     c.queued_bytes = q.queued_bytes + q.inflight_bytes;
     c.queued_frames = q.queued_frames;
     c.sent_frames = s->sent_frames();
     c.dropped_hard_limit = q.dropped[static_cast<std::size_t>(DropReason::kHardLimit)];
     c.dropped_soft_limit = q.dropped[static_cast<std::size_t>(DropReason::kSoftLimit)];
     c.dropped_disconnect = q.dropped[static_cast<std::size_t>(DropReason::kDisconnect)];
+    c.conflated = q.conflated;
     c.loss_notices = q.notices;
     out.push_back(std::move(c));
   }
@@ -220,15 +236,16 @@ std::string BrokerCore::info(std::string_view section) const {
         "total_commands_processed:{}\r\nmessages_published:{}\r\ndeliveries:{}\r\n"
         "dropped_hard_limit:{}\r\ndropped_soft_limit:{}\r\ndropped_disconnect:{}\r\n"
         "slow_client_disconnects:{}\r\nrefused_publishes:{}\r\npublisher_stalls:{}\r\n"
-        "publisher_stall_usec:{}\r\nslow_subscribers:{}\r\n",
+        "publisher_stall_usec:{}\r\nslow_subscribers:{}\r\nconflated:{}\r\n",
         st.total_connections, st.rejected_connections, st.commands_processed,
         st.messages_published, st.deliveries, st.dropped_hard_limit, st.dropped_soft_limit,
         st.dropped_disconnect, st.slow_disconnects, st.refused_publishes, st.publisher_stalls,
-        st.publisher_stall_ns / 1000, st.slow_subscribers);
+        st.publisher_stall_ns / 1000, st.slow_subscribers, st.conflated);
   }
   if (all || sec == "pubsub") {
     begin("Pubsub");
-    out += fmt::format("pubsub_channels:{}\r\npubsub_patterns:{}\r\n", st.channels, st.patterns);
+    out += fmt::format("pubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\n",
+                       st.channels, st.patterns, st.shard_channels);
   }
   if (all || sec == "drops") {
     // Per-connection loss, listed only for connections that lost something, so
@@ -237,11 +254,11 @@ std::string BrokerCore::info(std::string_view section) const {
     std::lock_guard lock(registry_mu_);
     for (const Session* s : sessions_) {
       const QueueStats q = s->queue().stats();
-      const std::uint64_t total = q.dropped[0] + q.dropped[1] + q.dropped[2];
+      const std::uint64_t total = q.dropped[0] + q.dropped[1] + q.dropped[2] + q.conflated;
       if (total == 0) continue;
-      out += fmt::format("client_{}:name={},policy={},hard_limit={},soft_limit={},disconnect={}\r\n",
-                         s->id(), s->name_, to_string(q.policy), q.dropped[0], q.dropped[1],
-                         q.dropped[2]);
+      out += fmt::format(
+          "client_{}:name={},policy={},hard_limit={},soft_limit={},disconnect={},conflated={}\r\n",
+          s->id(), s->name_, to_string(q.policy), q.dropped[0], q.dropped[1], q.dropped[2], q.conflated);
     }
   }
   return out;

@@ -53,6 +53,9 @@ class BrokerCore {
   std::size_t publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
                       bool stop_at_refusal = false);
   void count_refused(std::uint64_t n) noexcept { refused_.fetch_add(n, std::memory_order_relaxed); }  // relaxed: statistic
+  // SPUBLISH: reaches the channel's shard subscriptions only; returns their
+  // count, or kRefusedReceivers (a `block` subscriber had no room; not counted here).
+  std::size_t publish_shard(std::string_view channel, std::string_view payload);
 
   [[nodiscard]] std::uint64_t next_client_id() noexcept {
     return next_id_.fetch_add(1, std::memory_order_relaxed);  // relaxed: ids need only uniqueness
@@ -113,6 +116,7 @@ class BrokerCore {
   std::vector<Session*> sessions_;
   std::array<std::uint64_t, kDropReasonCount> retired_drops_{};
   std::uint64_t slow_disconnects_ = 0;
+  std::uint64_t retired_conflated_ = 0;
 };
 
 }  // namespace ringcast::broker

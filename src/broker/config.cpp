@@ -22,6 +22,8 @@ std::string_view to_string(OverflowPolicy p) noexcept {
       return "disconnect";
     case OverflowPolicy::kBlock:
       return "block";
+    case OverflowPolicy::kConflate:
+      return "conflate";
   }
   return "unknown";
 }
@@ -36,7 +38,8 @@ std::optional<OverflowPolicy> parse_overflow_policy(std::string_view s) noexcept
     return true;
   };
   for (OverflowPolicy p :
-       {OverflowPolicy::kDropOldest, OverflowPolicy::kDropNewest, OverflowPolicy::kDisconnect, OverflowPolicy::kBlock}) {
+       {OverflowPolicy::kDropOldest, OverflowPolicy::kDropNewest, OverflowPolicy::kDisconnect,
+        OverflowPolicy::kBlock, OverflowPolicy::kConflate}) {
     if (eq(to_string(p))) return p;
   }
   return std::nullopt;

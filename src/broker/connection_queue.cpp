@@ -1,6 +1,7 @@
 #include "broker/connection_queue.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <string>
 
@@ -36,8 +37,32 @@ std::string_view to_string(DropReason r) noexcept {
   return "unknown";
 }
 
-std::string format_loss_notice(std::uint64_t lost, std::uint64_t total, OverflowPolicy policy) {
-  return fmt::format("lost={} total={} policy={}", lost, total, to_string(policy));
+std::string format_loss_notice(std::uint64_t lost, std::uint64_t total, OverflowPolicy policy,
+                               std::uint64_t conflated) {
+  std::string out = fmt::format("lost={} total={} policy={}", lost, total, to_string(policy));
+  if (conflated > 0) out += fmt::format(" conflated={}", conflated);
+  return out;
+}
+
+std::string_view conflation_key(std::string_view f) noexcept {
+  constexpr std::size_t kBad = std::string_view::npos;
+  // Skips the bulk string at `at`, storing its value; kBad if there is none.
+  const auto bulk = [f](std::size_t at, std::string_view* value) -> std::size_t {
+    if (at >= f.size() || f[at] != '$') return kBad;
+    std::size_t len = 0;
+    const auto r = std::from_chars(f.data() + at + 1, f.data() + f.size(), len);
+    if (r.ec != std::errc()) return kBad;
+    const auto body = static_cast<std::size_t>(r.ptr - f.data()) + 2;
+    if (body > f.size() || f.size() - body < len + 2) return kBad;
+    if (value != nullptr) *value = f.substr(body, len);
+    return body + len + 2;
+  };
+  const std::size_t eol = f.find("\r\n");
+  std::string_view kind;
+  std::size_t at = eol == kBad ? kBad : bulk(eol + 2, &kind);
+  if (at != kBad && kind == "pmessage") at = bulk(at, nullptr);
+  if (at != kBad) at = bulk(at, nullptr);
+  return at == kBad ? f : f.substr(0, at);
 }
 
 ConnectionQueue::ConnectionQueue(QueueLimits limits, OverflowPolicy policy, const Clock& clock,
@@ -60,6 +85,7 @@ FrameSpan ConnectionQueue::ring_pop_front() noexcept {
   FrameSpan s = std::move(ring_[head_]);
   head_ = (head_ + 1) & (ring_.size() - 1);
   --count_;
+  ++head_pos_;
   return s;
 }
 
@@ -73,6 +99,11 @@ void ConnectionQueue::ring_erase(std::size_t i) noexcept {
 void ConnectionQueue::append_locked(const FrameRef& block, std::uint32_t i) {
   queued_bytes_ += block->end(i) - block->begin(i);
   ++queued_frames_;
+  if (conflating_ && block->droppable()) {  // a span of its own (invariant 6)
+    ring_push(FrameSpan{block, i, 1});
+    index_locked(conflation_key(block->frame(i)), head_pos_ + count_ - 1);
+    return;
+  }
   if (count_ > 0) {
     FrameSpan& last = ring_at(count_ - 1);
     if (last.block.get() == block.get() && last.first + last.count == i) {
@@ -97,7 +128,7 @@ void ConnectionQueue::pace_after_push_locked() noexcept {
     flow_->begin_pressure();
   } else if (now - over_since_ >= flow_->max_stall()) {
     // Publishers were paced for max_stall and this queue did not drain: it is the
-    // slow one. Stop pacing for it; its policy and limits take over (invariant 6).
+    // slow one. Stop pacing for it; its policy and limits take over (invariant 7).
     paced_ = false;
     slow_ = true;
     flow_->count_slow();
@@ -121,10 +152,142 @@ PushResult ConnectionQueue::queued_locked() noexcept {
   return {PushStatus::kQueued, wake};
 }
 
+void ConnectionQueue::index_locked(std::string_view key, std::uint64_t pos) {
+  if (auto it = conflation_index_.find(key); it != conflation_index_.end()) {
+    it->second = pos;
+    return;
+  }
+  conflation_index_.emplace(std::string(key), pos);
+  if (conflation_index_.size() > 2 * (count_ - dead_) + 64) {  // sweep the stale entries
+    for (auto it = conflation_index_.begin(); it != conflation_index_.end();) {
+      it = live_at(it->second) ? std::next(it) : conflation_index_.erase(it);
+    }
+  }
+}
+
+void ConnectionQueue::pop_dead_front_locked() noexcept {
+  while (count_ > 0 && !ring_at(0).block) {
+    (void)ring_pop_front();
+    --dead_;
+  }
+}
+
+void ConnectionQueue::bury_locked(std::size_t i) noexcept {
+  FrameSpan& s = ring_at(i);
+  queued_bytes_ -= s.size();
+  queued_frames_ -= s.count;
+  s = FrameSpan{};
+  ++dead_;
+  pop_dead_front_locked();
+  compact_locked(false);
+}
+
+void ConnectionQueue::compact_locked(bool force) noexcept {
+  if (dead_ == 0 || (!force && (dead_ < 32 || 2 * dead_ <= count_))) return;
+  std::size_t w = 0;
+  for (std::size_t r = 0; r < count_; ++r) {
+    if (!ring_at(r).block) continue;
+    if (w != r) ring_at(w) = std::move(ring_at(r));
+    const FrameSpan& s = ring_at(w);
+    if (s.block->droppable()) {
+      if (auto it = conflation_index_.find(conflation_key(s.block->frame(s.first))); it != conflation_index_.end()) {
+        it->second = head_pos_ + w;
+      }
+    }
+    ++w;
+  }
+  for (std::size_t r = w; r < count_; ++r) ring_at(r) = FrameSpan{};
+  count_ = w;
+  dead_ = 0;
+}
+
+void ConnectionQueue::supersede_locked(std::string_view key) noexcept {
+  auto it = conflation_index_.find(key);
+  if (it == conflation_index_.end() || !live_at(it->second)) return;
+  const auto i = static_cast<std::size_t>(it->second - head_pos_);
+  it->second = kNotQueued;  // until the newer frame is queued, if it is
+  if (i == 0) {
+    const FrameSpan s = ring_pop_front();
+    queued_bytes_ -= s.size();
+    queued_frames_ -= s.count;
+    pop_dead_front_locked();
+  } else {
+    bury_locked(i);
+  }
+  ++conflated_;
+  ++pending_conflated_;
+  ++pending_loss_;
+  ++total_loss_;
+}
+
+void ConnectionQueue::enter_conflation_locked() {
+  conflating_ = true;
+  // Newest to oldest: the first frame met of each key survives. Replies stay.
+  rebuild_.clear();
+  for (std::size_t r = count_; r-- > 0;) {
+    FrameSpan& s = ring_at(r);
+    if (!s.block->droppable()) {
+      rebuild_.push_back(std::move(s));
+      continue;
+    }
+    for (std::uint32_t f = s.first + s.count; f-- > s.first;) {
+      const std::string_view frame = s.block->frame(f);
+      const std::string_view key = conflation_key(frame);
+      if (conflation_index_.find(key) != conflation_index_.end()) {
+        queued_bytes_ -= frame.size();
+        --queued_frames_;
+        ++conflated_;
+        ++pending_conflated_;
+        ++pending_loss_;
+        ++total_loss_;
+        continue;
+      }
+      conflation_index_.emplace(std::string(key), kNotQueued);
+      rebuild_.push_back(s.block->count() == 1 ? FrameSpan{s.block, f, 1}
+                                               : FrameSpan{FrameRef::copy_of(frame, true), 0, 1});
+    }
+  }
+  for (std::size_t r = 0; r < count_; ++r) ring_at(r) = FrameSpan{};
+  head_ = 0;
+  count_ = 0;
+  for (std::size_t k = rebuild_.size(); k-- > 0;) {
+    FrameSpan& s = rebuild_[k];
+    if (s.block->droppable()) {
+      conflation_index_.find(conflation_key(s.block->frame(s.first)))->second = head_pos_ + count_;
+    }
+    ring_push(std::move(s));
+  }
+  rebuild_.clear();
+}
+
+void ConnectionQueue::leave_conflation_locked() noexcept {
+  compact_locked(true);
+  conflation_index_.clear();
+  conflating_ = false;
+}
+
 bool ConnectionQueue::evict_oldest_locked(DropReason reason) noexcept {
   for (std::size_t i = 0; i < count_; ++i) {
     FrameSpan& s = ring_at(i);
-    if (!s.block->droppable()) continue;
+    if (!s.block || !s.block->droppable()) continue;
+    if (conflating_) {  // one frame per span; a tombstone unless it is the front
+      if (auto it = conflation_index_.find(conflation_key(s.block->frame(s.first)));
+          it != conflation_index_.end()) {
+        it->second = kNotQueued;
+      }
+      if (i == 0) {
+        queued_bytes_ -= s.size();
+        --queued_frames_;
+        (void)ring_pop_front();
+        pop_dead_front_locked();
+      } else {
+        bury_locked(i);
+      }
+      ++dropped_[static_cast<std::size_t>(reason)];
+      ++pending_loss_;
+      ++total_loss_;
+      return true;
+    }
     queued_bytes_ -= s.block->end(s.first) - s.block->begin(s.first);
     --queued_frames_;
     ++s.first;
@@ -150,10 +313,13 @@ void ConnectionQueue::close_locked(bool overflowed) noexcept {
   pace_after_drain_locked();  // a closed queue paces nobody
   while (count_ > 0) {
     const FrameSpan s = ring_pop_front();
-    if (s.block->droppable()) dropped_[static_cast<std::size_t>(DropReason::kDisconnect)] += s.count;
+    if (s.block && s.block->droppable()) dropped_[static_cast<std::size_t>(DropReason::kDisconnect)] += s.count;
   }
   queued_bytes_ = 0;
   queued_frames_ = 0;
+  dead_ = 0;
+  conflation_index_.clear();
+  conflating_ = false;
 }
 
 PushResult ConnectionQueue::overflow_locked(const FrameRef& block, std::uint32_t i, std::size_t limit,
@@ -162,6 +328,14 @@ PushResult ConnectionQueue::overflow_locked(const FrameRef& block, std::uint32_t
   switch (policy_) {
     case OverflowPolicy::kDropNewest:
       break;
+    case OverflowPolicy::kConflate:
+      // Keep the newest per key; if the survivors still do not leave room,
+      // evict the oldest as drop-oldest does.
+      if (!conflating_) {
+        enter_conflation_locked();
+        supersede_locked(conflation_key(block->frame(i)));
+      }
+      [[fallthrough]];
     case OverflowPolicy::kDropOldest:
       while (queued_bytes_ + inflight_bytes_ + size > limit && evict_oldest_locked(reason)) {
       }
@@ -187,24 +361,27 @@ PushResult ConnectionQueue::overflow_locked(const FrameRef& block, std::uint32_t
 }
 
 void ConnectionQueue::maybe_queue_notice_locked() noexcept {
-  if (pending_loss_ == 0 || closed_) return;
+  // While conflating, losses happen with room to spare: the notice waits until
+  // the survivors have been written, so notices cannot pile up behind them.
+  if (pending_loss_ == 0 || closed_ || conflating_) return;
   // "Room again" means under half the limit that caused the loss, so the notice
   // itself cannot be what tips the queue back into overflow.
   const std::size_t limit = limits_.soft_bytes > 0 ? limits_.soft_bytes : limits_.hard_bytes;
-  const std::string payload = format_loss_notice(pending_loss_, total_loss_, policy_);
+  const std::string payload = format_loss_notice(pending_loss_, total_loss_, policy_, pending_conflated_);
   // Upper bound of the encoded size; exact enough for a watermark.
   const std::size_t size = 64 + kLossChannel.size() + payload.size();
   if (queued_bytes_ + inflight_bytes_ + size > limit / 2) return;
   const FrameRef msg = encode_message(resp_, kLossChannel, payload);
   append_locked(FrameRef::copy_of(msg->view(), /*droppable=*/false), 0);
   pending_loss_ = 0;
+  pending_conflated_ = 0;
   ++notices_;
 }
 
 PushResult ConnectionQueue::push_one_locked(const FrameRef& block, std::uint32_t i) noexcept {
   const std::size_t size = block->end(i) - block->begin(i);
   if (!block->droppable()) {
-    if (policy_ == OverflowPolicy::kDropOldest) {
+    if (policy_ == OverflowPolicy::kDropOldest || policy_ == OverflowPolicy::kConflate) {
       while (queued_bytes_ + inflight_bytes_ + size > limits_.hard_bytes &&
              evict_oldest_locked(DropReason::kHardLimit)) {
       }
@@ -219,6 +396,7 @@ PushResult ConnectionQueue::push_one_locked(const FrameRef& block, std::uint32_t
   }
 
   maybe_queue_notice_locked();
+  if (conflating_) supersede_locked(conflation_key(block->frame(i)));
   const std::size_t total = queued_bytes_ + inflight_bytes_ + size;
   if (total > limits_.hard_bytes) return overflow_locked(block, i, limits_.hard_bytes, DropReason::kHardLimit);
   // `block`: the soft limit is the room the publisher checked (room_frames), not
@@ -245,7 +423,7 @@ PushResult ConnectionQueue::push(const FrameRef& block) noexcept {
   // The common case in O(1): the whole block fits under both limits and no loss
   // waits to be reported, so frame by frame no frame would meet the policy (the
   // loop below would queue each one and clear the soft timer).
-  if (block->droppable() && pending_loss_ == 0) {
+  if (block->droppable() && pending_loss_ == 0 && !conflating_) {
     const std::size_t total = queued_bytes_ + inflight_bytes_ + block->size();
     if (total <= limits_.hard_bytes && (limits_.soft_bytes == 0 || total <= limits_.soft_bytes)) {
       soft_since_ = std::chrono::nanoseconds(-1);
@@ -266,7 +444,7 @@ PushResult ConnectionQueue::push(const FrameRef& block) noexcept {
     if (r.status != PushStatus::kQueued) result.status = r.status;
   }
   if (closed_) return {PushStatus::kClosed, result.wake};
-  if (total_loss_ != lost_before) privatize_locked(block, spans_created_ - created_before);
+  if (total_loss_ != lost_before || conflating_) privatize_locked(block, spans_created_ - created_before);
   if (block->droppable()) pace_after_push_locked();
   return result;
 }
@@ -279,7 +457,8 @@ void ConnectionQueue::privatize_locked(const FrameRef& block, std::size_t create
   for (std::size_t j = count_ - n; j < count_; ++j) {
     if (ring_at(j).block.get() == block.get()) held += ring_at(j).count;
   }
-  if (held == 0 || held == block->count()) return;
+  // While conflating, any frame of a block of several is copied (invariant 5).
+  if (held == 0 || (held == block->count() && (!conflating_ || held == 1))) return;
   std::vector<std::uint32_t> sizes;
   for (std::size_t j = count_ - n; j < count_; ++j) {
     FrameSpan& s = ring_at(j);
@@ -310,6 +489,7 @@ PopResult ConnectionQueue::pop_batch(std::size_t budget, std::size_t max_spans,
       r.bytes += size;
       r.frames += s.count;
       out.push_back(ring_pop_front());
+      pop_dead_front_locked();
       continue;
     }
     // Split at the last frame boundary within the budget (ends are increasing);
@@ -324,6 +504,7 @@ PopResult ConnectionQueue::pop_batch(std::size_t budget, std::size_t max_spans,
     r.frames += take;
     if (take == s.count) {  // a lone frame larger than the budget
       out.push_back(ring_pop_front());
+      pop_dead_front_locked();
     } else {
       out.push_back(FrameSpan{s.block, s.first, take});
       s.first += take;
@@ -335,6 +516,7 @@ PopResult ConnectionQueue::pop_batch(std::size_t budget, std::size_t max_spans,
   queued_frames_ -= r.frames;
   inflight_bytes_ += r.bytes;
   if (r.frames == 0) armed_ = false;
+  if (conflating_ && count_ == 0) leave_conflation_locked();  // written out
   r.more = count_ > 0;
   return r;
 }
@@ -370,7 +552,8 @@ void ConnectionQueue::close() noexcept {
 void ConnectionQueue::set_policy(OverflowPolicy p) noexcept {
   std::lock_guard lock(mu_);
   policy_ = p;
-  blocking_.store(p == OverflowPolicy::kBlock, std::memory_order_relaxed);  // relaxed: invariant 7
+  blocking_.store(p == OverflowPolicy::kBlock, std::memory_order_relaxed);  // relaxed: invariant 8
+  if (p != OverflowPolicy::kConflate && conflating_) leave_conflation_locked();
 }
 
 std::uint32_t ConnectionQueue::room_frames(const FrameRef& block) const noexcept {
@@ -414,6 +597,7 @@ QueueStats ConnectionQueue::stats() const noexcept {
   s.queued_frames = queued_frames_;
   s.dropped = dropped_;
   s.notices = notices_;
+  s.conflated = conflated_;
   s.policy = policy_;
   s.closed = closed_;
   s.overflowed = overflowed_;

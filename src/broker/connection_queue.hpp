@@ -13,10 +13,19 @@
 // block extends the last span instead of taking a new reference, so a run of k
 // messages costs one span, one reference and (later) one iovec per subscriber.
 //
+// Conflation (policy kConflate): from the first overflow until the queue has been
+// written out (conflating_), every queued message frame is a span of its own,
+// and a new message replaces the queued one with the same key (kind, pattern and
+// channel: conflation_key) by turning its span into a tombstone. conflation_index_
+// maps each key to the position of its span (head_pos_ + ring index), so a
+// replacement costs one hash lookup, not a scan.
+//
 // Invariants (under mu_):
 //  1. queued_bytes_ is the sum of the sizes of the frames in ring_, and
 //     queued_frames_ their number; inflight_bytes_ the bytes popped by the writer
-//     and not yet release()d. Every span in ring_ has count >= 1.
+//     and not yet release()d. Every span in ring_ has count >= 1, except
+//     tombstones (no block, count 0), which exist only while conflating_, are
+//     never the front span, and number dead_.
 //  2. A droppable frame is queued only if it leaves queued + inflight within the
 //     hard limit (and within the soft limit once that has been exceeded for the
 //     soft duration); otherwise the policy decides, and every frame lost is
@@ -33,14 +42,22 @@
 //     block's frames copies the ones it queues (privatize_locked). So the memory
 //     a queue keeps alive exceeds the bytes it accounts for by at most two
 //     blocks (each bounded by the index's run cap), whatever the policy drops.
-//  6. Pacing (with a FlowControl): paced_ is set by the droppable push that takes
+//     While conflating_, a queued message frame of a block of several frames is
+//     always copied, so survivors of many runs pin no runs.
+//  6. While conflating_, every live message span holds one frame, is the newest
+//     queued frame of its key, and conflation_index_[key] is its position; every
+//     other entry is stale (kNotQueued or below head_pos_). Positions are only
+//     renumbered by compaction, which rewrites the entries of the live spans.
+//     Entries number at most twice the live spans plus a constant (swept), so
+//     a slow reader costs O(channels) however long it is behind.
+//  7. Pacing (with a FlowControl): paced_ is set by the droppable push that takes
 //     queued + in-flight over flow_->pace_bytes() (then over_since_ is that
 //     push's time) and cleared when the bytes drain to flow_->resume_bytes() or
 //     the queue closes; each change is reported to flow_ once. A paced queue
 //     still over the mark max_stall after over_since_ becomes slow_ (its pressure
 //     ends, it is counted in slow_marked) until it drains to resume_bytes().
 //     A `block` queue never becomes paced: it refuses publishes instead.
-//  7. blocking_ mirrors policy_ == kBlock; it is written under mu_ and read
+//  8. blocking_ mirrors policy_ == kBlock; it is written under mu_ and read
 //     without it by publishers (a CLIENT OVERFLOW racing a publish may see either
 //     value).
 #pragma once
@@ -51,7 +68,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "broker/flow_control.hpp"
@@ -103,6 +122,7 @@ struct QueueStats {
   std::size_t queued_frames = 0;
   std::array<std::uint64_t, kDropReasonCount> dropped{};
   std::uint64_t notices = 0;  // loss notices queued
+  std::uint64_t conflated = 0;  // messages replaced by a newer one of their channel (kConflate)
   OverflowPolicy policy = OverflowPolicy::kDisconnect;
   bool closed = false;
   bool overflowed = false;  // closed by the disconnect policy
@@ -149,7 +169,7 @@ class ConnectionQueue {
 
   void set_policy(OverflowPolicy p) noexcept;
   [[nodiscard]] OverflowPolicy policy() const noexcept;
-  // policy() == kBlock, without the lock (invariant 7): one relaxed load, for the
+  // policy() == kBlock, without the lock (invariant 8): one relaxed load, for the
   // publisher's per-delivery check.
   [[nodiscard]] bool blocking() const noexcept { return blocking_.load(std::memory_order_relaxed); }
   // `block` policy: how many leading frames of `block` fit in the room left
@@ -167,6 +187,9 @@ class ConnectionQueue {
   void ring_push(FrameSpan s);
   FrameSpan ring_pop_front() noexcept;
   void ring_erase(std::size_t i) noexcept;
+  [[nodiscard]] bool live_at(std::uint64_t pos) const noexcept {
+    return pos != kNotQueued && pos >= head_pos_ && pos - head_pos_ < count_;
+  }
   [[nodiscard]] FrameSpan& ring_at(std::size_t i) noexcept { return ring_[(head_ + i) & (ring_.size() - 1)]; }
   // Queues frame i of `block`: extends the last span when it ends just before i.
   void append_locked(const FrameRef& block, std::uint32_t i);
@@ -181,6 +204,19 @@ class ConnectionQueue {
                              DropReason reason) noexcept;
   // Evicts the oldest droppable frame; false if there is none.
   bool evict_oldest_locked(DropReason reason) noexcept;
+  // Conflation (invariant 6). enter: keeps only the newest queued message per
+  // key, splitting spans into one frame each. supersede: tombstones the queued
+  // frame with `key`, counting it as conflated. leave: removes the tombstones
+  // and forgets the keys.
+  void enter_conflation_locked();
+  void supersede_locked(std::string_view key) noexcept;
+  void leave_conflation_locked() noexcept;
+  // Turns live span i (not the front) into a tombstone.
+  void bury_locked(std::size_t i) noexcept;
+  void pop_dead_front_locked() noexcept;
+  // Removes tombstones once they are more than half the ring (always with `force`).
+  void compact_locked(bool force) noexcept;
+  void index_locked(std::string_view key, std::uint64_t pos);
   void close_locked(bool overflowed) noexcept;
   void maybe_queue_notice_locked() noexcept;
   [[nodiscard]] PushResult queued_locked() noexcept;
@@ -195,7 +231,8 @@ class ConnectionQueue {
   mutable std::mutex mu_;
   std::vector<FrameSpan> ring_;  // size is a power of two (or 0)
   std::size_t head_ = 0;
-  std::size_t count_ = 0;  // spans in ring_
+  std::size_t count_ = 0;  // spans in ring_, tombstones included
+  std::uint64_t head_pos_ = 0;  // position of ring_at(0): spans ever popped from the front
   std::uint64_t spans_created_ = 0;  // ring_push calls, ever
   std::size_t queued_frames_ = 0;
   std::size_t queued_bytes_ = 0;
@@ -206,18 +243,37 @@ class ConnectionQueue {
   bool armed_ = false;
   bool closed_ = false;
   bool overflowed_ = false;
-  bool paced_ = false;                    // invariant 6
-  bool slow_ = false;                     // invariant 6
+  bool paced_ = false;                    // invariant 7
+  bool slow_ = false;                     // invariant 7
   std::chrono::nanoseconds over_since_{0};
-  std::atomic<bool> blocking_{false};     // invariant 7
+  std::atomic<bool> blocking_{false};     // invariant 8
   std::uint64_t pending_loss_ = 0;  // lost since the last notice
   std::uint64_t total_loss_ = 0;    // lost over the connection's life
   std::uint64_t notices_ = 0;
   std::array<std::uint64_t, kDropReasonCount> dropped_{};
+
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  static constexpr std::uint64_t kNotQueued = UINT64_MAX;
+  bool conflating_ = false;
+  std::size_t dead_ = 0;  // tombstones in ring_
+  std::unordered_map<std::string, std::uint64_t, KeyHash, std::equal_to<>> conflation_index_;
+  std::vector<FrameSpan> rebuild_;  // scratch for enter_conflation_locked, keeps its capacity
+  std::uint64_t conflated_ = 0;          // over the connection's life
+  std::uint64_t pending_conflated_ = 0;  // since the last notice (also counted in pending_loss_)
 };
 
-// The loss-notice payload: "lost=<n> total=<t> policy=<p>" (docs/broker.md).
+// The conflation key of a message frame: its bytes up to the end of the channel
+// (type, kind, pattern for a pmessage, channel), so `message`, each pattern's
+// `pmessage` and `smessage` frames of one channel are conflated apart. A frame
+// that is not one of those is its own key.
+[[nodiscard]] std::string_view conflation_key(std::string_view frame) noexcept;
+
+// The loss-notice payload: "lost=<n> total=<t> policy=<p>", then
+// " conflated=<c>" when c > 0 (docs/broker.md).
 [[nodiscard]] std::string format_loss_notice(std::uint64_t lost, std::uint64_t total,
-                                             OverflowPolicy policy);
+                                             OverflowPolicy policy, std::uint64_t conflated = 0);
 
 }  // namespace ringcast::broker

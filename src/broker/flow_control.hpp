@@ -11,7 +11,7 @@
 //
 // Invariants:
 //  1. pressured_ is the number of queues whose paced flag is set
-//     (connection_queue.hpp, invariant 6): each queue adds one when it sets the
+//     (connection_queue.hpp, invariant 7): each queue adds one when it sets the
 //     flag and removes it when it clears the flag, at most once each way.
 //  2. A waiter is in waiters_ from wait_async() returning true until it is told
 //     (on_room(), once) or cancel()ed, whichever comes first. on_room() is

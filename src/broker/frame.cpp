@@ -101,6 +101,10 @@ FrameRef encode_pmessages(Resp resp, std::string_view pattern, std::span<const M
   return encode_run(resp, "4\r\n$8\r\npmessage\r\n", &pattern, run);
 }
 
+FrameRef encode_smessages(Resp resp, std::span<const Message> run) {
+  return encode_run(resp, "3\r\n$8\r\nsmessage\r\n", nullptr, run);
+}
+
 FrameRef encode_message(Resp resp, std::string_view channel, std::string_view payload) {
   const Message m{channel, payload};
   return encode_messages(resp, {&m, 1});

@@ -131,6 +131,9 @@ enum class Resp : std::uint8_t { kResp2 = 2, kResp3 = 3 };
 // One `pmessage` push per message of `run`: *4 / >4, "pmessage", pattern,
 // channel, payload. Droppable.
 [[nodiscard]] FrameRef encode_pmessages(Resp resp, std::string_view pattern, std::span<const Message> run);
+// One `smessage` push per message of `run` (Redis 7 sharded pub/sub): *3 / >3,
+// "smessage", channel, payload. Droppable.
+[[nodiscard]] FrameRef encode_smessages(Resp resp, std::span<const Message> run);
 // A one-frame block with a single `message` push.
 [[nodiscard]] FrameRef encode_message(Resp resp, std::string_view channel, std::string_view payload);
 

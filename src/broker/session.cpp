@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -12,8 +14,8 @@ namespace ringcast::broker {
 namespace {
 
 enum class Cmd : std::uint8_t {
-  kSubscribe, kUnsubscribe, kPsubscribe, kPunsubscribe, kPublish, kPing, kQuit, kReset,
-  kAuth, kHello, kClient, kPubsub, kInfo,
+  kSubscribe, kUnsubscribe, kPsubscribe, kPunsubscribe, kSsubscribe, kSunsubscribe, kPublish,
+  kSpublish, kPing, kQuit, kReset, kAuth, kHello, kClient, kPubsub, kInfo,
 };
 
 struct CommandSpec {
@@ -30,7 +32,10 @@ constexpr std::array kCommands{
     CommandSpec{"unsubscribe", -1, true, false, false, Cmd::kUnsubscribe},
     CommandSpec{"psubscribe", -2, true, false, false, Cmd::kPsubscribe},
     CommandSpec{"punsubscribe", -1, true, false, false, Cmd::kPunsubscribe},
+    CommandSpec{"ssubscribe", -2, true, false, false, Cmd::kSsubscribe},
+    CommandSpec{"sunsubscribe", -1, true, false, false, Cmd::kSunsubscribe},
     CommandSpec{"publish", 3, false, false, false, Cmd::kPublish},
+    CommandSpec{"spublish", 3, false, false, false, Cmd::kSpublish},
     // PING before AUTH is a ringcast choice (issue 4): health checks need no secret.
     CommandSpec{"ping", -1, true, true, false, Cmd::kPing},
     CommandSpec{"quit", -1, true, true, false, Cmd::kQuit},
@@ -52,9 +57,10 @@ constexpr std::array kSubcommands{
     SubcommandSpec{"client", "setname", 3},  SubcommandSpec{"client", "getname", 2},
     SubcommandSpec{"client", "id", 2},       SubcommandSpec{"client", "list", -2},
     SubcommandSpec{"client", "info", 2},     SubcommandSpec{"client", "overflow", -2},
-    SubcommandSpec{"client", "help", 2},     SubcommandSpec{"pubsub", "channels", -2},
-    SubcommandSpec{"pubsub", "numsub", -2},  SubcommandSpec{"pubsub", "numpat", 2},
-    SubcommandSpec{"pubsub", "help", 2},
+    SubcommandSpec{"client", "help", 2},     SubcommandSpec{"client", "reply", 3},
+    SubcommandSpec{"pubsub", "channels", -2}, SubcommandSpec{"pubsub", "numsub", -2},
+    SubcommandSpec{"pubsub", "numpat", 2},   SubcommandSpec{"pubsub", "shardchannels", -2},
+    SubcommandSpec{"pubsub", "shardnumsub", -2}, SubcommandSpec{"pubsub", "help", 2},
 };
 
 std::string lower(std::string_view s) {
@@ -130,6 +136,7 @@ void Session::update_mirrors() noexcept {
   // relaxed: display-only mirrors for other threads' CLIENT LIST.
   nsub_.store(static_cast<std::uint32_t>(channels().size()), std::memory_order_relaxed);
   npsub_.store(static_cast<std::uint32_t>(patterns().size()), std::memory_order_relaxed);
+  nssub_.store(static_cast<std::uint32_t>(shard_channels().size()), std::memory_order_relaxed);
   resp_mirror_.store(static_cast<int>(resp_), std::memory_order_relaxed);
 }
 
@@ -139,7 +146,8 @@ Session::InputResult Session::on_input(std::string_view bytes) {
     if (st == RequestParser::Status::kNeedMore) break;
     if (st == RequestParser::Status::kError) {
       flush_publishes(/*may_hold=*/false);
-      resp::error(reply_, parser_.error());
+      // Redis suppresses this reply too under CLIENT REPLY OFF, or SKIP just sent.
+      if (!reply_off_ && !skip_next_) resp::error(reply_, parser_.error());
       closing_ = true;
       break;
     }
@@ -199,8 +207,8 @@ void Session::flush_publishes(bool may_hold) {
     for (std::size_t i = at; i < at + done; ++i) {
       if (receivers[i] == kRefusedReceivers) {  // only when not holding
         core_.count_refused(1);
-        refused_reply(msgs[i].channel);
-      } else {
+        if (pending_[i].reply) refused_reply(msgs[i].channel);
+      } else if (pending_[i].reply) {
         resp::integer(reply_, static_cast<long long>(receivers[i]));
       }
     }
@@ -212,18 +220,21 @@ void Session::flush_publishes(bool may_hold) {
       pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(at));
       pending_bytes_.erase(0, bytes);
       held_ = true;
+      reply_mark_ = reply_.size();  // these replies belong to earlier commands (invariant 5)
       return;
     }
     core_.count_refused(1);
-    refused_reply(msgs[at].channel);
+    if (pending_[at].reply) refused_reply(msgs[at].channel);
     ++at;
   }
   hold_started_ = false;
   pending_.clear();
   pending_bytes_.clear();
+  reply_mark_ = reply_.size();  // these replies belong to earlier commands (invariant 5)
 }
 
 void Session::flush_replies() {
+  reply_mark_ = 0;
   if (reply_.empty()) return;
   FrameRef frame = FrameRef::copy_of(reply_, /*droppable=*/false);
   reply_.clear();
@@ -242,6 +253,18 @@ void Session::execute(std::span<const std::string> args) {
       return;
     }
   }
+  // CLIENT REPLY (invariant 5): what this command appends to reply_ past the
+  // mark is its reply, discarded when replies are off or skipped. Pushes
+  // ((un)subscribe confirmations, messages) never pass through reply_ unflushed.
+  reply_mark_ = reply_.size();
+  skip_current_ = std::exchange(skip_next_, false);
+  dispatch(name, args);
+  if (reply_off_ || skip_current_) reply_.resize(reply_mark_);
+  // A command held here (invariant 4) runs again from retry_held(): its SKIP too.
+  if (held_ && skip_current_) skip_next_ = true;
+}
+
+void Session::dispatch(const std::string& name, std::span<const std::string> args) {
   const auto spec = std::find_if(kCommands.begin(), kCommands.end(),
                                  [&](const CommandSpec& c) { return c.name == name; });
   if (spec == kCommands.end()) {
@@ -285,15 +308,21 @@ void Session::execute(std::span<const std::string> args) {
   }
   switch (spec->cmd) {
     case Cmd::kSubscribe:
-      return cmd_subscribe(args, false);
+      return cmd_subscribe(args, Space::kChannel);
     case Cmd::kPsubscribe:
-      return cmd_subscribe(args, true);
+      return cmd_subscribe(args, Space::kPattern);
+    case Cmd::kSsubscribe:
+      return cmd_subscribe(args, Space::kShard);
     case Cmd::kUnsubscribe:
-      return cmd_unsubscribe(args, false);
+      return cmd_unsubscribe(args, Space::kChannel);
     case Cmd::kPunsubscribe:
-      return cmd_unsubscribe(args, true);
+      return cmd_unsubscribe(args, Space::kPattern);
+    case Cmd::kSunsubscribe:
+      return cmd_unsubscribe(args, Space::kShard);
     case Cmd::kPublish:
       return cmd_publish(args);
+    case Cmd::kSpublish:
+      return cmd_spublish(args);
     case Cmd::kPing:
       return cmd_ping(args);
     case Cmd::kQuit:
@@ -315,8 +344,63 @@ void Session::execute(std::span<const std::string> args) {
   }
 }
 
-void Session::cmd_subscribe(std::span<const std::string> args, bool pattern) {
-  const std::vector<std::string>& mine = pattern ? patterns() : channels();
+const std::vector<std::string>& Session::subscriptions(Space space) const noexcept {
+  switch (space) {
+    case Space::kPattern:
+      return patterns();
+    case Space::kShard:
+      return shard_channels();
+    case Space::kChannel:
+      break;
+  }
+  return channels();
+}
+
+std::size_t Session::confirmation_count(Space space) const noexcept {
+  // Redis 7 counts shard channels apart from channels and patterns.
+  return space == Space::kShard ? shard_channels().size() : channels().size() + patterns().size();
+}
+
+bool Session::add_subscription(Space space, std::string_view name) {
+  SubscriptionIndex& index = core_.index();
+  switch (space) {
+    case Space::kPattern:
+      return index.add_pattern(*this, name);
+    case Space::kShard:
+      return index.add_shard_channel(*this, name);
+    case Space::kChannel:
+      break;
+  }
+  return index.add_channel(*this, name);
+}
+
+bool Session::remove_subscription(Space space, std::string_view name) {
+  SubscriptionIndex& index = core_.index();
+  switch (space) {
+    case Space::kPattern:
+      return index.remove_pattern(*this, name);
+    case Space::kShard:
+      return index.remove_shard_channel(*this, name);
+    case Space::kChannel:
+      break;
+  }
+  return index.remove_channel(*this, name);
+}
+
+std::string_view Session::confirmation_kind(Space space, bool subscribe) noexcept {
+  switch (space) {
+    case Space::kPattern:
+      return subscribe ? "psubscribe" : "punsubscribe";
+    case Space::kShard:
+      return subscribe ? "ssubscribe" : "sunsubscribe";
+    case Space::kChannel:
+      break;
+  }
+  return subscribe ? "subscribe" : "unsubscribe";
+}
+
+void Session::cmd_subscribe(std::span<const std::string> args, Space space) {
+  const std::vector<std::string>& mine = subscriptions(space);
   std::vector<std::string_view> fresh;
   for (std::size_t i = 1; i < args.size(); ++i) {
     if (std::find(mine.begin(), mine.end(), args[i]) == mine.end() &&
@@ -330,20 +414,16 @@ void Session::cmd_subscribe(std::span<const std::string> args, bool pattern) {
     return;
   }
   flush_replies();
-  const std::string_view kind = pattern ? "psubscribe" : "subscribe";
+  const std::string_view kind = confirmation_kind(space, true);
   std::string out;
   {
     auto lock = core_.index().lock_for_update();
     for (std::size_t i = 1; i < args.size(); ++i) {
-      if (pattern) {
-        core_.index().add_pattern(*this, args[i]);
-      } else {
-        core_.index().add_channel(*this, args[i]);
-      }
+      add_subscription(space, args[i]);
       resp::push(out, resp_, 3);
       resp::bulk(out, kind);
       resp::bulk(out, args[i]);
-      resp::integer(out, static_cast<long long>(subscription_count()));
+      resp::integer(out, static_cast<long long>(confirmation_count(space)));
     }
     // Queued under the index lock: a message on a new channel cannot overtake
     // its confirmation (invariant 1).
@@ -353,31 +433,26 @@ void Session::cmd_subscribe(std::span<const std::string> args, bool pattern) {
   update_mirrors();
 }
 
-void Session::cmd_unsubscribe(std::span<const std::string> args, bool pattern) {
+void Session::cmd_unsubscribe(std::span<const std::string> args, Space space) {
   flush_replies();
-  const std::string_view kind = pattern ? "punsubscribe" : "unsubscribe";
+  const std::string_view kind = confirmation_kind(space, false);
   std::string out;
   {
     auto lock = core_.index().lock_for_update();
-    SubscriptionIndex& index = core_.index();
     auto remove = [&](std::string_view name) {
-      if (pattern) {
-        index.remove_pattern(*this, name);
-      } else {
-        index.remove_channel(*this, name);
-      }
+      remove_subscription(space, name);
       resp::push(out, resp_, 3);
       resp::bulk(out, kind);
       resp::bulk(out, name);
-      resp::integer(out, static_cast<long long>(subscription_count()));
+      resp::integer(out, static_cast<long long>(confirmation_count(space)));
     };
     if (args.size() == 1) {
-      const std::vector<std::string> all = pattern ? patterns() : channels();
+      const std::vector<std::string> all = subscriptions(space);
       if (all.empty()) {
         resp::push(out, resp_, 3);
         resp::bulk(out, kind);
         resp::null(out, resp_);
-        resp::integer(out, static_cast<long long>(subscription_count()));
+        resp::integer(out, static_cast<long long>(confirmation_count(space)));
       }
       for (const std::string& name : all) remove(name);
     } else {
@@ -393,7 +468,8 @@ void Session::cmd_publish(std::span<const std::string> args) {
   if (!subscribed() && args[1].size() + args[2].size() <= kMaxBatchedPayload) {
     // Batched (invariant 3): nothing but this connection's own replies can enter
     // its queue, so executing at the end of the input changes no order.
-    pending_.push_back({static_cast<std::uint32_t>(args[1].size()), static_cast<std::uint32_t>(args[2].size())});
+    pending_.push_back({static_cast<std::uint32_t>(args[1].size()), static_cast<std::uint32_t>(args[2].size()),
+                        !reply_off_ && !skip_current_});
     pending_bytes_ += args[1];
     pending_bytes_ += args[2];
     if (pending_.size() >= kMaxPendingPublishes || pending_bytes_.size() >= kMaxPendingBytes) flush_publishes();
@@ -430,6 +506,20 @@ void Session::refused_reply(std::string_view channel) {
   resp::error(reply_, fmt::format("REFUSED a subscriber of '{}' with the block overflow policy has no room; "
                                   "nothing was delivered, retry later",
                                   c_str_prefix(channel, 128)));
+}
+
+void Session::cmd_spublish(std::span<const std::string> args) {
+  // Not batched: rare next to PUBLISH. As there, a subscribed RESP3 connection
+  // may receive its own smessage, after its earlier replies and before this one.
+  // A `block` refusal is answered at once: SPUBLISH is not held (--max-block-ms).
+  flush_replies();
+  const std::size_t n = core_.publish_shard(args[1], args[2]);
+  if (n == kRefusedReceivers) {
+    core_.count_refused(1);
+    refused_reply(args[1]);
+    return;
+  }
+  resp::integer(reply_, static_cast<long long>(n));
 }
 
 void Session::cmd_ping(std::span<const std::string> args) {
@@ -573,6 +663,10 @@ void Session::cmd_reset() {
   core_.set_session_name(*this, {});
   queue().set_policy(core_.config().overflow_policy);
   authenticated_ = core_.config().requirepass.empty();
+  // As Redis: REPLY OFF and a pending SKIP end, but a SKIP that covers this
+  // RESET itself still swallows its reply.
+  reply_off_ = false;
+  skip_next_ = false;
   resp::simple(reply_, "RESET");
 }
 
@@ -603,18 +697,32 @@ void Session::cmd_client(std::span<const std::string> args) {
     }
     const auto policy = args.size() == 3 ? parse_overflow_policy(args[2]) : std::nullopt;
     if (!policy) {
-      resp::error(reply_, "ERR overflow policy must be drop-oldest, drop-newest, disconnect or block");
+      resp::error(reply_, "ERR overflow policy must be drop-oldest, drop-newest, disconnect, block or conflate");
       return;
     }
     queue().set_policy(*policy);
     resp::simple(reply_, "OK");
+  } else if (sub == "reply") {
+    const std::string mode = lower(args[2]);
+    if (mode == "on") {
+      reply_off_ = false;
+      skip_current_ = false;
+      resp::simple(reply_, "OK");
+    } else if (mode == "off") {
+      reply_off_ = true;
+    } else if (mode == "skip") {
+      if (!reply_off_) skip_next_ = true;
+    } else {
+      resp::error(reply_, "ERR syntax error");
+    }
   } else {  // help
-    constexpr std::array<std::string_view, 9> kHelp{
+    constexpr std::array<std::string_view, 11> kHelp{
         "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "GETNAME", "    Return the name of the current connection.",
         "ID", "    Return the ID of the current connection.",
+        "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
         "SETNAME <name>", "    Assign the name <name> to the current connection.",
-        "LIST | INFO | OVERFLOW [drop-oldest|drop-newest|disconnect|block]",
+        "LIST | INFO | OVERFLOW [drop-oldest|drop-newest|disconnect|block|conflate]",
         "    Connection details with per-reason drop counts; get or set this connection's overflow policy."};
     resp::array(reply_, kHelp.size());
     for (std::string_view line : kHelp) resp::simple(reply_, line);
@@ -624,31 +732,42 @@ void Session::cmd_client(std::span<const std::string> args) {
 void Session::cmd_pubsub(std::span<const std::string> args) {
   const std::string sub = lower(args[1]);
   SubscriptionIndex& index = core_.index();
-  if (sub == "channels") {
+  const bool shard = sub == "shardchannels" || sub == "shardnumsub";
+  if (sub == "channels" || sub == "shardchannels") {
     if (args.size() > 3) {
-      resp::error(reply_, "ERR wrong number of arguments for 'pubsub|channels' command");
+      resp::error(reply_, fmt::format("ERR unknown subcommand or wrong number of arguments for '{}'. "
+                                      "Try PUBSUB HELP.",
+                                      c_str_prefix(args[1], 128)));
       return;
     }
-    const auto names = args.size() == 3 ? index.channels(std::string_view(args[2]))
-                                        : index.channels(std::nullopt);
+    const auto pattern = args.size() == 3 ? std::optional<std::string_view>(args[2]) : std::nullopt;
+    const auto names = shard ? index.shard_channels(pattern) : index.channels(pattern);
     resp::array(reply_, names.size());
     for (const std::string& n : names) resp::bulk(reply_, n);
-  } else if (sub == "numsub") {
+  } else if (sub == "numsub" || sub == "shardnumsub") {
     resp::array(reply_, (args.size() - 2) * 2);
     for (std::size_t i = 2; i < args.size(); ++i) {
       resp::bulk(reply_, args[i]);
-      resp::integer(reply_, static_cast<long long>(index.numsub(args[i])));
+      resp::integer(reply_, static_cast<long long>(shard ? index.shard_numsub(args[i]) : index.numsub(args[i])));
     }
   } else if (sub == "numpat") {
     resp::integer(reply_, static_cast<long long>(index.numpat()));
-  } else {  // help
-    constexpr std::array<std::string_view, 7> kHelp{
+  } else {  // help: Redis 7.0.15's text
+    constexpr std::array<std::string_view, 14> kHelp{
         "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "CHANNELS [<pattern>]",
         "    Return the currently active channels matching a <pattern> (default: '*').",
-        "NUMPAT", "    Return number of subscriptions to patterns.",
+        "NUMPAT",
+        "    Return number of subscriptions to patterns.",
         "NUMSUB [<channel> ...]",
-        "    Return the number of subscribers for the specified channels, excluding pattern subscriptions."};
+        "    Return the number of subscribers for the specified channels, excluding",
+        "    pattern subscriptions(default: no channels).",
+        "SHARDCHANNELS [<pattern>]",
+        "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+        "SHARDNUMSUB [<shardchannel> ...]",
+        "    Return the number of subscribers for the specified shard level channel(s)",
+        "HELP",
+        "    Prints this help."};
     resp::array(reply_, kHelp.size());
     for (std::string_view line : kHelp) resp::simple(reply_, line);
   }

@@ -28,6 +28,12 @@
 //     held_command_ and the unparsed input in held_input_; nothing else runs
 //     until retry_held() gets the PUBLISH through or max_block has passed since
 //     the first refusal (then it is answered with the REFUSED error).
+//  5. CLIENT REPLY: a command's reply is what it appends to reply_ after
+//     reply_mark_; with REPLY OFF, or SKIP sent just before, that part is cut
+//     when the command ends (a batched PUBLISH records the choice in its entry).
+//     (Un)subscribe confirmations and messages are pushes: they are flushed to
+//     the queue as they are made, so they arrive whatever the reply mode, as in
+//     Redis 7.0.
 #pragma once
 
 #include <atomic>
@@ -73,6 +79,7 @@ class Session : public Subscriber {
   // Mirrors for other threads' CLIENT LIST / INFO.
   [[nodiscard]] std::uint32_t sub_count() const noexcept { return nsub_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint32_t psub_count() const noexcept { return npsub_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint32_t ssub_count() const noexcept { return nssub_.load(std::memory_order_relaxed); }
   [[nodiscard]] int resp_version() const noexcept { return resp_mirror_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint64_t sent_frames() const noexcept {
     return sent_frames_.load(std::memory_order_relaxed);
@@ -97,7 +104,12 @@ class Session : public Subscriber {
  private:
   friend class BrokerCore;
 
+  // Which subscriptions a (un)subscribe command acts on.
+  enum class Space : std::uint8_t { kChannel, kPattern, kShard };
+
+  // Runs one command with the CLIENT REPLY rules (invariant 5).
   void execute(std::span<const std::string> args);
+  void dispatch(const std::string& name, std::span<const std::string> args);
   void flush_replies();
   // Executes the batched PUBLISHes and appends their replies (invariant 3).
   // may_hold: a refusal may hold the session (invariant 4) instead of answering.
@@ -108,11 +120,20 @@ class Session : public Subscriber {
   void update_mirrors() noexcept;
   [[nodiscard]] bool subscribed() const noexcept { return subscription_count() > 0; }
 
-  void cmd_subscribe(std::span<const std::string> args, bool pattern);
-  void cmd_unsubscribe(std::span<const std::string> args, bool pattern);
+  [[nodiscard]] const std::vector<std::string>& subscriptions(Space space) const noexcept;
+  // The running count in a confirmation: shard channels alone, or channels plus patterns.
+  [[nodiscard]] std::size_t confirmation_count(Space space) const noexcept;
+  [[nodiscard]] static std::string_view confirmation_kind(Space space, bool subscribe) noexcept;
+  // REQUIRES: the index update lock held.
+  bool add_subscription(Space space, std::string_view name);
+  bool remove_subscription(Space space, std::string_view name);
+
+  void cmd_subscribe(std::span<const std::string> args, Space space);
+  void cmd_unsubscribe(std::span<const std::string> args, Space space);
   void cmd_publish(std::span<const std::string> args);
   // The error reply of a PUBLISH refused by a `block` subscriber.
   void refused_reply(std::string_view channel);
+  void cmd_spublish(std::span<const std::string> args);
   void cmd_ping(std::span<const std::string> args);
   void cmd_auth(std::span<const std::string> args);
   void cmd_hello(std::span<const std::string> args);
@@ -129,6 +150,10 @@ class Session : public Subscriber {
   const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   RequestParser parser_;
   std::string reply_;  // replies not yet queued (invariant 1)
+  std::size_t reply_mark_ = 0;  // where the running command's reply starts (invariant 5)
+  bool reply_off_ = false;      // CLIENT REPLY OFF
+  bool skip_next_ = false;      // CLIENT REPLY SKIP: the next command's reply is dropped
+  bool skip_current_ = false;   // ... and this is that command
   // Batched PUBLISHes (invariant 3): channel and payload lengths, their bytes
   // back to back in pending_bytes_. Bounded by the caps below: a batch is flushed
   // once it reaches kMaxPendingBytes, so it never holds more than that plus one
@@ -137,6 +162,7 @@ class Session : public Subscriber {
   struct PendingPublish {
     std::uint32_t channel_len;
     std::uint32_t payload_len;
+    bool reply;  // false: CLIENT REPLY OFF or SKIP (invariant 5)
   };
   static constexpr std::size_t kMaxPendingPublishes = 1024;
   static constexpr std::size_t kMaxBatchedPayload = 64u << 10;  // channel + payload; larger are not copied
@@ -155,6 +181,7 @@ class Session : public Subscriber {
   std::string held_input_;
   std::atomic<std::uint32_t> nsub_{0};
   std::atomic<std::uint32_t> npsub_{0};
+  std::atomic<std::uint32_t> nssub_{0};
   std::atomic<int> resp_mirror_{2};
   std::atomic<std::uint64_t> sent_frames_{0};
 };

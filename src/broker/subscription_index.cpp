@@ -25,14 +25,19 @@ bool erase_name(std::vector<std::string>& v, std::string_view name) {
   return true;
 }
 
-// Frames of one run from one source (exact subscriptions or one pattern),
-// encoded on first use per protocol version.
+// Frames of one run from one source (exact subscriptions, shard subscriptions
+// or one pattern), encoded on first use per protocol version.
 struct SourceFrames {
-  const std::string* pattern;  // nullptr: exact subscriptions (`message` frames)
+  const std::string* pattern;  // nullptr: exact or shard subscriptions
+  bool shard;                  // `smessage` frames (pattern is nullptr)
   FrameRef blocks[2];
   const FrameRef& get(Resp r, std::span<const Message> run) {
     FrameRef& slot = blocks[r == Resp::kResp3 ? 1 : 0];
-    if (!slot) slot = pattern == nullptr ? encode_messages(r, run) : encode_pmessages(r, *pattern, run);
+    if (!slot) {
+      slot = pattern != nullptr ? encode_pmessages(r, *pattern, run)
+             : shard            ? encode_smessages(r, run)
+                                : encode_messages(r, run);
+    }
     return slot;
   }
 };
@@ -118,22 +123,40 @@ void SubscriptionIndex::trie_prune(TrieNode* node) noexcept {
   }
 }
 
-bool SubscriptionIndex::add_channel(Subscriber& s, std::string_view channel) {
-  auto it = channels_.find(channel);
-  if (it == channels_.end()) it = channels_.emplace(std::string(channel), 0).first;
+bool SubscriptionIndex::add_to(ChannelMap& map, std::vector<std::string>& mine, Subscriber& s,
+                               std::string_view channel) {
+  auto it = map.find(channel);
+  if (it == map.end()) it = map.emplace(std::string(channel), 0).first;
   auto& subs = it->second;
   if (std::find(subs.begin(), subs.end(), &s) != subs.end()) return false;
   subs.push_back(&s);
-  s.channels_.emplace_back(channel);
+  mine.emplace_back(channel);
   return true;
 }
 
-bool SubscriptionIndex::remove_channel(Subscriber& s, std::string_view channel) {
-  auto it = channels_.find(channel);
-  if (it == channels_.end() || !erase_one(it->second, &s)) return false;
-  if (it->second.empty()) channels_.erase(it);
-  erase_name(s.channels_, channel);
+bool SubscriptionIndex::remove_from(ChannelMap& map, std::vector<std::string>& mine, Subscriber& s,
+                                    std::string_view channel) {
+  auto it = map.find(channel);
+  if (it == map.end() || !erase_one(it->second, &s)) return false;
+  if (it->second.empty()) map.erase(it);
+  erase_name(mine, channel);
   return true;
+}
+
+bool SubscriptionIndex::add_channel(Subscriber& s, std::string_view channel) {
+  return add_to(channels_, s.channels_, s, channel);
+}
+
+bool SubscriptionIndex::remove_channel(Subscriber& s, std::string_view channel) {
+  return remove_from(channels_, s.channels_, s, channel);
+}
+
+bool SubscriptionIndex::add_shard_channel(Subscriber& s, std::string_view channel) {
+  return add_to(shard_channels_, s.shard_channels_, s, channel);
+}
+
+bool SubscriptionIndex::remove_shard_channel(Subscriber& s, std::string_view channel) {
+  return remove_from(shard_channels_, s.shard_channels_, s, channel);
 }
 
 bool SubscriptionIndex::add_pattern(Subscriber& s, std::string_view pattern) {
@@ -178,6 +201,10 @@ void SubscriptionIndex::remove_all(Subscriber& s) {
     const std::string p = s.patterns_.back();
     remove_pattern(s, p);
   }
+  while (!s.shard_channels_.empty()) {
+    const std::string c = s.shard_channels_.back();
+    remove_shard_channel(s, c);
+  }
 }
 
 void SubscriptionIndex::set_resp(Subscriber& s, Resp r) noexcept {
@@ -202,6 +229,16 @@ void SubscriptionIndex::for_each_matching_pattern(std::string_view channel, F&& 
 
 std::size_t SubscriptionIndex::publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers,
                                        bool stop_at_refusal) {
+  return publish_runs(msgs, dedupe, /*shard=*/false, receivers, stop_at_refusal);
+}
+
+std::size_t SubscriptionIndex::publish_shard(std::span<const Message> msgs, std::span<std::size_t> receivers,
+                                             bool stop_at_refusal) {
+  return publish_runs(msgs, /*dedupe=*/false, /*shard=*/true, receivers, stop_at_refusal);
+}
+
+std::size_t SubscriptionIndex::publish_runs(std::span<const Message> msgs, bool dedupe, bool shard,
+                                            std::span<std::size_t> receivers, bool stop_at_refusal) {
   std::shared_lock lock(mu_);
   std::size_t i = 0;
   while (i < msgs.size()) {
@@ -211,7 +248,7 @@ std::size_t SubscriptionIndex::publish(std::span<const Message> msgs, bool dedup
       bytes += msgs[j++].payload.size();
     }
     std::size_t accepted = 0;
-    const std::size_t n = publish_run(msgs.subspan(i, j - i), dedupe, accepted);
+    const std::size_t n = publish_run(msgs.subspan(i, j - i), dedupe, shard, accepted);
     const auto at = [&](std::size_t k) { return receivers.begin() + static_cast<std::ptrdiff_t>(k); };
     std::fill(at(i), at(i + accepted), n);
     if (accepted < j - i) {
@@ -226,7 +263,8 @@ std::size_t SubscriptionIndex::publish(std::span<const Message> msgs, bool dedup
   return msgs.size();
 }
 
-std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool dedupe, std::size_t& accepted) {
+std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool dedupe, bool shard,
+                                          std::size_t& accepted) {
   // Per thread, keeping their capacity: a steady publisher does not allocate here.
   thread_local std::vector<Hit> hits;
   thread_local std::vector<SourceFrames> sources;
@@ -234,15 +272,18 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
   hits.clear();
   sources.clear();
   const std::string_view channel = run.front().channel;
-  if (auto it = channels_.find(channel); it != channels_.end()) {
-    sources.push_back({nullptr, {}});
+  const ChannelMap& exact = shard ? shard_channels_ : channels_;
+  if (auto it = exact.find(channel); it != exact.end()) {
+    sources.push_back({nullptr, shard, {}});
     for (Subscriber* s : it->second) hits.push_back({s, static_cast<std::uint32_t>(hits.size()), 0});
   }
-  for_each_matching_pattern(channel, [&](const PatternEntry& e) {
-    const auto source = static_cast<std::uint32_t>(sources.size());
-    sources.push_back({&e.pattern, {}});
-    for (Subscriber* s : e.subs) hits.push_back({s, static_cast<std::uint32_t>(hits.size()), source});
-  });
+  if (!shard) {  // patterns never match shard channels (Redis 7 has no SPSUBSCRIBE)
+    for_each_matching_pattern(channel, [&](const PatternEntry& e) {
+      const auto source = static_cast<std::uint32_t>(sources.size());
+      sources.push_back({&e.pattern, false, {}});
+      for (Subscriber* s : e.subs) hits.push_back({s, static_cast<std::uint32_t>(hits.size()), source});
+    });
+  }
 
   // A subscriber can be matched twice only through two sources: then group each
   // subscriber's hits, in delivery order, and with dedupe keep only its first.
@@ -269,7 +310,7 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
     sources.clear();
     accepted = allowed;
     std::size_t all = 0;
-    return allowed == 0 ? 0 : publish_run(run.first(allowed), dedupe, all);
+    return allowed == 0 ? 0 : publish_run(run.first(allowed), dedupe, shard, all);
   }
   accepted = run.size();
   for (std::size_t g = 0; g < hits.size();) {
@@ -292,13 +333,33 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
   return hits.size();
 }
 
-std::vector<std::string> SubscriptionIndex::channels(std::optional<std::string_view> pattern) const {
+std::vector<std::string> SubscriptionIndex::names_of(const ChannelMap& map,
+                                                     std::optional<std::string_view> pattern) const {
   std::shared_lock lock(mu_);
   std::vector<std::string> out;
-  for (const auto& [name, subs] : channels_) {
+  for (const auto& [name, subs] : map) {
     if (!pattern || glob_match(*pattern, name)) out.push_back(name);
   }
   return out;
+}
+
+std::vector<std::string> SubscriptionIndex::channels(std::optional<std::string_view> pattern) const {
+  return names_of(channels_, pattern);
+}
+
+std::vector<std::string> SubscriptionIndex::shard_channels(std::optional<std::string_view> pattern) const {
+  return names_of(shard_channels_, pattern);
+}
+
+std::size_t SubscriptionIndex::shard_numsub(std::string_view channel) const {
+  std::shared_lock lock(mu_);
+  auto it = shard_channels_.find(channel);
+  return it == shard_channels_.end() ? 0 : it->second.size();
+}
+
+std::size_t SubscriptionIndex::num_shard_channels() const {
+  std::shared_lock lock(mu_);
+  return shard_channels_.size();
 }
 
 std::size_t SubscriptionIndex::numsub(std::string_view channel) const {

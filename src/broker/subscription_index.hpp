@@ -10,9 +10,12 @@
 //    nothing ever writes to a socket while holding it.
 //
 // Invariants:
-//  1. A subscriber is in channels_[c].subs iff c is in its channels list, and in
-//     a PatternEntry's subs iff the pattern is in its patterns list; entries with
-//     no subscriber are erased.
+//  1. A subscriber is in channels_[c] iff c is in its channels list, in
+//     shard_channels_[c] iff c is in its shard channels list, and in a
+//     PatternEntry's subs iff the pattern is in its patterns list; entries with
+//     no subscriber are erased. Shard channels (Redis 7 SSUBSCRIBE) are a
+//     namespace of their own: PUBLISH never reaches them, SPUBLISH reaches only
+//     them.
 //  2. Each pattern entry lives in the trie node reached by its literal prefix
 //     (glob_literal_prefix), so a publish on channel c visits only the entries
 //     whose prefix is a prefix of c, then checks each with glob_match.
@@ -60,11 +63,13 @@ class Subscriber {
   virtual void on_queue_ready() noexcept = 0;
 
   // The subscriber's subscriptions in the order they were made (the order bare
-  // UNSUBSCRIBE / PUNSUBSCRIBE report them). Owner thread only.
+  // UNSUBSCRIBE / PUNSUBSCRIBE / SUNSUBSCRIBE report them). Owner thread only.
   [[nodiscard]] const std::vector<std::string>& channels() const noexcept { return channels_; }
   [[nodiscard]] const std::vector<std::string>& patterns() const noexcept { return patterns_; }
+  [[nodiscard]] const std::vector<std::string>& shard_channels() const noexcept { return shard_channels_; }
+  // Channels, patterns and shard channels together.
   [[nodiscard]] std::size_t subscription_count() const noexcept {
-    return channels_.size() + patterns_.size();
+    return channels_.size() + patterns_.size() + shard_channels_.size();
   }
 
  protected:
@@ -76,6 +81,7 @@ class Subscriber {
   ConnectionQueue queue_;
   std::vector<std::string> channels_;
   std::vector<std::string> patterns_;
+  std::vector<std::string> shard_channels_;
 };
 
 // A publish's reply slot for a message that a `block` subscriber refused.
@@ -100,6 +106,8 @@ class SubscriptionIndex {
   bool remove_channel(Subscriber& s, std::string_view channel);
   bool add_pattern(Subscriber& s, std::string_view pattern);
   bool remove_pattern(Subscriber& s, std::string_view pattern);
+  bool add_shard_channel(Subscriber& s, std::string_view channel);
+  bool remove_shard_channel(Subscriber& s, std::string_view channel);
   // Drops every subscription of `s`. REQUIRES: lock_for_update() held.
   void remove_all(Subscriber& s);
   // Changes the protocol messages to `s` are encoded with. REQUIRES: lock held.
@@ -131,6 +139,11 @@ class SubscriptionIndex {
   // REQUIRES: receivers.size() == msgs.size().
   std::size_t publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers,
                       bool stop_at_refusal = false);
+  // SPUBLISH: as publish(), but only shard subscriptions of each channel match,
+  // each getting an `smessage` frame; patterns and plain subscriptions never do.
+  // REQUIRES: receivers.size() == msgs.size().
+  std::size_t publish_shard(std::span<const Message> msgs, std::span<std::size_t> receivers,
+                            bool stop_at_refusal = false);
 
   // PUBSUB CHANNELS [pattern]: active channels, optionally filtered by glob.
   [[nodiscard]] std::vector<std::string> channels(std::optional<std::string_view> pattern) const;
@@ -139,6 +152,10 @@ class SubscriptionIndex {
   // PUBSUB NUMPAT: distinct patterns with at least one subscriber.
   [[nodiscard]] std::size_t numpat() const;
   [[nodiscard]] std::size_t num_channels() const;
+  // PUBSUB SHARDCHANNELS [pattern] and SHARDNUMSUB: the same over shard channels.
+  [[nodiscard]] std::vector<std::string> shard_channels(std::optional<std::string_view> pattern) const;
+  [[nodiscard]] std::size_t shard_numsub(std::string_view channel) const;
+  [[nodiscard]] std::size_t num_shard_channels() const;
 
  private:
   struct StringHash {
@@ -147,6 +164,7 @@ class SubscriptionIndex {
       return std::hash<std::string_view>{}(s);
     }
   };
+  using ChannelMap = std::unordered_map<std::string, std::vector<Subscriber*>, StringHash, std::equal_to<>>;
   struct PatternEntry {
     std::string pattern;
     std::vector<Subscriber*> subs;
@@ -163,15 +181,24 @@ class SubscriptionIndex {
   // REQUIRES: mu_ held (shared or exclusive).
   template <class F>
   void for_each_matching_pattern(std::string_view channel, F&& f) const;
-  // Publishes one run (messages sharing a channel), or the prefix of it that
-  // every blocking subscriber has room for; stores that prefix's length in
-  // `accepted` and returns its reply count. REQUIRES: mu_ held shared.
-  std::size_t publish_run(std::span<const Message> run, bool dedupe, std::size_t& accepted);
+  // Splits `msgs` into runs and publishes each (publish, publish_shard).
+  std::size_t publish_runs(std::span<const Message> msgs, bool dedupe, bool shard, std::span<std::size_t> receivers,
+                           bool stop_at_refusal);
+  // Publishes one run (messages sharing a channel) to the channel's plain and
+  // pattern subscriptions, or with `shard` to its shard subscriptions only, or
+  // the prefix of it that every blocking subscriber has room for; stores that
+  // prefix's length in `accepted` and returns its reply count.
+  // REQUIRES: mu_ held shared.
+  std::size_t publish_run(std::span<const Message> run, bool dedupe, bool shard, std::size_t& accepted);
+  static bool add_to(ChannelMap& map, std::vector<std::string>& mine, Subscriber& s, std::string_view channel);
+  static bool remove_from(ChannelMap& map, std::vector<std::string>& mine, Subscriber& s, std::string_view channel);
+  [[nodiscard]] std::vector<std::string> names_of(const ChannelMap& map, std::optional<std::string_view> pattern) const;
   TrieNode* trie_find_or_add(std::string_view prefix);
   void trie_prune(TrieNode* node) noexcept;
 
   mutable std::shared_mutex mu_;
-  std::unordered_map<std::string, std::vector<Subscriber*>, StringHash, std::equal_to<>> channels_;
+  ChannelMap channels_;
+  ChannelMap shard_channels_;
   std::unordered_map<std::string, std::unique_ptr<PatternEntry>, StringHash, std::equal_to<>>
       patterns_;
   TrieNode root_;

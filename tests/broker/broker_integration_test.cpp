@@ -3,6 +3,8 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -169,6 +171,79 @@ TEST_F(BrokerIntegrationTest, HiredisDrivesResp2PubSubProtocol) {
   EXPECT_EQ(r->integer, 1);
 }
 
+// Polls PUBSUB SHARDNUMSUB until `channel` has `n` shard subscribers (bounded).
+bool wait_for_shard_subscribers(redisContext* c, const std::string& channel, long long n) {
+  return eventually([&] {
+    Reply r = command(c, {"PUBSUB", "SHARDNUMSUB", channel});
+    return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == n;
+  }, 10s, 5ms);
+}
+
+TEST_F(BrokerIntegrationTest, RedisCliShardSubscriberReceivesRedisCliSpublish) {
+  const int port = start();
+  ASSERT_GT(port, 0);
+  ChildProcess sub = ChildProcess::spawn({kRedisCli, "-p", std::to_string(port), "ssubscribe", "news"});
+  ASSERT_TRUE(sub.running());
+  Context admin = hiredis_connect(port);
+  ASSERT_TRUE(admin && admin->err == 0);
+  ASSERT_TRUE(wait_for_shard_subscribers(admin.get(), "news", 1));
+  Reply r = command(admin.get(), {"PUBLISH", "news", "not-for-shards"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_INTEGER);
+  EXPECT_EQ(r->integer, 0);
+
+  ChildProcess pub = ChildProcess::spawn({kRedisCli, "-p", std::to_string(port), "spublish", "news", "hi"});
+  const auto status = pub.wait_exit(deadline_in(10s));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
+  EXPECT_EQ(pub.stdout_text(), "1\n");
+  ASSERT_TRUE(sub.read_stdout_until("hi\n", deadline_in(10s))) << sub.stdout_text();
+  EXPECT_EQ(sub.stdout_text(), "ssubscribe\nnews\n1\nsmessage\nnews\nhi\n")
+      << "the plain PUBLISH must not have reached the shard subscriber";
+  sub.stop(SIGTERM);
+}
+
+TEST_F(BrokerIntegrationTest, HiredisShardPubSubWithClientReplyOffPublisher) {
+  const int port = start();
+  Context sub = hiredis_connect(port);
+  Context pub = hiredis_connect(port);
+  ASSERT_TRUE(sub && sub->err == 0 && pub && pub->err == 0);
+  Reply r = command(sub.get(), {"SSUBSCRIBE", "a", "b"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+  EXPECT_EQ(str(r.get(), 0), "ssubscribe");
+  EXPECT_EQ(r->element[2]->integer, 1);
+  r = next_reply(sub.get());
+  ASSERT_TRUE(r && r->elements == 3);
+  EXPECT_EQ(r->element[2]->integer, 2);
+
+  // A fire-and-forget publisher: no replies until CLIENT REPLY ON, whose +OK is
+  // the first thing it reads.
+  ASSERT_EQ(redisAppendCommand(pub.get(), "CLIENT REPLY OFF"), REDIS_OK);
+  ASSERT_EQ(redisAppendCommand(pub.get(), "SPUBLISH a %s", "one"), REDIS_OK);
+  ASSERT_EQ(redisAppendCommand(pub.get(), "SPUBLISH b %s", "two"), REDIS_OK);
+  ASSERT_EQ(redisAppendCommand(pub.get(), "CLIENT REPLY ON"), REDIS_OK);
+  r = next_reply(pub.get());
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_STATUS);
+  EXPECT_EQ(std::string(r->str), "OK");
+  r = command(pub.get(), {"SPUBLISH", "a", "three"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_INTEGER);
+  EXPECT_EQ(r->integer, 1);
+
+  for (const auto& [channel, payload] : {std::pair{"a", "one"}, {"b", "two"}, {"a", "three"}}) {
+    r = next_reply(sub.get());
+    ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    EXPECT_EQ(str(r.get(), 0), "smessage");
+    EXPECT_EQ(str(r.get(), 1), channel);
+    EXPECT_EQ(str(r.get(), 2), payload);
+  }
+  r = command(sub.get(), {"SUNSUBSCRIBE"});
+  ASSERT_TRUE(r && r->elements == 3);
+  EXPECT_EQ(str(r.get(), 0), "sunsubscribe");
+  EXPECT_EQ(str(r.get(), 1), "a");
+  r = next_reply(sub.get());
+  ASSERT_TRUE(r && r->elements == 3);
+  EXPECT_EQ(r->element[2]->integer, 0);
+}
+
 TEST_F(BrokerIntegrationTest, APipelinedFloodLargerThanOneReadArrivesWholeAndInOrder) {
   const int port = start();
   Context sub = hiredis_connect(port);
@@ -198,6 +273,78 @@ TEST_F(BrokerIntegrationTest, APipelinedFloodLargerThanOneReadArrivesWholeAndInO
     ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 3) << "message " << i;
     ASSERT_EQ(str(r.get(), 2), std::to_string(i) + ":" + pad) << "message " << i;
   }
+}
+
+// A subscriber that reads nothing while 40 MB are published on two channels,
+// under --overflow-policy conflate: once it reads, it gets every message in
+// order per channel up to the newest of each, and the loss notices and CLIENT
+// LIST account for exactly what it did not get.
+TEST_F(BrokerIntegrationTest, ConflatingSubscriberEndsOnTheNewestOfEachChannel) {
+  const int port = start({"--overflow-policy", "conflate", "--hard-limit", "256kb", "--soft-limit", "0"});
+  Context sub = hiredis_connect(port);
+  Context pub = hiredis_connect(port);
+  Context admin = hiredis_connect(port);
+  ASSERT_TRUE(sub && sub->err == 0 && pub && pub->err == 0 && admin && admin->err == 0);
+  Reply r = command(sub.get(), {"CLIENT", "SETNAME", "slow"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_STATUS);
+  r = command(sub.get(), {"SUBSCRIBE", "a", "b"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY);
+  r = next_reply(sub.get());
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY);
+
+  constexpr int kCount = 200000;
+  constexpr int kChunk = 1000;  // replies stay far below the 256 KiB limit of the publisher too
+  const std::string pad(200, 'p');
+  for (int base = 0; base < kCount; base += kChunk) {
+    for (int i = base; i < base + kChunk; ++i) {
+      const std::string payload = std::to_string(i) + ":" + pad;
+      ASSERT_EQ(redisAppendCommand(pub.get(), "PUBLISH %s %b", i % 2 == 0 ? "a" : "b", payload.data(), payload.size()),
+                REDIS_OK);
+    }
+    for (int i = base; i < base + kChunk; ++i) {
+      r = next_reply(pub.get());
+      ASSERT_TRUE(r && r->type == REDIS_REPLY_INTEGER && r->integer == 1) << "reply " << i;
+    }
+  }
+
+  std::map<std::string, int> last{{"a", -1}, {"b", -1}};
+  std::uint64_t delivered = 0, lost = 0, conflated = 0;
+  while (delivered + lost < static_cast<std::uint64_t>(kCount)) {
+    r = next_reply(sub.get());
+    ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 3)
+        << delivered << " delivered, " << lost << " lost";
+    const std::string channel = str(r.get(), 1);
+    const std::string payload = str(r.get(), 2);
+    if (channel == "__ringcast__:loss") {
+      unsigned long long n = 0, total = 0, c = 0;
+      char policy[32] = {};
+      ASSERT_GE(std::sscanf(payload.c_str(), "lost=%llu total=%llu policy=%31s conflated=%llu", &n, &total, policy, &c),
+                3)
+          << payload;
+      EXPECT_STREQ(policy, "conflate");
+      EXPECT_EQ(total, lost + n);
+      lost += n;
+      conflated += c;
+      continue;
+    }
+    const int seq = std::stoi(payload);
+    EXPECT_GT(seq, last[channel]) << channel;
+    EXPECT_EQ(seq % 2 == 0 ? "a" : "b", channel);
+    last[channel] = seq;
+    ++delivered;
+  }
+  EXPECT_EQ(delivered + lost, static_cast<std::uint64_t>(kCount));
+  EXPECT_GT(conflated, 0u) << "40 MB cannot all wait in socket buffers";
+  EXPECT_EQ(last["a"], kCount - 2);
+  EXPECT_EQ(last["b"], kCount - 1);
+  r = command(admin.get(), {"CLIENT", "LIST"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_STRING);
+  const std::string list(r->str, r->len);
+  const auto line = list.find("name=slow ");
+  ASSERT_NE(line, std::string::npos) << list;
+  const std::string mine = list.substr(line, list.find('\n', line) - line);
+  EXPECT_NE(mine.find(" conflated=" + std::to_string(conflated) + " "), std::string::npos) << mine;
+  EXPECT_NE(mine.find(" dropped-hard=" + std::to_string(lost - conflated) + " "), std::string::npos) << mine;
 }
 
 TEST_F(BrokerIntegrationTest, Resp3ClientGetsPushesOverTheWire) {

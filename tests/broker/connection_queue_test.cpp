@@ -1,5 +1,7 @@
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -620,6 +622,324 @@ TEST(ConnectionQueueTest, PoliciesAgreeOnLossCountAcrossConfigurations) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace ringcast::broker
+
+namespace ringcast::broker {
+namespace {
+
+// Conflation (docs/broker.md, "Overflow"): message frames as the index encodes
+// them, so the queue can tell their channels apart.
+FrameRef msg(std::string_view channel, std::string_view payload) {
+  return encode_message(Resp::kResp2, channel, payload);
+}
+
+std::string notice(std::string_view text) {
+  return std::string(encode_message(Resp::kResp2, kLossChannel, text)->view());
+}
+
+std::string two_digits(int i) { return std::string(1, static_cast<char>('0' + i / 10)) + static_cast<char>('0' + i % 10); }
+
+TEST(ConflationTest, KeyIsKindPatternAndChannel) {
+  EXPECT_EQ(conflation_key(msg("ab", "x")->view()), "*3\r\n$7\r\nmessage\r\n$2\r\nab\r\n");
+  const Message m{"ab", "payload"};
+  EXPECT_EQ(conflation_key(encode_pmessages(Resp::kResp3, "a*", {&m, 1})->view()),
+            ">4\r\n$8\r\npmessage\r\n$2\r\na*\r\n$2\r\nab\r\n");
+  EXPECT_EQ(conflation_key(encode_smessages(Resp::kResp2, {&m, 1})->view()), "*3\r\n$8\r\nsmessage\r\n$2\r\nab\r\n");
+  EXPECT_EQ(conflation_key("garbage"), "garbage");
+  EXPECT_EQ(conflation_key("*3\r\n$7\r\nmessage\r\n$9\r\nab\r\n"), "*3\r\n$7\r\nmessage\r\n$9\r\nab\r\n");
+}
+
+TEST(ConflationTest, KeepsTheNewestMessagePerChannelInPublishOrder) {
+  ManualClock clock;
+  const std::size_t size = msg("a", "00")->size();
+  ConnectionQueue q(limits(10 * size), OverflowPolicy::kConflate, clock);
+  for (int i = 0; i < 30; ++i) (void)q.push(msg(std::string(1, "abc"[i % 3]), two_digits(i)));
+  QueueStats st = q.stats();
+  EXPECT_EQ(st.queued_frames, 3u);
+  EXPECT_EQ(st.conflated, 27u);
+  EXPECT_EQ(st.dropped, (std::array<std::uint64_t, kDropReasonCount>{}));
+  EXPECT_EQ(testing::concat(testing::drain_all(q)),
+            std::string(msg("a", "27")->view()) + std::string(msg("b", "28")->view()) +
+                std::string(msg("c", "29")->view()) + notice("lost=27 total=27 policy=conflate conflated=27"));
+  // Written out: the next messages queue as usual until the limit is met again.
+  for (int i = 0; i < 10; ++i) (void)q.push(msg("a", two_digits(i)));
+  EXPECT_EQ(q.stats().queued_frames, 10u);
+  EXPECT_EQ(q.stats().conflated, 27u);
+}
+
+TEST(ConflationTest, RepliesStayAndKeepTheirPlace) {
+  ManualClock clock;
+  const auto p = [](int i) { return two_digits(i) + std::string(62, '.'); };  // room for a notice
+  const std::size_t size = msg("a", p(0))->size();
+  ConnectionQueue q(limits(6 * size), OverflowPolicy::kConflate, clock);
+  const std::string reply(size, '+');
+  (void)q.push(msg("a", p(0)));
+  (void)q.push(FrameRef::copy_of(reply, /*droppable=*/false));
+  (void)q.push(msg("b", p(1)));
+  for (int i = 2; i <= 4; ++i) (void)q.push(msg("a", p(i)));
+  EXPECT_EQ(q.stats().conflated, 0u) << "6 frames fit";
+  (void)q.push(msg("a", p(5)));
+  EXPECT_EQ(testing::concat(testing::drain_all(q)),
+            reply + std::string(msg("b", p(1))->view()) + std::string(msg("a", p(5))->view()) +
+                notice("lost=4 total=4 policy=conflate conflated=4"));
+}
+
+TEST(ConflationTest, EvictsTheOldestWhenDistinctChannelsExceedTheLimit) {
+  ManualClock clock;
+  const std::string payload(64, 'x');  // big enough that half the limit has room for a notice
+  const auto channel = [](int i) { return std::string(1, static_cast<char>('0' + i)); };
+  const std::size_t size = msg(channel(0), payload)->size();
+  ConnectionQueue q(limits(4 * size), OverflowPolicy::kConflate, clock);
+  for (int i = 0; i < 8; ++i) (void)q.push(msg(channel(i), payload));
+  const QueueStats st = q.stats();
+  EXPECT_EQ(st.conflated, 0u);
+  EXPECT_EQ(st.dropped[kHard], 4u);
+  std::string want;
+  for (int i = 4; i < 8; ++i) want += msg(channel(i), payload)->view();
+  EXPECT_EQ(testing::concat(testing::drain_all(q)), want + notice("lost=4 total=4 policy=conflate"));
+}
+
+TEST(ConflationTest, ARunKeepsOnlyItsLastMessageAsAPrivateCopy) {
+  ManualClock clock;
+  std::vector<std::string> payloads;
+  std::vector<Message> run;
+  for (int i = 0; i < 100; ++i) payloads.push_back(two_digits(i));
+  for (const std::string& p : payloads) run.push_back(Message{"a", p});
+  const FrameRef block = encode_messages(Resp::kResp2, run);
+  ConnectionQueue q(limits(10 * msg("a", "00")->size()), OverflowPolicy::kConflate, clock);
+  EXPECT_EQ(q.push(block).status, PushStatus::kQueued);
+  EXPECT_EQ(q.stats().queued_frames, 1u);
+  EXPECT_EQ(q.stats().conflated, 99u);
+  EXPECT_EQ(block.use_count(), 1u) << "the queue holds a copy of the survivor, not the 100-message block";
+  const auto out = testing::drain_all(q);
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out.front().view(), msg("a", "99")->view());
+}
+
+// A reader taking 2 frames per 7 published: every message is delivered,
+// conflated or dropped exactly once, per channel in order, and the loss
+// notices add up to the counters.
+TEST(ConflationTest, CountsAreExactWithAReaderFallingBehind) {
+  ManualClock clock;
+  const std::size_t size = msg("a", "0000")->size();
+  ConnectionQueue q(limits(10 * size), OverflowPolicy::kConflate, clock);
+  constexpr int kCount = 3000;
+  std::map<std::string, int> last_seen;
+  std::uint64_t delivered = 0;
+  std::uint64_t notice_lost = 0;
+  std::uint64_t notice_conflated = 0;
+  const auto read = [&](std::size_t budget) {
+    std::vector<FrameSpan> out;
+    const PopResult r = q.pop_batch(budget, 64, out);
+    for (const FrameSpan& s : out) {
+      for (std::uint32_t i = s.first; i < s.first + s.count; ++i) {
+        const std::string f(s.block->frame(i));
+        const std::string key(conflation_key(f));
+        const std::size_t head = key.find("\r\n", key.rfind('$')) + 2;
+        const std::string channel = key.substr(head, key.size() - 2 - head);
+        const std::string rest = f.substr(key.size());
+        const std::size_t body = rest.find("\r\n") + 2;
+        const std::string payload = rest.substr(body, rest.size() - 2 - body);
+        if (channel == kLossChannel) {
+          unsigned long long lost = 0, total = 0, conflated = 0;
+          char policy[32] = {};
+          const int n = std::sscanf(payload.c_str(), "lost=%llu total=%llu policy=%31s conflated=%llu", &lost, &total,
+                                    policy, &conflated);
+          ASSERT_GE(n, 3) << payload;
+          notice_lost += lost;
+          notice_conflated += conflated;
+          continue;
+        }
+        const int seq = std::stoi(payload);
+        auto [it, fresh] = last_seen.try_emplace(channel, seq);
+        if (!fresh) {
+          EXPECT_GT(seq, it->second) << "per-channel order";
+          it->second = seq;
+        }
+        ++delivered;
+      }
+    }
+    q.release(r.bytes);
+  };
+  for (int i = 0; i < kCount; ++i) {
+    char payload[8];
+    std::snprintf(payload, sizeof payload, "%04d", i);
+    (void)q.push(msg(std::string(1, "abcde"[i % 5]), payload));
+    if (i % 7 == 6) read(2 * size);
+  }
+  for (int k = 0; k < 100; ++k) read(SIZE_MAX);  // drain, notices included
+  const QueueStats st = q.stats();
+  EXPECT_GT(st.conflated, 0u);
+  EXPECT_EQ(delivered + st.conflated + st.dropped[kHard], static_cast<std::uint64_t>(kCount));
+  EXPECT_EQ(notice_lost, st.conflated + st.dropped[kHard]);
+  EXPECT_EQ(notice_conflated, st.conflated);
+  for (int c = 0; c < 5; ++c) {
+    EXPECT_EQ(last_seen[std::string(1, "abcde"[c])], kCount - 5 + c) << "the newest of each channel arrives";
+  }
+}
+
+// Random pushes (single messages, runs, replies), pops, releases and policy
+// switches: whatever the interleaving, each message is delivered, conflated or
+// dropped exactly once, per channel in order, replies all arrive in order, and
+// the notices add up to the counters.
+std::string reply_text(int n) {
+  std::string r = std::to_string(n);
+  r.insert(r.begin(), '+');
+  r += "\r\n";
+  return r;
+}
+
+TEST(ConflationTest, RandomScheduleAccountsForEveryMessage) {
+  ManualClock clock;
+  std::mt19937 rng(12345);
+  const std::size_t size = msg("a", "000000")->size();
+  // Replies are never dropped: a queue whose in-flight bytes and replies fill the
+  // limit is closed. The schedule releases often enough that this never happens.
+  ConnectionQueue q(limits(48 * size), OverflowPolicy::kConflate, clock);
+  std::map<std::string, int> last_seen;
+  int next_seq = 0;
+  int next_reply = 0;
+  int replies_seen = 0;
+  std::uint64_t delivered = 0, notice_lost = 0, notice_conflated = 0;
+  std::vector<FrameSpan> inflight;
+  std::size_t inflight_bytes = 0;
+  const auto consume = [&](const std::vector<FrameSpan>& spans) {
+    for (const FrameSpan& sp : spans) {
+      for (std::uint32_t i = sp.first; i < sp.first + sp.count; ++i) {
+        const std::string f(sp.block->frame(i));
+        if (f[0] == '+') {
+          EXPECT_EQ(f, reply_text(replies_seen)) << "replies in order, none lost";
+          ++replies_seen;
+          continue;
+        }
+        const std::string key(conflation_key(f));
+        const std::size_t head = key.find("\r\n", key.rfind('$')) + 2;
+        const std::string channel = key.substr(head, key.size() - 2 - head);
+        const std::string rest = f.substr(key.size());
+        const std::size_t body = rest.find("\r\n") + 2;
+        const std::string payload = rest.substr(body, rest.size() - 2 - body);
+        if (channel == kLossChannel) {
+          unsigned long long lost = 0, total = 0, conflated = 0;
+          char policy[32] = {};
+          ASSERT_GE(std::sscanf(payload.c_str(), "lost=%llu total=%llu policy=%31s conflated=%llu", &lost, &total,
+                                policy, &conflated),
+                    3);
+          notice_lost += lost;
+          notice_conflated += conflated;
+          continue;
+        }
+        const int seq = std::stoi(payload);
+        auto [it, fresh] = last_seen.try_emplace(channel, seq);
+        if (!fresh) {
+          EXPECT_GT(seq, it->second) << "per-channel order on " << channel;
+          it->second = seq;
+        }
+        ++delivered;
+      }
+    }
+  };
+  std::vector<std::string> payloads;
+  std::vector<Message> run;
+  for (int step = 0; step < 20000; ++step) {
+    const auto op = static_cast<unsigned>(rng() % 100);
+    if (op < 55) {
+      char p[16];
+      std::snprintf(p, sizeof p, "%06d", next_seq++);
+      (void)q.push(msg(std::string(1, static_cast<char>('a' + rng() % 6)), p));
+    } else if (op < 65) {  // a run of one channel, one block
+      const std::string channel(1, static_cast<char>('a' + rng() % 6));
+      payloads.clear();
+      run.clear();
+      const auto n = static_cast<unsigned>(2 + rng() % 12);
+      for (unsigned k = 0; k < n; ++k) {
+        char p[16];
+        std::snprintf(p, sizeof p, "%06d", next_seq++);
+        payloads.emplace_back(p);
+      }
+      for (const std::string& p : payloads) run.push_back(Message{channel, p});
+      (void)q.push(encode_messages(Resp::kResp2, run));
+    } else if (op < 70) {
+      (void)q.push(FrameRef::copy_of(reply_text(next_reply++), /*droppable=*/false));
+    } else if (op < 85) {
+      std::vector<FrameSpan> out;
+      const PopResult r = q.pop_batch(size * (1 + rng() % 6), 1 + rng() % 8, out);
+      inflight_bytes += r.bytes;
+      consume(out);
+      for (FrameSpan& sp : out) inflight.push_back(std::move(sp));
+    } else if (op < 98) {
+      q.release(inflight_bytes);
+      inflight_bytes = 0;
+      inflight.clear();
+    } else {
+      q.set_policy(q.policy() == OverflowPolicy::kConflate ? OverflowPolicy::kDropOldest : OverflowPolicy::kConflate);
+    }
+    ASSERT_FALSE(q.closed()) << "replies always fit: messages are evicted for them";
+  }
+  q.release(inflight_bytes);
+  for (int k = 0; k < 100; ++k) {
+    std::vector<FrameSpan> out;
+    const PopResult r = q.pop_batch(SIZE_MAX, SIZE_MAX, out);
+    consume(out);
+    q.release(r.bytes);
+  }
+  const QueueStats st = q.stats();
+  EXPECT_EQ(st.queued_frames, 0u);
+  EXPECT_EQ(st.queued_bytes + st.inflight_bytes, 0u);
+  EXPECT_GT(st.conflated, 0u);
+  EXPECT_GT(st.dropped[kHard], 0u);
+  EXPECT_EQ(delivered + st.conflated + st.dropped[kHard], static_cast<std::uint64_t>(next_seq));
+  EXPECT_EQ(notice_lost, st.conflated + st.dropped[kHard]);
+  EXPECT_EQ(notice_conflated, st.conflated);
+  EXPECT_EQ(replies_seen, next_reply);
+}
+
+// The cold channel's message stays in front, so each replaced hot message
+// leaves a tombstone in the middle of the ring: they are compacted away, and
+// the positions the key map holds stay right.
+TEST(ConflationTest, TombstonesBehindAColdChannelAreCompacted) {
+  ManualClock clock;
+  const std::size_t size = msg("h", "0000000")->size();
+  ConnectionQueue q(limits(16 * size), OverflowPolicy::kConflate, clock);
+  (void)q.push(msg("c", "cold..."));
+  for (int i = 0; i < 100000; ++i) {
+    char p[16];
+    std::snprintf(p, sizeof p, "%07d", i);
+    (void)q.push(msg(i % 1000 == 999 ? "w" : "h", p));
+  }
+  const QueueStats st = q.stats();
+  EXPECT_EQ(st.queued_frames, 3u);
+  EXPECT_EQ(st.conflated, 100000u - 2u);
+  EXPECT_EQ(testing::concat(testing::drain_all(q)),
+            std::string(msg("c", "cold...")->view()) + std::string(msg("h", "0099998")->view()) +
+                std::string(msg("w", "0099999")->view()) +
+                notice("lost=99998 total=99998 policy=conflate conflated=99998"));
+}
+
+TEST(ConflationTest, AStuckReaderCostsOneMessagePerChannel) {
+  ManualClock clock;
+  const std::size_t size = msg("a", "0000000")->size();
+  ConnectionQueue q(limits(64 * size), OverflowPolicy::kConflate, clock);
+  constexpr int kCount = 200000;
+  for (int i = 0; i < kCount; ++i) {
+    char payload[8];
+    std::snprintf(payload, sizeof payload, "%07d", i);
+    (void)q.push(msg(std::string(1, "abc"[i % 3]), payload));
+  }
+  const QueueStats st = q.stats();
+  EXPECT_EQ(st.queued_frames, 3u);
+  EXPECT_EQ(st.queued_bytes, 3 * size);
+  EXPECT_EQ(st.conflated, static_cast<std::uint64_t>(kCount - 3));
+  q.set_policy(OverflowPolicy::kDropNewest);  // leaves conflation mid-way
+  (void)q.push(msg("d", "0000000"));
+  EXPECT_EQ(testing::concat(testing::drain_all(q)),
+            std::string(msg("c", "0199997")->view()) + std::string(msg("a", "0199998")->view()) +
+                std::string(msg("b", "0199999")->view()) +
+                notice("lost=199997 total=199997 policy=drop-newest conflated=199997") +
+                std::string(msg("d", "0000000")->view()))
+      << "out of conflation, the notice is queued at the next push, as under the drop policies";
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -179,6 +180,49 @@ TEST(SessionAllocationTest, BatchedPublishesAllocateOnlyTheReplyFrame) {
               repeat(":0\r\n", input->size() / one.size()));
   }
   s->detach();
+}
+
+}  // namespace
+}  // namespace ringcast::broker
+
+namespace ringcast::broker {
+namespace {
+
+// The conflate policy costs nothing until a limit is met: a push that fits takes
+// no allocation (the ring has its capacity), nor does the writer's pop.
+TEST(ConnectionQueueAllocationTest, ConflatePolicyUnderItsLimitAllocatesNothing) {
+  ConnectionQueue q(QueueLimits{1u << 20, 0, std::chrono::seconds(60)}, OverflowPolicy::kConflate,
+                    steady_clock_source());
+  const FrameRef frame = encode_message(Resp::kResp2, "prices", std::string(52, 'p'));
+  std::vector<FrameSpan> out;
+  out.reserve(64);
+  for (int round = 0; round < 2; ++round) {  // round 0 warms the ring up
+    const AllocationCount count;
+    for (int i = 0; i < 32; ++i) (void)q.push(frame);
+    const PopResult r = q.pop_batch(SIZE_MAX, 64, out);
+    EXPECT_EQ(r.frames, 32u);
+    out.clear();
+    q.release(r.bytes);
+    if (round == 1) {
+      EXPECT_EQ(count.allocations(), 0u);
+    }
+  }
+  EXPECT_EQ(q.stats().conflated, 0u);
+}
+
+// Conflating a stuck reader's single-message blocks on known channels replaces
+// queued frames in place of allocating: the cost is O(channels), paid once.
+TEST(ConnectionQueueAllocationTest, ConflatingKnownChannelsAllocatesNothing) {
+  const FrameRef a = encode_message(Resp::kResp2, "a", std::string(52, 'p'));
+  const FrameRef b = encode_message(Resp::kResp2, "b", std::string(52, 'p'));
+  ConnectionQueue q(QueueLimits{8 * a->size(), 0, std::chrono::seconds(60)}, OverflowPolicy::kConflate,
+                    steady_clock_source());
+  for (int i = 0; i < 1000; ++i) (void)q.push(i % 2 == 0 ? a : b);  // warm-up: conflating, keys known
+  const AllocationCount count;
+  for (int i = 0; i < 100000; ++i) (void)q.push(i % 2 == 0 ? a : b);
+  EXPECT_EQ(count.allocations(), 0u);
+  EXPECT_EQ(q.stats().queued_frames, 2u);
+  EXPECT_EQ(q.stats().conflated, 101000u - 2u);
 }
 
 }  // namespace

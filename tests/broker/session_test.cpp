@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "broker/broker_core.hpp"
@@ -119,7 +120,7 @@ TEST_F(SessionTest, ClientNameIdAndOverflowPolicy) {
   EXPECT_EQ(s->send("CLIENT OVERFLOW drop-oldest\r\nCLIENT OVERFLOW\r\n"), "+OK\r\n$11\r\ndrop-oldest\r\n");
   EXPECT_EQ(s->queue().policy(), OverflowPolicy::kDropOldest);
   EXPECT_EQ(s->send("CLIENT OVERFLOW sometimes\r\n"),
-            "-ERR overflow policy must be drop-oldest, drop-newest, disconnect or block\r\n");
+            "-ERR overflow policy must be drop-oldest, drop-newest, disconnect, block or conflate\r\n");
   const std::string list = s->send("CLIENT LIST\r\n");
   EXPECT_NE(list.find("name=me"), std::string::npos);
   EXPECT_NE(list.find("policy=drop-oldest dropped-hard=0 dropped-soft=0 dropped-disconnect=0"),
@@ -233,6 +234,178 @@ TEST_F(SessionTest, IncompleteCommandWaitsForMoreBytes) {
   EXPECT_EQ(s->send("\n"), "*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n");
 }
 
+// Redis 7 sharded pub/sub. Standalone Redis is one shard: SSUBSCRIBE and
+// SPUBLISH work on any channel, and shard channels are a namespace of their own.
+TEST_F(SessionTest, ShardSubscriptionsAreCountedApartFromChannelsAndPatterns) {
+  auto s = connect();
+  EXPECT_EQ(s->send("SSUBSCRIBE a b\r\n"),
+            "*3\r\n$10\r\nssubscribe\r\n$1\r\na\r\n:1\r\n*3\r\n$10\r\nssubscribe\r\n$1\r\nb\r\n:2\r\n");
+  EXPECT_EQ(s->send("SSUBSCRIBE a\r\n"), "*3\r\n$10\r\nssubscribe\r\n$1\r\na\r\n:2\r\n");
+  EXPECT_EQ(s->send("SUBSCRIBE x\r\n"), "*3\r\n$9\r\nsubscribe\r\n$1\r\nx\r\n:1\r\n");
+  EXPECT_EQ(s->send("PSUBSCRIBE y*\r\n"), "*3\r\n$10\r\npsubscribe\r\n$2\r\ny*\r\n:2\r\n");
+  EXPECT_EQ(s->send("SUNSUBSCRIBE a\r\n"), "*3\r\n$12\r\nsunsubscribe\r\n$1\r\na\r\n:1\r\n");
+  EXPECT_EQ(s->send("SUNSUBSCRIBE\r\n"), "*3\r\n$12\r\nsunsubscribe\r\n$1\r\nb\r\n:0\r\n");
+  EXPECT_EQ(s->send("SUNSUBSCRIBE\r\n"), "*3\r\n$12\r\nsunsubscribe\r\n$-1\r\n:0\r\n");
+  EXPECT_EQ(s->send("UNSUBSCRIBE\r\n"), "*3\r\n$11\r\nunsubscribe\r\n$1\r\nx\r\n:1\r\n");
+  EXPECT_EQ(s->send("PUNSUBSCRIBE\r\n"), "*3\r\n$12\r\npunsubscribe\r\n$2\r\ny*\r\n:0\r\n");
+  EXPECT_EQ(s->send("PING\r\n"), "+PONG\r\n") << "no subscription left: out of the RESP2 pub/sub context";
+}
+
+TEST_F(SessionTest, SpublishReachesOnlyShardSubscribersOfThatChannel) {
+  auto s = connect();
+  auto p = connect();
+  s->send("SSUBSCRIBE a b\r\nSUBSCRIBE x\r\nPSUBSCRIBE *\r\n");
+  (void)s->output();
+  EXPECT_EQ(p->send("SPUBLISH a hi\r\n"), ":1\r\n");
+  EXPECT_EQ(s->output(), "*3\r\n$8\r\nsmessage\r\n$1\r\na\r\n$2\r\nhi\r\n");
+  EXPECT_EQ(p->send("SPUBLISH x hi\r\nSPUBLISH y1 hi\r\n"), ":0\r\n:0\r\n")
+      << "neither a plain nor a pattern subscription matches SPUBLISH";
+  EXPECT_EQ(s->output(), "");
+  EXPECT_EQ(p->send("PUBLISH b hi\r\n"), ":1\r\n") << "only the pattern matches PUBLISH b";
+  EXPECT_EQ(s->output(), "*4\r\n$8\r\npmessage\r\n$1\r\n*\r\n$1\r\nb\r\n$2\r\nhi\r\n");
+  EXPECT_EQ(core_.stats().shard_channels, 2u);
+}
+
+TEST_F(SessionTest, PubsubShardChannelsAndShardNumsubMatchRedis) {
+  auto s = connect();
+  auto p = connect();
+  s->send("SSUBSCRIBE a b\r\nSUBSCRIBE x\r\n");
+  EXPECT_EQ(p->send("PUBSUB SHARDCHANNELS a*\r\nPUBSUB SHARDNUMSUB a b x zz\r\nPUBSUB SHARDNUMSUB\r\n"
+                    "PUBSUB CHANNELS\r\nPUBSUB NUMSUB a x\r\nPUBSUB SHARDCHANNELS a b\r\n"
+                    "PUBSUB CHANNELS a b\r\n"),
+            "*1\r\n$1\r\na\r\n*8\r\n$1\r\na\r\n:1\r\n$1\r\nb\r\n:1\r\n$1\r\nx\r\n:0\r\n$2\r\nzz\r\n:0\r\n*0\r\n"
+            "*1\r\n$1\r\nx\r\n*4\r\n$1\r\na\r\n:0\r\n$1\r\nx\r\n:1\r\n"
+            "-ERR unknown subcommand or wrong number of arguments for 'SHARDCHANNELS'. Try PUBSUB HELP.\r\n"
+            "-ERR unknown subcommand or wrong number of arguments for 'CHANNELS'. Try PUBSUB HELP.\r\n");
+  const std::string all = p->send("PUBSUB SHARDCHANNELS\r\n");  // hash order, as Redis
+  EXPECT_TRUE(all == "*2\r\n$1\r\na\r\n$1\r\nb\r\n" || all == "*2\r\n$1\r\nb\r\n$1\r\na\r\n") << all;
+}
+
+TEST_F(SessionTest, ShardCommandsArityErrorsAndPubsubHelpMatchRedis) {
+  auto s = connect();
+  EXPECT_EQ(s->send("SSUBSCRIBE\r\nSPUBLISH a\r\nSPUBLISH a b c\r\nSUNSUBSCRIBE\r\nPUBSUB SHARDNUMSUB\r\nPUBSUB HELP\r\n"),
+            "-ERR wrong number of arguments for 'ssubscribe' command\r\n"
+            "-ERR wrong number of arguments for 'spublish' command\r\n"
+            "-ERR wrong number of arguments for 'spublish' command\r\n"
+            "*3\r\n$12\r\nsunsubscribe\r\n$-1\r\n:0\r\n*0\r\n"
+            "*14\r\n+PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n"
+            "+CHANNELS [<pattern>]\r\n"
+            "+    Return the currently active channels matching a <pattern> (default: '*').\r\n"
+            "+NUMPAT\r\n+    Return number of subscriptions to patterns.\r\n"
+            "+NUMSUB [<channel> ...]\r\n"
+            "+    Return the number of subscribers for the specified channels, excluding\r\n"
+            "+    pattern subscriptions(default: no channels).\r\n"
+            "+SHARDCHANNELS [<pattern>]\r\n"
+            "+    Return the currently active shard level channels matching a <pattern> (default: '*').\r\n"
+            "+SHARDNUMSUB [<shardchannel> ...]\r\n"
+            "+    Return the number of subscribers for the specified shard level channel(s)\r\n"
+            "+HELP\r\n+    Prints this help.\r\n");
+  auto t = connect();
+  EXPECT_EQ(t->send("SUNSUBSCRIBE x y\r\nPUBSUB NUMPAT\r\n"),
+            "*3\r\n$12\r\nsunsubscribe\r\n$1\r\nx\r\n:0\r\n*3\r\n$12\r\nsunsubscribe\r\n$1\r\ny\r\n:0\r\n:0\r\n");
+}
+
+TEST_F(SessionTest, ShardSubscriptionAloneEntersTheResp2PubSubContext) {
+  auto s = connect();
+  s->send("SSUBSCRIBE c1 c2 c3\r\n");
+  EXPECT_EQ(s->send("PUBLISH x y\r\nSPUBLISH a b\r\nPUBSUB SHARDCHANNELS\r\nCLIENT REPLY OFF\r\nPING\r\n"),
+            "-ERR Can't execute 'publish': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are "
+            "allowed in this context\r\n"
+            "-ERR Can't execute 'spublish': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are "
+            "allowed in this context\r\n"
+            "-ERR Can't execute 'pubsub|shardchannels': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
+            "RESET are allowed in this context\r\n"
+            "-ERR Can't execute 'client|reply': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
+            "are allowed in this context\r\n"
+            "*2\r\n$4\r\npong\r\n$0\r\n\r\n");
+  // Bare SUNSUBSCRIBE reports in subscription order (Redis: hash order, c1 c3 c2 here).
+  EXPECT_EQ(s->send("SUNSUBSCRIBE\r\nPING\r\n"),
+            "*3\r\n$12\r\nsunsubscribe\r\n$2\r\nc1\r\n:2\r\n*3\r\n$12\r\nsunsubscribe\r\n$2\r\nc2\r\n:1\r\n"
+            "*3\r\n$12\r\nsunsubscribe\r\n$2\r\nc3\r\n:0\r\n+PONG\r\n");
+}
+
+TEST_F(SessionTest, Resp3ShardPushesMatchRedis) {
+  auto s = connect();
+  s->send("HELLO 3\r\n");
+  EXPECT_EQ(s->send("SSUBSCRIBE s1 s2\r\nSUBSCRIBE s1\r\n"),
+            ">3\r\n$10\r\nssubscribe\r\n$2\r\ns1\r\n:1\r\n>3\r\n$10\r\nssubscribe\r\n$2\r\ns2\r\n:2\r\n"
+            ">3\r\n$9\r\nsubscribe\r\n$2\r\ns1\r\n:1\r\n");
+  EXPECT_EQ(s->send("SPUBLISH s1 m\r\n"), ">3\r\n$8\r\nsmessage\r\n$2\r\ns1\r\n$1\r\nm\r\n:1\r\n");
+  EXPECT_EQ(s->send("PUBLISH s1 n\r\n"), ">3\r\n$7\r\nmessage\r\n$2\r\ns1\r\n$1\r\nn\r\n:1\r\n");
+  EXPECT_EQ(s->send("SUNSUBSCRIBE nope\r\nSUNSUBSCRIBE\r\nSUNSUBSCRIBE\r\n"),
+            ">3\r\n$12\r\nsunsubscribe\r\n$4\r\nnope\r\n:2\r\n>3\r\n$12\r\nsunsubscribe\r\n$2\r\ns1\r\n:1\r\n"
+            ">3\r\n$12\r\nsunsubscribe\r\n$2\r\ns2\r\n:0\r\n>3\r\n$12\r\nsunsubscribe\r\n_\r\n:0\r\n");
+  EXPECT_EQ(s->send("PUBSUB SHARDNUMSUB s1\r\nPUBSUB SHARDCHANNELS\r\n"), "*2\r\n$2\r\ns1\r\n:0\r\n*0\r\n");
+}
+
+// CLIENT REPLY ON|OFF|SKIP. Replies (errors included) are suppressed; messages
+// and (un)subscribe confirmations are pushes and still arrive, as in Redis 7.0.
+TEST_F(SessionTest, ClientReplyOffSkipAndOnMatchRedis) {
+  auto s = connect();
+  EXPECT_EQ(s->send("CLIENT REPLY OFF\r\nPING\r\nCLIENT ID\r\n"), "");
+  EXPECT_EQ(s->send("CLIENT REPLY ON\r\nPING\r\n"), "+OK\r\n+PONG\r\n");
+  EXPECT_EQ(s->send("CLIENT REPLY SKIP\r\nPING\r\nPING x\r\n"), "$1\r\nx\r\n");
+  EXPECT_EQ(s->send("CLIENT REPLY SKIP\r\nCLIENT REPLY SKIP\r\nPING 1\r\nPING 2\r\n"), "$1\r\n2\r\n");
+  EXPECT_EQ(s->send("CLIENT REPLY SKIP\r\nCLIENT REPLY OFF\r\nPING 1\r\nCLIENT REPLY ON\r\nPING 2\r\n"),
+            "+OK\r\n$1\r\n2\r\n");
+  EXPECT_EQ(s->send("CLIENT REPLY SKIP\r\nCLIENT REPLY ON\r\nPING 3\r\n"), "+OK\r\n$1\r\n3\r\n");
+  EXPECT_EQ(s->send("CLIENT REPLY\r\nCLIENT REPLY MAYBE\r\nCLIENT REPLY on\r\nCLIENT REPLY ON x\r\n"),
+            "-ERR wrong number of arguments for 'client|reply' command\r\n-ERR syntax error\r\n+OK\r\n"
+            "-ERR wrong number of arguments for 'client|reply' command\r\n");
+  EXPECT_EQ(s->send("CLIENT REPLY OFF\r\nFOO\r\nCLIENT REPLY MAYBE\r\nCLIENT REPLY ON\r\n"), "+OK\r\n");
+  EXPECT_EQ(s->send("CLIENT REPLY SKIP\r\nFOO\r\nPING 4\r\n"), "$1\r\n4\r\n");
+  EXPECT_EQ(s->send("CLIENT REPLY SKIP\r\nCLIENT REPLY OFF\r\nCLIENT REPLY SKIP\r\nPING a\r\nCLIENT REPLY ON\r\n"),
+            "+OK\r\n");
+  EXPECT_EQ(s->send("CLIENT REPLY OFF\r\nRESET\r\nPING\r\n"), "+RESET\r\n+PONG\r\n");
+  EXPECT_EQ(s->send("CLIENT REPLY SKIP\r\nRESET\r\nPING\r\n"), "+PONG\r\n");
+  EXPECT_EQ(s->send("CLIENT REPLY OFF\r\nUNSUBSCRIBE\r\nSUNSUBSCRIBE\r\nSSUBSCRIBE\r\nCLIENT REPLY ON\r\n"),
+            "*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:0\r\n*3\r\n$12\r\nsunsubscribe\r\n$-1\r\n:0\r\n+OK\r\n");
+}
+
+TEST_F(SessionTest, ClientReplyOffStillDeliversPushesInBothProtocols) {
+  auto s = connect();
+  auto p = connect();
+  EXPECT_EQ(s->send("CLIENT REPLY OFF\r\nSUBSCRIBE ch\r\nSSUBSCRIBE sh\r\n"),
+            "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n*3\r\n$10\r\nssubscribe\r\n$2\r\nsh\r\n:1\r\n");
+  EXPECT_EQ(p->send("PUBLISH ch hi\r\nSPUBLISH sh ho\r\n"), ":1\r\n:1\r\n");
+  EXPECT_EQ(s->output(),
+            "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n*3\r\n$8\r\nsmessage\r\n$2\r\nsh\r\n$2\r\nho\r\n");
+  EXPECT_EQ(s->send("PING\r\nUNSUBSCRIBE\r\nSUNSUBSCRIBE\r\nCLIENT REPLY ON\r\n"),
+            "*3\r\n$11\r\nunsubscribe\r\n$2\r\nch\r\n:0\r\n*3\r\n$12\r\nsunsubscribe\r\n$2\r\nsh\r\n:0\r\n+OK\r\n");
+
+  auto c = connect();
+  c->send("HELLO 3\r\n");
+  EXPECT_EQ(c->send("CLIENT REPLY OFF\r\nSUBSCRIBE ch\r\nSSUBSCRIBE sh\r\nPING\r\n"),
+            ">3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n>3\r\n$10\r\nssubscribe\r\n$2\r\nsh\r\n:1\r\n");
+  EXPECT_EQ(p->send("PUBLISH ch hi\r\nSPUBLISH sh ho\r\n"), ":1\r\n:1\r\n");
+  EXPECT_EQ(c->output(),
+            ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n>3\r\n$8\r\nsmessage\r\n$2\r\nsh\r\n$2\r\nho\r\n");
+  EXPECT_EQ(c->send("CLIENT REPLY ON\r\nPING\r\n"), "+OK\r\n+PONG\r\n");
+  EXPECT_EQ(c->send("CLIENT REPLY SKIP\r\nSUBSCRIBE ch2\r\nPING\r\n"),
+            ">3\r\n$9\r\nsubscribe\r\n$3\r\nch2\r\n:2\r\n+PONG\r\n");
+  EXPECT_EQ(c->send("CLIENT REPLY SKIP\r\nPUBLISH ch me\r\nPING\r\n"),
+            ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nme\r\n+PONG\r\n");
+  EXPECT_EQ(c->send("CLIENT REPLY OFF\r\nPUBLISH ch me2\r\nCLIENT REPLY ON\r\n"),
+            ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$3\r\nme2\r\n+OK\r\n");
+  EXPECT_EQ(c->send("CLIENT REPLY OFF\r\nUNSUBSCRIBE ch\r\nCLIENT REPLY ON\r\n"),
+            ">3\r\n$11\r\nunsubscribe\r\n$2\r\nch\r\n:1\r\n+OK\r\n");
+}
+
+TEST_F(SessionTest, ClientReplyAppliesToEachBatchedPublish) {
+  auto s = connect();
+  auto p = connect();
+  s->send("SUBSCRIBE a\r\n");
+  (void)s->output();
+  EXPECT_EQ(p->send("CLIENT REPLY SKIP\r\nPUBLISH a 1\r\nPUBLISH a 2\r\n"), ":1\r\n");
+  EXPECT_EQ(p->send("CLIENT REPLY OFF\r\nPUBLISH a 1\r\nPUBLISH a 2\r\nCLIENT REPLY ON\r\nPUBLISH a 3\r\n"),
+            "+OK\r\n:1\r\n");
+  EXPECT_EQ(p->send("CLIENT REPLY SKIP\r\n*1\r\n$x\r\n"), "") << "the protocol error reply is skipped too";
+  EXPECT_EQ(s->output(),
+            "*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$1\r\n1\r\n*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$1\r\n2\r\n"
+            "*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$1\r\n1\r\n*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$1\r\n2\r\n"
+            "*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$1\r\n3\r\n");
+}
+
 class SessionLimitsTest : public SessionTest {
  protected:
   static BrokerConfig config() {
@@ -299,6 +472,57 @@ TEST_F(SessionDedupeTest, DedupeSendsOneFramePerConnectionAndCountsConnections) 
   a->send("SUBSCRIBE news\r\nPSUBSCRIBE n* news*\r\n");
   EXPECT_EQ(p->send("PUBLISH news hi\r\n"), ":1\r\n");
   EXPECT_EQ(a->output(), "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n");
+}
+
+}  // namespace
+}  // namespace ringcast::broker
+
+namespace ringcast::broker {
+namespace {
+
+class SessionConflateTest : public SessionTest {
+ protected:
+  static BrokerConfig config() {
+    BrokerConfig c;
+    c.overflow_policy = OverflowPolicy::kConflate;
+    c.queue_limits.hard_bytes = 2048;
+    c.queue_limits.soft_bytes = 0;
+    return c;
+  }
+  SessionConflateTest() : SessionTest(config()) {}
+};
+
+TEST_F(SessionConflateTest, BrokerDefaultConflateKeepsTheNewestPerChannelAndCountsIt) {
+  auto s = connect();
+  auto p = connect();
+  EXPECT_EQ(s->send("CLIENT OVERFLOW\r\n"), "$8\r\nconflate\r\n");
+  EXPECT_EQ(p->send("CLIENT OVERFLOW drop-newest\r\nCLIENT OVERFLOW CONFLATE\r\nCLIENT OVERFLOW\r\n"),
+            "+OK\r\n+OK\r\n$8\r\nconflate\r\n");
+  s->send("SUBSCRIBE a b\r\n");
+  (void)s->output();
+  std::string in;
+  std::string replies;
+  const std::string pad(60, '.');
+  for (int i = 0; i < 100; ++i) {  // about 90 bytes a frame: some 22 fit in 2 KiB
+    in += fmt::format("PUBLISH {} {:03}{}\r\n", i % 2 == 0 ? "a" : "b", i, pad);
+    replies += ":1\r\n";
+  }
+  EXPECT_EQ(p->send(in), replies);
+  const std::string list = p->send("CLIENT LIST\r\n");
+  EXPECT_NE(list.find(fmt::format("id={} ", s->id())), std::string::npos);
+  EXPECT_NE(list.find("policy=conflate dropped-hard=0 dropped-soft=0 dropped-disconnect=0 conflated=98"),
+            std::string::npos)
+      << list;
+  EXPECT_NE(p->send("INFO stats\r\n").find("conflated:98\r\n"), std::string::npos);
+  EXPECT_EQ(core_.stats().conflated, 98u);
+  EXPECT_EQ(s->output(), fmt::format("*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$63\r\n098{0}\r\n"
+                                     "*3\r\n$7\r\nmessage\r\n$1\r\nb\r\n$63\r\n099{0}\r\n"
+                                     "*3\r\n$7\r\nmessage\r\n$17\r\n__ringcast__:loss\r\n$45\r\n"
+                                     "lost=98 total=98 policy=conflate conflated=98\r\n",
+                                     pad));
+  const auto stats = core_.connection_stats();
+  ASSERT_FALSE(stats.empty());
+  EXPECT_EQ(stats.front().conflated, 98u);
 }
 
 }  // namespace

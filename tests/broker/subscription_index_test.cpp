@@ -255,6 +255,44 @@ TEST_F(SubscriptionIndexTest, SubscribingTwiceKeepsOneSubscription) {
   EXPECT_EQ(a.subscription_count(), 2u);
 }
 
+TEST_F(SubscriptionIndexTest, ShardChannelsAreANamespaceOfTheirOwn) {
+  FakeSubscriber& plain = make();
+  FakeSubscriber& pattern = make();
+  FakeSubscriber& shard = make(Resp::kResp3);
+  sub(plain, "x");
+  psub(pattern, "*");
+  {
+    auto lock = index_.lock_for_update();
+    EXPECT_TRUE(index_.add_shard_channel(shard, "x"));
+    EXPECT_FALSE(index_.add_shard_channel(shard, "x"));
+    EXPECT_TRUE(index_.add_channel(shard, "x")) << "the same name as a plain channel is another subscription";
+  }
+  EXPECT_EQ(index_.num_channels(), 1u);
+  EXPECT_EQ(index_.num_shard_channels(), 1u);
+  EXPECT_EQ(index_.numsub("x"), 2u);
+  EXPECT_EQ(index_.shard_numsub("x"), 1u);
+  EXPECT_EQ(index_.shard_channels(std::nullopt), std::vector<std::string>{"x"});
+
+  std::vector<std::size_t> n(1);
+  const std::vector<Message> m{Message{"x", "s"}};
+  index_.publish_shard(m, n);
+  EXPECT_EQ(n[0], 1u) << "SPUBLISH reaches the shard subscription only";
+  EXPECT_EQ(testing::concat(testing::drain_all(plain.queue())), "");
+  EXPECT_EQ(testing::concat(testing::drain_all(pattern.queue())), "");
+  EXPECT_EQ(testing::concat(testing::drain_all(shard.queue())), ">3\r\n$8\r\nsmessage\r\n$1\r\nx\r\n$1\r\ns\r\n");
+
+  EXPECT_EQ(publish("x", "p"), 3u) << "PUBLISH reaches plain and pattern subscriptions, not the shard one";
+  EXPECT_EQ(testing::concat(testing::drain_all(shard.queue())), ">3\r\n$7\r\nmessage\r\n$1\r\nx\r\n$1\r\np\r\n");
+  {
+    auto lock = index_.lock_for_update();
+    EXPECT_FALSE(index_.remove_shard_channel(plain, "x"));
+    index_.remove_all(shard);
+  }
+  EXPECT_EQ(index_.num_shard_channels(), 0u);
+  EXPECT_TRUE(shard.shard_channels().empty());
+  EXPECT_EQ(index_.numsub("x"), 1u);
+}
+
 TEST_F(SubscriptionIndexTest, ChannelsListsActiveChannelsMatchingAPattern) {
   FakeSubscriber& a = make();
   sub(a, "news.a");

@@ -21,7 +21,8 @@ class BrokerFlags {
   void add_to(CLI::App& app, broker::BrokerConfig& cfg) {
     app.add_option("--io-threads", cfg.io_threads, "Broker I/O threads; 0 = one per core")->capture_default_str();
     app.add_option("--overflow-policy", policy_,
-                   "What a full connection queue does: drop-oldest, drop-newest, disconnect or block")
+                   "What a full connection queue does: drop-oldest, drop-newest, disconnect, block "
+                   "(refuse the publish for the whole channel) or conflate (keep the newest message per channel)")
         ->capture_default_str();
     app.add_option("--hard-limit", hard_, "Per-connection output limit that applies at once")->capture_default_str();
     app.add_option("--soft-limit", soft_, "Per-connection output limit that applies after --soft-seconds (0 = off)")
@@ -56,7 +57,7 @@ class BrokerFlags {
   // wrong with them, or nullopt.
   [[nodiscard]] std::optional<std::string> apply(broker::BrokerConfig& cfg) const {
     const auto policy = broker::parse_overflow_policy(policy_);
-    if (!policy) return "--overflow-policy must be drop-oldest, drop-newest, disconnect or block";
+    if (!policy) return "--overflow-policy must be drop-oldest, drop-newest, disconnect, block or conflate";
     cfg.overflow_policy = *policy;
     const auto hard = broker::parse_size(hard_);
     const auto soft = broker::parse_size(soft_);

@@ -76,7 +76,7 @@ struct BrokerStats {
   std::uint64_t total_connections = 0;
   std::uint64_t rejected_connections = 0;  // over max_connections
   std::uint64_t commands_processed = 0;
-  std::uint64_t messages_published = 0;  // PUBLISH commands plus publish() calls
+  std::uint64_t messages_published = 0;  // PUBLISH and SPUBLISH commands plus publish() calls
   std::uint64_t deliveries = 0;          // frames offered to connection queues
   std::uint64_t dropped_hard_limit = 0;  // frames lost to the hard limit
   std::uint64_t dropped_soft_limit = 0;  // frames lost to the soft limit
@@ -86,8 +86,10 @@ struct BrokerStats {
   std::uint64_t publisher_stalls = 0;    // publisher pauses for pacing (docs/broker.md)
   std::uint64_t publisher_stall_ns = 0;  // their total duration
   std::uint64_t slow_subscribers = 0;    // queues called slow: over the pace mark for max_stall
+  std::uint64_t conflated = 0;           // messages replaced by a newer one (conflate policy)
   std::uint64_t channels = 0;            // current
   std::uint64_t patterns = 0;            // current
+  std::uint64_t shard_channels = 0;      // current (SSUBSCRIBE)
 };
 
 // One client connection, as CLIENT LIST shows it. A snapshot: each field is
@@ -98,13 +100,14 @@ struct ConnectionStats {
   std::string name;  // CLIENT SETNAME, or empty
   int resp = 2;
   OverflowPolicy policy = OverflowPolicy::kDisconnect;
-  std::uint64_t subscriptions = 0;  // channels + patterns
+  std::uint64_t subscriptions = 0;  // channels + patterns + shard channels
   std::uint64_t queued_bytes = 0;   // queued plus handed to the kernel, not yet written
   std::uint64_t queued_frames = 0;
   std::uint64_t sent_frames = 0;  // frames handed to the socket writer
   std::uint64_t dropped_hard_limit = 0;
   std::uint64_t dropped_soft_limit = 0;
   std::uint64_t dropped_disconnect = 0;
+  std::uint64_t conflated = 0;  // messages replaced by a newer one of their channel
   std::uint64_t loss_notices = 0;
 };
 

@@ -25,9 +25,14 @@ enum class OverflowPolicy : std::uint8_t {
   // the soft limit (the hard limit when the soft one is 0); the hard limit still
   // closes the connection should concurrent publishers overshoot it.
   kBlock,
+  // Over a limit, keep only the newest queued message per channel until the
+  // queue has been written out, then evict the oldest if that is not enough:
+  // a slow reader of a state-like feed costs O(channels) and always ends on the
+  // latest value of each channel.
+  kConflate,
 };
 
-// "drop-oldest", "drop-newest", "disconnect", "block".
+// "drop-oldest", "drop-newest", "disconnect", "block", "conflate".
 [[nodiscard]] std::string_view to_string(OverflowPolicy p) noexcept;
 // Inverse of to_string (case-insensitive); nullopt for anything else.
 [[nodiscard]] std::optional<OverflowPolicy> parse_overflow_policy(std::string_view s) noexcept;
