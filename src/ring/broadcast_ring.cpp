@@ -632,18 +632,12 @@ bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idl
   while (!done) {
     now = monotonic_ns();
     if (now >= deadline) break;
-    // acquire: pairs with the release CAS in wake(); reading the word before
-    // the re-check is what makes futex_wait return at once if a wake lands
-    // between the re-check and the sleep.
-    std::uint32_t v = line.signal.load(std::memory_order_acquire);
-    if ((v & kSignalWaiting) == 0) {
-      // relaxed: the barrier below orders it before the re-check.
-      if (!line.signal.compare_exchange_weak(v, v | kSignalWaiting, std::memory_order_relaxed,
-                                             std::memory_order_relaxed)) {
-        continue;
-      }
-      v |= kSignalWaiting;
-    }
+    // Set the waiting bit with an RMW even when another waiter already set
+    // it: the proof needs a modification of the word by this waiter before
+    // its heavy barrier. Reading the word before the re-check is what makes
+    // futex_wait return at once if a wake lands between the re-check and the
+    // sleep. acquire: pairs with the release CAS in wake().
+    const std::uint32_t v = line.signal.fetch_or(kSignalWaiting, std::memory_order_acquire) | kSignalWaiting;
     // Heavy side. seq_cst fence: pairs with the light side's fence where that
     // side fences (wakeups rings, unregistered processes, TSan builds).
     // membarrier: forces that fence onto the light sides that only have a
