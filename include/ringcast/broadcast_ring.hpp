@@ -25,6 +25,11 @@
 //  4. producer_seq <= committed messages; the two are equal outside a push.
 //  5. A consumer's cursor never passes a committed message it did not read,
 //     except on a `lapped` result, which reports how many it skipped.
+//  6. A waiter sleeps only after setting bit 0 of its wait line's signal and
+//     then issuing the heavy barrier and re-checking; every store that can end
+//     a wait (publish, cursor advance, unregister, reap) is followed by a
+//     light barrier (or a full fence) and a check of that bit. Only wakers
+//     clear the bit, and clearing it always bumps the epoch.
 //
 // Costs: try_push and try_recv are a handful of loads and stores on two cache
 // lines (the slot and the caller's own line) plus one load from the other
