@@ -26,10 +26,12 @@
 //  5. A consumer's cursor never passes a committed message it did not read,
 //     except on a `lapped` result, which reports how many it skipped.
 //  6. A waiter sleeps only after setting bit 0 of its wait line's signal and
-//     then issuing the heavy barrier and re-checking; every store that can end
-//     a wait (publish, cursor advance, unregister, reap) is followed by a
-//     light barrier (or a full fence) and a check of that bit. Only wakers
-//     clear the bit, and clearing it always bumps the epoch.
+//     then issuing the heavy barrier (skipped if bit 1, fenced mode, was set)
+//     and re-checking; every store that can end a wait (publish, cursor
+//     advance, unregister, reap) is followed by a light barrier (a full fence
+//     in fenced mode) and a check of that bit. Only wakers clear bit 0, and
+//     clearing it always bumps the epoch; bit 1 is cleared only from a value
+//     with bit 0 clear.
 //
 // Costs: try_push and try_recv are a handful of loads and stores on two cache
 // lines (the slot and the caller's own line) plus one load from the other
@@ -71,6 +73,9 @@ inline void unrolled(F&& f) noexcept {
 }  // namespace detail
 
 using ConsumerId = std::uint32_t;
+
+// Fenced publishes without a sleeper after which the producer drops the fence.
+inline constexpr std::uint32_t kQuietPublishesBeforeUnfence = 1024;
 
 struct CreateOptions {
   mode_t mode = 0600;           // file mode of a new file or shared-memory object
@@ -288,8 +293,13 @@ class BroadcastRing {
   }
   // After an entry is freed (unregister, reap): wakes a producer waiting for room.
   void wake_producer_after_free() noexcept;
-  // Clears the waiting bit of `line`, bumps its epoch and wakes every sleeper.
-  void wake(layout::WaitLine& line) noexcept;
+  // Clears the waiting bit of `line`, bumps its epoch and wakes every sleeper;
+  // with `fenced`, also sets kSignalFenced (data_wait, by the producer).
+  void wake(layout::WaitLine& line, bool fenced) noexcept;
+  // The producer found a consumer asleep: wake it and fence from now on.
+  void wake_consumers() noexcept;
+  // The producer's fenced mode found no sleeper for a while: drop it.
+  void leave_fenced() noexcept;
   // What one waiter (a consumer id, or the producer) learnt from its past waits.
   struct WaitState {
     std::uint32_t spin_budget_ns = 0;     // adaptive: how long the next wait may spin
@@ -324,6 +334,11 @@ class BroadcastRing {
   std::uint64_t seq_ = 0;                // next sequence to write
   std::uint64_t cached_min_ = 0;         // a lower bound on every active cursor
   std::int64_t next_reap_ns_ = 0;        // rate limit for reap_on_full
+  // Fenced mode (docs/memory-ordering.md, "Fenced mode"): while consumers
+  // sleep, the producer makes a system call per wake anyway, so it takes the
+  // full fence on itself and spares each sleeper a membarrier.
+  bool fenced_ = false;
+  std::uint32_t quiet_publishes_ = 0;    // fenced publishes since the last wake
   WaitState push_wait_;                  // push_wait's history
   // Consumers registered through this handle, one bit per id (read by every
   // receive, written only by register/unregister): a line of its own too.
@@ -420,10 +435,19 @@ inline void BroadcastRing::publish(std::uint64_t next_seq) noexcept {
   // "Sleeping and waking"): the slot stores above are ordered before this
   // load by the barrier pair, so either we see a sleeper's waiting bit or its
   // re-check after the heavy barrier sees the message.
-  light_barrier();
+  if (fenced_) [[unlikely]] {
+    // seq_cst fence: Dekker with a waiter that saw kSignalFenced and skipped
+    // its membarrier.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  } else {
+    light_barrier();
+  }
   // relaxed: ordered by the barrier pair above.
-  if ((header_->data_wait.signal.load(std::memory_order_relaxed) & kSignalWaiting) != 0) [[unlikely]] {
-    wake(header_->data_wait);
+  const std::uint32_t signal = header_->data_wait.signal.load(std::memory_order_relaxed);
+  if ((signal & kSignalWaiting) != 0) [[unlikely]] {
+    wake_consumers();
+  } else if (fenced_ && ++quiet_publishes_ >= kQuietPublishesBeforeUnfence) [[unlikely]] {
+    leave_fenced();
   }
 }
 
@@ -444,7 +468,7 @@ inline void BroadcastRing::advance_cursor(ConsumerId id, std::uint64_t next) noe
   light_barrier();
   // relaxed: ordered by the barrier pair above.
   if ((header_->space_wait.signal.load(std::memory_order_relaxed) & kSignalWaiting) != 0) [[unlikely]] {
-    wake(header_->space_wait);
+    wake(header_->space_wait, false);
   }
 }
 

@@ -41,8 +41,12 @@ inline constexpr std::uint32_t kFlagLossy = 1U << 0;    // producer never waits;
 inline constexpr std::uint32_t kFlagWakeups = 1U << 1;  // every side fences: exact wake-ups without membarrier(2)
 inline constexpr std::uint32_t kKnownFlags = kFlagLossy | kFlagWakeups;
 
-// WaitLine::signal bit 0: a waiter is (about to be) asleep on this line.
+// WaitLine::signal: bit 0, a waiter is (about to be) asleep on this line;
+// bit 1 (data_wait only), the producer fences after every publish, so a
+// waiter that sees it needs no membarrier; bits 2..31, the wake epoch.
 inline constexpr std::uint32_t kSignalWaiting = 1U;
+inline constexpr std::uint32_t kSignalFenced = 2U;
+inline constexpr std::uint32_t kSignalEpochStep = 4U;
 
 // ConsumerEntry::state values.
 inline constexpr std::uint32_t kConsumerFree = 0;
@@ -67,9 +71,9 @@ struct alignas(kCacheLine) ProducerLine {
 // its own so that the other side's per-message check (one relaxed load of
 // `signal`) hits a line that is written only when someone goes to sleep.
 struct alignas(kCacheLine) WaitLine {
-  // 0: futex word. Bit 0: a waiter is (about to be) asleep; bits 1..31: the
-  // wake epoch. Waiters set bit 0 (CAS); the waking side clears it and bumps the
-  // epoch in one CAS (+1), then calls FUTEX_WAKE once for every sleeper.
+  // 0: futex word (kSignal* bits). Waiters set bit 0 (fetch_or); the waking
+  // side clears it and bumps the epoch in one CAS, then calls FUTEX_WAKE once
+  // for every sleeper. Only the producer sets or clears bit 1.
   std::atomic<std::uint32_t> signal;
   std::atomic<std::uint32_t> sleepers;  // 4: waiters inside futex_wait (display only)
   std::uint8_t reserved[56];            // 8: zero

@@ -330,6 +330,8 @@ BroadcastRing& BroadcastRing::operator=(BroadcastRing&& other) noexcept {
   seq_ = other.seq_;
   cached_min_ = other.cached_min_;
   next_reap_ns_ = other.next_reap_ns_;
+  fenced_ = other.fenced_;
+  quiet_publishes_ = other.quiet_publishes_;
   owned_.store(other.owned_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
   return *this;
 }
@@ -380,6 +382,11 @@ Result<void> BroadcastRing::claim_producer() {
     next.version.store(2 * seq, std::memory_order_release);
   }
   seq_ = seq;
+  // A previous producer may have left fenced mode on: consumers that see the
+  // bit skip their membarrier, so keep fencing until leave_fenced() clears it.
+  // acquire: pairs with the release CAS that set it (wake()).
+  fenced_ = (header_->data_wait.signal.load(std::memory_order_acquire) & kSignalFenced) != 0;
+  quiet_publishes_ = 0;
   // 0 is a lower bound on every cursor; it makes the first push past
   // `capacity` rescan the consumers. (Starting at `seq` would let a new
   // producer overwrite the slots of a consumer lagging behind the old one.)
@@ -566,19 +573,51 @@ void BroadcastRing::wake_producer_after_free() noexcept {
   // registration.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // relaxed: ordered after the state store by the fence.
-  if ((header_->space_wait.signal.load(std::memory_order_relaxed) & kSignalWaiting) != 0) wake(header_->space_wait);
+  if ((header_->space_wait.signal.load(std::memory_order_relaxed) & kSignalWaiting) != 0) {
+    wake(header_->space_wait, false);
+  }
 }
 
-void BroadcastRing::wake(layout::WaitLine& line) noexcept {
+void BroadcastRing::wake_consumers() noexcept {
+  // Set fenced_ first: the CAS in wake() publishes kSignalFenced, and every
+  // later publish of this thread must fence.
+  fenced_ = true;
+  quiet_publishes_ = 0;
+  wake(header_->data_wait, true);
+}
+
+void BroadcastRing::leave_fenced() noexcept {
+  layout::WaitLine& line = header_->data_wait;
+  // relaxed: the CAS decides.
+  std::uint32_t v = line.signal.load(std::memory_order_relaxed);
+  for (;;) {
+    // A waiter set its bit since our last check: it may have skipped its
+    // membarrier on the strength of kSignalFenced, so wake it (still fenced).
+    if ((v & kSignalWaiting) != 0) return wake_consumers();
+    // relaxed: waiters that read the cleared bit use membarrier again, which
+    // needs no ordering from this store; a waiter whose fetch_or came first
+    // made this CAS fail (bit 0).
+    if (line.signal.compare_exchange_weak(v, v & ~kSignalFenced, std::memory_order_relaxed,
+                                          std::memory_order_relaxed)) {
+      fenced_ = false;
+      quiet_publishes_ = 0;
+      return;
+    }
+  }
+}
+
+void BroadcastRing::wake(layout::WaitLine& line, bool fenced) noexcept {
   // relaxed: the CAS below decides.
   std::uint32_t v = line.signal.load(std::memory_order_relaxed);
-  // Clear the waiting bit and bump the epoch in one step: (e|1) + 1 = e + 2.
-  // Waiters only set the bit, wakers only clear it, so of several concurrent
-  // wakers (consumers waking the producer) exactly one wins and makes the
-  // system call; the rest see the bit clear. release: pairs with the acquire
-  // load of the signal in wait(), which then re-checks the ring.
+  // Clear the waiting bit and bump the epoch in one step. Waiters only set
+  // the bit, wakers only clear it, so of several concurrent wakers (consumers
+  // waking the producer) exactly one wins and makes the system call; the rest
+  // see the bit clear. release: pairs with the acquire fetch_or in wait(), so
+  // a waiter that sees this value (and kSignalFenced) sees every store the
+  // waker made before it.
   while ((v & kSignalWaiting) != 0) {
-    if (line.signal.compare_exchange_weak(v, v + 1, std::memory_order_release, std::memory_order_relaxed)) {
+    const std::uint32_t next = ((v & ~kSignalWaiting) | (fenced ? kSignalFenced : 0U)) + kSignalEpochStep;
+    if (line.signal.compare_exchange_weak(v, next, std::memory_order_release, std::memory_order_relaxed)) {
       detail::futex_wake_all(line.signal);
       return;
     }
@@ -637,13 +676,16 @@ bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idl
     // its heavy barrier. Reading the word before the re-check is what makes
     // futex_wait return at once if a wake lands between the re-check and the
     // sleep. acquire: pairs with the release CAS in wake().
-    const std::uint32_t v = line.signal.fetch_or(kSignalWaiting, std::memory_order_acquire) | kSignalWaiting;
+    const std::uint32_t old = line.signal.fetch_or(kSignalWaiting, std::memory_order_acquire);
+    const std::uint32_t v = old | kSignalWaiting;
     // Heavy side. seq_cst fence: pairs with the light side's fence where that
-    // side fences (wakeups rings, unregistered processes, TSan builds).
-    // membarrier: forces that fence onto the light sides that only have a
-    // compiler barrier. If the kernel refuses it, this sleep is capped.
+    // side fences (wakeups rings, unregistered processes, TSan builds, a
+    // producer in fenced mode: kSignalFenced seen above). membarrier: forces
+    // that fence onto the light sides that only have a compiler barrier. If
+    // the kernel refuses it, this sleep is capped.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    const bool covered = (flags_ & kFlagWakeups) != 0 || detail::heavy_barrier();
+    const bool covered =
+        (flags_ & kFlagWakeups) != 0 || (old & kSignalFenced) != 0 || detail::heavy_barrier();
     if ((done = attempt())) break;
     std::int64_t sleep_ns = deadline - now;
     if (!covered) sleep_ns = std::min(sleep_ns, kUncoveredSleepNs);

@@ -129,6 +129,68 @@ TEST_P(WaitTest, UnregisteringTheSlowConsumerWakesTheProducer) {
   EXPECT_TRUE(pushed.load());
 }
 
+// One sleeper, pushed to once it sleeps; returns whether it got message `seq`.
+bool wake_one_sleeper(BroadcastRing& consumer_side, ConsumerId id, BroadcastRing& producer_side,
+                      std::uint64_t seq, IdleStrategy idle) {
+  std::atomic<bool> ok{false};
+  std::thread consumer([&] {
+    alignas(8) test::Buffer buf{};
+    const RecvResult r = consumer_side.recv_wait(id, buf, 60s, idle);
+    const auto got = r ? test::check_message(std::span<const std::byte>(buf.data(), r.length)) : std::nullopt;
+    ok.store(got && *got == seq);
+  });
+  const bool slept = test::eventually([&] { return producer_side.status().sleeping_consumers == 1; }, 60s, 1ms);
+  alignas(8) test::Buffer msg{};
+  test::make_message(seq, msg);
+  const bool pushed = producer_side.try_push(msg) == Errc::ok;
+  consumer.join();
+  return slept && pushed && ok.load();
+}
+
+// After a wake-up the producer fences every publish so that sleepers can skip
+// their membarrier; after kQuietPublishesBeforeUnfence publishes without a
+// sleeper it stops. A sleeper after that must still be woken.
+TEST_P(WaitTest, SleeperIsWokenAfterTheProducerStopsFencing) {
+  auto ring = BroadcastRing::create_anonymous(64, {.wakeups = GetParam().wakeups});
+  auto id = ring->register_consumer();
+  std::uint64_t seq = 0;
+  ASSERT_TRUE(wake_one_sleeper(*ring, *id, *ring, seq++, GetParam().idle));
+  alignas(8) test::Buffer msg{}, buf{};
+  for (std::uint32_t i = 0; i < 2 * kQuietPublishesBeforeUnfence; ++i, ++seq) {
+    test::make_message(seq, msg);
+    ASSERT_EQ(ring->try_push(msg), Errc::ok);
+    ASSERT_EQ(ring->try_recv(*id, buf).status, Errc::ok);
+  }
+  ASSERT_TRUE(wake_one_sleeper(*ring, *id, *ring, seq++, GetParam().idle));
+}
+
+// A producer that took over from one that was fencing keeps fencing (the
+// mark is in the file), and its sleepers are woken either way.
+TEST_P(WaitTest, SleeperIsWokenByAProducerThatTookOverTheRole) {
+  test::TempDir dir;
+  const std::string path = dir.path() + "/ring";
+  auto first = BroadcastRing::create(path, 64, {.wakeups = GetParam().wakeups});
+  ASSERT_TRUE(first);
+  auto consumer_side = BroadcastRing::open(path);
+  ASSERT_TRUE(consumer_side);
+  auto id = consumer_side->register_consumer();
+  ASSERT_TRUE(id);
+  ASSERT_TRUE(wake_one_sleeper(*consumer_side, *id, *first, 0, GetParam().idle));
+  first->release_producer();
+  auto second = BroadcastRing::open(path);
+  ASSERT_TRUE(second);
+  ASSERT_TRUE(second->claim_producer());
+  ASSERT_TRUE(wake_one_sleeper(*consumer_side, *id, *second, 1, GetParam().idle));
+  alignas(8) test::Buffer msg{}, buf{};
+  for (std::uint64_t seq = 2; seq < 2 + 2 * kQuietPublishesBeforeUnfence; ++seq) {
+    test::make_message(seq, msg);
+    ASSERT_EQ(second->try_push(msg), Errc::ok);
+    ASSERT_EQ(consumer_side->try_recv(*id, buf).status, Errc::ok);
+  }
+  ASSERT_TRUE(wake_one_sleeper(*consumer_side, *id, *second, 2 + 2 * kQuietPublishesBeforeUnfence,
+                               GetParam().idle));
+}
+
 INSTANTIATE_TEST_SUITE_P(Rings, WaitTest,
                          ::testing::Values(WaitCase{false, IdleStrategy::spin_then_block},
                                            WaitCase{false, IdleStrategy::block},
