@@ -76,12 +76,12 @@ bool valid_capacity(std::uint64_t capacity) noexcept {
 }
 
 // Adaptive spinning (IdleStrategy::spin_then_block). A waiter spins only
-// while spinning pays: while its recent waits were short enough for a spin to
-// catch and a core is free for it. Sleeping and waking costs one futex round
+// while spinning pays: while every process of the ring has a CPU (spin_pays)
+// and its recent waits were short enough for a spin to catch. Sleeping and waking costs one futex round
 // trip, 6-9 us p50 and ~28 us p99 on the 2-vCPU VM of docs/benchmarks.md, so a
 // spin longer than kMaxSpinNs costs more CPU than the sleep it avoids.
 constexpr std::uint32_t kMaxSpinNs = 20'000;
-// Budgets below this do not spin at all: the first clock read costs as much.
+// Budgets below this do not spin at all: a spin that short rarely ends a wait.
 constexpr std::uint32_t kMinSpinNs = 500;
 // Polls between two clock reads while spinning (a poll is ~20 ns).
 constexpr std::uint32_t kPollsPerClockRead = 16;
@@ -102,7 +102,7 @@ std::uint32_t next_spin_budget(std::uint32_t budget, std::int64_t waited_ns) noe
   return budget / 2;
 }
 
-// CPUs this process may run on (its affinity mask), counted once.
+// CPUs this process may run on (the first caller's affinity mask), counted once.
 unsigned usable_cpus() noexcept {
   static const unsigned cpus = [] {
     cpu_set_t set;
