@@ -87,7 +87,7 @@ inline void cpu_relax() noexcept {
 // push). Spinning is right when every busy thread has a core of its own;
 // with more busy threads than cores a spinner holds the core its peer needs,
 // so after a short spin it yields (Backoff) or, in the cross-process harness,
-// sleeps on the ring's futex (block: recv_wait/push_wait on a wakeups ring).
+// sleeps on the ring's futex (block: recv_wait/push_wait, the default wait).
 enum class Idle : std::uint8_t { spin, yield, block };
 
 class Backoff {

@@ -24,6 +24,7 @@
 // Output: a short table on stdout and, with --json, every run with its
 // latency percentiles and histogram (tools/plot-latency.sh plots it).
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -85,6 +86,7 @@ struct ConsumerReport {
   std::uint64_t first_ns = 0;       // CLOCK_MONOTONIC at the first receive
   std::uint64_t last_ns = 0;        // ... and at the last
   std::uint64_t stalls = 0;         // ringcast: receives that returned stalled (retried)
+  std::uint64_t cpu_ns = 0;         // user + system CPU time of the consumer process
   LatencyHistogram latency;
 };
 static_assert(std::is_trivially_copyable_v<ConsumerReport>, "sent as bytes");
@@ -270,6 +272,10 @@ int consumer_main(const ConsumerArgs& a) {
   } catch (const std::exception& e) {
     fail(std::string("consumer: ") + e.what());
   }
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const auto ns = [](const timeval& tv) { return static_cast<std::uint64_t>(tv.tv_sec) * 1'000'000'000 + static_cast<std::uint64_t>(tv.tv_usec) * 1'000; };
+  report->cpu_ns = ns(usage.ru_utime) + ns(usage.ru_stime);
   return write_all(kReportFd, report.get(), sizeof *report) ? 0 : 3;
 }
 
@@ -294,13 +300,15 @@ struct Options {
   std::uint64_t messages = 10'000'000;      // ringcast saturation runs
   std::uint64_t peer_messages = 1'000'000;  // zmq and boost saturation runs (an order slower)
   std::uint64_t rate_messages = 50'000;
-  double rate = 100'000;
+  double rate_seconds = 0;                  // > 0: rate runs send rate x this many messages
+  std::vector<double> rates{100'000};
   std::uint64_t capacity = 4096;
   std::uint64_t sample_every = 64;
   int repetitions = 3;
   int producer_cpu = -1;
   std::vector<int> consumer_cpus;
   std::string idle = "auto";
+  bool wakeups = false;                     // create the ring with CreateOptions::wakeups
   std::string json_path;
   int timeout_s = 600;
 };
@@ -316,7 +324,14 @@ struct RunResult {
   std::uint64_t stalls = 0;     // ringcast receives that found a slot mid-write past the spin (retried)
   std::uint64_t full_hits = 0;  // send attempts that found the transport full
   std::uint64_t send_calls = 0;
+  std::uint64_t consumer_cpu_ns = 0;  // over all consumers
   LatencyHistogram latency;
+  // Mean CPU use of one consumer over the run, in % of one CPU.
+  [[nodiscard]] double consumer_cpu_pct() const {
+    return seconds > 0 && s.consumers > 0
+               ? 100.0 * static_cast<double>(consumer_cpu_ns) * 1e-9 / (seconds * s.consumers)
+               : 0.0;
+  }
   [[nodiscard]] double msgs_per_sec() const { return static_cast<double>(s.messages) / seconds; }
 };
 
@@ -471,7 +486,7 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
     case Transport::ringcast: {
       CreateOptions co;
       co.replace = true;
-      co.wakeups = res.idle == Idle::block;  // futex wake-ups only when someone sleeps
+      co.wakeups = o.wakeups;  // blocking works without it (membarrier); see docs/memory-ordering.md
       auto r = BroadcastRing::create(names.ring_path, o.capacity, co);
       if (!r) fail("create " + names.ring_path + ": " + r.error().message());
       ring.emplace(std::move(*r));
@@ -567,6 +582,7 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
     res.received += report->received;
     res.bad += report->bad;
     res.stalls += report->stalls;
+    res.consumer_cpu_ns += report->cpu_ns;
     if (report->bad != 0) {
       std::fprintf(stderr, "consumer: %llu bad messages, first at seq %llu\n",
                    static_cast<unsigned long long>(report->bad), static_cast<unsigned long long>(report->first_bad_seq));
@@ -616,10 +632,14 @@ std::vector<Scenario> scenarios(const Options& o) {
           apis.push_back(Api::single);
         }
         for (const Api a : apis) {
-          out.push_back({tr, a, m, n, m == Mode::rate ? o.rate : 0.0,
-                         m == Mode::rate                ? o.rate_messages
-                         : tr == Transport::ringcast    ? o.messages
-                                                        : o.peer_messages});
+          if (m == Mode::saturation) {
+            out.push_back({tr, a, m, n, 0.0, tr == Transport::ringcast ? o.messages : o.peer_messages});
+            continue;
+          }
+          for (const double rate : o.rates) {
+            const auto count = o.rate_seconds > 0 ? static_cast<std::uint64_t>(rate * o.rate_seconds) : o.rate_messages;
+            out.push_back({tr, a, m, n, rate, std::max<std::uint64_t>(count, 1)});
+          }
         }
       }
     }
@@ -645,12 +665,12 @@ std::string json_run(const RunResult& r) {
   return fmt::format(
       R"({{"transport":"{}","api":"{}","mode":"{}","consumers":{},"offered_rate":{},"messages":{},)"
       R"("repetition":{},"idle":"{}","seconds":{:.6f},"producer_seconds":{:.6f},"msgs_per_sec":{:.1f},)"
-      R"("received":{},"bad":{},"stalls":{},"send_calls":{},"full_hits":{},)"
+      R"("received":{},"bad":{},"stalls":{},"send_calls":{},"full_hits":{},"consumer_cpu_pct":{:.2f},)"
       R"("latency_ns":{{"samples":{},"min":{},"p50":{},"p90":{},"p99":{},"p999":{},"max":{},"mean":{:.1f}}},)"
       R"("histogram":[{}]}})",
       name(r.s.transport), name(r.s.api), name(r.s.mode), r.s.consumers, r.s.rate, r.s.messages, r.repetition,
       name(r.idle), r.seconds, r.producer_seconds, r.msgs_per_sec(), r.received, r.bad, r.stalls, r.send_calls, r.full_hits,
-      l.count(), l.min(), l.percentile(0.50), l.percentile(0.90), l.percentile(0.99), l.percentile(0.999), l.max(),
+      r.consumer_cpu_pct(), l.count(), l.min(), l.percentile(0.50), l.percentile(0.90), l.percentile(0.99), l.percentile(0.999), l.max(),
       l.mean(), hist);
 }
 
@@ -677,8 +697,8 @@ int harness_main(const Options& o, const std::string& command_line) {
   const auto list = scenarios(o);
   std::vector<RunResult> results;
   int run_index = 0;
-  fmt::print("{:<9} {:<6} {:<10} {:>3} {:>9} {:>8} {:>13} {:>7} {:>9} {:>9} {:>9} {:>10} {:>4}\n", "transport", "api",
-             "mode", "N", "rate", "idle", "msgs/s", "full%", "p50 ns", "p99 ns", "p99.9 ns", "max ns", "bad");
+  fmt::print("{:<9} {:<6} {:<10} {:>3} {:>9} {:>8} {:>13} {:>7} {:>9} {:>9} {:>9} {:>10} {:>6} {:>4}\n", "transport", "api",
+             "mode", "N", "rate", "idle", "msgs/s", "full%", "p50 ns", "p99 ns", "p99.9 ns", "max ns", "cpu%", "bad");
   for (const Scenario& s : list) {
     std::vector<RunResult> reps;
     for (int rep = 0; rep < o.repetitions; ++rep) {
@@ -689,11 +709,12 @@ int harness_main(const Options& o, const std::string& command_line) {
       }
       reps.push_back(run_one(o, s, rep, run_index++));
     }
-    std::vector<double> mps, full;
+    std::vector<double> mps, full, cpu;
     std::vector<std::uint64_t> p50, p99, p999, mx;
     std::uint64_t bad = 0;
     for (const RunResult& r : reps) {
       mps.push_back(r.msgs_per_sec());
+      cpu.push_back(r.consumer_cpu_pct());
       full.push_back(r.send_calls ? 100.0 * static_cast<double>(r.full_hits) / static_cast<double>(r.send_calls) : 0);
       p50.push_back(r.latency.percentile(0.5));
       p99.push_back(r.latency.percentile(0.99));
@@ -701,10 +722,10 @@ int harness_main(const Options& o, const std::string& command_line) {
       mx.push_back(r.latency.max());
       bad += r.bad;
     }
-    fmt::print("{:<9} {:<6} {:<10} {:>3} {:>9} {:>8} {:>13.0f} {:>7.2f} {:>9} {:>9} {:>9} {:>10} {:>4}\n",
+    fmt::print("{:<9} {:<6} {:<10} {:>3} {:>9} {:>8} {:>13.0f} {:>7.2f} {:>9} {:>9} {:>9} {:>10} {:>6.1f} {:>4}\n",
                name(s.transport), name(s.api), name(s.mode), s.consumers,
                s.mode == Mode::rate ? fmt::format("{:.0f}", s.rate) : "-", name(reps.front().idle), median(mps),
-               median(full), median(p50), median(p99), median(p999), median(mx), bad);
+               median(full), median(p50), median(p99), median(p999), median(mx), median(cpu), bad);
     std::fflush(stdout);
     for (RunResult& r : reps) {
       if (r.bad != 0 || r.received != r.s.messages * static_cast<std::uint64_t>(r.s.consumers)) {
@@ -755,8 +776,10 @@ int main(int argc, char** argv) {
   app.add_option("--modes", o.modes, "saturation, rate")->delimiter(',');
   app.add_option("--messages", o.messages, "messages per ringcast saturation run");
   app.add_option("--peer-messages", o.peer_messages, "messages per zmq/boost saturation run");
-  app.add_option("--rate", o.rate, "offered rate of rate runs, messages/s");
+  app.add_option("--rate", o.rates, "offered rates of rate runs, messages/s (a list runs each)")->delimiter(',');
   app.add_option("--rate-messages", o.rate_messages, "messages per rate run");
+  app.add_option("--rate-seconds", o.rate_seconds, "if > 0: a rate run sends rate x this many messages");
+  app.add_flag("--wakeups", o.wakeups, "create the ring with CreateOptions::wakeups (full fences, no membarrier)");
   app.add_option("--capacity", o.capacity, "ring slots / queue messages / ZeroMQ high-water mark");
   app.add_option("--sample-every", o.sample_every, "saturation runs record the latency of one message in N");
   app.add_option("--repetitions", o.repetitions, "runs per scenario (the table shows medians)");
@@ -764,7 +787,7 @@ int main(int argc, char** argv) {
   app.add_option("--pin-consumers", o.consumer_cpus, "pin consumer i to CPU list[i % size]")->delimiter(',');
   app.add_option("--idle", o.idle,
                  "auto (spin when every process has a core, else block), spin, yield (spin then "
-                 "sched_yield), block (ringcast: recv_wait/push_wait on a wakeups ring)");
+                 "sched_yield), block (ringcast: recv_wait/push_wait, the default wait)");
   app.add_option("--json", o.json_path, "write every run as JSON here");
   app.add_option("--timeout", o.timeout_s, "seconds before a stuck run is killed");
   // Consumer role (internal: the harness execs itself with these).

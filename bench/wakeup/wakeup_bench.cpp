@@ -3,7 +3,9 @@
 //
 //   wakeup_bench                  Google Benchmark: push+recv pairs on plain and
 //                                 wakeups rings (no sleeper)
-//   wakeup_bench --latency N      N sleep/wake round trips; prints p50/p99/max
+//   wakeup_bench --latency N      N sleep/wake round trips on a plain ring (the
+//                                 waiter's heavy barrier is membarrier(2)) and on a
+//                                 wakeups ring (fences); prints p50/p99/max of each
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -41,8 +43,8 @@ std::int64_t now_ns() {
       .count();
 }
 
-int wake_latency(int rounds) {
-  auto ring = BroadcastRing::create_anonymous(64, {.wakeups = true});
+int wake_latency(int rounds, bool wakeups) {
+  auto ring = BroadcastRing::create_anonymous(64, {.wakeups = wakeups});
   auto id = *ring->register_consumer();
   std::vector<std::int64_t> latencies;
   latencies.reserve(static_cast<std::size_t>(rounds));
@@ -87,15 +89,18 @@ int wake_latency(int rounds) {
   const auto pct = [&](double p) {
     return latencies[std::min(latencies.size() - 1, static_cast<std::size_t>(p * static_cast<double>(latencies.size())))];
   };
-  fmt::print("{{\"wake_latency_ns\": {{\"rounds\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"max\": {}}}}}\n",
-             latencies.size(), pct(0.5), pct(0.9), pct(0.99), latencies.back());
+  fmt::print("{{\"ring\": \"{}\", \"wake_latency_ns\": {{\"rounds\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"max\": {}}}}}\n",
+             wakeups ? "wakeups" : "plain", latencies.size(), pct(0.5), pct(0.9), pct(0.99), latencies.back());
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 3 && std::strcmp(argv[1], "--latency") == 0) return wake_latency(std::atoi(argv[2]));
+  if (argc == 3 && std::strcmp(argv[1], "--latency") == 0) {
+    const int rounds = std::atoi(argv[2]);
+    return wake_latency(rounds, false) | wake_latency(rounds, true);
+  }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

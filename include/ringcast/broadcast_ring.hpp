@@ -25,10 +25,19 @@
 //  4. producer_seq <= committed messages; the two are equal outside a push.
 //  5. A consumer's cursor never passes a committed message it did not read,
 //     except on a `lapped` result, which reports how many it skipped.
+//  6. A waiter sleeps only after setting bit 0 of its wait line's signal and
+//     then issuing the heavy barrier (skipped if bit 1, fenced mode, was set)
+//     and re-checking; every store that can end a wait (publish, cursor
+//     advance, unregister, reap) is followed by a light barrier (a full fence
+//     in fenced mode) and a check of that bit. Only wakers clear bit 0, and
+//     clearing it always bumps the epoch; bit 1 is cleared only from a value
+//     with bit 0 clear.
 //
 // Costs: try_push and try_recv are a handful of loads and stores on two cache
-// lines (the slot and the caller's own line); neither allocates, locks, makes
-// a system call (unless a waiter sleeps on a wakeups ring) or throws.
+// lines (the slot and the caller's own line) plus one load from the other
+// side's wait line, which stays in every cache while nobody sleeps; neither
+// allocates, locks or throws, and neither makes a system call unless the
+// other side is asleep (then one FUTEX_WAKE, however many sleep).
 #pragma once
 
 #include <sys/types.h>
@@ -65,12 +74,17 @@ inline void unrolled(F&& f) noexcept {
 
 using ConsumerId = std::uint32_t;
 
+// Fenced publishes without a sleeper after which the producer drops the fence.
+inline constexpr std::uint32_t kQuietPublishesBeforeUnfence = 1024;
+
 struct CreateOptions {
   mode_t mode = 0600;           // file mode of a new file or shared-memory object
   bool replace = false;         // unlink an existing regular file first (never a directory)
   bool lossy = false;           // producer never waits; slow consumers are lapped
-  bool wakeups = false;         // enable futex wake-ups (recv_wait/push_wait block);
-                                // costs one full fence per push and per receive
+  bool wakeups = false;         // every push and receive also issues a full fence, so
+                                // wake-ups stay exact without membarrier(2) (kernels
+                                // before 4.16, seccomp). Blocking works on every ring;
+                                // this only chooses who pays for it (docs/memory-ordering.md)
   bool claim_producer = true;   // the creating handle becomes the producer
   bool reap_on_full = false;    // producer reaps dead consumers when it finds the ring full
 };
@@ -99,8 +113,11 @@ struct [[nodiscard]] BatchResult {
 enum class IdleStrategy : std::uint8_t {
   spin,             // busy-poll: lowest latency, burns a core
   spin_then_yield,  // poll, then sched_yield between polls
-  spin_then_block,  // poll, then sleep on the futex (wakeups rings) or back off with nanosleep
-  block,            // sleep at once: for more waiters than cores, where polling only steals CPU
+  spin_then_block,  // the default: spin while spinning pays, then sleep on the futex.
+                    // "Pays": every process of the ring has a CPU (active consumers + 1
+                    // <= CPUs this process may use), and this waiter's recent waits were
+                    // short enough for a spin of at most 20 us to catch (adaptive)
+  block,            // sleep on the futex at once
 };
 
 struct ConsumerStatus {
@@ -119,7 +136,7 @@ struct RingStatus {
   std::uint32_t producer_pid = 0;
   bool producer_alive = false;   // some live handle holds the producer role
   bool half_written_slot = false; // the next slot is odd: a producer died mid-write
-  std::uint32_t sleeping_consumers = 0;  // consumers asleep in recv_wait (wakeups rings)
+  std::uint32_t sleeping_consumers = 0;  // consumers asleep in recv_wait
   bool producer_sleeping = false;        // the producer is asleep in push_wait
   ConsumerStatus consumers[kMaxConsumers];
 };
@@ -204,9 +221,14 @@ class BroadcastRing {
       noexcept(on_message(std::span<const std::byte>{})));
 
   // --- blocking variants ---------------------------------------------------
-  // Wait for a message / for room, up to `timeout`. With IdleStrategy::spin_then_block
-  // on a ring created with wakeups, the waiter sleeps on a futex in the mapping
-  // and the other side wakes it only when a waiter is registered.
+  // Wait for a message / for room, up to `timeout`; timed_out after it. On any
+  // ring, spin_then_block and block sleep on a futex in the mapping, and the
+  // other side wakes them with one FUTEX_WAKE per push (or per receive, for
+  // push_wait) only while someone sleeps. Going to sleep costs the waiter one
+  // membarrier(2) call (docs/memory-ordering.md, "Sleeping and waking"); if
+  // the kernel refuses it on a ring created without `wakeups`, sleeps last at
+  // most 1 ms each, so a wake-up is never later than that. Same threading
+  // rules as try_recv / try_push.
   RecvResult recv_wait(ConsumerId id, std::span<std::byte, kMaxPayload> out,
                        std::chrono::nanoseconds timeout,
                        IdleStrategy idle = IdleStrategy::spin_then_block) noexcept;
@@ -260,8 +282,34 @@ class BroadcastRing {
                        std::span<std::byte, kMaxPayload> out) noexcept;
   Errc claim_slow() noexcept;
   Errc full_slow() noexcept;
+  // Light side of the sleep handshake: a compiler barrier in a process
+  // registered for membarrier(2), else (and on wakeups rings) a full fence.
+  void light_barrier() const noexcept {
+    if (light_fence_) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    } else {
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
+  }
+  // After an entry is freed (unregister, reap): wakes a producer waiting for room.
+  void wake_producer_after_free() noexcept;
+  // Clears the waiting bit of `line`, bumps its epoch and wakes every sleeper;
+  // with `fenced`, also sets kSignalFenced (data_wait, by the producer).
+  void wake(layout::WaitLine& line, bool fenced) noexcept;
+  // The producer found a consumer asleep: wake it and fence from now on.
   void wake_consumers() noexcept;
-  void wake_producer() noexcept;
+  // The producer's fenced mode found no sleeper for a while: drop it.
+  void leave_fenced() noexcept;
+  // What one waiter (a consumer id, or the producer) learnt from its past waits.
+  struct WaitState {
+    std::uint32_t spin_budget_ns = 0;     // adaptive: how long the next wait may spin
+    std::uint32_t processes = 0;          // active consumers + 1 as last counted; 0: never
+    std::int64_t processes_counted_ns = 0;
+  };
+  [[nodiscard]] bool spin_pays(WaitState& ws, std::int64_t now_ns) const noexcept;
+  template <class Attempt>
+  bool wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idle, std::chrono::nanoseconds timeout,
+            Attempt&& attempt) noexcept;
   [[nodiscard]] bool lock_is_held(off_t offset) const noexcept;
 
   // Mapping. header_/slots_ point into [base_, base_ + map_bytes_).
@@ -276,6 +324,7 @@ class BroadcastRing {
   std::uint64_t mask_ = 0;               // capacity - 1 when a power of two, else 0
   std::uint32_t flags_ = 0;
   bool reap_on_full_ = false;
+  bool light_fence_ = true;              // light_barrier() must be a full fence
   // Producer-local state (the producing thread only), on a cache line of its
   // own: consumer threads sharing this handle read the fields above and
   // owned_ on every receive, and a push would otherwise invalidate that line
@@ -285,9 +334,18 @@ class BroadcastRing {
   std::uint64_t seq_ = 0;                // next sequence to write
   std::uint64_t cached_min_ = 0;         // a lower bound on every active cursor
   std::int64_t next_reap_ns_ = 0;        // rate limit for reap_on_full
+  // Fenced mode (docs/memory-ordering.md, "Fenced mode"): while consumers
+  // sleep, the producer makes a system call per wake anyway, so it takes the
+  // full fence on itself and spares each sleeper a membarrier.
+  bool fenced_ = false;
+  std::uint32_t quiet_publishes_ = 0;    // fenced publishes since the last wake
+  WaitState push_wait_;                  // push_wait's history
   // Consumers registered through this handle, one bit per id (read by every
   // receive, written only by register/unregister): a line of its own too.
   alignas(kCacheLine) std::atomic<std::uint32_t> owned_{0};
+  // recv_wait's history per consumer id: element i is touched only by the
+  // thread using id i (the consumer-id rule above).
+  alignas(kCacheLine) WaitState recv_wait_[kMaxConsumers];
 };
 
 // ---------------------------------------------------------------------------
@@ -373,11 +431,23 @@ inline Errc BroadcastRing::check_room() noexcept {
 inline void BroadcastRing::publish(std::uint64_t next_seq) noexcept {
   // release: pairs with acquire loads in producer_position/lag/register_consumer.
   producer().producer_seq.store(next_seq, std::memory_order_release);
-  if ((flags_ & kFlagWakeups) != 0) {
-    // seq_cst fence: Dekker with recv_wait (sleeper count increment, then slot
-    // re-check). Either we see the sleeper or the sleeper sees the message.
+  // Light side of the sleep handshake with wait() (docs/memory-ordering.md,
+  // "Sleeping and waking"): the slot stores above are ordered before this
+  // load by the barrier pair, so either we see a sleeper's waiting bit or its
+  // re-check after the heavy barrier sees the message.
+  if (fenced_) [[unlikely]] {
+    // seq_cst fence: Dekker with a waiter that saw kSignalFenced and skipped
+    // its membarrier.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (producer().consumer_sleepers.load(std::memory_order_relaxed) != 0) wake_consumers();
+  } else {
+    light_barrier();
+  }
+  // relaxed: ordered by the barrier pair above.
+  const std::uint32_t signal = header_->data_wait.signal.load(std::memory_order_relaxed);
+  if ((signal & kSignalWaiting) != 0) [[unlikely]] {
+    wake_consumers();
+  } else if (fenced_ && ++quiet_publishes_ >= kQuietPublishesBeforeUnfence) [[unlikely]] {
+    leave_fenced();
   }
 }
 
@@ -394,10 +464,11 @@ inline void BroadcastRing::advance_cursor(ConsumerId id, std::uint64_t next) noe
   // release: pairs with the producer's acquire load of the cursor (full_slow);
   // our slot reads happen-before its overwrite of those slots (invariant 3).
   consumer(id).cursor.store(next, std::memory_order_release);
-  if ((flags_ & kFlagWakeups) != 0) {
-    // seq_cst fence: Dekker with push_wait, as in publish().
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (producer().producer_sleepers.load(std::memory_order_relaxed) != 0) wake_producer();
+  // Light side of the handshake with push_wait, as in publish().
+  light_barrier();
+  // relaxed: ordered by the barrier pair above.
+  if ((header_->space_wait.signal.load(std::memory_order_relaxed) & kSignalWaiting) != 0) [[unlikely]] {
+    wake(header_->space_wait, false);
   }
 }
 

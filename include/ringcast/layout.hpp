@@ -4,9 +4,11 @@
 // document lists is pinned by a static_assert below. Change one, change both,
 // and bump kLayoutVersion.
 //
-//   offset 0     ProducerLine          64 B  (magic ... producer_seq, futex words)
-//   offset 64    ConsumerEntry[16]   1024 B  (one cache line per consumer)
-//   offset 1088  Slot[capacity]   64 B each  (SeqLock cells)
+//   offset 0     ProducerLine          64 B  (magic ... producer_seq)
+//   offset 64    WaitLine data_wait    64 B  (consumers waiting for data)
+//   offset 128   WaitLine space_wait   64 B  (the producer waiting for room)
+//   offset 192   ConsumerEntry[16]   1024 B  (one cache line per consumer)
+//   offset 1216  Slot[capacity]   64 B each  (SeqLock cells)
 //
 // Every field is read and written only through std::atomic, which is valid
 // across processes because the atomics used here are lock-free and therefore
@@ -30,12 +32,21 @@ inline constexpr std::uint64_t kMaxCapacity = std::uint64_t{1} << 30;
 
 // "RINGCAST" read as a little-endian 64-bit word.
 inline constexpr std::uint64_t kMagic = 0x5453414347'4E4952;
-inline constexpr std::uint32_t kLayoutVersion = 1;
+// 2: the wait lines (offsets 64 and 128) replace version 1's futex words in the
+// ProducerLine, and blocking works on every ring (docs/memory-ordering.md).
+inline constexpr std::uint32_t kLayoutVersion = 2;
 
 // ProducerLine::flags bits, fixed at creation.
 inline constexpr std::uint32_t kFlagLossy = 1U << 0;    // producer never waits; readers may be lapped
-inline constexpr std::uint32_t kFlagWakeups = 1U << 1;  // futex wake-ups for recv_wait/push_wait
+inline constexpr std::uint32_t kFlagWakeups = 1U << 1;  // every side fences: exact wake-ups without membarrier(2)
 inline constexpr std::uint32_t kKnownFlags = kFlagLossy | kFlagWakeups;
+
+// WaitLine::signal: bit 0, a waiter is (about to be) asleep on this line;
+// bit 1 (data_wait only), the producer fences after every publish, so a
+// waiter that sees it needs no membarrier; bits 2..31, the wake epoch.
+inline constexpr std::uint32_t kSignalWaiting = 1U;
+inline constexpr std::uint32_t kSignalFenced = 2U;
+inline constexpr std::uint32_t kSignalEpochStep = 4U;
 
 // ConsumerEntry::state values.
 inline constexpr std::uint32_t kConsumerFree = 0;
@@ -52,11 +63,20 @@ struct alignas(kCacheLine) ProducerLine {
   std::atomic<std::uint32_t> flags;           // 24: kFlag* bits
   std::atomic<std::uint32_t> producer_pid;    // 28: pid of the last producer (display only)
   std::atomic<std::uint64_t> producer_seq;    // 32: messages published (a lower bound on committed)
-  std::atomic<std::uint32_t> consumer_sleepers;  // 40: consumers blocked in recv_wait
-  std::atomic<std::uint32_t> data_signal;        // 44: futex word consumers sleep on
-  std::atomic<std::uint32_t> producer_sleepers;  // 48: producers blocked in push_wait (0 or 1)
-  std::atomic<std::uint32_t> space_signal;       // 52: futex word the producer sleeps on
-  std::uint8_t reserved[8];                      // 56: zero
+  std::uint8_t reserved[24];                  // 40: zero
+};
+
+// One side's sleeping place: consumers wait for data on RingHeader::data_wait,
+// the producer waits for room on RingHeader::space_wait. Each has a line of
+// its own so that the other side's per-message check (one relaxed load of
+// `signal`) hits a line that is written only when someone goes to sleep.
+struct alignas(kCacheLine) WaitLine {
+  // 0: futex word (kSignal* bits). Waiters set bit 0 (fetch_or); the waking
+  // side clears it and bumps the epoch in one CAS, then calls FUTEX_WAKE once
+  // for every sleeper. Only the producer sets or clears bit 1.
+  std::atomic<std::uint32_t> signal;
+  std::atomic<std::uint32_t> sleepers;  // 4: waiters inside futex_wait (display only)
+  std::uint8_t reserved[56];            // 8: zero
 };
 
 struct alignas(kCacheLine) ConsumerEntry {
@@ -79,7 +99,9 @@ struct alignas(kCacheLine) Slot {
 
 struct RingHeader {
   ProducerLine producer;                     // 0
-  ConsumerEntry consumers[kMaxConsumers];    // 64
+  WaitLine data_wait;                        // 64
+  WaitLine space_wait;                       // 128
+  ConsumerEntry consumers[kMaxConsumers];    // 192
 };
 
 inline constexpr std::size_t kHeaderBytes = sizeof(RingHeader);
@@ -100,11 +122,12 @@ static_assert(offsetof(ProducerLine, capacity) == 16);
 static_assert(offsetof(ProducerLine, flags) == 24);
 static_assert(offsetof(ProducerLine, producer_pid) == 28);
 static_assert(offsetof(ProducerLine, producer_seq) == 32);
-static_assert(offsetof(ProducerLine, consumer_sleepers) == 40);
-static_assert(offsetof(ProducerLine, data_signal) == 44);
-static_assert(offsetof(ProducerLine, producer_sleepers) == 48);
-static_assert(offsetof(ProducerLine, space_signal) == 52);
-static_assert(offsetof(ProducerLine, reserved) == 56);
+static_assert(offsetof(ProducerLine, reserved) == 40);
+
+static_assert(sizeof(WaitLine) == 64 && alignof(WaitLine) == 64);
+static_assert(offsetof(WaitLine, signal) == 0);
+static_assert(offsetof(WaitLine, sleepers) == 4);
+static_assert(offsetof(WaitLine, reserved) == 8);
 
 static_assert(sizeof(ConsumerEntry) == 64 && alignof(ConsumerEntry) == 64);
 static_assert(offsetof(ConsumerEntry, cursor) == 0);
@@ -118,8 +141,10 @@ static_assert(offsetof(Slot, words) == 8);
 static_assert(sizeof(Slot::words) == 4 + kMaxPayload, "length + payload fill the slot");
 
 static_assert(offsetof(RingHeader, producer) == 0);
-static_assert(offsetof(RingHeader, consumers) == 64);
-static_assert(kHeaderBytes == 1088 && kHeaderBytes % kCacheLine == 0);
+static_assert(offsetof(RingHeader, data_wait) == 64);
+static_assert(offsetof(RingHeader, space_wait) == 128);
+static_assert(offsetof(RingHeader, consumers) == 192);
+static_assert(kHeaderBytes == 1216 && kHeaderBytes % kCacheLine == 0);
 static_assert(file_size(kMaxCapacity) < (std::uint64_t{1} << 40), "below the lock offsets");
 
 }  // namespace layout

@@ -258,8 +258,9 @@ RingReader::Step RingReader::handle_status(Errc status) {
   switch (status) {
     case Errc::empty:
     case Errc::stalled: {
-      // Nothing to read: wait for one message (futex on wakeups rings, else
-      // spin then back off to 1 ms), at most poll_ so housekeeping and stop run.
+      // Nothing to read: wait for one message (the default wait: spin while
+      // it pays, then sleep on the ring's futex), at most poll_ so
+      // housekeeping and stop run.
       alignas(8) std::byte buf[kMaxPayload];
       const RecvResult r = ring_->recv_wait(id_, buf, poll_, IdleStrategy::spin_then_block);
       if (r.status == Errc::ok) {

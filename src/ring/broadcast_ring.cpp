@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <ctime>
@@ -22,6 +23,7 @@
 #include <boost/interprocess/shared_memory_object.hpp>
 
 #include "futex.hpp"
+#include "membarrier.hpp"
 #include "ofd_lock.hpp"
 
 namespace ringcast {
@@ -56,52 +58,64 @@ int close_keep_errno(int fd) noexcept {
   return saved;
 }
 
+// Whether this process's light side of the sleep handshake must be a full
+// fence: on wakeups rings (every side fences, no membarrier needed), when this
+// process could not register for membarrier(2), and under TSan, which models
+// neither membarrier nor a compiler barrier.
+bool needs_light_fence(std::uint32_t flags) noexcept {
+#if RINGCAST_TSAN
+  (void)flags;
+  return true;
+#else
+  return (flags & kFlagWakeups) != 0 || !detail::register_light_side();
+#endif
+}
+
 bool valid_capacity(std::uint64_t capacity) noexcept {
   return capacity >= kMinCapacity && capacity <= kMaxCapacity;
 }
 
-// Idles between polls of a waiting operation. Returns false once the deadline
-// has passed.
-class Idler {
- public:
-  Idler(IdleStrategy strategy, std::chrono::nanoseconds timeout) noexcept
-      : strategy_(strategy), deadline_ns_(monotonic_ns() + timeout.count()) {}
+// Adaptive spinning (IdleStrategy::spin_then_block). A waiter spins only
+// while spinning pays: while every process of the ring has a CPU (spin_pays)
+// and its recent waits were short enough for a spin to catch. Sleeping and waking costs one futex round
+// trip, 6-9 us p50 and ~28 us p99 on the 2-vCPU VM of docs/benchmarks.md, so a
+// spin longer than kMaxSpinNs costs more CPU than the sleep it avoids.
+constexpr std::uint32_t kMaxSpinNs = 20'000;
+// Budgets below this do not spin at all: a spin that short rarely ends a wait.
+constexpr std::uint32_t kMinSpinNs = 500;
+// Polls between two clock reads while spinning (a poll is ~20 ns).
+constexpr std::uint32_t kPollsPerClockRead = 16;
+// IdleStrategy::spin_then_yield: polls before the first sched_yield.
+constexpr std::uint32_t kYieldAfterPolls = 2000;
+// A sleep not covered by a heavy barrier (membarrier refused, ring without
+// wakeups) is capped: a wake-up lost to the race is then at most this late.
+constexpr std::int64_t kUncoveredSleepNs = 1'000'000;
 
-  [[nodiscard]] std::chrono::nanoseconds remaining() const noexcept {
-    return std::chrono::nanoseconds(deadline_ns_ - monotonic_ns());
+// The adaptive budget after a wait that took `waited_ns` (succeeded or not):
+// a wait a spin of twice its length would have caught raises the budget to
+// that (up to kMaxSpinNs); a longer one halves it, so a quiet stream stops
+// spinning after a few waits and an idle waiter uses ~0% CPU.
+std::uint32_t next_spin_budget(std::uint32_t budget, std::int64_t waited_ns) noexcept {
+  if (waited_ns <= kMaxSpinNs) {
+    return std::max(budget, static_cast<std::uint32_t>(std::min<std::int64_t>(2 * waited_ns, kMaxSpinNs)));
   }
-  [[nodiscard]] bool spinning() const noexcept {
-    return strategy_ != IdleStrategy::block && polls_ < kSpinPolls;
-  }
-  // True when the caller should sleep on a futex now.
-  [[nodiscard]] bool should_block() const noexcept {
-    return (strategy_ == IdleStrategy::spin_then_block || strategy_ == IdleStrategy::block) && !spinning();
-  }
-  // One idle step for strategies that do not block on a futex.
-  bool idle() noexcept {
-    if ((polls_ & 63) == 0 && remaining().count() <= 0) return false;
-    ++polls_;
-    if (spinning() || strategy_ == IdleStrategy::spin) {
-      cpu_relax();
-    } else if (strategy_ == IdleStrategy::spin_then_yield) {
-      ::sched_yield();
-    } else {
-      // block / spin_then_block without futex wake-ups: exponential back-off to 1 ms.
-      backoff_ns_ = backoff_ns_ == 0 ? 1'000 : std::min<std::int64_t>(backoff_ns_ * 2, 1'000'000);
-      struct timespec ts {0, static_cast<long>(std::min<std::int64_t>(backoff_ns_, remaining().count()))};
-      if (ts.tv_nsec > 0) ::nanosleep(&ts, nullptr);
-    }
-    return true;
-  }
-  bool expired() const noexcept { return remaining().count() <= 0; }
+  return budget / 2;
+}
 
- private:
-  static constexpr std::uint32_t kSpinPolls = 2000;
-  IdleStrategy strategy_;
-  std::int64_t deadline_ns_;
-  std::uint32_t polls_ = 0;
-  std::int64_t backoff_ns_ = 0;
-};
+// CPUs this process may run on (the first caller's affinity mask), counted once.
+unsigned usable_cpus() noexcept {
+  static const unsigned cpus = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1U;
+    return static_cast<unsigned>(CPU_COUNT(&set));
+  }();
+  return cpus;
+}
+
+// How often a waiter recounts the ring's processes (16 loads of lines that
+// consumers write: too dear for every wait, cheap once per interval).
+constexpr std::int64_t kRecountProcessesNs = 10'000'000;
 
 }  // namespace
 
@@ -189,6 +203,7 @@ Result<void> BroadcastRing::map_and_initialise(std::uint64_t capacity, const Cre
   mask_ = std::has_single_bit(capacity) ? capacity - 1 : 0;
   flags_ = (options.lossy ? kFlagLossy : 0U) | (options.wakeups ? kFlagWakeups : 0U);
   reap_on_full_ = options.reap_on_full;
+  light_fence_ = needs_light_fence(flags_);
 
   // The file is zero-filled by ftruncate/mmap: slots read as "never written"
   // (version 0) and every consumer entry as free. Fill the header, then take
@@ -286,6 +301,8 @@ Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const O
   ring.mask_ = std::has_single_bit(capacity) ? capacity - 1 : 0;
   ring.flags_ = flags;
   ring.reap_on_full_ = options.reap_on_full;
+  // A read-only handle neither pushes nor receives: it has no light side.
+  ring.light_fence_ = options.read_only || needs_light_fence(flags);
   return ring;
 }
 
@@ -306,10 +323,15 @@ BroadcastRing& BroadcastRing::operator=(BroadcastRing&& other) noexcept {
   mask_ = other.mask_;
   flags_ = other.flags_;
   reap_on_full_ = other.reap_on_full_;
+  light_fence_ = other.light_fence_;
+  push_wait_ = other.push_wait_;
+  std::copy(std::begin(other.recv_wait_), std::end(other.recv_wait_), std::begin(recv_wait_));
   is_producer_ = std::exchange(other.is_producer_, false);
   seq_ = other.seq_;
   cached_min_ = other.cached_min_;
   next_reap_ns_ = other.next_reap_ns_;
+  fenced_ = other.fenced_;
+  quiet_publishes_ = other.quiet_publishes_;
   owned_.store(other.owned_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
   return *this;
 }
@@ -360,6 +382,11 @@ Result<void> BroadcastRing::claim_producer() {
     next.version.store(2 * seq, std::memory_order_release);
   }
   seq_ = seq;
+  // A previous producer may have left fenced mode on: consumers that see the
+  // bit skip their membarrier, so keep fencing until leave_fenced() clears it.
+  // acquire: pairs with the release CAS that set it (wake()).
+  fenced_ = (header_->data_wait.signal.load(std::memory_order_acquire) & kSignalFenced) != 0;
+  quiet_publishes_ = 0;
   // 0 is a lower bound on every cursor; it makes the first push past
   // `capacity` rescan the consumers. (Starting at `seq` would let a new
   // producer overwrite the slots of a consumer lagging behind the old one.)
@@ -476,10 +503,7 @@ Errc BroadcastRing::unregister_consumer(ConsumerId id) noexcept {
   // registrant's acquire (CAS or lock) of the entry.
   consumer(id).state.store(kConsumerFree, std::memory_order_release);
   if (fd_ >= 0) detail::unlock(fd_, detail::consumer_lock(id));
-  if ((flags_ & kFlagWakeups) != 0) {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (producer().producer_sleepers.load(std::memory_order_relaxed) != 0) wake_producer();
-  }
+  wake_producer_after_free();
   return Errc::ok;
 }
 
@@ -500,10 +524,7 @@ Result<std::size_t> BroadcastRing::reap_dead_consumers() {
     }
     detail::unlock(fd_, detail::consumer_lock(id));
   }
-  if (reaped > 0 && (flags_ & kFlagWakeups) != 0) {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (producer().producer_sleepers.load(std::memory_order_relaxed) != 0) wake_producer();
-  }
+  if (reaped > 0) wake_producer_after_free();
   return reaped;
 }
 
@@ -546,62 +567,158 @@ RecvResult BroadcastRing::recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcom
 
 // --- waiting -----------------------------------------------------------------
 
-void BroadcastRing::wake_consumers() noexcept {
-  layout::ProducerLine& p = producer();
-  p.data_signal.fetch_add(1, std::memory_order_release);
-  detail::futex_wake_all(p.data_signal);
+void BroadcastRing::wake_producer_after_free() noexcept {
+  // Freeing an entry can make room, like advance_cursor; these paths are rare,
+  // so they take a full fence (stronger than the light barrier) and need no
+  // registration.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // relaxed: ordered after the state store by the fence.
+  if ((header_->space_wait.signal.load(std::memory_order_relaxed) & kSignalWaiting) != 0) {
+    wake(header_->space_wait, false);
+  }
 }
 
-void BroadcastRing::wake_producer() noexcept {
-  layout::ProducerLine& p = producer();
-  p.space_signal.fetch_add(1, std::memory_order_release);
-  detail::futex_wake_all(p.space_signal);
+void BroadcastRing::wake_consumers() noexcept {
+  // Set fenced_ first: the CAS in wake() publishes kSignalFenced, and every
+  // later publish of this thread must fence.
+  fenced_ = true;
+  quiet_publishes_ = 0;
+  wake(header_->data_wait, true);
+}
+
+void BroadcastRing::leave_fenced() noexcept {
+  layout::WaitLine& line = header_->data_wait;
+  // relaxed: the CAS decides.
+  std::uint32_t v = line.signal.load(std::memory_order_relaxed);
+  for (;;) {
+    // A waiter set its bit since our last check: it may have skipped its
+    // membarrier on the strength of kSignalFenced, so wake it (still fenced).
+    if ((v & kSignalWaiting) != 0) return wake_consumers();
+    // relaxed: waiters that read the cleared bit use membarrier again, which
+    // needs no ordering from this store; a waiter whose fetch_or came first
+    // made this CAS fail (bit 0).
+    if (line.signal.compare_exchange_weak(v, v & ~kSignalFenced, std::memory_order_relaxed,
+                                          std::memory_order_relaxed)) {
+      fenced_ = false;
+      quiet_publishes_ = 0;
+      return;
+    }
+  }
+}
+
+void BroadcastRing::wake(layout::WaitLine& line, bool fenced) noexcept {
+  // relaxed: the CAS below decides.
+  std::uint32_t v = line.signal.load(std::memory_order_relaxed);
+  // Clear the waiting bit and bump the epoch in one step. Waiters only set
+  // the bit, wakers only clear it, so of several concurrent wakers (consumers
+  // waking the producer) exactly one wins and makes the system call; the rest
+  // see the bit clear. release: pairs with the acquire fetch_or in wait(), so
+  // a waiter that sees this value (and kSignalFenced) sees every store the
+  // waker made before it.
+  while ((v & kSignalWaiting) != 0) {
+    const std::uint32_t next = ((v & ~kSignalWaiting) | (fenced ? kSignalFenced : 0U)) + kSignalEpochStep;
+    if (line.signal.compare_exchange_weak(v, next, std::memory_order_release, std::memory_order_relaxed)) {
+      detail::futex_wake_all(line.signal);
+      return;
+    }
+  }
+}
+
+// The one waiting loop behind recv_wait and push_wait. attempt() tries the
+// operation and returns true when the wait is over (any outcome but "not
+// yet"). Returns false at the deadline.
+// Spinning steals the CPU from whoever must run to end the wait (the producer,
+// or a sleeping consumer that must wake up to read) unless every process of
+// the ring has a CPU. Counting consumers is the cheap proxy: processes outside
+// the ring are not counted, the adaptive budget absorbs them.
+bool BroadcastRing::spin_pays(WaitState& ws, std::int64_t now_ns) const noexcept {
+  if (ws.processes == 0 || now_ns - ws.processes_counted_ns >= kRecountProcessesNs) {
+    ws.processes = static_cast<std::uint32_t>(active_consumer_count()) + 1;
+    ws.processes_counted_ns = now_ns;
+  }
+  return ws.processes <= usable_cpus();
+}
+
+template <class Attempt>
+bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idle,
+                         std::chrono::nanoseconds timeout, Attempt&& attempt) noexcept {
+  if (attempt()) return true;
+  const std::int64_t start = monotonic_ns();
+  const std::int64_t deadline = start + std::max<std::int64_t>(timeout.count(), 0);
+  std::int64_t now = start;
+
+  if (idle == IdleStrategy::spin || idle == IdleStrategy::spin_then_yield) {
+    for (std::uint32_t polls = 1;; ++polls) {
+      if (attempt()) return true;
+      if (idle == IdleStrategy::spin_then_yield && polls >= kYieldAfterPolls) {
+        ::sched_yield();
+      } else {
+        cpu_relax();
+      }
+      if (polls % kPollsPerClockRead == 0 && monotonic_ns() >= deadline) return false;
+    }
+  }
+
+  bool done = false;
+  if (idle == IdleStrategy::spin_then_block && ws.spin_budget_ns >= kMinSpinNs && spin_pays(ws, start)) {
+    const std::int64_t spin_end = std::min<std::int64_t>(start + ws.spin_budget_ns, deadline);
+    for (std::uint32_t polls = 1; !(done = attempt()); ++polls) {
+      cpu_relax();
+      if (polls % kPollsPerClockRead == 0 && (now = monotonic_ns()) >= spin_end) break;
+    }
+  }
+  // The sleep handshake (docs/memory-ordering.md, "Sleeping and waking").
+  while (!done) {
+    now = monotonic_ns();
+    if (now >= deadline) break;
+    // Set the waiting bit with an RMW even when another waiter already set
+    // it: the proof needs a modification of the word by this waiter before
+    // its heavy barrier. Reading the word before the re-check is what makes
+    // futex_wait return at once if a wake lands between the re-check and the
+    // sleep. acquire: pairs with the release CAS in wake().
+    const std::uint32_t old = line.signal.fetch_or(kSignalWaiting, std::memory_order_acquire);
+    const std::uint32_t v = old | kSignalWaiting;
+    // Heavy side. seq_cst fence: pairs with the light side's fence where that
+    // side fences (wakeups rings, unregistered processes, TSan builds, a
+    // producer in fenced mode: kSignalFenced seen above). membarrier: forces
+    // that fence onto the light sides that only have a compiler barrier. If
+    // the kernel refuses it, this sleep is capped.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const bool covered =
+        (flags_ & kFlagWakeups) != 0 || (old & kSignalFenced) != 0 || detail::heavy_barrier();
+    if ((done = attempt())) break;
+    std::int64_t sleep_ns = deadline - now;
+    if (!covered) sleep_ns = std::min(sleep_ns, kUncoveredSleepNs);
+    // relaxed: a display counter (ring-top), read by nobody's protocol.
+    line.sleepers.fetch_add(1, std::memory_order_relaxed);
+    detail::futex_wait(line.signal, v, std::chrono::nanoseconds(sleep_ns));
+    line.sleepers.fetch_sub(1, std::memory_order_relaxed);
+    done = attempt();
+  }
+  ws.spin_budget_ns = next_spin_budget(ws.spin_budget_ns, monotonic_ns() - start);
+  return done;
 }
 
 RecvResult BroadcastRing::recv_wait(ConsumerId id, std::span<std::byte, kMaxPayload> out,
                                     std::chrono::nanoseconds timeout, IdleStrategy idle) noexcept {
-  Idler idler(idle, timeout);
-  layout::ProducerLine& p = producer();
-  for (;;) {
-    RecvResult r = try_recv(id, out);
-    if (r.status != Errc::empty && r.status != Errc::stalled) return r;
-    if (idler.should_block() && (flags_ & kFlagWakeups) != 0) {
-      if (idler.expired()) return {Errc::timed_out};
-      // Read the signal before announcing ourselves: a wake-up after this load
-      // changes it, so futex_wait returns at once instead of sleeping.
-      const std::uint32_t signal = p.data_signal.load(std::memory_order_acquire);
-      // seq_cst: Dekker with publish() (fence, then sleeper-count load).
-      p.consumer_sleepers.fetch_add(1, std::memory_order_seq_cst);
-      r = try_recv(id, out);
-      if (r.status == Errc::empty) detail::futex_wait(p.data_signal, signal, idler.remaining());
-      p.consumer_sleepers.fetch_sub(1, std::memory_order_relaxed);
-      if (r.status != Errc::empty && r.status != Errc::stalled) return r;
-    } else if (!idler.idle()) {
-      return {Errc::timed_out};
-    }
-  }
+  if (!owns(id)) return {Errc::invalid_consumer};
+  RecvResult r{Errc::empty};
+  const bool done = wait(header_->data_wait, recv_wait_[id], idle, timeout, [&]() noexcept {
+    r = try_recv(id, out);
+    // stalled: the producer was preempted mid-write; it wakes us when it commits.
+    return r.status != Errc::empty && r.status != Errc::stalled;
+  });
+  return done ? r : RecvResult{Errc::timed_out};
 }
 
 Errc BroadcastRing::push_wait(std::span<const std::byte> payload, std::chrono::nanoseconds timeout,
                               IdleStrategy idle) noexcept {
-  Idler idler(idle, timeout);
-  layout::ProducerLine& p = producer();
-  for (;;) {
-    Errc e = try_push(payload);
-    if (e != Errc::full) return e;
-    if (idler.should_block() && (flags_ & kFlagWakeups) != 0) {
-      if (idler.expired()) return Errc::timed_out;
-      const std::uint32_t signal = p.space_signal.load(std::memory_order_acquire);
-      // seq_cst: Dekker with advance_cursor()/unregister_consumer().
-      p.producer_sleepers.fetch_add(1, std::memory_order_seq_cst);
-      e = try_push(payload);
-      if (e == Errc::full) detail::futex_wait(p.space_signal, signal, idler.remaining());
-      p.producer_sleepers.fetch_sub(1, std::memory_order_relaxed);
-      if (e != Errc::full) return e;
-    } else if (!idler.idle()) {
-      return Errc::timed_out;
-    }
-  }
+  Errc e = Errc::full;
+  const bool done = wait(header_->space_wait, push_wait_, idle, timeout, [&]() noexcept {
+    e = try_push(payload);
+    return e != Errc::full;
+  });
+  return done ? e : Errc::timed_out;
 }
 
 // --- observers ---------------------------------------------------------------
@@ -639,8 +756,8 @@ RingStatus BroadcastRing::status() const {
   s.producer_pid = p.producer_pid.load(std::memory_order_relaxed);
   s.producer_alive = is_producer_ || lock_is_held(detail::kProducerLock);
   s.half_written_slot = slot(s.producer_seq).version.load(std::memory_order_relaxed) == 2 * s.producer_seq + 1;
-  s.sleeping_consumers = p.consumer_sleepers.load(std::memory_order_relaxed);
-  s.producer_sleeping = p.producer_sleepers.load(std::memory_order_relaxed) != 0;
+  s.sleeping_consumers = header_->data_wait.sleepers.load(std::memory_order_relaxed);
+  s.producer_sleeping = header_->space_wait.sleepers.load(std::memory_order_relaxed) != 0;
   for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
     const layout::ConsumerEntry& c = consumer(id);
     ConsumerStatus& cs = s.consumers[id];

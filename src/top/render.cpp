@@ -151,10 +151,9 @@ Line ring_detail(const RingView& r) {
     }
   }
   std::string mode = r.lossy ? "lossy" : "blocking";
-  if (r.wakeups) {
-    mode += r.sleeping_consumers > 0 ? fmt::format(", wakeups ({} asleep)", r.sleeping_consumers)
-                                     : std::string(", wakeups");
-  }
+  if (r.wakeups) mode += ", wakeups";
+  // Consumers can sleep in recv_wait on every ring, not only wakeups rings.
+  if (r.sleeping_consumers > 0) mode += fmt::format(" ({} asleep)", r.sleeping_consumers);
   l.spans.push_back({"  " + mode, Style::plain});
   return l;
 }

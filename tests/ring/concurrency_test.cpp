@@ -1,6 +1,6 @@
 // Bounded concurrent stress in one process: fan-out to consumer threads,
 // torn-read detection on tiny rings, registration racing a full-speed
-// producer, and the blocking waits.
+// producer. The blocking waits are in wait_test.cpp.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -110,58 +110,7 @@ TEST(ConcurrencyTest, ConsumersRegisteringDuringFullSpeedPushSeeContiguousSequen
   EXPECT_EQ(failures.load(), 0);
 }
 
-class RecvWaitTest : public ::testing::TestWithParam<IdleStrategy> {};
-
-TEST_P(RecvWaitTest, SleepsUntilPushWakesIt) {
-  auto ring = BroadcastRing::create_anonymous(8, {.wakeups = true});
-  ASSERT_TRUE(ring);
-  auto id = ring->register_consumer();
-  std::atomic<bool> received{false};
-  std::thread consumer([&] {
-    alignas(8) test::Buffer buf{};
-    const RecvResult r = ring->recv_wait(*id, buf, 30s, GetParam());
-    received.store(r.status == Errc::ok && r.length == 4);
-  });
-  // Wait until the consumer has announced itself as a sleeper, so the push
-  // must wake it (a lost wake-up would show as a 30 s timeout).
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (std::chrono::steady_clock::now() < deadline && ring->status().sleeping_consumers == 0) {
-    std::this_thread::yield();
-  }
-  ASSERT_EQ(ring->try_push(test::as_bytes("wake")), Errc::ok);
-  consumer.join();
-  EXPECT_TRUE(received.load());
-}
-
-INSTANTIATE_TEST_SUITE_P(Strategies, RecvWaitTest,
-                         ::testing::Values(IdleStrategy::spin_then_block, IdleStrategy::block));
-
-TEST(ConcurrencyTest, RecvWaitTimesOutOnAQuietRing) {
-  for (const bool wakeups : {false, true}) {
-    auto ring = BroadcastRing::create_anonymous(8, {.wakeups = wakeups});
-    auto id = ring->register_consumer();
-    alignas(8) test::Buffer buf{};
-    EXPECT_EQ(ring->recv_wait(*id, buf, 20ms).status, Errc::timed_out);
-  }
-}
-
-TEST(ConcurrencyTest, PushWaitSleepsUntilConsumerMakesRoom) {
-  auto ring = BroadcastRing::create_anonymous(2, {.wakeups = true});
-  ASSERT_TRUE(ring);
-  auto id = ring->register_consumer();
-  ASSERT_EQ(ring->try_push(test::as_bytes("a")), Errc::ok);
-  ASSERT_EQ(ring->try_push(test::as_bytes("b")), Errc::ok);
-  EXPECT_EQ(ring->push_wait(test::as_bytes("c"), 10ms), Errc::timed_out);
-  std::thread producer([&] { EXPECT_EQ(ring->push_wait(test::as_bytes("c"), 30s), Errc::ok); });
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (std::chrono::steady_clock::now() < deadline && !ring->status().producer_sleeping) {
-    std::this_thread::yield();
-  }
-  alignas(8) test::Buffer buf{};
-  ASSERT_TRUE(ring->try_recv(*id, buf));
-  producer.join();
-  EXPECT_EQ(ring->producer_position(), 3U);
-}
+// The blocking waits (recv_wait, push_wait) are tested in wait_test.cpp.
 
 }  // namespace
 }  // namespace ringcast

@@ -7,6 +7,8 @@
 //   ring_test_helper consume-lossy PATH SECONDS    verify untorn, increasing messages until the
 //                                                  producer is gone or time is up
 //   ring_test_helper hold PATH                     register a consumer and sleep (to be killed)
+//   ring_test_helper wait-one PATH SECONDS         register, then one recv_wait with the default
+//                                                  strategy; exits 0 if it returns message 0
 //   ring_test_helper die-mid-write PATH            claim the producer role, leave the next slot
 //                                                  half-written, and SIGKILL itself
 #include <fcntl.h>
@@ -147,6 +149,19 @@ int die_mid_write(const std::string& path) {
 
 }  // namespace
 
+int wait_one(const std::string& path, int seconds) {
+  auto ring = BroadcastRing::open(path);
+  if (!ring) return fail(ring.error().message());
+  auto id = ring->register_consumer();
+  if (!id) return fail(id.error().message());
+  ready();
+  alignas(8) std::array<std::byte, kMaxPayload> buf{};
+  const RecvResult r = ring->recv_wait(*id, buf, std::chrono::seconds(seconds));
+  if (r.status != Errc::ok) return fail(std::string("recv_wait: ") + std::string(to_string(r.status)));
+  const auto seq = test::check_message(std::span<const std::byte>(buf.data(), r.length));
+  return seq && *seq == 0 ? 0 : fail("wrong message");
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) return fail("usage: ring_test_helper MODE PATH [ARG]");
   const std::string mode = argv[1];
@@ -156,6 +171,7 @@ int main(int argc, char** argv) {
   if (mode == "consume") return consume(path, arg);
   if (mode == "consume-lossy") return consume_lossy(path, static_cast<int>(arg));
   if (mode == "hold") return hold(path);
+  if (mode == "wait-one") return wait_one(path, static_cast<int>(arg));
   if (mode == "die-mid-write") return die_mid_write(path);
   return fail("unknown mode " + mode);
 }

@@ -321,6 +321,12 @@ TEST(RenderTest, SleepingProducerShowsAsWaitingAndSleepersAreCounted) {
   const std::string text = render_text(s, SortKey::index, 1.0);
   EXPECT_NE(text.find("producer 42 ticker waiting  blocking, wakeups (2 asleep)"), std::string::npos)
       << text;
+  // Any ring can have sleepers, not only one created with wakeups.
+  Snapshot plain = s;
+  plain.rings[0].wakeups = false;
+  const std::string plain_text = render_text(plain, SortKey::index, 1.0);
+  EXPECT_NE(plain_text.find("producer 42 ticker waiting  blocking (2 asleep)"), std::string::npos)
+      << plain_text;
   const auto json = test::parse_json(render_json(s, 1.0));
   ASSERT_TRUE(json);
   EXPECT_TRUE(json->at("rings").at(0).at("producer_sleeping").get<bool>());

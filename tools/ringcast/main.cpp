@@ -233,7 +233,9 @@ int main(int argc, char** argv) {
   create->add_option("--capacity,-c", capacity, "Number of 64-byte slots (2..2^30)")->required();
   create->add_option("--mode", mode, "File mode, octal")->default_val("0600");
   create->add_flag("--lossy", lossy, "Producer never waits; slow consumers are lapped");
-  create->add_flag("--wakeups", wakeups, "Enable futex wake-ups for blocking waits");
+  create->add_flag("--wakeups", wakeups,
+                   "Full fences on every push and receive, for exact wake-ups without membarrier(2) "
+                   "(blocking waits work on every ring)");
   create->add_flag("--force", force, "Replace an existing file");
 
   auto* pub = app.add_subcommand("pub", "Publish one message per stdin line (at most 52 bytes each)");
