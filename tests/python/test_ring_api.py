@@ -207,3 +207,20 @@ def test_module_constants_and_docstrings():
     for obj in (Ring, Ring.create, Ring.open, Ring.try_push, Ring.push_batch, ringcast.Consumer.drain,
                 ringcast.Consumer.recv_wait, ringcast.RingError):
         assert obj.__doc__ and len(obj.__doc__) > 40, obj
+
+
+def test_type_stubs_list_every_public_name_and_method():
+    import ast
+    stub_path = os.path.join(os.path.dirname(ringcast.__file__), "__init__.pyi")
+    with open(stub_path) as f:
+        tree = ast.parse(f.read())
+    stub = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            stub[node.name] = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+        elif isinstance(node, ast.AnnAssign):
+            stub[node.target.id] = set()
+    assert set(ringcast.__all__) <= set(stub)
+    for cls in (Ring, ringcast.Consumer):
+        public = {n for n in dir(cls) if not n.startswith("_")} | {"__enter__", "__exit__"}
+        assert public == stub[cls.__name__], cls
