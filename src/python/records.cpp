@@ -22,10 +22,25 @@ struct Batch {
   bool raw = false;  // RAW_DTYPE
 };
 
-py::dtype raw_dtype() { return py::dtype::of<RawRecord>(); }
+// NumPy's NPY_ITEM_HASOBJECT descriptor flag: the dtype holds PyObject pointers.
+constexpr char kNpyItemHasObject = 0x01;
+
+// RAW_DTYPE, made once at import (the interpreter keeps the module, and with
+// it this reference, until exit).
+PyObject* raw_dtype_object = nullptr;
+
+py::dtype raw_dtype() { return py::reinterpret_borrow<py::dtype>(raw_dtype_object); }
+
+// Per call, so cheap: an identity test, then NumPy's own equivalence test only
+// for a 56-byte dtype (a record dtype is at most 52 bytes).
+bool is_raw(const py::dtype& dtype) {
+  return dtype.ptr() == raw_dtype_object ||
+         (static_cast<std::size_t>(dtype.itemsize()) == sizeof(RawRecord) &&
+          py::detail::npy_api::get().PyArray_EquivTypes_(dtype.ptr(), raw_dtype_object));
+}
 
 void check_record_dtype(const py::dtype& dtype) {
-  if (dtype.attr("hasobject").cast<bool>()) {
+  if ((dtype.flags() & kNpyItemHasObject) != 0) {
     throw py::type_error("record dtype must not hold Python objects");
   }
   const auto size = static_cast<std::size_t>(dtype.itemsize());
@@ -44,8 +59,9 @@ Batch batch_of(const py::object& object, bool writable) {
   }
   if (writable && !array.writeable()) throw py::value_error("output array is read-only");
   Batch b;
-  b.raw = array.dtype().equal(raw_dtype());
-  if (!b.raw) check_record_dtype(array.dtype());
+  const py::dtype dtype = array.dtype();
+  b.raw = is_raw(dtype);
+  if (!b.raw) check_record_dtype(dtype);
   b.itemsize = static_cast<std::size_t>(array.itemsize());
   b.count = static_cast<std::size_t>(array.shape(0));
   b.data = static_cast<std::byte*>(writable ? array.mutable_data() : const_cast<void*>(array.data()));
@@ -63,6 +79,7 @@ struct WrongLength {
 
 void register_records(py::module_& m) {
   PYBIND11_NUMPY_DTYPE(RawRecord, length, data);
+  raw_dtype_object = py::dtype::of<RawRecord>().release().ptr();
   m.attr("RAW_DTYPE") = raw_dtype();
 }
 
