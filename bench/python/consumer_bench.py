@@ -18,8 +18,12 @@ as fast as the transport takes them; this process consumes them in Python:
                    nothing is dropped); Socket.recv per message; checked as try_recv
 
 Rounds alternate the modes, so a noisy machine slows each alike. Throughput is
-measured at the consumer, from its first message to its last. Prints a
-Markdown table (per-round figures and the median) for docs/benchmarks.md.
+measured at the consumer, from its first message to its last, in wall-clock
+time and per CPU-second of the consumer process (its CPU time over the same
+span, all its threads: pyzmq's I/O thread included; an idle ringcast consumer
+sleeps in recv_wait on a wakeups ring rather than spinning). On a loaded
+machine the second says what the consumer could do with a core of its own.
+Prints a Markdown table (per-round figures and medians) for docs/benchmarks.md.
 """
 
 import argparse
@@ -67,48 +71,51 @@ def check_one(m, seq):
 
 
 def run_ring(ringcast, producer, path, count, mode):
-    ring = ringcast.Ring.create(path, 16384, replace=True, claim_producer=False)
+    # wakeups: an idle consumer sleeps on the futex instead of spinning, so its
+    # CPU time is the work it did (one fence per batch on each side).
+    ring = ringcast.Ring.create(path, 16384, replace=True, claim_producer=False, wakeups=True)
     c = ring.register_consumer()
     proc = spawn([producer, "ring", path, str(count)])
-    received = 0
-    if mode == "try_recv":
+
+    def wait_one(received):
+        """The ring is empty: sleep until the next message (the GIL released)."""
         m = c.recv_wait(timeout=STALL)
-        t0, first = time.perf_counter(), 1
-        check_one(m, 0)
-        received = 1
+        if m is None:
+            sys.exit(f"ring {mode}: nothing for {STALL} s at message {received}")
+        check_one(m, received)
+
+    wait_one(0)
+    t0, c0 = time.perf_counter(), time.process_time()
+    received = 1
+    if mode == "try_recv":
         try_recv = c.try_recv
         while received < count:
             m = try_recv()
-            if m is None and (m := c.recv_wait(timeout=STALL)) is None:
-                sys.exit(f"ring try_recv: nothing for {STALL} s at message {received}")
-            check_one(m, received)
+            if m is None:
+                wait_one(received)
+            else:
+                check_one(m, received)
             received += 1
-
     else:
         out = np.empty(4096, dtype=PATTERN)
-        t0 = first = None
-        progress = time.perf_counter()
+        full = mode == "drain_into_full"
         while received < count:
-            if mode.startswith("drain_into"):
-                n = c.drain_into(out)
-                batch = out[:n]
-            else:
+            if mode == "drain":
                 batch = c.drain(4096, dtype=PATTERN)
-                n = len(batch)
-            if n:
-                if t0 is None:
-                    t0, first = time.perf_counter(), n
-                check_batch(batch, received, mode == "drain_into_full")
-                received += n
-                progress = time.perf_counter()
-            elif time.perf_counter() - progress > STALL:
-                sys.exit(f"ring {mode}: nothing for {STALL} s at message {received}")
-    t1 = time.perf_counter()
+            else:
+                batch = out[:c.drain_into(out)]
+            if len(batch):
+                check_batch(batch, received, full)
+                received += len(batch)
+            else:
+                wait_one(received)
+                received += 1
+    t1, c1 = time.perf_counter(), time.process_time()
     finish(proc)
     c.close()
     ring.close()
     os.unlink(path)
-    return (count - first) / (t1 - t0)
+    return (count - 1) / (t1 - t0), (count - 1) / (c1 - c0)
 
 
 def run_zmq(zmq, producer, path, count):
@@ -123,17 +130,17 @@ def run_zmq(zmq, producer, path, count):
     sub.setsockopt(zmq.RCVTIMEO, int(STALL * 1000))
     try:
         check_one(sub.recv(), 0)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         recv = sub.recv
         for seq in range(1, count):
             check_one(recv(), seq)
     except zmq.Again:
         sys.exit(f"zmq: nothing for {STALL} s")
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     finish(proc)
     sub.close()
     ctx.term()
-    return (count - 1) / (t1 - t0)
+    return (count - 1) / (t1 - t0), (count - 1) / (c1 - c0)
 
 
 def main():
@@ -152,28 +159,34 @@ def main():
     producer = os.path.join(args.build, "bench", "python", "ringcast_bench_py_producer")
     modes = args.modes.split(",")
     results = {m: [] for m in modes}
+    cpu_results = {m: [] for m in modes}
     with tempfile.TemporaryDirectory(dir="/dev/shm") as shm, tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             for mode in modes:
                 if mode == "zmq":
-                    rate = run_zmq(zmq, producer, os.path.join(tmp, "bench.ipc"), args.single_count)
+                    rate, per_cpu = run_zmq(zmq, producer, os.path.join(tmp, "bench.ipc"), args.single_count)
                 else:
                     count = args.single_count if mode == "try_recv" else args.batch_count
-                    rate = run_ring(ringcast, producer, os.path.join(shm, "bench.ring"), count, mode)
+                    rate, per_cpu = run_ring(ringcast, producer, os.path.join(shm, "bench.ring"), count, mode)
                 results[mode].append(rate)
-                print(f"round {r + 1} {mode:>10}: {rate / 1e6:7.2f} M msgs/s", file=sys.stderr, flush=True)
+                cpu_results[mode].append(per_cpu)
+                print(f"round {r + 1} {mode:>15}: {rate / 1e6:7.2f} M msgs/s, {per_cpu / 1e6:7.2f} M msgs per "
+                      f"consumer CPU-s", file=sys.stderr, flush=True)
 
     print(f"load: {open('/proc/loadavg').read().split()[:3]}; python {sys.version.split()[0]}, "
           f"numpy {np.__version__}, pyzmq {zmq.__version__} (libzmq {zmq.zmq_version()})")
     print()
-    print("| consumer (Python) | M msgs/s per round | median | vs zmq |")
-    print("|---|---|---|---|")
-    zmq_median = statistics.median(results["zmq"]) if "zmq" in results else None
+    print("| consumer (Python) | M msgs/s per round | median | vs zmq | M msgs per consumer CPU-s, per round | median | vs zmq |")
+    print("|---|---|---:|---:|---|---:|---:|")
+
+    def cells(values, ref):
+        med = statistics.median(values)
+        ratio = f"{med / statistics.median(ref):.1f}x" if ref else "-"
+        return f"{', '.join(f'{x / 1e6:.2f}' for x in values)} | {med / 1e6:.2f} | {ratio}"
+
     for mode in modes:
-        med = statistics.median(results[mode])
-        rounds = ", ".join(f"{x / 1e6:.2f}" for x in results[mode])
-        ratio = f"{med / zmq_median:.1f}x" if zmq_median else "-"
-        print(f"| {mode} | {rounds} | {med / 1e6:.2f} | {ratio} |")
+        print(f"| {mode} | {cells(results[mode], results.get('zmq'))} | "
+              f"{cells(cpu_results[mode], cpu_results.get('zmq'))} |")
 
 
 if __name__ == "__main__":

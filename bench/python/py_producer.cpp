@@ -2,7 +2,8 @@
 //
 //   ringcast_bench_py_producer ring PATH COUNT   push COUNT messages into the
 //       ring at PATH (its consumer registered before this starts), batches of
-//       64 with try_push_batch, yielding while the ring is full
+//       64 with try_push_batch; when the ring is full, push_wait for one slot
+//       (on a wakeups ring it sleeps on the futex until the consumer frees one)
 //   ringcast_bench_py_producer zmq ENDPOINT COUNT   bind an XPUB socket, wait
 //       for one subscription, send COUNT messages (XPUB_NODROP: none is dropped)
 //
@@ -13,11 +14,11 @@
 #include <CLI/CLI.hpp>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include <fmt/format.h>
 
@@ -52,11 +53,12 @@ int produce_ring(const std::string& path, std::uint64_t count) {
     while (pushed < n) {
       const BatchResult r = ring->try_push_batch(std::span(spans).subspan(pushed, n - pushed));
       pushed += r.count;
-      if (r.status == Errc::full) {
-        std::this_thread::yield();
-      } else if (r.status != Errc::ok) {
-        return fail(fmt::format("push: {}", to_string(r.status)));
+      Errc e = r.status;
+      if (e == Errc::full) {
+        e = ring->push_wait(spans[pushed], std::chrono::seconds(60), IdleStrategy::spin_then_block);
+        if (e == Errc::ok) ++pushed;
       }
+      if (e != Errc::ok) return fail(fmt::format("push: {}", to_string(e)));
     }
     seq += n;
   }

@@ -250,7 +250,7 @@ None on timeout.
 The GIL is released while it waits, and Ctrl-C interrupts it (KeyboardInterrupt).
 idle: an IdleStrategy, or None for the library's default. Errors as try_recv.)")
       .def("drain", &drain, py::arg("max") = 1024, py::arg("dtype") = py::none(),
-           R"(Receive up to `max` messages into a new 1-D NumPy array, one element each.
+           R"(Receive up to `max` (at most `capacity`) messages into a new 1-D NumPy array, one element each.
 
 dtype: a record dtype of 1..52 bytes (every message must be one record; a message
 of another length stops the batch before it and raises ValueError when it is

@@ -122,6 +122,9 @@ std::size_t drain_into(Consumer& consumer, const py::object& out) {
 }
 
 py::array drain(Consumer& consumer, std::size_t max, const py::object& dtype) {
+  // More than a ring's worth in one call is never needed, and a careless max
+  // (drain(10**9)) would otherwise allocate gigabytes.
+  max = static_cast<std::size_t>(std::min<std::uint64_t>(max, consumer.handle().capacity()));
   const py::dtype type = dtype.is_none() ? raw_dtype() : py::dtype::from_args(dtype);
   py::array out(type, py::array::ShapeContainer{static_cast<py::ssize_t>(max)});
   const std::size_t n = drain_into(consumer, out);

@@ -34,8 +34,8 @@ void register_records(py::module_& m);
 // slots; ValueError when the next message's length is not the record size
 // (the messages before it are returned first; that one stays unread).
 std::size_t drain_into(Consumer& consumer, const py::object& out);
-// drain_into a new array of `max` elements of `dtype` (None: RAW_DTYPE),
-// shrunk to the count received.
+// drain_into a new array of min(max, capacity) elements of `dtype` (None:
+// RAW_DTYPE), shrunk to the count received.
 py::array drain(Consumer& consumer, std::size_t max, const py::object& dtype);
 // Pushes the array's elements in order until the ring is full; returns how
 // many were pushed. One record per message (RAW_DTYPE: data[:length]).

@@ -162,3 +162,10 @@ def test_drain_into_makes_no_python_object_per_message(ring_path):
     assert pushed == received == 2 * 8192
     # A bytes object per message would be over 30 bytes each (500 KB here).
     assert grew < 16 * 1024, f"{grew} bytes allocated for {received} messages"
+
+
+def test_drain_max_is_capped_at_the_capacity(ring_path):
+    ring = Ring.create(ring_path, 16)
+    c = ring.register_consumer()
+    ring.push_batch(np.arange(16, dtype="<u8"))
+    assert list(c.drain(10**12, dtype="<u8")) == list(range(16))
