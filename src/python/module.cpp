@@ -153,6 +153,7 @@ than expected_capacity when that is not 0, a truncated file).)")
       .def("__exit__", [](Ring& r, const py::args&) { r.close(); })
       .def("__repr__", [](Ring& r) {
         if (r.closed()) return fmt::format("<ringcast.Ring '{}' closed>", r.name());
+        if (r.inherited()) return fmt::format("<ringcast.Ring '{}' opened by the parent of a fork>", r.name());
         const BroadcastRing& h = r.handle();
         return fmt::format("<ringcast.Ring '{}' capacity={}{}{}{}>", r.name(), h.capacity(),
                            h.lossy() ? " lossy" : "", h.wakeups() ? " wakeups" : "",
@@ -271,6 +272,7 @@ PYBIND11_MODULE(_ringcast, m) {
   rp::bind_enums(m);
   rp::register_errors(m);
   rp::register_records(m);
+  rp::register_fork_guard();
   rp::bind_ring(m);
   rp::bind_consumer(m);
   m.attr("MAX_PAYLOAD") = ringcast::kMaxPayload;

@@ -1,6 +1,9 @@
 #include "ring.hpp"
 
+#include <pthread.h>
+
 #include <array>
+#include <atomic>
 
 #include "errors.hpp"
 #include "wait.hpp"
@@ -12,10 +15,41 @@ BufferBytes::BufferBytes(const py::buffer& buffer) {
   if (PyObject_GetBuffer(buffer.ptr(), &view_, PyBUF_SIMPLE) != 0) throw py::error_already_set();
 }
 
+// --- fork guard (invariant 4) ------------------------------------------------
+
+namespace {
+// Bumped in every child at fork; a handle compares it with its own copy.
+// relaxed: written by the forking thread in the child before any other thread
+// exists there, and read with the GIL held.
+std::atomic<std::uint64_t> fork_generation{0};
+}  // namespace
+
+void register_fork_guard() {
+  ::pthread_atfork(nullptr, nullptr, [] { fork_generation.fetch_add(1, std::memory_order_relaxed); });
+}
+
 // --- Ring ---------------------------------------------------------------------
+
+Ring::Ring(BroadcastRing ring, std::string name)
+    : ring_(std::make_unique<BroadcastRing>(std::move(ring))),
+      name_(std::move(name)),
+      fork_generation_(fork_generation.load(std::memory_order_relaxed)) {}
+
+Ring::~Ring() {
+  // The parent's handle, copied by fork: destroying it would unregister the
+  // parent's consumers. Abandon it; the mapping goes with this process.
+  if (inherited()) (void)ring_.release();
+}
+
+bool Ring::inherited() const noexcept {
+  return fork_generation_ != fork_generation.load(std::memory_order_relaxed);
+}
 
 BroadcastRing& Ring::handle() {
   if (!ring_) throw py::value_error("operation on a closed ring");
+  if (inherited()) [[unlikely]] {
+    throw std::runtime_error("this ring handle was opened by the parent of a fork; open the ring again here");
+  }
   return *ring_;
 }
 
@@ -27,7 +61,11 @@ BroadcastRing& Ring::producer_handle() {
 
 void Ring::close() {
   if (waits_in_flight != 0) throw std::runtime_error("cannot close a ring while a thread waits on it");
-  ring_.reset();
+  if (inherited()) {
+    (void)ring_.release();  // see ~Ring
+  } else {
+    ring_.reset();
+  }
 }
 
 bool Ring::try_push(py::buffer payload) {
@@ -58,8 +96,9 @@ bool Ring::push_wait(py::buffer payload, std::optional<double> timeout, std::opt
 
 Consumer::~Consumer() {
   // The GIL is held (pybind11 deallocates with it), so no thread waits here:
-  // a waiting thread's call holds a reference to this object.
-  if (registered_ && !ring_->closed()) (void)ring_->handle().unregister_consumer(id_);
+  // a waiting thread's call holds a reference to this object. In a forked
+  // child the entry is the parent's: left alone (invariant 4).
+  if (registered_ && !ring_->closed() && !ring_->inherited()) (void)ring_->handle().unregister_consumer(id_);
 }
 
 BroadcastRing& Consumer::handle() {
@@ -73,8 +112,8 @@ void Consumer::close() {
   if (!registered_) return;
   if (waiting) throw std::runtime_error("cannot close a consumer while a thread waits on it");
   registered_ = false;
-  // A closed ring has unregistered it already.
-  if (!ring_->closed()) (void)ring_->handle().unregister_consumer(id_);
+  // A closed ring has unregistered it already; a forked child's is the parent's.
+  if (!ring_->closed() && !ring_->inherited()) (void)ring_->handle().unregister_consumer(id_);
 }
 
 py::object Consumer::result(const RecvResult& r, std::span<const std::byte> buffer, const char* operation) {

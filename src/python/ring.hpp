@@ -15,6 +15,11 @@
 //   3. While any thread waits on a ring, it cannot be closed (the waiter uses
 //      the mapping). A Consumer holds its Ring alive, so garbage collection
 //      cannot unmap it either.
+//   4. A handle belongs to the process that opened it. In a child forked
+//      after that (os.fork, multiprocessing's fork start method) every call
+//      on it raises RuntimeError, and closing or collecting it there neither
+//      unregisters the parent's consumers nor gives up the parent's producer
+//      role: the child's copy is abandoned, not destroyed.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -31,9 +36,15 @@ namespace ringcast::python {
 
 namespace py = pybind11;
 
+// Registers the fork hook behind invariant 4. Called once, at import.
+void register_fork_guard();
+
 class Ring {
  public:
-  Ring(BroadcastRing ring, std::string name) : ring_(std::move(ring)), name_(std::move(name)) {}
+  Ring(BroadcastRing ring, std::string name);
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+  ~Ring();
 
   // The open handle; ValueError once closed.
   BroadcastRing& handle();
@@ -41,7 +52,9 @@ class Ring {
   // in push_wait (invariant 1).
   BroadcastRing& producer_handle();
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
-  [[nodiscard]] bool closed() const noexcept { return !ring_.has_value(); }
+  [[nodiscard]] bool closed() const noexcept { return ring_ == nullptr; }
+  // True in a process forked after this handle was opened (invariant 4).
+  [[nodiscard]] bool inherited() const noexcept;
   // Unregisters this handle's consumers, releases the producer role, unmaps.
   // Idempotent. RuntimeError while a thread waits on this ring (invariant 3).
   void close();
@@ -55,8 +68,9 @@ class Ring {
   bool producer_waiting = false;    // a thread is inside push_wait
 
  private:
-  std::optional<BroadcastRing> ring_;
+  std::unique_ptr<BroadcastRing> ring_;  // null once closed
   std::string name_;
+  std::uint64_t fork_generation_;        // the process's fork count when opened
 };
 
 class Consumer {

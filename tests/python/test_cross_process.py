@@ -101,3 +101,35 @@ def test_sigint_interrupts_a_consumer_process_blocked_in_recv_wait(ring_path, ch
     assert read_line(child) == "interrupted"
     assert child.wait(TIMEOUT) == 0, child.stderr.read()
     assert ring.active_consumer_count() == 0        # the with block unregistered it
+
+
+def test_a_forked_child_cannot_use_or_tear_down_the_parents_handles(ring_path):
+    import gc
+    import os
+
+    ring = Ring.create(ring_path, 16)
+    c = ring.register_consumer()
+    pid = os.fork()
+    if pid == 0:  # the child: report through the exit status, never return into pytest
+        status = 1
+        try:
+            for call in (lambda: ring.try_push(b"x"), c.try_recv, ring.register_consumer):
+                try:
+                    call()
+                    raise AssertionError("a call on an inherited handle worked")
+                except RuntimeError:
+                    pass
+            assert "parent of a fork" in repr(ring)
+            c.close()
+            ring.close()
+            gc.collect()
+            with Ring.open(ring_path) as own:       # its own handle works
+                assert own.active_consumer_count() == 1
+            status = 0
+        finally:
+            os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert ring.active_consumer_count() == 1        # the parent's consumer is still registered
+    assert ring.try_push(b"after the fork") and ring.is_producer
+    assert c.try_recv() == b"after the fork"
