@@ -43,11 +43,18 @@ inline Errc status_of(const RecvResult& r) noexcept { return r.status; }
 template <class Attempt>
 auto wait_in_slices(Ring& ring, bool& role, std::optional<std::chrono::nanoseconds> timeout,
                     Attempt&& attempt) {
+  // Marks the wait for its whole length, exceptions included (invariants 1-3).
   struct Mark {
-    Ring& ring;
-    bool& role;
-    Mark(Ring& r, bool& f) : ring(r), role(f) { ++ring.waits_in_flight, role = true; }
-    ~Mark() { --ring.waits_in_flight, role = false; }
+    Ring& marked_ring;
+    bool& marked_role;
+    Mark(Ring& r, bool& f) : marked_ring(r), marked_role(f) {
+      ++marked_ring.waits_in_flight;
+      marked_role = true;
+    }
+    ~Mark() {
+      --marked_ring.waits_in_flight;
+      marked_role = false;
+    }
   } mark(ring, role);
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
