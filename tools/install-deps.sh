@@ -11,6 +11,8 @@ packages=(
   libhiredis-dev redis-tools redis-server
   libnats-dev nats-server
   libzmq3-dev gnuplot-nox python3
+  # The Python module (src/python), its tests and benchmark; for /usr/bin/python3.
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-zmq
 )
 
 missing=()

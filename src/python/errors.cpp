@@ -1,0 +1,51 @@
+#include "errors.hpp"
+
+#include <fmt/format.h>
+
+namespace py = pybind11;
+
+namespace ringcast::python {
+namespace {
+
+// The exception type, created at import and kept for the life of the
+// interpreter (module objects are never unloaded).
+PyObject* ring_error_type = nullptr;
+
+[[noreturn]] void raise(std::string message, Errc code, int sys_errno, std::uint64_t missed) {
+  py::object type = py::reinterpret_borrow<py::object>(ring_error_type);
+  py::object exc = type(std::move(message));
+  exc.attr("errc") = py::cast(code);
+  exc.attr("errno") = sys_errno;
+  exc.attr("missed") = missed;
+  PyErr_SetObject(ring_error_type, exc.ptr());
+  throw py::error_already_set();
+}
+
+}  // namespace
+
+void register_errors(py::module_& m) {
+  ring_error_type = PyErr_NewExceptionWithDoc(
+      "ringcast.RingError",
+      "A ringcast operation failed. Attributes: errc (ringcast.Errc; errc.name is the C++\n"
+      "enumerator, e.g. 'layout_mismatch'), errno (of the failing system call, 0 if none),\n"
+      "missed (messages overwritten before they were read, for Errc.lapped).",
+      PyExc_Exception, nullptr);
+  if (ring_error_type == nullptr) throw py::error_already_set();
+  py::object type = py::reinterpret_borrow<py::object>(ring_error_type);
+  type.attr("errc") = py::cast(Errc::ok);
+  type.attr("errno") = 0;
+  type.attr("missed") = 0;
+  m.attr("RingError") = type;
+}
+
+void raise_error(std::string_view subject, const Error& error) {
+  raise(fmt::format("{}: {}", subject, error.message()), error.code, error.sys_errno, 0);
+}
+
+void raise_errc(std::string_view subject, std::string_view operation, Errc code, std::uint64_t missed) {
+  std::string message = fmt::format("{}: {}: {}", subject, operation, to_string(code));
+  if (code == Errc::lapped) message += fmt::format(" ({} messages overwritten before they were read)", missed);
+  raise(std::move(message), code, 0, missed);
+}
+
+}  // namespace ringcast::python

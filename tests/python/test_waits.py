@@ -1,0 +1,139 @@
+"""recv_wait / push_wait release the GIL while they wait, and Ctrl-C interrupts them.
+
+No test sleeps to synchronise: a thread that waits sets Consumer.waiting /
+Ring.producer_waiting before it releases the GIL, and the main thread can see
+that flag only because the GIL was released.
+"""
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from ringcast import Ring
+
+LONG = 60.0  # a wait no passing test reaches
+
+
+def until(predicate):
+    """Spins in Python (which needs the GIL) until predicate() holds; fails after LONG."""
+    deadline = time.monotonic() + LONG
+    while not predicate():
+        assert time.monotonic() < deadline, "condition never held"
+
+
+class Waiter(threading.Thread):
+    def __init__(self, call):
+        super().__init__(daemon=True)
+        self.call, self.result, self.error = call, None, None
+
+    def run(self):
+        try:
+            self.result = self.call()
+        except BaseException as e:  # noqa: B036 - reported to the test thread
+            self.error = e
+
+
+@pytest.fixture(params=[False, True], ids=["polling", "wakeups"])
+def ring(request, ring_path):
+    with Ring.create(ring_path, 4, wakeups=request.param) as r:
+        yield r
+
+
+def test_recv_wait_lets_other_threads_run_and_returns_their_message(ring):
+    c = ring.register_consumer()
+    waiter = Waiter(lambda: c.recv_wait(timeout=LONG))
+    waiter.start()
+    until(lambda: c.waiting)               # reachable only with the GIL released
+    assert ring.try_push(b"from the main thread")
+    waiter.join(LONG)
+    assert waiter.error is None and waiter.result == b"from the main thread"
+    assert not c.waiting
+
+
+def test_push_wait_lets_other_threads_run_and_completes_when_they_drain(ring):
+    c = ring.register_consumer()
+    while ring.try_push(b"fill"):
+        pass
+    waiter = Waiter(lambda: ring.push_wait(b"last", timeout=LONG))
+    waiter.start()
+    until(lambda: ring.producer_waiting)
+    assert len(c.drain(100)) == 4
+    waiter.join(LONG)
+    assert waiter.error is None and waiter.result is True
+    assert c.try_recv() == b"last"
+
+
+def test_a_waiting_consumer_and_ring_refuse_what_would_race(ring):
+    c = ring.register_consumer()
+    waiter = Waiter(lambda: c.recv_wait(timeout=LONG))
+    waiter.start()
+    until(lambda: c.waiting)
+    for call in (c.try_recv, c.drain, c.close, ring.close, lambda: c.recv_wait(timeout=0)):
+        with pytest.raises(RuntimeError):
+            call()
+    other = ring.register_consumer()       # other ids stay usable
+    ring.try_push(b"wake")
+    waiter.join(LONG)
+    assert waiter.result == b"wake" and other.try_recv() == b"wake"
+    c.close()
+
+
+def test_a_thread_in_push_wait_keeps_other_pushes_out(ring):
+    c = ring.register_consumer()
+    while ring.try_push(b"fill"):
+        pass
+    waiter = Waiter(lambda: ring.push_wait(b"x", timeout=LONG))
+    waiter.start()
+    until(lambda: ring.producer_waiting)
+    for call in (lambda: ring.try_push(b"y"), ring.release_producer, ring.close):
+        with pytest.raises(RuntimeError):
+            call()
+    c.drain(100)
+    waiter.join(LONG)
+    assert waiter.result is True and c.try_recv() == b"x"
+
+
+def test_ctrl_c_interrupts_recv_wait_without_a_timeout(ring):
+    c = ring.register_consumer()
+
+    def interrupt():
+        until(lambda: c.waiting)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    t = threading.Thread(target=interrupt, daemon=True)
+    t.start()
+    with pytest.raises(KeyboardInterrupt):
+        c.recv_wait()
+    t.join()
+    assert not c.waiting
+    ring.try_push(b"still usable")
+    assert c.recv_wait(timeout=LONG) == b"still usable"
+
+
+def test_ctrl_c_interrupts_push_wait(ring):
+    c = ring.register_consumer()  # noqa: F841 - keeps the ring full
+    while ring.try_push(b"fill"):
+        pass
+
+    def interrupt():
+        until(lambda: ring.producer_waiting)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    t = threading.Thread(target=interrupt, daemon=True)
+    t.start()
+    with pytest.raises(KeyboardInterrupt):
+        ring.push_wait(b"never")
+    t.join()
+    assert not ring.producer_waiting
+
+
+def test_timeouts_return_none_and_false(ring):
+    c = ring.register_consumer()
+    assert c.recv_wait(timeout=0) is None
+    assert c.recv_wait(timeout=0.01) is None
+    while ring.try_push(b"fill"):
+        pass
+    assert ring.push_wait(b"x", timeout=0.01) is False
