@@ -395,6 +395,7 @@ TEST_F(RelayTest, RefusedMessageWaitsInTheRingUntilTheBlockSubscriberHasRoom) {
     c.broker->queue_limits.hard_bytes = 64 << 10;
     c.broker->queue_limits.soft_bytes = 0;
     c.broker->pace_bytes = 16 << 10;
+    c.broker->max_stall = std::chrono::seconds(30);  // the reader is never to be called slow
   };
   constexpr std::uint64_t kSlots = 256;
   ASSERT_NO_FATAL_FAILURE(start_relay("block.ring", kSlots, "ticks", /*topic_in_payload=*/false, {}, limits));
