@@ -119,7 +119,9 @@ TEST_F(BadFileTest, NoPermissionIsIoError) {
   ASSERT_TRUE(BroadcastRing::create(path_, 4));  // mode 0600, owned by us
   // Root ignores file modes, so check from a child that drops to nobody. Any
   // other owner is refused by mode 0000, in the child as in this process.
-  if (::getuid() != 0) ASSERT_EQ(::chmod(path_.c_str(), 0), 0);
+  if (::getuid() != 0) {
+    ASSERT_EQ(::chmod(path_.c_str(), 0), 0);
+  }
   const pid_t child = test::fork_with_death_signal();
   ASSERT_GE(child, 0);
   if (child == 0) {
