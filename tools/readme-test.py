@@ -13,6 +13,9 @@ tools/test.sh runs it after the release build's tests have passed:
   * A ```sh block preceded by `<!-- readme-test: help -->` (the benchmarks,
     which take minutes and need a quiet machine) runs each command with
     --help instead, which proves the command exists and parses.
+  * Every ```python block runs with /usr/bin/python3 (the interpreter the
+    module is built for) with the build's python/ directory on PYTHONPATH, as
+    the README tells a user to set it.
   * The ```cmake block and the ```cpp blocks become one small project built
     against the installed package with find_package(ringcast): each cpp block
     is the body of a main() (its #include lines hoisted), with the few names
@@ -118,6 +121,22 @@ def run_sh(text: str, line: int, env: dict, help_only: bool) -> None:
         fail(f"README.md:{line}: exit status {proc.returncode}", body, out)
 
 
+def run_python(text: str, line: int, env: dict, build: Path) -> None:
+    print(f"readme-test: README.md:{line}: python", flush=True)
+    r = subprocess.run(["/usr/bin/python3", "-"], input=text, cwd=ROOT, text=True,
+                       env=dict(env, PYTHONPATH=str(build / "python")),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=BLOCK_TIMEOUT_S)
+    remove_created_rings(text)
+    if r.returncode != 0:
+        fail(f"README.md:{line}: exit status {r.returncode}", text, r.stdout)
+
+
+def remove_created_rings(text: str) -> None:
+    """A snippet that creates a ring under a fixed name leaves it behind."""
+    for path in re.findall(r'create\("([^"]+)"', text):
+        Path(path).unlink(missing_ok=True)
+
+
 def build_snippets(cmake_text: str, cpp_blocks: list, prefix: Path, work: Path, env: dict) -> None:
     src = work / "snippets"
     src.mkdir()
@@ -150,9 +169,7 @@ def build_snippets(cmake_text: str, cpp_blocks: list, prefix: Path, work: Path, 
     # The producer snippet creates its ring and pushes one tick: run it.
     producer = work / "snippets-build" / names[0]
     r = subprocess.run([str(producer)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    created = re.search(r'create\("([^"]+)"', cpp_blocks[0][0])
-    if created:
-        Path(created.group(1)).unlink(missing_ok=True)
+    remove_created_rings(cpp_blocks[0][0])
     if r.returncode != 0:
         fail(f"running the producer snippet (README.md:{cpp_blocks[0][1]})", cpp_blocks[0][0], r.stdout)
 
@@ -173,11 +190,14 @@ def main() -> None:
         if r.returncode != 0:
             fail("cmake --install", "", r.stdout)
         env = dict(os.environ, PATH=f"{prefix / 'bin'}:{os.environ.get('PATH', '')}")
-        cmake_text, cpp_blocks, ran = "", [], 0
+        cmake_text, cpp_blocks, ran, ran_python = "", [], 0, 0
         for lang, directive, text, line in blocks(readme):
             if lang == "sh":
                 run_sh(text, line, env, directive == "help")
                 ran += 1
+            elif lang == "python":
+                run_python(text, line, env, ROOT / args.build)
+                ran_python += 1
             elif lang == "cmake":
                 cmake_text = text
             elif lang == "cpp":
@@ -185,7 +205,7 @@ def main() -> None:
         if not cmake_text or not cpp_blocks:
             fail("README.md has no cmake block or no cpp blocks to build", "", "")
         build_snippets(cmake_text, cpp_blocks, prefix, work, env)
-        print(f"readme-test: {ran} sh blocks ran, {len(cpp_blocks)} cpp blocks built: ok")
+        print(f"readme-test: {ran} sh and {ran_python} python blocks ran, {len(cpp_blocks)} cpp blocks built: ok")
     finally:
         if args.keep:
             print(f"readme-test: kept {work}")

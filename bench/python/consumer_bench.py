@@ -21,7 +21,7 @@ Rounds alternate the modes, so a noisy machine slows each alike. Throughput is
 measured at the consumer, from its first message to its last, in wall-clock
 time and per CPU-second of the consumer process (its CPU time over the same
 span, all its threads: pyzmq's I/O thread included; an idle ringcast consumer
-sleeps in recv_wait on a wakeups ring rather than spinning). On a loaded
+sleeps in recv_wait rather than spinning). On a loaded
 machine the second says what the consumer could do with a core of its own.
 Prints a Markdown table (per-round figures and medians) for docs/benchmarks.md.
 """
@@ -71,8 +71,9 @@ def check_one(m, seq):
 
 
 def run_ring(ringcast, producer, path, count, mode):
-    # wakeups: an idle consumer sleeps on the futex instead of spinning, so its
-    # CPU time is the work it did (one fence per batch on each side).
+    # An idle consumer sleeps on the futex instead of spinning (on every ring), so
+    # its CPU time is the work it did; `wakeups` makes both sides fence instead
+    # of using membarrier(2), as when the recorded figures were taken.
     ring = ringcast.Ring.create(path, 16384, replace=True, claim_producer=False, wakeups=True)
     c = ring.register_consumer()
     proc = spawn([producer, "ring", path, str(count)])

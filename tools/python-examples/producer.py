@@ -47,7 +47,7 @@ def main():
                     help="wait for N registered consumers before publishing (default %(default)s)")
     args = ap.parse_args()
 
-    with ringcast.Ring.create(args.path, args.capacity, replace=True, wakeups=True) as ring:
+    with ringcast.Ring.create(args.path, args.capacity, replace=True) as ring:
         print(f"ring ready: {args.path} (capacity {ring.capacity})", flush=True)
         try:
             while ring.active_consumer_count() < args.wait_consumers:
