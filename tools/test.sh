@@ -2,6 +2,8 @@
 # Builds and runs every test: release, ASan+UBSan and TSan builds of the whole
 # suite, then the libFuzzer smoke runs (clang). Installs missing packages first.
 # After the release suite, tools/readme-test.py runs every block of README.md.
+# Not run here (minutes per mutation): tools/mutants.py, which breaks each
+# critical invariant in turn and checks that a test fails.
 #
 #   tools/test.sh                 everything (what CI runs)
 #   tools/test.sh release asan    only the named configurations
