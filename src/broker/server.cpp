@@ -255,6 +255,15 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
       flush();
       return;
     }
+    // Our own replies go out now, not at our turn in the ready list, which comes
+    // after every subscriber this input's publishes marked on this thread: a
+    // pipelining publisher then sends its next commands while we write the
+    // fan-out, instead of waiting for all of it (Redis, too, writes the client it
+    // replied to last first). Our entry in the ready list stays; its turn pops
+    // whatever is queued by then, or nothing, which disarms an empty queue
+    // (connection_queue.hpp, invariant 3), so an extra flush is harmless.
+    flush();
+    if (closed_) return;
     if (r == InputResult::kHeld) {
       hold();
       return;
