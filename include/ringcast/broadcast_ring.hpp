@@ -278,6 +278,10 @@ class BroadcastRing {
   [[nodiscard]] Errc check_room() noexcept;
   void publish(std::uint64_t next_seq) noexcept;
   void advance_cursor(ConsumerId id, std::uint64_t next) noexcept;
+  // Classifies a read of `seq` that was not ok, re-reading a half-written
+  // slot for a bounded spin. On ok the message is in `out` and the cursor is
+  // NOT moved (the caller advances it once the message is delivered); on a lap
+  // the cursor moves past the overwritten messages.
   RecvResult recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcome outcome,
                        std::span<std::byte, kMaxPayload> out) noexcept;
   Errc claim_slow() noexcept;
@@ -478,7 +482,11 @@ inline RecvResult BroadcastRing::try_recv(ConsumerId id, std::span<std::byte, kM
   const std::uint64_t seq = consumer(id).cursor.load(std::memory_order_relaxed);
   std::uint32_t length = 0;
   const ReadOutcome outcome = read_slot(seq, out, length);
-  if (outcome != ReadOutcome::ok) [[unlikely]] return recv_slow(id, seq, outcome, out);
+  if (outcome != ReadOutcome::ok) [[unlikely]] {
+    const RecvResult r = recv_slow(id, seq, outcome, out);
+    if (r.status != Errc::ok) return r;
+    length = r.length;
+  }
   advance_cursor(id, seq + 1);
   return {Errc::ok, length};
 }
@@ -493,19 +501,14 @@ BatchResult BroadcastRing::drain(ConsumerId id, OnMessage&& on_message, std::siz
   while (seq - start < max) {
     std::uint32_t length = 0;
     const ReadOutcome outcome = read_slot(seq, buffer, length);
-    if (outcome != ReadOutcome::ok) {
-      if (seq == start) {
-        // Nothing read yet: let the single-message slow path classify it (and
-        // move the cursor on a lap), then stop.
-        const RecvResult r = recv_slow(id, seq, outcome, buffer);
-        if (r.status == Errc::ok) {
-          on_message(std::span<const std::byte>(buffer, r.length));
-          return {1, Errc::ok};
-        }
-        return {0, r.status, r.missed};
-      }
-      break;  // the next call classifies what stopped this batch
-
+    if (outcome != ReadOutcome::ok) [[unlikely]] {
+      if (seq != start) break;  // the next call classifies what stopped this batch
+      // Nothing read yet: let the single-message slow path classify it (it
+      // moves the cursor only on a lap). A message it read is delivered like
+      // any other below, so a throwing on_message leaves the cursor alone.
+      const RecvResult r = recv_slow(id, seq, outcome, buffer);
+      if (r.status != Errc::ok) return {0, r.status, r.missed};
+      length = r.length;
     }
     on_message(std::span<const std::byte>(buffer, length));
     ++seq;

@@ -558,10 +558,7 @@ RecvResult BroadcastRing::recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcom
     }
     std::uint32_t length = 0;
     outcome = read_slot(seq, out, length);
-    if (outcome == ReadOutcome::ok) {
-      advance_cursor(id, seq + 1);
-      return {Errc::ok, length};
-    }
+    if (outcome == ReadOutcome::ok) return {Errc::ok, length};  // the caller advances the cursor
   }
 }
 

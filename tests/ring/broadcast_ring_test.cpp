@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -390,6 +391,26 @@ TEST_F(BroadcastRingTest, DrainHonoursMaxAndReportsEmpty) {
   EXPECT_EQ(ring->drain(*c, count, 4).count, 4U);
   EXPECT_EQ(ring->drain(*c, count, 4).count, 2U);
   EXPECT_EQ(calls, 6);
+}
+
+// The header's promise: if on_message throws, the batch's cursor is not
+// published and the next call delivers the same messages again.
+TEST_F(BroadcastRingTest, DrainRedeliversTheBatchWhoseCallbackThrew) {
+  auto ring = BroadcastRing::create_anonymous(8);
+  ASSERT_TRUE(ring);
+  auto c = ring->register_consumer();
+  for (const char* m : {"a", "b", "c"}) ASSERT_EQ(ring->try_push(as_bytes(m)), Errc::ok);
+  int calls = 0;
+  auto throw_on_second = [&](std::span<const std::byte>) {
+    if (++calls == 2) throw std::runtime_error("callback failed");
+  };
+  EXPECT_THROW((void)ring->drain(*c, throw_on_second, 8), std::runtime_error);
+  EXPECT_EQ(ring->lag(*c), 3U);
+  std::string got;
+  const BatchResult again = ring->drain(
+      *c, [&](std::span<const std::byte> p) { got.append(reinterpret_cast<const char*>(p.data()), p.size()); }, 8);
+  EXPECT_EQ(again.count, 3U);
+  EXPECT_EQ(got, "abc");
 }
 
 TEST_F(BroadcastRingTest, LossyProducerNeverWaitsAndReaderReportsLap) {
