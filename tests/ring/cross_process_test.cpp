@@ -133,6 +133,44 @@ TEST_F(CrossProcessTest, ProducerTakeoverAfterDeathMidWriteLosesAndRepeatsNothin
   }
 }
 
+// A producer killed inside try_push_batch: messages 1 and 2 are committed in
+// their slots but producer_seq still says 1, and the consumer reads them anyway
+// (it goes by slot versions). The successor must resume after message 2 (the
+// forward scan by slot version in claim_producer), repairing slot 3: resuming
+// at producer_seq would overwrite messages already delivered and leave the
+// consumer facing a half-written slot.
+TEST_F(CrossProcessTest, ProducerTakeoverAfterDeathMidBatchResumesAfterItsCommittedSlots) {
+  auto ring = BroadcastRing::create(path_, 8, {.claim_producer = false});
+  ASSERT_TRUE(ring);
+  auto id = ring->register_consumer();
+  ASSERT_TRUE(id);
+  ChildProcess dying = helper("die-mid-batch", path_);
+  ASSERT_EQ(dying.read_line(), "ready");
+  EXPECT_EQ(exit_code_of(dying), 128 + SIGKILL);
+  EXPECT_EQ(ring->producer_position(), 1U);
+
+  alignas(8) test::Buffer buf{};
+  for (std::uint64_t seq = 0; seq <= 2; ++seq) {
+    const RecvResult r = ring->try_recv(*id, buf);
+    ASSERT_EQ(r.status, Errc::ok) << seq;
+    EXPECT_EQ(test::check_message(std::span<const std::byte>(buf.data(), r.length)), seq);
+  }
+  EXPECT_EQ(ring->try_recv(*id, buf).status, Errc::producer_dead);
+
+  auto successor = BroadcastRing::open(path_);
+  ASSERT_TRUE(successor);
+  ASSERT_TRUE(successor->claim_producer());
+  EXPECT_EQ(successor->producer_position(), 3U);
+  EXPECT_EQ(ring->try_recv(*id, buf).status, Errc::empty);
+  for (std::uint64_t seq = 3; seq < 20; ++seq) {
+    test::make_message(seq, buf);
+    ASSERT_EQ(successor->try_push(buf), Errc::ok);
+    const RecvResult r = ring->try_recv(*id, buf);
+    ASSERT_EQ(r.status, Errc::ok) << seq;
+    EXPECT_EQ(test::check_message(std::span<const std::byte>(buf.data(), r.length)), seq);
+  }
+}
+
 TEST_F(CrossProcessTest, LossyReadersInOtherProcessesNeverSeeTornPayloads) {
   auto ring = BroadcastRing::create(path_, 2, {.lossy = true});
   ASSERT_TRUE(ring);
