@@ -76,6 +76,10 @@ using ConsumerId = std::uint32_t;
 
 // Fenced publishes without a sleeper after which the producer drops the fence.
 inline constexpr std::uint32_t kQuietPublishesBeforeUnfence = 1024;
+// reap_on_full: at most one reaping pass per this many nanoseconds of its clock.
+inline constexpr std::int64_t kReapOnFullIntervalNs = 10'000'000;
+// A monotonic clock in nanoseconds (reap_on_full's rate limit).
+using ClockNs = std::int64_t (*)() noexcept;
 
 struct CreateOptions {
   mode_t mode = 0600;           // file mode of a new file or shared-memory object
@@ -87,12 +91,14 @@ struct CreateOptions {
                                 // this only chooses who pays for it (docs/memory-ordering.md)
   bool claim_producer = true;   // the creating handle becomes the producer
   bool reap_on_full = false;    // producer reaps dead consumers when it finds the ring full
+  ClockNs reap_clock = nullptr; // reap_on_full's clock; nullptr: CLOCK_MONOTONIC (tests inject one)
 };
 
 struct OpenOptions {
   std::uint64_t expected_capacity = 0;  // 0: take the header's; else layout_mismatch on disagreement
   bool read_only = false;               // map read-only (observers such as ring-top)
   bool reap_on_full = false;            // as CreateOptions::reap_on_full, if this handle produces
+  ClockNs reap_clock = nullptr;         // as CreateOptions::reap_clock
 };
 
 // Outcome of a single receive. 16 bytes, returned in registers.
@@ -337,7 +343,8 @@ class BroadcastRing {
   alignas(kCacheLine) bool is_producer_ = false;
   std::uint64_t seq_ = 0;                // next sequence to write
   std::uint64_t cached_min_ = 0;         // a lower bound on every active cursor
-  std::int64_t next_reap_ns_ = 0;        // rate limit for reap_on_full
+  std::int64_t next_reap_ns_ = 0;        // rate limit for reap_on_full, on reap_clock_
+  ClockNs reap_clock_ = nullptr;         // read only when full_slow considers reaping
   // Fenced mode (docs/memory-ordering.md, "Fenced mode"): while consumers
   // sleep, the producer makes a system call per wake anyway, so it takes the
   // full fence on itself and spares each sleeper a membarrier.

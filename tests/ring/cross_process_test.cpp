@@ -3,6 +3,7 @@
 // in the middle of writing a slot.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -77,6 +78,34 @@ TEST_F(CrossProcessTest, KilledConsumerIsReapedAndOthersLoseNothing) {
     ASSERT_EQ(ring->push_wait(msg, 30s, IdleStrategy::spin_then_yield), Errc::ok) << seq;
   }
   EXPECT_EQ(exit_code_of(reader), 0);
+  EXPECT_EQ(ring->active_consumer_count(), 0U);
+}
+
+// reap_on_full's rate limit, on an injected clock: a full ring makes the
+// producer try a reaping pass at most once per kReapOnFullIntervalNs, so a
+// consumer that dies just after a pass stays until the interval is over.
+std::atomic<std::int64_t> fake_now_ns{0};
+std::int64_t fake_clock() noexcept { return fake_now_ns.load(std::memory_order_relaxed); }
+
+TEST_F(CrossProcessTest, ReapOnFullTriesAtMostOncePerInterval) {
+  fake_now_ns.store(1'000'000'000, std::memory_order_relaxed);
+  auto ring = BroadcastRing::create(path_, 8, {.reap_on_full = true, .reap_clock = fake_clock});
+  ASSERT_TRUE(ring);
+  ChildProcess stuck = helper("hold", path_);
+  ASSERT_EQ(stuck.read_line(), "ready");
+  for (int m = 0; m < 8; ++m) ASSERT_EQ(ring->try_push(test::as_bytes("m")), Errc::ok);
+  // Full: a pass runs now and finds the owner alive.
+  EXPECT_EQ(ring->try_push(test::as_bytes("m")), Errc::full);
+  EXPECT_EQ(exit_code(stuck.stop(SIGKILL)), 128 + SIGKILL);
+  // Its owner is dead, but the interval has not passed on the producer's clock:
+  // no second pass, however often the producer retries.
+  for (int retry = 0; retry < 3; ++retry) EXPECT_EQ(ring->try_push(test::as_bytes("m")), Errc::full);
+  fake_now_ns.fetch_add(kReapOnFullIntervalNs - 1, std::memory_order_relaxed);
+  EXPECT_EQ(ring->try_push(test::as_bytes("m")), Errc::full);
+  EXPECT_EQ(ring->active_consumer_count(), 1U);
+  // One more nanosecond: the next full push reaps the dead entry and goes through.
+  fake_now_ns.fetch_add(1, std::memory_order_relaxed);
+  EXPECT_EQ(ring->try_push(test::as_bytes("m")), Errc::ok);
   EXPECT_EQ(ring->active_consumer_count(), 0U);
 }
 
