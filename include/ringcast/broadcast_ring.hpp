@@ -76,6 +76,10 @@ using ConsumerId = std::uint32_t;
 
 // Fenced publishes without a sleeper after which the producer drops the fence.
 inline constexpr std::uint32_t kQuietPublishesBeforeUnfence = 1024;
+// reap_on_full: at most one reaping pass per this many nanoseconds of its clock.
+inline constexpr std::int64_t kReapOnFullIntervalNs = 10'000'000;
+// A monotonic clock in nanoseconds (reap_on_full's rate limit).
+using ClockNs = std::int64_t (*)() noexcept;
 
 struct CreateOptions {
   mode_t mode = 0600;           // file mode of a new file or shared-memory object
@@ -87,12 +91,14 @@ struct CreateOptions {
                                 // this only chooses who pays for it (docs/memory-ordering.md)
   bool claim_producer = true;   // the creating handle becomes the producer
   bool reap_on_full = false;    // producer reaps dead consumers when it finds the ring full
+  ClockNs reap_clock = nullptr; // reap_on_full's clock; nullptr: CLOCK_MONOTONIC (tests inject one)
 };
 
 struct OpenOptions {
   std::uint64_t expected_capacity = 0;  // 0: take the header's; else layout_mismatch on disagreement
   bool read_only = false;               // map read-only (observers such as ring-top)
   bool reap_on_full = false;            // as CreateOptions::reap_on_full, if this handle produces
+  ClockNs reap_clock = nullptr;         // as CreateOptions::reap_clock
 };
 
 // Outcome of a single receive. 16 bytes, returned in registers.
@@ -278,6 +284,10 @@ class BroadcastRing {
   [[nodiscard]] Errc check_room() noexcept;
   void publish(std::uint64_t next_seq) noexcept;
   void advance_cursor(ConsumerId id, std::uint64_t next) noexcept;
+  // Classifies a read of `seq` that was not ok, re-reading a half-written
+  // slot for a bounded spin. On ok the message is in `out` and the cursor is
+  // NOT moved (the caller advances it once the message is delivered); on a lap
+  // the cursor moves past the overwritten messages.
   RecvResult recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcome outcome,
                        std::span<std::byte, kMaxPayload> out) noexcept;
   Errc claim_slow() noexcept;
@@ -333,7 +343,8 @@ class BroadcastRing {
   alignas(kCacheLine) bool is_producer_ = false;
   std::uint64_t seq_ = 0;                // next sequence to write
   std::uint64_t cached_min_ = 0;         // a lower bound on every active cursor
-  std::int64_t next_reap_ns_ = 0;        // rate limit for reap_on_full
+  std::int64_t next_reap_ns_ = 0;        // rate limit for reap_on_full, on reap_clock_
+  ClockNs reap_clock_ = nullptr;         // read only when full_slow considers reaping
   // Fenced mode (docs/memory-ordering.md, "Fenced mode"): while consumers
   // sleep, the producer makes a system call per wake anyway, so it takes the
   // full fence on itself and spares each sleeper a membarrier.
@@ -478,7 +489,11 @@ inline RecvResult BroadcastRing::try_recv(ConsumerId id, std::span<std::byte, kM
   const std::uint64_t seq = consumer(id).cursor.load(std::memory_order_relaxed);
   std::uint32_t length = 0;
   const ReadOutcome outcome = read_slot(seq, out, length);
-  if (outcome != ReadOutcome::ok) [[unlikely]] return recv_slow(id, seq, outcome, out);
+  if (outcome != ReadOutcome::ok) [[unlikely]] {
+    const RecvResult r = recv_slow(id, seq, outcome, out);
+    if (r.status != Errc::ok) return r;
+    length = r.length;
+  }
   advance_cursor(id, seq + 1);
   return {Errc::ok, length};
 }
@@ -493,19 +508,14 @@ BatchResult BroadcastRing::drain(ConsumerId id, OnMessage&& on_message, std::siz
   while (seq - start < max) {
     std::uint32_t length = 0;
     const ReadOutcome outcome = read_slot(seq, buffer, length);
-    if (outcome != ReadOutcome::ok) {
-      if (seq == start) {
-        // Nothing read yet: let the single-message slow path classify it (and
-        // move the cursor on a lap), then stop.
-        const RecvResult r = recv_slow(id, seq, outcome, buffer);
-        if (r.status == Errc::ok) {
-          on_message(std::span<const std::byte>(buffer, r.length));
-          return {1, Errc::ok};
-        }
-        return {0, r.status, r.missed};
-      }
-      break;  // the next call classifies what stopped this batch
-
+    if (outcome != ReadOutcome::ok) [[unlikely]] {
+      if (seq != start) break;  // the next call classifies what stopped this batch
+      // Nothing read yet: let the single-message slow path classify it (it
+      // moves the cursor only on a lap). A message it read is delivered like
+      // any other below, so a throwing on_message leaves the cursor alone.
+      const RecvResult r = recv_slow(id, seq, outcome, buffer);
+      if (r.status != Errc::ok) return {0, r.status, r.missed};
+      length = r.length;
     }
     on_message(std::span<const std::byte>(buffer, length));
     ++seq;

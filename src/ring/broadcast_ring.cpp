@@ -35,8 +35,6 @@ namespace bip = boost::interprocess;
 // producer is alive. A live producer finishes a slot in nanoseconds unless it
 // is preempted; this bounds the wait without a system call per poll.
 constexpr int kHalfWrittenSpins = 4096;
-// reap_on_full: at most one reaping pass per interval.
-constexpr std::int64_t kReapIntervalNs = 10'000'000;
 
 std::int64_t monotonic_ns() noexcept {
   struct timespec ts {};
@@ -203,6 +201,7 @@ Result<void> BroadcastRing::map_and_initialise(std::uint64_t capacity, const Cre
   mask_ = std::has_single_bit(capacity) ? capacity - 1 : 0;
   flags_ = (options.lossy ? kFlagLossy : 0U) | (options.wakeups ? kFlagWakeups : 0U);
   reap_on_full_ = options.reap_on_full;
+  reap_clock_ = options.reap_clock != nullptr ? options.reap_clock : monotonic_ns;
   light_fence_ = needs_light_fence(flags_);
 
   // The file is zero-filled by ftruncate/mmap: slots read as "never written"
@@ -301,6 +300,7 @@ Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const O
   ring.mask_ = std::has_single_bit(capacity) ? capacity - 1 : 0;
   ring.flags_ = flags;
   ring.reap_on_full_ = options.reap_on_full;
+  ring.reap_clock_ = options.reap_clock != nullptr ? options.reap_clock : monotonic_ns;
   // A read-only handle neither pushes nor receives: it has no light side.
   ring.light_fence_ = options.read_only || needs_light_fence(flags);
   return ring;
@@ -330,6 +330,7 @@ BroadcastRing& BroadcastRing::operator=(BroadcastRing&& other) noexcept {
   seq_ = other.seq_;
   cached_min_ = other.cached_min_;
   next_reap_ns_ = other.next_reap_ns_;
+  reap_clock_ = other.reap_clock_;
   fenced_ = other.fenced_;
   quiet_publishes_ = other.quiet_publishes_;
   owned_.store(other.owned_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
@@ -425,9 +426,9 @@ Errc BroadcastRing::full_slow() noexcept {
   cached_min_ = min;
   if (seq_ - min < capacity_) return Errc::ok;
   if (reap_on_full_ && fd_ >= 0) {
-    const std::int64_t now = monotonic_ns();
+    const std::int64_t now = reap_clock_();
     if (now >= next_reap_ns_) {
-      next_reap_ns_ = now + kReapIntervalNs;
+      next_reap_ns_ = now + kReapOnFullIntervalNs;
       auto reaped = reap_dead_consumers();
       if (reaped && *reaped > 0) return full_slow();
     }
@@ -558,10 +559,7 @@ RecvResult BroadcastRing::recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcom
     }
     std::uint32_t length = 0;
     outcome = read_slot(seq, out, length);
-    if (outcome == ReadOutcome::ok) {
-      advance_cursor(id, seq + 1);
-      return {Errc::ok, length};
-    }
+    if (outcome == ReadOutcome::ok) return {Errc::ok, length};  // the caller advances the cursor
   }
 }
 

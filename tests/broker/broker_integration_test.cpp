@@ -542,5 +542,64 @@ INSTANTIATE_TEST_SUITE_P(Policies, SlowReaderTest,
                            return n;
                          });
 
+// The soft limit in a running broker, not only on the queue: a reader that
+// stops reading holds its queue over --soft-limit; the policy (drop-newest)
+// fires only once that has lasted --soft-seconds, the hard limit never fires,
+// and when the reader reads again one in-band notice accounts for exactly
+// what the soft limit dropped.
+TEST_F(BrokerIntegrationTest, SoftLimitFiresAfterItsSecondsAndTheLossNoticeCountsItsDrops) {
+  constexpr long long kSoft = 64 * 1024;
+  const int port = start({"--overflow-policy", "drop-newest", "--hard-limit", "16mb", "--soft-limit", "64kb",
+                          "--soft-seconds", "1", "--pace-bytes", "0"});
+  ASSERT_GT(port, 0);
+  const int slow = connect_loopback(port, 4096);
+  ASSERT_GE(slow, 0);
+  ASSERT_TRUE(send_all(slow, "CLIENT SETNAME slow\r\nSUBSCRIBE feed\r\n"));
+  Context pub = hiredis_connect(port);
+  Context admin = hiredis_connect(port);
+  ASSERT_TRUE(pub && pub->err == 0 && admin && admin->err == 0);
+  ASSERT_TRUE(wait_for_subscribers(pub.get(), "feed", 1));
+  const auto publish = [&](const std::string& payload) {
+    Reply r = command(pub.get(), {"PUBLISH", "feed", payload});
+    return r && r->type == REDIS_REPLY_INTEGER;
+  };
+
+  // The queue is empty now, so it goes over the soft limit after this instant.
+  const auto before_over = std::chrono::steady_clock::now();
+  // Fill the queue past the soft limit (the kernel's buffers first).
+  const std::string big(4096, 'b');
+  std::string line;
+  const auto fill = deadline_in(20s);
+  while (field(line = client_line(admin.get(), "slow"), "omem") <= kSoft && ms_left(fill) > 0) {
+    for (int i = 0; i < 16; ++i) ASSERT_TRUE(publish(big));
+  }
+  ASSERT_GT(field(line, "omem"), kSoft) << line;
+  // Keep pushing small messages (each push checks the soft timer) until the
+  // policy fires. The pushes stay far below the hard limit.
+  const auto fire = deadline_in(20s);
+  while (field(line = client_line(admin.get(), "slow"), "dropped-soft") <= 0 && ms_left(fire) > 0) {
+    ASSERT_TRUE(publish("tick"));
+  }
+  const auto fired_seen = std::chrono::steady_clock::now();
+  ASSERT_GT(field(line, "dropped-soft"), 0) << line;
+  // A lower bound that only a broken timer can violate: the queue went over
+  // after before_over, and the policy may act one second after that at the earliest.
+  EXPECT_GE(fired_seen - before_over, 1s);
+  EXPECT_EQ(field(line, "dropped-hard"), 0) << line;
+  EXPECT_LE(field(line, "omem"), 16LL << 20) << line;
+  // Every publish has been answered, so the count is final.
+  const long long dropped = field(line = client_line(admin.get(), "slow"), "dropped-soft");
+
+  // Once it reads again it learns, in-band, how much it lost.
+  std::string in;
+  ASSERT_TRUE(read_until(slow, in, "__ringcast__:loss", deadline_in(20s)));
+  ASSERT_TRUE(read_until(slow, in, " policy=drop-newest\r\n", deadline_in(20s))) << in.substr(in.find("__ringcast__:loss"));
+  const std::string notice = in.substr(in.find("__ringcast__:loss"));
+  unsigned long long lost = 0;
+  ASSERT_EQ(std::sscanf(notice.c_str() + notice.find("lost="), "lost=%llu", &lost), 1) << notice;
+  EXPECT_EQ(static_cast<long long>(lost), dropped) << notice;
+  ::close(slow);
+}
+
 }  // namespace
 }  // namespace ringcast::broker

@@ -1,6 +1,9 @@
 // End to end through the ringcast-relay executable: a producer, two local ring
 // consumers, the relay, and TCP subscribers (two fast, one deliberately slow
 // under drop-oldest); kill -9 of the relay mid-stream; clean SIGTERM shutdown.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <charconv>
 #include <filesystem>
@@ -409,6 +412,41 @@ TEST(RelayEndToEndTest, SigtermUnregistersAndExitsZeroSayingWhy) {
   EXPECT_NE(relay.stderr_text().find("stopping: received SIGTERM"), std::string::npos) << relay.stderr_text();
   EXPECT_NE(relay.stderr_text().find("unregistered consumer 0"), std::string::npos) << relay.stderr_text();
   EXPECT_EQ(ring->active_consumer_count(), 0u);
+}
+
+// docs/relay.md: exit status 3 when a ring fails at run time (a corrupt slot:
+// layout_mismatch), after stopping the others. Slot 1 is committed with a
+// length no slot can hold before message 0 is pushed, so the relay reads it
+// right after message 0: no waiting on a poll interval.
+TEST(RelayEndToEndTest, CorruptSlotStopsTheRelayWithStatusThreeNamingTheSlot) {
+  TempDir dir;
+  const std::string path = dir.file("corrupt.ring");
+  auto ring = BroadcastRing::create(path, 8);  // this handle is the live producer
+  ASSERT_TRUE(ring);
+  ChildProcess relay;
+  ASSERT_NE(start_relay(relay, {"--ring", path + "=bad", "--listen", "127.0.0.1:0"}), 0u) << relay.stderr_text();
+  ASSERT_TRUE(eventually([&] { return ring->active_consumer_count() == 1; }));
+
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const off_t slot1 = static_cast<off_t>(layout::kHeaderBytes + kSlotBytes);
+  const std::uint64_t length_word = 0xFFFFFFFF;  // length 4 GiB - 1, head bytes 0
+  const std::uint64_t committed_version = 2 * 1 + 2;
+  ASSERT_EQ(::pwrite(fd, &length_word, 8, slot1 + 8), 8);
+  ASSERT_EQ(::pwrite(fd, &committed_version, 8, slot1), 8);
+  ::close(fd);
+  alignas(8) std::byte msg[kPayload];
+  encode(0, msg);
+  ASSERT_EQ(ring->try_push(std::span<const std::byte>(msg, kPayload)), Errc::ok);
+
+  const auto status = relay.wait_exit(deadline_in(20s));
+  ASSERT_TRUE(status) << "the relay did not stop: " << relay.stderr_text();
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 3) << relay.stderr_text();
+  const std::string err = relay.stderr_text();
+  EXPECT_NE(err.find("slot 1 is corrupt (layout_mismatch)"), std::string::npos) << err;
+  EXPECT_NE(err.find("stopping: a ring failed"), std::string::npos) << err;
+  EXPECT_NE(err.find("exit status 3"), std::string::npos) << err;
+  EXPECT_EQ(ring->active_consumer_count(), 0u) << "the relay unregisters its consumer on the way out";
 }
 
 TEST(RelayEndToEndTest, UsageErrorsExitTwo) {

@@ -7,9 +7,11 @@
 
 #include <array>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "raw_slots.hpp"
 #include "test_support.hpp"
 
 namespace ringcast {
@@ -390,6 +392,64 @@ TEST_F(BroadcastRingTest, DrainHonoursMaxAndReportsEmpty) {
   EXPECT_EQ(ring->drain(*c, count, 4).count, 4U);
   EXPECT_EQ(ring->drain(*c, count, 4).count, 2U);
   EXPECT_EQ(calls, 6);
+}
+
+// The header's promise: if on_message throws, the batch's cursor is not
+// published and the next call delivers the same messages again.
+TEST_F(BroadcastRingTest, DrainRedeliversTheBatchWhoseCallbackThrew) {
+  auto ring = BroadcastRing::create_anonymous(8);
+  ASSERT_TRUE(ring);
+  auto c = ring->register_consumer();
+  for (const char* m : {"a", "b", "c"}) ASSERT_EQ(ring->try_push(as_bytes(m)), Errc::ok);
+  int calls = 0;
+  auto throw_on_second = [&](std::span<const std::byte>) {
+    if (++calls == 2) throw std::runtime_error("callback failed");
+  };
+  EXPECT_THROW((void)ring->drain(*c, throw_on_second, 8), std::runtime_error);
+  EXPECT_EQ(ring->lag(*c), 3U);
+  std::string got;
+  const BatchResult again = ring->drain(
+      *c, [&](std::span<const std::byte> p) { got.append(reinterpret_cast<const char*>(p.data()), p.size()); }, 8);
+  EXPECT_EQ(again.count, 3U);
+  EXPECT_EQ(got, "abc");
+}
+
+// A slot left half-written by a producer that is still alive is `stalled`
+// (after the bounded spin), whoever holds the role, and drain leaves the cursor
+// where it was; once the producer's lock is gone it is `producer_dead`. No
+// thread and no clock: the slot simply never gets committed.
+TEST_F(BroadcastRingTest, HalfWrittenSlotIsStalledWhileItsProducerLivesThenProducerDead) {
+  auto producer = BroadcastRing::create(path(), 8);
+  ASSERT_TRUE(producer);
+  auto consumer = BroadcastRing::open(path());
+  ASSERT_TRUE(consumer);
+  auto id = consumer->register_consumer();
+  ASSERT_TRUE(id);
+  ASSERT_EQ(producer->try_push(as_bytes("whole")), Errc::ok);
+  test::RawSlots raw(path(), 8);
+  ASSERT_TRUE(raw.ok());
+  raw.begin_write(1);  // the producer "is preempted" between its two version stores
+
+  Buffer buf{};
+  const RecvResult first = consumer->try_recv(*id, buf);
+  ASSERT_EQ(first.status, Errc::ok);
+  EXPECT_EQ(text(buf, first), "whole");
+  EXPECT_EQ(consumer->try_recv(*id, buf).status, Errc::stalled);
+  int calls = 0;
+  const BatchResult drained = consumer->drain(*id, [&](std::span<const std::byte>) { ++calls; }, 8);
+  EXPECT_EQ(drained.status, Errc::stalled);
+  EXPECT_EQ(drained.count, 0U);
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(consumer->status().consumers[*id].cursor, 1U);
+  // The producing handle itself reads it the same way.
+  auto own = producer->register_consumer();
+  ASSERT_TRUE(own);
+  EXPECT_EQ(producer->try_recv(*own, buf).status, Errc::stalled);
+  EXPECT_TRUE(producer->status().half_written_slot);
+
+  producer->release_producer();  // as the kernel does when the producer dies
+  EXPECT_EQ(consumer->try_recv(*id, buf).status, Errc::producer_dead);
+  EXPECT_EQ(consumer->status().consumers[*id].cursor, 1U);
 }
 
 TEST_F(BroadcastRingTest, LossyProducerNeverWaitsAndReaderReportsLap) {

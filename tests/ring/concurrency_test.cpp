@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <optional>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "message_pattern.hpp"
+#include "raw_slots.hpp"
 #include "ringcast/broadcast_ring.hpp"
 #include "test_support.hpp"
 #include "torn_read_stress.hpp"
@@ -66,6 +69,78 @@ TEST_P(TornReadTest, ReadNeverObservesTornWrite) {
 
 INSTANTIATE_TEST_SUITE_P(TinyRings, TornReadTest,
                          ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Bool()));
+
+// drain's first-message slow path: a slot still half-written when drain first
+// reads it and committed while drain re-reads it. A writer thread holds each
+// slot half-written for a short counted busy loop (no clock) while the
+// consumer polls, so many first reads see the odd version and the commit lands
+// in drain's bounded re-read spin. The consumer's first attempt at each
+// message throws from the callback, and the cursor must not have moved (the
+// bug this guards: the slow path advanced the cursor before calling back,
+// losing the message). Whichever path a read takes, the assertions are the
+// same; with the bug put back, runs on a loaded 2-core machine failed 14 times
+// out of 14, within the first ~1700 messages.
+TEST(ConcurrencyTest, DrainRedeliversAMessageReadOnItsSlowPathWhenTheCallbackThrows) {
+  constexpr std::uint64_t kCount = 2000;
+  constexpr std::uint64_t kCapacity = 8;
+  test::TempDir dir;
+  const std::string path = dir.path() + "/ring";
+  auto ring = BroadcastRing::create(path, kCapacity);  // this handle is the live producer
+  ASSERT_TRUE(ring);
+  auto id = ring->register_consumer();
+  ASSERT_TRUE(id);
+  test::RawSlots raw(path, kCapacity);
+  ASSERT_TRUE(raw.ok());
+  std::atomic<std::uint64_t> delivered{0};
+  std::thread writer([&] {
+    alignas(8) test::Buffer msg{};
+    for (std::uint64_t seq = 0; seq < kCount; ++seq) {
+      // acquire: pairs with the consumer's release store below.
+      while (delivered.load(std::memory_order_acquire) < seq) std::this_thread::yield();
+      test::make_message(seq, msg);
+      raw.begin_write(seq);
+      std::atomic<std::uint32_t> spin{0};
+      while (spin.fetch_add(1, std::memory_order_relaxed) < 200) {
+      }
+      raw.commit(seq, msg);
+    }
+  });
+  // However the loop below ends (a failed ASSERT returns early), release the
+  // writer and join it.
+  struct Join {
+    std::atomic<std::uint64_t>& delivered;
+    std::thread& writer;
+    ~Join() {
+      delivered.store(kCount, std::memory_order_release);
+      writer.join();
+    }
+  } join{delivered, writer};
+  std::uint64_t throws = 0;
+  for (std::uint64_t seq = 0; seq < kCount; ++seq) {
+    bool threw = false;
+    while (!threw) {
+      try {
+        const BatchResult r = ring->drain(*id, [](std::span<const std::byte>) { throw std::runtime_error("no"); }, 1);
+        ASSERT_EQ(r.count, 0U);
+        ASSERT_TRUE(r.status == Errc::empty || r.status == Errc::stalled) << to_string(r.status);
+        // Poll hot, without yielding: a yield lets the writer finish its
+        // half-written window while this thread is off the CPU, and the slow
+        // path is then never taken.
+      } catch (const std::runtime_error&) {
+        threw = true;
+      }
+    }
+    ++throws;
+    ASSERT_EQ(ring->status().consumers[*id].cursor, seq) << "message " << seq << " consumed by a throwing callback";
+    std::optional<std::uint64_t> got;
+    const BatchResult r = ring->drain(*id, [&](std::span<const std::byte> p) { got = test::check_message(p); }, 1);
+    ASSERT_EQ(r.count, 1U);
+    ASSERT_EQ(got, seq);
+    // release: the writer may now reuse the slot of message seq.
+    delivered.store(seq + 1, std::memory_order_release);
+  }
+  EXPECT_EQ(throws, kCount);
+}
 
 TEST(ConcurrencyTest, ConsumersRegisteringDuringFullSpeedPushSeeContiguousSequences) {
   // Exercises the register_consumer / full-check Dekker handshake: a consumer

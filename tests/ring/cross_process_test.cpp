@@ -3,6 +3,7 @@
 // in the middle of writing a slot.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -80,6 +81,34 @@ TEST_F(CrossProcessTest, KilledConsumerIsReapedAndOthersLoseNothing) {
   EXPECT_EQ(ring->active_consumer_count(), 0U);
 }
 
+// reap_on_full's rate limit, on an injected clock: a full ring makes the
+// producer try a reaping pass at most once per kReapOnFullIntervalNs, so a
+// consumer that dies just after a pass stays until the interval is over.
+std::atomic<std::int64_t> fake_now_ns{0};
+std::int64_t fake_clock() noexcept { return fake_now_ns.load(std::memory_order_relaxed); }
+
+TEST_F(CrossProcessTest, ReapOnFullTriesAtMostOncePerInterval) {
+  fake_now_ns.store(1'000'000'000, std::memory_order_relaxed);
+  auto ring = BroadcastRing::create(path_, 8, {.reap_on_full = true, .reap_clock = fake_clock});
+  ASSERT_TRUE(ring);
+  ChildProcess stuck = helper("hold", path_);
+  ASSERT_EQ(stuck.read_line(), "ready");
+  for (int m = 0; m < 8; ++m) ASSERT_EQ(ring->try_push(test::as_bytes("m")), Errc::ok);
+  // Full: a pass runs now and finds the owner alive.
+  EXPECT_EQ(ring->try_push(test::as_bytes("m")), Errc::full);
+  EXPECT_EQ(exit_code(stuck.stop(SIGKILL)), 128 + SIGKILL);
+  // Its owner is dead, but the interval has not passed on the producer's clock:
+  // no second pass, however often the producer retries.
+  for (int retry = 0; retry < 3; ++retry) EXPECT_EQ(ring->try_push(test::as_bytes("m")), Errc::full);
+  fake_now_ns.fetch_add(kReapOnFullIntervalNs - 1, std::memory_order_relaxed);
+  EXPECT_EQ(ring->try_push(test::as_bytes("m")), Errc::full);
+  EXPECT_EQ(ring->active_consumer_count(), 1U);
+  // One more nanosecond: the next full push reaps the dead entry and goes through.
+  fake_now_ns.fetch_add(1, std::memory_order_relaxed);
+  EXPECT_EQ(ring->try_push(test::as_bytes("m")), Errc::ok);
+  EXPECT_EQ(ring->active_consumer_count(), 0U);
+}
+
 TEST_F(CrossProcessTest, ReapFreesOnlyDeadOwners) {
   auto ring = BroadcastRing::create(path_, 8);
   ASSERT_TRUE(ring);
@@ -129,6 +158,44 @@ TEST_F(CrossProcessTest, ProducerTakeoverAfterDeathMidWriteLosesAndRepeatsNothin
     ASSERT_EQ(successor->try_push(buf), Errc::ok);
     r = ring->try_recv(*id, buf);
     ASSERT_EQ(r.status, Errc::ok);
+    EXPECT_EQ(test::check_message(std::span<const std::byte>(buf.data(), r.length)), seq);
+  }
+}
+
+// A producer killed inside try_push_batch: messages 1 and 2 are committed in
+// their slots but producer_seq still says 1, and the consumer reads them anyway
+// (it goes by slot versions). The successor must resume after message 2 (the
+// forward scan by slot version in claim_producer), repairing slot 3: resuming
+// at producer_seq would overwrite messages already delivered and leave the
+// consumer facing a half-written slot.
+TEST_F(CrossProcessTest, ProducerTakeoverAfterDeathMidBatchResumesAfterItsCommittedSlots) {
+  auto ring = BroadcastRing::create(path_, 8, {.claim_producer = false});
+  ASSERT_TRUE(ring);
+  auto id = ring->register_consumer();
+  ASSERT_TRUE(id);
+  ChildProcess dying = helper("die-mid-batch", path_);
+  ASSERT_EQ(dying.read_line(), "ready");
+  EXPECT_EQ(exit_code_of(dying), 128 + SIGKILL);
+  EXPECT_EQ(ring->producer_position(), 1U);
+
+  alignas(8) test::Buffer buf{};
+  for (std::uint64_t seq = 0; seq <= 2; ++seq) {
+    const RecvResult r = ring->try_recv(*id, buf);
+    ASSERT_EQ(r.status, Errc::ok) << seq;
+    EXPECT_EQ(test::check_message(std::span<const std::byte>(buf.data(), r.length)), seq);
+  }
+  EXPECT_EQ(ring->try_recv(*id, buf).status, Errc::producer_dead);
+
+  auto successor = BroadcastRing::open(path_);
+  ASSERT_TRUE(successor);
+  ASSERT_TRUE(successor->claim_producer());
+  EXPECT_EQ(successor->producer_position(), 3U);
+  EXPECT_EQ(ring->try_recv(*id, buf).status, Errc::empty);
+  for (std::uint64_t seq = 3; seq < 20; ++seq) {
+    test::make_message(seq, buf);
+    ASSERT_EQ(successor->try_push(buf), Errc::ok);
+    const RecvResult r = ring->try_recv(*id, buf);
+    ASSERT_EQ(r.status, Errc::ok) << seq;
     EXPECT_EQ(test::check_message(std::span<const std::byte>(buf.data(), r.length)), seq);
   }
 }

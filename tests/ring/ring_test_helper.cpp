@@ -11,9 +11,10 @@
 //                                                  strategy; exits 0 if it returns message 0
 //   ring_test_helper die-mid-write PATH            claim the producer role, leave the next slot
 //                                                  half-written, and SIGKILL itself
-#include <fcntl.h>
+//   ring_test_helper die-mid-batch PATH            claim, push message 0, then die inside a
+//                                                  batch: messages 1 and 2 committed but never
+//                                                  published, slot 3 half-written
 #include <signal.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <array>
@@ -25,6 +26,7 @@
 #include <thread>
 
 #include "message_pattern.hpp"
+#include "raw_slots.hpp"
 #include "ringcast/broadcast_ring.hpp"
 
 using namespace ringcast;
@@ -134,14 +136,32 @@ int die_mid_write(const std::string& path) {
   if (ring->try_push(msg) != Errc::ok) return fail("first push");
   // Scribble over the next slot as a producer killed between its odd-version
   // store and its commit would leave it: odd version, partial payload.
-  const std::uint64_t seq = ring->producer_position();
-  auto* slots = reinterpret_cast<layout::Slot*>(
-      static_cast<std::byte*>(::mmap(nullptr, layout::file_size(ring->capacity()), PROT_READ | PROT_WRITE,
-                                     MAP_SHARED, ::open(path.c_str(), O_RDWR), 0)) +
-      layout::kHeaderBytes);
-  layout::Slot& s = slots[seq % ring->capacity()];
-  s.version.store(2 * seq + 1, std::memory_order_relaxed);
-  s.words[0].store(0xDEADBEEFDEADBEEF, std::memory_order_relaxed);
+  const test::RawSlots raw(path, ring->capacity());
+  if (!raw.ok()) return fail("map slots");
+  raw.begin_write(ring->producer_position());
+  ready();
+  ::kill(::getpid(), SIGKILL);
+  return 1;
+}
+
+// try_push_batch commits each slot as it goes and publishes producer_seq once
+// at the end: a producer killed inside a batch leaves committed slots past the
+// published position, which consumers may already have read.
+int die_mid_batch(const std::string& path) {
+  auto ring = BroadcastRing::open(path);
+  if (!ring) return fail(ring.error().message());
+  if (auto c = ring->claim_producer(); !c) return fail(c.error().message());
+  alignas(8) std::array<std::byte, kMaxPayload> msg{};
+  test::make_message(0, msg);
+  if (ring->try_push(msg) != Errc::ok) return fail("first push");
+  const test::RawSlots raw(path, ring->capacity());
+  if (!raw.ok()) return fail("map slots");
+  for (std::uint64_t seq = 1; seq <= 2; ++seq) {
+    test::make_message(seq, msg);
+    raw.begin_write(seq);
+    raw.commit(seq, msg);
+  }
+  raw.begin_write(3);
   ready();
   ::kill(::getpid(), SIGKILL);
   return 1;
@@ -173,5 +193,6 @@ int main(int argc, char** argv) {
   if (mode == "hold") return hold(path);
   if (mode == "wait-one") return wait_one(path, static_cast<int>(arg));
   if (mode == "die-mid-write") return die_mid_write(path);
+  if (mode == "die-mid-batch") return die_mid_batch(path);
   return fail("unknown mode " + mode);
 }
