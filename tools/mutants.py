@@ -7,6 +7,11 @@ once), rebuild the release tree, run the tests that guard that invariant, and
 restore the source. A mutation that no test catches "survives": the script
 then exits non-zero. The source is restored however the script ends.
 
+Not in the list: removing one of the ring's fences. On x86 (total store
+order) with the compilers here, no test can tell a missing fence from a present
+one; the argument for each fence is docs/memory-ordering.md, and TSan checks
+the plain-data races a missing acquire/release pair would cause.
+
 It takes minutes per mutation (a rebuild plus the tests), so tools/test.sh does
 not run it; run it after changing a guarded invariant or its tests:
 
@@ -55,6 +60,11 @@ MUTATIONS = [
              "return {Errc::lapped, 0, resume - seq};",
              "return {Errc::lapped, 0, 0};",
              "BroadcastRingTest|RelayTest|RelayBatchTest"),
+    Mutation("reap-rate-limit", "reap_on_full reaps at most once per kReapOnFullIntervalNs",
+             "src/ring/broadcast_ring.cpp",
+             "next_reap_ns_ = now + kReapOnFullIntervalNs;",
+             "next_reap_ns_ = now;",
+             "ReapOnFull|CrossProcessTest"),
     Mutation("hard-limit", "a connection queue never holds more than its hard limit",
              "src/broker/connection_queue.cpp",
              "if (total > limits_.hard_bytes) return overflow_locked(",
