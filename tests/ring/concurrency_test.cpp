@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "message_pattern.hpp"
@@ -65,7 +67,11 @@ TEST_P(TornReadTest, ReadNeverObservesTornWrite) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyRings, TornReadTest,
-                         ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Bool()));
+                         ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<TornReadTest::ParamType>& i) {
+                           return "Capacity" + std::to_string(std::get<0>(i.param)) +
+                                  (std::get<1>(i.param) ? "Lossy" : "Blocking");
+                         });
 
 TEST(ConcurrencyTest, ConsumersRegisteringDuringFullSpeedPushSeeContiguousSequences) {
   // Exercises the register_consumer / full-check Dekker handshake: a consumer
