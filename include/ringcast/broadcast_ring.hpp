@@ -408,10 +408,9 @@ inline BroadcastRing::ReadOutcome BroadcastRing::read_slot(
   // a later write, the version load below sees that write's odd version.
   std::atomic_thread_fence(std::memory_order_acquire);
 #endif
-#ifndef RINGCAST_TEST_BROKEN_SEQLOCK
   // relaxed: ordered after the word loads by the fence (or the acquire loads).
+  // (R3 in docs/memory-ordering.md; seqlock_detector_test builds without it.)
   if (s.version.load(std::memory_order_relaxed) != v1) return ReadOutcome::overwritten;
-#endif
   length = static_cast<std::uint32_t>(words[0]);
   if (length > kMaxPayload) return ReadOutcome::corrupt;  // a hostile or damaged file
   // Straight from the words into `out`: no staging copy.
