@@ -273,6 +273,8 @@ class BroadcastRing {
     return slots_[mask_ != 0 ? (seq & mask_) : (seq % capacity_)];
   }
   [[nodiscard]] bool owns(ConsumerId id) const noexcept {
+    // relaxed: owned_ is this handle's bookkeeping; an id's bit changes only in
+    // register/unregister, which the id's single user orders with its own calls.
     return id < kMaxConsumers &&
            ((owned_.load(std::memory_order_relaxed) >> id) & 1U) != 0;
   }
@@ -294,6 +296,7 @@ class BroadcastRing {
   Errc full_slow() noexcept;
   // Light side of the sleep handshake: a compiler barrier in a process
   // registered for membarrier(2), else (and on wakeups rings) a full fence.
+  // Pairs with the heavy side in wait() (seq_cst fence plus membarrier).
   void light_barrier() const noexcept {
     if (light_fence_) {
       std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -416,10 +419,9 @@ inline BroadcastRing::ReadOutcome BroadcastRing::read_slot(
   // a later write, the version load below sees that write's odd version.
   std::atomic_thread_fence(std::memory_order_acquire);
 #endif
-#ifndef RINGCAST_TEST_BROKEN_SEQLOCK
   // relaxed: ordered after the word loads by the fence (or the acquire loads).
+  // (R3 in docs/memory-ordering.md; seqlock_detector_test builds without it.)
   if (s.version.load(std::memory_order_relaxed) != v1) return ReadOutcome::overwritten;
-#endif
   length = static_cast<std::uint32_t>(words[0]);
   if (length > kMaxPayload) return ReadOutcome::corrupt;  // a hostile or damaged file
   // Straight from the words into `out`: no staging copy.
@@ -502,6 +504,7 @@ template <class OnMessage>
 BatchResult BroadcastRing::drain(ConsumerId id, OnMessage&& on_message, std::size_t max) noexcept(
     noexcept(on_message(std::span<const std::byte>{}))) {
   if (!owns(id)) [[unlikely]] return {0, Errc::invalid_consumer};
+  // relaxed: only this consumer writes its cursor (invariant 1).
   const std::uint64_t start = consumer(id).cursor.load(std::memory_order_relaxed);
   std::uint64_t seq = start;
   alignas(8) std::byte buffer[kMaxPayload];
@@ -527,10 +530,12 @@ BatchResult BroadcastRing::drain(ConsumerId id, OnMessage&& on_message, std::siz
 inline std::uint64_t BroadcastRing::lag(ConsumerId id) const noexcept {
   if (id >= kMaxConsumers) return 0;
   const layout::ConsumerEntry& c = consumer(id);
+  // acquire: pairs with the release store of state in register_consumer.
   if (c.state.load(std::memory_order_acquire) != kConsumerActive) return 0;
   // Load the cursor first: producer_seq only grows, so the race between the
   // two loads never understates the lag. A consumer may read slots committed
   // inside a batch before producer_seq is published: clamp at 0.
+  // acquire: pairs with advance_cursor's release store.
   const std::uint64_t cursor = c.cursor.load(std::memory_order_acquire);
   const std::uint64_t published = producer_position();
   return published > cursor ? published - cursor : 0;

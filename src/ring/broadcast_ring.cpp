@@ -209,6 +209,7 @@ Result<void> BroadcastRing::map_and_initialise(std::uint64_t capacity, const Cre
   // the producer role, then publish the magic last so that an opener that sees
   // the magic sees a complete header (the Aeron attach handshake).
   layout::ProducerLine& p = producer();
+  // relaxed (these four): published by the release store of the magic below.
   p.layout_version.store(kLayoutVersion, std::memory_order_relaxed);
   p.slot_size.store(static_cast<std::uint32_t>(kSlotBytes), std::memory_order_relaxed);
   p.capacity.store(capacity, std::memory_order_relaxed);
@@ -268,6 +269,7 @@ Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const O
   // acquire: pairs with the creator's release store of the magic; the fields
   // below were written before it.
   const std::uint64_t magic = p.magic.load(std::memory_order_acquire);
+  // relaxed (these four): ordered after the acquire load of the magic.
   const std::uint32_t version = p.layout_version.load(std::memory_order_relaxed);
   const std::uint32_t slot_size = p.slot_size.load(std::memory_order_relaxed);
   const std::uint64_t capacity = p.capacity.load(std::memory_order_relaxed);
@@ -333,6 +335,8 @@ BroadcastRing& BroadcastRing::operator=(BroadcastRing&& other) noexcept {
   reap_clock_ = other.reap_clock_;
   fenced_ = other.fenced_;
   quiet_publishes_ = other.quiet_publishes_;
+  // relaxed: a handle is not used while it is moved (the caller's duty), and
+  // owned_ is this handle's own bookkeeping, not part of the shared protocol.
   owned_.store(other.owned_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
   return *this;
 }
@@ -370,16 +374,22 @@ Result<void> BroadcastRing::claim_producer() {
   // committed slots past the producer_seq it published, and consumers may
   // already have read them, so scan forward by version (invariant 2).
   layout::ProducerLine& p = producer();
+  // acquire: pairs with the previous producer's release store in publish().
   std::uint64_t seq = p.producer_seq.load(std::memory_order_acquire);
   for (std::uint64_t n = 0; n < capacity_; ++n, ++seq) {
+    // acquire: pairs with the previous producer's committing release store of
+    // the version in write_slot.
     if (slot(seq).version.load(std::memory_order_acquire) != 2 * seq + 2) break;
   }
   layout::Slot& next = slot(seq);
+  // relaxed: we hold the role, so nobody else writes versions now (invariant 1);
+  // the previous producer's stores are ordered by the acquire loads above.
   if (next.version.load(std::memory_order_relaxed) == 2 * seq + 1) {
     // Half-written by a dead producer. 2*seq is "older than seq" for readers
     // waiting for seq (they see empty) and "newer than seq - capacity" for a
     // lapped reader (it sees lapped), and matches no reader's expectation, so
-    // the torn bytes can never be returned.
+    // the torn bytes can never be returned. release: pairs with the acquire
+    // load of the version in read_slot, like write_slot's commit.
     next.version.store(2 * seq, std::memory_order_release);
   }
   seq_ = seq;
@@ -392,7 +402,9 @@ Result<void> BroadcastRing::claim_producer() {
   // `capacity` rescan the consumers. (Starting at `seq` would let a new
   // producer overwrite the slots of a consumer lagging behind the old one.)
   cached_min_ = 0;
+  // relaxed: display only (ring-top); no protocol reads it.
   p.producer_pid.store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);
+  // release: pairs with the acquire loads of producer_seq, as in publish().
   p.producer_seq.store(seq, std::memory_order_release);
   is_producer_ = true;
   return {};
@@ -462,6 +474,8 @@ Result<ConsumerId> BroadcastRing::register_consumer() {
     const std::uint32_t bit = 1U << id;
     // Reserve the id within this handle first: threads of one handle share its
     // open file description, so the lock below cannot tell them apart.
+    // relaxed (here and below): owned_ is this handle's bookkeeping; the entry
+    // itself is handed over by the lock or the state CAS, not by this word.
     if ((owned_.fetch_or(bit, std::memory_order_relaxed) & bit) != 0) continue;
     if (fd_ >= 0) {
       // The entry's lock serialises its owners across handles and processes:
@@ -476,7 +490,9 @@ Result<ConsumerId> BroadcastRing::register_consumer() {
       }
     } else {
       std::uint32_t expected = kConsumerFree;
-      // acquire: see the previous owner's final stores; the entry is ours after this.
+      // acquire: pairs with the release store of kConsumerFree in
+      // unregister_consumer, so we see the previous owner's final stores; the
+      // entry is ours after this.
       if (!c.state.compare_exchange_strong(expected, kConsumerActive, std::memory_order_acquire,
                                            std::memory_order_relaxed)) {
         owned_.fetch_and(~bit, std::memory_order_relaxed);
@@ -485,12 +501,18 @@ Result<ConsumerId> BroadcastRing::register_consumer() {
     }
     // Start conservatively at the published position, become visible, then move
     // to the position read after the seq_cst fence (Dekker with full_slow).
-    // relaxed is enough for the first load: any value <= the final one is safe.
+    // acquire load: pairs with the release store in publish() (relaxed would
+    // do too: any value <= the final one is safe). relaxed store: published
+    // by the release store of state below.
     c.cursor.store(p.producer_seq.load(std::memory_order_acquire), std::memory_order_relaxed);
+    // relaxed: display only (ring-top); no protocol reads it.
     c.owner_pid.store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);
     // release: a producer that acquire-loads state=active sees the cursor above.
     c.state.store(kConsumerActive, std::memory_order_release);
+    // seq_cst fence: pairs with the seq_cst fence in full_slow (Dekker).
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    // relaxed load: ordered after the state store by the fence above. release
+    // store: pairs with full_slow's acquire load of the cursor.
     c.cursor.store(p.producer_seq.load(std::memory_order_relaxed), std::memory_order_release);
     return id;
   }
@@ -499,9 +521,11 @@ Result<ConsumerId> BroadcastRing::register_consumer() {
 
 Errc BroadcastRing::unregister_consumer(ConsumerId id) noexcept {
   if (!owns(id)) return Errc::invalid_consumer;
+  // relaxed: handle bookkeeping, as in register_consumer.
   owned_.fetch_and(~(1U << id), std::memory_order_relaxed);
   // release: our last cursor store and slot reads happen-before a later
-  // registrant's acquire (CAS or lock) of the entry.
+  // registrant's acquire (CAS or lock) of the entry, and the producer's
+  // acquire load of state in full_slow.
   consumer(id).state.store(kConsumerFree, std::memory_order_release);
   if (fd_ >= 0) detail::unlock(fd_, detail::consumer_lock(id));
   wake_producer_after_free();
@@ -514,12 +538,16 @@ Result<std::size_t> BroadcastRing::reap_dead_consumers() {
   std::size_t reaped = 0;
   for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
     layout::ConsumerEntry& c = consumer(id);
+    // acquire: pairs with the release store of state in register_consumer.
     if (owns(id) || c.state.load(std::memory_order_acquire) != kConsumerActive) continue;
     // Taking the lock proves its owner is gone; a live owner keeps us out.
     const int err = detail::try_lock(fd_, detail::consumer_lock(id));
     if (err == EAGAIN) continue;
     if (err != 0) return make_error(Errc::io_error, "reap_dead_consumers: fcntl", err);
+    // acquire: pairs with the release stores of state in register_consumer and
+    // unregister_consumer (another reaper may have freed it meanwhile).
     if (c.state.load(std::memory_order_acquire) == kConsumerActive) {
+      // release: as in unregister_consumer, for a later registrant.
       c.state.store(kConsumerFree, std::memory_order_release);
       ++reaped;
     }
@@ -543,6 +571,7 @@ RecvResult BroadcastRing::recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcom
         // Lapped: resume at the oldest message that cannot be overwritten
         // before we read it. The slot held a later lap, so producer_seq is at
         // least seq + capacity once that lap is published; never move back.
+        // acquire: pairs with the producer's release store in publish().
         const std::uint64_t published = producer().producer_seq.load(std::memory_order_acquire);
         const std::uint64_t oldest = published >= capacity_ ? published - capacity_ + 1 : 0;
         const std::uint64_t resume = std::max(seq + 1, oldest);
@@ -568,7 +597,7 @@ RecvResult BroadcastRing::recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcom
 void BroadcastRing::wake_producer_after_free() noexcept {
   // Freeing an entry can make room, like advance_cursor; these paths are rare,
   // so they take a full fence (stronger than the light barrier) and need no
-  // registration.
+  // registration. seq_cst fence: pairs with the heavy side's fence in wait().
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // relaxed: ordered after the state store by the fence.
   if ((header_->space_wait.signal.load(std::memory_order_relaxed) & kSignalWaiting) != 0) {
@@ -725,6 +754,8 @@ bool BroadcastRing::is_fully_drained() const noexcept {
   const std::uint64_t published = producer_position();
   for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
     const layout::ConsumerEntry& c = consumer(id);
+    // acquire: pairs with the release store of state in register_consumer and
+    // with advance_cursor's release store of the cursor.
     if (c.state.load(std::memory_order_acquire) == kConsumerActive &&
         c.cursor.load(std::memory_order_acquire) < published) {
       return false;
@@ -736,6 +767,8 @@ bool BroadcastRing::is_fully_drained() const noexcept {
 std::size_t BroadcastRing::active_consumer_count() const noexcept {
   std::size_t n = 0;
   for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
+    // relaxed: an estimate for the spin policy (spin_pays); nothing is read
+    // through it.
     if (consumer(id).state.load(std::memory_order_relaxed) == kConsumerActive) ++n;
   }
   return n;
@@ -751,6 +784,8 @@ RingStatus BroadcastRing::status() const {
   s.capacity = capacity_;
   s.flags = flags_;
   s.producer_seq = producer_position();
+  // relaxed (this and the three display reads below): a moment's view for
+  // ring-top; no data is read through them.
   s.producer_pid = p.producer_pid.load(std::memory_order_relaxed);
   s.producer_alive = is_producer_ || lock_is_held(detail::kProducerLock);
   s.half_written_slot = slot(s.producer_seq).version.load(std::memory_order_relaxed) == 2 * s.producer_seq + 1;
@@ -759,9 +794,12 @@ RingStatus BroadcastRing::status() const {
   for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
     const layout::ConsumerEntry& c = consumer(id);
     ConsumerStatus& cs = s.consumers[id];
+    // acquire: pairs with the release store of state in register_consumer.
     cs.active = c.state.load(std::memory_order_acquire) == kConsumerActive;
     if (!cs.active) continue;
+    // acquire: pairs with advance_cursor's release store.
     cs.cursor = c.cursor.load(std::memory_order_acquire);
+    // relaxed: display only.
     cs.owner_pid = c.owner_pid.load(std::memory_order_relaxed);
     cs.owner_alive = owns(id) || lock_is_held(detail::consumer_lock(id));
     cs.lag = s.producer_seq > cs.cursor ? s.producer_seq - cs.cursor : 0;

@@ -32,6 +32,7 @@ bool register_light_side() noexcept {
   const long cached = cache.load(std::memory_order_relaxed);
   if (cached == pid || cached == -pid) return cached == pid;
   const bool ok = query_and_register();
+  // relaxed: as for the load; a racing thread at worst registers again.
   cache.store(ok ? pid : -pid, std::memory_order_relaxed);
   return ok;
 }

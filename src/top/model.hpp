@@ -49,7 +49,7 @@ struct ConsumerView {
   bool behind = false;             // alive, and lag_pct >= the behind threshold (dead ones are DEAD)
 };
 
-enum class RingState : std::uint8_t {
+enum class RingPresence : std::uint8_t {
   live,  // mapped and sampled in this refresh
   gone,  // the file was removed, replaced, truncated, or (named rings) cannot be opened
 };
@@ -59,7 +59,7 @@ struct RingView {
   std::string path;
   std::string name;                // last path component
   bool named = false;              // given on the command line (not found by a directory scan)
-  RingState state = RingState::live;
+  RingPresence state = RingPresence::live;
   std::string gone_reason;         // "removed", "replaced", "truncated" or an open error
   std::uint64_t capacity = 0;      // kept from the last live sample when gone
   bool lossy = false;

@@ -53,7 +53,7 @@ Style bar_style(double fill) {
 }
 
 std::string ring_state_word(const RingView& r) {
-  if (r.state == RingState::gone) return "GONE";
+  if (r.state == RingPresence::gone) return "GONE";
   if (r.blocked) return "BLOCKED";
   return r.drained ? "drained" : "pending";
 }
@@ -102,7 +102,7 @@ Line consumer_header() {
 
 Line ring_row(const RingView& r, bool selected, bool marker, const Widths& w) {
   Line l;
-  const bool gone = r.state == RingState::gone;
+  const bool gone = r.state == RingPresence::gone;
   l.style = selected ? Style::selected : (gone ? Style::gone : Style::plain);
   const std::string mark = marker && selected ? "> " : "  ";
   const std::string name = fmt::format("{}{:<{}} ", mark, fit_middle(r.name, w.name), w.name);
@@ -129,7 +129,7 @@ Line ring_row(const RingView& r, bool selected, bool marker, const Widths& w) {
 }
 
 Line ring_detail(const RingView& r) {
-  if (r.state == RingState::gone) {
+  if (r.state == RingPresence::gone) {
     return text_line(fmt::format("    gone: {}", r.gone_reason), Style::gone);
   }
   // drained and blocked are the ring row's STATE; this line adds the producer
@@ -179,7 +179,7 @@ Line title_line(const Snapshot& snap, SortKey sort, double interval_s, std::size
     consumers += r.active_consumers;
     dead += r.dead_consumers;
     behind += r.behind_consumers;
-    if (r.state == RingState::gone) ++gone;
+    if (r.state == RingPresence::gone) ++gone;
   }
   std::string s = fmt::format("ring-top  {} ring{}", snap.rings.size(), snap.rings.size() == 1 ? "" : "s");
   if (gone > 0) s += fmt::format(" ({} gone)", gone);
@@ -225,7 +225,7 @@ Body build_body(const Snapshot& snap, const ViewState* view, SortKey sort, const
     b.lines.push_back(ring_row(r, selected, view != nullptr, w));
     if (expanded) {
       b.lines.push_back(ring_detail(r));
-      if (r.state == RingState::live && !r.consumers.empty()) {
+      if (r.state == RingPresence::live && !r.consumers.empty()) {
         b.lines.push_back(consumer_header());
         for (const ConsumerView& c : sorted_consumers(r, sort)) b.lines.push_back(consumer_row(c));
       }
@@ -526,9 +526,9 @@ std::string render_json(const Snapshot& snap, double interval_s) {
                  {"path", r.path},
                  {"name", r.name},
                  {"named", r.named},
-                 {"state", r.state == RingState::live ? "live" : "gone"},
+                 {"state", r.state == RingPresence::live ? "live" : "gone"},
                  {"capacity", r.capacity}};
-    if (r.state == RingState::gone) {
+    if (r.state == RingPresence::gone) {
       ring["gone_reason"] = r.gone_reason;
       rings.push_back(std::move(ring));
       continue;

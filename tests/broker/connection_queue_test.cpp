@@ -384,7 +384,13 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(RandomRun{1, OverflowPolicy::kDropNewest, false}, RandomRun{2, OverflowPolicy::kDropNewest, true},
                       RandomRun{3, OverflowPolicy::kDropOldest, false}, RandomRun{4, OverflowPolicy::kDropOldest, true},
                       RandomRun{5, OverflowPolicy::kDisconnect, false}, RandomRun{6, OverflowPolicy::kDisconnect, true},
-                      RandomRun{7, OverflowPolicy::kDropOldest, false}, RandomRun{8, OverflowPolicy::kDropNewest, false}));
+                      RandomRun{7, OverflowPolicy::kDropOldest, false}, RandomRun{8, OverflowPolicy::kDropNewest, false}),
+    [](const ::testing::TestParamInfo<RandomRun>& i) {
+      const char* policy = i.param.policy == OverflowPolicy::kDropNewest   ? "DropNewest"
+                           : i.param.policy == OverflowPolicy::kDropOldest ? "DropOldest"
+                                                                           : "Disconnect";
+      return "Seed" + std::to_string(i.param.seed) + policy + (i.param.soft ? "SoftLimit" : "HardLimit");
+    });
 
 // Seed 002: publisher 5/tick, reader 1/tick (drained before the tick's publishes),
 // a queue of 10 messages, 200 ticks.

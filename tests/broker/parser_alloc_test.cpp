@@ -91,7 +91,10 @@ constexpr std::size_t kBatch = 64;
 // string's 15-byte small buffer).
 class RequestParserAllocationTest : public ::testing::TestWithParam<std::size_t> {};
 
-INSTANTIATE_TEST_SUITE_P(Payloads, RequestParserAllocationTest, ::testing::Values(52, 4096));
+INSTANTIATE_TEST_SUITE_P(Payloads, RequestParserAllocationTest, ::testing::Values(52, 4096),
+                         [](const ::testing::TestParamInfo<std::size_t>& i) {
+                           return std::to_string(i.param) + "Bytes";
+                         });
 
 TEST_P(RequestParserAllocationTest, SteadyStatePublishesAllocateNothing) {
   const std::string payload(GetParam(), 'p');

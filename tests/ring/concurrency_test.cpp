@@ -6,7 +6,9 @@
 #include <atomic>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "message_pattern.hpp"
@@ -68,7 +70,11 @@ TEST_P(TornReadTest, ReadNeverObservesTornWrite) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyRings, TornReadTest,
-                         ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Bool()));
+                         ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<TornReadTest::ParamType>& i) {
+                           return "Capacity" + std::to_string(std::get<0>(i.param)) +
+                                  (std::get<1>(i.param) ? "Lossy" : "Blocking");
+                         });
 
 // drain's first-message slow path: a slot still half-written when drain first
 // reads it and committed while drain re-reads it. A writer thread holds each

@@ -304,7 +304,7 @@ TEST(RenderTest, TitleDropsWordsBeforeItIsCut) {
   for (std::uint32_t i = 3; i < 16; ++i) s.rings[0].consumers.push_back(consumer(i, 0, 1.0));
   s.rings[0].active_consumers = 16;
   s.rings.push_back(RingView{});
-  s.rings.back().state = RingState::gone;
+  s.rings.back().state = RingPresence::gone;
   s.rings.back().id = 3;
   ViewState view;
   sync_view(view, s);
@@ -339,7 +339,7 @@ TEST(RenderTest, GoneRingShowsGoneAndItsReason) {
   s.rings[1].id = 2;
   s.rings[1].name = "trades";
   s.rings[1].path = "/dev/shm/trades";
-  s.rings[1].state = RingState::gone;
+  s.rings[1].state = RingPresence::gone;
   s.rings[1].gone_reason = "replaced";
   const std::string text = render_text(s, SortKey::index, 1.0);
   EXPECT_NE(text.find("GONE"), std::string::npos) << text;

@@ -31,7 +31,7 @@ using ringcast::top::Action;
 using ringcast::top::Frame;
 using ringcast::top::Key;
 using ringcast::top::Monitor;
-using ringcast::top::RingState;
+using ringcast::top::RingPresence;
 using ringcast::top::Snapshot;
 using ringcast::top::Style;
 using ringcast::top::ViewState;
@@ -222,10 +222,10 @@ int run_interactive(Monitor& monitor, const Settings& settings) {
 int report_named_gone(const Snapshot& snap) {
   int status = 0;
   for (const auto& r : snap.rings) {
-    if (!r.named || r.state != RingState::gone) continue;
+    if (!r.named || r.state != RingPresence::gone) continue;
     bool replaced_by_live = false;
     for (const auto& other : snap.rings) {
-      if (other.path == r.path && other.state == RingState::live) replaced_by_live = true;
+      if (other.path == r.path && other.state == RingPresence::live) replaced_by_live = true;
     }
     if (replaced_by_live) continue;
     fmt::print(stderr, "ring-top: {}: gone: {}\n", r.path, r.gone_reason);
