@@ -7,7 +7,10 @@ once), rebuild the release tree, run the tests that guard that invariant, and
 restore the source. A mutation that no test catches "survives": the script
 then exits non-zero. The source is restored however the script ends.
 
-Not in the list: removing one of the ring's fences. On x86 (total store
+Not in the list, because a test already does it on every run: dropping the
+SeqLock re-check. seqlock_detector_test builds the reader without it (from a
+copy of the header made at configure time) and must see torn reads.
+Also not in the list: removing one of the ring's fences. On x86 (total store
 order) with the compilers here, no test can tell a missing fence from a present
 one; the argument for each fence is docs/memory-ordering.md, and TSan checks
 the plain-data races a missing acquire/release pair would cause.
@@ -40,11 +43,6 @@ class Mutation:
 
 
 MUTATIONS = [
-    Mutation("seqlock-recheck", "a reader re-checks the slot version after copying (SeqLock)",
-             "include/ringcast/broadcast_ring.hpp",
-             "if (s.version.load(std::memory_order_relaxed) != v1) return ReadOutcome::overwritten;",
-             "(void)v1;",
-             "TornRead|ConcurrencyTest|CrossProcessTest"),
     Mutation("takeover-scan", "a new producer resumes after the last committed slot, found by version",
              "src/ring/broadcast_ring.cpp",
              "if (slot(seq).version.load(std::memory_order_acquire) != 2 * seq + 2) break;",
@@ -98,7 +96,7 @@ def try_mutation(m: Mutation, build: Path, log: Path) -> str:
     path.write_text(source.replace(m.original, m.mutant))
     try:
         if run(["cmake", "--build", str(build)], log) != 0:
-            return "caught (does not compile)"
+            return "BUILD FAILED: a mutant must compile to say anything (see the log)"
         status = run(["ctest", "--test-dir", str(build), "-R", m.tests, "-j2", "--timeout", "300"], log)
         return "caught" if status != 0 else "SURVIVED"
     finally:
