@@ -283,9 +283,12 @@ TEST_F(RelayTest, WaitsForTheRingFileAndThenForAProducer) {
 
   auto ring = BroadcastRing::create(path, 64, {.claim_producer = false});
   ASSERT_TRUE(ring);
-  ASSERT_TRUE(eventually([&] { return stats_of(**relay).state == RingState::waiting_for_producer; }))
-      << log_.all();
-  EXPECT_TRUE(log_.contains("no live producer; waiting for one"));
+  // The reader sets its state, then logs it: wait for both (the TSan run once
+  // saw the state before the line).
+  ASSERT_TRUE(eventually([&] {
+    return stats_of(**relay).state == RingState::waiting_for_producer &&
+           log_.contains("no live producer; waiting for one");
+  })) << log_.all();
   EXPECT_EQ(ring->active_consumer_count(), 1u);
 
   RespClient sub((*relay)->broker()->port());
