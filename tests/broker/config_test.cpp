@@ -17,10 +17,13 @@ TEST(ConfigTest, SizesTakeRedisSuffixes) {
 }
 
 TEST(ConfigTest, OverflowPolicyNamesRoundTripCaseInsensitively) {
-  for (OverflowPolicy p : {OverflowPolicy::kDropOldest, OverflowPolicy::kDropNewest, OverflowPolicy::kDisconnect}) {
+  for (OverflowPolicy p : {OverflowPolicy::kDropOldest, OverflowPolicy::kDropNewest, OverflowPolicy::kDisconnect,
+                           OverflowPolicy::kBlock, OverflowPolicy::kConflate}) {
     EXPECT_EQ(parse_overflow_policy(to_string(p)), p);
   }
   EXPECT_EQ(parse_overflow_policy("DROP-OLDEST"), OverflowPolicy::kDropOldest);
+  EXPECT_EQ(parse_overflow_policy("Block"), OverflowPolicy::kBlock);
+  EXPECT_EQ(parse_overflow_policy("Conflate"), OverflowPolicy::kConflate);
   EXPECT_FALSE(parse_overflow_policy("drop"));
 }
 
