@@ -7,7 +7,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "broker/request_parser.hpp"
+#include "broker/resp/request_parser.hpp"
 
 namespace {
 

@@ -29,8 +29,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "broker/broker_core.hpp"
-#include "broker/session.hpp"
+#include "broker/core/broker_core.hpp"
+#include "broker/resp/session.hpp"
 #include "ringcast/broker/broker.hpp"
 
 namespace ringcast::broker {

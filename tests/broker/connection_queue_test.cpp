@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include "broker/connection_queue.hpp"
-#include "broker/flow_control.hpp"
-#include "broker/subscription_index.hpp"
+#include "broker/core/connection_queue.hpp"
+#include "broker/core/flow_control.hpp"
+#include "broker/core/subscription_index.hpp"
 #include "test_support.hpp"
 
 namespace ringcast::broker {

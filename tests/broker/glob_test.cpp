@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "broker/glob.hpp"
+#include "broker/core/glob.hpp"
 
 namespace ringcast::broker {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "broker/request_parser.hpp"
+#include "broker/resp/request_parser.hpp"
 
 namespace ringcast::broker {
 namespace {

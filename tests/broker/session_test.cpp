@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "broker/broker_core.hpp"
-#include "broker/session.hpp"
+#include "broker/core/broker_core.hpp"
+#include "broker/resp/session.hpp"
 #include "test_support.hpp"
 
 namespace ringcast::broker {

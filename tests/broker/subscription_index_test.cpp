@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "broker/subscription_index.hpp"
+#include "broker/core/subscription_index.hpp"
 #include "test_support.hpp"
 
 namespace ringcast::broker {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "broker/connection_queue.hpp"
-#include "broker/frame.hpp"
-#include "broker/subscription_index.hpp"
+#include "broker/core/connection_queue.hpp"
+#include "broker/core/frame.hpp"
+#include "broker/core/subscription_index.hpp"
 
 namespace ringcast::broker::testing {
 

@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "broker/broker_core.hpp"
-#include "broker/request_parser.hpp"
-#include "broker/session.hpp"
+#include "broker/core/broker_core.hpp"
+#include "broker/resp/request_parser.hpp"
+#include "broker/resp/session.hpp"
 
 namespace {
 

@@ -44,9 +44,9 @@
 #include <string_view>
 #include <vector>
 
-#include "broker/broker_core.hpp"
-#include "broker/request_parser.hpp"
-#include "broker/subscription_index.hpp"
+#include "broker/core/broker_core.hpp"
+#include "broker/resp/request_parser.hpp"
+#include "broker/core/subscription_index.hpp"
 
 namespace ringcast::broker {
 

@@ -1,4 +1,4 @@
-#include "broker/flow_control.hpp"
+#include "broker/core/flow_control.hpp"
 
 #include <algorithm>
 

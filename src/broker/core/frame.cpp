@@ -1,4 +1,4 @@
-#include "broker/frame.hpp"
+#include "broker/core/frame.hpp"
 
 #include <charconv>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "broker/resp_encoder.hpp"
+#include "broker/resp/resp_encoder.hpp"
 
 #include <charconv>
 

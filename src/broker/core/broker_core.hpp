@@ -22,9 +22,9 @@
 #include <string_view>
 #include <vector>
 
-#include "broker/connection_queue.hpp"
-#include "broker/flow_control.hpp"
-#include "broker/subscription_index.hpp"
+#include "broker/core/connection_queue.hpp"
+#include "broker/core/flow_control.hpp"
+#include "broker/core/subscription_index.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/broker/config.hpp"
 

@@ -1,10 +1,10 @@
-#include "broker/subscription_index.hpp"
+#include "broker/core/subscription_index.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <tuple>
 
-#include "broker/glob.hpp"
+#include "broker/core/glob.hpp"
 
 namespace ringcast::broker {
 

@@ -1,11 +1,11 @@
-#include "broker/broker_core.hpp"
+#include "broker/core/broker_core.hpp"
 
 #include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
 
-#include "broker/session.hpp"
+#include "broker/resp/session.hpp"
 
 namespace ringcast::broker {
 

@@ -1,4 +1,4 @@
-#include "broker/connection_queue.hpp"
+#include "broker/core/connection_queue.hpp"
 
 #include <algorithm>
 #include <charconv>

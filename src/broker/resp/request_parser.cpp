@@ -1,4 +1,4 @@
-#include "broker/request_parser.hpp"
+#include "broker/resp/request_parser.hpp"
 
 #include <algorithm>
 #include <climits>

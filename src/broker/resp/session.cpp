@@ -1,4 +1,4 @@
-#include "broker/session.hpp"
+#include "broker/resp/session.hpp"
 
 #include <algorithm>
 #include <array>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "broker/resp_encoder.hpp"
+#include "broker/resp/resp_encoder.hpp"
 
 namespace ringcast::broker {
 

@@ -73,8 +73,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "broker/flow_control.hpp"
-#include "broker/frame.hpp"
+#include "broker/core/flow_control.hpp"
+#include "broker/core/frame.hpp"
 #include "ringcast/broker/config.hpp"
 
 namespace ringcast::broker {

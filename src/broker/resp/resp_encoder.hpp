@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "broker/frame.hpp"
+#include "broker/core/frame.hpp"
 
 namespace ringcast::broker::resp {
 

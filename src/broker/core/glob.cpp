@@ -1,4 +1,4 @@
-#include "broker/glob.hpp"
+#include "broker/core/glob.hpp"
 
 namespace ringcast::broker {
 namespace {

@@ -36,8 +36,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "broker/connection_queue.hpp"
-#include "broker/frame.hpp"
+#include "broker/core/connection_queue.hpp"
+#include "broker/core/frame.hpp"
 
 namespace ringcast::broker {
 
