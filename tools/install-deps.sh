@@ -13,6 +13,9 @@ packages=(
   libzmq3-dev gnuplot-nox python3
   # The Python module (src/python), its tests and benchmark; for /usr/bin/python3.
   pybind11-dev python3-dev python3-numpy python3-pytest python3-zmq
+  # WebSocket transport: token HMAC (OpenSSL), the WebSocket client tests use,
+  # and the headless browser that opens the live page in CI.
+  libssl-dev python3-websockets chromium
 )
 
 missing=()
