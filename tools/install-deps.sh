@@ -16,6 +16,8 @@ packages=(
   # WebSocket transport: token HMAC (OpenSSL), the WebSocket client tests use,
   # and the headless browser that opens the live page in CI.
   libssl-dev python3-websockets chromium
+  # Persisted history and QoS 1 state (--data-dir).
+  liblmdb-dev
 )
 
 missing=()
