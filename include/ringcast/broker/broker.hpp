@@ -120,7 +120,7 @@ class Broker {
 
   // Delivers `payload` to every subscription matching `channel`, exactly as a
   // client's PUBLISH does; result.receivers is the number of deliveries (Redis's
-  // PUBLISH reply). The payload is encoded once per RESP version and pattern; the
+  // PUBLISH reply). The payload is encoded once per wire format and pattern; the
   // cost per subscriber is one queue push. Never blocks on a socket; may briefly
   // wait for a subscriber's SUBSCRIBE/UNSUBSCRIBE to finish. Blocks the calling
   // thread (never call it on a broker I/O thread, e.g. from an InfoProvider):
