@@ -11,6 +11,10 @@
 #include <string>
 #include <string_view>
 
+#include <tl/expected.hpp>
+
+#include "ringcast/broker/error.hpp"
+
 namespace ringcast::broker {
 
 // What a connection's queue does when a message would take it over a limit
@@ -93,5 +97,11 @@ struct BrokerConfig {
   // Non-empty: clients must AUTH (or HELLO ... AUTH default <pass>) first.
   std::string requirepass;
 };
+
+// Checks the limits for zero and inconsistent values; kInvalidConfig names the
+// first problem found ("soft limit must not exceed the hard limit"). Addresses
+// are checked when bound. Broker::start calls it; a tool may call it to report
+// a bad configuration before anything starts.
+[[nodiscard]] tl::expected<void, BrokerError> validate(const BrokerConfig& config);
 
 }  // namespace ringcast::broker
