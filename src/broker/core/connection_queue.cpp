@@ -371,7 +371,7 @@ void ConnectionQueue::maybe_queue_notice_locked() noexcept {
   // Upper bound of the encoded size; exact enough for a watermark.
   const std::size_t size = 64 + kLossChannel.size() + payload.size();
   if (queued_bytes_ + inflight_bytes_ + size > limit / 2) return;
-  const FrameRef msg = encode_message(resp_, kLossChannel, payload);
+  const FrameRef msg = encode_message(format_, kLossChannel, payload);
   append_locked(FrameRef::copy_of(msg->view(), /*droppable=*/false), 0);
   pending_loss_ = 0;
   pending_conflated_ = 0;
@@ -574,9 +574,9 @@ OverflowPolicy ConnectionQueue::policy() const noexcept {
   return policy_;
 }
 
-void ConnectionQueue::set_resp(Resp r) noexcept {
+void ConnectionQueue::set_format(WireFormat r) noexcept {
   std::lock_guard lock(mu_);
-  resp_ = r;
+  format_ = r;
 }
 
 std::size_t ConnectionQueue::total_bytes() const noexcept {

@@ -176,7 +176,7 @@ class ConnectionQueue {
   // (the soft limit, or the hard limit when the soft one is 0). 0 once closed.
   [[nodiscard]] std::uint32_t room_frames(const FrameRef& block) const noexcept;
   // Protocol of the connection, used to encode loss notices.
-  void set_resp(Resp r) noexcept;
+  void set_format(WireFormat r) noexcept;
   [[nodiscard]] QueueStats stats() const noexcept;
   [[nodiscard]] bool closed() const noexcept;
   [[nodiscard]] std::size_t total_bytes() const noexcept;
@@ -239,7 +239,7 @@ class ConnectionQueue {
   std::size_t inflight_bytes_ = 0;
   std::chrono::nanoseconds soft_since_{-1};  // < 0: not over the soft limit
   OverflowPolicy policy_;
-  Resp resp_ = Resp::kResp2;
+  WireFormat format_ = WireFormat::kResp2;
   bool armed_ = false;
   bool closed_ = false;
   bool overflowed_ = false;

@@ -70,7 +70,7 @@ char* put_bulk(char* p, std::string_view s) noexcept {
 // header, kind and the optional pattern bulk), then channel and payload bulks.
 // The sizes vector is per thread and keeps its capacity: a steady publisher does
 // not allocate for it.
-FrameRef encode_run(Resp resp, std::string_view head, const std::string_view* pattern,
+FrameRef encode_run(WireFormat resp, std::string_view head, const std::string_view* pattern,
                     std::span<const Message> run) {
   thread_local std::vector<std::uint32_t> sizes;
   sizes.clear();
@@ -81,7 +81,7 @@ FrameRef encode_run(Resp resp, std::string_view head, const std::string_view* pa
   FrameRef f = FrameRef::allocate_frames(sizes, true);
   char* p = f.mutable_data();
   for (const Message& m : run) {
-    *p++ = resp == Resp::kResp3 ? '>' : '*';
+    *p++ = resp == WireFormat::kResp3 ? '>' : '*';
     std::memcpy(p, head.data(), head.size());
     p += head.size();
     if (pattern != nullptr) p = put_bulk(p, *pattern);
@@ -93,19 +93,19 @@ FrameRef encode_run(Resp resp, std::string_view head, const std::string_view* pa
 
 }  // namespace
 
-FrameRef encode_messages(Resp resp, std::span<const Message> run) {
+FrameRef encode_messages(WireFormat resp, std::span<const Message> run) {
   return encode_run(resp, "3\r\n$7\r\nmessage\r\n", nullptr, run);
 }
 
-FrameRef encode_pmessages(Resp resp, std::string_view pattern, std::span<const Message> run) {
+FrameRef encode_pmessages(WireFormat resp, std::string_view pattern, std::span<const Message> run) {
   return encode_run(resp, "4\r\n$8\r\npmessage\r\n", &pattern, run);
 }
 
-FrameRef encode_smessages(Resp resp, std::span<const Message> run) {
+FrameRef encode_smessages(WireFormat resp, std::span<const Message> run) {
   return encode_run(resp, "3\r\n$8\r\nsmessage\r\n", nullptr, run);
 }
 
-FrameRef encode_message(Resp resp, std::string_view channel, std::string_view payload) {
+FrameRef encode_message(WireFormat resp, std::string_view channel, std::string_view payload) {
   const Message m{channel, payload};
   return encode_messages(resp, {&m, 1});
 }

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <utility>
 
+#include "broker/core/wire_format.hpp"
 #include "ringcast/broker/message.hpp"
 
 namespace ringcast::broker {
@@ -122,19 +123,16 @@ struct FrameSpan {
   [[nodiscard]] std::string_view view() const noexcept { return {data(), size()}; }
 };
 
-// RESP protocol version of a connection: 2 (arrays) or 3 (pushes).
-enum class Resp : std::uint8_t { kResp2 = 2, kResp3 = 3 };
-
 // One `message` push per message of `run` (which share one channel), in order:
 // *3 / >3, "message", channel, payload. Droppable.
-[[nodiscard]] FrameRef encode_messages(Resp resp, std::span<const Message> run);
+[[nodiscard]] FrameRef encode_messages(WireFormat resp, std::span<const Message> run);
 // One `pmessage` push per message of `run`: *4 / >4, "pmessage", pattern,
 // channel, payload. Droppable.
-[[nodiscard]] FrameRef encode_pmessages(Resp resp, std::string_view pattern, std::span<const Message> run);
+[[nodiscard]] FrameRef encode_pmessages(WireFormat resp, std::string_view pattern, std::span<const Message> run);
 // One `smessage` push per message of `run` (Redis 7 sharded pub/sub): *3 / >3,
 // "smessage", channel, payload. Droppable.
-[[nodiscard]] FrameRef encode_smessages(Resp resp, std::span<const Message> run);
+[[nodiscard]] FrameRef encode_smessages(WireFormat resp, std::span<const Message> run);
 // A one-frame block with a single `message` push.
-[[nodiscard]] FrameRef encode_message(Resp resp, std::string_view channel, std::string_view payload);
+[[nodiscard]] FrameRef encode_message(WireFormat resp, std::string_view channel, std::string_view payload);
 
 }  // namespace ringcast::broker

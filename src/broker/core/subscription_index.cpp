@@ -31,8 +31,8 @@ struct SourceFrames {
   const std::string* pattern;  // nullptr: exact or shard subscriptions
   bool shard;                  // `smessage` frames (pattern is nullptr)
   FrameRef blocks[2];
-  const FrameRef& get(Resp r, std::span<const Message> run) {
-    FrameRef& slot = blocks[r == Resp::kResp3 ? 1 : 0];
+  const FrameRef& get(WireFormat r, std::span<const Message> run) {
+    FrameRef& slot = blocks[r == WireFormat::kResp3 ? 1 : 0];
     if (!slot) {
       slot = pattern != nullptr ? encode_pmessages(r, *pattern, run)
              : shard            ? encode_smessages(r, run)
@@ -82,6 +82,18 @@ constexpr std::size_t kMaxRunMessages = 1024;
 constexpr std::size_t kMaxRunBytes = 1u << 20;
 
 }  // namespace
+
+const std::vector<std::string>& Subscriber::subscriptions(SubscriptionSpace space) const noexcept {
+  switch (space) {
+    case SubscriptionSpace::kPattern:
+      return patterns_;
+    case SubscriptionSpace::kShard:
+      return shard_channels_;
+    case SubscriptionSpace::kChannel:
+      break;
+  }
+  return channels_;
+}
 
 SubscriptionIndex::SubscriptionIndex() = default;
 SubscriptionIndex::~SubscriptionIndex() = default;
@@ -159,6 +171,30 @@ bool SubscriptionIndex::remove_shard_channel(Subscriber& s, std::string_view cha
   return remove_from(shard_channels_, s.shard_channels_, s, channel);
 }
 
+bool SubscriptionIndex::add(Subscriber& s, SubscriptionSpace space, std::string_view name) {
+  switch (space) {
+    case SubscriptionSpace::kPattern:
+      return add_pattern(s, name);
+    case SubscriptionSpace::kShard:
+      return add_shard_channel(s, name);
+    case SubscriptionSpace::kChannel:
+      break;
+  }
+  return add_channel(s, name);
+}
+
+bool SubscriptionIndex::remove(Subscriber& s, SubscriptionSpace space, std::string_view name) {
+  switch (space) {
+    case SubscriptionSpace::kPattern:
+      return remove_pattern(s, name);
+    case SubscriptionSpace::kShard:
+      return remove_shard_channel(s, name);
+    case SubscriptionSpace::kChannel:
+      break;
+  }
+  return remove_channel(s, name);
+}
+
 bool SubscriptionIndex::add_pattern(Subscriber& s, std::string_view pattern) {
   auto it = patterns_.find(pattern);
   if (it == patterns_.end()) {
@@ -207,9 +243,9 @@ void SubscriptionIndex::remove_all(Subscriber& s) {
   }
 }
 
-void SubscriptionIndex::set_resp(Subscriber& s, Resp r) noexcept {
-  s.resp_ = r;
-  s.queue().set_resp(r);
+void SubscriptionIndex::set_format(Subscriber& s, WireFormat f) noexcept {
+  s.format_ = f;
+  s.queue().set_format(f);
 }
 
 template <class F>
@@ -302,7 +338,7 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
   std::size_t allowed = run.size();
   for (const Hit& h : hits) {
     if (!h.sub->queue().blocking()) continue;  // one relaxed load per delivery
-    allowed = std::min<std::size_t>(allowed, h.sub->queue().room_frames(sources[h.source].get(h.sub->resp(), run)));
+    allowed = std::min<std::size_t>(allowed, h.sub->queue().room_frames(sources[h.source].get(h.sub->format(), run)));
   }
   if (allowed < run.size()) {
     // Rare: encode the prefix that fits anew (the frames above hold the whole run).
@@ -318,13 +354,13 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
     std::size_t end = g + 1;
     while (end < hits.size() && hits[end].sub == s) ++end;
     if (end - g == 1) {
-      deliver(s, sources[hits[g].source].get(s->resp(), run));
+      deliver(s, sources[hits[g].source].get(s->format(), run));
     } else {
       // Matched several times (no dedupe): Redis's order per message is the exact
       // subscription's frame, then each matching pattern's, then the next message.
       // A rare case, so the frames are copied into a block of the subscriber's own.
       blocks.clear();
-      for (std::size_t h = g; h < end; ++h) blocks.push_back(&sources[hits[h].source].get(s->resp(), run));
+      for (std::size_t h = g; h < end; ++h) blocks.push_back(&sources[hits[h].source].get(s->format(), run));
       deliver(s, interleave(blocks));
     }
     g = end;

@@ -41,21 +41,30 @@
 
 namespace ringcast::broker {
 
-// What the index needs from a connection: its queue, its protocol, and a way to
-// wake its writer. The server's connection and the tests' fakes derive from it.
+// Which subscriptions an operation acts on: exact channels (SUBSCRIBE),
+// patterns (PSUBSCRIBE) or shard channels (SSUBSCRIBE, a namespace of its own).
+enum class SubscriptionSpace : std::uint8_t { kChannel, kPattern, kShard };
+
+// What the index needs from a connection: its queue, its wire format, and a way
+// to wake its writer. Every client (core/client.hpp) and the tests' fakes derive
+// from it.
 class Subscriber {
  public:
-  Subscriber(QueueLimits limits, OverflowPolicy policy, const Clock& clock, FlowControl* flow = nullptr)
-      : queue_(limits, policy, clock, flow) {}
+  Subscriber(WireFormat format, QueueLimits limits, OverflowPolicy policy, const Clock& clock,
+             FlowControl* flow = nullptr)
+      : format_(format), queue_(limits, policy, clock, flow) {
+    queue_.set_format(format);
+  }
   Subscriber(const Subscriber&) = delete;
   Subscriber& operator=(const Subscriber&) = delete;
 
   [[nodiscard]] ConnectionQueue& queue() noexcept { return queue_; }
   [[nodiscard]] const ConnectionQueue& queue() const noexcept { return queue_; }
 
-  // Protocol used to encode this subscriber's messages. Written by the owner only
-  // while holding the index update lock; read by publishers under the shared lock.
-  [[nodiscard]] Resp resp() const noexcept { return resp_; }
+  // Format this subscriber's messages are encoded in. Written only through
+  // SubscriptionIndex::set_format (update lock held); read by publishers under
+  // the shared lock.
+  [[nodiscard]] WireFormat format() const noexcept { return format_; }
 
   // Called by a publisher (any thread, index lock held shared) or by the owner
   // when a push returned wake=true: the writer must run soon. Must not block or
@@ -67,6 +76,7 @@ class Subscriber {
   [[nodiscard]] const std::vector<std::string>& channels() const noexcept { return channels_; }
   [[nodiscard]] const std::vector<std::string>& patterns() const noexcept { return patterns_; }
   [[nodiscard]] const std::vector<std::string>& shard_channels() const noexcept { return shard_channels_; }
+  [[nodiscard]] const std::vector<std::string>& subscriptions(SubscriptionSpace space) const noexcept;
   // Channels, patterns and shard channels together.
   [[nodiscard]] std::size_t subscription_count() const noexcept {
     return channels_.size() + patterns_.size() + shard_channels_.size();
@@ -74,10 +84,10 @@ class Subscriber {
 
  protected:
   virtual ~Subscriber() = default;
-  Resp resp_ = Resp::kResp2;
 
  private:
   friend class SubscriptionIndex;
+  WireFormat format_ = WireFormat::kResp2;
   ConnectionQueue queue_;
   std::vector<std::string> channels_;
   std::vector<std::string> patterns_;
@@ -108,10 +118,14 @@ class SubscriptionIndex {
   bool remove_pattern(Subscriber& s, std::string_view pattern);
   bool add_shard_channel(Subscriber& s, std::string_view channel);
   bool remove_shard_channel(Subscriber& s, std::string_view channel);
+  // The one of the above that `space` names.
+  bool add(Subscriber& s, SubscriptionSpace space, std::string_view name);
+  bool remove(Subscriber& s, SubscriptionSpace space, std::string_view name);
   // Drops every subscription of `s`. REQUIRES: lock_for_update() held.
   void remove_all(Subscriber& s);
-  // Changes the protocol messages to `s` are encoded with. REQUIRES: lock held.
-  void set_resp(Subscriber& s, Resp r) noexcept;
+  // Changes the format messages to `s` are encoded in (and its queue's loss
+  // notices). REQUIRES: lock_for_update() held.
+  void set_format(Subscriber& s, WireFormat f) noexcept;
 
   // Publishes `msgs` in order, exactly as one publish per message would, and
   // stores each message's PUBLISH reply (the number of deliveries) in
