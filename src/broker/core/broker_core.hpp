@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "broker/auth/auth_stats.hpp"
 #include "broker/core/connection_queue.hpp"
 #include "broker/core/flow_control.hpp"
 #include "broker/core/subscription_index.hpp"
@@ -42,6 +43,8 @@ class BrokerCore {
   [[nodiscard]] SubscriptionIndex& index() noexcept { return index_; }
   [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
   [[nodiscard]] FlowControl& flow() noexcept { return flow_; }
+  // Authentication and permission counters, counted by every transport's session.
+  [[nodiscard]] AuthStats& auth_stats() noexcept { return auth_stats_; }
 
   // PUBLISH from a client or from the embedding process; returns the receiver
   // count, or kRefusedReceivers (a `block` subscriber had no room; not counted here).
@@ -77,7 +80,7 @@ class BrokerCore {
   [[nodiscard]] std::string client_list() const;
   [[nodiscard]] std::string client_info(const Session& s) const;
   // INFO text for `section` ("", "all", "default", "everything", "server",
-  // "clients", "stats", "pubsub", "drops"); unknown sections give "".
+  // "clients", "stats", "pubsub", "auth", "drops"); unknown sections give "".
   [[nodiscard]] std::string info(std::string_view section) const;
   [[nodiscard]] BrokerStats stats() const;
   [[nodiscard]] std::vector<ConnectionStats> connection_stats() const;
@@ -107,6 +110,7 @@ class BrokerCore {
   std::atomic<std::uint64_t> published_{0};
   std::atomic<std::uint64_t> deliveries_{0};
   std::atomic<std::uint64_t> refused_{0};
+  AuthStats auth_stats_;
   FlowControl flow_;
 
   mutable std::mutex provider_mu_;
