@@ -10,6 +10,7 @@
 #include "broker/resp/session.hpp"
 #include "broker/server.hpp"
 #include "ringcast/broker/broker.hpp"
+#include "ringcast/broker/token.hpp"
 
 namespace ringcast::broker {
 
@@ -30,6 +31,10 @@ tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerCon
   if (q.soft_bytes > q.hard_bytes) return invalid("soft limit must not exceed the hard limit");
   if (config.write_budget_bytes == 0) return invalid("write budget must be > 0");
   if (config.max_bulk_len == 0 || config.max_args == 0) return invalid("max bulk length and max args must be > 0");
+  if (!config.token_secret.empty() && config.token_secret.size() < kMinTokenSecretBytes) {
+    return invalid("the token secret is " + std::to_string(config.token_secret.size()) +
+                   " bytes; it must be at least " + std::to_string(kMinTokenSecretBytes));
+  }
   // Frames are sized in 32 bits; Redis caps a string at 512 MiB too.
   if (config.max_bulk_len > (512u << 20)) return invalid("max bulk length must be at most 512mb");
   if (config.max_connections == 0 || config.max_subscriptions == 0) {

@@ -87,11 +87,16 @@ struct BrokerConfig {
   std::size_t max_subscriptions = 100'000;   // channels + patterns per connection
   std::size_t max_connections = 10'000;
   // Connections that have not authenticated within this time are closed. Only
-  // applies when requirepass is set.
+  // applies when requirepass or token_secret is set.
   std::chrono::milliseconds auth_timeout = std::chrono::seconds(10);
 
   // Non-empty: clients must AUTH (or HELLO ... AUTH default <pass>) first.
   std::string requirepass;
+  // Non-empty: HS256 token authentication is on (ringcast/broker/token.hpp,
+  // docs/security.md "Tokens"): clients must authenticate, and `AUTH <sub>
+  // <token>` gives the channel permissions the token grants. At least
+  // kMinTokenSecretBytes (32) bytes, else Broker::start fails with kInvalidConfig.
+  std::string token_secret;
 };
 
 }  // namespace ringcast::broker
