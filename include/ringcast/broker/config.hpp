@@ -55,6 +55,12 @@ struct BrokerConfig {
   std::string bind_address = "127.0.0.1";
   std::uint16_t port = 6390;  // 0: let the kernel choose; Broker::port() reports it
   unsigned io_threads = 0;    // 0: std::thread::hardware_concurrency()
+  // WebSocket + JSON listener on bind_address (docs/broker.md, "WebSocket"):
+  // nullopt = off; 0 = let the kernel choose (Broker::ws_port() reports it).
+  std::optional<std::uint16_t> ws_port;
+  // Largest WebSocket message a client may send, after reassembly of its
+  // fragments; larger ones close the connection with 1009.
+  std::size_t ws_max_message = 1u << 20;
 
   OverflowPolicy overflow_policy = OverflowPolicy::kDisconnect;
   QueueLimits queue_limits{};
