@@ -11,6 +11,7 @@
 #include "broker/core/connection_queue.hpp"
 #include "broker/core/flow_control.hpp"
 #include "broker/core/subscription_index.hpp"
+#include "broker/resp/resp_delivery.hpp"
 #include "test_support.hpp"
 
 namespace ringcast::broker {
@@ -649,13 +650,13 @@ std::string notice(std::string_view text) {
 std::string two_digits(int i) { return std::string(1, static_cast<char>('0' + i / 10)) + static_cast<char>('0' + i % 10); }
 
 TEST(ConflationTest, KeyIsKindPatternAndChannel) {
-  EXPECT_EQ(conflation_key(msg("ab", "x")->view()), "*3\r\n$7\r\nmessage\r\n$2\r\nab\r\n");
+  EXPECT_EQ(resp::conflation_key(msg("ab", "x")->view()), "*3\r\n$7\r\nmessage\r\n$2\r\nab\r\n");
   const Message m{"ab", "payload"};
-  EXPECT_EQ(conflation_key(encode_pmessages(WireFormat::kResp3, "a*", {&m, 1})->view()),
+  EXPECT_EQ(resp::conflation_key(resp::encode_resp3_run(DeliveryRun{DeliveryKind::kPattern, "a*", {&m, 1}})->view()),
             ">4\r\n$8\r\npmessage\r\n$2\r\na*\r\n$2\r\nab\r\n");
-  EXPECT_EQ(conflation_key(encode_smessages(WireFormat::kResp2, {&m, 1})->view()), "*3\r\n$8\r\nsmessage\r\n$2\r\nab\r\n");
-  EXPECT_EQ(conflation_key("garbage"), "garbage");
-  EXPECT_EQ(conflation_key("*3\r\n$7\r\nmessage\r\n$9\r\nab\r\n"), "*3\r\n$7\r\nmessage\r\n$9\r\nab\r\n");
+  EXPECT_EQ(resp::conflation_key(resp::encode_resp2_run(DeliveryRun{DeliveryKind::kShard, {}, {&m, 1}})->view()), "*3\r\n$8\r\nsmessage\r\n$2\r\nab\r\n");
+  EXPECT_EQ(resp::conflation_key("garbage"), "garbage");
+  EXPECT_EQ(resp::conflation_key("*3\r\n$7\r\nmessage\r\n$9\r\nab\r\n"), "*3\r\n$7\r\nmessage\r\n$9\r\nab\r\n");
 }
 
 TEST(ConflationTest, KeepsTheNewestMessagePerChannelInPublishOrder) {
@@ -714,7 +715,7 @@ TEST(ConflationTest, ARunKeepsOnlyItsLastMessageAsAPrivateCopy) {
   std::vector<Message> run;
   for (int i = 0; i < 100; ++i) payloads.push_back(two_digits(i));
   for (const std::string& p : payloads) run.push_back(Message{"a", p});
-  const FrameRef block = encode_messages(WireFormat::kResp2, run);
+  const FrameRef block = resp::encode_resp2_run(DeliveryRun{DeliveryKind::kMessage, {}, run});
   ConnectionQueue q(limits(10 * msg("a", "00")->size()), OverflowPolicy::kConflate, clock);
   EXPECT_EQ(q.push(block).status, PushStatus::kQueued);
   EXPECT_EQ(q.stats().queued_frames, 1u);
@@ -743,7 +744,7 @@ TEST(ConflationTest, CountsAreExactWithAReaderFallingBehind) {
     for (const FrameSpan& s : out) {
       for (std::uint32_t i = s.first; i < s.first + s.count; ++i) {
         const std::string f(s.block->frame(i));
-        const std::string key(conflation_key(f));
+        const std::string key(resp::conflation_key(f));
         const std::size_t head = key.find("\r\n", key.rfind('$')) + 2;
         const std::string channel = key.substr(head, key.size() - 2 - head);
         const std::string rest = f.substr(key.size());
@@ -821,7 +822,7 @@ TEST(ConflationTest, RandomScheduleAccountsForEveryMessage) {
           ++replies_seen;
           continue;
         }
-        const std::string key(conflation_key(f));
+        const std::string key(resp::conflation_key(f));
         const std::size_t head = key.find("\r\n", key.rfind('$')) + 2;
         const std::string channel = key.substr(head, key.size() - 2 - head);
         const std::string rest = f.substr(key.size());
@@ -866,7 +867,7 @@ TEST(ConflationTest, RandomScheduleAccountsForEveryMessage) {
         payloads.emplace_back(p);
       }
       for (const std::string& p : payloads) run.push_back(Message{channel, p});
-      (void)q.push(encode_messages(WireFormat::kResp2, run));
+      (void)q.push(resp::encode_resp2_run(DeliveryRun{DeliveryKind::kMessage, {}, run}));
     } else if (op < 70) {
       (void)q.push(FrameRef::copy_of(reply_text(next_reply++), /*droppable=*/false));
     } else if (op < 85) {

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "broker/core/frame.hpp"
+#include "broker/core/wire_format.hpp"
 
 namespace ringcast::broker::resp {
 
