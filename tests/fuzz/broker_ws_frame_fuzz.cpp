@@ -4,7 +4,8 @@
 // whether the input arrives whole or split at fuzzer-chosen points (invariant
 // 1), and every event must keep the decoder's promises: messages within the
 // size limit, text valid UTF-8, control payloads at most 125 bytes, close codes
-// valid, nothing after a close or an error.
+// valid, nothing after a close or an error. The same bytes, split the same
+// way, then run through an upgraded WebSocket session beside a subscriber.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +16,7 @@
 
 #include "broker/ws/frame_decoder.hpp"
 #include "broker/ws/utf8.hpp"
+#include "ws_fuzz_support.hpp"
 
 namespace {
 
@@ -90,5 +92,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (std::size_t i = 0; i < ncuts; ++i) cuts.push_back(input.empty() ? 0 : data[1 + i] % (input.size() + 1));
   std::sort(cuts.begin(), cuts.end());
   if (decode(input, {}) != decode(input, cuts)) std::abort();
+
+  namespace f = ringcast::broker::ws::fuzz;
+  (void)f::listener();
+  auto s = f::upgraded_session();
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= cuts.size(); ++i) {
+    const std::size_t end = i < cuts.size() ? cuts[i] : input.size();
+    const auto r = s->on_input(input.substr(start, end - start));
+    start = end;
+    f::drain(*s);
+    f::drain(f::listener());
+    if (r == ringcast::broker::Client::InputResult::kClose) break;
+  }
+  s->detach();
   return 0;
 }
