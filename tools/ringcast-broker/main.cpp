@@ -57,8 +57,11 @@ int main(int argc, char** argv) {
   // Tests and scripts read the port from this line (--port 0).
   fmt::print("ringcast-broker listening on {}:{}\n", cfg.bind_address, (*broker)->port());
   if (cfg.ws_port) {
-    fmt::print("ringcast-broker websocket on ws://{}:{}/ (live page: http://{}:{}/)\n", cfg.bind_address,
-               (*broker)->ws_port(), cfg.bind_address, (*broker)->ws_port());
+    // An IPv6 literal goes in brackets in a URL.
+    const bool v6 = cfg.bind_address.find(':') != std::string::npos;
+    const std::string host = v6 ? "[" + cfg.bind_address + "]" : cfg.bind_address;
+    fmt::print("ringcast-broker websocket on ws://{}:{}/ (live page: http://{}:{}/)\n", host,
+               (*broker)->ws_port(), host, (*broker)->ws_port());
   }
   std::fflush(stdout);
 
