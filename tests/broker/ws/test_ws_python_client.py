@@ -130,3 +130,39 @@ def test_a_message_over_the_limit_closes_with_1009(broker):
             assert closed.value.rcvd.code == 1009
 
     run(main())
+
+
+RELAY = os.environ.get("RINGCAST_RELAY_EXE")
+CLI = os.environ.get("RINGCAST_CLI_EXE")
+
+
+@pytest.mark.skipif(not (RELAY and CLI), reason="needs ringcast-relay and the ringcast CLI")
+def test_ring_traffic_reaches_a_websocket_client_through_the_relay(tmp_path):
+    # A producer writes into shared memory; the relay's embedded broker serves it over WebSocket.
+    ring = tmp_path / "ticks.ring"
+    subprocess.run([CLI, "create", "-c", "64", "--lossy", str(ring)], check=True, stdout=subprocess.DEVNULL)
+    relay = subprocess.Popen([RELAY, "--ring", f"{ring}=ticks", "--listen", "127.0.0.1:0", "--ws-port", "0",
+                              "--io-threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = None
+        while url is None:
+            line = relay.stdout.readline()
+            assert line, "the relay exited before printing its websocket line"
+            m = re.search(r"websocket on (ws://\S+)", line)
+            url = m.group(1) if m else None
+        # The relay reads the ring from where it registered: publish after that.
+        while "registered as consumer" not in (line := relay.stderr.readline()):
+            assert line, "the relay exited before registering on the ring"
+
+        async def main():
+            async with websockets.connect(url) as ws:
+                await subscribe(ws, "ticks")
+                await asyncio.to_thread(subprocess.run, [CLI, "pub", str(ring)], input=b"px=101.5\n",
+                                        check=True, stdout=subprocess.DEVNULL)
+                m = await recv_json(ws)
+                assert (m["type"], m["topic"], m["payload"]) == ("message", "ticks", "px=101.5")
+
+        run(main())
+    finally:
+        relay.terminate()
+        assert relay.wait(timeout=20) == 0
