@@ -1,5 +1,6 @@
 // The public facade (include/ringcast/broker/broker.hpp): a BrokerCore, and a
-// Server listening on the RESP port with RespSessions.
+// Server listening on the RESP port with RespSessions and, with ws_port, on the
+// WebSocket port with WsSessions.
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -9,6 +10,8 @@
 #include "broker/core/broker_core.hpp"
 #include "broker/resp/session.hpp"
 #include "broker/server.hpp"
+#include "broker/ws/http_upgrade.hpp"
+#include "broker/ws/ws_session.hpp"
 #include "ringcast/broker/broker.hpp"
 
 namespace ringcast::broker {
@@ -17,8 +20,12 @@ struct Broker::Impl {
   explicit Impl(const BrokerConfig& cfg) : core(cfg), server(core, cfg.io_threads) {}
 
   BrokerCore core;  // declared first: the server's connections use it until they close
+  // The WebSocket port's plain-HTTP routes (ws/http_upgrade.hpp); read by every
+  // I/O thread, so complete before the server starts.
+  ws::HttpRoutes http_routes = ws::default_http_routes();
   Server server;
   std::uint16_t port = 0;
+  std::uint16_t ws_port = 0;
 };
 
 tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerConfig& config) {
@@ -34,6 +41,18 @@ tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerCon
       "-ERR max number of clients reached\r\n"});
   if (!port) return tl::unexpected(std::move(port.error()));
   impl->port = *port;
+  if (cfg.ws_port) {
+    const ws::HttpRoutes& routes = impl->http_routes;
+    auto wsp = impl->server.listen(Listener{
+        cfg.bind_address, *cfg.ws_port,
+        [&routes](BrokerCore& core, std::string peer, Waker& waker) -> std::unique_ptr<Client> {
+          return std::make_unique<ws::WsSession>(core, std::move(peer), waker, routes);
+        },
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 30\r\n"
+        "Connection: close\r\n\r\nmax number of clients reached\n"});
+    if (!wsp) return tl::unexpected(std::move(wsp.error()));
+    impl->ws_port = *wsp;
+  }
   impl->core.set_listener_info(impl->port, cfg.io_threads);
   if (auto started = impl->server.start(); !started) return tl::unexpected(std::move(started.error()));
   return std::unique_ptr<Broker>(new Broker(std::move(impl)));
@@ -46,6 +65,8 @@ Broker::~Broker() {
 }
 
 std::uint16_t Broker::port() const noexcept { return impl_->port; }
+
+std::uint16_t Broker::ws_port() const noexcept { return impl_->ws_port; }
 
 PublishResult Broker::publish(std::string_view channel, std::string_view payload, PublishWait wait) noexcept {
   const Message m{channel, payload};

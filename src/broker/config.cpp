@@ -9,6 +9,7 @@
 
 #include "ringcast/broker/config.hpp"
 #include "ringcast/broker/error.hpp"
+#include "ringcast/broker/token.hpp"
 
 namespace ringcast::broker {
 
@@ -76,6 +77,11 @@ tl::expected<void, BrokerError> validate(const BrokerConfig& config) {
   if (config.max_bulk_len == 0 || config.max_args == 0) return invalid("max bulk length and max args must be > 0");
   // Frames are sized in 32 bits; Redis caps a string at 512 MiB too.
   if (config.max_bulk_len > (512u << 20)) return invalid("max bulk length must be at most 512mb");
+  if (config.ws_max_message == 0) return invalid("the WebSocket message limit must be > 0");
+  if (!config.token_secret.empty() && config.token_secret.size() < kMinTokenSecretBytes) {
+    return invalid("the token secret is " + std::to_string(config.token_secret.size()) +
+                   " bytes; it must be at least " + std::to_string(kMinTokenSecretBytes));
+  }
   if (config.max_connections == 0 || config.max_subscriptions == 0) {
     return invalid("max connections and max subscriptions must be > 0");
   }

@@ -17,6 +17,8 @@
 #include "broker/core/broker_core.hpp"
 #include "broker/resp/request_parser.hpp"
 #include "broker/resp/session.hpp"
+#include "broker/ws/frame_decoder.hpp"
+#include "ws/client_frame.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -258,6 +260,32 @@ TEST(SubscriptionIndexAllocationTest, PublishingAllocatesOnlyOneBlockPerFormatAn
   EXPECT_EQ(receivers, (std::vector<std::size_t>{4, 4, 4})) << "j2 gets one delivery per message";
   auto lock = index.lock_for_update();
   for (testing::FakeSubscriber* s : {&r2, &r3, &j1, &j2}) index.remove_all(*s);
+
+// The WebSocket frame decoder reuses its message buffer (frame_decoder.hpp,
+// invariant 2): text, binary and fragmented messages of the sizes seen before,
+// with pings between, decode without allocating.
+TEST(FrameDecoderAllocationTest, SteadyStateFramesAllocateNothing) {
+  using ws::test::client_frame;
+  using ws::test::ClientFrame;
+  std::string in;
+  for (std::size_t size : {10u, 125u, 126u, 4000u, 65536u}) {
+    in += client_frame(std::string(size, 'a'));
+    in += client_frame(std::string(size, 'b'), {.opcode = 0x2});
+    in += client_frame(std::string(size / 2, 'c'), {.fin = false});
+    in += client_frame("ping", {.opcode = 0x9});
+    in += client_frame(std::string(size - size / 2, 'c'), {.opcode = 0x0});
+  }
+  ws::FrameDecoder d(1u << 20);
+  auto run = [&] {
+    std::size_t events = 0;
+    std::string_view piece = in;
+    while (d.decode(piece) != ws::FrameDecoder::Status::kNeedMore) ++events;
+    return events;
+  };
+  ASSERT_EQ(run(), 20u);  // warm-up: the buffer grows to the largest message
+  const AllocationCount count;
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(run(), 20u);
+  EXPECT_EQ(count.allocations(), 0u);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -20,6 +21,13 @@ class BrokerFlags {
   // outlive parsing.
   void add_to(CLI::App& app, broker::BrokerConfig& cfg) {
     app.add_option("--io-threads", cfg.io_threads, "Broker I/O threads; 0 = one per core")->capture_default_str();
+    app.add_option("--ws-port", ws_port_,
+                   "WebSocket + JSON port on the broker's address (PopSub's protocol, the live page on /); "
+                   "0 picks a free one (printed); off unless given")
+        ->check(CLI::Range(0, 65535));
+    app.add_option("--ws-max-message", ws_max_message_,
+                   "Largest WebSocket message a client may send, reassembled (larger: close 1009)")
+        ->capture_default_str();
     app.add_option("--overflow-policy", policy_,
                    "What a full connection queue does: drop-oldest, drop-newest, disconnect, block "
                    "(refuse the publish for the whole channel) or conflate (keep the newest message per channel)")
@@ -64,7 +72,13 @@ class BrokerFlags {
     const auto budget = broker::parse_size(budget_);
     const auto max_bulk = broker::parse_size(max_bulk_);
     const auto pace = broker::parse_size(pace_);
-    if (!hard || !soft || !budget || !max_bulk || !pace) return "sizes are numbers with an optional k/kb/m/mb/g/gb suffix";
+    const auto ws_max = broker::parse_size(ws_max_message_);
+    if (!hard || !soft || !budget || !max_bulk || !pace || !ws_max) {
+      return "sizes are numbers with an optional k/kb/m/mb/g/gb suffix";
+    }
+    if (*ws_max == 0) return "--ws-max-message must be > 0";
+    cfg.ws_max_message = *ws_max;
+    if (ws_port_ >= 0) cfg.ws_port = static_cast<std::uint16_t>(ws_port_);
     cfg.queue_limits.hard_bytes = *hard;
     cfg.queue_limits.soft_bytes = *soft;
     cfg.queue_limits.soft_duration = std::chrono::seconds(soft_seconds_);
@@ -85,6 +99,8 @@ class BrokerFlags {
   }
 
  private:
+  int ws_port_ = -1;  // -1: no WebSocket listener
+  std::string ws_max_message_ = "1mb";
   std::string policy_ = "disconnect";
   std::string hard_ = "32mb";
   std::string soft_ = "8mb";
@@ -97,5 +113,11 @@ class BrokerFlags {
   unsigned auth_timeout_ms_ = 10000;
   std::string password_file_;
 };
+
+// HOST:PORT for a URL: an IPv6 literal goes in brackets ("[::1]:8080").
+[[nodiscard]] inline std::string url_authority(const std::string& host, std::uint16_t port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
 
 }  // namespace ringcast::tools

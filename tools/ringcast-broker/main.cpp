@@ -40,6 +40,10 @@ int main(int argc, char** argv) {
   }
   // Tests and scripts read the port from this line (--port 0).
   fmt::print("ringcast-broker listening on {}:{}\n", cfg.bind_address, (*broker)->port());
+  if (cfg.ws_port) {
+    const std::string at = ringcast::tools::url_authority(cfg.bind_address, (*broker)->ws_port());
+    fmt::print("ringcast-broker websocket on ws://{}/ (live page: http://{}/)\n", at, at);
+  }
   std::fflush(stdout);
 
   int sig = 0;

@@ -112,6 +112,10 @@ int main(int argc, char** argv) {
   Relay& r = **relay;
   // Tests and scripts read the ports from these lines.
   if (r.broker() != nullptr) fmt::print("ringcast-relay listening on {}:{}\n", cfg.bind_address, r.broker()->port());
+  if (r.broker() != nullptr && r.broker()->ws_port() != 0) {
+    const std::string at = tools::url_authority(cfg.bind_address, r.broker()->ws_port());
+    fmt::print("ringcast-relay websocket on ws://{}/ (live page: http://{}/)\n", at, at);
+  }
   if (!nats_url.empty()) fmt::print("ringcast-relay publishing to NATS {}\n", nats_url);
   std::unique_ptr<MetricsServer> metrics_server;
   if (metrics_at) {

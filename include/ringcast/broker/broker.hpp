@@ -117,6 +117,8 @@ class Broker {
 
   // The bound TCP port (the kernel's choice when the config asked for 0).
   [[nodiscard]] std::uint16_t port() const noexcept;
+  // The bound WebSocket port, or 0 when BrokerConfig::ws_port is unset.
+  [[nodiscard]] std::uint16_t ws_port() const noexcept;
 
   // Delivers `payload` to every subscription matching `channel`, exactly as a
   // client's PUBLISH does; result.receivers is the number of deliveries (Redis's

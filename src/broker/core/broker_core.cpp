@@ -274,6 +274,10 @@ std::string BrokerCore::info(std::string_view section) const {
     out += fmt::format("pubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\n",
                        st.channels, st.patterns, st.shard_channels);
   }
+  if (all || sec == "auth") {
+    begin("Auth");
+    out += auth_stats_.info_fields();
+  }
   if (all || sec == "drops") {
     // Per-connection loss, listed only for connections that lost something, so
     // INFO stays short with many healthy clients.

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "broker/auth/auth_stats.hpp"
 #include "broker/core/client.hpp"
 #include "broker/core/connection_queue.hpp"
 #include "broker/core/flow_control.hpp"
@@ -75,6 +76,8 @@ class BrokerCore {
   [[nodiscard]] SubscriptionIndex& index() noexcept { return index_; }
   [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
   [[nodiscard]] FlowControl& flow() noexcept { return flow_; }
+  // Authentication and permission counters, counted by every transport's session.
+  [[nodiscard]] AuthStats& auth_stats() noexcept { return auth_stats_; }
 
   // Takes the index update lock for `c`'s (un)subscribes (SubscriptionUpdate).
   [[nodiscard]] SubscriptionUpdate update(Client& c) { return SubscriptionUpdate(index_, c); }
@@ -112,7 +115,7 @@ class BrokerCore {
   [[nodiscard]] std::string client_list() const;
   [[nodiscard]] std::string client_info(const Client& c) const;
   // INFO text for `section` ("", "all", "default", "everything", "server",
-  // "clients", "stats", "pubsub", "drops"); unknown sections give "".
+  // "clients", "stats", "pubsub", "auth", "drops"); unknown sections give "".
   [[nodiscard]] std::string info(std::string_view section) const;
   [[nodiscard]] BrokerStats stats() const;
   [[nodiscard]] std::vector<ConnectionStats> connection_stats() const;
@@ -142,6 +145,7 @@ class BrokerCore {
   std::atomic<std::uint64_t> published_{0};
   std::atomic<std::uint64_t> deliveries_{0};
   std::atomic<std::uint64_t> refused_{0};
+  AuthStats auth_stats_;
   FlowControl flow_;
 
   mutable std::mutex provider_mu_;
