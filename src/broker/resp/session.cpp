@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "broker/resp/resp_encoder.hpp"
+#include "ringcast/broker/token.hpp"
 
 namespace ringcast::broker {
 
@@ -113,7 +114,7 @@ Session::Session(BrokerCore& core, std::string peer)
       id_(core.next_client_id()),
       peer_(std::move(peer)),
       parser_(ParserLimits{core.config().max_bulk_len, core.config().max_args}),
-      authenticated_(core.config().requirepass.empty()) {
+      authenticated_(!needs_auth()) {
   core_.register_session(*this);
 }
 
@@ -400,6 +401,10 @@ std::string_view Session::confirmation_kind(Space space, bool subscribe) noexcep
 }
 
 void Session::cmd_subscribe(std::span<const std::string> args, Space space) {
+  const Access access = space == Space::kPattern ? Access::kSubscribePattern : Access::kSubscribe;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (!check_permission(access, args[i])) return;  // the whole command, as Redis's ACL
+  }
   const std::vector<std::string>& mine = subscriptions(space);
   std::vector<std::string_view> fresh;
   for (std::size_t i = 1; i < args.size(); ++i) {
@@ -465,6 +470,16 @@ void Session::cmd_unsubscribe(std::span<const std::string> args, Space space) {
 }
 
 void Session::cmd_publish(std::span<const std::string> args) {
+  if (grant_ && !permitted(Access::kPublish, args[1])) {
+    // The refusal is this command's reply: after the batched ones (invariant 3).
+    flush_publishes();
+    if (held_) {
+      held_command_.assign(args.begin(), args.end());
+      return;
+    }
+    check_permission(Access::kPublish, args[1]);
+    return;
+  }
   if (!subscribed() && args[1].size() + args[2].size() <= kMaxBatchedPayload) {
     // Batched (invariant 3): nothing but this connection's own replies can enter
     // its queue, so executing at the end of the input changes no order.
@@ -512,6 +527,7 @@ void Session::cmd_spublish(std::span<const std::string> args) {
   // Not batched: rare next to PUBLISH. As there, a subscribed RESP3 connection
   // may receive its own smessage, after its earlier replies and before this one.
   // A `block` refusal is answered at once: SPUBLISH is not held (--max-block-ms).
+  if (!check_permission(Access::kPublish, args[1])) return;
   flush_replies();
   const std::size_t n = core_.publish_shard(args[1], args[2]);
   if (n == kRefusedReceivers) {
@@ -555,14 +571,80 @@ void Session::cmd_auth(std::span<const std::string> args) {
                 "user. Are you sure your configuration is correct?");
     return;
   }
-  const bool ok = args.size() == 2 ? check_password("default", args[1])
-                                   : check_password(args[1], args[2]);
-  if (!ok) {
-    resp::error(reply_, kWrongPass);
-    return;
+  if (authenticate(args.size() == 2 ? std::string_view("default") : std::string_view(args[1]), args.back())) {
+    resp::simple(reply_, "OK");
   }
+}
+
+bool Session::needs_auth() const noexcept {
+  return !core_.config().requirepass.empty() || !core_.config().token_secret.empty();
+}
+
+bool Session::authenticate(std::string_view user, std::string_view secret) {
+  const BrokerConfig& cfg = core_.config();
+  if (!cfg.token_secret.empty() && !(user == "default" && !cfg.requirepass.empty())) {
+    return authenticate_token(user, secret);
+  }
+  if (!check_password(user, secret)) {
+    core_.auth_stats().count_password_refused();
+    resp::error(reply_, kWrongPass);
+    return false;
+  }
+  grant_.reset();  // the password gives every channel
   authenticated_ = true;
-  resp::simple(reply_, "OK");
+  return true;
+}
+
+bool Session::authenticate_token(std::string_view user, std::string_view token) {
+  auto grant = verify_token(token, core_.config().token_secret);
+  if (!grant) {
+    core_.auth_stats().count_token_refused(grant.error());
+    resp::error(reply_, fmt::format("WRONGPASS invalid token: {}", describe(grant.error())));
+    return false;
+  }
+  if (grant->subject != user) {
+    core_.auth_stats().count_subject_mismatch();
+    resp::error(reply_, "WRONGPASS invalid token: the username is not the token's subject (sub)");
+    return false;
+  }
+  core_.auth_stats().count_token_accepted();
+  grant_ = std::move(*grant);
+  authenticated_ = true;
+  return true;
+}
+
+bool Session::grant_expired() const noexcept {
+  // The grant ends with its token (plus the leeway): re-AUTH with a fresh one.
+  // Subscriptions made before stay (docs/security.md).
+  return std::chrono::system_clock::now() > grant_->expiry + kTokenLeeway;
+}
+
+bool Session::permitted(Access access, std::string_view name) const noexcept {
+  if (!grant_) return true;
+  if (grant_expired()) return false;
+  switch (access) {
+    case Access::kSubscribe:
+      return grant_->may_subscribe(name);
+    case Access::kSubscribePattern:
+      return grant_->may_subscribe_pattern(name);
+    case Access::kPublish:
+      break;
+  }
+  return grant_->may_publish(name);
+}
+
+bool Session::check_permission(Access access, std::string_view name) {
+  if (permitted(access, name)) return true;
+  core_.auth_stats().count_permission_denied();
+  if (grant_expired()) {
+    resp::error(reply_, fmt::format("NOPERM User {} has an expired token; AUTH again with a new one",
+                                    c_str_prefix(grant_->subject, 128)));
+  } else {
+    // Redis 7.2's wording for a refused channel, naming the user and the channel.
+    resp::error(reply_, fmt::format("NOPERM User {} has no permissions to access the '{}' channel",
+                                    c_str_prefix(grant_->subject, 128), c_str_prefix(name, 128)));
+  }
+  return false;
 }
 
 bool Session::set_name(std::string_view name) {
@@ -617,13 +699,7 @@ void Session::cmd_hello(std::span<const std::string> args) {
       return;
     }
   }
-  if (user != nullptr) {
-    if (!check_password(*user, *pass)) {
-      resp::error(reply_, kWrongPass);
-      return;
-    }
-    authenticated_ = true;
-  }
+  if (user != nullptr && !authenticate(*user, *pass)) return;
   if (!authenticated_) {
     resp::error(reply_,
                 "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
@@ -662,7 +738,8 @@ void Session::cmd_reset() {
   update_mirrors();
   core_.set_session_name(*this, {});
   queue().set_policy(core_.config().overflow_policy);
-  authenticated_ = core_.config().requirepass.empty();
+  authenticated_ = !needs_auth();
+  grant_.reset();
   // As Redis: REPLY OFF and a pending SKIP end, but a SKIP that covers this
   // RESET itself still swallows its reply.
   reply_off_ = false;

@@ -14,7 +14,8 @@
 //     replies are flushed into the queue before any command that queues frames
 //     itself (SUBSCRIBE family, PUBLISH), and (un)subscribe confirmations are
 //     queued while the index lock is held.
-//  2. Until authenticated, only AUTH, HELLO, PING, QUIT and RESET run.
+//  2. Until authenticated (when BrokerConfig::requirepass or token_secret is
+//     set), only AUTH, HELLO, PING, QUIT and RESET run.
 //  3. PUBLISHes whose channel and payload together are at most 64 KiB, from a
 //     connection with no subscription, are batched: consecutive ones in one
 //     input buffer are executed together (one index lock, one queue push per
@@ -34,11 +35,16 @@
 //     (Un)subscribe confirmations and messages are pushes: they are flushed to
 //     the queue as they are made, so they arrive whatever the reply mode, as in
 //     Redis 7.0.
+//  6. With a grant (AUTH <sub> <token>), SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE,
+//     PUBLISH and SPUBLISH are checked against it before they have any effect:
+//     one refused channel refuses the whole command with NOPERM, as Redis's ACL
+//     does, and changes nothing. A password AUTH or RESET drops the grant.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -47,6 +53,7 @@
 #include "broker/core/broker_core.hpp"
 #include "broker/resp/request_parser.hpp"
 #include "broker/core/subscription_index.hpp"
+#include "ringcast/broker/grant.hpp"
 
 namespace ringcast::broker {
 
@@ -142,6 +149,22 @@ class Session : public Subscriber {
   void cmd_pubsub(std::span<const std::string> args);
   void cmd_info(std::span<const std::string> args);
   bool check_password(std::string_view user, std::string_view pass);
+
+  // Tokens and permissions (invariant 6, docs/security.md "Tokens").
+  enum class Access : std::uint8_t { kSubscribe, kSubscribePattern, kPublish };
+  // Whether a fresh (or RESET) connection must authenticate first.
+  [[nodiscard]] bool needs_auth() const noexcept;
+  // AUTH / HELLO AUTH credentials: a token when a token secret is set (unless
+  // the user is "default" and a password is set too), else the password.
+  // Returns true when authenticated; else appends the WRONGPASS reply.
+  bool authenticate(std::string_view user, std::string_view secret);
+  bool authenticate_token(std::string_view user, std::string_view token);
+  // True when no grant restricts the session, or the unexpired grant allows `name`.
+  [[nodiscard]] bool permitted(Access access, std::string_view name) const noexcept;
+  // REQUIRES: grant_.
+  [[nodiscard]] bool grant_expired() const noexcept;
+  // permitted(), or else appends the NOPERM reply, counts the denial and returns false.
+  bool check_permission(Access access, std::string_view name);
   bool set_name(std::string_view name);
 
   BrokerCore& core_;
@@ -171,6 +194,7 @@ class Session : public Subscriber {
   std::string pending_bytes_;
   std::string name_;   // written under the registry lock (BrokerCore::set_session_name)
   bool authenticated_;
+  std::optional<Grant> grant_;  // invariant 6
   bool closing_ = false;
   bool detached_ = false;
   bool published_ = false;
