@@ -642,6 +642,23 @@ class BrokerTokenTest : public BrokerIntegrationTest {
   std::string secret_file_;
 };
 
+TEST_F(BrokerTokenTest, RingcastTokenMintsWhatTheLibraryVerifies) {
+  const auto before = std::chrono::system_clock::now();
+  const std::string tok = ringcast_token({"--sub", "svc", "--subscribe", "md.*", "fx.?", "--no-publish", "--ttl", "2h"});
+  const auto grant = verify_token(tok, kSecret);
+  ASSERT_TRUE(grant) << describe(grant.error()) << ": " << tok;
+  EXPECT_EQ(grant->subject, "svc");
+  EXPECT_EQ(grant->subscribe, (std::vector<std::string>{"md.*", "fx.?"}));
+  EXPECT_EQ(grant->publish, std::vector<std::string>{});
+  EXPECT_GE(grant->expiry, std::chrono::floor<std::chrono::seconds>(before + 2h));
+  EXPECT_LE(grant->expiry, std::chrono::system_clock::now() + 2h);
+  const std::string open = ringcast_token({"--sub", "svc"});
+  const auto unrestricted = verify_token(open, kSecret);
+  ASSERT_TRUE(unrestricted);
+  EXPECT_FALSE(unrestricted->subscribe) << "no --subscribe: the claim is absent";
+  EXPECT_FALSE(unrestricted->publish);
+}
+
 TEST_F(BrokerTokenTest, TokenFromRingcastTokenLetsRedisCliSubscribeAndPublish) {
   const int port = start({"--token-secret-file", secret_file_});
   ASSERT_GT(port, 0);
