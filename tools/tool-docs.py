@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # tool name -> (path under the build's tools/, subcommands with their own --help)
 TOOLS = {
-    "ringcast": ("ringcast/ringcast", ["create", "pub", "sub", "info", "reap", "rm"]),
+    "ringcast": ("ringcast/ringcast", ["create", "pub", "sub", "info", "reap", "rm", "token"]),
     "ringcast-broker": ("ringcast-broker/ringcast-broker", []),
     "ringcast-relay": ("ringcast-relay/ringcast-relay", []),
     "ring-top": ("ring-top/ring-top", []),

@@ -16,6 +16,7 @@
 #include "fd_io.hpp"
 #include "process_support.hpp"
 #include "tcp_loopback.hpp"
+#include "ringcast/broker/token.hpp"
 
 namespace ringcast::broker {
 namespace {
@@ -599,6 +600,144 @@ TEST_F(BrokerIntegrationTest, SoftLimitFiresAfterItsSecondsAndTheLossNoticeCount
   ASSERT_EQ(std::sscanf(notice.c_str() + notice.find("lost="), "lost=%llu", &lost), 1) << notice;
   EXPECT_EQ(static_cast<long long>(lost), dropped) << notice;
   ::close(slow);
+}
+
+// Tokens (docs/security.md "Tokens"): a 48-byte secret in a file, minted by
+// `ringcast token` or by the library, checked by real clients.
+class BrokerTokenTest : public BrokerIntegrationTest {
+ protected:
+  static constexpr const char* kSecret = "integration-test-secret-0123456789-abcdefghijkl";
+  void SetUp() override {
+    char path[] = "/tmp/ringcast-token-secret-XXXXXX";
+    const int fd = ::mkstemp(path);
+    ASSERT_GE(fd, 0);
+    const std::string line = std::string(kSecret) + "\n";
+    ASSERT_EQ(::write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    ::close(fd);
+    secret_file_ = path;
+  }
+  void TearDown() override {
+    BrokerIntegrationTest::TearDown();
+    ::unlink(secret_file_.c_str());
+  }
+  // `ringcast token ...` with the secret from the environment; its stdout line.
+  std::string ringcast_token(std::vector<std::string> args) {
+    args.insert(args.begin(), {RINGCAST_EXE, "token"});
+    ChildProcess p = ChildProcess::spawn(args, {.env_set = {std::string("RINGCAST_TOKEN_SECRET=") + kSecret}});
+    const auto status = p.wait_exit(deadline_in(10s));
+    EXPECT_EQ(test::exit_code(status), 0);
+    std::string out = p.stdout_text();
+    if (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
+  // redis-cli as `user` with `token`, running `args`; its stdout.
+  std::string redis_cli(int port, const std::string& user, const std::string& token, std::vector<std::string> args) {
+    std::vector<std::string> argv{kRedisCli, "-p", std::to_string(port), "--user", user, "--pass", token,
+                                  "--no-auth-warning"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess p = ChildProcess::spawn(argv);
+    EXPECT_EQ(test::exit_code(p.wait_exit(deadline_in(10s))), 0);
+    return p.stdout_text();
+  }
+  std::string secret_file_;
+};
+
+TEST_F(BrokerTokenTest, RingcastTokenMintsWhatTheLibraryVerifies) {
+  const auto before = std::chrono::system_clock::now();
+  const std::string tok = ringcast_token({"--sub", "svc", "--subscribe", "md.*", "fx.?", "--no-publish", "--ttl", "2h"});
+  const auto grant = verify_token(tok, kSecret);
+  ASSERT_TRUE(grant) << describe(grant.error()) << ": " << tok;
+  EXPECT_EQ(grant->subject, "svc");
+  EXPECT_EQ(grant->subscribe, (std::vector<std::string>{"md.*", "fx.?"}));
+  EXPECT_EQ(grant->publish, std::vector<std::string>{});
+  EXPECT_GE(grant->expiry, std::chrono::floor<std::chrono::seconds>(before + 2h));
+  EXPECT_LE(grant->expiry, std::chrono::system_clock::now() + 2h);
+  const std::string open = ringcast_token({"--sub", "svc"});
+  const auto unrestricted = verify_token(open, kSecret);
+  ASSERT_TRUE(unrestricted);
+  EXPECT_FALSE(unrestricted->subscribe) << "no --subscribe: the claim is absent";
+  EXPECT_FALSE(unrestricted->publish);
+}
+
+TEST_F(BrokerTokenTest, TokenFromRingcastTokenLetsRedisCliSubscribeAndPublish) {
+  const int port = start({"--token-secret-file", secret_file_});
+  ASSERT_GT(port, 0);
+  const std::string reader = ringcast_token({"--sub", "reader", "--subscribe", "md.*", "--no-publish", "--ttl", "1h"});
+  const std::string writer = ringcast_token({"--sub", "writer", "--no-subscribe", "--publish", "md.*"});
+  ChildProcess sub = ChildProcess::spawn({kRedisCli, "-p", std::to_string(port), "--user", "reader", "--pass",
+                                          reader, "--no-auth-warning", "subscribe", "md.eurusd"});
+  ASSERT_TRUE(sub.read_stdout_until("subscribe\nmd.eurusd\n1\n", deadline_in(10s))) << sub.stdout_text();
+  EXPECT_EQ(redis_cli(port, "writer", writer, {"publish", "md.eurusd", "1.0842"}), "1\n");
+  ASSERT_TRUE(sub.read_stdout_until("1.0842\n", deadline_in(10s))) << sub.stdout_text();
+  sub.stop(SIGTERM);
+}
+
+TEST_F(BrokerTokenTest, RedisCliGetsNopermOutsideItsGrant) {
+  const int port = start({"--token-secret-file", secret_file_});
+  ASSERT_GT(port, 0);
+  const std::string tok = ringcast_token({"--sub", "alice", "--subscribe", "md.*", "--publish", "x.*"});
+  EXPECT_EQ(redis_cli(port, "alice", tok, {"publish", "md.a", "v"}),
+            "NOPERM User alice has no permissions to access the 'md.a' channel\n\n");
+  EXPECT_EQ(redis_cli(port, "alice", tok, {"publish", "x.a", "v"}), "0\n");
+  EXPECT_EQ(redis_cli(port, "alice", tok, {"subscribe", "md.a", "x.a"}),
+            "NOPERM User alice has no permissions to access the 'x.a' channel\n\n");
+  EXPECT_EQ(redis_cli(port, "bob", tok, {"publish", "x.a", "v"}), "NOAUTH Authentication required.\n\n")
+      << "bob is not the token's sub: AUTH fails (redis-cli says so on stderr) and nothing runs";
+}
+
+TEST_F(BrokerTokenTest, HiredisSeesRefusalsAndTheirCountsInInfo) {
+  const int port = start({"--token-secret-file", secret_file_});
+  ASSERT_GT(port, 0);
+  Context c = hiredis_connect(port);
+  ASSERT_TRUE(c && c->err == 0);
+  Reply r = command(c.get(), {"SUBSCRIBE", "a"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ERROR);
+  EXPECT_EQ(std::string(r->str), "NOAUTH Authentication required.");
+
+  const auto now = std::chrono::system_clock::now();
+  const Grant grant{"alice", now + 1h, std::vector<std::string>{"md.*"}, std::vector<std::string>{}};
+  const std::string good = mint_token(grant, kSecret).value();
+  const std::string expired = mint_token(Grant{"alice", now - 1h, std::nullopt, std::nullopt}, kSecret).value();
+  const std::string forged = mint_token(grant, std::string(kSecret) + "-other").value();
+  const std::string alg_none = "eyJhbGciOiJub25lIn0." + good.substr(good.find('.') + 1, good.rfind('.') - good.find('.'));
+  for (const auto& [tok, want] : std::vector<std::pair<std::string, std::string>>{
+           {expired, "WRONGPASS invalid token: the token has expired"},
+           {forged, "WRONGPASS invalid token: the token's signature is invalid"},
+           {alg_none, "WRONGPASS invalid token: unsigned tokens (alg none) are not accepted"},
+           {"garbage", "WRONGPASS invalid token: the token is malformed (expected three base64url parts holding JSON objects)"}}) {
+    r = command(c.get(), {"AUTH", "alice", tok});
+    ASSERT_TRUE(r && r->type == REDIS_REPLY_ERROR);
+    EXPECT_EQ(std::string(r->str), want);
+  }
+  r = command(c.get(), {"AUTH", "alice", good});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_STATUS);
+  r = command(c.get(), {"PUBLISH", "md.a", "v"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ERROR) << "the publish claim is an empty list";
+  r = command(c.get(), {"PSUBSCRIBE", "*"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ERROR);
+  EXPECT_EQ(std::string(r->str), "NOPERM User alice has no permissions to access the '*' channel");
+
+  Context admin = hiredis_connect(port);
+  r = command(admin.get(), {"AUTH", "alice", good});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_STATUS);
+  r = command(admin.get(), {"INFO", "auth"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_STRING);
+  const std::string info(r->str, r->len);
+  for (const char* field : {"token_auth_accepted:2\r\n", "token_auth_refused:4\r\n", "token_refused_expired:1\r\n",
+                            "token_refused_bad_signature:1\r\n", "token_refused_alg_none:1\r\n",
+                            "token_refused_malformed:1\r\n", "permission_denied:2\r\n"}) {
+    EXPECT_NE(info.find(field), std::string::npos) << field << " in\n" << info;
+  }
+  r = command(c.get(), {"SUBSCRIBE", "md.a"});
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY) << "the grant still holds after refusals";
+}
+
+TEST_F(BrokerTokenTest, ShortSecretFromTheEnvironmentIsRefusedAtStartup) {
+  ChildProcess p = ChildProcess::spawn({BROKER_EXE, "--port", "0"},
+                                       {.out = test::Stream::kPipe, .err = test::Stream::kPipe,
+                                        .env_set = {"RINGCAST_TOKEN_SECRET=too-short"}});
+  EXPECT_EQ(test::exit_code(p.wait_exit(deadline_in(10s))), 2);
+  EXPECT_NE(p.stderr_text().find("is 9 bytes; at least 32 are needed"), std::string::npos) << p.stderr_text();
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "ringcast/broker/config.hpp"
+#include "token_secret.hpp"
 
 namespace ringcast::tools {
 
@@ -59,6 +60,7 @@ class BrokerFlags {
     app.add_option("--requirepass-file", password_file_, "Read the password from this file (first line)")
         ->excludes(pass)
         ->check(CLI::ExistingFile);
+    add_token_flag(app);
   }
 
   // After parsing: converts the textual flags into `cfg`. Returns what is
@@ -95,10 +97,19 @@ class BrokerFlags {
       if (!cfg.requirepass.empty() && cfg.requirepass.back() == '\r') cfg.requirepass.pop_back();
       if (cfg.requirepass.empty()) return password_file_ + " holds no password";
     }
-    return std::nullopt;
+    return read_token_secret(token_secret_file_, cfg.token_secret);
   }
 
  private:
+  // Tokens (docs/security.md): the secret comes from a file or the environment only.
+  void add_token_flag(CLI::App& app) {
+    app.add_option("--token-secret-file", token_secret_file_,
+                   std::string("Turn on HS256 token authentication (AUTH <sub> <token>) with the secret on this "
+                               "file's first line (>= 32 bytes); or set ") +
+                       kTokenSecretEnv)
+        ->check(CLI::ExistingFile);
+  }
+
   int ws_port_ = -1;  // -1: no WebSocket listener
   std::string ws_max_message_ = "1mb";
   std::string policy_ = "disconnect";
@@ -112,6 +123,7 @@ class BrokerFlags {
   std::string max_bulk_ = "32mb";
   unsigned auth_timeout_ms_ = 10000;
   std::string password_file_;
+  std::string token_secret_file_;
 };
 
 // HOST:PORT for a URL: an IPv6 literal goes in brackets ("[::1]:8080").

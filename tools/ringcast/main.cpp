@@ -1,4 +1,5 @@
-// ringcast: create, publish to, subscribe to, inspect, reap and remove rings.
+// ringcast: create, publish to, subscribe to, inspect, reap and remove rings;
+// mint broker tokens.
 // Flag parsing and wiring only; everything else is the library.
 #include <signal.h>
 #include <unistd.h>
@@ -9,15 +10,20 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "parse_flags.hpp"
+#include "token_secret.hpp"
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "ringcast/broadcast_ring.hpp"
+#include "ringcast/broker/token.hpp"
 
 namespace {
 
@@ -216,10 +222,56 @@ int cmd_rm(const std::string& path) {
   return 0;
 }
 
+// What `ringcast token` signs (docs/security.md, "Tokens").
+struct TokenRequest {
+  std::string subject;
+  std::vector<std::string> subscribe;
+  std::vector<std::string> publish;
+  bool no_subscribe = false;
+  bool no_publish = false;
+  std::int64_t ttl_seconds = 3600;
+  std::string secret_file;
+};
+
+int cmd_token(const TokenRequest& r) {
+  std::string secret;
+  if (const auto wrong = ringcast::tools::read_token_secret(r.secret_file, secret)) {
+    fmt::print(stderr, "ringcast token: {}\n", *wrong);
+    return ringcast::tools::kUsageExit;
+  }
+  if (secret.empty()) {
+    fmt::print(stderr, "ringcast token: no secret: pass --token-secret-file or set {}\n",
+               ringcast::tools::kTokenSecretEnv);
+    return ringcast::tools::kUsageExit;
+  }
+  if (r.ttl_seconds <= 0) {
+    fmt::print(stderr, "ringcast token: --ttl must be positive\n");
+    return ringcast::tools::kUsageExit;
+  }
+  // A direction without a list is unrestricted in the token: say so, on stderr.
+  auto globs = [](const std::vector<std::string>& list, bool none, const char* what) {
+    if (none) return std::optional<std::vector<std::string>>(std::vector<std::string>{});
+    if (list.empty()) {
+      fmt::print(stderr, "ringcast token: note: no --{0} (or --no-{0}): the token may {0} to every channel\n", what);
+      return std::optional<std::vector<std::string>>();
+    }
+    return std::optional<std::vector<std::string>>(list);
+  };
+  broker::Grant grant{r.subject, std::chrono::system_clock::now() + std::chrono::seconds(r.ttl_seconds),
+                      globs(r.subscribe, r.no_subscribe, "subscribe"), globs(r.publish, r.no_publish, "publish")};
+  const auto token = broker::mint_token(grant, secret);
+  if (!token) {
+    fmt::print(stderr, "ringcast token: {}\n", broker::describe(token.error()));
+    return ringcast::tools::kUsageExit;
+  }
+  fmt::print("{}\n", *token);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"ringcast: shared-memory broadcast rings (create, pub, sub, info, reap, rm)"};
+  CLI::App app{"ringcast: shared-memory broadcast rings (create, pub, sub, info, reap, rm) and broker tokens (token)"};
   app.require_subcommand(1);
 
   std::string path;
@@ -256,6 +308,23 @@ int main(int argc, char** argv) {
   auto* rm = app.add_subcommand("rm", "Remove a ring file (refuses files that are not rings)");
   rm->add_option("PATH", path, "Ring file")->required();
 
+  TokenRequest treq;
+  auto* token = app.add_subcommand(
+      "token", std::string("Mint an HS256 token for the broker's AUTH <sub> <token>; the secret comes from "
+                           "--token-secret-file or ") + ringcast::tools::kTokenSecretEnv + ", never the command line");
+  token->add_option("--sub", treq.subject, "The client's name (the token's sub claim)")->required();
+  auto* tsub = token->add_option("--subscribe", treq.subscribe,
+                                 "Channel globs it may subscribe to (PSUBSCRIBE syntax; repeat or list several)");
+  auto* tpub = token->add_option("--publish", treq.publish, "Channel globs it may publish to");
+  token->add_flag("--no-subscribe", treq.no_subscribe, "It may subscribe to nothing")->excludes(tsub);
+  token->add_flag("--no-publish", treq.no_publish, "It may publish to nothing")->excludes(tpub);
+  token->add_option("--ttl", treq.ttl_seconds, "Lifetime: seconds, or with a unit s, m, h, d (e.g. 1h)")
+      ->transform(CLI::AsNumberWithUnit(std::map<std::string, std::int64_t>{{"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}},
+                                        CLI::AsNumberWithUnit::CASE_SENSITIVE))
+      ->default_str("1h");
+  token->add_option("--token-secret-file", treq.secret_file, "File whose first line is the secret (>= 32 bytes)")
+      ->check(CLI::ExistingFile);
+
   if (const auto exit_status = ringcast::tools::parse_flags(app, argc, argv)) return *exit_status;
   try {
     if (*create) return cmd_create(path, capacity, mode, lossy, wakeups, force);
@@ -268,5 +337,6 @@ int main(int argc, char** argv) {
   if (*info) return cmd_info(path, json);
   if (*reap) return cmd_reap(path);
   if (*rm) return cmd_rm(path);
+  if (*token) return cmd_token(treq);
   return 2;
 }

@@ -1,8 +1,10 @@
 #include "broker/core/client.hpp"
 
+#include <chrono>
 #include <utility>
 
 #include "broker/core/broker_core.hpp"
+#include "ringcast/broker/token.hpp"
 
 namespace ringcast::broker {
 
@@ -51,6 +53,22 @@ bool Client::push_reply(std::string_view bytes) {
   const PushResult r = queue().push(FrameRef::copy_of(bytes, /*droppable=*/false));
   if (r.wake) on_queue_ready();
   return r.status != PushStatus::kClosed;
+}
+
+bool Client::auth_required() const noexcept {
+  return !core_.config().requirepass.empty() || !core_.config().token_secret.empty();
+}
+
+Client::Permission Client::permission(Access access, std::string_view name) const noexcept {
+  if (!grant_) return Permission::kAllowed;
+  Permission verdict = Permission::kExpired;
+  if (std::chrono::system_clock::now() <= grant_->expiry + kTokenLeeway) {
+    const bool ok = access == Access::kSubscribe          ? grant_->may_subscribe(name)
+                    : access == Access::kSubscribePattern ? grant_->may_subscribe_pattern(name)
+                                                          : grant_->may_publish(name);
+    verdict = ok ? Permission::kAllowed : Permission::kDenied;
+  }
+  return verdict;
 }
 
 }  // namespace ringcast::broker

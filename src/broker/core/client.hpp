@@ -30,11 +30,13 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "broker/core/subscription_index.hpp"
 #include "broker/core/wire_format.hpp"
+#include "ringcast/broker/grant.hpp"
 
 namespace ringcast::broker {
 
@@ -58,6 +60,9 @@ class Client : public Subscriber {
     kClose,  // stop reading; close once the queued frames are written
     kHeld,   // stop reading; call retry_held() later (resp/session.hpp, invariant 4)
   };
+  // What a token's grant controls, and its verdict (docs/security.md, "Tokens").
+  enum class Access : std::uint8_t { kSubscribe, kSubscribePattern, kPublish };
+  enum class Permission : std::uint8_t { kAllowed, kDenied, kExpired };
 
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -114,6 +119,17 @@ class Client : public Subscriber {
 
   [[nodiscard]] BrokerCore& core() const noexcept { return core_; }
   void set_authenticated(bool yes) noexcept { authenticated_ = yes; }
+  // A password or a token secret is set: a new (or RESET) connection must
+  // authenticate before anything else.
+  [[nodiscard]] bool auth_required() const noexcept;
+  // The grant of the token the client authenticated with; nullopt (no token, or
+  // a password) allows every channel.
+  void set_grant(std::optional<Grant> grant) noexcept { grant_ = std::move(grant); }
+  [[nodiscard]] const std::optional<Grant>& grant() const noexcept { return grant_; }
+  // The grant's verdict on `access` to `name`; a grant ends with its token's
+  // `exp` plus kTokenLeeway (subscriptions made before stay). The session
+  // counts the refusals it answers (AuthStats::count_permission_denied).
+  [[nodiscard]] Permission permission(Access access, std::string_view name) const noexcept;
   void set_name(std::string name);
   // The input being handled published something (see take_published()).
   void mark_published() noexcept { published_ = true; }
@@ -129,6 +145,7 @@ class Client : public Subscriber {
   const std::string peer_;
   const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   bool authenticated_;
+  std::optional<Grant> grant_;
   bool detached_ = false;
   bool published_ = false;
   mutable std::mutex name_mu_;  // a leaf lock: guards name_ only

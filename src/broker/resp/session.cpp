@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "broker/resp/resp_encoder.hpp"
+#include "ringcast/broker/token.hpp"
 
 namespace ringcast::broker {
 
@@ -108,8 +109,10 @@ constexpr std::string_view kWrongPass = "WRONGPASS invalid username-password pai
 }  // namespace
 
 RespSession::RespSession(BrokerCore& core, std::string peer, Waker& waker)
-    : Client(core, std::move(peer), WireFormat::kResp2, waker, core.config().requirepass.empty()),
-      parser_(ParserLimits{core.config().max_bulk_len, core.config().max_args}) {}
+    : Client(core, std::move(peer), WireFormat::kResp2, waker, true),
+      parser_(ParserLimits{core.config().max_bulk_len, core.config().max_args}) {
+  set_authenticated(!auth_required());
+}
 
 Client::InputResult RespSession::on_input(std::string_view bytes) {
   while (!closing_ && !held_) {
@@ -330,6 +333,10 @@ std::string_view RespSession::confirmation_kind(SubscriptionSpace space, bool su
 }
 
 void RespSession::cmd_subscribe(std::span<const std::string> args, SubscriptionSpace space) {
+  const Access access = space == SubscriptionSpace::kPattern ? Access::kSubscribePattern : Access::kSubscribe;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (!check_permission(access, args[i])) return;  // the whole command, as Redis's ACL
+  }
   const std::vector<std::string>& mine = subscriptions(space);
   std::vector<std::string_view> fresh;
   for (std::size_t i = 1; i < args.size(); ++i) {
@@ -386,6 +393,16 @@ void RespSession::cmd_unsubscribe(std::span<const std::string> args, Subscriptio
 }
 
 void RespSession::cmd_publish(std::span<const std::string> args) {
+  if (const Permission p = permission(Access::kPublish, args[1]); p != Permission::kAllowed) {
+    // The refusal is this command's reply: after the batched ones (invariant 3).
+    flush_publishes();
+    if (held_) {
+      held_command_.assign(args.begin(), args.end());
+      return;
+    }
+    noperm_reply(args[1], p);
+    return;
+  }
   if (!subscribed() && args[1].size() + args[2].size() <= kMaxBatchedPayload) {
     // Batched (invariant 3): nothing but this connection's own replies can enter
     // its queue, so executing at the end of the input changes no order.
@@ -433,6 +450,7 @@ void RespSession::cmd_spublish(std::span<const std::string> args) {
   // Not batched: rare next to PUBLISH. As there, a subscribed RESP3 connection
   // may receive its own smessage, after its earlier replies and before this one.
   // A `block` refusal is answered at once: SPUBLISH is not held (--max-block-ms).
+  if (!check_permission(Access::kPublish, args[1])) return;
   flush_replies();
   const std::size_t n = core().publish_shard(args[1], args[2]);
   if (n == kRefusedReceivers) {
@@ -476,14 +494,61 @@ void RespSession::cmd_auth(std::span<const std::string> args) {
                 "user. Are you sure your configuration is correct?");
     return;
   }
-  const bool ok = args.size() == 2 ? check_password("default", args[1])
-                                   : check_password(args[1], args[2]);
-  if (!ok) {
-    resp::error(reply_, kWrongPass);
-    return;
+  if (authenticate(args.size() == 2 ? std::string_view("default") : std::string_view(args[1]), args.back())) {
+    resp::simple(reply_, "OK");
   }
+}
+
+bool RespSession::authenticate(std::string_view user, std::string_view secret) {
+  const BrokerConfig& cfg = core().config();
+  if (!cfg.token_secret.empty() && !(user == "default" && !cfg.requirepass.empty())) {
+    return authenticate_token(user, secret);
+  }
+  if (!check_password(user, secret)) {
+    core().auth_stats().count_password_refused();
+    resp::error(reply_, kWrongPass);
+    return false;
+  }
+  set_grant(std::nullopt);  // the password gives every channel
   set_authenticated(true);
-  resp::simple(reply_, "OK");
+  return true;
+}
+
+bool RespSession::authenticate_token(std::string_view user, std::string_view token) {
+  auto grant = verify_token(token, core().config().token_secret);
+  if (!grant) {
+    core().auth_stats().count_token_refused(grant.error());
+    resp::error(reply_, fmt::format("WRONGPASS invalid token: {}", describe(grant.error())));
+    return false;
+  }
+  if (grant->subject != user) {
+    core().auth_stats().count_subject_mismatch();
+    resp::error(reply_, "WRONGPASS invalid token: the username is not the token's subject (sub)");
+    return false;
+  }
+  core().auth_stats().count_token_accepted();
+  set_grant(std::move(*grant));
+  set_authenticated(true);
+  return true;
+}
+
+bool RespSession::check_permission(Access access, std::string_view name) {
+  const Permission p = permission(access, name);
+  if (p == Permission::kAllowed) return true;
+  noperm_reply(name, p);
+  return false;
+}
+
+void RespSession::noperm_reply(std::string_view name, Permission p) {
+  core().auth_stats().count_permission_denied();
+  if (p == Permission::kExpired) {
+    resp::error(reply_, fmt::format("NOPERM User {} has an expired token; AUTH again with a new one",
+                                    c_str_prefix(grant()->subject, 128)));
+  } else {
+    // Redis 7.2's wording for a refused channel, naming the user and the channel.
+    resp::error(reply_, fmt::format("NOPERM User {} has no permissions to access the '{}' channel",
+                                    c_str_prefix(grant()->subject, 128), c_str_prefix(name, 128)));
+  }
 }
 
 bool RespSession::try_set_name(std::string_view name) {
@@ -536,13 +601,7 @@ void RespSession::cmd_hello(std::span<const std::string> args) {
       return;
     }
   }
-  if (user != nullptr) {
-    if (!check_password(*user, *pass)) {
-      resp::error(reply_, kWrongPass);
-      return;
-    }
-    set_authenticated(true);
-  }
+  if (user != nullptr && !authenticate(*user, *pass)) return;
   if (!authenticated()) {
     resp::error(reply_,
                 "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
@@ -580,7 +639,8 @@ void RespSession::cmd_reset() {
   }
   set_name({});
   queue().set_policy(core().config().overflow_policy);
-  set_authenticated(core().config().requirepass.empty());
+  set_authenticated(!auth_required());
+  set_grant(std::nullopt);
   // As Redis: REPLY OFF and a pending SKIP end, but a SKIP that covers this
   // RESET itself still swallows its reply.
   reply_off_ = false;

@@ -12,7 +12,8 @@
 //     replies are flushed into the queue before any command that queues frames
 //     itself (SUBSCRIBE family, PUBLISH), and (un)subscribe confirmations are
 //     queued while the index lock is held (while the SubscriptionUpdate lives).
-//  2. Until authenticated, only AUTH, HELLO, PING, QUIT and RESET run.
+//  2. Until authenticated (when BrokerConfig::requirepass or token_secret is
+//     set), only AUTH, HELLO, PING, QUIT and RESET run.
 //  3. PUBLISHes whose channel and payload together are at most 64 KiB, from a
 //     connection with no subscription, are batched: consecutive ones in one
 //     input buffer are executed together (one index lock, one queue push per
@@ -32,6 +33,10 @@
 //     (Un)subscribe confirmations and messages are pushes: they are flushed to
 //     the queue as they are made, so they arrive whatever the reply mode, as in
 //     Redis 7.0.
+//  6. With a grant (AUTH <sub> <token>), SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE,
+//     PUBLISH and SPUBLISH are checked against it before they have any effect:
+//     one refused channel refuses the whole command with NOPERM, as Redis's ACL
+//     does, and changes nothing. A password AUTH or RESET drops the grant.
 #pragma once
 
 #include <chrono>
@@ -92,6 +97,17 @@ class RespSession : public Client {
   bool check_password(std::string_view user, std::string_view pass);
   // CLIENT SETNAME's check: queues the error and returns false for a bad name.
   bool try_set_name(std::string_view name);
+
+  // Tokens and permissions (invariant 6, docs/security.md "Tokens").
+  // AUTH / HELLO AUTH credentials: a token when a token secret is set (unless
+  // the user is "default" and a password is set too), else the password.
+  // Returns true when authenticated; else appends the WRONGPASS reply.
+  bool authenticate(std::string_view user, std::string_view secret);
+  bool authenticate_token(std::string_view user, std::string_view token);
+  // Client::permission() allows it, or else the NOPERM reply and false.
+  bool check_permission(Access access, std::string_view name);
+  // Appends the NOPERM reply for a refusal `p` of `name` and counts it.
+  void noperm_reply(std::string_view name, Permission p);
 
   RequestParser parser_;
   std::string reply_;  // replies not yet queued (invariant 1)

@@ -33,13 +33,10 @@ std::string_view prefix(std::string_view s, std::size_t n) noexcept {
 }  // namespace
 
 WsSession::WsSession(BrokerCore& core, std::string peer, Waker& waker, const HttpRoutes& routes)
-    : Client(core, std::move(peer), WireFormat::kJson, waker,
-             core.config().requirepass.empty() && core.config().token_secret.empty()),
+    : Client(core, std::move(peer), WireFormat::kJson, waker, true),
       http_(std::make_unique<HttpUpgrade>(routes)),
-      decoder_(core.config().ws_max_message) {}
-
-bool WsSession::needs_auth() const noexcept {
-  return !core().config().requirepass.empty() || !core().config().token_secret.empty();
+      decoder_(core.config().ws_max_message) {
+  set_authenticated(!auth_required());
 }
 
 Client::InputResult WsSession::on_input(std::string_view bytes) {
@@ -97,7 +94,7 @@ void WsSession::on_frames(std::string_view bytes) {
 void WsSession::on_message(std::string_view text) {
   core().count_command();
   auto cmd = parse_json_command(text);
-  const bool gate = needs_auth() && !authenticated();  // invariant 3
+  const bool gate = auth_required() && !authenticated();  // invariant 3
   if (!cmd) {
     send_error(cmd.error());
     if (gate) send_close(static_cast<std::uint16_t>(CloseCode::kPolicyViolation), "authenticate first");
@@ -137,7 +134,7 @@ void WsSession::cmd_auth(const JsonCommand& c) {
     }
     stats.count_token_accepted();
     set_name(grant->subject);
-    grant_ = std::move(*grant);
+    set_grant(std::move(*grant));
   } else if (!cfg.requirepass.empty()) {
     // No token secret: the token field carries the broker's password.
     if (c.token != cfg.requirepass) {
@@ -146,25 +143,17 @@ void WsSession::cmd_auth(const JsonCommand& c) {
       send_close(static_cast<std::uint16_t>(CloseCode::kPolicyViolation), "invalid password");
       return;
     }
-    grant_.reset();
+    set_grant(std::nullopt);
   }
   set_authenticated(true);
   send_text(R"({"type":"authenticated"})");
 }
 
 bool WsSession::check_permission(Access access, std::string_view name) {
-  if (!grant_) return true;
-  // The grant ends with its token (plus the leeway): auth again with a new one.
-  const bool expired = std::chrono::system_clock::now() > grant_->expiry + kTokenLeeway;
-  bool ok = false;
-  if (!expired) {
-    ok = access == Access::kSubscribe          ? grant_->may_subscribe(name)
-         : access == Access::kSubscribePattern ? grant_->may_subscribe_pattern(name)
-                                               : grant_->may_publish(name);
-  }
-  if (ok) return true;
+  const Permission p = permission(access, name);
+  if (p == Permission::kAllowed) return true;
   core().auth_stats().count_permission_denied();
-  if (expired) {
+  if (p == Permission::kExpired) {
     send_error("the token has expired; send auth with a new one");
   } else {
     send_error(std::string("no permission to ") + (access == Access::kPublish ? "publish to '" : "subscribe to '") +

@@ -28,7 +28,6 @@
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -37,7 +36,6 @@
 #include "broker/ws/frame_decoder.hpp"
 #include "broker/ws/http_upgrade.hpp"
 #include "broker/ws/json_command.hpp"
-#include "ringcast/broker/grant.hpp"
 
 namespace ringcast::broker::ws {
 
@@ -53,8 +51,6 @@ class WsSession final : public Client {
   [[nodiscard]] bool upgraded() const noexcept { return http_ == nullptr; }
 
  private:
-  enum class Access : std::uint8_t { kSubscribe, kSubscribePattern, kPublish };
-
   void on_frames(std::string_view bytes);
   void on_message(std::string_view text);
   void cmd_auth(const JsonCommand& c);
@@ -62,7 +58,6 @@ class WsSession final : public Client {
   void cmd_unsubscribe(const JsonCommand& c);
   void cmd_publish(const JsonCommand& c);
 
-  [[nodiscard]] bool needs_auth() const noexcept;
   // False and an error reply if the grant refuses `access` to `name`.
   bool check_permission(Access access, std::string_view name);
   // Queues one text frame holding `json` (invariant 1).
@@ -74,7 +69,6 @@ class WsSession final : public Client {
   std::unique_ptr<HttpUpgrade> http_;  // until the upgrade; freed after it
   FrameDecoder decoder_;
   std::string frame_;  // the frame being built, reused
-  std::optional<Grant> grant_;  // a token's grant; nullopt: every topic
   bool closing_ = false;
 };
 
