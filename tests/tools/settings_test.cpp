@@ -100,12 +100,33 @@ TEST(SettingsTest, EveryBrokerFlagGetsItsDerivedVariable) {
 
 TEST(SettingsTest, AnOptionThatNamesItsOwnVariableKeepsIt) {
   CLI::App app{"test"};
-  std::string secret;
-  app.add_option("--token-secret", secret)->envname("RINGCAST_SECRET");
+  std::string widget;
+  app.add_option("--widget", widget)->envname("RINGCAST_GADGET");
   char name[] = "test";
   char* argv[] = {name};
   ASSERT_EQ(parse_settings(app, 1, argv), std::nullopt);
-  EXPECT_EQ(app.get_option("--token-secret")->get_envname(), "RINGCAST_SECRET");
+  EXPECT_EQ(app.get_option("--widget")->get_envname(), "RINGCAST_GADGET");
+}
+
+TEST(SettingsTest, PrintConfigLeavesOutSecretsButNotTheFilesHoldingThem) {
+  CLI::App app{"test"};
+  std::string pass, token, token_file, plain;
+  app.add_option("--requirepass", pass);
+  app.add_option("--token-secret", token);
+  app.add_option("--token-secret-file", token_file);
+  app.add_option("--plain", plain);
+  std::vector<std::string> args{"test", "--requirepass", "p4ss", "--token-secret", "s3cret",
+                                "--token-secret-file", "/etc/secret", "--plain", "xy", "--print-config"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStdout();
+  const auto exit_status = parse_settings(app, static_cast<int>(argv.size()), argv.data());
+  const std::string printed = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(exit_status, 0);
+  EXPECT_EQ(printed.find("p4ss"), std::string::npos) << printed;
+  EXPECT_EQ(printed.find("s3cret"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("token-secret-file=\"/etc/secret\""), std::string::npos) << printed;
+  EXPECT_NE(printed.find("plain=\"xy\""), std::string::npos) << printed;
 }
 
 TEST(SettingsTest, FlagBeatsEnvironmentBeatsFileBeatsDefault) {

@@ -52,9 +52,16 @@ inline constexpr std::string_view kEnvPrefix = "RINGCAST_";
   return value != nullptr && *value != '\0';
 }
 
-// Options whose value is a secret: --print-config leaves them out. (Secrets
-// are better kept in a file: --requirepass-file.)
-[[nodiscard]] inline bool is_secret(const CLI::Option& opt) { return opt.get_single_name() == "requirepass"; }
+// Options whose value is a secret, which --print-config leaves out: a name that
+// says password or secret, unless it names a file (--requirepass-file, where
+// secrets are better kept).
+[[nodiscard]] inline bool is_secret(const CLI::Option& opt) {
+  const std::string name = opt.get_single_name();
+  const bool names_file = name.size() >= 5 && name.compare(name.size() - 5, 5, "-file") == 0;
+  const bool says_secret = name == "requirepass" || name.find("password") != std::string::npos ||
+                           name.find("secret") != std::string::npos;
+  return says_secret && !names_file;
+}
 
 // CLI11's TOML/INI reader, with environment > file and unknown keys refused.
 class EnvFirstConfig : public CLI::ConfigTOML {
