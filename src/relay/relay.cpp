@@ -141,19 +141,6 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     auto b = broker::Broker::start(*im.config.broker);
     if (!b) return tl::unexpected(RelayError{Code::kBroker, b.error().message()});
     im.broker = std::move(*b);
-    // INFO relay (and a bare INFO / INFO all) shows the per-ring section. The
-    // provider runs on broker I/O threads until broker->wait() returns in
-    // do_stop(), while im and its readers are alive.
-    im.broker->set_info_provider([&im](std::string_view section) -> std::string {
-      if (section.empty() || section == "all" || section == "default" || section == "everything" ||
-          section == "relay") {
-        return im.info_text();
-      }
-      return {};
-    });
-    // GET /metrics on the broker (and Relay::prometheus_text) appends the
-    // relay's series to the broker's; same lifetime as the INFO provider.
-    im.broker->set_metrics_provider([&im](broker::PrometheusWriter& w) { im.write_metrics(w); });
   }
   if (im.config.nats) {
     auto n = NatsSink::connect(*im.config.nats, im.log);
@@ -170,6 +157,22 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     im.readers.push_back(std::make_unique<RingReader>(route, im.broker.get(), im.nats.get(), im.config.batch,
                                                       im.config.poll_interval, im.log, im.stop_flag,
                                                       [&im](const std::string& why) { im.fail(why); }));
+  }
+  if (im.broker) {
+    // Installed once im.nats and im.readers are final: the providers read them
+    // from broker I/O threads, which may serve a client already. They run
+    // until broker->wait() returns in do_stop(), while im and its readers are
+    // alive. INFO relay (and a bare INFO / INFO all) shows the per-ring
+    // section; metrics_text() (GET /metrics, Relay::prometheus_text) appends
+    // the relay's series to the broker's.
+    im.broker->set_info_provider([&im](std::string_view section) -> std::string {
+      if (section.empty() || section == "all" || section == "default" || section == "everything" ||
+          section == "relay") {
+        return im.info_text();
+      }
+      return {};
+    });
+    im.broker->set_metrics_provider([&im](broker::PrometheusWriter& w) { im.write_metrics(w); });
   }
   try {
     for (auto& r : im.readers) im.threads.emplace_back([reader = r.get()] { reader->run(); });
