@@ -116,6 +116,10 @@ std::vector<ConnectionStats> Broker::connection_stats() const { return impl_->co
 
 void Broker::set_info_provider(InfoProvider provider) { impl_->core.set_info_provider(std::move(provider)); }
 
+std::string Broker::metrics_text() const { return impl_->core.metrics_text(); }
+
+void Broker::set_metrics_provider(MetricsProvider provider) { impl_->core.set_metrics_provider(std::move(provider)); }
+
 void Broker::stop() noexcept { impl_->server.stop(); }
 
 void Broker::wait() noexcept { impl_->server.wait(); }

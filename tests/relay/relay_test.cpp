@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "prometheus_text.hpp"
 #include "relay_fixture.hpp"
 #include "relay_test_support.hpp"
 #include "ringcast/broadcast_ring.hpp"
@@ -547,6 +548,19 @@ TEST_F(RelayTest, MetricsEndpointServesRingBrokerAndConnectionSeries) {
   EXPECT_NE(resp.find("ringcast_broker_connection_queued_bytes{id="), std::string::npos);
   EXPECT_NE(resp.find("name=\"watcher\",reason=\"hard_limit\"} 0\n"), std::string::npos) << resp;
   EXPECT_EQ(resp.find("ringcast-relay-admin"), std::string::npos) << "the admin connection hides itself";
+  // One exposition, broker series first, then the relay's through the broker's
+  // provider hook: Broker::metrics_text() itself carries the relay's series.
+  const auto body = resp.find("\r\n\r\n");
+  ASSERT_NE(body, std::string::npos);
+  const auto m = test::parse_prometheus(std::string_view(resp).substr(body + 4));
+  ASSERT_TRUE(m.ok()) << m.error;
+  EXPECT_EQ(m.value("ringcast_broker_channels"), 1);
+  EXPECT_EQ(m.value("ringcast_broker_shard_channels"), 0);
+  EXPECT_EQ(m.value("ringcast_broker_conflated_total"), 0);
+  EXPECT_LT(resp.find("ringcast_broker_messages_published_total"), resp.find("ringcast_relay_ring_messages_total"));
+  EXPECT_EQ(test::parse_prometheus(relay_->broker()->metrics_text())
+                .value("ringcast_relay_ring_messages_total", {{"channel", "m"}}),
+            3);
   EXPECT_EQ(http_get((*server)->port(), "/other").rfind("HTTP/1.1 404", 0), 0u);
   (*server)->stop();
 }

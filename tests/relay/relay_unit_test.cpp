@@ -1,8 +1,9 @@
 // Pure parts of the relay: route, address and size parsing, the topic-in-payload
-// codec, Prometheus text and CLIENT LIST parsing.
+// codec and the relay's Prometheus series.
 #include <gtest/gtest.h>
 
-#include "relay/prometheus.hpp"
+#include "prometheus_text.hpp"
+#include "relay/metrics.hpp"
 #include "ringcast/relay/relay.hpp"
 #include "ringcast/relay/topic.hpp"
 
@@ -105,15 +106,41 @@ TEST(TopicPayloadTest, SubjectValidityFollowsNatsRules) {
   EXPECT_FALSE(is_valid_subject("a."));
 }
 
-TEST(PrometheusWriterTest, WritesHeadersSamplesAndEscapedLabels) {
-  PrometheusWriter w;
-  w.header("x_total", "Things.", "counter");
-  w.sample("x_total", {{"ring", "/dev/shm/a\"b\\c\nd"}}, 42);
-  w.sample("x_total", {}, 0.5);
-  EXPECT_EQ(w.take(),
-            "# HELP x_total Things.\n# TYPE x_total counter\n"
-            "x_total{ring=\"/dev/shm/a\\\"b\\\\c\\nd\"} 42\n"
-            "x_total 0.5\n");
+TEST(RelayMetricsTest, RingAndNatsSeriesParseWithTheirLabels) {
+  RingStats fixed;
+  fixed.path = "/dev/shm/a\"b.ring";
+  fixed.name = "ticks";
+  fixed.state = RingState::relaying;
+  fixed.relayed = 42;
+  fixed.lag = 3;
+  RingStats topic;
+  topic.path = "/dev/shm/md.ring";
+  topic.name = "md.";
+  topic.topic_in_payload = true;
+  NatsStats nats;
+  nats.status = "connected";
+  nats.published = 42;
+  nats.buffered_bytes = -1;
+  const RingStats rings[] = {fixed, topic};
+  broker::PrometheusWriter w;
+  write_relay_metrics(w, rings, &nats);
+  const std::string text = w.take();
+  const auto m = test::parse_prometheus(text);
+  ASSERT_TRUE(m.ok()) << m.error << "\n" << text;
+  EXPECT_EQ(m.value("ringcast_relay_ring_messages_total", {{"ring", fixed.path}, {"channel", "ticks"}}), 42);
+  EXPECT_EQ(m.value("ringcast_relay_ring_lag_messages", {{"channel", "ticks"}}), 3);
+  EXPECT_EQ(m.types.at("ringcast_relay_ring_lag_messages"), "gauge");
+  EXPECT_EQ(m.value("ringcast_relay_ring_messages_total", {{"channel", "md.*"}}), 0);
+  EXPECT_EQ(m.value("ringcast_relay_ring_state", {{"channel", "ticks"}, {"state", "relaying"}}), 1);
+  EXPECT_EQ(m.value("ringcast_relay_ring_state", {{"channel", "ticks"}, {"state", "failed"}}), 0);
+  EXPECT_EQ(m.value("ringcast_relay_nats_connected"), 1);
+  EXPECT_EQ(m.value("ringcast_relay_nats_published_total"), 42);
+  EXPECT_EQ(m.value("ringcast_relay_nats_buffered_bytes"), -1);
+
+  write_relay_metrics(w, rings, nullptr);
+  const auto without_nats = test::parse_prometheus(w.take());
+  ASSERT_TRUE(without_nats.ok()) << without_nats.error;
+  EXPECT_FALSE(without_nats.has_family("ringcast_relay_nats_connected"));
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "broker_flags.hpp"
-#include "parse_flags.hpp"
+#include "settings.hpp"
 #include "stop_signals.hpp"
 #include "ringcast/broker/broker.hpp"
 
@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   app.add_option("--port", cfg.port, "TCP port; 0 picks a free one (printed at startup)")
       ->capture_default_str();
   flags.add_to(app, cfg);
-  if (const auto exit_status = ringcast::tools::parse_flags(app, argc, argv)) return *exit_status;
+  if (const auto exit_status = ringcast::tools::parse_settings(app, argc, argv)) return *exit_status;
 
   if (const auto wrong = flags.apply(cfg)) {
     fmt::print(stderr, "ringcast-broker: {}\n", *wrong);

@@ -17,7 +17,7 @@
 #include <nats/nats.h>
 
 #include "broker_flags.hpp"
-#include "parse_flags.hpp"
+#include "settings.hpp"
 #include "stop_signals.hpp"
 #include "ringcast/relay/metrics_server.hpp"
 #include "ringcast/relay/relay.hpp"
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch", batch, "Most messages taken from a ring per drain")->capture_default_str();
 
   broker_flags.add_to(app, cfg);  // as ringcast-broker (docs/broker.md)
-  if (const auto exit_status = ringcast::tools::parse_flags(app, argc, argv)) return *exit_status;
+  if (const auto exit_status = ringcast::tools::parse_settings(app, argc, argv)) return *exit_status;
 
   RelayConfig config;
   config.batch = batch;

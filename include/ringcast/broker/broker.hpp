@@ -4,8 +4,9 @@
 // Thread safety:
 //  * Broker::start may be called from any thread; it returns once the listener is
 //    bound and the I/O threads run.
-//  * publish(), port(), stats() and stop() may be called concurrently from any
-//    thread, including threads the broker does not own (e.g. a relay's reader).
+//  * publish(), port(), stats(), metrics_text() and stop() may be called
+//    concurrently from any thread, including threads the broker does not own
+//    (e.g. a relay's reader).
 //  * wait() may be called from any thread other than the broker's I/O threads.
 //  * The destructor stops and joins the I/O threads; it must not run concurrently
 //    with any other member call.
@@ -31,6 +32,7 @@
 #include "ringcast/broker/config.hpp"
 #include "ringcast/broker/error.hpp"
 #include "ringcast/broker/message.hpp"
+#include "ringcast/broker/metrics.hpp"
 
 namespace ringcast::broker {
 
@@ -155,6 +157,16 @@ class Broker {
   // broker's locks, until wait() has returned, so whatever it captures must
   // live that long. May be called at any time from any thread.
   void set_info_provider(InfoProvider provider);
+
+  // Prometheus text exposition (0.0.4): every ringcast_broker_* series
+  // (docs/broker.md, "Metrics"), per-connection ones included, then those of
+  // the metrics provider, if any. What GET /metrics serves. Takes the same
+  // locks as stats() and connection_stats(); allocates the text. Any thread.
+  [[nodiscard]] std::string metrics_text() const;
+  // Installs (or, with an empty function, removes) a provider whose series
+  // follow the broker's in metrics_text(). Same lifetime rule as
+  // set_info_provider: it may run until wait() has returned.
+  void set_metrics_provider(MetricsProvider provider);
 
   // Closes the listener and all connections and lets the I/O threads finish.
   // Idempotent; returns without waiting.

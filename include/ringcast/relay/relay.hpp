@@ -189,8 +189,10 @@ class Relay {
   // the embedded broker's INFO shows it too (`INFO relay`).
   // ring_stats, nats_stats and info_text allocate; they never block the readers.
   [[nodiscard]] std::string info_text() const;
-  // Prometheus text exposition (version 0.0.4): relay, NATS, broker and
-  // per-connection series (Broker::connection_stats()).
+  // Prometheus text exposition (version 0.0.4). With a broker sink, exactly
+  // broker()->metrics_text(): the broker's series (per connection included),
+  // then the relay's per-ring and NATS series, which the relay adds through the
+  // broker's MetricsProvider hook. Without one, the relay's series alone.
   [[nodiscard]] std::string prometheus_text() const;
 
   struct Impl;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "broker/core/metrics.hpp"
+
 namespace ringcast::broker {
 
 SubscriptionUpdate::SubscriptionUpdate(SubscriptionIndex& index, Client& client)
@@ -192,18 +194,15 @@ std::vector<ConnectionStats> BrokerCore::connection_stats() const {
   return out;
 }
 
-void BrokerCore::set_info_provider(InfoProvider provider) {
-  auto p = provider ? std::make_shared<const InfoProvider>(std::move(provider)) : nullptr;
-  std::lock_guard lock(provider_mu_);
-  provider_ = std::move(p);
+std::string BrokerCore::metrics_text() const {
+  PrometheusWriter w;
+  write_broker_metrics(w, stats(), connection_stats());
+  if (const auto provider = metrics_provider_.get()) (*provider)(w);
+  return w.take();
 }
 
 std::string BrokerCore::info_reply(const std::vector<std::string>& sections) const {
-  std::shared_ptr<const InfoProvider> provider;
-  {
-    std::lock_guard lock(provider_mu_);
-    provider = provider_;
-  }
+  const std::shared_ptr<const InfoProvider> provider = info_provider_.get();
   std::string text;
   auto add = [&text](const std::string& part) {
     if (part.empty()) return;

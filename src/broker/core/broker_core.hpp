@@ -30,9 +30,11 @@
 #include "broker/core/client.hpp"
 #include "broker/core/connection_queue.hpp"
 #include "broker/core/flow_control.hpp"
+#include "broker/core/provider_slot.hpp"
 #include "broker/core/subscription_index.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/broker/config.hpp"
+#include "ringcast/broker/metrics.hpp"
 
 namespace ringcast::broker {
 
@@ -122,7 +124,11 @@ class BrokerCore {
   // INFO text for a command's section list: the core's sections plus the
   // embedder's provider (called outside every broker lock).
   [[nodiscard]] std::string info_reply(const std::vector<std::string>& sections) const;
-  void set_info_provider(InfoProvider provider);
+  void set_info_provider(InfoProvider provider) { info_provider_.set(std::move(provider)); }
+  // Prometheus text: the broker's series (core/metrics.hpp), then the
+  // embedder's provider's (called outside every broker lock).
+  [[nodiscard]] std::string metrics_text() const;
+  void set_metrics_provider(MetricsProvider provider) { metrics_provider_.set(std::move(provider)); }
 
   void count_connection() noexcept { total_connections_.fetch_add(1, std::memory_order_relaxed); }
   void count_rejected() noexcept { rejected_.fetch_add(1, std::memory_order_relaxed); }
@@ -148,8 +154,8 @@ class BrokerCore {
   AuthStats auth_stats_;
   FlowControl flow_;
 
-  mutable std::mutex provider_mu_;
-  std::shared_ptr<const InfoProvider> provider_;  // guarded by provider_mu_
+  ProviderSlot<InfoProvider> info_provider_;
+  ProviderSlot<MetricsProvider> metrics_provider_;
 
   mutable std::mutex registry_mu_;
   std::vector<Client*> clients_;

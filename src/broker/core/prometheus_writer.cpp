@@ -1,16 +1,17 @@
-#include "relay/prometheus.hpp"
-
 #include <cmath>
 
 #include <fmt/format.h>
 
-namespace ringcast::relay {
+#include "ringcast/broker/metrics.hpp"
 
-void PrometheusWriter::header(std::string_view name, std::string_view help, std::string_view type) {
-  out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+namespace ringcast::broker {
+
+void PrometheusWriter::header(std::string_view name, std::string_view help, MetricType type) {
+  out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name,
+                      type == MetricType::kCounter ? "counter" : "gauge");
 }
 
-void PrometheusWriter::sample(std::string_view name, const Labels& labels, double value) {
+void PrometheusWriter::sample(std::string_view name, const MetricLabels& labels, double value) {
   out_ += name;
   if (!labels.empty()) {
     out_ += '{';
@@ -26,6 +27,11 @@ void PrometheusWriter::sample(std::string_view name, const Labels& labels, doubl
   } else {
     out_ += fmt::format(" {}\n", value);
   }
+}
+
+void PrometheusWriter::metric(std::string_view name, std::string_view help, MetricType type, double value) {
+  header(name, help, type);
+  sample(name, {}, value);
 }
 
 std::string PrometheusWriter::escape(std::string_view value) {
@@ -45,4 +51,4 @@ std::string PrometheusWriter::escape(std::string_view value) {
   return out;
 }
 
-}  // namespace ringcast::relay
+}  // namespace ringcast::broker
