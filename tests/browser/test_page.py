@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -38,13 +37,6 @@ _PR_SET_PDEATHSIG = 1
 
 def _die_with_parent():
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def free_port():
-    """A loopback port nothing listens on right now (the broker binds it next)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class LineReader:
@@ -92,13 +84,15 @@ class Broker:
         exe = os.environ.get("BROKER_EXE")
         if not exe:
             pytest.fail("BROKER_EXE is not set (run these tests through ctest)")
-        self.ws_port = free_port()
-        self.proc = subprocess.Popen([exe, "--port", "0", "--ws-port", str(self.ws_port), "--io-threads", "1"],
+        # Port 0 for both: the broker prints what it bound.
+        self.proc = subprocess.Popen([exe, "--port", "0", "--ws-port", "0", "--io-threads", "1"],
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                      preexec_fn=_die_with_parent)
         self.out = LineReader(self.proc.stdout)
-        m = self.out.wait_for(r"listening on (?:\[[^]]*\]|[^\s:]+):(\d+)", "ringcast-broker")  # the RESP port
-        self.port = int(m.group(1))
+        # "ringcast-broker listening on 127.0.0.1:<port>"
+        self.port = int(self.out.wait_for(r"listening on (?:\[[^]]*\]|[^\s:]+):(\d+)", "ringcast-broker").group(1))
+        # "ringcast-broker websocket on ws://127.0.0.1:<port>/ ..."
+        self.ws_port = int(self.out.wait_for(r"(?i)\bweb ?socket\b.*?:(\d+)", "ringcast-broker").group(1))
         # The page is served at GET / on the WebSocket port.
         with urllib.request.urlopen(f"http://127.0.0.1:{self.ws_port}/", timeout=DEADLINE_S) as r:
             assert r.status == 200
