@@ -313,3 +313,13 @@ def test_page_switches_channel_from_its_form(broker, chromium):
         assert "old-channel" not in await page.text("#messages")
 
     run_page(chromium, f"http://127.0.0.1:{broker.ws_port}/?channel=browser.before", body)
+
+
+def test_page_reports_a_lost_connection(broker, chromium):
+    async def body(page):
+        await page.wait_until(SUBSCRIBED, "subscribed")
+        broker.stop()
+        await page.wait_until("document.querySelector('#status').dataset.state === 'closed'", "the closed state")
+        await page.wait_until(contains("#notices", "connection closed: code"), "the notice")
+
+    run_page(chromium, f"http://127.0.0.1:{broker.ws_port}/?channel=browser.gone", body)
