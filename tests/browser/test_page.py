@@ -3,8 +3,9 @@
 Each test starts ringcast-broker with a WebSocket port and a headless Chromium,
 opens the page the broker serves at GET / through the Chrome DevTools Protocol
 (CDP, over WebSocket with python3-websockets), and reads the page's DOM with
-Runtime.evaluate while redis-cli publishes. Every wait polls against a
-deadline; nothing sleeps in place of a condition.
+Runtime.evaluate while redis-cli (or, with tokens, a WebSocket client)
+publishes. Every wait polls against a deadline; nothing sleeps in place of a
+condition.
 
 ctest sets BROKER_EXE; CHROMIUM and REDIS_CLI default to Debian's paths
 (tools/install-deps.sh installs both: a missing one is a failure, not a skip).
@@ -12,6 +13,8 @@ ctest sets BROKER_EXE; CHROMIUM and REDIS_CLI default to Debian's paths
 
 import asyncio
 import base64
+import hashlib
+import hmac
 import ctypes
 import json
 import os
@@ -80,12 +83,12 @@ class LineReader:
 class Broker:
     """ringcast-broker on loopback: a RESP port (--port 0, read back) and a WebSocket port."""
 
-    def __init__(self):
+    def __init__(self, extra=()):
         exe = os.environ.get("BROKER_EXE")
         if not exe:
             pytest.fail("BROKER_EXE is not set (run these tests through ctest)")
         # Port 0 for both: the broker prints what it bound.
-        self.proc = subprocess.Popen([exe, "--port", "0", "--ws-port", "0", "--io-threads", "1"],
+        self.proc = subprocess.Popen([exe, "--port", "0", "--ws-port", "0", "--io-threads", "1", *extra],
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                      preexec_fn=_die_with_parent)
         self.out = LineReader(self.proc.stdout)
@@ -323,3 +326,48 @@ def test_page_reports_a_lost_connection(broker, chromium):
         await page.wait_until(contains("#notices", "connection closed: code"), "the notice")
 
     run_page(chromium, f"http://127.0.0.1:{broker.ws_port}/?channel=browser.gone", body)
+
+
+def mint_token(secret, sub, subscribe=(), publish=()):
+    """An HS256 JWT as ringcast token mints it (include/ringcast/broker/token.hpp), valid for an hour."""
+    def b64url(data):
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    claims = {"sub": sub, "exp": int(time.time()) + 3600, "subscribe": list(subscribe), "publish": list(publish)}
+    signing_input = b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode()) + "." + b64url(json.dumps(claims).encode())
+    signature = hmac.new(secret, signing_input.encode(), hashlib.sha256).digest()
+    return signing_input + "." + b64url(signature)
+
+
+def test_page_authenticates_with_the_token_in_its_address(chromium, tmp_path):
+    secret = b"browser-test-secret-of-at-least-32-bytes"
+    (tmp_path / "secret").write_bytes(secret + b"\n")
+    broker = Broker(["--token-secret-file", str(tmp_path / "secret")])
+    try:
+        reader = mint_token(secret, "page", subscribe=["browser.token"])
+        writer = mint_token(secret, "publisher", publish=["browser.*"])
+        base = f"http://127.0.0.1:{broker.ws_port}/?channel=browser.token"
+
+        async def without_token(page):  # the placeholder token is refused
+            await page.wait_until(contains("#notices", "error:"), "the refusal")
+            assert "token" in await page.text("#notices")
+            assert await page.evaluate("document.querySelector('#status').dataset.state") != "subscribed"
+
+        async def with_token(page):
+            await page.wait_until(SUBSCRIBED, "subscribed with the token")
+            # Published over WebSocket by a client with a token of its own.
+            async with websockets.connect(f"ws://127.0.0.1:{broker.ws_port}/", open_timeout=DEADLINE_S) as pub:
+                await pub.send(json.dumps({"type": "auth", "token": writer}))
+                assert json.loads(await asyncio.wait_for(pub.recv(), DEADLINE_S)) == {"type": "authenticated"}
+                await pub.send(json.dumps({"type": "publish", "topic": "browser.token", "payload": "hello-with-token"}))
+            await page.wait_until(contains("#messages", "hello-with-token"), "the published message")
+            # The token grants browser.token only: another channel is refused, in the notices.
+            await page.evaluate("document.querySelector('#channel').value = 'browser.other';"
+                                "document.querySelector('#form').requestSubmit()")
+            await page.wait_until(contains("#notices", "error:"), "the refused subscription")
+            assert "browser.other" in await page.text("#notices")
+
+        run_page(chromium, base, without_token)
+        run_page(chromium, f"{base}&token={reader}", with_token)
+    finally:
+        broker.stop()
