@@ -33,6 +33,11 @@ tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerCon
   BrokerConfig cfg = config;
   if (cfg.io_threads == 0) cfg.io_threads = std::max(1u, std::thread::hardware_concurrency());
   auto impl = std::make_unique<Impl>(cfg);
+  // The broker's Prometheus text, with whatever the embedder adds (the relay's
+  // series): one place for /metrics (docs/broker.md, "Metrics").
+  impl->http_routes.add("/metrics", [core = &impl->core](std::string_view) {
+    return ws::HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", core->metrics_text(), {}};
+  });
   auto port = impl->server.listen(Listener{
       cfg.bind_address, cfg.port,
       [](BrokerCore& core, std::string peer, Waker& waker) -> std::unique_ptr<Client> {
