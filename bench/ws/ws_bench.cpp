@@ -175,6 +175,7 @@ struct Result {
   double p99_us = 0;
   double reader_cpu = 0;  // share of one core the subscribers' reader thread used while it ran
   double server_cpu = 0;  // server CPU-seconds per wall second
+  double seconds = 0;     // first publish to last delivery
   std::string error;      // the first subscriber error, if any
 };
 
@@ -361,6 +362,7 @@ Result run(const Server& server, const Cell& cell, const Options& o) {
   res.p99_us = static_cast<double>(latency->percentile(0.99)) / 1000.0;
   res.reader_cpu = reader_cpu;
   res.server_cpu = (cpu1 - cpu0) / elapsed;
+  res.seconds = elapsed;
   cleanup();
   ::close(pub);
   return res;
@@ -443,11 +445,13 @@ int main(int argc, char** argv) {
   std::uint64_t messages = 0;
   double seconds = 2.0;
   int runs = 3;
-  int settle_ms = 1000;
+  int settle_ms = 2000;
   int connections = 10000;
   std::string idle_topic = "common";
   int idle_settle_ms = 2000;
   int client_cpu = -1;
+  bool verbose = false;
+  app.add_flag("--verbose", verbose, "Every run's figures on stderr (published, delivered, seconds, CPU)");
   app.add_option("--mode", mode, "fanout, idle or all")->check(CLI::IsMember({"fanout", "idle", "all"}))
       ->capture_default_str();
   app.add_option("--servers", servers, "Servers to measure, in this order per round")
@@ -535,6 +539,13 @@ int main(int argc, char** argv) {
           });
           for (const Result& r : results[i]) {
             if (!r.error.empty()) fmt::print(stderr, "{} N={} {} B: {}\n", running[i].name, n, p, r.error);
+            if (verbose) {
+              fmt::print(stderr,
+                         "{} N={} {} B: published {} ({}/s), delivered {} in {:.2f} s = {}/s, lost {}, server CPU "
+                         "{:.0f} %, reader {:.0f} %\n",
+                         running[i].name, n, p, r.published, si(r.published_per_s), r.delivered, r.seconds,
+                         si(r.delivered_per_s), r.lost, 100 * r.server_cpu, 100 * r.reader_cpu);
+            }
           }
           row += fmt::format(" {} | {} / {} / {} / {} | {:.0f} / {:.0f} | {:.0f} % |", si(m.delivered_per_s), m.lost,
                              m.gaps, m.reordered, m.disconnected, m.p50_us, m.p99_us, 100 * m.reader_cpu);
