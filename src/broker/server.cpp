@@ -1,9 +1,10 @@
-// The network side of the broker: Boost.Asio, one io_context per I/O thread,
-// connections pinned to one thread each (round-robin at accept), so a
-// connection's socket, session and writer state are touched by one thread only.
+// The network side of the broker (server.hpp): Boost.Asio, one io_context per
+// I/O thread, connections pinned to one thread each (round-robin at accept), so a
+// connection's socket, client and writer state are touched by one thread only.
 //
-// Publishers (any thread) reach a connection through its queue and
-// on_queue_ready(), which appends it to its thread's ready list; the thread's
+// Publishers (any thread) reach a connection through its client's queue and
+// on_queue_ready(), which wakes the connection (Waker): it appends itself to its
+// thread's ready list; the thread's
 // drain handler gives each ready connection one writev of up to the write budget,
 // then moves on, so one busy connection cannot starve the others on its thread.
 // No socket is written while the subscription-index lock is held: publishers only
@@ -29,9 +30,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "broker/core/broker_core.hpp"
-#include "broker/resp/session.hpp"
-#include "ringcast/broker/broker.hpp"
+#include "broker/server.hpp"
 
 namespace ringcast::broker {
 
@@ -101,11 +100,14 @@ class IoWorker {
   asio::executor_work_guard<asio::io_context::executor_type> guard_;
 };
 
-class Connection final : public Session, public PaceWaiter, public std::enable_shared_from_this<Connection> {
+// One accepted socket and the Client its listener's factory made for it: the
+// connection reads into client().on_input() and writes what the client's queue
+// holds; it knows nothing of the protocol.
+class Connection final : public Waker, public PaceWaiter, public std::enable_shared_from_this<Connection> {
  public:
   Connection(BrokerCore& core, IoWorker& worker, tcp::socket sock, std::string peer,
-             std::atomic<std::size_t>& live)
-      : Session(core, std::move(peer)),
+             std::atomic<std::size_t>& live, const ClientFactory& factory)
+      : core_(core),
         worker_(worker),
         sock_(std::move(sock)),
         auth_timer_(worker.context()),
@@ -114,9 +116,12 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
         live_(live) {
     batch_.reserve(64);
     iov_.reserve(64);
+    client_ = factory(core, std::move(peer), *this);
   }
 
-  ~Connection() override { teardown(); }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  ~Connection() { teardown(); }
 
   // This worker's thread.
   void start() {
@@ -132,8 +137,8 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
     wait_readable();
   }
 
-  // Any thread (Subscriber contract): never blocks, never touches the socket.
-  void on_queue_ready() noexcept override { worker_.mark_ready(this); }
+  // Any thread (Waker contract): never blocks, never touches the socket.
+  void wake() noexcept override { worker_.mark_ready(this); }
 
   // Any thread, under FlowControl's lock (PaceWaiter): the pressure that paused
   // our reading has ended. weak: we may be in teardown, waiting for that lock.
@@ -162,7 +167,7 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
         return;
       }
       batch_bytes_ = r.bytes;
-      count_sent(r.frames);
+      client().count_sent(r.frames);
       for (const FrameSpan& f : batch_) iov_.push_back(iovec{const_cast<char*>(f.data()), f.size()});
     }
     for (;;) {
@@ -215,7 +220,10 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
   }
 
  private:
-  const BrokerConfig& core_config() const noexcept { return core().config(); }
+  const BrokerConfig& core_config() const noexcept { return core_.config(); }
+  [[nodiscard]] Client& client() const noexcept { return *client_; }
+  [[nodiscard]] ConnectionQueue& queue() const noexcept { return client_->queue(); }
+  using InputResult = Client::InputResult;
 
   void wait_readable() {
     sock_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
@@ -248,7 +256,7 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
       shutdown();
       return;
     }
-    const InputResult r = on_input(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+    const InputResult r = client().on_input(std::string_view(buf.data(), static_cast<std::size_t>(n)));
     if (r == InputResult::kClose) {
       // Stop reading; flush() closes once the replies are out.
       close_after_flush_ = true;
@@ -272,7 +280,7 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
     // Publisher pacing (docs/broker.md): a connection that published while some
     // subscriber queue is over the pace mark stops being read (TCP back-pressure
     // reaches the client) until the pressure ends or max_stall passes.
-    if (take_published() && core().flow().pressured() && pause_reading()) return;
+    if (client().take_published() && core_.flow().pressured() && pause_reading()) return;
     if (static_cast<std::size_t>(n) < buf.size()) {
       wait_readable();
       return;
@@ -291,7 +299,7 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
     hold_timer_.expires_after(kHoldRetry);
     hold_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
       if (e || self->closed_) return;
-      const InputResult r = self->retry_held();
+      const InputResult r = self->client().retry_held();
       if (r == InputResult::kHeld) {
         self->hold();
       } else if (r == InputResult::kClose) {
@@ -305,7 +313,7 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
 
   // This worker's thread. False if the pressure ended meanwhile (read on).
   bool pause_reading() {
-    if (!core().flow().wait_async(*this)) return false;
+    if (!core_.flow().wait_async(*this)) return false;
     paused_ = true;
     paused_at_ = std::chrono::steady_clock::now();
     pace_timer_.expires_after(core_config().max_stall);
@@ -320,16 +328,16 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
   void resume_reading() {
     if (!paused_ || closed_) return;
     paused_ = false;
-    core().flow().cancel(*this);
+    core_.flow().cancel(*this);
     pace_timer_.cancel();
-    core().flow().record_stall(std::chrono::steady_clock::now() - paused_at_);
+    core_.flow().record_stall(std::chrono::steady_clock::now() - paused_at_);
     read_once();
   }
 
   // Unauthenticated connections get auth_timeout to authenticate, counted from
   // connect or from the RESET that de-authenticated them.
   void update_auth_timer() {
-    if (authenticated()) {
+    if (client().authenticated()) {
       if (auth_timer_armed_) {
         auth_timer_.cancel();
         auth_timer_armed_ = false;
@@ -342,7 +350,7 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
     auth_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
       if (e) return;
       self->auth_timer_armed_ = false;
-      if (!self->authenticated()) self->shutdown();
+      if (!self->client().authenticated()) self->shutdown();
     });
   }
 
@@ -370,13 +378,13 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
   void teardown() {
     if (closed_) return;
     closed_ = true;
-    detach();  // out of the index: no publisher can mark us ready any more
+    client().detach();  // out of the index: no publisher can wake us any more
     worker_.unmark(this);
     boost::system::error_code ec;
     auth_timer_.cancel();
     if (paused_) {
       paused_ = false;
-      core().flow().cancel(*this);
+      core_.flow().cancel(*this);
       pace_timer_.cancel();
     }
     hold_timer_.cancel();
@@ -388,6 +396,7 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
   }
 
   friend class IoWorker;
+  BrokerCore& core_;
   IoWorker& worker_;
   tcp::socket sock_;
   asio::steady_timer auth_timer_;
@@ -404,6 +413,8 @@ class Connection final : public Session, public PaceWaiter, public std::enable_s
   bool auth_timer_armed_ = false;
   bool close_after_flush_ = false;
   bool closed_ = false;
+  // Declared last, so destroyed first: teardown() has detached it already.
+  std::unique_ptr<Client> client_;
 };
 
 void IoWorker::drain() {
@@ -428,17 +439,22 @@ void IoWorker::close_all() {
 
 }  // namespace
 
-struct Broker::Impl {
-  explicit Impl(const BrokerConfig& cfg) : core(cfg), acceptor(accept_ctx) {}
+struct Server::Impl {
+  Impl(BrokerCore& c, Server& s) : core(c), server(s) {}
 
-  void accept_next() {
+  struct Acceptor {
+    Acceptor(asio::io_context& ctx, Listener l) : acceptor(ctx), spec(std::move(l)) {}
+    tcp::acceptor acceptor;
+    Listener spec;
+  };
+
+  void accept_next(Acceptor& a) {
     IoWorker& w = *workers[next_worker];
     next_worker = (next_worker + 1) % workers.size();
-    acceptor.async_accept(w.context(), [this, &w](const boost::system::error_code& ec,
-                                                  tcp::socket sock) {
+    a.acceptor.async_accept(w.context(), [this, &a, &w](const boost::system::error_code& ec, tcp::socket sock) {
       if (ec) {
-        if (ec == asio::error::operation_aborted || stopped.load(std::memory_order_acquire)) return;
-        accept_next();  // EMFILE and friends: keep serving the connections we have
+        if (ec == asio::error::operation_aborted || server.stopped()) return;
+        accept_next(a);  // EMFILE and friends: keep serving the connections we have
         return;
       }
       core.count_connection();
@@ -446,156 +462,92 @@ struct Broker::Impl {
       // while connections close concurrently, which errs on the side of refusing.
       if (live.load(std::memory_order_relaxed) >= core.config().max_connections) {
         core.count_rejected();
-        static constexpr char kMsg[] = "-ERR max number of clients reached\r\n";
         boost::system::error_code ignored;
         sock.non_blocking(true, ignored);
-        sock.write_some(asio::buffer(kMsg, sizeof kMsg - 1), ignored);
+        sock.write_some(asio::buffer(a.spec.refusal), ignored);
         sock.close(ignored);
-        accept_next();
+        accept_next(a);
         return;
       }
       live.fetch_add(1, std::memory_order_relaxed);
       boost::system::error_code pec;
       const auto ep = sock.remote_endpoint(pec);
       std::string peer = pec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
-      auto conn = std::make_shared<Connection>(core, w, std::move(sock), std::move(peer), live);
-      asio::post(w.context(), [conn] { conn->start(); });
-      accept_next();
+      // Made on the worker's thread: the client belongs to it from the start.
+      asio::post(w.context(), [this, &a, &w, sock = std::move(sock), peer = std::move(peer)]() mutable {
+        auto conn = std::make_shared<Connection>(core, w, std::move(sock), std::move(peer), live, a.spec.factory);
+        conn->start();
+      });
+      accept_next(a);
     });
   }
 
-  BrokerCore core;
+  BrokerCore& core;
+  Server& server;
   asio::io_context accept_ctx{1};
-  tcp::acceptor acceptor;
+  std::vector<std::unique_ptr<Acceptor>> acceptors;
   std::vector<std::unique_ptr<IoWorker>> workers;
   std::vector<std::thread> threads;
   std::size_t next_worker = 0;
   std::atomic<std::size_t> live{0};
-  std::atomic<bool> stopped{false};
-  std::uint16_t port = 0;
   std::mutex stop_mu;
   bool joined = false;
 };
 
-tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerConfig& config) {
-  auto invalid = [](std::string what) {
-    return tl::unexpected(BrokerError{BrokerError::Code::kInvalidConfig, 0, std::move(what)});
-  };
-  const QueueLimits& q = config.queue_limits;
-  if (q.hard_bytes == 0) return invalid("hard limit must be > 0");
-  if (q.soft_bytes > q.hard_bytes) return invalid("soft limit must not exceed the hard limit");
-  if (config.write_budget_bytes == 0) return invalid("write budget must be > 0");
-  if (config.max_bulk_len == 0 || config.max_args == 0) return invalid("max bulk length and max args must be > 0");
-  // Frames are sized in 32 bits; Redis caps a string at 512 MiB too.
-  if (config.max_bulk_len > (512u << 20)) return invalid("max bulk length must be at most 512mb");
-  if (config.max_connections == 0 || config.max_subscriptions == 0) {
-    return invalid("max connections and max subscriptions must be > 0");
-  }
-  boost::system::error_code ec;
-  const auto address = asio::ip::make_address(config.bind_address, ec);
-  if (ec) return tl::unexpected(BrokerError{BrokerError::Code::kBadAddress, 0, config.bind_address});
-
-  BrokerConfig cfg = config;
-  if (cfg.io_threads == 0) cfg.io_threads = std::max(1u, std::thread::hardware_concurrency());
-  auto impl = std::make_unique<Impl>(cfg);
-  const tcp::endpoint ep(address, config.port);
-  const std::string where = config.bind_address + ":" + std::to_string(config.port);
-  auto bind_error = [&](const boost::system::error_code& e) {
-    return tl::unexpected(BrokerError{BrokerError::Code::kBind, e.value(), where});
-  };
-  impl->acceptor.open(ep.protocol(), ec);
-  if (ec) return bind_error(ec);
-  impl->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-  impl->acceptor.bind(ep, ec);
-  if (ec) return bind_error(ec);
-  impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return bind_error(ec);
-  impl->port = impl->acceptor.local_endpoint(ec).port();
-  impl->core.set_listener_info(impl->port, cfg.io_threads);
-
-  for (unsigned i = 0; i < cfg.io_threads; ++i) impl->workers.push_back(std::make_unique<IoWorker>());
-  impl->accept_next();
-  try {
-    Impl* raw = impl.get();
-    impl->threads.emplace_back([raw] { raw->accept_ctx.run(); });
-    for (auto& w : impl->workers) {
-      IoWorker* wp = w.get();
-      impl->threads.emplace_back([wp] { wp->run(); });
-    }
-  } catch (const std::system_error& e) {
-    impl->stopped.store(true, std::memory_order_release);
-    impl->acceptor.close(ec);
-    for (auto& w : impl->workers) w->release_guard();
-    for (auto& t : impl->threads) t.join();
-    impl->threads.clear();
-    return tl::unexpected(BrokerError{BrokerError::Code::kThread, e.code().value(), "io thread"});
-  }
-  return std::unique_ptr<Broker>(new Broker(std::move(impl)));
+Server::Server(BrokerCore& core, unsigned io_threads) : impl_(std::make_unique<Impl>(core, *this)) {
+  for (unsigned i = 0; i < io_threads; ++i) impl_->workers.push_back(std::make_unique<IoWorker>());
 }
 
-Broker::Broker(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
-
-Broker::~Broker() {
+Server::~Server() {
   stop();
   wait();
 }
 
-std::uint16_t Broker::port() const noexcept { return impl_->port; }
-
-PublishResult Broker::publish(std::string_view channel, std::string_view payload, PublishWait wait) noexcept {
-  const Message m{channel, payload};
-  std::size_t receivers = 0;
-  return publish({&m, 1}, {&receivers, 1}, wait);
+tl::expected<std::uint16_t, BrokerError> Server::listen(Listener listener) {
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(listener.address, ec);
+  if (ec) return tl::unexpected(BrokerError{BrokerError::Code::kBadAddress, 0, listener.address});
+  const tcp::endpoint ep(address, listener.port);
+  const std::string where = listener.address + ":" + std::to_string(listener.port);
+  auto bind_error = [&](const boost::system::error_code& e) {
+    return tl::unexpected(BrokerError{BrokerError::Code::kBind, e.value(), where});
+  };
+  auto a = std::make_unique<Impl::Acceptor>(impl_->accept_ctx, std::move(listener));
+  a->acceptor.open(ep.protocol(), ec);
+  if (ec) return bind_error(ec);
+  a->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  a->acceptor.bind(ep, ec);
+  if (ec) return bind_error(ec);
+  a->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return bind_error(ec);
+  const std::uint16_t port = a->acceptor.local_endpoint(ec).port();
+  impl_->acceptors.push_back(std::move(a));
+  return port;
 }
 
-PublishResult Broker::publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
-                              PublishWait wait) noexcept {
-  // acquire: pairs with the release store in stop(); a publish that sees "not
-  // stopped" may still race with shutdown, which is safe (the index outlives it).
-  if (impl_->stopped.load(std::memory_order_acquire)) return {PublishStatus::kStopped, 0, 0};
-  BrokerCore& core = impl_->core;
-  FlowControl& flow = core.flow();
-  if (flow.pressured()) {
-    if (wait == PublishWait::kNoWait) return {PublishStatus::kWouldBlock, 0, 0};
-    // Bounded: after max_stall the publish goes ahead, and its pushes are what
-    // call a stuck subscriber slow (connection_queue.hpp, invariant 6).
-    const auto t0 = std::chrono::steady_clock::now();
-    (void)flow.wait_for(core.config().max_stall);
-    flow.record_stall(std::chrono::steady_clock::now() - t0);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + core.config().max_block;
-  PublishResult r;
-  while (r.published < msgs.size()) {
-    const std::size_t done = core.publish(msgs.subspan(r.published), receivers.subspan(r.published),
-                                          /*stop_at_refusal=*/true);
-    for (std::size_t i = r.published; i < r.published + done; ++i) r.receivers += receivers[i];
-    r.published += done;
-    if (r.published == msgs.size()) break;
-    // Refused: hold the caller up to max_block (woken when a `block` queue drains).
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline || wait == PublishWait::kNoWait || impl_->stopped.load(std::memory_order_acquire)) {
-      core.count_refused(1);
-      r.status = PublishStatus::kRefused;
-      return r;
+tl::expected<void, BrokerError> Server::start() {
+  for (auto& a : impl_->acceptors) impl_->accept_next(*a);
+  try {
+    Impl* raw = impl_.get();
+    impl_->threads.emplace_back([raw] { raw->accept_ctx.run(); });
+    for (auto& w : impl_->workers) {
+      IoWorker* wp = w.get();
+      impl_->threads.emplace_back([wp] { wp->run(); });
     }
-    // In slices: a drain between the refusal and the wait is not lost for long.
-    flow.wait_room(std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::milliseconds(5)));
+  } catch (const std::system_error& e) {
+    stop();
+    wait();
+    return tl::unexpected(BrokerError{BrokerError::Code::kThread, e.code().value(), "io thread"});
   }
-  return r;
+  return {};
 }
 
-BrokerStats Broker::stats() const noexcept { return impl_->core.stats(); }
-
-std::vector<ConnectionStats> Broker::connection_stats() const { return impl_->core.connection_stats(); }
-
-void Broker::set_info_provider(InfoProvider provider) { impl_->core.set_info_provider(std::move(provider)); }
-
-void Broker::stop() noexcept {
-  // release: pairs with the acquire loads in publish() and the accept handler.
-  if (impl_->stopped.exchange(true, std::memory_order_acq_rel)) return;
+void Server::stop() noexcept {
+  // release: pairs with the acquire load in stopped().
+  if (stopped_.exchange(true, std::memory_order_acq_rel)) return;
   asio::post(impl_->accept_ctx, [impl = impl_.get()] {
     boost::system::error_code ec;
-    impl->acceptor.close(ec);
+    for (auto& a : impl->acceptors) a->acceptor.close(ec);
   });
   for (auto& w : impl_->workers) {
     IoWorker* wp = w.get();
@@ -606,7 +558,7 @@ void Broker::stop() noexcept {
   }
 }
 
-void Broker::wait() noexcept {
+void Server::wait() noexcept {
   std::lock_guard lock(impl_->stop_mu);
   if (impl_->joined) return;
   for (auto& t : impl_->threads) t.join();

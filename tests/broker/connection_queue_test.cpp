@@ -11,6 +11,7 @@
 #include "broker/core/connection_queue.hpp"
 #include "broker/core/flow_control.hpp"
 #include "broker/core/subscription_index.hpp"
+#include "broker/resp/resp_delivery.hpp"
 #include "test_support.hpp"
 
 namespace ringcast::broker {
@@ -190,7 +191,7 @@ TEST(ConnectionQueueTest, TellsTheReaderAboutLossOnceThereIsRoom) {
   const std::vector<FrameSpan> rest = testing::drain_all(q);
   ASSERT_EQ(q.stats().notices, 1u);
   const std::string expected(
-      encode_message(Resp::kResp2, kLossChannel, "lost=3 total=3 policy=drop-newest")->view());
+      encode_message(WireFormat::kResp2, kLossChannel, "lost=3 total=3 policy=drop-newest")->view());
   ASSERT_FALSE(rest.empty());
   EXPECT_EQ(rest.back().view(), expected);
   EXPECT_FALSE(rest.back().block->droppable());
@@ -204,12 +205,12 @@ TEST(ConnectionQueueTest, TellsTheReaderAboutLossOnceThereIsRoom) {
 TEST(ConnectionQueueTest, LossNoticeUsesTheConnectionsProtocol) {
   ManualClock clock;
   ConnectionQueue q(limits(1000), OverflowPolicy::kDropOldest, clock);
-  q.set_resp(Resp::kResp3);
+  q.set_format(WireFormat::kResp3);
   for (std::uint64_t i = 0; i < 101; ++i) (void)q.push(numbered_frame(i, 10));
   const std::vector<FrameSpan> frames = testing::drain_all(q);
   ASSERT_FALSE(frames.empty());
   EXPECT_EQ(frames.back().view(),
-            encode_message(Resp::kResp3, kLossChannel, "lost=1 total=1 policy=drop-oldest")->view());
+            encode_message(WireFormat::kResp3, kLossChannel, "lost=1 total=1 policy=drop-oldest")->view());
 }
 
 TEST(ConnectionQueueTest, ARunOfOneBlockIsOneSpanAndOneReference) {
@@ -467,11 +468,11 @@ INSTANTIATE_TEST_SUITE_P(FramesAndRuns, SeedTest, ::testing::Bool(),
 // drop policies lose, and the healthy subscriber pays: it receives 208, not 995.
 TEST(SeedTest, BlockRefuses791Of1000AndTheHealthySubscriberReceives208) {
   const std::string payload(100, 'p');
-  const std::size_t frame = encode_message(Resp::kResp2, "t", payload)->size();
+  const std::size_t frame = encode_message(WireFormat::kResp2, "t", payload)->size();
   const QueueLimits ten_messages = limits(10 * frame);
   SubscriptionIndex index;
-  testing::FakeSubscriber slow(Resp::kResp2, ten_messages, OverflowPolicy::kBlock);
-  testing::FakeSubscriber healthy(Resp::kResp2, ten_messages, OverflowPolicy::kBlock);
+  testing::FakeSubscriber slow(WireFormat::kResp2, ten_messages, OverflowPolicy::kBlock);
+  testing::FakeSubscriber healthy(WireFormat::kResp2, ten_messages, OverflowPolicy::kBlock);
   {
     auto lock = index.lock_for_update();
     index.add_channel(slow, "t");
@@ -521,11 +522,11 @@ TEST(SeedTest, BlockRefuses791Of1000AndTheHealthySubscriberReceives208) {
 
 TEST(ConnectionQueueTest, BlockRefusalIsTopicWideAndLeavesEveryQueueUntouched) {
   const std::string payload(100, 'p');
-  const std::size_t frame = encode_message(Resp::kResp2, "t", payload)->size();
+  const std::size_t frame = encode_message(WireFormat::kResp2, "t", payload)->size();
   SubscriptionIndex index;
-  testing::FakeSubscriber blocker(Resp::kResp2, limits(2 * frame), OverflowPolicy::kBlock);
-  testing::FakeSubscriber dropper(Resp::kResp2, limits(100 * frame), OverflowPolicy::kDropNewest);
-  testing::FakeSubscriber other_channel(Resp::kResp2, limits(100 * frame), OverflowPolicy::kDisconnect);
+  testing::FakeSubscriber blocker(WireFormat::kResp2, limits(2 * frame), OverflowPolicy::kBlock);
+  testing::FakeSubscriber dropper(WireFormat::kResp2, limits(100 * frame), OverflowPolicy::kDropNewest);
+  testing::FakeSubscriber other_channel(WireFormat::kResp2, limits(100 * frame), OverflowPolicy::kDisconnect);
   {
     auto lock = index.lock_for_update();
     index.add_channel(blocker, "t");
@@ -639,23 +640,23 @@ namespace {
 // Conflation (docs/broker.md, "Overflow"): message frames as the index encodes
 // them, so the queue can tell their channels apart.
 FrameRef msg(std::string_view channel, std::string_view payload) {
-  return encode_message(Resp::kResp2, channel, payload);
+  return encode_message(WireFormat::kResp2, channel, payload);
 }
 
 std::string notice(std::string_view text) {
-  return std::string(encode_message(Resp::kResp2, kLossChannel, text)->view());
+  return std::string(encode_message(WireFormat::kResp2, kLossChannel, text)->view());
 }
 
 std::string two_digits(int i) { return std::string(1, static_cast<char>('0' + i / 10)) + static_cast<char>('0' + i % 10); }
 
 TEST(ConflationTest, KeyIsKindPatternAndChannel) {
-  EXPECT_EQ(conflation_key(msg("ab", "x")->view()), "*3\r\n$7\r\nmessage\r\n$2\r\nab\r\n");
+  EXPECT_EQ(resp::conflation_key(msg("ab", "x")->view()), "*3\r\n$7\r\nmessage\r\n$2\r\nab\r\n");
   const Message m{"ab", "payload"};
-  EXPECT_EQ(conflation_key(encode_pmessages(Resp::kResp3, "a*", {&m, 1})->view()),
+  EXPECT_EQ(resp::conflation_key(resp::encode_resp3_run(DeliveryRun{DeliveryKind::kPattern, "a*", {&m, 1}})->view()),
             ">4\r\n$8\r\npmessage\r\n$2\r\na*\r\n$2\r\nab\r\n");
-  EXPECT_EQ(conflation_key(encode_smessages(Resp::kResp2, {&m, 1})->view()), "*3\r\n$8\r\nsmessage\r\n$2\r\nab\r\n");
-  EXPECT_EQ(conflation_key("garbage"), "garbage");
-  EXPECT_EQ(conflation_key("*3\r\n$7\r\nmessage\r\n$9\r\nab\r\n"), "*3\r\n$7\r\nmessage\r\n$9\r\nab\r\n");
+  EXPECT_EQ(resp::conflation_key(resp::encode_resp2_run(DeliveryRun{DeliveryKind::kShard, {}, {&m, 1}})->view()), "*3\r\n$8\r\nsmessage\r\n$2\r\nab\r\n");
+  EXPECT_EQ(resp::conflation_key("garbage"), "garbage");
+  EXPECT_EQ(resp::conflation_key("*3\r\n$7\r\nmessage\r\n$9\r\nab\r\n"), "*3\r\n$7\r\nmessage\r\n$9\r\nab\r\n");
 }
 
 TEST(ConflationTest, KeepsTheNewestMessagePerChannelInPublishOrder) {
@@ -714,7 +715,7 @@ TEST(ConflationTest, ARunKeepsOnlyItsLastMessageAsAPrivateCopy) {
   std::vector<Message> run;
   for (int i = 0; i < 100; ++i) payloads.push_back(two_digits(i));
   for (const std::string& p : payloads) run.push_back(Message{"a", p});
-  const FrameRef block = encode_messages(Resp::kResp2, run);
+  const FrameRef block = resp::encode_resp2_run(DeliveryRun{DeliveryKind::kMessage, {}, run});
   ConnectionQueue q(limits(10 * msg("a", "00")->size()), OverflowPolicy::kConflate, clock);
   EXPECT_EQ(q.push(block).status, PushStatus::kQueued);
   EXPECT_EQ(q.stats().queued_frames, 1u);
@@ -743,7 +744,7 @@ TEST(ConflationTest, CountsAreExactWithAReaderFallingBehind) {
     for (const FrameSpan& s : out) {
       for (std::uint32_t i = s.first; i < s.first + s.count; ++i) {
         const std::string f(s.block->frame(i));
-        const std::string key(conflation_key(f));
+        const std::string key(resp::conflation_key(f));
         const std::size_t head = key.find("\r\n", key.rfind('$')) + 2;
         const std::string channel = key.substr(head, key.size() - 2 - head);
         const std::string rest = f.substr(key.size());
@@ -821,7 +822,7 @@ TEST(ConflationTest, RandomScheduleAccountsForEveryMessage) {
           ++replies_seen;
           continue;
         }
-        const std::string key(conflation_key(f));
+        const std::string key(resp::conflation_key(f));
         const std::size_t head = key.find("\r\n", key.rfind('$')) + 2;
         const std::string channel = key.substr(head, key.size() - 2 - head);
         const std::string rest = f.substr(key.size());
@@ -866,7 +867,7 @@ TEST(ConflationTest, RandomScheduleAccountsForEveryMessage) {
         payloads.emplace_back(p);
       }
       for (const std::string& p : payloads) run.push_back(Message{channel, p});
-      (void)q.push(encode_messages(Resp::kResp2, run));
+      (void)q.push(resp::encode_resp2_run(DeliveryRun{DeliveryKind::kMessage, {}, run}));
     } else if (op < 70) {
       (void)q.push(FrameRef::copy_of(reply_text(next_reply++), /*droppable=*/false));
     } else if (op < 85) {

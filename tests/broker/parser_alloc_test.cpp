@@ -155,30 +155,23 @@ TEST(RequestParserRetentionTest, MillionArgumentCommandIsFreedBeforeTheNextComma
   EXPECT_LE(p.retained_bytes(), retained_bound());
 }
 
-class NullSession final : public Session {
- public:
-  explicit NullSession(BrokerCore& core) : Session(core, "127.0.0.1:1") {}
-  ~NullSession() override = default;
-  void on_queue_ready() noexcept override {}
-};
-
 // A connection pipelining PUBLISHes to a channel nobody subscribes to: the
 // session's only allocation per input buffer is the frame carrying its replies
 // (session.hpp, invariant 3), however many commands the buffer holds.
 TEST(SessionAllocationTest, BatchedPublishesAllocateOnlyTheReplyFrame) {
   BrokerCore core{BrokerConfig{}};
-  auto s = std::make_unique<NullSession>(core);
+  auto s = std::make_unique<RespSession>(core, "127.0.0.1:1", testing::null_waker());
   const std::string payload(52, 'p');
   const std::string one = publish_command(payload);
   const std::string batch = repeat(one, kBatch);
-  ASSERT_EQ(s->on_input(batch), Session::InputResult::kOk);  // warm-up: buffers reach their size
+  ASSERT_EQ(s->on_input(batch), Client::InputResult::kOk);  // warm-up: buffers reach their size
   (void)testing::drain_all(s->queue());
   for (const std::string* input : {&batch, &one}) {
     const AllocationCount count;
-    const Session::InputResult r = s->on_input(*input);
+    const Client::InputResult r = s->on_input(*input);
     EXPECT_EQ(count.allocations(), 1u) << input->size() / one.size() << " PUBLISHes";
     EXPECT_EQ(count.deallocations(), 0u) << input->size() / one.size() << " PUBLISHes";
-    EXPECT_EQ(r, Session::InputResult::kOk);
+    EXPECT_EQ(r, Client::InputResult::kOk);
     EXPECT_EQ(testing::concat(testing::drain_all(s->queue())),
               repeat(":0\r\n", input->size() / one.size()));
   }
@@ -196,7 +189,7 @@ namespace {
 TEST(ConnectionQueueAllocationTest, ConflatePolicyUnderItsLimitAllocatesNothing) {
   ConnectionQueue q(QueueLimits{1u << 20, 0, std::chrono::seconds(60)}, OverflowPolicy::kConflate,
                     steady_clock_source());
-  const FrameRef frame = encode_message(Resp::kResp2, "prices", std::string(52, 'p'));
+  const FrameRef frame = encode_message(WireFormat::kResp2, "prices", std::string(52, 'p'));
   std::vector<FrameSpan> out;
   out.reserve(64);
   for (int round = 0; round < 2; ++round) {  // round 0 warms the ring up
@@ -216,8 +209,8 @@ TEST(ConnectionQueueAllocationTest, ConflatePolicyUnderItsLimitAllocatesNothing)
 // Conflating a stuck reader's single-message blocks on known channels replaces
 // queued frames in place of allocating: the cost is O(channels), paid once.
 TEST(ConnectionQueueAllocationTest, ConflatingKnownChannelsAllocatesNothing) {
-  const FrameRef a = encode_message(Resp::kResp2, "a", std::string(52, 'p'));
-  const FrameRef b = encode_message(Resp::kResp2, "b", std::string(52, 'p'));
+  const FrameRef a = encode_message(WireFormat::kResp2, "a", std::string(52, 'p'));
+  const FrameRef b = encode_message(WireFormat::kResp2, "b", std::string(52, 'p'));
   ConnectionQueue q(QueueLimits{8 * a->size(), 0, std::chrono::seconds(60)}, OverflowPolicy::kConflate,
                     steady_clock_source());
   for (int i = 0; i < 1000; ++i) (void)q.push(i % 2 == 0 ? a : b);  // warm-up: conflating, keys known

@@ -14,11 +14,9 @@
 namespace ringcast::broker {
 namespace {
 
-class TestSession final : public Session {
+class TestSession final : public RespSession {
  public:
-  explicit TestSession(BrokerCore& core) : Session(core, "127.0.0.1:1") {}
-  ~TestSession() override = default;
-  void on_queue_ready() noexcept override {}
+  explicit TestSession(BrokerCore& core) : RespSession(core, "127.0.0.1:1", testing::null_waker()) {}
   // Everything the writer would have sent so far.
   std::string output() { return testing::concat(testing::drain_all(queue())); }
   std::string send(std::string_view in) {
@@ -199,10 +197,10 @@ TEST_F(SessionTest, ABatchLargerThanItsCapIsPublishedInFull) {
 TEST_F(SessionTest, QuitAndProtocolErrorsCloseAfterTheReply) {
   auto s = connect();
   EXPECT_EQ(s->send("QUIT\r\nPING\r\n"), "+OK\r\n");
-  EXPECT_EQ(s->last, Session::InputResult::kClose);
+  EXPECT_EQ(s->last, Client::InputResult::kClose);
   auto t = connect();
   EXPECT_EQ(t->send("PING\r\n*1\r\n$600000000\r\n"), "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n");
-  EXPECT_EQ(t->last, Session::InputResult::kClose);
+  EXPECT_EQ(t->last, Client::InputResult::kClose);
 }
 
 TEST_F(SessionTest, ResetUnsubscribesSilentlyAndReturnsToResp2) {
@@ -211,7 +209,7 @@ TEST_F(SessionTest, ResetUnsubscribesSilentlyAndReturnsToResp2) {
   EXPECT_EQ(s->send("RESET\r\n"), "+RESET\r\n");
   EXPECT_EQ(s->subscription_count(), 0u);
   EXPECT_EQ(s->send("CLIENT GETNAME\r\nCLIENT OVERFLOW\r\n"), "$-1\r\n$10\r\ndisconnect\r\n");
-  EXPECT_EQ(s->resp(), Resp::kResp2);
+  EXPECT_EQ(s->format(), WireFormat::kResp2);
 }
 
 TEST_F(SessionTest, InfoReportsBrokerSections) {

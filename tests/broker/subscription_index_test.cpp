@@ -17,7 +17,7 @@ using testing::FakeSubscriber;
 
 class SubscriptionIndexTest : public ::testing::Test {
  protected:
-  FakeSubscriber& make(Resp resp = Resp::kResp2) {
+  FakeSubscriber& make(WireFormat resp = WireFormat::kResp2) {
     subs_.push_back(std::make_unique<FakeSubscriber>(resp));
     return *subs_.back();
   }
@@ -62,7 +62,7 @@ TEST_F(SubscriptionIndexTest, ExactSubscriberReceivesRedisMessageFrame) {
 }
 
 TEST_F(SubscriptionIndexTest, PatternSubscriberReceivesPmessageInItsProtocol) {
-  FakeSubscriber& a = make(Resp::kResp3);
+  FakeSubscriber& a = make(WireFormat::kResp3);
   psub(a, "news.*");
   EXPECT_EQ(publish("news.art", "x", false), 1u);
   EXPECT_EQ(publish("news", "x", false), 0u);
@@ -71,11 +71,11 @@ TEST_F(SubscriptionIndexTest, PatternSubscriberReceivesPmessageInItsProtocol) {
 }
 
 TEST_F(SubscriptionIndexTest, EncodesEachFrameOncePerProtocolAndSharesIt) {
-  FakeSubscriber& a = make(Resp::kResp2);
-  FakeSubscriber& b = make(Resp::kResp2);
-  FakeSubscriber& c = make(Resp::kResp3);
-  FakeSubscriber& d = make(Resp::kResp2);
-  FakeSubscriber& e = make(Resp::kResp2);
+  FakeSubscriber& a = make(WireFormat::kResp2);
+  FakeSubscriber& b = make(WireFormat::kResp2);
+  FakeSubscriber& c = make(WireFormat::kResp3);
+  FakeSubscriber& d = make(WireFormat::kResp2);
+  FakeSubscriber& e = make(WireFormat::kResp2);
   for (FakeSubscriber* s : {&a, &b, &c}) sub(*s, "news");
   psub(d, "n*");
   psub(e, "n*");
@@ -124,9 +124,9 @@ TEST_F(SubscriptionIndexTest, DedupeDeliversOncePerConnection) {
 }
 
 TEST_F(SubscriptionIndexTest, ARunIsOneBlockPerProtocolAndOneSpanPerSubscriber) {
-  FakeSubscriber& a = make(Resp::kResp2);
-  FakeSubscriber& b = make(Resp::kResp2);
-  FakeSubscriber& c = make(Resp::kResp3);
+  FakeSubscriber& a = make(WireFormat::kResp2);
+  FakeSubscriber& b = make(WireFormat::kResp2);
+  FakeSubscriber& c = make(WireFormat::kResp3);
   for (FakeSubscriber* s : {&a, &b, &c}) sub(*s, "news");
   const std::vector<Message> msgs{{"news", "1"}, {"news", "22"}, {"news", "333"}};
   EXPECT_EQ(publish_all(msgs), (std::vector<std::size_t>{3, 3, 3}));
@@ -258,7 +258,7 @@ TEST_F(SubscriptionIndexTest, SubscribingTwiceKeepsOneSubscription) {
 TEST_F(SubscriptionIndexTest, ShardChannelsAreANamespaceOfTheirOwn) {
   FakeSubscriber& plain = make();
   FakeSubscriber& pattern = make();
-  FakeSubscriber& shard = make(Resp::kResp3);
+  FakeSubscriber& shard = make(WireFormat::kResp3);
   sub(plain, "x");
   psub(pattern, "*");
   {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/core/client.hpp"
 #include "broker/core/connection_queue.hpp"
 #include "broker/core/frame.hpp"
 #include "broker/core/subscription_index.hpp"
@@ -81,14 +82,22 @@ inline std::string concat(const std::vector<FrameSpan>& frames) {
   return s;
 }
 
+// A waker for clients no writer serves: the tests drain their queues directly.
+class NullWaker final : public Waker {
+ public:
+  void wake() noexcept override {}
+};
+
+inline Waker& null_waker() {
+  static NullWaker w;
+  return w;
+}
+
 class FakeSubscriber final : public Subscriber {
  public:
-  explicit FakeSubscriber(Resp resp = Resp::kResp2, QueueLimits limits = {},
+  explicit FakeSubscriber(WireFormat resp = WireFormat::kResp2, QueueLimits limits = {},
                           OverflowPolicy policy = OverflowPolicy::kDisconnect)
-      : Subscriber(limits, policy, steady_clock_source()) {
-    resp_ = resp;
-    queue().set_resp(resp);
-  }
+      : Subscriber(resp, limits, policy, steady_clock_source()) {}
   ~FakeSubscriber() override = default;
   void on_queue_ready() noexcept override { wakes.fetch_add(1, std::memory_order_relaxed); }
   std::atomic<int> wakes{0};

@@ -7,3 +7,14 @@ target_include_directories(fuzz_resp_parser PRIVATE ${PROJECT_SOURCE_DIR}/src)
 # Coverage feedback must come from the library, not just the harness: instrument
 # ringcast_broker too (this build tree exists only for the fuzzers).
 target_compile_options(ringcast_broker PRIVATE -fsanitize=fuzzer-no-link,address,undefined)
+
+# The WebSocket frame decoder (differential over input splits) and PopSub's JSON
+# command parser (seeds in corpus/fuzz_ws_frames/ and corpus/fuzz_ws_json/).
+ringcast_add_fuzzer(NAME fuzz_ws_frames
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/broker_ws_frame_fuzz.cpp
+  LIBS ringcast::broker)
+target_include_directories(fuzz_ws_frames PRIVATE ${PROJECT_SOURCE_DIR}/src)
+ringcast_add_fuzzer(NAME fuzz_ws_json
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/broker_ws_json_fuzz.cpp
+  LIBS ringcast::broker)
+target_include_directories(fuzz_ws_json PRIVATE ${PROJECT_SOURCE_DIR}/src)

@@ -3,7 +3,7 @@
 // 1. Differential: the parser must produce the same commands and the same error
 //    whether the input arrives whole or split at fuzzer-chosen points, and must
 //    respect its limits.
-// 2. The same bytes are executed by a Session against a private broker core, so
+// 2. The same bytes are executed by a RespSession against a private broker core, so
 //    command handlers see arbitrary arguments (nothing may crash, leak or grow
 //    without bound).
 #include <algorithm>
@@ -26,7 +26,9 @@ using ringcast::broker::BrokerCore;
 using ringcast::broker::FrameSpan;
 using ringcast::broker::ParserLimits;
 using ringcast::broker::RequestParser;
-using ringcast::broker::Session;
+using ringcast::broker::Client;
+using ringcast::broker::RespSession;
+using ringcast::broker::Waker;
 
 constexpr ParserLimits kLimits{4096, 64};
 
@@ -65,11 +67,15 @@ Outcome parse(std::string_view input, const std::vector<std::size_t>& cuts) {
   return out;
 }
 
-class FuzzSession final : public Session {
+class NullWaker final : public Waker {
  public:
-  explicit FuzzSession(BrokerCore& core) : Session(core, "fuzz") {}
-  ~FuzzSession() override = default;
-  void on_queue_ready() noexcept override {}
+  void wake() noexcept override {}
+};
+NullWaker g_waker;
+
+class FuzzSession final : public RespSession {
+ public:
+  explicit FuzzSession(BrokerCore& core) : RespSession(core, "fuzz", g_waker) {}
   void drain() {
     std::vector<FrameSpan> out;
     for (;;) {
@@ -123,7 +129,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     start = end;
     s->drain();
     listener->drain();
-    if (r == Session::InputResult::kClose) break;
+    if (r == Client::InputResult::kClose) break;
   }
   s->detach();
   listener->detach();

@@ -21,6 +21,15 @@ int main(int argc, char** argv) {
   app.add_option("--bind", cfg.bind_address, "Address to listen on")->capture_default_str();
   app.add_option("--port", cfg.port, "TCP port; 0 picks a free one (printed at startup)")
       ->capture_default_str();
+  int ws_port = -1;
+  std::string ws_max_message = "1mb";
+  app.add_option("--ws-port", ws_port,
+                 "WebSocket + JSON port on the --bind address (PopSub's protocol, the live page on /); "
+                 "0 picks a free one; off unless given")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--ws-max-message", ws_max_message,
+                 "Largest WebSocket message a client may send (larger: close 1009)")
+      ->capture_default_str();
   flags.add_to(app, cfg);
   if (const auto exit_status = ringcast::tools::parse_flags(app, argc, argv)) return *exit_status;
 
@@ -28,6 +37,13 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "ringcast-broker: {}\n", *wrong);
     return 2;
   }
+  if (ws_port >= 0) cfg.ws_port = static_cast<std::uint16_t>(ws_port);
+  const auto ws_max = ringcast::broker::parse_size(ws_max_message);
+  if (!ws_max || *ws_max == 0) {
+    fmt::print(stderr, "ringcast-broker: --ws-max-message must be a size > 0 (e.g. 1mb)\n");
+    return 2;
+  }
+  cfg.ws_max_message = *ws_max;
 
   // Block the stop signals before any thread starts, so the I/O threads inherit
   // the mask and sigwait below is the only receiver.
@@ -40,6 +56,10 @@ int main(int argc, char** argv) {
   }
   // Tests and scripts read the port from this line (--port 0).
   fmt::print("ringcast-broker listening on {}:{}\n", cfg.bind_address, (*broker)->port());
+  if (cfg.ws_port) {
+    fmt::print("ringcast-broker websocket on ws://{}:{}/ (live page: http://{}:{}/)\n", cfg.bind_address,
+               (*broker)->ws_port(), cfg.bind_address, (*broker)->ws_port());
+  }
   std::fflush(stdout);
 
   int sig = 0;

@@ -98,7 +98,8 @@ struct ConnectionStats {
   std::uint64_t id = 0;
   std::string peer;  // "127.0.0.1:51234"
   std::string name;  // CLIENT SETNAME, or empty
-  int resp = 2;
+  int resp = 2;           // RESP version; 0 for a WebSocket client
+  std::string protocol;   // "resp2", "resp3" or "ws"
   OverflowPolicy policy = OverflowPolicy::kDisconnect;
   std::uint64_t subscriptions = 0;  // channels + patterns + shard channels
   std::uint64_t queued_bytes = 0;   // queued plus handed to the kernel, not yet written
@@ -129,6 +130,8 @@ class Broker {
 
   // The bound TCP port (the kernel's choice when the config asked for 0).
   [[nodiscard]] std::uint16_t port() const noexcept;
+  // The bound WebSocket port, or 0 when BrokerConfig::ws_port is unset.
+  [[nodiscard]] std::uint16_t ws_port() const noexcept;
 
   // Delivers `payload` to every subscription matching `channel`, exactly as a
   // client's PUBLISH does; result.receivers is the number of deliveries (Redis's

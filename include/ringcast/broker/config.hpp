@@ -55,6 +55,12 @@ struct BrokerConfig {
   std::string bind_address = "127.0.0.1";
   std::uint16_t port = 6390;  // 0: let the kernel choose; Broker::port() reports it
   unsigned io_threads = 0;    // 0: std::thread::hardware_concurrency()
+  // WebSocket + JSON listener on bind_address (docs/broker.md, "WebSocket"):
+  // nullopt = off; 0 = let the kernel choose (Broker::ws_port() reports it).
+  std::optional<std::uint16_t> ws_port;
+  // Largest WebSocket message a client may send, after reassembly of its
+  // fragments; larger ones close the connection with 1009.
+  std::size_t ws_max_message = 1u << 20;
 
   OverflowPolicy overflow_policy = OverflowPolicy::kDisconnect;
   QueueLimits queue_limits{};
@@ -87,11 +93,16 @@ struct BrokerConfig {
   std::size_t max_subscriptions = 100'000;   // channels + patterns per connection
   std::size_t max_connections = 10'000;
   // Connections that have not authenticated within this time are closed. Only
-  // applies when requirepass is set.
+  // applies when requirepass or token_secret is set.
   std::chrono::milliseconds auth_timeout = std::chrono::seconds(10);
 
   // Non-empty: clients must AUTH (or HELLO ... AUTH default <pass>) first.
   std::string requirepass;
+  // Non-empty: HS256 token authentication is on (ringcast/broker/token.hpp,
+  // docs/security.md "Tokens"): clients must authenticate, and `AUTH <sub>
+  // <token>` gives the channel permissions the token grants. At least
+  // kMinTokenSecretBytes (32) bytes, else Broker::start fails with kInvalidConfig.
+  std::string token_secret;
 };
 
 }  // namespace ringcast::broker

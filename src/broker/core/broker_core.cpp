@@ -5,9 +5,27 @@
 
 #include <fmt/format.h>
 
-#include "broker/resp/session.hpp"
-
 namespace ringcast::broker {
+
+SubscriptionUpdate::SubscriptionUpdate(SubscriptionIndex& index, Client& client)
+    : index_(index), client_(client), lock_(index.lock_for_update()) {}
+
+SubscriptionUpdate::~SubscriptionUpdate() {
+  lock_.unlock();
+  client_.refresh_mirrors();
+}
+
+bool SubscriptionUpdate::subscribe(SubscriptionSpace space, std::string_view name) {
+  return index_.add(client_, space, name);
+}
+
+bool SubscriptionUpdate::unsubscribe(SubscriptionSpace space, std::string_view name) {
+  return index_.remove(client_, space, name);
+}
+
+void SubscriptionUpdate::unsubscribe_all() { index_.remove_all(client_); }
+
+void SubscriptionUpdate::set_format(WireFormat f) noexcept { index_.set_format(client_, f); }
 
 BrokerCore::BrokerCore(BrokerConfig config, const Clock& clock)
     : config_(std::move(config)),
@@ -49,42 +67,49 @@ std::size_t BrokerCore::publish_shard(std::string_view channel, std::string_view
   return receivers;
 }
 
-void BrokerCore::register_session(Session& s) {
+void BrokerCore::register_client(Client& c) {
   std::lock_guard lock(registry_mu_);
-  sessions_.push_back(&s);
+  clients_.push_back(&c);
 }
 
-void BrokerCore::unregister_session(Session& s) {
-  const QueueStats q = s.queue().stats();
+void BrokerCore::unregister_client(Client& c) {
+  const QueueStats q = c.queue().stats();
   std::lock_guard lock(registry_mu_);
-  auto it = std::find(sessions_.begin(), sessions_.end(), &s);
-  if (it == sessions_.end()) return;
-  *it = sessions_.back();
-  sessions_.pop_back();
+  auto it = std::find(clients_.begin(), clients_.end(), &c);
+  if (it == clients_.end()) return;
+  *it = clients_.back();
+  clients_.pop_back();
   for (std::size_t i = 0; i < kDropReasonCount; ++i) retired_drops_[i] += q.dropped[i];
   retired_conflated_ += q.conflated;
   if (q.overflowed) ++slow_disconnects_;
 }
 
-void BrokerCore::set_session_name(Session& s, std::string name) {
-  std::lock_guard lock(registry_mu_);
-  s.name_ = std::move(name);
+namespace {
+
+// CLIENT LIST's resp= field: the RESP version, or "ws" for a WebSocket client.
+std::string_view resp_field(WireFormat f) noexcept {
+  switch (f) {
+    case WireFormat::kResp3:
+      return "3";
+    case WireFormat::kJson:
+      return "ws";
+    case WireFormat::kResp2:
+      break;
+  }
+  return "2";
 }
 
-std::string BrokerCore::session_name(const Session& s) const {
-  std::lock_guard lock(registry_mu_);
-  return s.name_;
-}
+}  // namespace
 
-std::string BrokerCore::client_line_locked(const Session& s) const {
-  const QueueStats q = s.queue().stats();
+std::string BrokerCore::client_line_locked(const Client& c) const {
+  const QueueStats q = c.queue().stats();
   const auto age = std::chrono::duration_cast<std::chrono::seconds>(
-      std::chrono::steady_clock::now() - s.created());
+      std::chrono::steady_clock::now() - c.created());
   return fmt::format(
       "id={} addr={} name={} age={} sub={} psub={} ssub={} resp={} omem={} oqueue={} policy={} "
       "dropped-hard={} dropped-soft={} dropped-disconnect={} conflated={} loss-notices={}\n",
-      s.id(), s.peer(), s.name_, age.count(), s.sub_count(), s.psub_count(), s.ssub_count(),
-      s.resp_version(),
+      c.id(), c.peer(), c.name(), age.count(), c.sub_count(), c.psub_count(), c.ssub_count(),
+      resp_field(c.format_mirror()),
       q.queued_bytes + q.inflight_bytes, q.queued_frames, to_string(q.policy),
       q.dropped[static_cast<std::size_t>(DropReason::kHardLimit)],
       q.dropped[static_cast<std::size_t>(DropReason::kSoftLimit)],
@@ -93,17 +118,17 @@ std::string BrokerCore::client_line_locked(const Session& s) const {
 
 std::string BrokerCore::client_list() const {
   std::lock_guard lock(registry_mu_);
-  std::vector<const Session*> sorted(sessions_.begin(), sessions_.end());
+  std::vector<const Client*> sorted(clients_.begin(), clients_.end());
   std::sort(sorted.begin(), sorted.end(),
-            [](const Session* a, const Session* b) { return a->id() < b->id(); });
+            [](const Client* a, const Client* b) { return a->id() < b->id(); });
   std::string out;
-  for (const Session* s : sorted) out += client_line_locked(*s);
+  for (const Client* c : sorted) out += client_line_locked(*c);
   return out;
 }
 
-std::string BrokerCore::client_info(const Session& s) const {
+std::string BrokerCore::client_info(const Client& c) const {
   std::lock_guard lock(registry_mu_);
-  return client_line_locked(s);
+  return client_line_locked(c);
 }
 
 BrokerStats BrokerCore::stats() const {
@@ -122,11 +147,11 @@ BrokerStats BrokerCore::stats() const {
   st.patterns = index_.numpat();
   st.shard_channels = index_.num_shard_channels();
   std::lock_guard lock(registry_mu_);
-  st.connected_clients = sessions_.size();
+  st.connected_clients = clients_.size();
   std::array<std::uint64_t, kDropReasonCount> drops = retired_drops_;
   st.conflated = retired_conflated_;
-  for (const Session* s : sessions_) {
-    const QueueStats q = s->queue().stats();
+  for (const Client* c : clients_) {
+    const QueueStats q = c->queue().stats();
     for (std::size_t i = 0; i < kDropReasonCount; ++i) drops[i] += q.dropped[i];
     st.conflated += q.conflated;
   }
@@ -140,14 +165,16 @@ BrokerStats BrokerCore::stats() const {
 std::vector<ConnectionStats> BrokerCore::connection_stats() const {
   std::lock_guard lock(registry_mu_);
   std::vector<ConnectionStats> out;
-  out.reserve(sessions_.size());
-  for (const Session* s : sessions_) {
+  out.reserve(clients_.size());
+  for (const Client* s : clients_) {
     const QueueStats q = s->queue().stats();
     ConnectionStats c;
     c.id = s->id();
     c.peer = s->peer();
-    c.name = s->name_;
-    c.resp = s->resp_version();
+    c.name = s->name();
+    const WireFormat f = s->format_mirror();
+    c.resp = f == WireFormat::kResp3 ? 3 : f == WireFormat::kResp2 ? 2 : 0;
+    c.protocol = protocol_label(f);
     c.policy = q.policy;
     c.subscriptions = s->sub_count() + s->psub_count() + s->ssub_count();
     c.queued_bytes = q.queued_bytes + q.inflight_bytes;
@@ -247,18 +274,22 @@ std::string BrokerCore::info(std::string_view section) const {
     out += fmt::format("pubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\n",
                        st.channels, st.patterns, st.shard_channels);
   }
+  if (all || sec == "auth") {
+    begin("Auth");
+    out += auth_stats_.info_fields();
+  }
   if (all || sec == "drops") {
     // Per-connection loss, listed only for connections that lost something, so
     // INFO stays short with many healthy clients.
     begin("Drops");
     std::lock_guard lock(registry_mu_);
-    for (const Session* s : sessions_) {
+    for (const Client* s : clients_) {
       const QueueStats q = s->queue().stats();
       const std::uint64_t total = q.dropped[0] + q.dropped[1] + q.dropped[2] + q.conflated;
       if (total == 0) continue;
       out += fmt::format(
           "client_{}:name={},policy={},hard_limit={},soft_limit={},disconnect={},conflated={}\r\n",
-          s->id(), s->name_, to_string(q.policy), q.dropped[0], q.dropped[1], q.dropped[2], q.conflated);
+          s->id(), s->name(), to_string(q.policy), q.dropped[0], q.dropped[1], q.dropped[2], q.conflated);
     }
   }
   return out;

@@ -1,14 +1,17 @@
 // State shared by all connections of one broker: configuration, subscription
-// index, counters and the registry of live sessions. No I/O: the Asio server
-// (server.cpp) and the protocol tests both drive it.
+// index, counters and the registry of live clients, and the operations every
+// session calls (publish, update). No I/O and no protocol: the Asio server
+// (server.cpp), every session and the protocol tests drive it.
 //
-// Thread safety: every member may be called from any thread.
+// Thread safety: every member may be called from any thread, except that
+// update() is called by the client's owning thread (its SubscriptionUpdate is
+// used there too).
 //  * Counters are relaxed atomics: they are statistics, read without ordering
 //    against anything else.
-//  * registry_mu_ guards sessions_, the retired totals and every session's name;
-//    it is never held while taking the index lock or a queue lock... except that
-//    snapshots read queue stats (queue mutex) under it. Lock order:
-//    index -> registry is never taken; registry -> queue is the only nesting.
+//  * registry_mu_ guards clients_ and the retired totals; under it, snapshots
+//    take each client's queue lock and name lock. Lock order: index -> queue
+//    (publishing), registry -> queue, registry -> client name; index and registry
+//    are never held together.
 #pragma once
 
 #include <array>
@@ -17,11 +20,14 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "broker/auth/auth_stats.hpp"
+#include "broker/core/client.hpp"
 #include "broker/core/connection_queue.hpp"
 #include "broker/core/flow_control.hpp"
 #include "broker/core/subscription_index.hpp"
@@ -30,7 +36,35 @@
 
 namespace ringcast::broker {
 
-class Session;
+class BrokerCore;
+
+// A client's exclusive hold on the subscription index: (un)subscribes and a
+// format change. The index update lock is held from BrokerCore::update() until
+// this object dies, so a session queues its confirmations while holding it
+// (resp/session.hpp, invariant 1): no message on a channel can be queued on the
+// wrong side of the confirmation of its (un)subscribe. Every publisher waits
+// meanwhile: encode, queue, and let go. Owner thread only; not movable.
+class SubscriptionUpdate {
+ public:
+  SubscriptionUpdate(const SubscriptionUpdate&) = delete;
+  SubscriptionUpdate& operator=(const SubscriptionUpdate&) = delete;
+  // Releases the lock, then refreshes the client's mirrors (client.hpp, invariant 2).
+  ~SubscriptionUpdate();
+
+  // True if added / removed; false if already present / absent.
+  bool subscribe(SubscriptionSpace space, std::string_view name);
+  bool unsubscribe(SubscriptionSpace space, std::string_view name);
+  // Drops every subscription of the client, in every space.
+  void unsubscribe_all();
+  void set_format(WireFormat f) noexcept;
+
+ private:
+  friend class BrokerCore;
+  SubscriptionUpdate(SubscriptionIndex& index, Client& client);
+  SubscriptionIndex& index_;
+  Client& client_;
+  std::unique_lock<std::shared_mutex> lock_;
+};
 
 class BrokerCore {
  public:
@@ -42,6 +76,11 @@ class BrokerCore {
   [[nodiscard]] SubscriptionIndex& index() noexcept { return index_; }
   [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
   [[nodiscard]] FlowControl& flow() noexcept { return flow_; }
+  // Authentication and permission counters, counted by every transport's session.
+  [[nodiscard]] AuthStats& auth_stats() noexcept { return auth_stats_; }
+
+  // Takes the index update lock for `c`'s (un)subscribes (SubscriptionUpdate).
+  [[nodiscard]] SubscriptionUpdate update(Client& c) { return SubscriptionUpdate(index_, c); }
 
   // PUBLISH from a client or from the embedding process; returns the receiver
   // count, or kRefusedReceivers (a `block` subscriber had no room; not counted here).
@@ -66,18 +105,17 @@ class BrokerCore {
     io_threads_.store(io_threads, std::memory_order_relaxed);
   }
 
-  void register_session(Session& s);
-  // Folds the session's drop counters into the retired totals.
-  void unregister_session(Session& s);
-  void set_session_name(Session& s, std::string name);
-  [[nodiscard]] std::string session_name(const Session& s) const;
+  // Client's constructor and detach() (client.hpp, invariant 1).
+  void register_client(Client& c);
+  // Folds the client's drop counters into the retired totals.
+  void unregister_client(Client& c);
 
-  // CLIENT LIST body (one line per session, Redis-style key=value fields), or one
-  // session's line for CLIENT INFO.
+  // CLIENT LIST body (one line per client, Redis-style key=value fields), or one
+  // client's line for CLIENT INFO.
   [[nodiscard]] std::string client_list() const;
-  [[nodiscard]] std::string client_info(const Session& s) const;
+  [[nodiscard]] std::string client_info(const Client& c) const;
   // INFO text for `section` ("", "all", "default", "everything", "server",
-  // "clients", "stats", "pubsub", "drops"); unknown sections give "".
+  // "clients", "stats", "pubsub", "auth", "drops"); unknown sections give "".
   [[nodiscard]] std::string info(std::string_view section) const;
   [[nodiscard]] BrokerStats stats() const;
   [[nodiscard]] std::vector<ConnectionStats> connection_stats() const;
@@ -91,7 +129,7 @@ class BrokerCore {
   void count_command() noexcept { commands_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
-  [[nodiscard]] std::string client_line_locked(const Session& s) const;
+  [[nodiscard]] std::string client_line_locked(const Client& c) const;
 
   const BrokerConfig config_;
   const Clock& clock_;
@@ -107,13 +145,14 @@ class BrokerCore {
   std::atomic<std::uint64_t> published_{0};
   std::atomic<std::uint64_t> deliveries_{0};
   std::atomic<std::uint64_t> refused_{0};
+  AuthStats auth_stats_;
   FlowControl flow_;
 
   mutable std::mutex provider_mu_;
   std::shared_ptr<const InfoProvider> provider_;  // guarded by provider_mu_
 
   mutable std::mutex registry_mu_;
-  std::vector<Session*> sessions_;
+  std::vector<Client*> clients_;
   std::array<std::uint64_t, kDropReasonCount> retired_drops_{};
   std::uint64_t slow_disconnects_ = 0;
   std::uint64_t retired_conflated_ = 0;

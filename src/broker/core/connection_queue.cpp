@@ -1,29 +1,12 @@
 #include "broker/core/connection_queue.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 #include <string>
 
 #include <fmt/format.h>
 
 namespace ringcast::broker {
-
-namespace {
-
-class SteadyClockSource final : public Clock {
- public:
-  [[nodiscard]] std::chrono::nanoseconds now() const noexcept override {
-    return std::chrono::steady_clock::now().time_since_epoch();
-  }
-};
-
-}  // namespace
-
-const Clock& steady_clock_source() noexcept {
-  static const SteadyClockSource kClock;
-  return kClock;
-}
 
 std::string_view to_string(DropReason r) noexcept {
   switch (r) {
@@ -42,27 +25,6 @@ std::string format_loss_notice(std::uint64_t lost, std::uint64_t total, Overflow
   std::string out = fmt::format("lost={} total={} policy={}", lost, total, to_string(policy));
   if (conflated > 0) out += fmt::format(" conflated={}", conflated);
   return out;
-}
-
-std::string_view conflation_key(std::string_view f) noexcept {
-  constexpr std::size_t kBad = std::string_view::npos;
-  // Skips the bulk string at `at`, storing its value; kBad if there is none.
-  const auto bulk = [f](std::size_t at, std::string_view* value) -> std::size_t {
-    if (at >= f.size() || f[at] != '$') return kBad;
-    std::size_t len = 0;
-    const auto r = std::from_chars(f.data() + at + 1, f.data() + f.size(), len);
-    if (r.ec != std::errc()) return kBad;
-    const auto body = static_cast<std::size_t>(r.ptr - f.data()) + 2;
-    if (body > f.size() || f.size() - body < len + 2) return kBad;
-    if (value != nullptr) *value = f.substr(body, len);
-    return body + len + 2;
-  };
-  const std::size_t eol = f.find("\r\n");
-  std::string_view kind;
-  std::size_t at = eol == kBad ? kBad : bulk(eol + 2, &kind);
-  if (at != kBad && kind == "pmessage") at = bulk(at, nullptr);
-  if (at != kBad) at = bulk(at, nullptr);
-  return at == kBad ? f : f.substr(0, at);
 }
 
 ConnectionQueue::ConnectionQueue(QueueLimits limits, OverflowPolicy policy, const Clock& clock,
@@ -101,7 +63,7 @@ void ConnectionQueue::append_locked(const FrameRef& block, std::uint32_t i) {
   ++queued_frames_;
   if (conflating_ && block->droppable()) {  // a span of its own (invariant 6)
     ring_push(FrameSpan{block, i, 1});
-    index_locked(conflation_key(block->frame(i)), head_pos_ + count_ - 1);
+    index_locked(wire_codec(format_).conflation_key(block->frame(i)), head_pos_ + count_ - 1);
     return;
   }
   if (count_ > 0) {
@@ -190,7 +152,7 @@ void ConnectionQueue::compact_locked(bool force) noexcept {
     if (w != r) ring_at(w) = std::move(ring_at(r));
     const FrameSpan& s = ring_at(w);
     if (s.block->droppable()) {
-      if (auto it = conflation_index_.find(conflation_key(s.block->frame(s.first))); it != conflation_index_.end()) {
+      if (auto it = conflation_index_.find(wire_codec(format_).conflation_key(s.block->frame(s.first))); it != conflation_index_.end()) {
         it->second = head_pos_ + w;
       }
     }
@@ -232,7 +194,7 @@ void ConnectionQueue::enter_conflation_locked() {
     }
     for (std::uint32_t f = s.first + s.count; f-- > s.first;) {
       const std::string_view frame = s.block->frame(f);
-      const std::string_view key = conflation_key(frame);
+      const std::string_view key = wire_codec(format_).conflation_key(frame);
       if (conflation_index_.find(key) != conflation_index_.end()) {
         queued_bytes_ -= frame.size();
         --queued_frames_;
@@ -253,7 +215,7 @@ void ConnectionQueue::enter_conflation_locked() {
   for (std::size_t k = rebuild_.size(); k-- > 0;) {
     FrameSpan& s = rebuild_[k];
     if (s.block->droppable()) {
-      conflation_index_.find(conflation_key(s.block->frame(s.first)))->second = head_pos_ + count_;
+      conflation_index_.find(wire_codec(format_).conflation_key(s.block->frame(s.first)))->second = head_pos_ + count_;
     }
     ring_push(std::move(s));
   }
@@ -271,7 +233,7 @@ bool ConnectionQueue::evict_oldest_locked(DropReason reason) noexcept {
     FrameSpan& s = ring_at(i);
     if (!s.block || !s.block->droppable()) continue;
     if (conflating_) {  // one frame per span; a tombstone unless it is the front
-      if (auto it = conflation_index_.find(conflation_key(s.block->frame(s.first)));
+      if (auto it = conflation_index_.find(wire_codec(format_).conflation_key(s.block->frame(s.first)));
           it != conflation_index_.end()) {
         it->second = kNotQueued;
       }
@@ -333,7 +295,7 @@ PushResult ConnectionQueue::overflow_locked(const FrameRef& block, std::uint32_t
       // evict the oldest as drop-oldest does.
       if (!conflating_) {
         enter_conflation_locked();
-        supersede_locked(conflation_key(block->frame(i)));
+        supersede_locked(wire_codec(format_).conflation_key(block->frame(i)));
       }
       [[fallthrough]];
     case OverflowPolicy::kDropOldest:
@@ -371,7 +333,7 @@ void ConnectionQueue::maybe_queue_notice_locked() noexcept {
   // Upper bound of the encoded size; exact enough for a watermark.
   const std::size_t size = 64 + kLossChannel.size() + payload.size();
   if (queued_bytes_ + inflight_bytes_ + size > limit / 2) return;
-  const FrameRef msg = encode_message(resp_, kLossChannel, payload);
+  const FrameRef msg = encode_message(format_, kLossChannel, payload);
   append_locked(FrameRef::copy_of(msg->view(), /*droppable=*/false), 0);
   pending_loss_ = 0;
   pending_conflated_ = 0;
@@ -396,7 +358,7 @@ PushResult ConnectionQueue::push_one_locked(const FrameRef& block, std::uint32_t
   }
 
   maybe_queue_notice_locked();
-  if (conflating_) supersede_locked(conflation_key(block->frame(i)));
+  if (conflating_) supersede_locked(wire_codec(format_).conflation_key(block->frame(i)));
   const std::size_t total = queued_bytes_ + inflight_bytes_ + size;
   if (total > limits_.hard_bytes) return overflow_locked(block, i, limits_.hard_bytes, DropReason::kHardLimit);
   // `block`: the soft limit is the room the publisher checked (room_frames), not
@@ -574,9 +536,9 @@ OverflowPolicy ConnectionQueue::policy() const noexcept {
   return policy_;
 }
 
-void ConnectionQueue::set_resp(Resp r) noexcept {
+void ConnectionQueue::set_format(WireFormat r) noexcept {
   std::lock_guard lock(mu_);
-  resp_ = r;
+  format_ = r;
 }
 
 std::size_t ConnectionQueue::total_bytes() const noexcept {

@@ -16,7 +16,7 @@
 // Conflation (policy kConflate): from the first overflow until the queue has been
 // written out (conflating_), every queued message frame is a span of its own,
 // and a new message replaces the queued one with the same key (kind, pattern and
-// channel: conflation_key) by turning its span into a tombstone. conflation_index_
+// channel: WireCodec::conflation_key of the queue's format) by turning its span into a tombstone. conflation_index_
 // maps each key to the position of its span (head_pos_ + ring index), so a
 // replacement costs one hash lookup, not a scan.
 //
@@ -73,21 +73,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "broker/core/clock.hpp"
 #include "broker/core/flow_control.hpp"
 #include "broker/core/frame.hpp"
+#include "broker/core/wire_format.hpp"
 #include "ringcast/broker/config.hpp"
 
 namespace ringcast::broker {
-
-// Injected time source, so soft-limit timing is testable without sleeping.
-class Clock {
- public:
-  virtual ~Clock() = default;
-  [[nodiscard]] virtual std::chrono::nanoseconds now() const noexcept = 0;
-};
-
-// std::chrono::steady_clock.
-[[nodiscard]] const Clock& steady_clock_source() noexcept;
 
 // The reserved channel on which loss notices arrive (docs/broker.md).
 inline constexpr std::string_view kLossChannel = "__ringcast__:loss";
@@ -175,8 +167,9 @@ class ConnectionQueue {
   // `block` policy: how many leading frames of `block` fit in the room left
   // (the soft limit, or the hard limit when the soft one is 0). 0 once closed.
   [[nodiscard]] std::uint32_t room_frames(const FrameRef& block) const noexcept;
-  // Protocol of the connection, used to encode loss notices.
-  void set_resp(Resp r) noexcept;
+  // Wire format of the connection: how loss notices are encoded and conflation
+  // keys found.
+  void set_format(WireFormat r) noexcept;
   [[nodiscard]] QueueStats stats() const noexcept;
   [[nodiscard]] bool closed() const noexcept;
   [[nodiscard]] std::size_t total_bytes() const noexcept;
@@ -239,7 +232,7 @@ class ConnectionQueue {
   std::size_t inflight_bytes_ = 0;
   std::chrono::nanoseconds soft_since_{-1};  // < 0: not over the soft limit
   OverflowPolicy policy_;
-  Resp resp_ = Resp::kResp2;
+  WireFormat format_ = WireFormat::kResp2;
   bool armed_ = false;
   bool closed_ = false;
   bool overflowed_ = false;
@@ -264,12 +257,6 @@ class ConnectionQueue {
   std::uint64_t conflated_ = 0;          // over the connection's life
   std::uint64_t pending_conflated_ = 0;  // since the last notice (also counted in pending_loss_)
 };
-
-// The conflation key of a message frame: its bytes up to the end of the channel
-// (type, kind, pattern for a pmessage, channel), so `message`, each pattern's
-// `pmessage` and `smessage` frames of one channel are conflated apart. A frame
-// that is not one of those is its own key.
-[[nodiscard]] std::string_view conflation_key(std::string_view frame) noexcept;
 
 // The loss-notice payload: "lost=<n> total=<t> policy=<p>", then
 // " conflated=<c>" when c > 0 (docs/broker.md).

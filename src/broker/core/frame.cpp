@@ -1,9 +1,7 @@
 #include "broker/core/frame.hpp"
 
-#include <charconv>
 #include <cstring>
 #include <new>
-#include <vector>
 
 namespace ringcast::broker {
 
@@ -39,75 +37,6 @@ void FrameRef::reset() noexcept {
     ::operator delete(static_cast<void*>(b_));
   }
   b_ = nullptr;
-}
-
-namespace {
-
-std::size_t digits(std::size_t v) noexcept {
-  std::size_t n = 1;
-  while (v >= 10) {
-    v /= 10;
-    ++n;
-  }
-  return n;
-}
-
-std::size_t bulk_size(std::size_t len) noexcept { return 1 + digits(len) + 2 + len + 2; }
-
-char* put_bulk(char* p, std::string_view s) noexcept {
-  *p++ = '$';
-  p = std::to_chars(p, p + 20, s.size()).ptr;
-  *p++ = '\r';
-  *p++ = '\n';
-  if (!s.empty()) std::memcpy(p, s.data(), s.size());
-  p += s.size();
-  *p++ = '\r';
-  *p++ = '\n';
-  return p;
-}
-
-// Encodes one push per message of `run`: the fixed head (type byte, array
-// header, kind and the optional pattern bulk), then channel and payload bulks.
-// The sizes vector is per thread and keeps its capacity: a steady publisher does
-// not allocate for it.
-FrameRef encode_run(Resp resp, std::string_view head, const std::string_view* pattern,
-                    std::span<const Message> run) {
-  thread_local std::vector<std::uint32_t> sizes;
-  sizes.clear();
-  const std::size_t fixed = 1 + head.size() + (pattern != nullptr ? bulk_size(pattern->size()) : 0);
-  for (const Message& m : run) {
-    sizes.push_back(static_cast<std::uint32_t>(fixed + bulk_size(m.channel.size()) + bulk_size(m.payload.size())));
-  }
-  FrameRef f = FrameRef::allocate_frames(sizes, true);
-  char* p = f.mutable_data();
-  for (const Message& m : run) {
-    *p++ = resp == Resp::kResp3 ? '>' : '*';
-    std::memcpy(p, head.data(), head.size());
-    p += head.size();
-    if (pattern != nullptr) p = put_bulk(p, *pattern);
-    p = put_bulk(p, m.channel);
-    p = put_bulk(p, m.payload);
-  }
-  return f;
-}
-
-}  // namespace
-
-FrameRef encode_messages(Resp resp, std::span<const Message> run) {
-  return encode_run(resp, "3\r\n$7\r\nmessage\r\n", nullptr, run);
-}
-
-FrameRef encode_pmessages(Resp resp, std::string_view pattern, std::span<const Message> run) {
-  return encode_run(resp, "4\r\n$8\r\npmessage\r\n", &pattern, run);
-}
-
-FrameRef encode_smessages(Resp resp, std::span<const Message> run) {
-  return encode_run(resp, "3\r\n$8\r\nsmessage\r\n", nullptr, run);
-}
-
-FrameRef encode_message(Resp resp, std::string_view channel, std::string_view payload) {
-  const Message m{channel, payload};
-  return encode_messages(resp, {&m, 1});
 }
 
 }  // namespace ringcast::broker

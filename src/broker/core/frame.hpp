@@ -1,8 +1,8 @@
 // Shared, immutable, reference-counted blocks of wire frames.
 //
-// A block holds one or more complete RESP frames back to back, with the end
+// A block holds one or more complete wire frames back to back, with the end
 // offset of each. A publish of k consecutive messages on one channel (a "run")
-// encodes them into one block per protocol version and matching pattern; every
+// encodes them into one block per wire format and matching pattern; every
 // queue that delivers the run holds one reference to the block and a frame range
 // of it (FrameSpan), never a copy of the bytes. Replies and loss notices are
 // one-frame blocks.
@@ -28,7 +28,6 @@
 #include <string_view>
 #include <utility>
 
-#include "ringcast/broker/message.hpp"
 
 namespace ringcast::broker {
 
@@ -121,20 +120,5 @@ struct FrameSpan {
   }
   [[nodiscard]] std::string_view view() const noexcept { return {data(), size()}; }
 };
-
-// RESP protocol version of a connection: 2 (arrays) or 3 (pushes).
-enum class Resp : std::uint8_t { kResp2 = 2, kResp3 = 3 };
-
-// One `message` push per message of `run` (which share one channel), in order:
-// *3 / >3, "message", channel, payload. Droppable.
-[[nodiscard]] FrameRef encode_messages(Resp resp, std::span<const Message> run);
-// One `pmessage` push per message of `run`: *4 / >4, "pmessage", pattern,
-// channel, payload. Droppable.
-[[nodiscard]] FrameRef encode_pmessages(Resp resp, std::string_view pattern, std::span<const Message> run);
-// One `smessage` push per message of `run` (Redis 7 sharded pub/sub): *3 / >3,
-// "smessage", channel, payload. Droppable.
-[[nodiscard]] FrameRef encode_smessages(Resp resp, std::span<const Message> run);
-// A one-frame block with a single `message` push.
-[[nodiscard]] FrameRef encode_message(Resp resp, std::string_view channel, std::string_view payload);
 
 }  // namespace ringcast::broker

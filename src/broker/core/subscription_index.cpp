@@ -1,9 +1,11 @@
 #include "broker/core/subscription_index.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <tuple>
 
+#include "broker/core/clock.hpp"
 #include "broker/core/glob.hpp"
 
 namespace ringcast::broker {
@@ -26,18 +28,14 @@ bool erase_name(std::vector<std::string>& v, std::string_view name) {
 }
 
 // Frames of one run from one source (exact subscriptions, shard subscriptions
-// or one pattern), encoded on first use per protocol version.
+// or one pattern), encoded on first use per wire format: one block per format
+// that has subscribers, shared by all of them.
 struct SourceFrames {
-  const std::string* pattern;  // nullptr: exact or shard subscriptions
-  bool shard;                  // `smessage` frames (pattern is nullptr)
-  FrameRef blocks[2];
-  const FrameRef& get(Resp r, std::span<const Message> run) {
-    FrameRef& slot = blocks[r == Resp::kResp3 ? 1 : 0];
-    if (!slot) {
-      slot = pattern != nullptr ? encode_pmessages(r, *pattern, run)
-             : shard            ? encode_smessages(r, run)
-                                : encode_messages(r, run);
-    }
+  DeliveryRun run;  // msgs, ids and timestamp are the run's; kind and pattern the source's
+  std::array<FrameRef, kWireFormatCount> blocks;
+  const FrameRef& get(WireFormat f) {
+    FrameRef& slot = blocks[static_cast<std::size_t>(f)];
+    if (!slot) slot = wire_codec(f).encode(run);
     return slot;
   }
 };
@@ -49,6 +47,13 @@ struct Hit {
   std::uint32_t order;
   std::uint32_t source;  // index into the run's SourceFrames
 };
+
+// A WebSocket-JSON client gets one delivery per message however many of its
+// subscriptions match (docs/broker.md, "JSON deliveries"); RESP clients get
+// Redis's behaviour, one per matching subscription unless --dedupe.
+bool one_delivery(const Subscriber* s, bool dedupe) noexcept {
+  return dedupe || s->format() == WireFormat::kJson;
+}
 
 void deliver(Subscriber* s, const FrameRef& block) noexcept {
   if (s->queue().push(block).wake) s->on_queue_ready();
@@ -82,6 +87,18 @@ constexpr std::size_t kMaxRunMessages = 1024;
 constexpr std::size_t kMaxRunBytes = 1u << 20;
 
 }  // namespace
+
+const std::vector<std::string>& Subscriber::subscriptions(SubscriptionSpace space) const noexcept {
+  switch (space) {
+    case SubscriptionSpace::kPattern:
+      return patterns_;
+    case SubscriptionSpace::kShard:
+      return shard_channels_;
+    case SubscriptionSpace::kChannel:
+      break;
+  }
+  return channels_;
+}
 
 SubscriptionIndex::SubscriptionIndex() = default;
 SubscriptionIndex::~SubscriptionIndex() = default;
@@ -159,6 +176,30 @@ bool SubscriptionIndex::remove_shard_channel(Subscriber& s, std::string_view cha
   return remove_from(shard_channels_, s.shard_channels_, s, channel);
 }
 
+bool SubscriptionIndex::add(Subscriber& s, SubscriptionSpace space, std::string_view name) {
+  switch (space) {
+    case SubscriptionSpace::kPattern:
+      return add_pattern(s, name);
+    case SubscriptionSpace::kShard:
+      return add_shard_channel(s, name);
+    case SubscriptionSpace::kChannel:
+      break;
+  }
+  return add_channel(s, name);
+}
+
+bool SubscriptionIndex::remove(Subscriber& s, SubscriptionSpace space, std::string_view name) {
+  switch (space) {
+    case SubscriptionSpace::kPattern:
+      return remove_pattern(s, name);
+    case SubscriptionSpace::kShard:
+      return remove_shard_channel(s, name);
+    case SubscriptionSpace::kChannel:
+      break;
+  }
+  return remove_channel(s, name);
+}
+
 bool SubscriptionIndex::add_pattern(Subscriber& s, std::string_view pattern) {
   auto it = patterns_.find(pattern);
   if (it == patterns_.end()) {
@@ -207,9 +248,9 @@ void SubscriptionIndex::remove_all(Subscriber& s) {
   }
 }
 
-void SubscriptionIndex::set_resp(Subscriber& s, Resp r) noexcept {
-  s.resp_ = r;
-  s.queue().set_resp(r);
+void SubscriptionIndex::set_format(Subscriber& s, WireFormat f) noexcept {
+  s.format_ = f;
+  s.queue().set_format(f);
 }
 
 template <class F>
@@ -263,8 +304,30 @@ std::size_t SubscriptionIndex::publish_runs(std::span<const Message> msgs, bool 
   return msgs.size();
 }
 
+SubscriptionIndex::IdStripe& SubscriptionIndex::id_stripe(std::string_view channel) noexcept {
+  return id_stripes_[StringHash{}(channel) % kIdStripes];
+}
+
 std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool dedupe, bool shard,
                                           std::size_t& accepted) {
+  // Invariant 4: the ids of this run and its pushes into queues happen under the
+  // channel's stripe lock, so two publishers of one channel cannot interleave.
+  const std::string_view channel = run.front().channel;
+  IdStripe& stripe = id_stripe(channel);
+  std::lock_guard lock(stripe.mu);
+  IdMap& ids = shard ? stripe.shard : stripe.plain;
+  auto it = ids.find(channel);  // heterogeneous: no allocation for a channel seen before
+  const std::uint64_t last = it == ids.end() ? 0 : it->second;
+  const std::size_t receivers = publish_run_locked(run, dedupe, shard, last + 1, accepted);
+  if (accepted > 0) {
+    if (it == ids.end()) it = ids.emplace(std::string(channel), 0).first;
+    it->second = last + accepted;
+  }
+  return receivers;
+}
+
+std::size_t SubscriptionIndex::publish_run_locked(std::span<const Message> run, bool dedupe, bool shard,
+                                                 std::uint64_t first_id, std::size_t& accepted) {
   // Per thread, keeping their capacity: a steady publisher does not allocate here.
   thread_local std::vector<Hit> hits;
   thread_local std::vector<SourceFrames> sources;
@@ -272,28 +335,37 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
   hits.clear();
   sources.clear();
   const std::string_view channel = run.front().channel;
+  // One wall-clock read per run (a vDSO call), shared by its messages.
+  const DeliveryRun base{DeliveryKind::kMessage, {}, run, first_id, wall_clock_ms()};
   const ChannelMap& exact = shard ? shard_channels_ : channels_;
   if (auto it = exact.find(channel); it != exact.end()) {
-    sources.push_back({nullptr, shard, {}});
+    DeliveryRun r = base;
+    r.kind = shard ? DeliveryKind::kShard : DeliveryKind::kMessage;
+    sources.push_back({r, {}});
     for (Subscriber* s : it->second) hits.push_back({s, static_cast<std::uint32_t>(hits.size()), 0});
   }
   if (!shard) {  // patterns never match shard channels (Redis 7 has no SPSUBSCRIBE)
     for_each_matching_pattern(channel, [&](const PatternEntry& e) {
       const auto source = static_cast<std::uint32_t>(sources.size());
-      sources.push_back({&e.pattern, false, {}});
+      DeliveryRun r = base;
+      r.kind = DeliveryKind::kPattern;
+      r.pattern = e.pattern;
+      sources.push_back({r, {}});
       for (Subscriber* s : e.subs) hits.push_back({s, static_cast<std::uint32_t>(hits.size()), source});
     });
   }
 
   // A subscriber can be matched twice only through two sources: then group each
-  // subscriber's hits, in delivery order, and with dedupe keep only its first.
+  // subscriber's hits, in delivery order, and where it gets one delivery per
+  // message keep only its first.
   if (sources.size() > 1) {
     std::sort(hits.begin(), hits.end(),
               [](const Hit& a, const Hit& b) { return std::tie(a.sub, a.order) < std::tie(b.sub, b.order); });
-    if (dedupe) {
-      hits.erase(std::unique(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) { return a.sub == b.sub; }),
-                 hits.end());
-    }
+    hits.erase(std::unique(hits.begin(), hits.end(),
+                           [dedupe](const Hit& a, const Hit& b) {
+                             return a.sub == b.sub && one_delivery(a.sub, dedupe);
+                           }),
+               hits.end());
   }
   // Seed 002 §5: refuse for the whole channel, never deliver to some and not
   // others. A subscriber matched several times is checked per matching source,
@@ -302,7 +374,7 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
   std::size_t allowed = run.size();
   for (const Hit& h : hits) {
     if (!h.sub->queue().blocking()) continue;  // one relaxed load per delivery
-    allowed = std::min<std::size_t>(allowed, h.sub->queue().room_frames(sources[h.source].get(h.sub->resp(), run)));
+    allowed = std::min<std::size_t>(allowed, h.sub->queue().room_frames(sources[h.source].get(h.sub->format())));
   }
   if (allowed < run.size()) {
     // Rare: encode the prefix that fits anew (the frames above hold the whole run).
@@ -310,7 +382,7 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
     sources.clear();
     accepted = allowed;
     std::size_t all = 0;
-    return allowed == 0 ? 0 : publish_run(run.first(allowed), dedupe, shard, all);
+    return allowed == 0 ? 0 : publish_run_locked(run.first(allowed), dedupe, shard, first_id, all);
   }
   accepted = run.size();
   for (std::size_t g = 0; g < hits.size();) {
@@ -318,13 +390,14 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
     std::size_t end = g + 1;
     while (end < hits.size() && hits[end].sub == s) ++end;
     if (end - g == 1) {
-      deliver(s, sources[hits[g].source].get(s->resp(), run));
+      deliver(s, sources[hits[g].source].get(s->format()));
     } else {
-      // Matched several times (no dedupe): Redis's order per message is the exact
-      // subscription's frame, then each matching pattern's, then the next message.
-      // A rare case, so the frames are copied into a block of the subscriber's own.
+      // Matched several times (RESP, no dedupe): Redis's order per message is the
+      // exact subscription's frame, then each matching pattern's, then the next
+      // message. A rare case, so the frames are copied into a block of the
+      // subscriber's own.
       blocks.clear();
-      for (std::size_t h = g; h < end; ++h) blocks.push_back(&sources[hits[h].source].get(s->resp(), run));
+      for (std::size_t h = g; h < end; ++h) blocks.push_back(&sources[hits[h].source].get(s->format()));
       deliver(s, interleave(blocks));
     }
     g = end;

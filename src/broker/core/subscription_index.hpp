@@ -6,8 +6,9 @@
 //  * Mutations (add_*/remove_*) require the caller to hold the lock returned by
 //    lock_for_update(); they are called by a subscriber's owning thread only, so
 //    a subscriber's own channel/pattern lists are never written concurrently.
-//  * Publishers push into subscribers' queues while holding the shared lock, and
-//    nothing ever writes to a socket while holding it.
+//  * Publishers push into subscribers' queues while holding the shared lock and
+//    their channel's id stripe lock (invariant 4), and nothing ever writes to a
+//    socket while holding either. Lock order: index -> id stripe -> queue.
 //
 // Invariants:
 //  1. A subscriber is in channels_[c] iff c is in its channels list, in
@@ -22,8 +23,22 @@
 //  3. A Subscriber is referenced by the index only between its first add and its
 //     remove_all(); the owner calls remove_all() before destroying it, so
 //     publishers (who hold the shared lock) never see a dead subscriber.
+//  4. Message ids: every published message gets the next number of its
+//     channel's sequence (1, 2, 3, ...; PUBLISH and SPUBLISH channels are
+//     separate sequences). A run takes its ids and is pushed into every queue
+//     while its channel's id stripe mutex is held (taken under the shared index
+//     lock, before any queue lock), so each subscriber receives a channel's
+//     messages in id order even when several threads publish on it at once.
+//     The stripe mutex serialises only publishers of channels that hash to the
+//     same stripe, which a plain per-channel lock would too, without a lock
+//     object per channel. Refused messages (a `block` subscriber) take no id.
+//     Memory: a channel that was ever published keeps its counter (its name,
+//     8 bytes and a hash node, about 64 bytes plus the name) for the broker's
+//     life, like a Redis key: the number of distinct channels published is the
+//     bound (docs/broker.md, "Message ids").
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -41,21 +56,30 @@
 
 namespace ringcast::broker {
 
-// What the index needs from a connection: its queue, its protocol, and a way to
-// wake its writer. The server's connection and the tests' fakes derive from it.
+// Which subscriptions an operation acts on: exact channels (SUBSCRIBE),
+// patterns (PSUBSCRIBE) or shard channels (SSUBSCRIBE, a namespace of its own).
+enum class SubscriptionSpace : std::uint8_t { kChannel, kPattern, kShard };
+
+// What the index needs from a connection: its queue, its wire format, and a way
+// to wake its writer. Every client (core/client.hpp) and the tests' fakes derive
+// from it.
 class Subscriber {
  public:
-  Subscriber(QueueLimits limits, OverflowPolicy policy, const Clock& clock, FlowControl* flow = nullptr)
-      : queue_(limits, policy, clock, flow) {}
+  Subscriber(WireFormat format, QueueLimits limits, OverflowPolicy policy, const Clock& clock,
+             FlowControl* flow = nullptr)
+      : format_(format), queue_(limits, policy, clock, flow) {
+    queue_.set_format(format);
+  }
   Subscriber(const Subscriber&) = delete;
   Subscriber& operator=(const Subscriber&) = delete;
 
   [[nodiscard]] ConnectionQueue& queue() noexcept { return queue_; }
   [[nodiscard]] const ConnectionQueue& queue() const noexcept { return queue_; }
 
-  // Protocol used to encode this subscriber's messages. Written by the owner only
-  // while holding the index update lock; read by publishers under the shared lock.
-  [[nodiscard]] Resp resp() const noexcept { return resp_; }
+  // Format this subscriber's messages are encoded in. Written only through
+  // SubscriptionIndex::set_format (update lock held); read by publishers under
+  // the shared lock.
+  [[nodiscard]] WireFormat format() const noexcept { return format_; }
 
   // Called by a publisher (any thread, index lock held shared) or by the owner
   // when a push returned wake=true: the writer must run soon. Must not block or
@@ -67,6 +91,7 @@ class Subscriber {
   [[nodiscard]] const std::vector<std::string>& channels() const noexcept { return channels_; }
   [[nodiscard]] const std::vector<std::string>& patterns() const noexcept { return patterns_; }
   [[nodiscard]] const std::vector<std::string>& shard_channels() const noexcept { return shard_channels_; }
+  [[nodiscard]] const std::vector<std::string>& subscriptions(SubscriptionSpace space) const noexcept;
   // Channels, patterns and shard channels together.
   [[nodiscard]] std::size_t subscription_count() const noexcept {
     return channels_.size() + patterns_.size() + shard_channels_.size();
@@ -74,10 +99,10 @@ class Subscriber {
 
  protected:
   virtual ~Subscriber() = default;
-  Resp resp_ = Resp::kResp2;
 
  private:
   friend class SubscriptionIndex;
+  WireFormat format_ = WireFormat::kResp2;
   ConnectionQueue queue_;
   std::vector<std::string> channels_;
   std::vector<std::string> patterns_;
@@ -108,10 +133,14 @@ class SubscriptionIndex {
   bool remove_pattern(Subscriber& s, std::string_view pattern);
   bool add_shard_channel(Subscriber& s, std::string_view channel);
   bool remove_shard_channel(Subscriber& s, std::string_view channel);
+  // The one of the above that `space` names.
+  bool add(Subscriber& s, SubscriptionSpace space, std::string_view name);
+  bool remove(Subscriber& s, SubscriptionSpace space, std::string_view name);
   // Drops every subscription of `s`. REQUIRES: lock_for_update() held.
   void remove_all(Subscriber& s);
-  // Changes the protocol messages to `s` are encoded with. REQUIRES: lock held.
-  void set_resp(Subscriber& s, Resp r) noexcept;
+  // Changes the format messages to `s` are encoded in (and its queue's loss
+  // notices). REQUIRES: lock_for_update() held.
+  void set_format(Subscriber& s, WireFormat f) noexcept;
 
   // Publishes `msgs` in order, exactly as one publish per message would, and
   // stores each message's PUBLISH reply (the number of deliveries) in
@@ -131,11 +160,14 @@ class SubscriptionIndex {
   // queue lock per blocking subscriber.
   //
   // Consecutive messages on one channel form a run (at most 1024 messages or
-  // 1 MiB of payload): the run is encoded once per protocol version and pattern
-  // into one block, and each subscriber gets the whole run with one queue push
-  // (one lock, one reference). Only a subscriber matched several times without
-  // dedupe gets a block of its own, a copy with its frames interleaved per
-  // message as Redis sends them.
+  // 1 MiB of payload): the run is encoded once per wire format that has
+  // subscribers and per pattern into one block, and each subscriber gets the
+  // whole run with one queue push (one lock, one reference). Only a RESP
+  // subscriber matched several times without dedupe gets a block of its own, a
+  // copy with its frames interleaved per message as Redis sends them. A JSON
+  // subscriber matched several times gets one delivery per message (its exact
+  // subscription's, else its first matching pattern's), dedupe or not. Each
+  // message gets its channel's next id (invariant 4).
   // REQUIRES: receivers.size() == msgs.size().
   std::size_t publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers,
                       bool stop_at_refusal = false);
@@ -190,13 +222,28 @@ class SubscriptionIndex {
   // prefix's length in `accepted` and returns its reply count.
   // REQUIRES: mu_ held shared.
   std::size_t publish_run(std::span<const Message> run, bool dedupe, bool shard, std::size_t& accepted);
+  // publish_run once the stripe lock is held and the first id known.
+  std::size_t publish_run_locked(std::span<const Message> run, bool dedupe, bool shard, std::uint64_t first_id,
+                                 std::size_t& accepted);
   static bool add_to(ChannelMap& map, std::vector<std::string>& mine, Subscriber& s, std::string_view channel);
   static bool remove_from(ChannelMap& map, std::vector<std::string>& mine, Subscriber& s, std::string_view channel);
   [[nodiscard]] std::vector<std::string> names_of(const ChannelMap& map, std::optional<std::string_view> pattern) const;
   TrieNode* trie_find_or_add(std::string_view prefix);
   void trie_prune(TrieNode* node) noexcept;
 
+  // Invariant 4. Each stripe on a cache line of its own: publishers of
+  // different stripes do not share one.
+  using IdMap = std::unordered_map<std::string, std::uint64_t, StringHash, std::equal_to<>>;
+  struct alignas(64) IdStripe {
+    std::mutex mu;
+    IdMap plain;  // the last id given, per PUBLISH channel
+    IdMap shard;  // per SPUBLISH channel
+  };
+  static constexpr std::size_t kIdStripes = 64;
+  IdStripe& id_stripe(std::string_view channel) noexcept;
+
   mutable std::shared_mutex mu_;
+  std::array<IdStripe, kIdStripes> id_stripes_;
   ChannelMap channels_;
   ChannelMap shard_channels_;
   std::unordered_map<std::string, std::unique_ptr<PatternEntry>, StringHash, std::equal_to<>>

@@ -40,24 +40,24 @@ void bulk(std::string& out, std::string_view s) {
   out.append("\r\n", 2);
 }
 
-void null(std::string& out, Resp r) { out.append(r == Resp::kResp3 ? "_\r\n" : "$-1\r\n"); }
+void null(std::string& out, WireFormat r) { out.append(r == WireFormat::kResp3 ? "_\r\n" : "$-1\r\n"); }
 
 void array(std::string& out, std::size_t n) { header(out, '*', static_cast<long long>(n)); }
 
-void map(std::string& out, Resp r, std::size_t pairs) {
-  if (r == Resp::kResp3) {
+void map(std::string& out, WireFormat r, std::size_t pairs) {
+  if (r == WireFormat::kResp3) {
     header(out, '%', static_cast<long long>(pairs));
   } else {
     header(out, '*', static_cast<long long>(pairs * 2));
   }
 }
 
-void push(std::string& out, Resp r, std::size_t n) {
-  header(out, r == Resp::kResp3 ? '>' : '*', static_cast<long long>(n));
+void push(std::string& out, WireFormat r, std::size_t n) {
+  header(out, r == WireFormat::kResp3 ? '>' : '*', static_cast<long long>(n));
 }
 
-void verbatim(std::string& out, Resp r, std::string_view text) {
-  if (r != Resp::kResp3) {
+void verbatim(std::string& out, WireFormat r, std::string_view text) {
+  if (r != WireFormat::kResp3) {
     bulk(out, text);
     return;
   }

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "broker/core/frame.hpp"
+#include "broker/core/wire_format.hpp"
 
 namespace ringcast::broker::resp {
 
@@ -21,11 +21,11 @@ void simple(std::string& out, std::string_view s);  // "+s\r\n"
 void error(std::string& out, std::string_view s);
 void integer(std::string& out, long long v);        // ":v\r\n"
 void bulk(std::string& out, std::string_view s);    // "$len\r\ns\r\n"
-void null(std::string& out, Resp r);                // "$-1\r\n" | "_\r\n"
+void null(std::string& out, WireFormat r);                // "$-1\r\n" | "_\r\n"
 void array(std::string& out, std::size_t n);        // "*n\r\n"
-void map(std::string& out, Resp r, std::size_t pairs);  // "*2n\r\n" | "%n\r\n"
-void push(std::string& out, Resp r, std::size_t n);     // "*n\r\n" | ">n\r\n"
+void map(std::string& out, WireFormat r, std::size_t pairs);  // "*2n\r\n" | "%n\r\n"
+void push(std::string& out, WireFormat r, std::size_t n);     // "*n\r\n" | ">n\r\n"
 // INFO-style text: a bulk string in RESP2, a "txt" verbatim string in RESP3.
-void verbatim(std::string& out, Resp r, std::string_view text);
+void verbatim(std::string& out, WireFormat r, std::string_view text);
 
 }  // namespace ringcast::broker::resp

@@ -107,40 +107,11 @@ constexpr std::string_view kWrongPass = "WRONGPASS invalid username-password pai
 
 }  // namespace
 
-Session::Session(BrokerCore& core, std::string peer)
-    : Subscriber(core.config().queue_limits, core.config().overflow_policy, core.clock(), &core.flow()),
-      core_(core),
-      id_(core.next_client_id()),
-      peer_(std::move(peer)),
-      parser_(ParserLimits{core.config().max_bulk_len, core.config().max_args}),
-      authenticated_(core.config().requirepass.empty()) {
-  core_.register_session(*this);
-}
+RespSession::RespSession(BrokerCore& core, std::string peer, Waker& waker)
+    : Client(core, std::move(peer), WireFormat::kResp2, waker, core.config().requirepass.empty()),
+      parser_(ParserLimits{core.config().max_bulk_len, core.config().max_args}) {}
 
-Session::~Session() { detach(); }
-
-void Session::detach() noexcept {
-  if (detached_) return;
-  detached_ = true;
-  {
-    auto lock = core_.index().lock_for_update();
-    core_.index().remove_all(*this);
-  }
-  // After the index lock is released no publisher can reach this session again
-  // (index invariant 3); closing the queue frees whatever it still holds.
-  queue().close();
-  core_.unregister_session(*this);
-}
-
-void Session::update_mirrors() noexcept {
-  // relaxed: display-only mirrors for other threads' CLIENT LIST.
-  nsub_.store(static_cast<std::uint32_t>(channels().size()), std::memory_order_relaxed);
-  npsub_.store(static_cast<std::uint32_t>(patterns().size()), std::memory_order_relaxed);
-  nssub_.store(static_cast<std::uint32_t>(shard_channels().size()), std::memory_order_relaxed);
-  resp_mirror_.store(static_cast<int>(resp_), std::memory_order_relaxed);
-}
-
-Session::InputResult Session::on_input(std::string_view bytes) {
+Client::InputResult RespSession::on_input(std::string_view bytes) {
   while (!closing_ && !held_) {
     const RequestParser::Status st = parser_.parse(bytes);
     if (st == RequestParser::Status::kNeedMore) break;
@@ -151,7 +122,7 @@ Session::InputResult Session::on_input(std::string_view bytes) {
       closing_ = true;
       break;
     }
-    core_.count_command();
+    core().count_command();
     execute(parser_.args());
   }
   if (!held_) flush_publishes();
@@ -161,7 +132,7 @@ Session::InputResult Session::on_input(std::string_view bytes) {
   return held_ ? InputResult::kHeld : InputResult::kOk;
 }
 
-Session::InputResult Session::retry_held() {
+Client::InputResult RespSession::retry_held() {
   held_ = false;
   if (!pending_.empty()) flush_publishes();
   if (!held_ && !held_command_.empty()) {
@@ -178,16 +149,16 @@ Session::InputResult Session::retry_held() {
   return on_input(input);
 }
 
-bool Session::keep_holding() {
+bool RespSession::keep_holding() {
   const auto now = std::chrono::steady_clock::now();
   if (!hold_started_) {
     hold_started_ = true;
-    hold_until_ = now + core_.config().max_block;
+    hold_until_ = now + core().config().max_block;
   }
   return now < hold_until_;
 }
 
-void Session::flush_publishes(bool may_hold) {
+void RespSession::flush_publishes(bool may_hold) {
   if (pending_.empty()) return;
   thread_local std::vector<Message> msgs;
   thread_local std::vector<std::size_t> receivers;
@@ -199,14 +170,14 @@ void Session::flush_publishes(bool may_hold) {
     offset += p.channel_len + p.payload_len;
   }
   receivers.assign(msgs.size(), 0);
-  published_ = true;
-  may_hold = may_hold && core_.config().max_block.count() > 0;
+  mark_published();
+  may_hold = may_hold && core().config().max_block.count() > 0;
   std::size_t at = 0;
   while (at < msgs.size()) {
-    const std::size_t done = core_.publish(std::span(msgs).subspan(at), std::span(receivers).subspan(at), may_hold);
+    const std::size_t done = core().publish(std::span(msgs).subspan(at), std::span(receivers).subspan(at), may_hold);
     for (std::size_t i = at; i < at + done; ++i) {
       if (receivers[i] == kRefusedReceivers) {  // only when not holding
-        core_.count_refused(1);
+        core().count_refused(1);
         if (pending_[i].reply) refused_reply(msgs[i].channel);
       } else if (pending_[i].reply) {
         resp::integer(reply_, static_cast<long long>(receivers[i]));
@@ -223,7 +194,7 @@ void Session::flush_publishes(bool may_hold) {
       reply_mark_ = reply_.size();  // these replies belong to earlier commands (invariant 5)
       return;
     }
-    core_.count_refused(1);
+    core().count_refused(1);
     if (pending_[at].reply) refused_reply(msgs[at].channel);
     ++at;
   }
@@ -233,20 +204,17 @@ void Session::flush_publishes(bool may_hold) {
   reply_mark_ = reply_.size();  // these replies belong to earlier commands (invariant 5)
 }
 
-void Session::flush_replies() {
+void RespSession::flush_replies() {
   reply_mark_ = 0;
   if (reply_.empty()) return;
-  FrameRef frame = FrameRef::copy_of(reply_, /*droppable=*/false);
+  if (!push_reply(reply_)) closing_ = true;
   reply_.clear();
-  const PushResult r = queue().push(std::move(frame));
-  if (r.status == PushStatus::kClosed) closing_ = true;
-  if (r.wake) on_queue_ready();
 }
 
-void Session::execute(std::span<const std::string> args) {
+void RespSession::execute(std::span<const std::string> args) {
   const std::string name = lower(args[0]);
   // Every reply but a batched PUBLISH's must follow the pending PUBLISH replies.
-  if (!(name == "publish" && args.size() == 3 && authenticated_ && !subscribed())) {
+  if (!(name == "publish" && args.size() == 3 && authenticated() && !subscribed())) {
     flush_publishes();
     if (held_) {  // invariant 4: this command runs after the held PUBLISH
       held_command_.assign(args.begin(), args.end());
@@ -264,7 +232,7 @@ void Session::execute(std::span<const std::string> args) {
   if (held_ && skip_current_) skip_next_ = true;
 }
 
-void Session::dispatch(const std::string& name, std::span<const std::string> args) {
+void RespSession::dispatch(const std::string& name, std::span<const std::string> args) {
   const auto spec = std::find_if(kCommands.begin(), kCommands.end(),
                                  [&](const CommandSpec& c) { return c.name == name; });
   if (spec == kCommands.end()) {
@@ -296,11 +264,11 @@ void Session::dispatch(const std::string& name, std::span<const std::string> arg
     resp::error(reply_, fmt::format("ERR wrong number of arguments for '{}' command", fullname));
     return;
   }
-  if (!authenticated_ && !spec->no_auth) {
+  if (!authenticated() && !spec->no_auth) {
     resp::error(reply_, kNoAuth);
     return;
   }
-  if (resp_ == Resp::kResp2 && subscribed() && !spec->pubsub_context) {
+  if (format() == WireFormat::kResp2 && subscribed() && !spec->pubsub_context) {
     resp::error(reply_, fmt::format("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE "
                                     "/ PING / QUIT / RESET are allowed in this context",
                                     fullname));
@@ -308,17 +276,17 @@ void Session::dispatch(const std::string& name, std::span<const std::string> arg
   }
   switch (spec->cmd) {
     case Cmd::kSubscribe:
-      return cmd_subscribe(args, Space::kChannel);
+      return cmd_subscribe(args, SubscriptionSpace::kChannel);
     case Cmd::kPsubscribe:
-      return cmd_subscribe(args, Space::kPattern);
+      return cmd_subscribe(args, SubscriptionSpace::kPattern);
     case Cmd::kSsubscribe:
-      return cmd_subscribe(args, Space::kShard);
+      return cmd_subscribe(args, SubscriptionSpace::kShard);
     case Cmd::kUnsubscribe:
-      return cmd_unsubscribe(args, Space::kChannel);
+      return cmd_unsubscribe(args, SubscriptionSpace::kChannel);
     case Cmd::kPunsubscribe:
-      return cmd_unsubscribe(args, Space::kPattern);
+      return cmd_unsubscribe(args, SubscriptionSpace::kPattern);
     case Cmd::kSunsubscribe:
-      return cmd_unsubscribe(args, Space::kShard);
+      return cmd_unsubscribe(args, SubscriptionSpace::kShard);
     case Cmd::kPublish:
       return cmd_publish(args);
     case Cmd::kSpublish:
@@ -344,62 +312,24 @@ void Session::dispatch(const std::string& name, std::span<const std::string> arg
   }
 }
 
-const std::vector<std::string>& Session::subscriptions(Space space) const noexcept {
-  switch (space) {
-    case Space::kPattern:
-      return patterns();
-    case Space::kShard:
-      return shard_channels();
-    case Space::kChannel:
-      break;
-  }
-  return channels();
-}
-
-std::size_t Session::confirmation_count(Space space) const noexcept {
+std::size_t RespSession::confirmation_count(SubscriptionSpace space) const noexcept {
   // Redis 7 counts shard channels apart from channels and patterns.
-  return space == Space::kShard ? shard_channels().size() : channels().size() + patterns().size();
+  return space == SubscriptionSpace::kShard ? shard_channels().size() : channels().size() + patterns().size();
 }
 
-bool Session::add_subscription(Space space, std::string_view name) {
-  SubscriptionIndex& index = core_.index();
+std::string_view RespSession::confirmation_kind(SubscriptionSpace space, bool subscribe) noexcept {
   switch (space) {
-    case Space::kPattern:
-      return index.add_pattern(*this, name);
-    case Space::kShard:
-      return index.add_shard_channel(*this, name);
-    case Space::kChannel:
-      break;
-  }
-  return index.add_channel(*this, name);
-}
-
-bool Session::remove_subscription(Space space, std::string_view name) {
-  SubscriptionIndex& index = core_.index();
-  switch (space) {
-    case Space::kPattern:
-      return index.remove_pattern(*this, name);
-    case Space::kShard:
-      return index.remove_shard_channel(*this, name);
-    case Space::kChannel:
-      break;
-  }
-  return index.remove_channel(*this, name);
-}
-
-std::string_view Session::confirmation_kind(Space space, bool subscribe) noexcept {
-  switch (space) {
-    case Space::kPattern:
+    case SubscriptionSpace::kPattern:
       return subscribe ? "psubscribe" : "punsubscribe";
-    case Space::kShard:
+    case SubscriptionSpace::kShard:
       return subscribe ? "ssubscribe" : "sunsubscribe";
-    case Space::kChannel:
+    case SubscriptionSpace::kChannel:
       break;
   }
   return subscribe ? "subscribe" : "unsubscribe";
 }
 
-void Session::cmd_subscribe(std::span<const std::string> args, Space space) {
+void RespSession::cmd_subscribe(std::span<const std::string> args, SubscriptionSpace space) {
   const std::vector<std::string>& mine = subscriptions(space);
   std::vector<std::string_view> fresh;
   for (std::size_t i = 1; i < args.size(); ++i) {
@@ -408,63 +338,54 @@ void Session::cmd_subscribe(std::span<const std::string> args, Space space) {
       fresh.push_back(args[i]);
     }
   }
-  const std::size_t limit = core_.config().max_subscriptions;
+  const std::size_t limit = core().config().max_subscriptions;
   if (subscription_count() + fresh.size() > limit) {
     resp::error(reply_, fmt::format("ERR max subscriptions per client reached ({})", limit));
     return;
   }
   flush_replies();
   const std::string_view kind = confirmation_kind(space, true);
-  std::string out;
-  {
-    auto lock = core_.index().lock_for_update();
-    for (std::size_t i = 1; i < args.size(); ++i) {
-      add_subscription(space, args[i]);
-      resp::push(out, resp_, 3);
-      resp::bulk(out, kind);
-      resp::bulk(out, args[i]);
-      resp::integer(out, static_cast<long long>(confirmation_count(space)));
-    }
-    // Queued under the index lock: a message on a new channel cannot overtake
-    // its confirmation (invariant 1).
-    std::swap(out, reply_);
-    flush_replies();
+  SubscriptionUpdate update = core().update(*this);
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    update.subscribe(space, args[i]);
+    resp::push(reply_, format(), 3);
+    resp::bulk(reply_, kind);
+    resp::bulk(reply_, args[i]);
+    resp::integer(reply_, static_cast<long long>(confirmation_count(space)));
   }
-  update_mirrors();
+  // Queued under the index lock: a message on a new channel cannot overtake
+  // its confirmation (invariant 1).
+  flush_replies();
 }
 
-void Session::cmd_unsubscribe(std::span<const std::string> args, Space space) {
+void RespSession::cmd_unsubscribe(std::span<const std::string> args, SubscriptionSpace space) {
   flush_replies();
   const std::string_view kind = confirmation_kind(space, false);
-  std::string out;
-  {
-    auto lock = core_.index().lock_for_update();
-    auto remove = [&](std::string_view name) {
-      remove_subscription(space, name);
-      resp::push(out, resp_, 3);
-      resp::bulk(out, kind);
-      resp::bulk(out, name);
-      resp::integer(out, static_cast<long long>(confirmation_count(space)));
-    };
-    if (args.size() == 1) {
-      const std::vector<std::string> all = subscriptions(space);
-      if (all.empty()) {
-        resp::push(out, resp_, 3);
-        resp::bulk(out, kind);
-        resp::null(out, resp_);
-        resp::integer(out, static_cast<long long>(confirmation_count(space)));
-      }
-      for (const std::string& name : all) remove(name);
-    } else {
-      for (std::size_t i = 1; i < args.size(); ++i) remove(args[i]);
+  SubscriptionUpdate update = core().update(*this);
+  auto remove = [&](std::string_view name) {
+    update.unsubscribe(space, name);
+    resp::push(reply_, format(), 3);
+    resp::bulk(reply_, kind);
+    resp::bulk(reply_, name);
+    resp::integer(reply_, static_cast<long long>(confirmation_count(space)));
+  };
+  if (args.size() == 1) {
+    const std::vector<std::string> all = subscriptions(space);
+    if (all.empty()) {
+      resp::push(reply_, format(), 3);
+      resp::bulk(reply_, kind);
+      resp::null(reply_, format());
+      resp::integer(reply_, static_cast<long long>(confirmation_count(space)));
     }
-    std::swap(out, reply_);
-    flush_replies();
+    for (const std::string& name : all) remove(name);
+  } else {
+    for (std::size_t i = 1; i < args.size(); ++i) remove(args[i]);
   }
-  update_mirrors();
+  // Queued under the index lock (invariant 1).
+  flush_replies();
 }
 
-void Session::cmd_publish(std::span<const std::string> args) {
+void RespSession::cmd_publish(std::span<const std::string> args) {
   if (!subscribed() && args[1].size() + args[2].size() <= kMaxBatchedPayload) {
     // Batched (invariant 3): nothing but this connection's own replies can enter
     // its queue, so executing at the end of the input changes no order.
@@ -485,16 +406,16 @@ void Session::cmd_publish(std::span<const std::string> args) {
     return;
   }
   flush_replies();
-  const std::size_t n = core_.publish(args[1], args[2]);
-  published_ = true;
+  const std::size_t n = core().publish(args[1], args[2]);
+  mark_published();
   if (n == kRefusedReceivers) {
-    if (core_.config().max_block.count() > 0 && keep_holding()) {
+    if (core().config().max_block.count() > 0 && keep_holding()) {
       held_command_.assign(args.begin(), args.end());  // executed again by retry_held()
       held_ = true;
       return;
     }
     hold_started_ = false;
-    core_.count_refused(1);
+    core().count_refused(1);
     refused_reply(args[1]);
     return;
   }
@@ -502,32 +423,32 @@ void Session::cmd_publish(std::span<const std::string> args) {
   resp::integer(reply_, static_cast<long long>(n));
 }
 
-void Session::refused_reply(std::string_view channel) {
+void RespSession::refused_reply(std::string_view channel) {
   resp::error(reply_, fmt::format("REFUSED a subscriber of '{}' with the block overflow policy has no room; "
                                   "nothing was delivered, retry later",
                                   c_str_prefix(channel, 128)));
 }
 
-void Session::cmd_spublish(std::span<const std::string> args) {
+void RespSession::cmd_spublish(std::span<const std::string> args) {
   // Not batched: rare next to PUBLISH. As there, a subscribed RESP3 connection
   // may receive its own smessage, after its earlier replies and before this one.
   // A `block` refusal is answered at once: SPUBLISH is not held (--max-block-ms).
   flush_replies();
-  const std::size_t n = core_.publish_shard(args[1], args[2]);
+  const std::size_t n = core().publish_shard(args[1], args[2]);
   if (n == kRefusedReceivers) {
-    core_.count_refused(1);
+    core().count_refused(1);
     refused_reply(args[1]);
     return;
   }
   resp::integer(reply_, static_cast<long long>(n));
 }
 
-void Session::cmd_ping(std::span<const std::string> args) {
+void RespSession::cmd_ping(std::span<const std::string> args) {
   if (args.size() > 2) {
     resp::error(reply_, "ERR wrong number of arguments for 'ping' command");
     return;
   }
-  if (resp_ == Resp::kResp2 && subscribed()) {
+  if (format() == WireFormat::kResp2 && subscribed()) {
     resp::array(reply_, 2);
     resp::bulk(reply_, "pong");
     resp::bulk(reply_, args.size() == 2 ? std::string_view(args[1]) : std::string_view());
@@ -538,18 +459,18 @@ void Session::cmd_ping(std::span<const std::string> args) {
   }
 }
 
-bool Session::check_password(std::string_view user, std::string_view pass) {
+bool RespSession::check_password(std::string_view user, std::string_view pass) {
   if (user != "default") return false;
-  const std::string& want = core_.config().requirepass;
+  const std::string& want = core().config().requirepass;
   return want.empty() || equals_constant_time(pass, want);  // empty: "nopass", as Redis's default user
 }
 
-void Session::cmd_auth(std::span<const std::string> args) {
+void RespSession::cmd_auth(std::span<const std::string> args) {
   if (args.size() > 3) {
     resp::error(reply_, "ERR syntax error");
     return;
   }
-  if (args.size() == 2 && core_.config().requirepass.empty()) {
+  if (args.size() == 2 && core().config().requirepass.empty()) {
     resp::error(reply_,
                 "ERR AUTH <password> called without any password configured for the default "
                 "user. Are you sure your configuration is correct?");
@@ -561,31 +482,29 @@ void Session::cmd_auth(std::span<const std::string> args) {
     resp::error(reply_, kWrongPass);
     return;
   }
-  authenticated_ = true;
+  set_authenticated(true);
   resp::simple(reply_, "OK");
 }
 
-bool Session::set_name(std::string_view name) {
+bool RespSession::try_set_name(std::string_view name) {
   for (char c : name) {
     if (c < '!' || c > '~') {
       resp::error(reply_, "ERR Client names cannot contain spaces, newlines or special characters.");
       return false;
     }
   }
-  core_.set_session_name(*this, std::string(name));
+  set_name(std::string(name));
   return true;
 }
 
-void Session::set_protocol(Resp r) {
-  if (r == resp_) return;
-  // Under the index lock: publishers read resp_ to pick the frame encoding.
+void RespSession::set_protocol(WireFormat r) {
+  if (r == format()) return;
+  // Under the index lock: publishers read format() to pick the frame encoding.
   flush_replies();
-  auto lock = core_.index().lock_for_update();
-  core_.index().set_resp(*this, r);
-  update_mirrors();
+  core().update(*this).set_format(r);
 }
 
-void Session::cmd_hello(std::span<const std::string> args) {
+void RespSession::cmd_hello(std::span<const std::string> args) {
   long long version = 0;
   std::size_t next = 1;
   if (args.size() >= 2) {
@@ -622,26 +541,26 @@ void Session::cmd_hello(std::span<const std::string> args) {
       resp::error(reply_, kWrongPass);
       return;
     }
-    authenticated_ = true;
+    set_authenticated(true);
   }
-  if (!authenticated_) {
+  if (!authenticated()) {
     resp::error(reply_,
                 "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
                 "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
                 "select the RESP protocol version at the same time");
     return;
   }
-  if (name != nullptr && !set_name(*name)) return;
-  if (version != 0) set_protocol(version == 3 ? Resp::kResp3 : Resp::kResp2);
-  resp::map(reply_, resp_, 7);
+  if (name != nullptr && !try_set_name(*name)) return;
+  if (version != 0) set_protocol(version == 3 ? WireFormat::kResp3 : WireFormat::kResp2);
+  resp::map(reply_, format(), 7);
   resp::bulk(reply_, "server");
   resp::bulk(reply_, "ringcast-broker");
   resp::bulk(reply_, "version");
   resp::bulk(reply_, "7.0.0");  // the Redis protocol level implemented (docs/broker.md)
   resp::bulk(reply_, "proto");
-  resp::integer(reply_, static_cast<long long>(resp_));
+  resp::integer(reply_, format() == WireFormat::kResp3 ? 3 : 2);
   resp::bulk(reply_, "id");
-  resp::integer(reply_, static_cast<long long>(id_));
+  resp::integer(reply_, static_cast<long long>(id()));
   resp::bulk(reply_, "mode");
   resp::bulk(reply_, "standalone");
   resp::bulk(reply_, "role");
@@ -650,19 +569,18 @@ void Session::cmd_hello(std::span<const std::string> args) {
   resp::array(reply_, 0);
 }
 
-void Session::cmd_reset() {
+void RespSession::cmd_reset() {
   // As Redis's clearClientConnectionState: no unsubscribe confirmations, back to
   // RESP2, name cleared, authentication required again if a password is set.
   flush_replies();
   {
-    auto lock = core_.index().lock_for_update();
-    core_.index().remove_all(*this);
-    core_.index().set_resp(*this, Resp::kResp2);
+    SubscriptionUpdate update = core().update(*this);
+    update.unsubscribe_all();
+    update.set_format(WireFormat::kResp2);
   }
-  update_mirrors();
-  core_.set_session_name(*this, {});
-  queue().set_policy(core_.config().overflow_policy);
-  authenticated_ = core_.config().requirepass.empty();
+  set_name({});
+  queue().set_policy(core().config().overflow_policy);
+  set_authenticated(core().config().requirepass.empty());
   // As Redis: REPLY OFF and a pending SKIP end, but a SKIP that covers this
   // RESET itself still swallows its reply.
   reply_off_ = false;
@@ -670,26 +588,27 @@ void Session::cmd_reset() {
   resp::simple(reply_, "RESET");
 }
 
-void Session::cmd_client(std::span<const std::string> args) {
+void RespSession::cmd_client(std::span<const std::string> args) {
   const std::string sub = lower(args[1]);
   if (sub == "setname") {
-    if (set_name(args[2])) resp::simple(reply_, "OK");
+    if (try_set_name(args[2])) resp::simple(reply_, "OK");
   } else if (sub == "getname") {
-    if (name_.empty()) {
-      resp::null(reply_, resp_);
+    const std::string name = this->name();
+    if (name.empty()) {
+      resp::null(reply_, format());
     } else {
-      resp::bulk(reply_, name_);
+      resp::bulk(reply_, name);
     }
   } else if (sub == "id") {
-    resp::integer(reply_, static_cast<long long>(id_));
+    resp::integer(reply_, static_cast<long long>(id()));
   } else if (sub == "list") {
     if (args.size() != 2) {
       resp::error(reply_, "ERR syntax error");
       return;
     }
-    resp::verbatim(reply_, resp_, core_.client_list());
+    resp::verbatim(reply_, format(), core().client_list());
   } else if (sub == "info") {
-    resp::verbatim(reply_, resp_, core_.client_info(*this));
+    resp::verbatim(reply_, format(), core().client_info(*this));
   } else if (sub == "overflow") {
     if (args.size() == 2) {
       resp::bulk(reply_, to_string(queue().policy()));
@@ -729,9 +648,9 @@ void Session::cmd_client(std::span<const std::string> args) {
   }
 }
 
-void Session::cmd_pubsub(std::span<const std::string> args) {
+void RespSession::cmd_pubsub(std::span<const std::string> args) {
   const std::string sub = lower(args[1]);
-  SubscriptionIndex& index = core_.index();
+  SubscriptionIndex& index = core().index();
   const bool shard = sub == "shardchannels" || sub == "shardnumsub";
   if (sub == "channels" || sub == "shardchannels") {
     if (args.size() > 3) {
@@ -773,9 +692,9 @@ void Session::cmd_pubsub(std::span<const std::string> args) {
   }
 }
 
-void Session::cmd_info(std::span<const std::string> args) {
-  resp::verbatim(reply_, resp_,
-                 core_.info_reply(std::vector<std::string>(args.begin() + 1, args.end())));
+void RespSession::cmd_info(std::span<const std::string> args) {
+  resp::verbatim(reply_, format(),
+                 core().info_reply(std::vector<std::string>(args.begin() + 1, args.end())));
 }
 
 }  // namespace ringcast::broker

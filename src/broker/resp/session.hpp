@@ -1,19 +1,17 @@
-// One client connection's protocol state: parses its requests, executes the
-// commands, and queues replies in order with the messages it receives.
+// A RESP2/RESP3 client: parses its requests, executes the commands as calls on
+// the core (BrokerCore::update, BrokerCore::publish), and queues replies in
+// order with the messages it receives. It owns no subscription state: that is
+// the index's (client.hpp).
 //
-// Thread safety:
-//  * on_input(), detach() and the accessors are called by the connection's owning
-//    thread only (one I/O thread, or the test).
-//  * Publishers on other threads reach the session only through the Subscriber
-//    base (its queue and on_queue_ready()).
-//  * name and the atomic mirrors below are read by other sessions' CLIENT LIST
-//    and INFO under the core's registry lock.
+// Thread safety: as Client (client.hpp): everything here runs on the
+// connection's owning thread; publishers reach the session only through its
+// queue and on_queue_ready().
 //
 // Invariants:
 //  1. Replies and messages leave in the order Redis would send them: pending
 //     replies are flushed into the queue before any command that queues frames
 //     itself (SUBSCRIBE family, PUBLISH), and (un)subscribe confirmations are
-//     queued while the index lock is held.
+//     queued while the index lock is held (while the SubscriptionUpdate lives).
 //  2. Until authenticated, only AUTH, HELLO, PING, QUIT and RESET run.
 //  3. PUBLISHes whose channel and payload together are at most 64 KiB, from a
 //     connection with no subscription, are batched: consecutive ones in one
@@ -36,7 +34,6 @@
 //     Redis 7.0.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <span>
@@ -45,68 +42,24 @@
 #include <vector>
 
 #include "broker/core/broker_core.hpp"
+#include "broker/core/client.hpp"
 #include "broker/resp/request_parser.hpp"
 #include "broker/core/subscription_index.hpp"
 
 namespace ringcast::broker {
 
-class Session : public Subscriber {
+class RespSession : public Client {
  public:
-  enum class InputResult : std::uint8_t {
-    kOk,
-    kClose,  // stop reading; close once the queued replies are written
-    kHeld,   // stop reading; call retry_held() later (invariant 4)
-  };
-
-  Session(BrokerCore& core, std::string peer);
-  Session(const Session&) = delete;
-  Session& operator=(const Session&) = delete;
+  // Registers with `core`; `waker` must outlive the session.
+  RespSession(BrokerCore& core, std::string peer, Waker& waker);
 
   // Parses and executes every complete command in `bytes` (any split is fine).
-  InputResult on_input(std::string_view bytes);
+  InputResult on_input(std::string_view bytes) override;
   // Tries the held PUBLISH again and, once it is through (or refused for good),
   // runs the held command and input. kHeld while still held.
-  InputResult retry_held();
-
-  // Removes the session from the index and the registry and closes its queue.
-  // Idempotent; must run before destruction, on the owning thread.
-  void detach() noexcept;
-
-  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
-  [[nodiscard]] bool authenticated() const noexcept { return authenticated_; }
-  [[nodiscard]] const std::string& peer() const noexcept { return peer_; }
-  [[nodiscard]] std::chrono::steady_clock::time_point created() const noexcept { return created_; }
-  // Mirrors for other threads' CLIENT LIST / INFO.
-  [[nodiscard]] std::uint32_t sub_count() const noexcept { return nsub_.load(std::memory_order_relaxed); }
-  [[nodiscard]] std::uint32_t psub_count() const noexcept { return npsub_.load(std::memory_order_relaxed); }
-  [[nodiscard]] std::uint32_t ssub_count() const noexcept { return nssub_.load(std::memory_order_relaxed); }
-  [[nodiscard]] int resp_version() const noexcept { return resp_mirror_.load(std::memory_order_relaxed); }
-  [[nodiscard]] std::uint64_t sent_frames() const noexcept {
-    return sent_frames_.load(std::memory_order_relaxed);
-  }
-
- protected:
-  ~Session() override;
-  [[nodiscard]] BrokerCore& core() const noexcept { return core_; }
-  // True if the input since the last call published something (owner thread):
-  // the server pauses only publishing connections (docs/broker.md, pacing).
-  [[nodiscard]] bool take_published() noexcept {
-    const bool p = published_;
-    published_ = false;
-    return p;
-  }
-  // The writer handed `n` more frames to the socket (owner thread).
-  void count_sent(std::uint64_t n) noexcept {
-    // relaxed: a statistic; only the owner thread writes it.
-    sent_frames_.store(sent_frames_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  }
+  InputResult retry_held() override;
 
  private:
-  friend class BrokerCore;
-
-  // Which subscriptions a (un)subscribe command acts on.
-  enum class Space : std::uint8_t { kChannel, kPattern, kShard };
-
   // Runs one command with the CLIENT REPLY rules (invariant 5).
   void execute(std::span<const std::string> args);
   void dispatch(const std::string& name, std::span<const std::string> args);
@@ -116,20 +69,15 @@ class Session : public Subscriber {
   void flush_publishes(bool may_hold = true);
   // Invariant 4: starts the hold clock at the first refusal; true while it runs.
   bool keep_holding();
-  void set_protocol(Resp r);
-  void update_mirrors() noexcept;
+  void set_protocol(WireFormat r);
   [[nodiscard]] bool subscribed() const noexcept { return subscription_count() > 0; }
 
-  [[nodiscard]] const std::vector<std::string>& subscriptions(Space space) const noexcept;
   // The running count in a confirmation: shard channels alone, or channels plus patterns.
-  [[nodiscard]] std::size_t confirmation_count(Space space) const noexcept;
-  [[nodiscard]] static std::string_view confirmation_kind(Space space, bool subscribe) noexcept;
-  // REQUIRES: the index update lock held.
-  bool add_subscription(Space space, std::string_view name);
-  bool remove_subscription(Space space, std::string_view name);
+  [[nodiscard]] std::size_t confirmation_count(SubscriptionSpace space) const noexcept;
+  [[nodiscard]] static std::string_view confirmation_kind(SubscriptionSpace space, bool subscribe) noexcept;
 
-  void cmd_subscribe(std::span<const std::string> args, Space space);
-  void cmd_unsubscribe(std::span<const std::string> args, Space space);
+  void cmd_subscribe(std::span<const std::string> args, SubscriptionSpace space);
+  void cmd_unsubscribe(std::span<const std::string> args, SubscriptionSpace space);
   void cmd_publish(std::span<const std::string> args);
   // The error reply of a PUBLISH refused by a `block` subscriber.
   void refused_reply(std::string_view channel);
@@ -142,12 +90,9 @@ class Session : public Subscriber {
   void cmd_pubsub(std::span<const std::string> args);
   void cmd_info(std::span<const std::string> args);
   bool check_password(std::string_view user, std::string_view pass);
-  bool set_name(std::string_view name);
+  // CLIENT SETNAME's check: queues the error and returns false for a bad name.
+  bool try_set_name(std::string_view name);
 
-  BrokerCore& core_;
-  const std::uint64_t id_;
-  const std::string peer_;
-  const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   RequestParser parser_;
   std::string reply_;  // replies not yet queued (invariant 1)
   std::size_t reply_mark_ = 0;  // where the running command's reply starts (invariant 5)
@@ -169,21 +114,12 @@ class Session : public Subscriber {
   static constexpr std::size_t kMaxPendingBytes = 1u << 20;
   std::vector<PendingPublish> pending_;
   std::string pending_bytes_;
-  std::string name_;   // written under the registry lock (BrokerCore::set_session_name)
-  bool authenticated_;
   bool closing_ = false;
-  bool detached_ = false;
-  bool published_ = false;
   bool held_ = false;            // invariant 4
   bool hold_started_ = false;    // hold_until_ is set
   std::chrono::steady_clock::time_point hold_until_{};
   std::vector<std::string> held_command_;
   std::string held_input_;
-  std::atomic<std::uint32_t> nsub_{0};
-  std::atomic<std::uint32_t> npsub_{0};
-  std::atomic<std::uint32_t> nssub_{0};
-  std::atomic<int> resp_mirror_{2};
-  std::atomic<std::uint64_t> sent_frames_{0};
 };
 
 }  // namespace ringcast::broker

@@ -1,0 +1,141 @@
+// The public facade (include/ringcast/broker/broker.hpp): a BrokerCore, and a
+// Server listening on the RESP port with RespSessions and, with ws_port, on the
+// WebSocket port with WsSessions.
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "broker/core/broker_core.hpp"
+#include "broker/resp/session.hpp"
+#include "broker/server.hpp"
+#include "broker/ws/http_upgrade.hpp"
+#include "broker/ws/ws_session.hpp"
+#include "ringcast/broker/broker.hpp"
+#include "ringcast/broker/token.hpp"
+
+namespace ringcast::broker {
+
+struct Broker::Impl {
+  explicit Impl(const BrokerConfig& cfg) : core(cfg), server(core, cfg.io_threads) {}
+
+  BrokerCore core;  // declared first: the server's connections use it until they close
+  // The WebSocket port's plain-HTTP routes (ws/http_upgrade.hpp); read by every
+  // I/O thread, so complete before the server starts.
+  ws::HttpRoutes http_routes = ws::default_http_routes();
+  Server server;
+  std::uint16_t port = 0;
+  std::uint16_t ws_port = 0;
+};
+
+tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerConfig& config) {
+  auto invalid = [](std::string what) {
+    return tl::unexpected(BrokerError{BrokerError::Code::kInvalidConfig, 0, std::move(what)});
+  };
+  const QueueLimits& q = config.queue_limits;
+  if (q.hard_bytes == 0) return invalid("hard limit must be > 0");
+  if (q.soft_bytes > q.hard_bytes) return invalid("soft limit must not exceed the hard limit");
+  if (config.write_budget_bytes == 0) return invalid("write budget must be > 0");
+  if (config.max_bulk_len == 0 || config.max_args == 0) return invalid("max bulk length and max args must be > 0");
+  if (!config.token_secret.empty() && config.token_secret.size() < kMinTokenSecretBytes) {
+    return invalid("the token secret is " + std::to_string(config.token_secret.size()) +
+                   " bytes; it must be at least " + std::to_string(kMinTokenSecretBytes));
+  }
+  // Frames are sized in 32 bits; Redis caps a string at 512 MiB too.
+  if (config.max_bulk_len > (512u << 20)) return invalid("max bulk length must be at most 512mb");
+  if (config.ws_max_message == 0) return invalid("the WebSocket message limit must be > 0");
+  if (config.max_connections == 0 || config.max_subscriptions == 0) {
+    return invalid("max connections and max subscriptions must be > 0");
+  }
+  BrokerConfig cfg = config;
+  if (cfg.io_threads == 0) cfg.io_threads = std::max(1u, std::thread::hardware_concurrency());
+  auto impl = std::make_unique<Impl>(cfg);
+  auto port = impl->server.listen(Listener{
+      cfg.bind_address, cfg.port,
+      [](BrokerCore& core, std::string peer, Waker& waker) -> std::unique_ptr<Client> {
+        return std::make_unique<RespSession>(core, std::move(peer), waker);
+      },
+      "-ERR max number of clients reached\r\n"});
+  if (!port) return tl::unexpected(std::move(port.error()));
+  impl->port = *port;
+  if (cfg.ws_port) {
+    const ws::HttpRoutes& routes = impl->http_routes;
+    auto wsp = impl->server.listen(Listener{
+        cfg.bind_address, *cfg.ws_port,
+        [&routes](BrokerCore& core, std::string peer, Waker& waker) -> std::unique_ptr<Client> {
+          return std::make_unique<ws::WsSession>(core, std::move(peer), waker, routes);
+        },
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 30\r\n"
+        "Connection: close\r\n\r\nmax number of clients reached\n"});
+    if (!wsp) return tl::unexpected(std::move(wsp.error()));
+    impl->ws_port = *wsp;
+  }
+  impl->core.set_listener_info(impl->port, cfg.io_threads);
+  if (auto started = impl->server.start(); !started) return tl::unexpected(std::move(started.error()));
+  return std::unique_ptr<Broker>(new Broker(std::move(impl)));
+}
+Broker::Broker(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
+
+Broker::~Broker() {
+  stop();
+  wait();
+}
+
+std::uint16_t Broker::port() const noexcept { return impl_->port; }
+
+std::uint16_t Broker::ws_port() const noexcept { return impl_->ws_port; }
+
+PublishResult Broker::publish(std::string_view channel, std::string_view payload, PublishWait wait) noexcept {
+  const Message m{channel, payload};
+  std::size_t receivers = 0;
+  return publish({&m, 1}, {&receivers, 1}, wait);
+}
+
+PublishResult Broker::publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
+                              PublishWait wait) noexcept {
+  // acquire: pairs with the release store in stop(); a publish that sees "not
+  // stopped" may still race with shutdown, which is safe (the index outlives it).
+  if (impl_->server.stopped()) return {PublishStatus::kStopped, 0, 0};
+  BrokerCore& core = impl_->core;
+  FlowControl& flow = core.flow();
+  if (flow.pressured()) {
+    if (wait == PublishWait::kNoWait) return {PublishStatus::kWouldBlock, 0, 0};
+    // Bounded: after max_stall the publish goes ahead, and its pushes are what
+    // call a stuck subscriber slow (connection_queue.hpp, invariant 6).
+    const auto t0 = std::chrono::steady_clock::now();
+    (void)flow.wait_for(core.config().max_stall);
+    flow.record_stall(std::chrono::steady_clock::now() - t0);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + core.config().max_block;
+  PublishResult r;
+  while (r.published < msgs.size()) {
+    const std::size_t done = core.publish(msgs.subspan(r.published), receivers.subspan(r.published),
+                                          /*stop_at_refusal=*/true);
+    for (std::size_t i = r.published; i < r.published + done; ++i) r.receivers += receivers[i];
+    r.published += done;
+    if (r.published == msgs.size()) break;
+    // Refused: hold the caller up to max_block (woken when a `block` queue drains).
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline || wait == PublishWait::kNoWait || impl_->server.stopped()) {
+      core.count_refused(1);
+      r.status = PublishStatus::kRefused;
+      return r;
+    }
+    // In slices: a drain between the refusal and the wait is not lost for long.
+    flow.wait_room(std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::milliseconds(5)));
+  }
+  return r;
+}
+
+BrokerStats Broker::stats() const noexcept { return impl_->core.stats(); }
+
+std::vector<ConnectionStats> Broker::connection_stats() const { return impl_->core.connection_stats(); }
+
+void Broker::set_info_provider(InfoProvider provider) { impl_->core.set_info_provider(std::move(provider)); }
+
+void Broker::stop() noexcept { impl_->server.stop(); }
+
+void Broker::wait() noexcept { impl_->server.wait(); }
+
+}  // namespace ringcast::broker

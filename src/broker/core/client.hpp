@@ -1,0 +1,141 @@
+// One client connection as the core sees it, whatever its transport: the
+// subscriber (queue and wire format), what CLIENT LIST and INFO show, and the
+// input interface the server drives. The RESP session (resp/session.hpp) and
+// the WebSocket session derive from it; the server (server.cpp) holds any of
+// them through a Client pointer and never knows which protocol it speaks.
+//
+// A session turns bytes into calls on the core (BrokerCore::update() for
+// (un)subscribing, BrokerCore::publish() for publishing) and the core's results
+// into bytes; its subscriptions live in the index (Subscriber), never in the
+// session.
+//
+// Thread safety:
+//  * on_input(), retry_held(), detach(), take_published(), count_sent() and the
+//    protected members are called by the connection's owning thread only (its
+//    I/O thread, or a test).
+//  * Publishers on other threads reach the client only through the Subscriber
+//    interface: its queue and on_queue_ready(), which calls the Waker.
+//  * name() and the atomic mirrors are read by other threads (CLIENT LIST, INFO,
+//    Broker::connection_stats) while the owner may change them.
+//
+// Invariants:
+//  1. Registered with the core (BrokerCore::register_client) from construction
+//     until detach(); detach() also removes every subscription and closes the
+//     queue, so no publisher reaches the client after it returns.
+//  2. The mirrors (subscription counts, format) equal the index's view after
+//     every SubscriptionUpdate has ended (its destructor refreshes them).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "broker/core/subscription_index.hpp"
+#include "broker/core/wire_format.hpp"
+
+namespace ringcast::broker {
+
+class BrokerCore;
+
+// How a client asks its connection's writer to run: called by publishers (any
+// thread, index lock held) and by the owner. Must not block or write to the
+// socket (the server marks the connection ready on its I/O thread).
+class Waker {
+ public:
+  virtual void wake() noexcept = 0;
+
+ protected:
+  ~Waker() = default;
+};
+
+class Client : public Subscriber {
+ public:
+  enum class InputResult : std::uint8_t {
+    kOk,
+    kClose,  // stop reading; close once the queued frames are written
+    kHeld,   // stop reading; call retry_held() later (resp/session.hpp, invariant 4)
+  };
+
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  // Detaches if detach() was not called.
+  ~Client() override;
+
+  // Consumes `bytes` read from the connection (any split is fine).
+  virtual InputResult on_input(std::string_view bytes) = 0;
+  // After kHeld: tries again; kHeld while still held. The default never holds.
+  virtual InputResult retry_held() { return InputResult::kOk; }
+
+  // Removes the client from the index and the registry and closes its queue
+  // (invariant 1). Idempotent; must run before destruction, on the owning thread.
+  void detach() noexcept;
+
+  void on_queue_ready() noexcept final { waker_.wake(); }
+
+  // True if the input since the last call published something: the server
+  // pauses only publishing connections (docs/broker.md, "Publisher pacing").
+  [[nodiscard]] bool take_published() noexcept {
+    const bool p = published_;
+    published_ = false;
+    return p;
+  }
+  // The writer handed `n` more frames to the socket.
+  void count_sent(std::uint64_t n) noexcept {
+    // relaxed: a statistic; only the owner thread writes it.
+    sent_frames_.store(sent_frames_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+
+  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+  [[nodiscard]] bool authenticated() const noexcept { return authenticated_; }
+  [[nodiscard]] const std::string& peer() const noexcept { return peer_; }
+  [[nodiscard]] std::chrono::steady_clock::time_point created() const noexcept { return created_; }
+  // CLIENT SETNAME's name, or empty. Any thread.
+  [[nodiscard]] std::string name() const;
+
+  // Mirrors for other threads (relaxed loads; display only).
+  [[nodiscard]] std::uint32_t sub_count() const noexcept { return nsub_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint32_t psub_count() const noexcept { return npsub_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint32_t ssub_count() const noexcept { return nssub_.load(std::memory_order_relaxed); }
+  [[nodiscard]] WireFormat format_mirror() const noexcept { return format_mirror_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t sent_frames() const noexcept { return sent_frames_.load(std::memory_order_relaxed); }
+
+  // Owner thread, after a change of subscriptions or format (SubscriptionUpdate
+  // calls it; invariant 2).
+  void refresh_mirrors() noexcept;
+
+ protected:
+  // Registers with `core`. `waker` must outlive the client.
+  Client(BrokerCore& core, std::string peer, WireFormat format, Waker& waker, bool authenticated);
+
+  [[nodiscard]] BrokerCore& core() const noexcept { return core_; }
+  void set_authenticated(bool yes) noexcept { authenticated_ = yes; }
+  void set_name(std::string name);
+  // The input being handled published something (see take_published()).
+  void mark_published() noexcept { published_ = true; }
+  // Queues `bytes` as one frame that no overflow policy drops (a reply, a
+  // confirmation, an error) and wakes the writer. False if the queue is closed:
+  // the connection is going away.
+  bool push_reply(std::string_view bytes);
+
+ private:
+  BrokerCore& core_;
+  Waker& waker_;
+  const std::uint64_t id_;
+  const std::string peer_;
+  const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
+  bool authenticated_;
+  bool detached_ = false;
+  bool published_ = false;
+  mutable std::mutex name_mu_;  // a leaf lock: guards name_ only
+  std::string name_;
+  std::atomic<std::uint32_t> nsub_{0};
+  std::atomic<std::uint32_t> npsub_{0};
+  std::atomic<std::uint32_t> nssub_{0};
+  std::atomic<WireFormat> format_mirror_;
+  std::atomic<std::uint64_t> sent_frames_{0};
+};
+
+}  // namespace ringcast::broker

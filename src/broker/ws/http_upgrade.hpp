@@ -1,0 +1,97 @@
+// The HTTP/1.1 side of the WebSocket port (RFC 6455 §4): one request per
+// connection, parsed with Boost.Beast's HTTP parser over the connection's own
+// read buffer (no Beast stream). `GET /` with a WebSocket upgrade is answered
+// with 101 and the connection becomes a WebSocket; any other request is
+// answered from a small routing table (`GET /` without an upgrade serves the
+// live page) and the connection closes once the response is written.
+//
+// Thread safety: HttpRoutes is built before the server starts and only read
+// afterwards (by every I/O thread; handlers must be safe to call concurrently).
+// HttpUpgrade: none; one per connection, used by its thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ringcast::broker::ws {
+
+// A response to a plain HTTP request. Connection: close and Content-Length are
+// added when it is written.
+struct HttpResponse {
+  unsigned status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+  std::string extra_headers;  // complete "Name: value\r\n" lines
+};
+
+// GET routes of the WebSocket port, matched on the exact path (the query, after
+// '?', goes to the handler).
+class HttpRoutes {
+ public:
+  using Handler = std::function<HttpResponse(std::string_view query)>;
+  // Adds `path`, or replaces its handler.
+  void add(std::string path, Handler handler);
+  // The handler of `path`, or nullptr.
+  [[nodiscard]] const Handler* find(std::string_view path) const noexcept;
+
+ private:
+  std::vector<std::pair<std::string, Handler>> routes_;
+};
+
+// What every WebSocket port serves: `/` -> the live page (live_page_html()).
+// The server adds more (e.g. /metrics) with add().
+[[nodiscard]] HttpRoutes default_http_routes();
+
+// Sec-WebSocket-Accept for a Sec-WebSocket-Key (§4.2.2): base64(SHA-1(key + GUID)).
+[[nodiscard]] std::string websocket_accept(std::string_view key);
+
+class HttpUpgrade {
+ public:
+  // The most bytes of request line and header fields (larger: 431).
+  static constexpr std::size_t kMaxHeader = 8 * 1024;
+
+  enum class Status : std::uint8_t {
+    kNeedMore,  // the request is not complete; `in` was consumed
+    kUpgraded,  // response() is the 101; rest() and the unconsumed `in` are WebSocket bytes
+    kRespond,   // response() is a complete HTTP response: write it, then close
+  };
+
+  // `routes` must outlive this object.
+  explicit HttpUpgrade(const HttpRoutes& routes);
+  ~HttpUpgrade();
+  HttpUpgrade(const HttpUpgrade&) = delete;
+  HttpUpgrade& operator=(const HttpUpgrade&) = delete;
+
+  // Consumes bytes from the front of `in` (at most kMaxHeader + 1 in all) until
+  // the request is complete or refused. After kUpgraded or kRespond, further
+  // calls are not allowed.
+  [[nodiscard]] Status feed(std::string_view& in);
+  [[nodiscard]] const std::string& response() const noexcept { return response_; }
+  // After kUpgraded: bytes received after the request (the first frames, if the
+  // client did not wait for the 101).
+  [[nodiscard]] std::string_view rest() const noexcept;
+  // The request target (path and query) after kUpgraded or kRespond; empty if
+  // the request could not be parsed. For logs.
+  [[nodiscard]] const std::string& target() const noexcept { return target_; }
+
+ private:
+  struct Parser;  // Beast's request parser, kept out of this header
+
+  Status respond(const HttpResponse& r, bool head_only = false);
+  Status route();
+
+  const HttpRoutes& routes_;
+  std::unique_ptr<Parser> parser_;
+  std::string buf_;          // received bytes not yet consumed by the parser
+  std::size_t consumed_ = 0;  // bytes of buf_ the parser consumed
+  std::string response_;
+  std::string target_;
+};
+
+}  // namespace ringcast::broker::ws

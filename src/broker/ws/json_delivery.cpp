@@ -1,0 +1,183 @@
+#include "broker/ws/json_delivery.hpp"
+
+#include <cassert>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "broker/ws/base64.hpp"
+#include "broker/ws/frame_header.hpp"
+#include "broker/ws/utf8.hpp"
+
+namespace ringcast::broker::ws {
+
+namespace {
+
+constexpr std::string_view kHead = R"({"type":"message",)";
+constexpr std::string_view kBase64Flag = R"("encoding":"base64")";
+constexpr char kHex[] = "0123456789abcdef";
+
+// One text value as it goes into JSON: a string, or base64 when not UTF-8.
+struct Value {
+  std::string_view raw;
+  bool base64 = false;
+  std::size_t size = 0;  // bytes of the JSON value, quotes included
+};
+
+std::size_t escaped_size(std::string_view s) noexcept {
+  std::size_t n = 2;
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t') {
+      n += 2;
+    } else if (c < 0x20) {
+      n += 6;
+    } else {
+      n += 1;
+    }
+  }
+  return n;
+}
+
+Value value_of(std::string_view s) noexcept {
+  if (is_valid_utf8(s)) return {s, false, escaped_size(s)};
+  return {s, true, 2 + (s.size() + 2) / 3 * 4};
+}
+
+char* put(char* p, std::string_view s) noexcept {
+  std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+
+char* put_value(char* p, const Value& v) {
+  *p++ = '"';
+  if (v.base64) {
+    thread_local std::string scratch;  // keeps its capacity
+    scratch.clear();
+    base64_encode(v.raw, scratch);
+    p = put(p, scratch);
+  } else {
+    for (char ch : v.raw) {
+      const auto c = static_cast<unsigned char>(ch);
+      char named = 0;
+      switch (c) {
+        case '"': named = '"'; break;
+        case '\\': named = '\\'; break;
+        case '\b': named = 'b'; break;
+        case '\f': named = 'f'; break;
+        case '\n': named = 'n'; break;
+        case '\r': named = 'r'; break;
+        case '\t': named = 't'; break;
+        default: break;
+      }
+      if (named != 0) {
+        *p++ = '\\';
+        *p++ = named;
+      } else if (c < 0x20) {
+        p = put(p, "\\u00");
+        *p++ = kHex[c >> 4];
+        *p++ = kHex[c & 0xF];
+      } else {
+        *p++ = ch;
+      }
+    }
+  }
+  *p++ = '"';
+  return p;
+}
+
+// `"name":value,` and its flag `"name_encoding":"base64",` when base64.
+std::size_t field_size(std::string_view name, const Value& v) noexcept {
+  std::size_t n = name.size() + 4 + v.size;  // quotes, colon, comma
+  if (v.base64) n += name.size() + 21;        // "<name>_encoding":"base64",
+  return n;
+}
+
+char* put_field(char* p, std::string_view name, const Value& v) {
+  *p++ = '"';
+  p = put(p, name);
+  p = put(p, "\":");
+  p = put_value(p, v);
+  *p++ = ',';
+  if (v.base64) {
+    *p++ = '"';
+    p = put(p, name);
+    p = put(p, R"(_encoding":"base64",)");
+  }
+  return p;
+}
+
+std::size_t digits(std::uint64_t v) noexcept {
+  std::size_t n = 1;
+  while (v >= 10) {
+    v /= 10;
+    ++n;
+  }
+  return n;
+}
+
+char* put_number(char* p, std::uint64_t v) noexcept { return std::to_chars(p, p + 20, v).ptr; }
+
+}  // namespace
+
+FrameRef encode_json_run(const DeliveryRun& run) {
+  // Per thread, keeping their capacity: a steady publisher does not allocate here.
+  thread_local std::vector<Value> payloads;
+  thread_local std::vector<std::uint32_t> sizes;  // frames
+  thread_local std::vector<std::uint32_t> jsons;  // their JSON texts
+  payloads.clear();
+  sizes.clear();
+  jsons.clear();
+  const bool pattern = run.kind == DeliveryKind::kPattern;
+  const Value pat = pattern ? value_of(run.pattern) : Value{};
+  const Value topic = value_of(run.msgs.front().channel);
+  const std::uint64_t ts = run.timestamp_ms < 0 ? 0 : static_cast<std::uint64_t>(run.timestamp_ms);
+  // Everything but the payload value and the id's digits.
+  const std::size_t fixed = kHead.size() + (pattern ? field_size("pattern", pat) : 0) + field_size("topic", topic) +
+                            std::string_view(R"("payload":)").size() + std::string_view(R"(,"timestamp":)").size() +
+                            digits(ts) + std::string_view(R"(,"message_id":)").size() +
+                            std::string_view(R"(,"qos":0})").size();
+  for (std::size_t i = 0; i < run.msgs.size(); ++i) {
+    const Value v = value_of(run.msgs[i].payload);
+    const std::uint64_t id = run.first_id == 0 ? 0 : run.first_id + i;
+    const std::size_t json = fixed + v.size + (v.base64 ? 1 + kBase64Flag.size() : 0) + digits(id);
+    payloads.push_back(v);
+    jsons.push_back(static_cast<std::uint32_t>(json));
+    sizes.push_back(static_cast<std::uint32_t>(server_header_size(json) + json));
+  }
+  FrameRef f = FrameRef::allocate_frames(sizes, /*droppable=*/true);
+  char* p = f.mutable_data();
+  for (std::size_t i = 0; i < run.msgs.size(); ++i) {
+    const std::uint64_t id = run.first_id == 0 ? 0 : run.first_id + i;
+    p += write_server_header(p, Opcode::kText, jsons[i]);
+    p = put(p, kHead);
+    if (pattern) p = put_field(p, "pattern", pat);
+    p = put_field(p, "topic", topic);
+    p = put(p, R"("payload":)");
+    p = put_value(p, payloads[i]);
+    if (payloads[i].base64) {
+      *p++ = ',';
+      p = put(p, kBase64Flag);
+    }
+    p = put(p, R"(,"timestamp":)");
+    p = put_number(p, ts);
+    p = put(p, R"(,"message_id":)");
+    p = put_number(p, id);
+    p = put(p, R"(,"qos":0})");
+  }
+  assert(p == f->data() + f->size());  // the sizes above are exact
+  return f;
+}
+
+std::string_view json_conflation_key(std::string_view f) noexcept {
+  if (f.size() < 2) return f;
+  const auto len7 = static_cast<unsigned char>(f[1]) & 0x7F;
+  const std::size_t header = len7 < 126 ? 2 : len7 == 126 ? 4 : 10;
+  if (f.size() < header) return f;
+  const std::size_t at = f.find(R"(,"payload":)", header);
+  return at == std::string_view::npos ? f : f.substr(header, at - header);
+}
+
+}  // namespace ringcast::broker::ws

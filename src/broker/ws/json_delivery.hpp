@@ -1,0 +1,39 @@
+// WebSocket-JSON deliveries (docs/broker.md, "JSON deliveries"): the kJson row
+// of the wire-format table (src/broker/wire_formats.cpp). Each message of a run
+// becomes one complete server text frame (frame_header.hpp) whose payload is
+//
+//   {"type":"message",["pattern":P,]"topic":T,"payload":X,
+//    "timestamp":MS,"message_id":ID,"qos":0}
+//
+// in that order. A value that is valid UTF-8 (is_valid_utf8) is a JSON string,
+// escaped per RFC 8259 (quote, backslash and the controls U+0000..U+001F;
+// \b \f \n \r \t by name, the rest as \u00XX; nothing else). Any other value is
+// base64 (RFC 4648, padded) and flagged: "encoding":"base64" after the payload,
+// "topic_encoding":"base64" after the topic, "pattern_encoding":"base64" after
+// the pattern. message_id is the channel's sequence number, a JSON number (0 for
+// a loss notice); timestamp is wall-clock ms since the Unix epoch.
+//
+// Thread safety: the functions may be called from any thread concurrently; the
+// encoder's scratch buffers are per thread.
+#pragma once
+
+#include <string_view>
+
+#include "broker/core/frame.hpp"
+#include "broker/core/wire_format.hpp"
+
+namespace ringcast::broker::ws {
+
+// One droppable text frame per message of `run`, back to back in one block.
+// Cost: two passes over each payload (validate and size, then write); no
+// allocation but the block once the per-thread scratch has grown.
+[[nodiscard]] FrameRef encode_json_run(const DeliveryRun& run);
+
+// The conflation key of a JSON delivery frame: its JSON text up to the payload
+// ({"type":"message", the pattern and the topic), so each topic and each
+// pattern's deliveries conflate apart. A frame without a payload member is its
+// own key. The key can be found this way because `,"payload":` cannot occur
+// inside an escaped JSON string nor in base64.
+[[nodiscard]] std::string_view json_conflation_key(std::string_view frame) noexcept;
+
+}  // namespace ringcast::broker::ws

@@ -1,0 +1,81 @@
+// A WebSocket client speaking PopSub's JSON protocol (docs/broker.md,
+// "WebSocket"): first one HTTP request (http_upgrade.hpp), then client frames
+// (frame_decoder.hpp) carrying JSON commands (json_command.hpp), executed as
+// calls on the core (BrokerCore::update, BrokerCore::publish). Deliveries reach
+// it as every subscriber's do: the core encodes each message once per wire
+// format, and a WebSocket subscriber's queue holds a reference to the shared
+// JSON text frame (WireFormat::kJson). It owns no subscription state.
+//
+// Thread safety: as Client (client.hpp): everything here runs on the
+// connection's owning thread; publishers reach the session only through its
+// queue and on_queue_ready().
+//
+// Invariants:
+//  1. Every frame the session sends is a queue frame that no overflow policy
+//     drops (Client::push_reply): HTTP responses, replies, pongs, close frames.
+//     A subscribe or unsubscribe confirmation is queued while the index lock is
+//     held, so no message of that topic can be queued on the wrong side of it.
+//  2. Before the upgrade only the HTTP request is read; a response other than
+//     101 closes the connection once written. After a close frame (sent or
+//     received) nothing more is read or executed.
+//  3. When the broker needs authentication (token_secret or requirepass set),
+//     nothing but control frames and `auth` is executed before a good `auth`:
+//     any other message, and a refused `auth`, get an error and a close with
+//     1008 (policy violation).
+//  4. Command errors (malformed JSON, bad fields, refused permissions) answer
+//     {"type":"error"} and keep the connection; protocol errors (bad frames,
+//     invalid UTF-8, a message over ws_max_message) close it with their code.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "broker/core/broker_core.hpp"
+#include "broker/core/client.hpp"
+#include "broker/ws/frame_decoder.hpp"
+#include "broker/ws/http_upgrade.hpp"
+#include "broker/ws/json_command.hpp"
+#include "ringcast/broker/grant.hpp"
+
+namespace ringcast::broker::ws {
+
+class WsSession final : public Client {
+ public:
+  // Registers with `core`; `waker` and `routes` must outlive the session.
+  WsSession(BrokerCore& core, std::string peer, Waker& waker, const HttpRoutes& routes);
+
+  // Reads the HTTP request, then frames (any split is fine).
+  InputResult on_input(std::string_view bytes) override;
+
+  // True once the 101 response is queued.
+  [[nodiscard]] bool upgraded() const noexcept { return http_ == nullptr; }
+
+ private:
+  enum class Access : std::uint8_t { kSubscribe, kSubscribePattern, kPublish };
+
+  void on_frames(std::string_view bytes);
+  void on_message(std::string_view text);
+  void cmd_auth(const JsonCommand& c);
+  void cmd_subscribe(const JsonCommand& c);
+  void cmd_unsubscribe(const JsonCommand& c);
+  void cmd_publish(const JsonCommand& c);
+
+  [[nodiscard]] bool needs_auth() const noexcept;
+  // False and an error reply if the grant refuses `access` to `name`.
+  bool check_permission(Access access, std::string_view name);
+  // Queues one text frame holding `json` (invariant 1).
+  void send_text(std::string_view json);
+  void send_error(std::string_view message);
+  // Queues a close frame and stops reading (invariant 2).
+  void send_close(std::uint16_t code, std::string_view reason = {});
+
+  std::unique_ptr<HttpUpgrade> http_;  // until the upgrade; freed after it
+  FrameDecoder decoder_;
+  std::string frame_;  // the frame being built, reused
+  std::optional<Grant> grant_;  // a token's grant; nullopt: every topic
+  bool closing_ = false;
+};
+
+}  // namespace ringcast::broker::ws
