@@ -171,11 +171,13 @@ struct Result {
   std::uint64_t gaps = 0;
   std::uint64_t reordered = 0;
   std::uint64_t disconnected = 0;  // subscribers the server closed or that saw a protocol error
+  std::uint64_t short_subscribers = 0;  // subscribers that received fewer than published
   double p50_us = 0;
   double p99_us = 0;
   double reader_cpu = 0;  // share of one core the subscribers' reader thread used while it ran
   double server_cpu = 0;  // server CPU-seconds per wall second
   double seconds = 0;     // first publish to last delivery
+  double longest_pause_ms = 0;  // the longest time with no delivery to any subscriber, after the first
   std::string error;      // the first subscriber error, if any
 };
 
@@ -225,6 +227,7 @@ Result run(const Server& server, const Cell& cell, const Options& o) {
   std::atomic<std::int64_t> last_delivery{0};
   std::vector<bool> dead(subs.size(), false);
   double reader_cpu = 0;  // written by the reader, read after the join
+  std::int64_t longest_pause = 0;  // ns between two deliveries, at most; also the reader's
   std::thread reader([&] {
     const double cpu0 = thread_cpu_seconds();
     const std::int64_t wall0 = now_ns();
@@ -237,33 +240,37 @@ Result run(const Server& server, const Cell& cell, const Options& o) {
     }
     std::vector<epoll_event> evs(256);
     std::vector<char> buf(1 << 18);
-    std::uint64_t seen = 0;
+    std::uint64_t total = 0;
+    std::int64_t last_progress = 0;
     // relaxed: a stop flag; the results are read after the join.
     while (!stop.load(std::memory_order_relaxed)) {
       const int n = ::epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), 20);
       for (int k = 0; k < n; ++k) {
         const std::size_t i = evs[static_cast<std::size_t>(k)].data.u64;
         Subscriber& s = *subs[i];
-        for (;;) {
+        // A few large reads per connection and wakeup, so that one connection
+        // with megabytes queued does not hold up the others (level-triggered:
+        // the rest is reported again).
+        for (int reads = 0; reads < 4; ++reads) {
           const ssize_t r = ::read(s.fd(), buf.data(), buf.size());
           if (r < 0 && (errno == EAGAIN || errno == EINTR)) break;
           const std::int64_t t = now_ns();
+          const std::uint64_t before = s.tally().received;
           if (r <= 0 || !s.feed(buf.data(), static_cast<std::size_t>(r), t)) {
             dead[i] = true;
             ::epoll_ctl(ep, EPOLL_CTL_DEL, s.fd(), nullptr);
             break;
           }
+          if (s.tally().received != before) {
+            total += s.tally().received - before;
+            if (last_progress > 0) longest_pause = std::max(longest_pause, t - last_progress);
+            last_progress = t;
+            // relaxed: progress counters, polled by the publisher thread.
+            delivered.store(total, std::memory_order_relaxed);
+            last_delivery.store(t, std::memory_order_relaxed);
+          }
           if (static_cast<std::size_t>(r) < buf.size()) break;
         }
-      }
-      // Progress once per wakeup, not per read: sum the tallies.
-      std::uint64_t total = 0;
-      for (const auto& s : subs) total += s->tally().received;
-      if (total != seen) {
-        seen = total;
-        // relaxed: progress counters, polled by the publisher thread.
-        delivered.store(total, std::memory_order_relaxed);
-        last_delivery.store(now_ns(), std::memory_order_relaxed);
       }
     }
     ::close(ep);
@@ -349,6 +356,7 @@ Result run(const Server& server, const Cell& cell, const Options& o) {
     res.delivered += t.received;
     res.gaps += t.gaps;
     res.reordered += t.reordered;
+    if (t.received < published) ++res.short_subscribers;
     if (dead[i]) {
       ++res.disconnected;
       if (res.error.empty()) res.error = subs[i]->error().empty() ? "closed by the server" : subs[i]->error();
@@ -361,6 +369,7 @@ Result run(const Server& server, const Cell& cell, const Options& o) {
   res.p50_us = static_cast<double>(latency->percentile(0.5)) / 1000.0;
   res.p99_us = static_cast<double>(latency->percentile(0.99)) / 1000.0;
   res.reader_cpu = reader_cpu;
+  res.longest_pause_ms = static_cast<double>(longest_pause) / 1e6;
   res.server_cpu = (cpu1 - cpu0) / elapsed;
   res.seconds = elapsed;
   cleanup();
@@ -541,10 +550,11 @@ int main(int argc, char** argv) {
             if (!r.error.empty()) fmt::print(stderr, "{} N={} {} B: {}\n", running[i].name, n, p, r.error);
             if (verbose) {
               fmt::print(stderr,
-                         "{} N={} {} B: published {} ({}/s), delivered {} in {:.2f} s = {}/s, lost {}, server CPU "
+                         "{} N={} {} B: published {} ({}/s), delivered {} in {:.2f} s = {}/s, lost {} (subscribers short: {}), "
+                         "longest pause {:.0f} ms, server CPU "
                          "{:.0f} %, reader {:.0f} %\n",
                          running[i].name, n, p, r.published, si(r.published_per_s), r.delivered, r.seconds,
-                         si(r.delivered_per_s), r.lost, 100 * r.server_cpu, 100 * r.reader_cpu);
+                         si(r.delivered_per_s), r.lost, r.short_subscribers, r.longest_pause_ms, 100 * r.server_cpu, 100 * r.reader_cpu);
             }
           }
           row += fmt::format(" {} | {} / {} / {} / {} | {:.0f} / {:.0f} | {:.0f} % |", si(m.delivered_per_s), m.lost,
