@@ -227,7 +227,7 @@ Result run(const Server& server, const Cell& cell, const Options& o) {
   std::atomic<std::int64_t> last_delivery{0};
   std::vector<bool> dead(subs.size(), false);
   double reader_cpu = 0;  // written by the reader, read after the join
-  std::int64_t longest_pause = 0;  // ns between two deliveries, at most; also the reader's
+  std::int64_t longest_pause = 0;  // the longest time between two deliveries (ns); reader-written, read after the join
   std::thread reader([&] {
     const double cpu0 = thread_cpu_seconds();
     const std::int64_t wall0 = now_ns();
@@ -303,6 +303,7 @@ Result run(const Server& server, const Cell& cell, const Options& o) {
       if (sent > 0) std::memmove(batch.data() + sent, batch.data(), batch_msgs * tmpl.bytes.size());
     }
     const ssize_t w = ::send(pub, batch.data() + sent, batch.size() - sent, MSG_NOSIGNAL);
+    const int send_errno = errno;  // before the reads below overwrite it
     if (w > 0) sent += static_cast<std::size_t>(w);
     // Replies (RESP integers; NATS PING) must not pile up behind us.
     for (;;) {
@@ -313,7 +314,7 @@ Result run(const Server& server, const Cell& cell, const Options& o) {
         ringcast::test::send_all(pub, "PONG\r\n");
       }
     }
-    if (w < 0 && errno != EAGAIN && errno != EINTR) {
+    if (w < 0 && send_errno != EAGAIN && send_errno != EINTR) {
       res.error = "the publisher's connection failed";
       published -= batch_msgs;  // approximately: the batch in flight is not counted
       break;
