@@ -21,7 +21,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -32,11 +31,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,6 +41,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "alternate.hpp"
 #include "loopback.hpp"
 
 namespace {
@@ -62,23 +60,6 @@ struct Server {
   ChildProcess process;
   int port = 0;
 };
-
-// Restricts every thread of `pid` (0: this process's calling thread, which the
-// threads and children it starts later inherit) to `cpu`; a negative cpu
-// leaves the affinity alone.
-bool pin(pid_t pid, int cpu) {
-  if (cpu < 0) return true;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(static_cast<std::size_t>(cpu), &set);
-  if (pid == 0) return ::sched_setaffinity(0, sizeof set, &set) == 0;
-  std::error_code ec;
-  bool ok = true;
-  for (const auto& task : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid), ec)) {
-    ok = ::sched_setaffinity(std::stoi(task.path().filename().string()), sizeof set, &set) == 0 && ok;
-  }
-  return ok && !ec;
-}
 
 std::optional<Server> start_ringcast(const std::string& exe, unsigned io_threads,
                                      const std::vector<std::string>& extra) {
@@ -493,24 +474,19 @@ int main(int argc, char** argv) {
     int p99_wins = 0;
   };
   auto pair = [&](int n, std::size_t p, double r) {
-    std::vector<Result> ra;
-    std::vector<Result> rb;
+    std::vector<std::function<Result()>> servers{[&] { return run(*rc, n, p, seconds, r, window, unpaced); }};
+    if (!ringcast_only) servers.emplace_back([&] { return run(*rd, n, p, seconds, r, window, unpaced); });
+    const auto runs = alternate<Result>(repeat, servers);
     Pair out;
-    for (int i = 0; i < repeat; ++i) {
-      ra.push_back(run(*rc, n, p, seconds, r, window, unpaced));
-      if (ringcast_only) continue;
-      rb.push_back(run(*rd, n, p, seconds, r, window, unpaced));
-      if (ra.back().p99_us < rb.back().p99_us) ++out.p99_wins;
+    for (int i = 0; !ringcast_only && i < repeat; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      if (runs[0][k].p99_us < runs[1][k].p99_us) ++out.p99_wins;
     }
-    auto median = [r](std::vector<Result>& rs) {
-      if (rs.empty()) return Result{};
-      std::sort(rs.begin(), rs.end(), [r](const Result& a, const Result& b) {
-        return r > 0 ? a.p99_us < b.p99_us : a.delivered_per_s < b.delivered_per_s;
-      });
-      return rs[rs.size() / 2];
+    auto less = [r](const Result& a, const Result& b) {
+      return r > 0 ? a.p99_us < b.p99_us : a.delivered_per_s < b.delivered_per_s;
     };
-    out.ringcast = median(ra);
-    out.redis = median(rb);
+    out.ringcast = median_by(runs[0], less);
+    if (!ringcast_only) out.redis = median_by(runs[1], less);
     return out;
   };
 

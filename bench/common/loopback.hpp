@@ -1,14 +1,11 @@
 // Loopback plumbing for the broker and relay load generators: how servers are
-// started, their CPU time, and blocking RESP writes and reads. The sockets,
-// processes and polling themselves come from tests/common.
+// started, their CPU time (server_process.hpp), and blocking RESP writes and
+// reads. The sockets, processes and polling themselves come from tests/common.
 #pragma once
 
 #include <sys/types.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <iterator>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +15,7 @@
 #include "child_process.hpp"
 #include "eventually.hpp"
 #include "fd_io.hpp"
+#include "server_process.hpp"
 #include "tcp_loopback.hpp"
 
 namespace ringcast::bench {
@@ -31,24 +29,6 @@ using test::wait_accepting;
 // so the tables are all the terminal shows. A ChildProcess dies with the
 // benchmark and is stopped and reaped when it goes away.
 inline const test::SpawnOptions kQuiet{.out = test::Stream::kDiscard, .err = test::Stream::kDiscard};
-
-// utime + stime of a process, in seconds.
-inline double cpu_seconds(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto close = all.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(all.substr(close + 2));
-  std::string field;
-  unsigned long utime = 0;
-  unsigned long stime = 0;
-  for (int i = 3; i <= 15; ++i) {
-    rest >> field;
-    if (i == 14) utime = std::stoul(field);
-    if (i == 15) stime = std::stoul(field);
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
 
 // A RESP bulk string.
 inline std::string bulk(std::string_view s) { return fmt::format("${}\r\n{}\r\n", s.size(), s); }

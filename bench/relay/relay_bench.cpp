@@ -37,6 +37,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "alternate.hpp"
 #include "loopback.hpp"
 #include "ringcast/broadcast_ring.hpp"
 
@@ -274,18 +275,13 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   ::signal(SIGPIPE, SIG_IGN);
 
-  std::vector<Result> relay_runs;
-  std::vector<Result> broker_runs;
-  for (int i = 0; i < repeat; ++i) {  // alternate, so drift in the machine hits both
-    broker_runs.push_back(run_broker(broker_exe, subscribers, payload, seconds, window, io_threads));
-    relay_runs.push_back(run_relay(relay_exe, subscribers, payload, seconds, window, io_threads));
-  }
-  const auto median = [](std::vector<Result> v) {
-    std::sort(v.begin(), v.end(), [](const Result& a, const Result& b) { return a.delivered_per_s < b.delivered_per_s; });
-    return v[v.size() / 2];
-  };
-  const Result b = median(broker_runs);
-  const Result r = median(relay_runs);
+  // Alternate, so drift in the machine hits both.
+  const auto runs = alternate<Result>(
+      repeat, {[&] { return run_broker(broker_exe, subscribers, payload, seconds, window, io_threads); },
+               [&] { return run_relay(relay_exe, subscribers, payload, seconds, window, io_threads); }});
+  const auto by_rate = [](const Result& a, const Result& b) { return a.delivered_per_s < b.delivered_per_s; };
+  const Result b = median_by(runs[0], by_rate);
+  const Result r = median_by(runs[1], by_rate);
   if (b.delivered == 0 || r.delivered == 0) {
     fmt::print(stderr, "a run delivered nothing (servers not started?)\n");
     return 1;
