@@ -5,6 +5,7 @@
 //                                       -> relay (in this process, embedded broker)
 //                                            -> TCP subscriber 1: redis-cli (if installed)
 //                                            -> TCP subscriber 2: a built-in RESP client
+//                                            (-> the live page, for whoever opens its URL)
 //
 // The parent prints each party's progress as it goes, then an accounting
 // summary, and exits non-zero unless every party got every message, in order
@@ -329,6 +330,7 @@ int run_demo(std::uint64_t count, std::uint64_t capacity, int slow_pause_us) {
   bc.io_threads = 1;
   bc.queue_limits.hard_bytes = 256u << 20;  // the whole run fits: accounting must be exact
   bc.queue_limits.soft_bytes = 0;
+  bc.ws_port = 0;  // the live page (and WebSocket subscribers) on a free port
   rc.broker = bc;
   std::mutex log_mu;
   rc.log = [&log_mu](relay::LogLevel, std::string_view line) {
@@ -345,6 +347,8 @@ int run_demo(std::uint64_t count, std::uint64_t capacity, int slow_pause_us) {
   while (ring->active_consumer_count() < 1) std::this_thread::sleep_for(1ms);
   fmt::print("  relay registered; broker listening on 127.0.0.1:{} (try: redis-cli -p {} subscribe {})\n", port, port,
              kChannel);
+  fmt::print("  live page: http://127.0.0.1:{}/?channel={} (a longer run, --count 5000000, leaves time to open it)\n",
+             relay.broker()->ws_port(), kChannel);
 
   RedisCliSubscriber cli;
   BuiltinSubscriber builtin_a;
