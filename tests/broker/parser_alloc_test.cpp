@@ -260,6 +260,7 @@ TEST(SubscriptionIndexAllocationTest, PublishingAllocatesOnlyOneBlockPerFormatAn
   EXPECT_EQ(receivers, (std::vector<std::size_t>{4, 4, 4})) << "j2 gets one delivery per message";
   auto lock = index.lock_for_update();
   for (testing::FakeSubscriber* s : {&r2, &r3, &j1, &j2}) index.remove_all(*s);
+}
 
 // The WebSocket frame decoder reuses its message buffer (frame_decoder.hpp,
 // invariant 2): text, binary and fragmented messages of the sizes seen before,

@@ -20,11 +20,9 @@ using Clock = std::chrono::system_clock;
 
 const std::string kSecret = "a-test-secret-of-at-least-32-bytes!!";
 
-class TokenSession final : public Session {
+class TokenSession final : public RespSession {
  public:
-  explicit TokenSession(BrokerCore& core) : Session(core, "127.0.0.1:1") {}
-  ~TokenSession() override = default;
-  void on_queue_ready() noexcept override {}
+  explicit TokenSession(BrokerCore& core) : RespSession(core, "127.0.0.1:1", testing::null_waker()) {}
   std::string send(std::string_view in) {
     on_input(in);
     return testing::concat(testing::drain_all(queue()));
