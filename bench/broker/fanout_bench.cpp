@@ -19,7 +19,7 @@ using namespace ringcast::broker;
 
 class NullSubscriber final : public Subscriber {
  public:
-  NullSubscriber() : Subscriber(QueueLimits{}, OverflowPolicy::kDisconnect, steady_clock_source()) {}
+  NullSubscriber() : Subscriber(WireFormat::kResp2, QueueLimits{}, OverflowPolicy::kDisconnect, steady_clock_source()) {}
   ~NullSubscriber() override = default;
   void on_queue_ready() noexcept override {}
 };

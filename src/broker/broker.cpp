@@ -13,7 +13,6 @@
 #include "broker/ws/http_upgrade.hpp"
 #include "broker/ws/ws_session.hpp"
 #include "ringcast/broker/broker.hpp"
-#include "ringcast/broker/token.hpp"
 
 namespace ringcast::broker {
 
@@ -30,24 +29,7 @@ struct Broker::Impl {
 };
 
 tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerConfig& config) {
-  auto invalid = [](std::string what) {
-    return tl::unexpected(BrokerError{BrokerError::Code::kInvalidConfig, 0, std::move(what)});
-  };
-  const QueueLimits& q = config.queue_limits;
-  if (q.hard_bytes == 0) return invalid("hard limit must be > 0");
-  if (q.soft_bytes > q.hard_bytes) return invalid("soft limit must not exceed the hard limit");
-  if (config.write_budget_bytes == 0) return invalid("write budget must be > 0");
-  if (config.max_bulk_len == 0 || config.max_args == 0) return invalid("max bulk length and max args must be > 0");
-  if (!config.token_secret.empty() && config.token_secret.size() < kMinTokenSecretBytes) {
-    return invalid("the token secret is " + std::to_string(config.token_secret.size()) +
-                   " bytes; it must be at least " + std::to_string(kMinTokenSecretBytes));
-  }
-  // Frames are sized in 32 bits; Redis caps a string at 512 MiB too.
-  if (config.max_bulk_len > (512u << 20)) return invalid("max bulk length must be at most 512mb");
-  if (config.ws_max_message == 0) return invalid("the WebSocket message limit must be > 0");
-  if (config.max_connections == 0 || config.max_subscriptions == 0) {
-    return invalid("max connections and max subscriptions must be > 0");
-  }
+  if (auto valid = validate(config); !valid) return tl::unexpected(std::move(valid.error()));
   BrokerConfig cfg = config;
   if (cfg.io_threads == 0) cfg.io_threads = std::max(1u, std::thread::hardware_concurrency());
   auto impl = std::make_unique<Impl>(cfg);

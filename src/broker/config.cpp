@@ -7,8 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "ringcast/broker/broker.hpp"
 #include "ringcast/broker/config.hpp"
+#include "ringcast/broker/error.hpp"
+#include "ringcast/broker/token.hpp"
 
 namespace ringcast::broker {
 
@@ -63,6 +64,28 @@ std::string BrokerError::message() const {
   }
   if (sys_errno != 0) return fmt::format("{} {}: {}", what, detail, std::strerror(sys_errno));
   return fmt::format("{}: {}", what, detail);
+}
+
+tl::expected<void, BrokerError> validate(const BrokerConfig& config) {
+  auto invalid = [](std::string what) {
+    return tl::unexpected(BrokerError{BrokerError::Code::kInvalidConfig, 0, std::move(what)});
+  };
+  const QueueLimits& q = config.queue_limits;
+  if (q.hard_bytes == 0) return invalid("hard limit must be > 0");
+  if (q.soft_bytes > q.hard_bytes) return invalid("soft limit must not exceed the hard limit");
+  if (config.write_budget_bytes == 0) return invalid("write budget must be > 0");
+  if (config.max_bulk_len == 0 || config.max_args == 0) return invalid("max bulk length and max args must be > 0");
+  // Frames are sized in 32 bits; Redis caps a string at 512 MiB too.
+  if (config.max_bulk_len > (512u << 20)) return invalid("max bulk length must be at most 512mb");
+  if (config.ws_max_message == 0) return invalid("the WebSocket message limit must be > 0");
+  if (!config.token_secret.empty() && config.token_secret.size() < kMinTokenSecretBytes) {
+    return invalid("the token secret is " + std::to_string(config.token_secret.size()) +
+                   " bytes; it must be at least " + std::to_string(kMinTokenSecretBytes));
+  }
+  if (config.max_connections == 0 || config.max_subscriptions == 0) {
+    return invalid("max connections and max subscriptions must be > 0");
+  }
+  return {};
 }
 
 std::optional<std::size_t> parse_size(std::string_view text) {

@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstring>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -63,13 +65,15 @@ std::string_view to_string(RingState s) noexcept {
 }
 
 std::string RelayError::message() const {
+  std::string_view what = "error";
   switch (code) {
-    case Code::kInvalidConfig: return "invalid configuration: " + detail;
-    case Code::kBroker: return "broker: " + detail;
-    case Code::kNats: return "nats: " + detail;
-    case Code::kThread: return "thread: " + detail;
+    case Code::kInvalidConfig: what = "invalid configuration"; break;
+    case Code::kBroker: return "broker: " + detail;  // the broker's message names its errno
+    case Code::kNats: what = "nats"; break;
+    case Code::kThread: what = "thread"; break;
   }
-  return detail;
+  if (sys_errno != 0) return fmt::format("{}: {}: {}", what, detail, std::strerror(sys_errno));
+  return fmt::format("{}: {}", what, detail);
 }
 
 }  // namespace ringcast::relay

@@ -92,24 +92,24 @@ void default_log(LogLevel level, std::string_view text) {
 
 tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config) {
   using Code = RelayError::Code;
-  if (config.rings.empty()) return tl::unexpected(RelayError{Code::kInvalidConfig, "no --ring given"});
+  if (config.rings.empty()) return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "no --ring given"});
   if (!config.broker && !config.nats) {
-    return tl::unexpected(RelayError{Code::kInvalidConfig, "no sink: enable the broker, NATS or both"});
+    return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "no sink: enable the broker, NATS or both"});
   }
   for (const RingRoute& r : config.rings) {
-    if (r.path.empty()) return tl::unexpected(RelayError{Code::kInvalidConfig, "a ring has an empty path"});
+    if (r.path.empty()) return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "a ring has an empty path"});
     if (!r.topic_in_payload && r.name.empty()) {
-      return tl::unexpected(RelayError{Code::kInvalidConfig, fmt::format("ring {}: empty channel", r.path)});
+      return tl::unexpected(RelayError{Code::kInvalidConfig, 0, fmt::format("ring {}: empty channel", r.path)});
     }
     if (config.nats && !r.topic_in_payload && !is_valid_subject(r.name)) {
       return tl::unexpected(RelayError{
-          Code::kInvalidConfig, fmt::format("ring {}: '{}' is not a valid NATS subject to publish on", r.path, r.name)});
+          Code::kInvalidConfig, 0, fmt::format("ring {}: '{}' is not a valid NATS subject to publish on", r.path, r.name)});
     }
   }
   for (std::size_t i = 0; i < config.rings.size(); ++i) {
     for (std::size_t j = i + 1; j < config.rings.size(); ++j) {
       if (config.rings[i].path == config.rings[j].path) {
-        return tl::unexpected(RelayError{Code::kInvalidConfig,
+        return tl::unexpected(RelayError{Code::kInvalidConfig, 0,
                                          fmt::format("ring {} is given twice", config.rings[i].path)});
       }
     }
@@ -121,7 +121,7 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
 
   if (im.config.broker) {
     auto b = broker::Broker::start(*im.config.broker);
-    if (!b) return tl::unexpected(RelayError{Code::kBroker, b.error().message()});
+    if (!b) return tl::unexpected(RelayError{Code::kBroker, b.error().sys_errno, b.error().message()});
     im.broker = std::move(*b);
     // INFO relay (and a bare INFO / INFO all) shows the per-ring section. The
     // provider runs on broker I/O threads until broker->wait() returns in
@@ -141,7 +141,7 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
         im.broker->stop();
         im.broker->wait();
       }
-      return tl::unexpected(RelayError{Code::kNats, n.error()});
+      return tl::unexpected(RelayError{Code::kNats, 0, n.error()});
     }
     im.nats = std::move(*n);
   }
@@ -154,7 +154,7 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     for (auto& r : im.readers) im.threads.emplace_back([reader = r.get()] { reader->run(); });
   } catch (const std::system_error& e) {
     im.do_stop();
-    return tl::unexpected(RelayError{Code::kThread, e.what()});
+    return tl::unexpected(RelayError{Code::kThread, e.code().value(), "reader thread"});
   }
   return std::unique_ptr<Relay>(new Relay(std::move(impl)));
 }

@@ -153,7 +153,8 @@ TEST(JsonDeliveryTest, FrameHeaderGrowsAt126And65536BytesOfJson) {
 }
 
 TEST(JsonDeliveryTest, ARunIsOneBlockWithConsecutiveIdsAndOneTimestamp) {
-  const std::vector<Message> run{{"c", "a"}, {"c", std::string("\x80", 1)}, {"c", "c"}};
+  const std::string binary("\x80", 1);
+  const std::vector<Message> run{{"c", "a"}, {"c", binary}, {"c", "c"}};
   const FrameRef f = ws::encode_json_run(DeliveryRun{DeliveryKind::kMessage, {}, run, 7, 99});
   ASSERT_EQ(f->count(), 3u);
   for (std::uint32_t i = 0; i < 3; ++i) {

@@ -223,12 +223,50 @@ TEST(ConnectionQueueAllocationTest, ConflatingKnownChannelsAllocatesNothing) {
   EXPECT_EQ(q.stats().conflated, 101000u - 2u);
 }
 
+// A publish to a channel seen before, with RESP2, RESP3 and WebSocket-JSON
+// subscribers (one of the latter also through a pattern), allocates one block
+// per format and pattern and nothing else: the id lookup, the per-thread
+// scratch of the encoders and the queues are warm (subscription_index.hpp,
+// invariant 4).
+TEST(SubscriptionIndexAllocationTest, PublishingAllocatesOnlyOneBlockPerFormatAndPattern) {
+  SubscriptionIndex index;
+  testing::FakeSubscriber r2(WireFormat::kResp2);
+  testing::FakeSubscriber r3(WireFormat::kResp3);
+  testing::FakeSubscriber j1(WireFormat::kJson);
+  testing::FakeSubscriber j2(WireFormat::kJson);
+  {
+    auto lock = index.lock_for_update();
+    for (testing::FakeSubscriber* s : {&r2, &r3, &j1, &j2}) index.add_channel(*s, "prices");
+    index.add_pattern(j2, "pri*");
+  }
+  const std::string payload(52, 'p');
+  const std::string binary("\xff\x00", 2);  // base64 in JSON
+  const std::vector<Message> run{{"prices", payload}, {"prices", binary}, {"prices", payload}};
+  std::vector<std::size_t> receivers(run.size());
+  std::vector<FrameSpan> out;
+  out.reserve(64);
+  for (int round = 0; round < 2; ++round) {  // round 0 warms everything up
+    const AllocationCount count;
+    index.publish(run, /*dedupe=*/false, receivers);
+    if (round == 1) {
+      EXPECT_EQ(count.allocations(), 3u) << "RESP2, RESP3 and JSON blocks";
+    }
+    for (testing::FakeSubscriber* s : {&r2, &r3, &j1, &j2}) {
+      const PopResult r = s->queue().pop_batch(SIZE_MAX, 64, out);
+      out.clear();
+      s->queue().release(r.bytes);
+    }
+  }
+  EXPECT_EQ(receivers, (std::vector<std::size_t>{4, 4, 4})) << "j2 gets one delivery per message";
+  auto lock = index.lock_for_update();
+  for (testing::FakeSubscriber* s : {&r2, &r3, &j1, &j2}) index.remove_all(*s);
+}
+
 // The WebSocket frame decoder reuses its message buffer (frame_decoder.hpp,
 // invariant 2): text, binary and fragmented messages of the sizes seen before,
 // with pings between, decode without allocating.
 TEST(FrameDecoderAllocationTest, SteadyStateFramesAllocateNothing) {
   using ws::test::client_frame;
-  using ws::test::ClientFrame;
   std::string in;
   for (std::size_t size : {10u, 125u, 126u, 4000u, 65536u}) {
     in += client_frame(std::string(size, 'a'));

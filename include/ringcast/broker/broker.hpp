@@ -29,24 +29,10 @@
 #include <tl/expected.hpp>
 
 #include "ringcast/broker/config.hpp"
+#include "ringcast/broker/error.hpp"
 #include "ringcast/broker/message.hpp"
 
 namespace ringcast::broker {
-
-struct BrokerError {
-  enum class Code : std::uint8_t {
-    kInvalidConfig,  // a limit is zero or inconsistent (detail says which)
-    kBadAddress,     // bind_address is not an IP address
-    kBind,           // bind/listen failed; sys_errno says why
-    kThread,         // an I/O thread could not be started
-  };
-  Code code = Code::kInvalidConfig;
-  int sys_errno = 0;  // errno of the failing call, 0 when not a system error
-  std::string detail;
-
-  // "bind 127.0.0.1:6390: Address already in use" and the like.
-  [[nodiscard]] std::string message() const;
-};
 
 // How a Broker::publish call ended.
 enum class PublishStatus : std::uint8_t {
@@ -119,8 +105,9 @@ using InfoProvider = std::function<std::string(std::string_view section)>;
 
 class Broker {
  public:
-  // Binds the listener and starts the I/O threads. Fails with kInvalidConfig,
-  // kBadAddress, kBind (with errno) or kThread; never throws.
+  // Validates `config` (validate()), binds the listener and starts the I/O
+  // threads. Fails with kInvalidConfig, kBadAddress, kBind (with errno) or
+  // kThread (with errno); never throws.
   [[nodiscard]] static tl::expected<std::unique_ptr<Broker>, BrokerError> start(
       const BrokerConfig& config);
 
@@ -135,7 +122,7 @@ class Broker {
 
   // Delivers `payload` to every subscription matching `channel`, exactly as a
   // client's PUBLISH does; result.receivers is the number of deliveries (Redis's
-  // PUBLISH reply). The payload is encoded once per RESP version and pattern; the
+  // PUBLISH reply). The payload is encoded once per wire format and pattern; the
   // cost per subscriber is one queue push. Never blocks on a socket; may briefly
   // wait for a subscriber's SUBSCRIBE/UNSUBSCRIBE to finish. Blocks the calling
   // thread (never call it on a broker I/O thread, e.g. from an InfoProvider):

@@ -11,6 +11,10 @@
 #include <string>
 #include <string_view>
 
+#include <tl/expected.hpp>
+
+#include "ringcast/broker/error.hpp"
+
 namespace ringcast::broker {
 
 // What a connection's queue does when a message would take it over a limit
@@ -104,5 +108,11 @@ struct BrokerConfig {
   // kMinTokenSecretBytes (32) bytes, else Broker::start fails with kInvalidConfig.
   std::string token_secret;
 };
+
+// Checks the limits for zero and inconsistent values; kInvalidConfig names the
+// first problem found ("soft limit must not exceed the hard limit"). Addresses
+// are checked when bound. Broker::start calls it; a tool may call it to report
+// a bad configuration before anything starts.
+[[nodiscard]] tl::expected<void, BrokerError> validate(const BrokerConfig& config);
 
 }  // namespace ringcast::broker

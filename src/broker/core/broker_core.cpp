@@ -174,7 +174,7 @@ std::vector<ConnectionStats> BrokerCore::connection_stats() const {
     c.name = s->name();
     const WireFormat f = s->format_mirror();
     c.resp = f == WireFormat::kResp3 ? 3 : f == WireFormat::kResp2 ? 2 : 0;
-    c.protocol = protocol_label(f);
+    c.protocol = s->protocol();
     c.policy = q.policy;
     c.subscriptions = s->sub_count() + s->psub_count() + s->ssub_count();
     c.queued_bytes = q.queued_bytes + q.inflight_bytes;

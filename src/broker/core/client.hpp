@@ -100,6 +100,8 @@ class Client : public Subscriber {
   [[nodiscard]] std::uint32_t psub_count() const noexcept { return npsub_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint32_t ssub_count() const noexcept { return nssub_.load(std::memory_order_relaxed); }
   [[nodiscard]] WireFormat format_mirror() const noexcept { return format_mirror_.load(std::memory_order_relaxed); }
+  // "resp2", "resp3" or "ws" (wire_format.hpp).
+  [[nodiscard]] std::string_view protocol() const noexcept { return protocol_label(format_mirror()); }
   [[nodiscard]] std::uint64_t sent_frames() const noexcept { return sent_frames_.load(std::memory_order_relaxed); }
 
   // Owner thread, after a change of subscriptions or format (SubscriptionUpdate

@@ -31,49 +31,22 @@ ConnectionQueue::ConnectionQueue(QueueLimits limits, OverflowPolicy policy, cons
                                  FlowControl* flow)
     : limits_(limits), clock_(clock), flow_(flow), policy_(policy), blocking_(policy == OverflowPolicy::kBlock) {}
 
-void ConnectionQueue::ring_push(FrameSpan s) {
-  if (count_ == ring_.size()) {
-    std::vector<FrameSpan> bigger(ring_.empty() ? 16 : ring_.size() * 2);
-    for (std::size_t i = 0; i < count_; ++i) bigger[i] = std::move(ring_at(i));
-    ring_.swap(bigger);
-    head_ = 0;
-  }
-  ring_[(head_ + count_) & (ring_.size() - 1)] = std::move(s);
-  ++count_;
-  ++spans_created_;
-}
-
-FrameSpan ConnectionQueue::ring_pop_front() noexcept {
-  FrameSpan s = std::move(ring_[head_]);
-  head_ = (head_ + 1) & (ring_.size() - 1);
-  --count_;
-  ++head_pos_;
-  return s;
-}
-
-void ConnectionQueue::ring_erase(std::size_t i) noexcept {
-  // Rare (a reply sits in front of the oldest message): shift the tail down.
-  for (std::size_t j = i; j + 1 < count_; ++j) ring_at(j) = std::move(ring_at(j + 1));
-  ring_at(count_ - 1) = FrameSpan{};
-  --count_;
-}
-
 void ConnectionQueue::append_locked(const FrameRef& block, std::uint32_t i) {
   queued_bytes_ += block->end(i) - block->begin(i);
   ++queued_frames_;
   if (conflating_ && block->droppable()) {  // a span of its own (invariant 6)
-    ring_push(FrameSpan{block, i, 1});
-    index_locked(wire_codec(format_).conflation_key(block->frame(i)), head_pos_ + count_ - 1);
+    spans_.push_back(FrameSpan{block, i, 1});
+    index_locked(key_locked(block->frame(i)), spans_.front_position() + spans_.size() - 1);
     return;
   }
-  if (count_ > 0) {
-    FrameSpan& last = ring_at(count_ - 1);
+  if (!spans_.empty()) {
+    FrameSpan& last = spans_[spans_.size() - 1];
     if (last.block.get() == block.get() && last.first + last.count == i) {
       ++last.count;
       return;
     }
   }
-  ring_push(FrameSpan{block, i, 1});
+  spans_.push_back(FrameSpan{block, i, 1});
 }
 
 void ConnectionQueue::pace_after_push_locked() noexcept {
@@ -120,7 +93,7 @@ void ConnectionQueue::index_locked(std::string_view key, std::uint64_t pos) {
     return;
   }
   conflation_index_.emplace(std::string(key), pos);
-  if (conflation_index_.size() > 2 * (count_ - dead_) + 64) {  // sweep the stale entries
+  if (conflation_index_.size() > 2 * (spans_.size() - dead_) + 64) {  // sweep the stale entries
     for (auto it = conflation_index_.begin(); it != conflation_index_.end();) {
       it = live_at(it->second) ? std::next(it) : conflation_index_.erase(it);
     }
@@ -128,14 +101,14 @@ void ConnectionQueue::index_locked(std::string_view key, std::uint64_t pos) {
 }
 
 void ConnectionQueue::pop_dead_front_locked() noexcept {
-  while (count_ > 0 && !ring_at(0).block) {
-    (void)ring_pop_front();
+  while (!spans_.empty() && !spans_[0].block) {
+    (void)spans_.pop_front();
     --dead_;
   }
 }
 
 void ConnectionQueue::bury_locked(std::size_t i) noexcept {
-  FrameSpan& s = ring_at(i);
+  FrameSpan& s = spans_[i];
   queued_bytes_ -= s.size();
   queued_frames_ -= s.count;
   s = FrameSpan{};
@@ -145,31 +118,30 @@ void ConnectionQueue::bury_locked(std::size_t i) noexcept {
 }
 
 void ConnectionQueue::compact_locked(bool force) noexcept {
-  if (dead_ == 0 || (!force && (dead_ < 32 || 2 * dead_ <= count_))) return;
+  if (dead_ == 0 || (!force && (dead_ < 32 || 2 * dead_ <= spans_.size()))) return;
   std::size_t w = 0;
-  for (std::size_t r = 0; r < count_; ++r) {
-    if (!ring_at(r).block) continue;
-    if (w != r) ring_at(w) = std::move(ring_at(r));
-    const FrameSpan& s = ring_at(w);
+  for (std::size_t r = 0; r < spans_.size(); ++r) {
+    if (!spans_[r].block) continue;
+    if (w != r) spans_[w] = std::move(spans_[r]);
+    const FrameSpan& s = spans_[w];
     if (s.block->droppable()) {
-      if (auto it = conflation_index_.find(wire_codec(format_).conflation_key(s.block->frame(s.first))); it != conflation_index_.end()) {
-        it->second = head_pos_ + w;
+      if (auto it = conflation_index_.find(key_locked(s.block->frame(s.first))); it != conflation_index_.end()) {
+        it->second = spans_.front_position() + w;
       }
     }
     ++w;
   }
-  for (std::size_t r = w; r < count_; ++r) ring_at(r) = FrameSpan{};
-  count_ = w;
+  spans_.truncate(w);
   dead_ = 0;
 }
 
 void ConnectionQueue::supersede_locked(std::string_view key) noexcept {
   auto it = conflation_index_.find(key);
   if (it == conflation_index_.end() || !live_at(it->second)) return;
-  const auto i = static_cast<std::size_t>(it->second - head_pos_);
+  const auto i = static_cast<std::size_t>(it->second - spans_.front_position());
   it->second = kNotQueued;  // until the newer frame is queued, if it is
   if (i == 0) {
-    const FrameSpan s = ring_pop_front();
+    const FrameSpan s = spans_.pop_front();
     queued_bytes_ -= s.size();
     queued_frames_ -= s.count;
     pop_dead_front_locked();
@@ -186,15 +158,15 @@ void ConnectionQueue::enter_conflation_locked() {
   conflating_ = true;
   // Newest to oldest: the first frame met of each key survives. Replies stay.
   rebuild_.clear();
-  for (std::size_t r = count_; r-- > 0;) {
-    FrameSpan& s = ring_at(r);
+  for (std::size_t r = spans_.size(); r-- > 0;) {
+    FrameSpan& s = spans_[r];
     if (!s.block->droppable()) {
       rebuild_.push_back(std::move(s));
       continue;
     }
     for (std::uint32_t f = s.first + s.count; f-- > s.first;) {
       const std::string_view frame = s.block->frame(f);
-      const std::string_view key = wire_codec(format_).conflation_key(frame);
+      const std::string_view key = key_locked(frame);
       if (conflation_index_.find(key) != conflation_index_.end()) {
         queued_bytes_ -= frame.size();
         --queued_frames_;
@@ -209,15 +181,13 @@ void ConnectionQueue::enter_conflation_locked() {
                                                : FrameSpan{FrameRef::copy_of(frame, true), 0, 1});
     }
   }
-  for (std::size_t r = 0; r < count_; ++r) ring_at(r) = FrameSpan{};
-  head_ = 0;
-  count_ = 0;
+  spans_.truncate(0);
   for (std::size_t k = rebuild_.size(); k-- > 0;) {
     FrameSpan& s = rebuild_[k];
     if (s.block->droppable()) {
-      conflation_index_.find(wire_codec(format_).conflation_key(s.block->frame(s.first)))->second = head_pos_ + count_;
+      conflation_index_.find(key_locked(s.block->frame(s.first)))->second = spans_.front_position() + spans_.size();
     }
-    ring_push(std::move(s));
+    spans_.push_back(std::move(s));
   }
   rebuild_.clear();
 }
@@ -229,18 +199,18 @@ void ConnectionQueue::leave_conflation_locked() noexcept {
 }
 
 bool ConnectionQueue::evict_oldest_locked(DropReason reason) noexcept {
-  for (std::size_t i = 0; i < count_; ++i) {
-    FrameSpan& s = ring_at(i);
+  for (std::size_t i = 0; i < spans_.size(); ++i) {
+    FrameSpan& s = spans_[i];
     if (!s.block || !s.block->droppable()) continue;
     if (conflating_) {  // one frame per span; a tombstone unless it is the front
-      if (auto it = conflation_index_.find(wire_codec(format_).conflation_key(s.block->frame(s.first)));
+      if (auto it = conflation_index_.find(key_locked(s.block->frame(s.first)));
           it != conflation_index_.end()) {
         it->second = kNotQueued;
       }
       if (i == 0) {
         queued_bytes_ -= s.size();
         --queued_frames_;
-        (void)ring_pop_front();
+        (void)spans_.pop_front();
         pop_dead_front_locked();
       } else {
         bury_locked(i);
@@ -255,9 +225,9 @@ bool ConnectionQueue::evict_oldest_locked(DropReason reason) noexcept {
     ++s.first;
     if (--s.count == 0) {
       if (i == 0) {
-        (void)ring_pop_front();
+        (void)spans_.pop_front();
       } else {
-        ring_erase(i);
+        spans_.erase(i);
       }
     }
     ++dropped_[static_cast<std::size_t>(reason)];
@@ -273,8 +243,8 @@ void ConnectionQueue::close_locked(bool overflowed) noexcept {
   closed_ = true;
   overflowed_ = overflowed;
   pace_after_drain_locked();  // a closed queue paces nobody
-  while (count_ > 0) {
-    const FrameSpan s = ring_pop_front();
+  while (!spans_.empty()) {
+    const FrameSpan s = spans_.pop_front();
     if (s.block && s.block->droppable()) dropped_[static_cast<std::size_t>(DropReason::kDisconnect)] += s.count;
   }
   queued_bytes_ = 0;
@@ -295,7 +265,7 @@ PushResult ConnectionQueue::overflow_locked(const FrameRef& block, std::uint32_t
       // evict the oldest as drop-oldest does.
       if (!conflating_) {
         enter_conflation_locked();
-        supersede_locked(wire_codec(format_).conflation_key(block->frame(i)));
+        supersede_locked(key_locked(block->frame(i)));
       }
       [[fallthrough]];
     case OverflowPolicy::kDropOldest:
@@ -358,7 +328,7 @@ PushResult ConnectionQueue::push_one_locked(const FrameRef& block, std::uint32_t
   }
 
   maybe_queue_notice_locked();
-  if (conflating_) supersede_locked(wire_codec(format_).conflation_key(block->frame(i)));
+  if (conflating_) supersede_locked(key_locked(block->frame(i)));
   const std::size_t total = queued_bytes_ + inflight_bytes_ + size;
   if (total > limits_.hard_bytes) return overflow_locked(block, i, limits_.hard_bytes, DropReason::kHardLimit);
   // `block`: the soft limit is the room the publisher checked (room_frames), not
@@ -391,13 +361,13 @@ PushResult ConnectionQueue::push(const FrameRef& block) noexcept {
       soft_since_ = std::chrono::nanoseconds(-1);
       queued_bytes_ += block->size();
       queued_frames_ += block->count();
-      ring_push(FrameSpan{block, 0, block->count()});  // a block is offered to a queue once
+      spans_.push_back(FrameSpan{block, 0, block->count()});  // a block is offered to a queue once
       pace_after_push_locked();
       return queued_locked();
     }
   }
   PushResult result{PushStatus::kQueued, false};
-  const std::uint64_t created_before = spans_created_;
+  const std::uint64_t created_before = spans_.pushed();
   const std::uint64_t lost_before = total_loss_;
   for (std::uint32_t i = 0; i < block->count(); ++i) {
     if (closed_) return {PushStatus::kClosed, result.wake};
@@ -406,7 +376,7 @@ PushResult ConnectionQueue::push(const FrameRef& block) noexcept {
     if (r.status != PushStatus::kQueued) result.status = r.status;
   }
   if (closed_) return {PushStatus::kClosed, result.wake};
-  if (total_loss_ != lost_before || conflating_) privatize_locked(block, spans_created_ - created_before);
+  if (total_loss_ != lost_before || conflating_) privatize_locked(block, spans_.pushed() - created_before);
   if (block->droppable()) pace_after_push_locked();
   return result;
 }
@@ -414,16 +384,16 @@ PushResult ConnectionQueue::push(const FrameRef& block) noexcept {
 void ConnectionQueue::privatize_locked(const FrameRef& block, std::size_t created) {
   // This push's spans are the last ones created (pushes append; evictions and
   // pops take from the front), and no other push offered this block here.
-  const std::size_t n = std::min(created, count_);
+  const std::size_t n = std::min(created, spans_.size());
   std::uint32_t held = 0;
-  for (std::size_t j = count_ - n; j < count_; ++j) {
-    if (ring_at(j).block.get() == block.get()) held += ring_at(j).count;
+  for (std::size_t j = spans_.size() - n; j < spans_.size(); ++j) {
+    if (spans_[j].block.get() == block.get()) held += spans_[j].count;
   }
   // While conflating, any frame of a block of several is copied (invariant 5).
   if (held == 0 || (held == block->count() && (!conflating_ || held == 1))) return;
   std::vector<std::uint32_t> sizes;
-  for (std::size_t j = count_ - n; j < count_; ++j) {
-    FrameSpan& s = ring_at(j);
+  for (std::size_t j = spans_.size() - n; j < spans_.size(); ++j) {
+    FrameSpan& s = spans_[j];
     if (s.block.get() != block.get()) continue;
     sizes.clear();
     for (std::uint32_t i = s.first; i < s.first + s.count; ++i) {
@@ -444,13 +414,13 @@ PopResult ConnectionQueue::pop_batch(std::size_t budget, std::size_t max_spans,
     return r;
   }
   maybe_queue_notice_locked();
-  for (std::size_t spans = 0; count_ > 0 && spans < max_spans; ++spans) {
-    FrameSpan& s = ring_at(0);
+  for (std::size_t spans = 0; !spans_.empty() && spans < max_spans; ++spans) {
+    FrameSpan& s = spans_[0];
     const std::size_t size = s.size();
     if (r.bytes + size <= budget) {
       r.bytes += size;
       r.frames += s.count;
-      out.push_back(ring_pop_front());
+      out.push_back(spans_.pop_front());
       pop_dead_front_locked();
       continue;
     }
@@ -465,7 +435,7 @@ PopResult ConnectionQueue::pop_batch(std::size_t budget, std::size_t max_spans,
     r.bytes += b.end(s.first + take - 1) - b.begin(s.first);
     r.frames += take;
     if (take == s.count) {  // a lone frame larger than the budget
-      out.push_back(ring_pop_front());
+      out.push_back(spans_.pop_front());
       pop_dead_front_locked();
     } else {
       out.push_back(FrameSpan{s.block, s.first, take});
@@ -478,8 +448,8 @@ PopResult ConnectionQueue::pop_batch(std::size_t budget, std::size_t max_spans,
   queued_frames_ -= r.frames;
   inflight_bytes_ += r.bytes;
   if (r.frames == 0) armed_ = false;
-  if (conflating_ && count_ == 0) leave_conflation_locked();  // written out
-  r.more = count_ > 0;
+  if (conflating_ && spans_.size() == 0) leave_conflation_locked();  // written out
+  r.more = !spans_.empty();
   return r;
 }
 
@@ -501,7 +471,7 @@ bool ConnectionQueue::complete(std::size_t bytes) noexcept {
   }
   pace_after_drain_locked();
   if (policy_ == OverflowPolicy::kBlock && flow_ != nullptr && flow_->has_blocked_waiters()) flow_->notify_room();
-  if (closed_ || count_ > 0 || pending_loss_ > 0) return true;
+  if (closed_ || !spans_.empty() || pending_loss_ > 0) return true;
   armed_ = false;
   return false;
 }

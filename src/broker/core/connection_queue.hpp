@@ -8,7 +8,7 @@
 //  All members take the queue's own mutex, held for O(frames moved) and never
 //  across a system call. Lock order: the subscription index lock, then this one.
 //
-// Representation: ring_ holds FrameSpans, each one reference to a block and a
+// Representation: spans_ (span_deque.hpp) holds FrameSpans, each one reference to a block and a
 // range of its frames. A frame pushed right after the previous frame of the same
 // block extends the last span instead of taking a new reference, so a run of k
 // messages costs one span, one reference and (later) one iovec per subscriber.
@@ -17,13 +17,13 @@
 // written out (conflating_), every queued message frame is a span of its own,
 // and a new message replaces the queued one with the same key (kind, pattern and
 // channel: WireCodec::conflation_key of the queue's format) by turning its span into a tombstone. conflation_index_
-// maps each key to the position of its span (head_pos_ + ring index), so a
+// maps each key to the position of its span (SpanDeque positions), so a
 // replacement costs one hash lookup, not a scan.
 //
 // Invariants (under mu_):
-//  1. queued_bytes_ is the sum of the sizes of the frames in ring_, and
+//  1. queued_bytes_ is the sum of the sizes of the frames in spans_, and
 //     queued_frames_ their number; inflight_bytes_ the bytes popped by the writer
-//     and not yet release()d. Every span in ring_ has count >= 1, except
+//     and not yet release()d. Every span in spans_ has count >= 1, except
 //     tombstones (no block, count 0), which exist only while conflating_, are
 //     never the front span, and number dead_.
 //  2. A droppable frame is queued only if it leaves queued + inflight within the
@@ -46,7 +46,7 @@
 //     always copied, so survivors of many runs pin no runs.
 //  6. While conflating_, every live message span holds one frame, is the newest
 //     queued frame of its key, and conflation_index_[key] is its position; every
-//     other entry is stale (kNotQueued or below head_pos_). Positions are only
+//     other entry is stale (kNotQueued or below spans_.front_position()). Positions are only
 //     renumbered by compaction, which rewrites the entries of the live spans.
 //     Entries number at most twice the live spans plus a constant (swept), so
 //     a slow reader costs O(channels) however long it is behind.
@@ -76,6 +76,7 @@
 #include "broker/core/clock.hpp"
 #include "broker/core/flow_control.hpp"
 #include "broker/core/frame.hpp"
+#include "broker/core/span_deque.hpp"
 #include "broker/core/wire_format.hpp"
 #include "ringcast/broker/config.hpp"
 
@@ -175,15 +176,13 @@ class ConnectionQueue {
   [[nodiscard]] std::size_t total_bytes() const noexcept;
 
  private:
-  // Circular buffer of spans; grows by doubling and keeps its capacity, so a
-  // steady-state queue never allocates.
-  void ring_push(FrameSpan s);
-  FrameSpan ring_pop_front() noexcept;
-  void ring_erase(std::size_t i) noexcept;
-  [[nodiscard]] bool live_at(std::uint64_t pos) const noexcept {
-    return pos != kNotQueued && pos >= head_pos_ && pos - head_pos_ < count_;
+  // The conflation key of one of our frames, in our format (invariant 6).
+  [[nodiscard]] std::string_view key_locked(std::string_view frame) const noexcept {
+    return wire_codec(format_).conflation_key(frame);
   }
-  [[nodiscard]] FrameSpan& ring_at(std::size_t i) noexcept { return ring_[(head_ + i) & (ring_.size() - 1)]; }
+  [[nodiscard]] bool live_at(std::uint64_t pos) const noexcept {
+    return pos != kNotQueued && pos >= spans_.front_position() && pos - spans_.front_position() < spans_.size();
+  }
   // Queues frame i of `block`: extends the last span when it ends just before i.
   void append_locked(const FrameRef& block, std::uint32_t i);
 
@@ -222,11 +221,7 @@ class ConnectionQueue {
   FlowControl* const flow_;
 
   mutable std::mutex mu_;
-  std::vector<FrameSpan> ring_;  // size is a power of two (or 0)
-  std::size_t head_ = 0;
-  std::size_t count_ = 0;  // spans in ring_, tombstones included
-  std::uint64_t head_pos_ = 0;  // position of ring_at(0): spans ever popped from the front
-  std::uint64_t spans_created_ = 0;  // ring_push calls, ever
+  SpanDeque spans_;  // tombstones included
   std::size_t queued_frames_ = 0;
   std::size_t queued_bytes_ = 0;
   std::size_t inflight_bytes_ = 0;
@@ -251,7 +246,7 @@ class ConnectionQueue {
   };
   static constexpr std::uint64_t kNotQueued = UINT64_MAX;
   bool conflating_ = false;
-  std::size_t dead_ = 0;  // tombstones in ring_
+  std::size_t dead_ = 0;  // tombstones in spans_
   std::unordered_map<std::string, std::uint64_t, KeyHash, std::equal_to<>> conflation_index_;
   std::vector<FrameSpan> rebuild_;  // scratch for enter_conflation_locked, keeps its capacity
   std::uint64_t conflated_ = 0;          // over the connection's life
