@@ -51,6 +51,8 @@ struct TestRun {
   }
 };
 
+std::string channel_name(int c) { return std::string(1, static_cast<char>('a' + c)); }
+
 enum class Kind { kMemory, kLmdb };
 
 class HistoryStoreTest : public ::testing::TestWithParam<Kind> {
@@ -221,13 +223,13 @@ TEST_P(HistoryStoreTest, ReadersSeeWholeRunsWhileAppendersRun) {
   std::vector<std::thread> writers;
   for (int c = 0; c < kChannels; ++c)
     writers.emplace_back([&, c] {
-      const std::string ch = "c" + std::to_string(c);
+      const std::string ch = channel_name(c);
       for (std::uint64_t i = 0; i < kRuns; ++i) append(*s, ch, i * kRunLen + 1, kRunLen);
     });
   std::thread reader([&] {
     while (!done.load(std::memory_order_acquire)) {  // acquire: pairs with the release store below
       for (int c = 0; c < kChannels; ++c) {
-        auto r = s->read_since("c" + std::to_string(c), 0, 100'000).value();
+        auto r = s->read_since(channel_name(c), 0, 100'000).value();
         ASSERT_EQ(r.top % kRunLen, 0u) << "a reader saw part of a run";
         ASSERT_EQ(r.messages.size(), r.top - r.floor);
         if (!r.messages.empty()) {
@@ -239,7 +241,7 @@ TEST_P(HistoryStoreTest, ReadersSeeWholeRunsWhileAppendersRun) {
   for (auto& w : writers) w.join();
   done.store(true, std::memory_order_release);
   reader.join();
-  for (int c = 0; c < kChannels; ++c) EXPECT_EQ(s->top("c" + std::to_string(c)), kRuns * kRunLen);
+  for (int c = 0; c < kChannels; ++c) EXPECT_EQ(s->top(channel_name(c)), kRuns * kRunLen);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, HistoryStoreTest, ::testing::Values(Kind::kMemory, Kind::kLmdb),
@@ -315,6 +317,65 @@ TEST(LmdbHistoryStoreTest, ANewDirectoryGetsANewEpoch) {
   auto sa = open_lmdb_history_store(lmdb_options(a.file("h"))).value();
   auto sb = open_lmdb_history_store(lmdb_options(b.file("h"))).value();
   EXPECT_NE(sa->epoch(), sb->epoch());
+}
+
+// Runs a child that opens dir with `mode` and boot id file `boot`, appends one
+// message, reports the epoch and _exit()s without closing: an unclean session.
+std::string unclean_session(const std::string& dir, FsyncMode mode, const std::string& boot) {
+  int report[2];
+  if (::pipe(report) != 0) return {};
+  const pid_t pid = test::fork_with_death_signal();
+  if (pid == 0) {
+    ::close(report[0]);
+    HistoryOptions o = lmdb_options(dir, mode);
+    o.boot_id_file = boot;
+    auto s = open_lmdb_history_store(o);
+    if (!s) ::_exit(2);
+    const std::uint64_t first = (*s)->top("c") + 1;
+    TestRun run(first, 1, 0);
+    if (!(*s)->append("c", first, run.inputs, 0)) ::_exit(3);
+    const std::string& e = (*s)->epoch();
+    if (::write(report[1], e.data(), e.size()) != static_cast<ssize_t>(e.size())) ::_exit(4);
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  char buf[64];
+  const ssize_t n = pid > 0 ? ::read(report[0], buf, sizeof buf) : -1;
+  ::close(report[0]);
+  int status = 0;
+  if (pid > 0) ::waitpid(pid, &status, 0);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+TEST(LmdbHistoryStoreTest, EpochChangesOnlyWhenAnUnsyncedSessionMeetsAReboot) {
+  TempDir dir;
+  const std::string boot = dir.file("boot_id"), data = dir.file("h");
+  auto set_boot = [&](std::string_view id) { std::ofstream(boot) << id << '\n'; };
+  auto reopen = [&](FsyncMode mode) {
+    HistoryOptions o = lmdb_options(data, mode);
+    o.boot_id_file = boot;
+    return open_lmdb_history_store(o).value();
+  };
+  set_boot("boot-a");
+  const std::string e0 = unclean_session(data, FsyncMode::kBatch, boot);
+  ASSERT_EQ(e0.size(), 16u);
+  EXPECT_EQ(reopen(FsyncMode::kAlways)->epoch(), e0) << "same boot: the page cache kept every commit";
+  const std::string e1 = unclean_session(data, FsyncMode::kOff, boot);
+  EXPECT_EQ(e1, e0);
+  set_boot("boot-b");
+  std::string e2;
+  {
+    auto s = reopen(FsyncMode::kBatch);  // an unclean off session, then a reboot
+    e2 = s->epoch();
+    EXPECT_NE(e2, e0);
+    EXPECT_EQ(s->top("c"), 2u);
+  }
+  set_boot("boot-c");  // the batch session above closed cleanly: nothing was at risk
+  EXPECT_EQ(reopen(FsyncMode::kBatch)->epoch(), e2);
+  set_boot("boot-d");
+  EXPECT_EQ(unclean_session(data, FsyncMode::kAlways, boot), e2);
+  set_boot("boot-e");  // an unclean always session lost nothing it acknowledged
+  EXPECT_EQ(reopen(FsyncMode::kAlways)->epoch(), e2);
 }
 
 TEST(LmdbHistoryStoreTest, KeepsEveryReturnedRunAfterKillNine) {

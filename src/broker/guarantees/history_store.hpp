@@ -159,6 +159,9 @@ struct HistoryOptions {
   std::size_t initial_map_bytes = std::size_t{64} << 20;
   std::size_t max_map_bytes = std::size_t{64} << 30;  // MDB_MAP_FULL past this is kFull
   std::vector<RetentionRule> rules;
+  // The kernel's boot id, which tells a reboot from a process restart (the
+  // epoch rule in docs/guarantees.md); tests point it at a file of their own.
+  std::string boot_id_file = "/proc/sys/kernel/random/boot_id";
 };
 
 // Opens or creates an LMDB history in options.dir. A directory that is not

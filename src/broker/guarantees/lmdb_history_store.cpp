@@ -84,8 +84,8 @@ bool decode(const MDB_val& v, ChannelState& c) noexcept {
   return c.floor <= c.top;
 }
 
-std::string read_boot_id() {
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
+std::string read_boot_id(const std::string& path) {
+  std::ifstream f(path);
   std::string id;
   std::getline(f, id);
   return id;
@@ -156,6 +156,10 @@ class LmdbHistoryStore final : public HistoryStore {
 
   ~LmdbHistoryStore() override {
     if (env_ == nullptr) return;
+    if (!ready_) {  // open() failed part way: nothing of ours to mark
+      mdb_env_close(env_);
+      return;
+    }
     // A clean close: everything synced, then the session is marked synced so
     // that a later open after a reboot keeps the epoch.
     if (opt_.fsync != FsyncMode::kAlways && mdb_env_sync(env_, 1) == 0) {
@@ -203,7 +207,7 @@ class LmdbHistoryStore final : public HistoryStore {
     MDB_envinfo info;
     if (mdb_env_info(env_, &info) == 0) map_bytes_ = info.me_mapsize;
 
-    const std::string boot_id = read_boot_id();
+    const std::string boot_id = read_boot_id(opt_.boot_id_file);
     auto setup = write_txn([&](MDB_txn* txn) {
       int r = mdb_dbi_open(txn, "meta", MDB_CREATE, &meta_);
       if (r == 0) r = mdb_dbi_open(txn, "channels", MDB_CREATE, &channels_);
@@ -236,7 +240,9 @@ class LmdbHistoryStore final : public HistoryStore {
     });
     if (!setup) return setup;
     if ((rc = mdb_env_sync(env_, 1)) != 0) return tl::unexpected(lmdb_error(opt_.dir, "mdb_env_sync", rc));
-    return load_channels();
+    auto loaded = load_channels();
+    ready_ = loaded.has_value();
+    return loaded;
   }
 
   tl::expected<void, HistoryError> append(std::string_view channel, std::uint64_t first_offset,
@@ -246,15 +252,14 @@ class LmdbHistoryStore final : public HistoryStore {
     auto it = state_.find(channel);
     ChannelState cur;
     if (it != state_.end()) {
-      cur = it->second;
+      cur = it->second;  // its rule was looked up when it was loaded or first appended to
     } else {
       cur.rule = find_retention(opt_.rules, channel);
-      if (cur.rule == nullptr)
-        return tl::unexpected(HistoryError{Code::kNoRetention, 0,
-                                           fmt::format("history: no --history rule matches channel '{}'", channel)});
       cur.id = next_id_;
     }
-    if (cur.rule == nullptr) cur.rule = find_retention(opt_.rules, channel);
+    if (cur.rule == nullptr)  // also a channel kept on disk whose rule is gone from the flags
+      return tl::unexpected(HistoryError{Code::kNoRetention, 0,
+                                         fmt::format("history: no --history rule matches channel '{}'", channel)});
     if (first_offset <= cur.top)
       return tl::unexpected(HistoryError{
           Code::kNotIncreasing, 0,
@@ -267,7 +272,7 @@ class LmdbHistoryStore final : public HistoryStore {
       MDB_cursor* c = nullptr;
       int r = mdb_cursor_open(txn, messages_, &c);
       if (r != 0) return r;
-      const std::uint64_t cap = cur.rule != nullptr ? cur.rule->size : ~std::uint64_t{0};
+      const std::uint64_t cap = cur.rule->size;
       const std::uint64_t last = first_offset + run.size() - 1;
       // Only the last `cap` of the run can survive; skipped ids are never served.
       std::uint64_t new_floor = first_offset == cur.top + 1 ? cur.floor : first_offset - 1;
@@ -543,6 +548,7 @@ class LmdbHistoryStore final : public HistoryStore {
 
   const HistoryOptions opt_;
   MDB_env* env_ = nullptr;
+  bool ready_ = false;  // open() succeeded: the destructor marks a clean close
   MDB_dbi meta_ = 0, channels_ = 0, messages_ = 0;
   std::string epoch_;
   mutable std::shared_mutex env_mu_;     // shared: any transaction; exclusive: mdb_env_set_mapsize
