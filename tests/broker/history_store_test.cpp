@@ -344,6 +344,7 @@ std::string unclean_session(const std::string& dir, FsyncMode mode, const std::s
   ::close(report[0]);
   int status = 0;
   if (pid > 0) ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
   return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
 }
 
