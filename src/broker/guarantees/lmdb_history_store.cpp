@@ -20,7 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
+#include <functional>  // std::hash
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -391,7 +391,10 @@ class LmdbHistoryStore final : public HistoryStore {
 
   // Runs body(txn) in a write transaction and commits it; on MDB_MAP_FULL
   // doubles the map (up to max_map_bytes) and runs body again from scratch.
-  tl::expected<void, HistoryError> write_txn(const std::function<int(MDB_txn*)>& body) const {
+  // A template, not std::function: the append's lambda captures too much for
+  // std::function's small buffer, and an append should not allocate for it.
+  template <class Body>
+  tl::expected<void, HistoryError> write_txn(Body&& body) const {
     for (;;) {
       int rc;
       {
