@@ -312,6 +312,31 @@ TEST(LmdbHistoryStoreTest, ReopenKeepsOffsetsEpochAndUsage) {
   EXPECT_EQ(s->read_since("c", 0, 10).value().messages.size(), 6u);
 }
 
+TEST(LmdbHistoryStoreTest, ReopenWithSmallerRulesPrunesAndRefusesUnmatchedChannels) {
+  TempDir dir;
+  {
+    auto s = open_lmdb_history_store(lmdb_options(dir.path())).value();
+    TestRun run(1, 10, 0);
+    ASSERT_TRUE(s->append("keep", 1, run.inputs, 0));
+    ASSERT_TRUE(s->append("gone", 1, run.inputs, 0));
+  }
+  HistoryOptions o = lmdb_options(dir.path());
+  o.rules = rules({"keep=4"});
+  auto s = open_lmdb_history_store(o).value();
+  EXPECT_EQ(s->usage().messages, 20u);
+  EXPECT_EQ(s->prune(0).value(), 6u);  // the new size applies to what is on disk
+  auto r = s->read_since("keep", 0, 100).value();
+  EXPECT_EQ(r.status, ReadStatus::kTruncated);
+  EXPECT_EQ(r.messages.front().offset, 7u);
+  // A channel no rule matches any more keeps what it has, readable, and takes no appends.
+  EXPECT_EQ(s->read_last("gone", 100).value().messages.size(), 10u);
+  TestRun more(11, 1, 0);
+  auto e = s->append("gone", 11, more.inputs, 0);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().code, HistoryError::Code::kNoRetention);
+  EXPECT_EQ(s->usage().messages, 14u);
+}
+
 TEST(LmdbHistoryStoreTest, ANewDirectoryGetsANewEpoch) {
   TempDir a, b;
   auto sa = open_lmdb_history_store(lmdb_options(a.file("h"))).value();
