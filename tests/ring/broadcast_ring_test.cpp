@@ -214,7 +214,9 @@ TEST_P(OldestJoinerTest, HistoryOverwrittenBeforeItIsReadIsReportedAsLapped) {
   // overwrite 6 and 7; its scan at 12 then sees the new consumer.
   ASSERT_EQ(ring->try_push(as_bytes("10")), Errc::ok);
   ASSERT_EQ(ring->try_push(as_bytes("11")), Errc::ok);
-  if (!GetParam()) EXPECT_EQ(ring->try_push(as_bytes("12")), Errc::full);
+  if (!GetParam()) {
+    EXPECT_EQ(ring->try_push(as_bytes("12")), Errc::full);
+  }
   Buffer buf{};
   const RecvResult lap = ring->try_recv(*late, buf);
   ASSERT_EQ(lap.status, Errc::lapped);
@@ -226,8 +228,8 @@ TEST_P(OldestJoinerTest, HistoryOverwrittenBeforeItIsReadIsReportedAsLapped) {
 }
 
 INSTANTIATE_TEST_SUITE_P(BlockingAndLossy, OldestJoinerTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? std::string("Lossy") : std::string("Blocking");
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? std::string("Lossy") : std::string("Blocking");
                          });
 
 TEST_F(BroadcastRingTest, LagCountsUnreadMessages) {
