@@ -248,7 +248,7 @@ int main(int argc, char** argv) {
   sub->add_option("--count,-n", count, "Exit after N messages (0: until SIGINT/SIGTERM)");
   sub->add_flag("--hex", hex, "Print payloads as hex");
   StartAt start = StartAt::latest;
-  tools::add_start_at_option(*sub, start, "the subscriber");
+  tools::add_start_at_option(*sub, start, "the subscriber joins");
 
   auto* info = app.add_subcommand("info", "Show the header and the consumer table");
   info->add_option("PATH", path, "Ring file")->required();
