@@ -527,13 +527,13 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
       // release store: pairs with full_slow's acquire load of the cursor.
       c.cursor.store(p.producer_seq.load(std::memory_order_relaxed), std::memory_order_release);
     }
-    // oldest: the cursor stays at `first`, below the producer's cached minimum
-    // until its next scan. No re-validation is needed here: every receive
-    // accepts slot `seq` only when its version is exactly 2*seq+2 before and
-    // after the copy (read_slot), so a slot overwritten since `first` was
-    // chosen, or while it is copied, is reported as lapped (recv_slow moves
-    // the cursor forward, never back), and a slot still being written
-    // (odd version) is waited for or reported, never returned.
+    // oldest: the cursor stays at `first`, possibly below the producer's
+    // cached minimum until its next scan (invariant 7). No re-validation is
+    // needed here: every receive accepts slot `seq` only when its version is
+    // exactly 2*seq+2 before and after the copy (read_slot), so a slot
+    // overwritten since `first` was chosen, or while it is copied (a later
+    // lap's odd version is above 2*seq+1), is reported as lapped, and
+    // recv_slow moves the cursor forward past it, never back.
     return id;
   }
   return make_error(Errc::no_consumer_slot, "register_consumer: all 16 entries are taken");
