@@ -230,8 +230,9 @@ class BroadcastRing {
   BatchResult try_push_batch(std::span<const std::span<const std::byte>> payloads) noexcept;
 
   // Copies the next message for `id` into `out`. ok (length set), empty,
-  // invalid_consumer, lapped (lossy rings: `missed` messages were overwritten;
-  // the cursor now points at the oldest message still in the ring), stalled
+  // invalid_consumer, lapped (lossy rings, and history a StartAt::oldest
+  // consumer had not read yet: `missed` messages were overwritten; the cursor
+  // now points at the oldest message still in the ring), stalled
   // (a slot stayed half-written past a bounded spin while its producer lives),
   // producer_dead (half-written slot, producer gone), layout_mismatch (corrupt slot).
   RecvResult try_recv(ConsumerId id, std::span<std::byte, kMaxPayload> out) noexcept;
