@@ -32,6 +32,12 @@
 //     in fenced mode) and a check of that bit. Only wakers clear bit 0, and
 //     clearing it always bumps the epoch; bit 1 is cleared only from a value
 //     with bit 0 clear.
+//  7. A consumer registered at StartAt::oldest may start below the producer's
+//     cached minimum; until the producer's next rescan sees it (it rescans at
+//     least once per `capacity` messages written) invariant 3 does not cover
+//     its messages below that minimum, and the version check (invariant 2) turns
+//     any overwrite of them into a `lapped` result, never a torn or
+//     out-of-order message. From that rescan on, invariant 3 holds for it.
 //
 // Costs: try_push and try_recv are a handful of loads and stores on two cache
 // lines (the slot and the caller's own line) plus one load from the other
@@ -126,6 +132,16 @@ enum class IdleStrategy : std::uint8_t {
   block,            // sleep on the futex at once
 };
 
+// Where a new consumer's cursor starts (register_consumer).
+enum class StartAt : std::uint8_t {
+  latest,  // the current producer position: only messages published from now on
+  oldest,  // the oldest message still in the ring: the last `capacity` messages
+           // (all of them before the ring first wraps), then live ones.
+           // History the producer overwrites before the consumer reads it is
+           // reported as `lapped` with its count, on any ring
+           // (docs/memory-ordering.md, "Joining at the oldest message")
+};
+
 struct ConsumerStatus {
   bool active = false;
   bool owner_alive = false;   // false when the owner's lock is gone (it died without unregistering)
@@ -188,9 +204,13 @@ class BroadcastRing {
   void release_producer() noexcept;
   [[nodiscard]] bool is_producer() const noexcept { return is_producer_; }
 
-  // Registers a consumer starting at the current producer position (no history).
-  // Reuses an entry whose owner died. Errors: no_consumer_slot, io_error.
-  Result<ConsumerId> register_consumer();
+  // Registers a consumer starting at the current producer position (latest, no
+  // history) or at the oldest message still in the ring (max(0, P - capacity)
+  // for the published position P). Every message it then receives is whole and
+  // in sequence order; a message overwritten before it was read is reported as
+  // `lapped`, never returned torn or out of order. Reuses an entry whose owner
+  // died. Errors: no_consumer_slot, io_error.
+  Result<ConsumerId> register_consumer(StartAt start = StartAt::latest);
   // Frees the entry; the producer stops waiting for it. invalid_consumer if
   // `id` was not registered through this handle.
   Errc unregister_consumer(ConsumerId id) noexcept;
@@ -210,8 +230,9 @@ class BroadcastRing {
   BatchResult try_push_batch(std::span<const std::span<const std::byte>> payloads) noexcept;
 
   // Copies the next message for `id` into `out`. ok (length set), empty,
-  // invalid_consumer, lapped (lossy rings: `missed` messages were overwritten;
-  // the cursor now points at the oldest message still in the ring), stalled
+  // invalid_consumer, lapped (lossy rings, and history a StartAt::oldest
+  // consumer had not read yet: `missed` messages were overwritten; the cursor
+  // now points at the oldest message still in the ring), stalled
   // (a slot stayed half-written past a bounded spin while its producer lives),
   // producer_dead (half-written slot, producer gone), layout_mismatch (corrupt slot).
   RecvResult try_recv(ConsumerId id, std::span<std::byte, kMaxPayload> out) noexcept;

@@ -55,6 +55,10 @@ void bind_enums(py::module_& m) {
       .value("spin_then_block", IdleStrategy::spin_then_block,
              "poll, then sleep (futex on a wakeups ring, else back off with nanosleep)")
       .value("block", IdleStrategy::block, "sleep at once");
+  py::enum_<StartAt>(m, "StartAt", "Where a new consumer starts (Ring.register_consumer).")
+      .value("latest", StartAt::latest, "the current producer position: only messages published from now on")
+      .value("oldest", StartAt::oldest,
+             "the oldest message still in the ring (its last capacity messages), then live ones");
 }
 
 void bind_ring(py::module_& m) {
@@ -194,12 +198,17 @@ message.)");
   // Consumers and observers.
   ring.def(
           "register_consumer",
-          [](RingPtr self) {
-            auto id = self->handle().register_consumer();
+          [](RingPtr self, StartAt start) {
+            auto id = self->handle().register_consumer(start);
             if (!id) raise_error(self->name(), id.error());
             return std::make_unique<Consumer>(self, *id);
           },
-          R"(Register a consumer that starts at the current producer position (no history).
+          py::arg("start") = StartAt::latest,
+          R"(Register a consumer that starts at the current producer position
+(StartAt.latest, the default: no history) or at the oldest message still in the
+ring (StartAt.oldest: its last `capacity` messages, then live ones). History the
+producer overwrites before it is read raises RingError lapped with the count
+missed; a message is never returned torn or out of order.
 
 Returns a Consumer (a context manager: leaving it unregisters). RingError
 no_consumer_slot when all 16 entries are taken by live consumers.)")

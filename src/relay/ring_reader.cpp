@@ -104,7 +104,10 @@ bool RingReader::open_and_register() {
   if (::stat(route_.path.c_str(), &after) != 0 || after.st_ino != before.st_ino || after.st_dev != before.st_dev) {
     return wait_because("the file changed while opening it");
   }
-  auto id = ring->register_consumer();
+  // The route's start applies to a file we have not relayed before (ino_ is 0
+  // before the first open; no file has inode 0).
+  const bool same_file = after.st_ino == ino_ && after.st_dev == dev_;
+  auto id = ring->register_consumer(same_file ? StartAt::latest : route_.start);
   if (!id) return wait_because(id.error().message());
   ring_.emplace(std::move(*ring));
   id_ = *id;

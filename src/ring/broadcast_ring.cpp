@@ -466,7 +466,7 @@ BatchResult BroadcastRing::try_push_batch(std::span<const std::span<const std::b
 
 // --- consumers ---------------------------------------------------------------
 
-Result<ConsumerId> BroadcastRing::register_consumer() {
+Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
   if (read_only_) return make_error(Errc::io_error, "register_consumer: ring opened read-only", EROFS);
   layout::ProducerLine& p = producer();
   for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
@@ -499,21 +499,41 @@ Result<ConsumerId> BroadcastRing::register_consumer() {
         continue;
       }
     }
-    // Start conservatively at the published position, become visible, then move
-    // to the position read after the seq_cst fence (Dekker with full_slow).
-    // acquire load: pairs with the release store in publish() (relaxed would
-    // do too: any value <= the final one is safe). relaxed store: published
-    // by the release store of state below.
-    c.cursor.store(p.producer_seq.load(std::memory_order_acquire), std::memory_order_relaxed);
+    // latest: start conservatively at the published position, become visible,
+    // then move to the position read after the seq_cst fence (Dekker with
+    // full_slow). oldest: start at the oldest message still in the ring and
+    // stay there (invariant 7, docs/memory-ordering.md, "Joining at the
+    // oldest message"). The cursor is stored before the state, so the first
+    // scan that sees the entry active already holds the producer at it.
+    // acquire load: pairs with the release store in publish(); for oldest it
+    // is what makes the slots below `published` committed for our reads
+    // (relaxed would do for latest: any value <= the final one is safe).
+    const std::uint64_t published = p.producer_seq.load(std::memory_order_acquire);
+    const std::uint64_t first =
+        start == StartAt::oldest && published >= capacity_ ? published - capacity_
+        : start == StartAt::oldest                         ? 0
+                                                           : published;
+    // relaxed store: published by the release store of state below.
+    c.cursor.store(first, std::memory_order_relaxed);
     // relaxed: display only (ring-top); no protocol reads it.
     c.owner_pid.store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);
     // release: a producer that acquire-loads state=active sees the cursor above.
     c.state.store(kConsumerActive, std::memory_order_release);
-    // seq_cst fence: pairs with the seq_cst fence in full_slow (Dekker).
+    // seq_cst fence: pairs with the seq_cst fence in full_slow (Dekker). Every
+    // scan after it in the total order sees this entry with a cursor >= first.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    // relaxed load: ordered after the state store by the fence above. release
-    // store: pairs with full_slow's acquire load of the cursor.
-    c.cursor.store(p.producer_seq.load(std::memory_order_relaxed), std::memory_order_release);
+    if (start == StartAt::latest) {
+      // relaxed load: ordered after the state store by the fence above.
+      // release store: pairs with full_slow's acquire load of the cursor.
+      c.cursor.store(p.producer_seq.load(std::memory_order_relaxed), std::memory_order_release);
+    }
+    // oldest: the cursor stays at `first`, possibly below the producer's
+    // cached minimum until its next scan (invariant 7). No re-validation is
+    // needed here: every receive accepts slot `seq` only when its version is
+    // exactly 2*seq+2 before and after the copy (read_slot), so a slot
+    // overwritten since `first` was chosen, or while it is copied (a later
+    // lap's odd version is above 2*seq+1), is reported as lapped, and
+    // recv_slow moves the cursor forward past it, never back.
     return id;
   }
   return make_error(Errc::no_consumer_slot, "register_consumer: all 16 entries are taken");

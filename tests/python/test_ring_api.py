@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ringcast
-from ringcast import Errc, Ring, RingError
+from ringcast import Errc, Ring, RingError, StartAt
 
 
 def test_create_then_open_see_the_same_ring(ring_path):
@@ -55,6 +55,22 @@ def test_late_consumer_starts_at_the_current_position(ring_path):
     assert early.try_recv() == b"after"
     assert late.try_recv() == b"after"
     assert late.try_recv() is None
+
+
+def test_oldest_consumer_gets_the_retained_messages_in_order_then_live_ones(ring_path):
+    ring = Ring.create(ring_path, 4)
+    for i in range(3):
+        assert ring.try_push(bytes([i]))
+    with ring.register_consumer(StartAt.oldest) as before_wrap:
+        assert [before_wrap.try_recv() for _ in range(4)] == [bytes([0]), bytes([1]), bytes([2]), None]
+    for i in range(3, 10):
+        assert ring.try_push(bytes([i]))
+    c = ring.register_consumer(start=StartAt.oldest)
+    assert c.lag() == 4
+    assert [c.try_recv() for _ in range(4)] == [bytes([i]) for i in range(6, 10)]
+    assert ring.try_push(b"live")
+    assert c.try_recv() == b"live" and c.try_recv() is None
+    assert ring.register_consumer(StartAt.latest).try_recv() is None
 
 
 def test_lag_position_and_drained_track_the_consumer(ring_path):

@@ -456,6 +456,12 @@ TEST(RelayEndToEndTest, UsageErrorsExitTwo) {
   ASSERT_TRUE(status);
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 2) << relay.stderr_text();
   EXPECT_NE(relay.stderr_text().find("expected PATH=CHANNEL"), std::string::npos) << relay.stderr_text();
+  ChildProcess bad_from = ChildProcess::spawn({RELAY_EXE, "--ring", "/dev/shm/x.ring=x", "--from", "middle"},
+                                              {.err = test::Stream::kPipe});
+  const auto from_status = bad_from.wait_exit(deadline_in(20s));
+  ASSERT_TRUE(from_status);
+  EXPECT_TRUE(WIFEXITED(*from_status) && WEXITSTATUS(*from_status) == 2) << bad_from.stderr_text();
+  EXPECT_NE(bad_from.stderr_text().find("--from"), std::string::npos) << bad_from.stderr_text();
 }
 
 }  // namespace

@@ -143,6 +143,95 @@ TEST_F(BroadcastRingTest, LateJoinerStartsAtCurrentPosition) {
   EXPECT_EQ(text(buf, r), "new");
 }
 
+TEST_F(BroadcastRingTest, OldestJoinerBeforeTheRingWrapsStartsAtMessageZero) {
+  auto ring = BroadcastRing::create(path(), 8);
+  ASSERT_TRUE(ring);
+  for (std::uint64_t m = 0; m < 5; ++m) ASSERT_EQ(ring->try_push(as_bytes(std::to_string(m))), Errc::ok);
+  auto late = ring->register_consumer(StartAt::oldest);
+  ASSERT_TRUE(late);
+  EXPECT_EQ(ring->lag(*late), 5U);
+  EXPECT_EQ(ring->status().consumers[*late].cursor, 0U);
+  Buffer buf{};
+  for (std::uint64_t m = 0; m < 5; ++m) {
+    const RecvResult r = ring->try_recv(*late, buf);
+    ASSERT_EQ(r.status, Errc::ok);
+    EXPECT_EQ(text(buf, r), std::to_string(m));
+  }
+  EXPECT_EQ(ring->try_recv(*late, buf).status, Errc::empty);
+}
+
+TEST_F(BroadcastRingTest, OldestJoinerOnAnEmptyRingWaitsForTheFirstMessage) {
+  auto ring = BroadcastRing::create(path(), 4);
+  ASSERT_TRUE(ring);
+  auto late = ring->register_consumer(StartAt::oldest);
+  ASSERT_TRUE(late);
+  Buffer buf{};
+  EXPECT_EQ(ring->try_recv(*late, buf).status, Errc::empty);
+  ASSERT_EQ(ring->try_push(as_bytes("first")), Errc::ok);
+  const RecvResult r = ring->try_recv(*late, buf);
+  ASSERT_EQ(r.status, Errc::ok);
+  EXPECT_EQ(text(buf, r), "first");
+}
+
+// Blocking and lossy rings keep the same history: the last `capacity` messages.
+class OldestJoinerTest : public BroadcastRingTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(OldestJoinerTest, AfterWrappingReceivesTheRetainedMessagesInOrderThenLiveOnes) {
+  constexpr std::uint64_t kCapacity = 5;  // not a power of two: the modulo index
+  auto ring = BroadcastRing::create(path(), kCapacity, {.lossy = GetParam()});
+  ASSERT_TRUE(ring);
+  for (std::uint64_t m = 0; m < 13; ++m) ASSERT_EQ(ring->try_push(as_bytes(std::to_string(m))), Errc::ok);
+  auto late = ring->register_consumer(StartAt::oldest);
+  ASSERT_TRUE(late);
+  EXPECT_EQ(ring->status().consumers[*late].cursor, 13 - kCapacity);
+  EXPECT_EQ(ring->lag(*late), kCapacity);
+  Buffer buf{};
+  std::vector<std::string> got;
+  for (;;) {
+    const RecvResult r = ring->try_recv(*late, buf);
+    if (r.status == Errc::empty) break;
+    ASSERT_EQ(r.status, Errc::ok);
+    got.push_back(text(buf, r));
+    if (got.size() == 2) {
+      // Live messages follow the history without a gap or a duplicate.
+      ASSERT_EQ(ring->try_push(as_bytes("13")), Errc::ok);
+      ASSERT_EQ(ring->try_push(as_bytes("14")), Errc::ok);
+    }
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"8", "9", "10", "11", "12", "13", "14"}));
+}
+
+TEST_P(OldestJoinerTest, HistoryOverwrittenBeforeItIsReadIsReportedAsLapped) {
+  // No other consumer holds the history, so the producer (whose cached
+  // minimum predates the registration) may overwrite it before its next scan.
+  constexpr std::uint64_t kCapacity = 4;
+  auto ring = BroadcastRing::create(path(), kCapacity, {.lossy = GetParam()});
+  ASSERT_TRUE(ring);
+  for (std::uint64_t m = 0; m < 10; ++m) ASSERT_EQ(ring->try_push(as_bytes(std::to_string(m))), Errc::ok);
+  auto late = ring->register_consumer(StartAt::oldest);  // cursor 6
+  ASSERT_TRUE(late);
+  // The producer last scanned at 8 (blocking) or never (lossy): 10 and 11
+  // overwrite 6 and 7; its scan at 12 then sees the new consumer.
+  ASSERT_EQ(ring->try_push(as_bytes("10")), Errc::ok);
+  ASSERT_EQ(ring->try_push(as_bytes("11")), Errc::ok);
+  if (!GetParam()) {
+    EXPECT_EQ(ring->try_push(as_bytes("12")), Errc::full);
+  }
+  Buffer buf{};
+  const RecvResult lap = ring->try_recv(*late, buf);
+  ASSERT_EQ(lap.status, Errc::lapped);
+  // Resumes at the oldest message that the next push cannot overwrite.
+  EXPECT_EQ(lap.missed, 3U);
+  const RecvResult r = ring->try_recv(*late, buf);
+  ASSERT_EQ(r.status, Errc::ok);
+  EXPECT_EQ(text(buf, r), "9");
+}
+
+INSTANTIATE_TEST_SUITE_P(BlockingAndLossy, OldestJoinerTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? std::string("Lossy") : std::string("Blocking");
+                         });
+
 TEST_F(BroadcastRingTest, LagCountsUnreadMessages) {
   auto ring = BroadcastRing::create(path(), 8);
   ASSERT_TRUE(ring);

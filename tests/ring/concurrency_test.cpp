@@ -76,6 +76,32 @@ INSTANTIATE_TEST_SUITE_P(TinyRings, TornReadTest,
                                   (std::get<1>(i.param) ? "Lossy" : "Blocking");
                          });
 
+// Late joiners on the slots being overwritten: readers register at
+// StartAt::oldest over and over while the producer runs at full speed, so the
+// first slots they read are the next ones the producer writes. No message may
+// be torn or out of sequence; the start lies in [Pb - capacity, Pa - capacity]
+// for the positions published just before and after registering.
+class OldestJoinerStressTest : public ::testing::TestWithParam<std::tuple<std::uint64_t, bool>> {};
+
+TEST_P(OldestJoinerStressTest, JoinAtOldestNeverReadsATornOrOutOfOrderMessage) {
+  const auto [capacity, lossy] = GetParam();
+  const test::StressResult r = test::run_oldest_joiner_stress(
+      {.capacity = capacity, .lossy = lossy, .readers = 2, .max_messages = 20'000'000,
+       .max_time = std::chrono::milliseconds(1000)});
+  EXPECT_GT(r.joins, 0U);
+  EXPECT_GT(r.received, 0U);
+  EXPECT_EQ(r.torn, 0U);
+  EXPECT_EQ(r.out_of_order, 0U);
+  EXPECT_EQ(r.bad_start, 0U);
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyRings, OldestJoinerStressTest,
+                         ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<OldestJoinerStressTest::ParamType>& i) {
+                           return "Capacity" + std::to_string(std::get<0>(i.param)) +
+                                  (std::get<1>(i.param) ? "Lossy" : "Blocking");
+                         });
+
 // drain's first-message slow path: a slot still half-written when drain first
 // reads it and committed while drain re-reads it. A writer thread holds each
 // slot half-written for a short counted busy loop (no clock) while the

@@ -59,6 +59,28 @@ TEST_F(RingcastCliTest, PubAndSubDeliverLinesAndOverlongLineIsNamedNotFatal) {
   EXPECT_EQ(active(), 0U);
 }
 
+TEST_F(RingcastCliTest, SubFromOldestPrintsTheMessagesStillInTheRingThenLiveOnes) {
+  ASSERT_EQ(cli("create " + path_ + " --capacity 4").status, 0);
+  // Nobody holds the ring, so six messages leave the last four in it.
+  ASSERT_EQ(test::run_command("printf 'm0\\nm1\\nm2\\nm3\\nm4\\nm5\\n' | " + kCli + " pub " + path_).status, 0);
+  test::ChildProcess sub =
+      test::ChildProcess::spawn({kCli, "sub", path_, "--from", "oldest", "--count", "5"}, {.err = test::Stream::kPipe});
+  ASSERT_TRUE(test::eventually([&] { return active() == 1; }));
+  ASSERT_EQ(test::run_command("printf 'live\\n' | " + kCli + " pub " + path_).status, 0);
+  EXPECT_EQ(test::exit_code(sub.wait_exit(test::deadline_in(std::chrono::seconds(20)))), 0);
+  EXPECT_EQ(sub.stdout_text(), "m2\nm3\nm4\nm5\nlive\n");
+  EXPECT_NE(sub.stderr_text().find("from message 2"), std::string::npos) << sub.stderr_text();
+}
+
+TEST_F(RingcastCliTest, SubFromRejectsAnUnknownStartAndDocumentsIt) {
+  ASSERT_EQ(cli("create " + path_ + " --capacity 4").status, 0);
+  const auto bad = cli("sub " + path_ + " --from middle");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.out.find("--from"), std::string::npos) << bad.out;
+  const auto help = cli("sub --help");
+  EXPECT_NE(help.out.find("oldest"), std::string::npos) << help.out;
+}
+
 TEST_F(RingcastCliTest, SubUnregistersOnSigterm) {
   ASSERT_EQ(cli("create " + path_ + " -c 8").status, 0);
   test::ChildProcess sub = test::ChildProcess::spawn({kCli, "sub", path_});

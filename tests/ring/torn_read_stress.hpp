@@ -2,6 +2,9 @@
 // ring, reader threads verifying that every payload word agrees with the
 // message's sequence. Shared by concurrency_test (expects zero tears) and
 // seqlock_detector_test (SeqLock check compiled out: expects tears).
+// run_oldest_joiner_stress is its late-joiner variant: readers repeatedly
+// register at StartAt::oldest, i.e. on the very slots the producer overwrites
+// next, read a few messages and unregister.
 #pragma once
 
 #include <atomic>
@@ -20,6 +23,8 @@ struct StressResult {
   std::uint64_t torn = 0;
   std::uint64_t out_of_order = 0;
   std::uint64_t lapped = 0;
+  std::uint64_t joins = 0;       // oldest-joiner stress: registrations
+  std::uint64_t bad_start = 0;   // oldest-joiner stress: a start outside [Pb - capacity, Pa - capacity]
 };
 
 struct StressConfig {
@@ -29,6 +34,7 @@ struct StressConfig {
   std::uint64_t max_messages = 2'000'000;
   std::chrono::milliseconds max_time{2000};
   bool stop_at_first_tear = false;
+  int messages_per_join = 8;  // oldest-joiner stress: messages read before unregistering
 };
 
 inline StressResult run_torn_read_stress(const StressConfig& cfg) {
@@ -81,6 +87,84 @@ inline StressResult run_torn_read_stress(const StressConfig& cfg) {
   result.torn = torn.load();
   result.out_of_order = out_of_order.load();
   result.lapped = lapped.load();
+  return result;
+}
+
+// Readers loop: note the published position Pb, register at oldest, note Pa,
+// then read `messages_per_join` messages checking each one's words (torn) and
+// exact accounting from the registered cursor (each message is the one after
+// the previous, or a lap said how many were skipped), then unregister.
+inline StressResult run_oldest_joiner_stress(const StressConfig& cfg) {
+  auto ring = BroadcastRing::create_anonymous(cfg.capacity, {.lossy = cfg.lossy});
+  StressResult result;
+  if (!ring) return result;
+  std::atomic<bool> done{false};
+  std::atomic<std::uint64_t> received{0}, torn{0}, out_of_order{0}, lapped{0}, joins{0}, bad_start{0};
+  const auto oldest_at = [&](std::uint64_t published) {
+    return published >= cfg.capacity ? published - cfg.capacity : 0;
+  };
+  std::vector<std::thread> readers;
+  for (int i = 0; i < cfg.readers; ++i) {
+    readers.emplace_back([&] {
+      alignas(8) std::array<std::byte, kMaxPayload> buf{};
+      while (!done.load(std::memory_order_acquire)) {
+        const std::uint64_t before = ring->producer_position();
+        auto id = ring->register_consumer(StartAt::oldest);
+        if (!id) continue;  // all entries taken for a moment: not this test's concern
+        const std::uint64_t after = ring->producer_position();
+        joins.fetch_add(1, std::memory_order_relaxed);
+        // Only this thread writes the cursor, so status() reads it exactly.
+        std::uint64_t next = ring->status().consumers[*id].cursor;
+        if (next < oldest_at(before) || next > oldest_at(after)) bad_start.fetch_add(1, std::memory_order_relaxed);
+        for (int got = 0; got < cfg.messages_per_join;) {
+          const RecvResult r = ring->try_recv(*id, buf);
+          if (r.status == Errc::ok) {
+            const auto seq = check_message(std::span<const std::byte>(buf.data(), r.length));
+            if (!seq) {
+              torn.fetch_add(1, std::memory_order_relaxed);
+              if (cfg.stop_at_first_tear) done.store(true, std::memory_order_relaxed);
+            } else {
+              if (*seq != next) out_of_order.fetch_add(1, std::memory_order_relaxed);
+              next = *seq + 1;
+            }
+            received.fetch_add(1, std::memory_order_relaxed);
+            ++got;
+          } else if (r.status == Errc::lapped) {
+            next += r.missed;
+            lapped.fetch_add(1, std::memory_order_relaxed);
+          } else if (r.status != Errc::empty && r.status != Errc::stalled) {
+            out_of_order.fetch_add(1, std::memory_order_relaxed);  // no other status is expected
+            break;
+          } else if (done.load(std::memory_order_acquire)) {
+            break;
+          }
+        }
+        (void)ring->unregister_consumer(*id);
+      }
+    });
+  }
+  alignas(8) std::array<std::byte, kMaxPayload> msg{};
+  // Start overwriting once every reader has joined at least once, so a fast
+  // producer cannot finish before the readers run.
+  while (joins.load(std::memory_order_relaxed) < static_cast<std::uint64_t>(cfg.readers)) std::this_thread::yield();
+  const auto until = std::chrono::steady_clock::now() + cfg.max_time;
+  std::uint64_t seq = 0;
+  // Counts attempts, not pushes: joiners holding a blocking ring full must not
+  // keep the clock from being read.
+  for (std::uint64_t attempt = 0; seq < cfg.max_messages && !done.load(std::memory_order_relaxed); ++attempt) {
+    if ((attempt & 1023) == 0 && std::chrono::steady_clock::now() > until) break;
+    make_message(seq, msg);
+    if (ring->try_push(msg) == Errc::ok) ++seq;
+  }
+  done.store(true, std::memory_order_release);
+  for (auto& t : readers) t.join();
+  result.pushed = seq;
+  result.received = received.load();
+  result.torn = torn.load();
+  result.out_of_order = out_of_order.load();
+  result.lapped = lapped.load();
+  result.joins = joins.load();
+  result.bad_start = bad_start.load();
   return result;
 }
 

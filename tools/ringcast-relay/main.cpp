@@ -18,6 +18,7 @@
 
 #include "broker_flags.hpp"
 #include "settings.hpp"
+#include "start_at_flag.hpp"
 #include "stop_signals.hpp"
 #include "ringcast/relay/metrics_server.hpp"
 #include "ringcast/relay/relay.hpp"
@@ -64,6 +65,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--metrics", metrics, "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9390)");
   app.add_option("--batch", batch, "Most messages taken from a ring per drain")->capture_default_str();
+  StartAt start = StartAt::latest;
+  tools::add_start_at_option(app, start, "the relay opens a ring file it has not relayed before (every --ring)");
 
   broker_flags.add_to(app, cfg);  // as ringcast-broker (docs/broker.md)
   if (const auto exit_status = ringcast::tools::parse_settings(app, argc, argv)) return *exit_status;
@@ -73,6 +76,7 @@ int main(int argc, char** argv) {
   for (const auto& spec : ring_specs) {
     auto route = parse_ring_route(spec);
     if (!route) return usage(route.error());
+    route->start = start;
     config.rings.push_back(std::move(*route));
   }
   const bool broker_on = nats_url.empty() || listen_opt->count() > 0;

@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include "parse_flags.hpp"
+#include "start_at_flag.hpp"
 #include "token_secret.hpp"
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -118,13 +119,14 @@ void print_payload(std::span<const std::byte> payload, bool hex) {
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
-int cmd_sub(const std::string& path, std::uint64_t count, bool hex) {
+int cmd_sub(const std::string& path, std::uint64_t count, bool hex, StartAt start) {
   auto ring = BroadcastRing::open(path);
   if (!ring) return report(path, ring.error());
-  auto id = ring->register_consumer();
+  auto id = ring->register_consumer(start);
   if (!id) return report(path, id.error());
   install_stop_handlers();
-  fmt::print(stderr, "ringcast: subscribed to {} as consumer {}\n", path, *id);
+  fmt::print(stderr, "ringcast: subscribed to {} as consumer {}{}\n", path, *id,
+             start == StartAt::oldest ? fmt::format(", from message {}", ring->status().consumers[*id].cursor) : "");
   std::uint64_t received = 0;
   alignas(8) std::array<std::byte, kMaxPayload> buf{};
   while (!g_stop && (count == 0 || received < count)) {
@@ -297,6 +299,8 @@ int main(int argc, char** argv) {
   sub->add_option("PATH", path, "Ring file")->required();
   sub->add_option("--count,-n", count, "Exit after N messages (0: until SIGINT/SIGTERM)");
   sub->add_flag("--hex", hex, "Print payloads as hex");
+  StartAt start = StartAt::latest;
+  tools::add_start_at_option(*sub, start, "the subscriber joins");
 
   auto* info = app.add_subcommand("info", "Show the header and the consumer table");
   info->add_option("PATH", path, "Ring file")->required();
@@ -333,7 +337,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (*pub) return cmd_pub(path);
-  if (*sub) return cmd_sub(path, count, hex);
+  if (*sub) return cmd_sub(path, count, hex, start);
   if (*info) return cmd_info(path, json);
   if (*reap) return cmd_reap(path);
   if (*rm) return cmd_rm(path);

@@ -45,6 +45,7 @@
 
 #include <tl/expected.hpp>
 
+#include "ringcast/broadcast_ring.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/broker/config.hpp"
 
@@ -56,6 +57,12 @@ struct RingRoute {
   std::string path;
   std::string name;               // channel (broker) and subject (NATS); a prefix in topic mode
   bool topic_in_payload = false;
+  // Where the reader starts on a ring file it has not relayed before (the
+  // first open, and a file replaced at the path): `oldest` relays the ring's
+  // history first (`--from oldest`). Re-registering on the same file, after
+  // its entry was freed behind its back, always starts at latest: relaying
+  // that history again would duplicate what was already sent.
+  StartAt start = StartAt::latest;
 };
 
 // Parses "PATH=NAME" / "PATH=PREFIX*" (the last '=' splits, so paths may hold

@@ -23,6 +23,7 @@ from ._ringcast import (
     IdleStrategy,
     Ring,
     RingError,
+    StartAt,
 )
 
 __all__ = [
@@ -36,4 +37,5 @@ __all__ = [
     "IdleStrategy",
     "Ring",
     "RingError",
+    "StartAt",
 ]

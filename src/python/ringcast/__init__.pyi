@@ -39,6 +39,14 @@ class Errc(enum.Enum):
     @property
     def value(self) -> int: ...
 
+class StartAt(enum.Enum):
+    latest: ClassVar[StartAt]
+    oldest: ClassVar[StartAt]
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> int: ...
+
 class IdleStrategy(enum.Enum):
     spin: ClassVar[IdleStrategy]
     spin_then_yield: ClassVar[IdleStrategy]
@@ -100,7 +108,7 @@ class Ring:
     def push_batch(self, records: npt.NDArray[Any]) -> int: ...
 
     # Consumers and observers.
-    def register_consumer(self) -> Consumer: ...
+    def register_consumer(self, start: StartAt = ...) -> Consumer: ...
     @overload
     def lag(self, consumer_id: int) -> int: ...
     @overload
