@@ -114,8 +114,9 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
         pace_timer_(worker.context()),
         hold_timer_(worker.context()),
         live_(live) {
-    batch_.reserve(64);
-    iov_.reserve(64);
+    // batch_ and iov_ start empty and grow with the largest batch this
+    // connection writes, then keep their capacity: an idle connection holds
+    // none of it (docs/benchmarks.md, idle memory).
     client_ = factory(core, std::move(peer), *this);
   }
 
