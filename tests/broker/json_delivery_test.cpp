@@ -12,7 +12,7 @@
 
 #include "broker/core/subscription_index.hpp"
 #include "broker/core/wire_format.hpp"
-#include "broker/ws/base64.hpp"
+#include "broker/core/base64.hpp"
 #include "broker/ws/json_delivery.hpp"
 #include "test_support.hpp"
 
@@ -59,7 +59,7 @@ json json_of(const FrameRef& block, std::uint32_t i = 0) { return json::parse(pa
 
 std::string base64(std::string_view s) {
   std::string out;
-  ws::base64_encode(s, out);
+  base64_encode(s, Base64::kStandard, out);
   return out;
 }
 
@@ -120,7 +120,7 @@ TEST(JsonDeliveryTest, InvalidUtf8PayloadsGoAsBase64WithTheEncodingFlag) {
     EXPECT_EQ(j["payload"].get<std::string>(), base64(p)) << text;
     EXPECT_EQ(j["encoding"], "base64") << text;
     std::string decoded;
-    ASSERT_TRUE(ws::base64_decode(j["payload"].get<std::string>(), decoded));
+    ASSERT_TRUE(base64_decode(j["payload"].get<std::string>(), Base64::kStandard, decoded));
     EXPECT_EQ(decoded, p);
     EXPECT_NE(text.find(R"("payload":")" + base64(p) + R"(","encoding":"base64","timestamp":)"), std::string::npos);
   }

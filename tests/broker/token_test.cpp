@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "broker/auth/base64url.hpp"
+#include "broker/core/base64.hpp"
 
 namespace ringcast::broker {
 namespace {
@@ -18,7 +18,11 @@ using Clock = std::chrono::system_clock;
 const std::string kSecret = "0123456789abcdef0123456789abcdef-test";
 const Clock::time_point kNow = Clock::time_point(seconds(1'800'000'000));
 
-std::string b64(std::string_view s) { return auth::base64url_encode(s); }
+std::string b64(std::string_view s) {
+  std::string out;
+  base64_encode(s, Base64::kUrl, out);
+  return out;
+}
 
 std::string sign(std::string_view text, std::string_view secret = kSecret) {
   unsigned char mac[EVP_MAX_MD_SIZE];

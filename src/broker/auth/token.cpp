@@ -9,7 +9,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "broker/auth/base64url.hpp"
+#include "broker/core/base64.hpp"
 
 namespace ringcast::broker {
 
@@ -36,9 +36,16 @@ std::optional<Mac> hmac_sha256(std::string_view secret, std::string_view text) {
   return mac;
 }
 
+// The bytes a base64url part (canonical, unpadded) holds, or nullopt.
+std::optional<std::string> decode_part(std::string_view part) {
+  std::string bytes;
+  if (!base64_decode(part, Base64::kUrl, bytes)) return std::nullopt;
+  return bytes;
+}
+
 // The JSON object a base64url part holds, or nullopt.
 std::optional<json> decode_object(std::string_view part) {
-  const auto bytes = auth::base64url_decode(part);
+  const auto bytes = decode_part(part);
   if (!bytes) return std::nullopt;
   json j = json::parse(*bytes, /*cb=*/nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
@@ -163,7 +170,7 @@ tl::expected<Grant, TokenError> verify_token(std::string_view token, std::string
   if (!header) return tl::unexpected(TokenError::kMalformed);
   if (const auto e = check_header(*header)) return tl::unexpected(*e);
 
-  const auto signature = auth::base64url_decode(signature_part);
+  const auto signature = decode_part(signature_part);
   if (!signature) return tl::unexpected(TokenError::kMalformed);
   const auto mac = hmac_sha256(secret, signed_text);
   if (!mac) return tl::unexpected(TokenError::kBadSignature);
@@ -222,14 +229,14 @@ tl::expected<std::string, TokenError> mint_token(const Grant& grant, std::string
   } catch (const json::type_error&) {  // a string that is not UTF-8 (error 316)
     return tl::unexpected(TokenError::kBadClaim);
   }
-  std::string token = auth::base64url_encode(R"({"alg":"HS256","typ":"JWT"})");
+  std::string token;
+  base64_encode(R"({"alg":"HS256","typ":"JWT"})", Base64::kUrl, token);
   token += '.';
-  token += auth::base64url_encode(claims_text);
+  base64_encode(claims_text, Base64::kUrl, token);
   const auto mac = hmac_sha256(secret, token);
   if (!mac) return tl::unexpected(TokenError::kWeakSecret);  // OpenSSL refused the key
   token += '.';
-  token += auth::base64url_encode(
-      std::string_view(reinterpret_cast<const char*>(mac->data()), mac->size()));
+  base64_encode(std::string_view(reinterpret_cast<const char*>(mac->data()), mac->size()), Base64::kUrl, token);
   return token;
 }
 

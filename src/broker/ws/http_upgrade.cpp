@@ -11,7 +11,7 @@
 #include <boost/beast/http/rfc7230.hpp>
 #include <boost/beast/http/status.hpp>
 
-#include "broker/ws/base64.hpp"
+#include "broker/core/base64.hpp"
 #include "broker/ws/live_page.hpp"
 
 namespace ringcast::broker::ws {
@@ -82,7 +82,7 @@ std::string websocket_accept(std::string_view key) {
   unsigned char digest[SHA_DIGEST_LENGTH];
   SHA1(reinterpret_cast<const unsigned char*>(in.data()), in.size(), digest);
   std::string out;
-  base64_encode(std::string_view(reinterpret_cast<const char*>(digest), sizeof digest), out);
+  base64_encode(std::string_view(reinterpret_cast<const char*>(digest), sizeof digest), Base64::kStandard, out);
   return out;
 }
 
@@ -142,7 +142,7 @@ HttpUpgrade::Status HttpUpgrade::route() {
     }
     const std::string_view key = sv(req[http::field::sec_websocket_key]);
     std::string raw;
-    if (key.empty() || !base64_decode(key, raw) || raw.size() != 16) {
+    if (key.empty() || !base64_decode(key, Base64::kStandard, raw) || raw.size() != 16) {
       return respond(text(400, "Bad request: Sec-WebSocket-Key must be 16 bytes in base64"));
     }
     // No Sec-WebSocket-Extensions (permessage-deflate is never offered) and no

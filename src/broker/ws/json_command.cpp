@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "broker/ws/base64.hpp"
+#include "broker/core/base64.hpp"
 
 namespace ringcast::broker::ws {
 
@@ -49,7 +49,7 @@ tl::expected<std::string, std::string> payload(const json& obj) {
     }
     if (!it->is_string()) return Error(field_error("publish", "payload", "must be a string with \"encoding\":\"base64\""));
     std::string bytes;
-    if (!base64_decode(it->get_ref<const std::string&>(), bytes)) {
+    if (!base64_decode(it->get_ref<const std::string&>(), Base64::kStandard, bytes)) {
       return Error(field_error("publish", "payload", "is not valid base64"));
     }
     return bytes;

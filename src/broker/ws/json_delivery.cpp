@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "broker/ws/base64.hpp"
+#include "broker/core/base64.hpp"
 #include "broker/ws/frame_header.hpp"
 #include "broker/ws/utf8.hpp"
 
@@ -56,7 +56,7 @@ char* put_value(char* p, const Value& v) {
   if (v.base64) {
     thread_local std::string scratch;  // keeps its capacity
     scratch.clear();
-    base64_encode(v.raw, scratch);
+    base64_encode(v.raw, Base64::kStandard, scratch);
     p = put(p, scratch);
   } else {
     for (char ch : v.raw) {

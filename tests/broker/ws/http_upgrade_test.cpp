@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include "broker/ws/base64.hpp"
 #include "broker/ws/live_page.hpp"
 
 namespace ringcast::broker::ws {
@@ -162,26 +161,6 @@ TEST(HttpUpgradeTest, RoutesCanBeAddedAndReceiveTheQuery) {
   const Result r = run("GET /metrics?x=1 HTTP/1.1\r\n\r\n", 5, routes);
   EXPECT_EQ(r.status, Status::kRespond);
   EXPECT_EQ(r.response.substr(r.response.size() - 5), "q=x=1");
-}
-
-TEST(Base64Test, RoundTripsAndRejectsNonCanonicalText) {
-  for (std::string_view s : {"", "f", "fo", "foo", "foob", "fooba", "foobar"}) {
-    std::string enc;
-    base64_encode(s, enc);
-    std::string dec;
-    ASSERT_TRUE(base64_decode(enc, dec)) << enc;
-    EXPECT_EQ(dec, s);
-  }
-  std::string enc;
-  base64_encode("foobar", enc);
-  EXPECT_EQ(enc, "Zm9vYmFy");
-  std::string out;
-  EXPECT_FALSE(base64_decode("Zm9", out));      // not a multiple of 4
-  EXPECT_FALSE(base64_decode("Zm9=v", out));
-  EXPECT_FALSE(base64_decode("Zm!v", out));
-  EXPECT_FALSE(base64_decode("Zh==", out));     // unused bits set
-  EXPECT_FALSE(base64_decode("====", out));
-  EXPECT_FALSE(base64_decode("Zm=v", out));
 }
 
 }  // namespace

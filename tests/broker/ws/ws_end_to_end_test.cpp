@@ -17,6 +17,7 @@
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/broker/token.hpp"
 #include "tcp_loopback.hpp"
+#include "prometheus_text.hpp"
 #include "ws_client.hpp"
 
 namespace ringcast::broker::ws {
@@ -297,6 +298,27 @@ TEST_F(WsEndToEndTest, BadFramesCloseWithTheirCodeAndTouchNothingElse) {
     ASSERT_TRUE(m.has_value());
     EXPECT_EQ((*m)["payload"], std::to_string(n));
   }
+}
+
+// GET /metrics on the WebSocket port: the broker's Prometheus text (the same
+// renderer as Broker::metrics_text(), docs/broker.md "Metrics"), embedder's
+// series included, and well formed for a scraper.
+TEST_F(WsEndToEndTest, MetricsAreServedOnTheWebSocketPort) {
+  broker_->set_metrics_provider([](PrometheusWriter& w) {
+    w.metric("ringcast_test_embedder_series", "A series the embedding process adds", MetricType::kGauge, 7);
+  });
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(broker_->publish("m", "x").status, PublishStatus::kPublished);
+  WsClient c(ws_port(), false);
+  c.send_raw("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string r = c.read_all();
+  ASSERT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+  EXPECT_NE(r.find("Content-Type: text/plain; version=0.0.4"), std::string::npos) << r;
+  const std::size_t body = r.find("\r\n\r\n");
+  ASSERT_NE(body, std::string::npos);
+  const ringcast::test::PrometheusText m = ringcast::test::parse_prometheus(r.substr(body + 4));
+  ASSERT_TRUE(m.ok()) << m.error;
+  EXPECT_EQ(m.value("ringcast_broker_messages_published_total"), 3);
+  EXPECT_EQ(m.value("ringcast_test_embedder_series"), 7);
 }
 
 TEST_F(WsEndToEndTest, PlainHttpRequestsAreAnsweredAndClosed) {
