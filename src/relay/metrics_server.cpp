@@ -118,26 +118,33 @@ struct MetricsServer::Impl {
   }
 };
 
-tl::expected<std::unique_ptr<MetricsServer>, std::string> MetricsServer::start(const std::string& host,
-                                                                                std::uint16_t port, Render render) {
+tl::expected<std::unique_ptr<MetricsServer>, RelayError> MetricsServer::start(const std::string& host,
+                                                                               std::uint16_t port, Render render) {
+  auto failed = [](const boost::system::error_code& e, std::string detail) {
+    // Asio's system errors are errnos; others (a malformed address) only have text.
+    if (e.category() == boost::system::system_category()) {
+      return tl::unexpected(RelayError{RelayError::Code::kMetrics, e.value(), std::move(detail)});
+    }
+    return tl::unexpected(RelayError{RelayError::Code::kMetrics, 0, detail + ": " + e.message()});
+  };
   auto impl = std::make_unique<Impl>();
   impl->render = std::move(render);
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(host, ec);
-  if (ec) return tl::unexpected(fmt::format("metrics address '{}': {}", host, ec.message()));
+  if (ec) return failed(ec, fmt::format("address '{}'", host));
   const tcp::endpoint endpoint(address, port);
   impl->acceptor.open(endpoint.protocol(), ec);
   if (!ec) impl->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) impl->acceptor.bind(endpoint, ec);
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return tl::unexpected(fmt::format("metrics bind {}:{}: {}", host, port, ec.message()));
+  if (ec) return failed(ec, fmt::format("bind {}:{}", host, port));
   impl->port = impl->acceptor.local_endpoint().port();
   impl->accept();
   Impl* raw = impl.get();
   try {
     impl->thread = std::thread([raw] { raw->io.run(); });
   } catch (const std::system_error& e) {
-    return tl::unexpected(fmt::format("metrics thread: {}", e.what()));
+    return tl::unexpected(RelayError{RelayError::Code::kMetrics, e.code().value(), "thread"});
   }
   return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(impl)));
 }

@@ -71,6 +71,7 @@ std::string RelayError::message() const {
     case Code::kBroker: return "broker: " + detail;  // the broker's message names its errno
     case Code::kNats: what = "nats"; break;
     case Code::kThread: what = "thread"; break;
+    case Code::kMetrics: what = "metrics"; break;
   }
   if (sys_errno != 0) return fmt::format("{}: {}: {}", what, detail, std::strerror(sys_errno));
   return fmt::format("{}: {}", what, detail);

@@ -566,7 +566,7 @@ TEST_F(RelayTest, MetricsEndpointServesRingBrokerAndConnectionSeries) {
   ASSERT_TRUE(eventually([&] { return stats_of(*relay_).relayed == 3; }));
 
   auto server = MetricsServer::start("127.0.0.1", 0, [&] { return relay_->prometheus_text(); });
-  ASSERT_TRUE(server) << server.error();
+  ASSERT_TRUE(server) << server.error().message();
   const std::string resp = http_get((*server)->port(), "/metrics");
   EXPECT_EQ(resp.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << resp;
   EXPECT_NE(resp.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);

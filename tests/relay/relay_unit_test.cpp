@@ -1,9 +1,11 @@
 // Pure parts of the relay: route, address and size parsing, the topic-in-payload
 // codec and the relay's Prometheus series.
+#include <cerrno>
 #include <gtest/gtest.h>
 
 #include "prometheus_text.hpp"
 #include "relay/metrics.hpp"
+#include "ringcast/relay/metrics_server.hpp"
 #include "ringcast/relay/relay.hpp"
 #include "ringcast/relay/topic.hpp"
 
@@ -104,6 +106,22 @@ TEST(TopicPayloadTest, SubjectValidityFollowsNatsRules) {
   EXPECT_FALSE(is_valid_subject("a..b"));
   EXPECT_FALSE(is_valid_subject(".a"));
   EXPECT_FALSE(is_valid_subject("a."));
+}
+
+// MetricsServer::start reports in the setup-error shape (docs/design.md): a
+// malformed address by text, a taken port by its errno.
+TEST(MetricsServerTest, SetupErrorsNameTheAddressAndCarryTheErrno) {
+  auto bad = MetricsServer::start("not-an-address", 0, [] { return std::string(); });
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, RelayError::Code::kMetrics);
+  EXPECT_EQ(bad.error().message().rfind("metrics: address 'not-an-address'", 0), 0u) << bad.error().message();
+
+  auto first = MetricsServer::start("127.0.0.1", 0, [] { return std::string(); });
+  ASSERT_TRUE(first) << first.error().message();
+  auto taken = MetricsServer::start("127.0.0.1", (*first)->port(), [] { return std::string(); });
+  ASSERT_FALSE(taken);
+  EXPECT_EQ(taken.error().code, RelayError::Code::kMetrics);
+  EXPECT_EQ(taken.error().sys_errno, EADDRINUSE) << taken.error().message();
 }
 
 TEST(RelayMetricsTest, RingAndNatsSeriesParseWithTheirLabels) {

@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   if (metrics_at) {
     auto m = MetricsServer::start(metrics_at->host, metrics_at->port, [&r] { return r.prometheus_text(); });
     if (!m) {
-      fmt::print(stderr, "ringcast-relay: {}\n", m.error());
+      fmt::print(stderr, "ringcast-relay: {}\n", m.error().message());
       r.stop();
       return 1;
     }

@@ -14,16 +14,18 @@
 
 #include <tl/expected.hpp>
 
+#include "ringcast/relay/error.hpp"
+
 namespace ringcast::relay {
 
 class MetricsServer {
  public:
   using Render = std::function<std::string()>;
 
-  // Binds host:port (port 0: the kernel chooses). Errors carry the reason text.
-  [[nodiscard]] static tl::expected<std::unique_ptr<MetricsServer>, std::string> start(const std::string& host,
-                                                                                        std::uint16_t port,
-                                                                                        Render render);
+  // Binds host:port (port 0: the kernel chooses). Errors are RelayError::Code::kMetrics.
+  [[nodiscard]] static tl::expected<std::unique_ptr<MetricsServer>, RelayError> start(const std::string& host,
+                                                                                       std::uint16_t port,
+                                                                                       Render render);
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
   // Stops and joins the thread.
