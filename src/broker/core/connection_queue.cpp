@@ -455,6 +455,10 @@ PopResult ConnectionQueue::pop_batch(std::size_t budget, std::size_t max_spans,
 
 void ConnectionQueue::release(std::size_t bytes) noexcept {
   std::lock_guard lock(mu_);
+  release_locked(bytes);
+}
+
+void ConnectionQueue::release_locked(std::size_t bytes) noexcept {
   inflight_bytes_ -= bytes;
   if (queued_bytes_ + inflight_bytes_ <= limits_.soft_bytes) {
     soft_since_ = std::chrono::nanoseconds(-1);
@@ -465,12 +469,7 @@ void ConnectionQueue::release(std::size_t bytes) noexcept {
 
 bool ConnectionQueue::complete(std::size_t bytes) noexcept {
   std::lock_guard lock(mu_);
-  inflight_bytes_ -= bytes;
-  if (queued_bytes_ + inflight_bytes_ <= limits_.soft_bytes) {
-    soft_since_ = std::chrono::nanoseconds(-1);
-  }
-  pace_after_drain_locked();
-  if (policy_ == OverflowPolicy::kBlock && flow_ != nullptr && flow_->has_blocked_waiters()) flow_->notify_room();
+  release_locked(bytes);
   if (closed_ || !spans_.empty() || pending_loss_ > 0) return true;
   armed_ = false;
   return false;

@@ -185,6 +185,8 @@ class ConnectionQueue {
   }
   // Queues frame i of `block`: extends the last span when it ends just before i.
   void append_locked(const FrameRef& block, std::uint32_t i);
+  // release()'s body. REQUIRES: mu_ held.
+  void release_locked(std::size_t bytes) noexcept;
 
   // Invariant 5: replaces the spans of `block` among the last `created` spans
   // with a private copy of their frames, unless they hold the whole block.

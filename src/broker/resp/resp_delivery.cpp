@@ -6,20 +6,13 @@
 #include <span>
 #include <vector>
 
+#include "broker/core/decimal_digits.hpp"
+
 namespace ringcast::broker::resp {
 
 namespace {
 
-std::size_t digits(std::size_t v) noexcept {
-  std::size_t n = 1;
-  while (v >= 10) {
-    v /= 10;
-    ++n;
-  }
-  return n;
-}
-
-std::size_t bulk_size(std::size_t len) noexcept { return 1 + digits(len) + 2 + len + 2; }
+std::size_t bulk_size(std::size_t len) noexcept { return 1 + decimal_digits(len) + 2 + len + 2; }
 
 char* put_bulk(char* p, std::string_view s) noexcept {
   *p++ = '$';

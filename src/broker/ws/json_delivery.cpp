@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/core/decimal_digits.hpp"
 #include "broker/core/base64.hpp"
 #include "broker/ws/frame_header.hpp"
 #include "broker/ws/utf8.hpp"
@@ -109,15 +110,6 @@ char* put_field(char* p, std::string_view name, const Value& v) {
   return p;
 }
 
-std::size_t digits(std::uint64_t v) noexcept {
-  std::size_t n = 1;
-  while (v >= 10) {
-    v /= 10;
-    ++n;
-  }
-  return n;
-}
-
 char* put_number(char* p, std::uint64_t v) noexcept { return std::to_chars(p, p + 20, v).ptr; }
 
 }  // namespace
@@ -137,12 +129,12 @@ FrameRef encode_json_run(const DeliveryRun& run) {
   // Everything but the payload value and the id's digits.
   const std::size_t fixed = kHead.size() + (pattern ? field_size("pattern", pat) : 0) + field_size("topic", topic) +
                             std::string_view(R"("payload":)").size() + std::string_view(R"(,"timestamp":)").size() +
-                            digits(ts) + std::string_view(R"(,"message_id":)").size() +
+                            decimal_digits(ts) + std::string_view(R"(,"message_id":)").size() +
                             std::string_view(R"(,"qos":0})").size();
   for (std::size_t i = 0; i < run.msgs.size(); ++i) {
     const Value v = value_of(run.msgs[i].payload);
     const std::uint64_t id = run.first_id == 0 ? 0 : run.first_id + i;
-    const std::size_t json = fixed + v.size + (v.base64 ? 1 + kBase64Flag.size() : 0) + digits(id);
+    const std::size_t json = fixed + v.size + (v.base64 ? 1 + kBase64Flag.size() : 0) + decimal_digits(id);
     payloads.push_back(v);
     jsons.push_back(static_cast<std::uint32_t>(json));
     sizes.push_back(static_cast<std::uint32_t>(server_header_size(json) + json));
