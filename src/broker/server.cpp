@@ -9,6 +9,42 @@
 // then moves on, so one busy connection cannot starve the others on its thread.
 // No socket is written while the subscription-index lock is held: publishers only
 // push frame references and mark connections ready.
+//
+// Writer progress: a connection with queued frames is never forgotten. Its
+// queue's armed_ flag (connection_queue.hpp, invariant 3) means "a writer turn
+// is owed", and
+//   W. while the queue is armed, at least one of these owes that turn:
+//      (a) the pusher whose push returned wake and has not yet called
+//          mark_ready; (b) an entry for the connection in its worker's ready_,
+//          or in draining_ after the drain's current index; (c) the pending
+//          async_wait(write) of a parked writer (waiting_writable_); (d) a
+//          flush() running on the connection's thread. (Redundant extra ready
+//          entries are allowed: their flush pops nothing and disarms.)
+//      Frames queued, a loss notice owed or a queue closed by its policy
+//      always leave the queue armed.
+// Every transition keeps W:
+//   1. push: only the push that arms a disarmed queue returns wake (also the
+//      one that closes it); the pusher (SubscriptionIndex deliver,
+//      Client::push_reply) calls on_queue_ready -> mark_ready: (a) -> (b).
+//   2. drain swaps ready_ into draining_ and clears drain_posted_ under one
+//      lock: a mark_ready after the swap posts a new drain, so no entry lands
+//      in a list that no drain will visit.
+//   3. flush while parked returns (c stays); flush that pops nothing disarms
+//      under the queue lock that saw it empty, so the next push wakes (1).
+//   4. a partial write or EAGAIN parks: async_wait(write) (c). Asio starts a
+//      wait with EPOLL_CTL_MOD (Boost 1.74 epoll_reactor::start_op, no
+//      speculative run for waits), which reports a socket that became
+//      writable between our EAGAIN and the registration: the edge-triggered
+//      registration loses no wakeup. The wait's completion runs flush (d);
+//      an error closes.
+//   5. a batch written whole: complete() under the queue lock either reports
+//      more (frames, notice, closed) and flush marks ready (b), or disarms in
+//      the critical section that saw the queue empty (as in 3).
+//   6. read_once's own flush (replies first) is one more (d); the ready entry
+//      it leaves behind is a redundant one (W).
+//   7. Pacing (PaceWaiter, pace_timer_), holds (hold_timer_) and
+//      close_after_flush_ stop reading only; no writer transition waits on
+//      them. teardown() unmarks (b), closes the queue and cancels (c).
 
 #include <sys/socket.h>
 #include <sys/uio.h>
