@@ -45,6 +45,8 @@
 //   7. Pacing (PaceWaiter, pace_timer_), holds (hold_timer_) and
 //      close_after_flush_ stop reading only; no writer transition waits on
 //      them. teardown() unmarks (b), closes the queue and cancels (c).
+//      linger() closes the queue before flush() starts ignoring wakes, so a
+//      lingering connection owes no turn.
 
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -80,6 +82,11 @@ constexpr std::size_t kMaxIov = 1024;
 // One read buffer per I/O thread, not per connection: a connection's bytes are
 // parsed (and copied where kept) before the thread reads another socket.
 constexpr std::size_t kReadBuffer = 256 * 1024;
+// Lingering close, after our last bytes (a close frame, an HTTP error): input
+// is read and discarded until the peer's EOF, for at most this long and this
+// many bytes, before the socket is closed (Connection::linger).
+constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr std::size_t kLingerBytes = 4u << 20;
 
 class Connection;
 
@@ -187,7 +194,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
 
   // This worker's thread: one sendmsg (writev) of up to the write budget.
   void flush() {
-    if (closed_) return;
+    if (closed_ || lingering_) return;
     if (waiting_writable_) {
       // Parked on a full socket; only a disconnect verdict needs action now.
       if (queue().closed()) shutdown();
@@ -200,7 +207,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
         return;
       }
       if (r.frames == 0) {  // the pop disarmed the queue
-        if (close_after_flush_) shutdown();
+        if (close_after_flush_) linger();
         return;
       }
       batch_bytes_ = r.bytes;
@@ -244,7 +251,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
     if (more) {
       worker_.mark_ready(this);
     } else if (close_after_flush_) {
-      shutdown();
+      linger();
     }
   }
 
@@ -295,7 +302,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
     }
     const InputResult r = client().on_input(std::string_view(buf.data(), static_cast<std::size_t>(n)));
     if (r == InputResult::kClose) {
-      // Stop reading; flush() closes once the replies are out.
+      // Stop reading; flush() lingers, then closes, once the replies are out.
       close_after_flush_ = true;
       flush();
       return;
@@ -371,6 +378,56 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
     read_once();
   }
 
+  // This worker's thread: our last bytes are written (close_after_flush_).
+  // close() on a socket with unread input would send a reset instead of a FIN,
+  // and a reset can make the peer's kernel drop what we wrote before the peer
+  // read it: the close code, the HTTP response. So: refuse further frames,
+  // send a FIN after the last bytes (shutdown SHUT_WR), read and discard until
+  // the peer's EOF, kLingerTime or kLingerBytes, then close.
+  void linger() {
+    lingering_ = true;
+    queue().close();  // frames pushed from now on are discarded
+    boost::system::error_code ec;
+    sock_.shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) {
+      shutdown();
+      return;
+    }
+    // The auth timer becomes the linger deadline (a pending auth timeout is
+    // cancelled by the new expiry).
+    auth_timer_armed_ = false;
+    auth_timer_.expires_after(kLingerTime);
+    auth_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
+      if (!e) self->shutdown();
+    });
+    discard_input();
+  }
+
+  // This worker's thread, while lingering: reads and drops what the peer sent.
+  void discard_input() {
+    const std::span<char> buf = worker_.read_buffer();
+    for (;;) {
+      const ssize_t n = ::recv(sock_.native_handle(), buf.data(), buf.size(), MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      lingered_bytes_ += n > 0 ? static_cast<std::size_t>(n) : 0;
+      // EOF (the peer sends no more, so closing resets nothing), an error, or
+      // the byte bound.
+      if (n <= 0 || lingered_bytes_ >= kLingerBytes) {
+        shutdown();
+        return;
+      }
+    }
+    sock_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+      if (self->closed_) return;
+      if (ec) {
+        self->shutdown();
+        return;
+      }
+      self->discard_input();
+    });
+  }
+
   // Unauthenticated connections get auth_timeout to authenticate, counted from
   // connect or from the RESET that de-authenticated them.
   void update_auth_timer() {
@@ -436,7 +493,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   BrokerCore& core_;
   IoWorker& worker_;
   tcp::socket sock_;
-  asio::steady_timer auth_timer_;
+  asio::steady_timer auth_timer_;  // auth_timeout; then, while lingering, kLingerTime
   asio::steady_timer pace_timer_;  // ends a pause after max_stall
   asio::steady_timer hold_timer_;  // retries a held PUBLISH (block policy)
   std::atomic<std::size_t>& live_;
@@ -446,9 +503,11 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   std::vector<iovec> iov_;
   std::size_t iov_pos_ = 0;
   std::size_t batch_bytes_ = 0;
+  std::size_t lingered_bytes_ = 0;  // read and discarded while lingering
   bool waiting_writable_ = false;
   bool auth_timer_armed_ = false;
   bool close_after_flush_ = false;
+  bool lingering_ = false;  // our last bytes are out; input is discarded until close
   bool closed_ = false;
   // Declared last, so destroyed first: teardown() has detached it already.
   std::unique_ptr<Client> client_;
