@@ -42,8 +42,8 @@
 //      the critical section that saw the queue empty (as in 3).
 //   6. read_once's own flush (replies first) is one more (d); the ready entry
 //      it leaves behind is a redundant one (W).
-//   7. Pacing (PaceWaiter, pace_timer_), holds (hold_timer_) and
-//      close_after_flush_ stop reading only; no writer transition waits on
+//   7. Pacing (PaceWaiter, pace_timer_), holds (hold_timer_) and ending_
+//      (close after flush) stop reading only; no writer transition waits on
 //      them. teardown() unmarks (b), closes the queue and cancels (c).
 //      linger() closes the queue before flush() starts ignoring wakes, so a
 //      lingering connection owes no turn.
@@ -54,6 +54,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -194,7 +195,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
 
   // This worker's thread: one sendmsg (writev) of up to the write budget.
   void flush() {
-    if (closed_ || lingering_) return;
+    if (closed_ || ending_ == Ending::kLingering) return;
     if (waiting_writable_) {
       // Parked on a full socket; only a disconnect verdict needs action now.
       if (queue().closed()) shutdown();
@@ -207,7 +208,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
         return;
       }
       if (r.frames == 0) {  // the pop disarmed the queue
-        if (close_after_flush_) linger();
+        if (ending_ == Ending::kAfterFlush) linger();
         return;
       }
       batch_bytes_ = r.bytes;
@@ -250,7 +251,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
     clear_batch();
     if (more) {
       worker_.mark_ready(this);
-    } else if (close_after_flush_) {
+    } else if (ending_ == Ending::kAfterFlush) {
       linger();
     }
   }
@@ -303,7 +304,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
     const InputResult r = client().on_input(std::string_view(buf.data(), static_cast<std::size_t>(n)));
     if (r == InputResult::kClose) {
       // Stop reading; flush() lingers, then closes, once the replies are out.
-      close_after_flush_ = true;
+      ending_ = Ending::kAfterFlush;
       flush();
       return;
     }
@@ -347,7 +348,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
       if (r == InputResult::kHeld) {
         self->hold();
       } else if (r == InputResult::kClose) {
-        self->close_after_flush_ = true;
+        self->ending_ = Ending::kAfterFlush;
         self->flush();
       } else {
         self->read_once();
@@ -378,14 +379,14 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
     read_once();
   }
 
-  // This worker's thread: our last bytes are written (close_after_flush_).
+  // This worker's thread: our last bytes are written (Ending::kAfterFlush).
   // close() on a socket with unread input would send a reset instead of a FIN,
   // and a reset can make the peer's kernel drop what we wrote before the peer
   // read it: the close code, the HTTP response. So: refuse further frames,
   // send a FIN after the last bytes (shutdown SHUT_WR), read and discard until
   // the peer's EOF, kLingerTime or kLingerBytes, then close.
   void linger() {
-    lingering_ = true;
+    ending_ = Ending::kLingering;
     queue().close();  // frames pushed from now on are discarded
     boost::system::error_code ec;
     sock_.shutdown(tcp::socket::shutdown_send, ec);
@@ -410,7 +411,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
       const ssize_t n = ::recv(sock_.native_handle(), buf.data(), buf.size(), MSG_DONTWAIT);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      lingered_bytes_ += n > 0 ? static_cast<std::size_t>(n) : 0;
+      lingered_bytes_ += n > 0 ? static_cast<std::uint32_t>(n) : 0;
       // EOF (the peer sends no more, so closing resets nothing), an error, or
       // the byte bound.
       if (n <= 0 || lingered_bytes_ >= kLingerBytes) {
@@ -503,11 +504,13 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   std::vector<iovec> iov_;
   std::size_t iov_pos_ = 0;
   std::size_t batch_bytes_ = 0;
-  std::size_t lingered_bytes_ = 0;  // read and discarded while lingering
+  std::uint32_t lingered_bytes_ = 0;  // read and discarded while lingering (< 2 x kLingerBytes)
   bool waiting_writable_ = false;
   bool auth_timer_armed_ = false;
-  bool close_after_flush_ = false;
-  bool lingering_ = false;  // our last bytes are out; input is discarded until close
+  // kAfterFlush: the client is done (kClose); close once the queued frames are
+  // written. kLingering: they are; input is discarded until close (linger()).
+  enum class Ending : std::uint8_t { kNo, kAfterFlush, kLingering };
+  Ending ending_ = Ending::kNo;
   bool closed_ = false;
   // Declared last, so destroyed first: teardown() has detached it already.
   std::unique_ptr<Client> client_;
