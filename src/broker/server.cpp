@@ -9,6 +9,44 @@
 // then moves on, so one busy connection cannot starve the others on its thread.
 // No socket is written while the subscription-index lock is held: publishers only
 // push frame references and mark connections ready.
+//
+// Writer progress: a connection with queued frames is never forgotten. Its
+// queue's armed_ flag (connection_queue.hpp, invariant 3) means "a writer turn
+// is owed", and
+//   W. while the queue is armed, at least one of these owes that turn:
+//      (a) the pusher whose push returned wake and has not yet called
+//          mark_ready; (b) an entry for the connection in its worker's ready_,
+//          or in draining_ after the drain's current index; (c) the pending
+//          async_wait(write) of a parked writer (waiting_writable_); (d) a
+//          flush() running on the connection's thread. (Redundant extra ready
+//          entries are allowed: their flush pops nothing and disarms.)
+//      Frames queued, a loss notice owed or a queue closed by its policy
+//      always leave the queue armed.
+// Every transition keeps W:
+//   1. push: only the push that arms a disarmed queue returns wake (also the
+//      one that closes it); the pusher (SubscriptionIndex deliver,
+//      Client::push_reply) calls on_queue_ready -> mark_ready: (a) -> (b).
+//   2. drain swaps ready_ into draining_ and clears drain_posted_ under one
+//      lock: a mark_ready after the swap posts a new drain, so no entry lands
+//      in a list that no drain will visit.
+//   3. flush while parked returns (c stays); flush that pops nothing disarms
+//      under the queue lock that saw it empty, so the next push wakes (1).
+//   4. a partial write or EAGAIN parks: async_wait(write) (c). Asio starts a
+//      wait with EPOLL_CTL_MOD (Boost 1.74 epoll_reactor::start_op, no
+//      speculative run for waits), which reports a socket that became
+//      writable between our EAGAIN and the registration: the edge-triggered
+//      registration loses no wakeup. The wait's completion runs flush (d);
+//      an error closes.
+//   5. a batch written whole: complete() under the queue lock either reports
+//      more (frames, notice, closed) and flush marks ready (b), or disarms in
+//      the critical section that saw the queue empty (as in 3).
+//   6. read_once's own flush (replies first) is one more (d); the ready entry
+//      it leaves behind is a redundant one (W).
+//   7. Pacing (PaceWaiter, pace_timer_), holds (hold_timer_) and ending_
+//      (close after flush) stop reading only; no writer transition waits on
+//      them. teardown() unmarks (b), closes the queue and cancels (c).
+//      linger() closes the queue before flush() starts ignoring wakes, so a
+//      lingering connection owes no turn.
 
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -16,6 +54,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -44,6 +83,11 @@ constexpr std::size_t kMaxIov = 1024;
 // One read buffer per I/O thread, not per connection: a connection's bytes are
 // parsed (and copied where kept) before the thread reads another socket.
 constexpr std::size_t kReadBuffer = 256 * 1024;
+// Lingering close, after our last bytes (a close frame, an HTTP error): input
+// is read and discarded until the peer's EOF, for at most this long and this
+// many bytes, before the socket is closed (Connection::linger).
+constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr std::size_t kLingerBytes = 4u << 20;
 
 class Connection;
 
@@ -151,7 +195,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
 
   // This worker's thread: one sendmsg (writev) of up to the write budget.
   void flush() {
-    if (closed_) return;
+    if (closed_ || ending_ == Ending::kLingering) return;
     if (waiting_writable_) {
       // Parked on a full socket; only a disconnect verdict needs action now.
       if (queue().closed()) shutdown();
@@ -164,7 +208,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
         return;
       }
       if (r.frames == 0) {  // the pop disarmed the queue
-        if (close_after_flush_) shutdown();
+        if (ending_ == Ending::kAfterFlush) linger();
         return;
       }
       batch_bytes_ = r.bytes;
@@ -207,8 +251,8 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
     clear_batch();
     if (more) {
       worker_.mark_ready(this);
-    } else if (close_after_flush_) {
-      shutdown();
+    } else if (ending_ == Ending::kAfterFlush) {
+      linger();
     }
   }
 
@@ -259,8 +303,8 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
     }
     const InputResult r = client().on_input(std::string_view(buf.data(), static_cast<std::size_t>(n)));
     if (r == InputResult::kClose) {
-      // Stop reading; flush() closes once the replies are out.
-      close_after_flush_ = true;
+      // Stop reading; flush() lingers, then closes, once the replies are out.
+      ending_ = Ending::kAfterFlush;
       flush();
       return;
     }
@@ -304,7 +348,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
       if (r == InputResult::kHeld) {
         self->hold();
       } else if (r == InputResult::kClose) {
-        self->close_after_flush_ = true;
+        self->ending_ = Ending::kAfterFlush;
         self->flush();
       } else {
         self->read_once();
@@ -333,6 +377,56 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
     pace_timer_.cancel();
     core_.flow().record_stall(std::chrono::steady_clock::now() - paused_at_);
     read_once();
+  }
+
+  // This worker's thread: our last bytes are written (Ending::kAfterFlush).
+  // close() on a socket with unread input would send a reset instead of a FIN,
+  // and a reset can make the peer's kernel drop what we wrote before the peer
+  // read it: the close code, the HTTP response. So: refuse further frames,
+  // send a FIN after the last bytes (shutdown SHUT_WR), read and discard until
+  // the peer's EOF, kLingerTime or kLingerBytes, then close.
+  void linger() {
+    ending_ = Ending::kLingering;
+    queue().close();  // frames pushed from now on are discarded
+    boost::system::error_code ec;
+    sock_.shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) {
+      shutdown();
+      return;
+    }
+    // The auth timer becomes the linger deadline (a pending auth timeout is
+    // cancelled by the new expiry).
+    auth_timer_armed_ = false;
+    auth_timer_.expires_after(kLingerTime);
+    auth_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
+      if (!e) self->shutdown();
+    });
+    discard_input();
+  }
+
+  // This worker's thread, while lingering: reads and drops what the peer sent.
+  void discard_input() {
+    const std::span<char> buf = worker_.read_buffer();
+    for (;;) {
+      const ssize_t n = ::recv(sock_.native_handle(), buf.data(), buf.size(), MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      lingered_bytes_ += n > 0 ? static_cast<std::uint32_t>(n) : 0;
+      // EOF (the peer sends no more, so closing resets nothing), an error, or
+      // the byte bound.
+      if (n <= 0 || lingered_bytes_ >= kLingerBytes) {
+        shutdown();
+        return;
+      }
+    }
+    sock_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+      if (self->closed_) return;
+      if (ec) {
+        self->shutdown();
+        return;
+      }
+      self->discard_input();
+    });
   }
 
   // Unauthenticated connections get auth_timeout to authenticate, counted from
@@ -400,7 +494,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   BrokerCore& core_;
   IoWorker& worker_;
   tcp::socket sock_;
-  asio::steady_timer auth_timer_;
+  asio::steady_timer auth_timer_;  // auth_timeout; then, while lingering, kLingerTime
   asio::steady_timer pace_timer_;  // ends a pause after max_stall
   asio::steady_timer hold_timer_;  // retries a held PUBLISH (block policy)
   std::atomic<std::size_t>& live_;
@@ -410,9 +504,13 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   std::vector<iovec> iov_;
   std::size_t iov_pos_ = 0;
   std::size_t batch_bytes_ = 0;
+  std::uint32_t lingered_bytes_ = 0;  // read and discarded while lingering (< 2 x kLingerBytes)
   bool waiting_writable_ = false;
   bool auth_timer_armed_ = false;
-  bool close_after_flush_ = false;
+  // kAfterFlush: the client is done (kClose); close once the queued frames are
+  // written. kLingering: they are; input is discarded until close (linger()).
+  enum class Ending : std::uint8_t { kNo, kAfterFlush, kLingering };
+  Ending ending_ = Ending::kNo;
   bool closed_ = false;
   // Declared last, so destroyed first: teardown() has detached it already.
   std::unique_ptr<Client> client_;

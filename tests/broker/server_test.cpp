@@ -2,11 +2,14 @@
 // Client its factory makes, whatever protocol that client speaks, next to the
 // RESP listener, on one core; a connection over max_connections gets the
 // listener's own refusal bytes.
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -120,6 +123,65 @@ TEST(ServerTest, AConnectionOverTheLimitGetsItsListenersRefusal) {
   EXPECT_EQ(refused, "full\n");
   ::close(first);
   ::close(second);
+}
+
+// Reads to the end of the stream: true only for an orderly EOF, not a reset.
+bool clean_eof(int fd, std::string& out) {
+  const auto d = test::deadline_in(std::chrono::seconds(20));
+  for (;;) {
+    const ssize_t n = test::read_some(fd, out, d);
+    if (n == 0) return true;
+    if (n < 0) return false;
+  }
+}
+
+// Polls (bounded) until the server has closed every connection.
+bool all_closed_within_20s(const BrokerCore& core) {
+  const auto d = test::deadline_in(std::chrono::seconds(20));
+  while (!core.connection_stats().empty() && test::ms_left(d) > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return core.connection_stats().empty();
+}
+
+// The lingering close (docs/broker.md, "Closing"): the last reply arrives
+// whole, then an orderly end of stream, though the client sent more than the
+// server reads at once after its last command; the server discards that input
+// and closes when the client is done.
+TEST(ServerTest, TheLastReplySurvivesUnreadInputAndTheCloseWaitsForTheClientsEof) {
+  BrokerCore core{BrokerConfig{}};
+  Server server(core, 1);
+  const auto port = server.listen(Listener{"127.0.0.1", 0, line_factory(), "full\n"});
+  ASSERT_TRUE(port);
+  ASSERT_TRUE(server.start());
+  const int fd = test::connect_loopback(*port);
+  ASSERT_GE(fd, 0);
+  std::thread sender([fd] { test::send_all(fd, "QUIT\n" + std::string(1u << 20, 'j')); });
+  std::string got;
+  EXPECT_TRUE(clean_eof(fd, got)) << std::strerror(errno);
+  EXPECT_EQ(got, "bye\n");
+  sender.join();
+  ::shutdown(fd, SHUT_WR);  // our EOF ends the linger
+  EXPECT_TRUE(all_closed_within_20s(core));
+  ::close(fd);
+}
+
+// A client that never closes does not keep a lingering connection: it ends
+// after the linger time.
+TEST(ServerTest, ALingeringConnectionEndsWithoutTheClientsEof) {
+  BrokerCore core{BrokerConfig{}};
+  Server server(core, 1);
+  const auto port = server.listen(Listener{"127.0.0.1", 0, line_factory(), "full\n"});
+  ASSERT_TRUE(port);
+  ASSERT_TRUE(server.start());
+  const int fd = test::connect_loopback(*port);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(test::send_all(fd, "QUIT\n"));
+  std::string got;
+  EXPECT_TRUE(clean_eof(fd, got));
+  EXPECT_EQ(got, "bye\n");
+  EXPECT_TRUE(all_closed_within_20s(core));
+  ::close(fd);
 }
 
 TEST(ServerTest, ListenReportsBadAddressesAndBindFailures) {

@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -319,6 +321,64 @@ TEST_F(WsEndToEndTest, MetricsAreServedOnTheWebSocketPort) {
   ASSERT_TRUE(m.ok()) << m.error;
   EXPECT_EQ(m.value("ringcast_broker_messages_published_total"), 3);
   EXPECT_EQ(m.value("ringcast_test_embedder_series"), 7);
+}
+
+// Sends `bytes` from a thread (they may not fit in the socket buffers while
+// nobody reads them); the send ends when the server has taken them or is gone.
+class BackgroundSend {
+ public:
+  BackgroundSend(int fd, std::string bytes)
+      : thread_([fd, b = std::move(bytes)] { ringcast::test::send_all(fd, b); }) {}
+  ~BackgroundSend() { thread_.join(); }
+  BackgroundSend(const BackgroundSend&) = delete;
+  BackgroundSend& operator=(const BackgroundSend&) = delete;
+
+ private:
+  std::thread thread_;
+};
+
+// Reads to the end of the stream within 20 s: true only for an orderly EOF
+// (FIN), false for a reset or the deadline.
+bool clean_eof(int fd, std::string& out) {
+  const auto d = ringcast::test::deadline_in(20s);
+  for (;;) {
+    const ssize_t n = ringcast::test::read_some(fd, out, d);
+    if (n == 0) return true;
+    if (n < 0) return false;
+  }
+}
+
+// More than the server reads at once (256 KiB), so some of it is still unread
+// when the server has answered: a plain close() would answer it with a reset.
+const std::string kTrailingJunk(1u << 20, 'j');
+
+// The lingering close (docs/broker.md, "Closing"): a client whose bad frame
+// is followed by bytes the server never reads still gets the close frame with
+// its code and an orderly end of stream, not a reset.
+TEST_F(WsEndToEndTest, CloseFrameSurvivesBytesSentAfterTheBadFrame) {
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i);
+    WsClient c(ws_port());
+    ASSERT_TRUE(c.upgraded());
+    BackgroundSend send(c.fd(), client_frame("x", {.masked = false}) + kTrailingJunk);
+    EXPECT_EQ(c.read_close(), 1002);
+    std::string rest;
+    EXPECT_TRUE(clean_eof(c.fd(), rest)) << std::strerror(errno);
+    EXPECT_TRUE(rest.empty());
+  }
+}
+
+// The same for plain HTTP: the 404 arrives whole though pipelined bytes the
+// server does not read follow the request.
+TEST_F(WsEndToEndTest, HttpErrorSurvivesPipelinedBytesAfterTheRequest) {
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i);
+    WsClient c(ws_port(), false);
+    BackgroundSend send(c.fd(), std::string("GET /nope HTTP/1.1\r\n\r\n") + kTrailingJunk);
+    std::string r;
+    EXPECT_TRUE(clean_eof(c.fd(), r)) << std::strerror(errno);
+    EXPECT_EQ(r.rfind("HTTP/1.1 404 ", 0), 0u) << r.substr(0, 64);
+  }
 }
 
 TEST_F(WsEndToEndTest, PlainHttpRequestsAreAnsweredAndClosed) {
