@@ -6,7 +6,6 @@
 // 2. The same bytes are executed by a RespSession against a private broker core, so
 //    command handlers see arbitrary arguments (nothing may crash, leak or grow
 //    without bound).
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -18,6 +17,7 @@
 #include "broker/core/broker_core.hpp"
 #include "broker/resp/request_parser.hpp"
 #include "broker/resp/session.hpp"
+#include "split_input.hpp"
 
 namespace {
 
@@ -37,14 +37,11 @@ struct Outcome {
   std::string error;
 };
 
-Outcome parse(std::string_view input, const std::vector<std::size_t>& cuts) {
+Outcome parse(const ringcast::fuzz::SplitInput& in, bool whole) {
   RequestParser p(kLimits);
   Outcome out;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= cuts.size(); ++i) {
-    const std::size_t end = i < cuts.size() ? cuts[i] : input.size();
-    std::string_view piece = input.substr(start, end - start);
-    start = end;
+  const ringcast::fuzz::SplitInput one{in.stream, {}};
+  ringcast::fuzz::for_each_piece(whole ? one : in, [&](std::string_view piece) {
     for (;;) {
       const auto st = p.parse(piece);
       if (st == RequestParser::Status::kCommand) {
@@ -58,12 +55,12 @@ Outcome parse(std::string_view input, const std::vector<std::size_t>& cuts) {
       }
       if (st == RequestParser::Status::kError) {
         out.error = p.error();
-        return out;
+        return false;
       }
       if (!piece.empty()) std::abort();  // kNeedMore must consume everything
-      break;
+      return true;
     }
-  }
+  });
   return out;
 }
 
@@ -103,34 +100,23 @@ BrokerCore& core() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  // First byte: how many cut points to derive; the cuts come from the next bytes.
-  if (size == 0) return 0;
-  const std::size_t ncuts = data[0] % 8;
-  if (size < 1 + ncuts) return 0;
-  const std::string_view input(reinterpret_cast<const char*>(data) + 1 + ncuts, size - 1 - ncuts);
-  std::vector<std::size_t> cuts;
-  for (std::size_t i = 0; i < ncuts; ++i) {
-    cuts.push_back(input.empty() ? 0 : data[1 + i] % (input.size() + 1));
-  }
-  std::sort(cuts.begin(), cuts.end());
+  const auto in = ringcast::fuzz::split_input(data, size);
+  if (!in) return 0;
 
-  const Outcome whole = parse(input, {});
-  const Outcome split = parse(input, cuts);
+  const Outcome whole = parse(*in, true);
+  const Outcome split = parse(*in, false);
   if (whole.commands != split.commands || whole.error != split.error) std::abort();
 
   // Two sessions: one sends, one listens, so PUBLISH has somewhere to go.
   auto listener = std::make_unique<FuzzSession>(core());
   (void)listener->on_input("PSUBSCRIBE *\r\n");
   auto s = std::make_unique<FuzzSession>(core());
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= cuts.size(); ++i) {
-    const std::size_t end = i < cuts.size() ? cuts[i] : input.size();
-    const auto r = s->on_input(input.substr(start, end - start));
-    start = end;
+  ringcast::fuzz::for_each_piece(*in, [&](std::string_view piece) {
+    const auto r = s->on_input(piece);
     s->drain();
     listener->drain();
-    if (r == Client::InputResult::kClose) break;
-  }
+    return r != Client::InputResult::kClose;
+  });
   s->detach();
   listener->detach();
   return 0;

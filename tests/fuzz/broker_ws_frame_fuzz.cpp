@@ -16,6 +16,7 @@
 
 #include "broker/ws/frame_decoder.hpp"
 #include "broker/ws/utf8.hpp"
+#include "split_input.hpp"
 #include "ws_fuzz_support.hpp"
 
 namespace {
@@ -32,15 +33,12 @@ struct Event {
   bool operator==(const Event&) const = default;
 };
 
-std::vector<Event> decode(std::string_view input, const std::vector<std::size_t>& cuts) {
+std::vector<Event> decode(const ringcast::fuzz::SplitInput& in, bool whole) {
   FrameDecoder d(kMaxMessage);
   std::vector<Event> out;
   bool ended = false;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= cuts.size(); ++i) {
-    const std::size_t end = i < cuts.size() ? cuts[i] : input.size();
-    std::string_view piece = input.substr(start, end - start);
-    start = end;
+  const ringcast::fuzz::SplitInput one{in.stream, {}};
+  ringcast::fuzz::for_each_piece(whole ? one : in, [&](std::string_view piece) {
     for (;;) {
       const Status st = d.decode(piece);
       if (st == Status::kNeedMore) {
@@ -75,7 +73,8 @@ std::vector<Event> decode(std::string_view input, const std::vector<std::size_t>
       }
       out.push_back({st, std::string(st == Status::kError ? d.error() : d.payload()), code});
     }
-  }
+    return true;
+  });
   if (d.retained_bytes() > std::max(kMaxMessage, FrameDecoder::kMaxRetained) * 2) std::abort();
   return out;
 }
@@ -83,28 +82,19 @@ std::vector<Event> decode(std::string_view input, const std::vector<std::size_t>
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  // First byte: how many cut points; the cuts come from the next bytes.
-  if (size == 0) return 0;
-  const std::size_t ncuts = data[0] % 8;
-  if (size < 1 + ncuts) return 0;
-  const std::string_view input(reinterpret_cast<const char*>(data) + 1 + ncuts, size - 1 - ncuts);
-  std::vector<std::size_t> cuts;
-  for (std::size_t i = 0; i < ncuts; ++i) cuts.push_back(input.empty() ? 0 : data[1 + i] % (input.size() + 1));
-  std::sort(cuts.begin(), cuts.end());
-  if (decode(input, {}) != decode(input, cuts)) std::abort();
+  const auto in = ringcast::fuzz::split_input(data, size);
+  if (!in) return 0;
+  if (decode(*in, true) != decode(*in, false)) std::abort();
 
   namespace f = ringcast::broker::ws::fuzz;
   (void)f::listener();
   auto s = f::upgraded_session();
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= cuts.size(); ++i) {
-    const std::size_t end = i < cuts.size() ? cuts[i] : input.size();
-    const auto r = s->on_input(input.substr(start, end - start));
-    start = end;
+  ringcast::fuzz::for_each_piece(*in, [&](std::string_view piece) {
+    const auto r = s->on_input(piece);
     f::drain(*s);
     f::drain(f::listener());
-    if (r == ringcast::broker::Client::InputResult::kClose) break;
-  }
+    return r != ringcast::broker::Client::InputResult::kClose;
+  });
   s->detach();
   return 0;
 }
