@@ -95,6 +95,25 @@ TEST(JsonDeliveryTest, EscapesQuoteBackslashAndEveryControlCharacter) {
   EXPECT_FALSE(j.contains("encoding"));
 }
 
+// The escaper scans eight bytes at a time: a byte to escape at every offset of
+// a word (and just past one), between plain ASCII and multi-byte UTF-8, comes
+// back intact and the frame's length is exact (parse_frame checks it).
+TEST(JsonDeliveryTest, EscapesAtEveryOffsetOfTheWordScan) {
+  const std::string specials("\"\\\x00\x01\x1f\n\t", 7);
+  for (const std::string& filler : {std::string("abcdefghijklmnopqrstuvwx"), std::string("\xc3\xa9\xe2\x82\xac\xc3\xa9\xe2\x82\xac\xc3\xa9\xe2\x82\xac\xc3\xa9\xe2\x82\xac\x7f!")}) {
+    for (char special : specials) {
+      for (std::size_t at = 0; at <= filler.size(); ++at) {
+        if (at < filler.size() && (static_cast<unsigned char>(filler[at]) & 0xC0) == 0x80) continue;  // mid-sequence
+        std::string payload = filler;
+        payload.insert(at, 1, special);
+        const json j = json_of(encode("t", payload));
+        ASSERT_FALSE(j.contains("encoding")) << "at " << at;
+        ASSERT_EQ(j["payload"].get<std::string>(), payload) << "at " << at << ", byte " << int(special);
+      }
+    }
+  }
+}
+
 TEST(JsonDeliveryTest, ValidUtf8GoesAsAStringAtEveryLengthOfSequence) {
   // 1-, 2-, 3- and 4-byte sequences, the smallest and largest of each.
   const std::string payload = "\x7f \xc2\x80 \xdf\xbf \xe0\xa0\x80 \xef\xbf\xbf \xf0\x90\x80\x80 \xf4\x8f\xbf\xbf \xe2\x82\xac";

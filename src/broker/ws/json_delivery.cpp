@@ -27,17 +27,42 @@ struct Value {
   std::size_t size = 0;  // bytes of the JSON value, quotes included
 };
 
+// True for the bytes a JSON string cannot hold as they are: '"', '\\' and
+// the control characters below 0x20.
+constexpr bool needs_escape(unsigned char c) noexcept { return c < 0x20 || c == '"' || c == '\\'; }
+
+// How many bytes at the start of s[0, n) need no escaping. Eight at a time:
+// a word is plain unless some byte is below 0x20 or equals '"' or '\\'
+// (the "has a zero / has less than" bit tricks: a borrow from a byte that is
+// zero, or below the bound, sets its top bit; bytes >= 0x80 are masked out
+// by ~w and are always plain).
+std::size_t plain_prefix(const char* s, std::size_t n) noexcept {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+  constexpr std::uint64_t kHigh = 0x8080808080808080ull;
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, s + i, 8);
+    const std::uint64_t quote = w ^ (kOnes * '"');
+    const std::uint64_t backslash = w ^ (kOnes * '\\');
+    const std::uint64_t special = ((w - kOnes * 0x20) | (quote - kOnes) | (backslash - kOnes)) & ~w & kHigh;
+    if (special != 0) break;
+  }
+  while (i < n && !needs_escape(static_cast<unsigned char>(s[i]))) ++i;
+  return i;
+}
+
+// Bytes the escape of `c` (needs_escape(c)) takes: \" \\ \b \f \n \r \t, else \u00XX.
+constexpr std::size_t escape_size(unsigned char c) noexcept {
+  return c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t' ? 2 : 6;
+}
+
 std::size_t escaped_size(std::string_view s) noexcept {
-  std::size_t n = 2;
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t') {
-      n += 2;
-    } else if (c < 0x20) {
-      n += 6;
-    } else {
-      n += 1;
-    }
+  std::size_t n = 2 + s.size();
+  for (std::size_t i = plain_prefix(s.data(), s.size()); i < s.size();) {
+    n += escape_size(static_cast<unsigned char>(s[i])) - 1;
+    ++i;
+    i += plain_prefix(s.data() + i, s.size() - i);
   }
   return n;
 }
@@ -60,8 +85,14 @@ char* put_value(char* p, const Value& v) {
     base64_encode(v.raw, Base64::kStandard, scratch);
     p = put(p, scratch);
   } else {
-    for (char ch : v.raw) {
-      const auto c = static_cast<unsigned char>(ch);
+    const std::string_view raw = v.raw;
+    std::size_t i = 0;
+    while (i < raw.size()) {
+      const std::size_t plain = plain_prefix(raw.data() + i, raw.size() - i);
+      p = put(p, raw.substr(i, plain));
+      i += plain;
+      if (i == raw.size()) break;
+      const auto c = static_cast<unsigned char>(raw[i++]);
       char named = 0;
       switch (c) {
         case '"': named = '"'; break;
@@ -76,12 +107,10 @@ char* put_value(char* p, const Value& v) {
       if (named != 0) {
         *p++ = '\\';
         *p++ = named;
-      } else if (c < 0x20) {
+      } else {
         p = put(p, "\\u00");
         *p++ = kHex[c >> 4];
         *p++ = kHex[c & 0xF];
-      } else {
-        *p++ = ch;
       }
     }
   }
