@@ -45,9 +45,15 @@ struct Error {
   Errc code = Errc::ok;
   int sys_errno = 0;         // errno of the failing call, 0 when not a system error
   const char* what = "";     // static text naming the step that failed
+  // A layout_mismatch on a field: the file's value and the one this build
+  // needs (layout version, slot size, file size, expected capacity). Both 0
+  // when the failure names no value.
+  std::uint64_t found = 0;
+  std::uint64_t expected = 0;
 
-  // "<what>: <code>", with ": <strerror>" when sys_errno is set:
-  // "open: not a regular file: layout_mismatch",
+  // "<what>: <code>", with ": <strerror>" when sys_errno is set and " (found F,
+  // expected E)" for a field mismatch:
+  // "open: unsupported layout version: layout_mismatch (found 3, expected 2)",
   // "create: open: io_error: Permission denied".
   [[nodiscard]] std::string message() const;
 };
@@ -58,6 +64,12 @@ using Result = tl::expected<T, Error>;
 [[nodiscard]] inline tl::unexpected<Error> make_error(Errc code, const char* what,
                                                       int sys_errno = 0) noexcept {
   return tl::unexpected<Error>(Error{code, sys_errno, what});
+}
+
+// A layout_mismatch naming the file's value and the one this build needs.
+[[nodiscard]] inline tl::unexpected<Error> make_mismatch(const char* what, std::uint64_t found,
+                                                         std::uint64_t expected) noexcept {
+  return tl::unexpected<Error>(Error{Errc::layout_mismatch, 0, what, found, expected});
 }
 
 }  // namespace ringcast

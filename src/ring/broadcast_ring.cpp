@@ -278,15 +278,15 @@ Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const O
 
   if (magic == 0) return make_error(Errc::not_ready, "open: creator has not published the header yet");
   if (magic != kMagic) return make_error(Errc::layout_mismatch, "open: bad magic (not a ringcast ring)");
-  if (version != kLayoutVersion) return make_error(Errc::layout_mismatch, "open: unsupported layout version");
-  if (slot_size != kSlotBytes) return make_error(Errc::layout_mismatch, "open: slot size is not 64");
+  if (version != kLayoutVersion) return make_mismatch("open: unsupported layout version", version, kLayoutVersion);
+  if (slot_size != kSlotBytes) return make_mismatch("open: slot size is not 64", slot_size, kSlotBytes);
   if ((flags & ~kKnownFlags) != 0) return make_error(Errc::layout_mismatch, "open: unknown flags");
   if (!valid_capacity(capacity)) return make_error(Errc::layout_mismatch, "open: capacity out of range");
   if (file_bytes < layout::file_size(capacity)) {
-    return make_error(Errc::layout_mismatch, "open: file smaller than its capacity needs");
+    return make_mismatch("open: file smaller than its capacity needs", file_bytes, layout::file_size(capacity));
   }
   if (options.expected_capacity != 0 && options.expected_capacity != capacity) {
-    return make_error(Errc::layout_mismatch, "open: capacity differs from the expected one");
+    return make_mismatch("open: capacity differs from the expected one", capacity, options.expected_capacity);
   }
 
   ring.map_bytes_ = layout::file_size(capacity);

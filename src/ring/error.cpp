@@ -32,6 +32,9 @@ std::string Error::message() const {
   if (sys_errno != 0) {
     return fmt::format("{}: {}: {}", what, to_string(code), std::strerror(sys_errno));
   }
+  if (found != 0 || expected != 0) {
+    return fmt::format("{}: {} (found {}, expected {})", what, to_string(code), found, expected);
+  }
   return fmt::format("{}: {}", what, to_string(code));
 }
 

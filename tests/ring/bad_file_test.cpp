@@ -63,16 +63,26 @@ TEST_F(BadFileTest, ZeroMagicIsNotReady) {
   EXPECT_EQ(open_code(bytes), Errc::not_ready);
 }
 
-TEST_F(BadFileTest, WrongLayoutVersionIsLayoutMismatch) {
+TEST_F(BadFileTest, WrongLayoutVersionIsLayoutMismatchNamingBothVersions) {
   std::string bytes = healthy_bytes();
   poke<std::uint32_t>(bytes, 8, kLayoutVersion + 1);
   EXPECT_EQ(open_code(bytes), Errc::layout_mismatch);
+  const auto ring = BroadcastRing::open(path_);
+  ASSERT_FALSE(ring);
+  EXPECT_EQ(ring.error().found, kLayoutVersion + 1);
+  EXPECT_EQ(ring.error().expected, kLayoutVersion);
+  EXPECT_EQ(ring.error().message(), "open: unsupported layout version: layout_mismatch (found " +
+                                        std::to_string(kLayoutVersion + 1) + ", expected " +
+                                        std::to_string(kLayoutVersion) + ")");
 }
 
-TEST_F(BadFileTest, WrongSlotSizeIsLayoutMismatch) {
+TEST_F(BadFileTest, WrongSlotSizeIsLayoutMismatchNamingBothSizes) {
   std::string bytes = healthy_bytes();
   poke<std::uint32_t>(bytes, 12, 128);
   EXPECT_EQ(open_code(bytes), Errc::layout_mismatch);
+  const auto ring = BroadcastRing::open(path_);
+  ASSERT_FALSE(ring);
+  EXPECT_EQ(ring.error().message(), "open: slot size is not 64: layout_mismatch (found 128, expected 64)");
 }
 
 TEST_F(BadFileTest, CapacityLargerThanFileIsLayoutMismatch) {
