@@ -1,5 +1,6 @@
 #include "broker/core/client.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -57,6 +58,20 @@ bool Client::push_reply(std::string_view bytes) {
 
 bool Client::auth_required() const noexcept {
   return !core_.config().requirepass.empty() || !core_.config().token_secret.empty();
+}
+
+bool Client::password_matches(std::string_view pass) const noexcept {
+  const std::string& want = core_.config().requirepass;
+  if (want.empty()) return true;
+  // Time depends only on the lengths, not on where the first difference is.
+  unsigned diff = pass.size() == want.size() ? 0u : 1u;
+  const std::size_t n = std::max(pass.size(), want.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto x = static_cast<unsigned char>(i < pass.size() ? pass[i] : 0);
+    const auto y = static_cast<unsigned char>(i < want.size() ? want[i] : 0);
+    diff |= static_cast<unsigned>(x ^ y);
+  }
+  return diff == 0;
 }
 
 Client::Permission Client::permission(Access access, std::string_view name) const noexcept {

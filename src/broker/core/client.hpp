@@ -122,6 +122,10 @@ class Client : public Subscriber {
   // A password or a token secret is set: a new (or RESET) connection must
   // authenticate before anything else.
   [[nodiscard]] bool auth_required() const noexcept;
+  // `pass` is the broker's password (BrokerConfig::requirepass), compared in
+  // time that depends only on the lengths; true when no password is set
+  // ("nopass", as Redis's default user).
+  [[nodiscard]] bool password_matches(std::string_view pass) const noexcept;
   // The grant of the token the client authenticated with; nullopt (no token, or
   // a password) allows every channel.
   void set_grant(std::optional<Grant> grant) noexcept { grant_ = std::move(grant); }

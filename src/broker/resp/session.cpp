@@ -91,18 +91,6 @@ std::string_view c_str_prefix(std::string_view s, std::size_t max) {
   return s.substr(0, max);
 }
 
-bool equals_constant_time(std::string_view a, std::string_view b) {
-  // Time depends only on the lengths, not on where the first difference is.
-  unsigned diff = a.size() == b.size() ? 0u : 1u;
-  const std::size_t n = std::max(a.size(), b.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto x = static_cast<unsigned char>(i < a.size() ? a[i] : 0);
-    const auto y = static_cast<unsigned char>(i < b.size() ? b[i] : 0);
-    diff |= static_cast<unsigned>(x ^ y);
-  }
-  return diff == 0;
-}
-
 constexpr std::string_view kNoAuth = "NOAUTH Authentication required.";
 constexpr std::string_view kWrongPass = "WRONGPASS invalid username-password pair or user is disabled.";
 
@@ -479,8 +467,7 @@ void RespSession::cmd_ping(std::span<const std::string> args) {
 
 bool RespSession::check_password(std::string_view user, std::string_view pass) {
   if (user != "default") return false;
-  const std::string& want = core().config().requirepass;
-  return want.empty() || equals_constant_time(pass, want);  // empty: "nopass", as Redis's default user
+  return password_matches(pass);
 }
 
 void RespSession::cmd_auth(std::span<const std::string> args) {

@@ -137,7 +137,7 @@ void WsSession::cmd_auth(const JsonCommand& c) {
     set_grant(std::move(*grant));
   } else if (!cfg.requirepass.empty()) {
     // No token secret: the token field carries the broker's password.
-    if (c.token != cfg.requirepass) {
+    if (!password_matches(c.token)) {
       stats.count_password_refused();
       send_error("invalid password");
       send_close(static_cast<std::uint16_t>(CloseCode::kPolicyViolation), "invalid password");

@@ -35,13 +35,14 @@ using test::WsClient;
 constexpr std::size_t kMaxMessage = 64u << 10;
 const std::string kSecret(40, 's');
 
-std::unique_ptr<Broker> start_broker(std::string token_secret = {}) {
+std::unique_ptr<Broker> start_broker(std::string token_secret = {}, std::string requirepass = {}) {
   BrokerConfig cfg;
   cfg.port = 0;
   cfg.ws_port = 0;
   cfg.io_threads = 2;
   cfg.ws_max_message = kMaxMessage;
   cfg.token_secret = std::move(token_secret);
+  cfg.requirepass = std::move(requirepass);
   auto b = Broker::start(cfg);
   EXPECT_TRUE(b.has_value()) << (b ? "" : b.error().message());
   return b ? std::move(*b) : nullptr;
@@ -471,6 +472,28 @@ TEST_F(WsAuthTest, AGoodTokenAuthenticatesAndItsGrantLimitsSubscriptions) {
   r = c.read_json();
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ((*r)["topic"], "md.eu");
+}
+
+// With a password and no token secret, auth's token field carries the
+// password: a wrong one (also one that only shares a prefix) is refused with
+// close 1008, the right one authenticates.
+TEST(WsPasswordTest, AuthTakesThePasswordWhenNoTokenSecretIsSet) {
+  const auto broker = start_broker({}, "s3cret-pass");
+  ASSERT_NE(broker, nullptr);
+  for (const std::string bad : {"wrong", "s3cret", "s3cret-pass!"}) {
+    WsClient c(broker->ws_port());
+    ASSERT_TRUE(c.send_json({{"type", "auth"}, {"token", bad}}));
+    const auto r = c.read_json();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(*r, (json{{"type", "error"}, {"message", "invalid password"}})) << bad;
+    EXPECT_EQ(c.read_close(), 1008) << bad;
+  }
+  WsClient c(broker->ws_port());
+  ASSERT_TRUE(c.send_json({{"type", "auth"}, {"token", "s3cret-pass"}}));
+  const auto r = c.read_json();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(*r, (json{{"type", "authenticated"}}));
+  ASSERT_NO_FATAL_FAILURE(subscribe(c, "after.auth"));
 }
 
 }  // namespace
