@@ -18,6 +18,8 @@ packages=(
   libssl-dev python3-websockets chromium
   # Persisted history and QoS 1 state (--data-dir).
   liblmdb-dev
+  # Format and lint checks (tools/test.sh, tools/lint.sh).
+  clang-format clang-tidy
 )
 
 missing=()
