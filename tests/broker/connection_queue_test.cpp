@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "broker/core/clock.hpp"
 #include "broker/core/connection_queue.hpp"
 #include "broker/core/flow_control.hpp"
 #include "broker/core/subscription_index.hpp"
@@ -18,6 +19,7 @@ namespace ringcast::broker {
 namespace {
 
 using namespace std::chrono_literals;
+using namespace std::string_view_literals;
 using testing::ManualClock;
 using testing::numbered_frame;
 
@@ -190,10 +192,10 @@ TEST(ConnectionQueueTest, TellsTheReaderAboutLossOnceThereIsRoom) {
   EXPECT_EQ(q.stats().notices, 0u);
   const std::vector<FrameSpan> rest = testing::drain_all(q);
   ASSERT_EQ(q.stats().notices, 1u);
-  const std::string expected(
-      encode_message(WireFormat::kResp2, kLossChannel, "lost=3 total=3 policy=drop-newest")->view());
   ASSERT_FALSE(rest.empty());
-  EXPECT_EQ(rest.back().view(), expected);
+  // docs/broker.md "Loss notices", spelled out rather than encoded by the code under test.
+  EXPECT_EQ(rest.back().view(),
+            "*3\r\n$7\r\nmessage\r\n$17\r\n__ringcast__:loss\r\n$33\r\nlost=3 total=3 policy=drop-newest\r\n");
   EXPECT_FALSE(rest.back().block->droppable());
   // Only once: no further notice without further loss.
   (void)q.push(numbered_frame(500, 10));
@@ -210,7 +212,33 @@ TEST(ConnectionQueueTest, LossNoticeUsesTheConnectionsProtocol) {
   const std::vector<FrameSpan> frames = testing::drain_all(q);
   ASSERT_FALSE(frames.empty());
   EXPECT_EQ(frames.back().view(),
-            encode_message(WireFormat::kResp3, kLossChannel, "lost=1 total=1 policy=drop-oldest")->view());
+            ">3\r\n$7\r\nmessage\r\n$17\r\n__ringcast__:loss\r\n$33\r\nlost=1 total=1 policy=drop-oldest\r\n");
+}
+
+TEST(ConnectionQueueTest, LossNoticeReachesAWebSocketConnectionAsAJsonTextFrame) {
+  ManualClock clock;
+  ConnectionQueue q(limits(1000), OverflowPolicy::kDropOldest, clock);
+  q.set_format(WireFormat::kJson);
+  for (std::uint64_t i = 0; i < 101; ++i) (void)q.push(numbered_frame(i, 10));
+  const std::int64_t before = wall_clock_ms();
+  const std::vector<FrameSpan> frames = testing::drain_all(q);
+  const std::int64_t after = wall_clock_ms();
+  ASSERT_FALSE(frames.empty());
+  // docs/broker.md "JSON deliveries": one unmasked text frame (FIN, opcode 1;
+  // 141 bytes, so a 16-bit length) holding the notice as a message with id 0.
+  // Only the timestamp (wall-clock ms when it was queued, 13 digits) varies.
+  const std::string_view f = frames.back().view();
+  const std::string_view head =
+      "\x81\x7e\x00\x8d"  // a NUL inside: a string_view literal, not strlen
+      R"({"type":"message","topic":"__ringcast__:loss","payload":"lost=1 total=1 policy=drop-oldest","timestamp":)"sv;
+  const std::string_view tail = R"(,"message_id":0,"qos":0})";
+  ASSERT_EQ(f.size(), head.size() + 13 + tail.size()) << f;
+  EXPECT_EQ(f.substr(0, head.size()), head);
+  EXPECT_EQ(f.substr(f.size() - tail.size()), tail);
+  const std::string ts(f.substr(head.size(), 13));
+  ASSERT_EQ(ts.find_first_not_of("0123456789"), std::string::npos) << ts;
+  EXPECT_GE(std::stoll(ts), before);
+  EXPECT_LE(std::stoll(ts), after);
 }
 
 TEST(ConnectionQueueTest, ARunOfOneBlockIsOneSpanAndOneReference) {
@@ -643,8 +671,11 @@ FrameRef msg(std::string_view channel, std::string_view payload) {
   return encode_message(WireFormat::kResp2, channel, payload);
 }
 
+// A RESP2 loss notice as docs/broker.md "Loss notices" spells it (not encoded
+// by the code under test).
 std::string notice(std::string_view text) {
-  return std::string(encode_message(WireFormat::kResp2, kLossChannel, text)->view());
+  return "*3\r\n$7\r\nmessage\r\n$17\r\n__ringcast__:loss\r\n$" + std::to_string(text.size()) + "\r\n" +
+         std::string(text) + "\r\n";
 }
 
 std::string two_digits(int i) { return std::string(1, static_cast<char>('0' + i / 10)) + static_cast<char>('0' + i % 10); }
