@@ -1,17 +1,20 @@
 // The NATS sink against real nats-server processes on loopback: a single
 // server, a two-node cluster (publish to A, subscribe on B), a server restart
-// (libnats reconnect and buffering, reported in the stats), and the broker and
-// NATS sinks together.
+// (libnats reconnect and buffering: what was published during the outage
+// arrives; past the reconnect buffer it is refused and counted), and the
+// broker and NATS sinks together.
 #include <nats/nats.h>
 
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "prometheus_text.hpp"
 #include "relay_fixture.hpp"
 #include "relay_test_support.hpp"
 #include "ringcast/broadcast_ring.hpp"
 #include "ringcast/relay/relay.hpp"
+#include "tcp_gate.hpp"
 
 namespace ringcast::relay {
 namespace {
@@ -21,6 +24,7 @@ using testing::as_bytes;
 using testing::deadline_in;
 using testing::eventually;
 using testing::NatsServer;
+using testing::TcpGate;
 
 // A libnats subscriber with unlimited pending limits (so the test client never
 // drops as a slow consumer).
@@ -97,13 +101,13 @@ void push_all(BroadcastRing& ring, int from, int to) {
   }
 }
 
+// The next messages `sub` receives are exactly from..to-1 on `subject`, in
+// order (wait_for_interest's probes aside).
 void expect_sequence(NatsSubscriber& sub, const std::string& subject, int from, int to) {
   for (int i = from; i < to; ++i) {
     auto m = sub.next();
     ASSERT_TRUE(m) << "missing message " << i;
-    // Probes, and messages buffered across a restart that reach a subscriber
-    // which joined after them, are not part of the sequence under test.
-    if (m->second == "probe" || (m->second.size() > 1 && std::stoi(m->second.substr(1)) < from)) {
+    if (m->second == "probe") {
       --i;
       continue;
     }
@@ -160,11 +164,17 @@ TEST_F(RelayNatsTest, SubscriberOnNodeBReceivesWhatTheRelayPublishesToNodeA) {
   expect_sequence(on_b, "cluster.ticks", 0, n);
 }
 
-TEST_F(RelayNatsTest, ServerRestartIsRiddenOutByLibnatsAndReported) {
+// The relay reaches its server through a TcpGate, so the test decides when it
+// reconnects: libnats flushes what it buffered during the outage the moment it
+// does, and the subscriber is on the restarted server (its SUB flushed, so the
+// server has the interest) before the gate lets the relay through.
+TEST_F(RelayNatsTest, MessagesPublishedWhileTheServerIsDownArriveAfterItRestarts) {
+  TcpGate gate;
+  ASSERT_TRUE(gate.ok());
   auto server = NatsServer::start();
   ASSERT_TRUE(server);
-  const std::uint16_t port = server->port();  // the restarted server takes it again
-  ASSERT_NO_FATAL_FAILURE(start_relay("restart.ring", "restart", server->url()));
+  gate.open_to(server->port());
+  ASSERT_NO_FATAL_FAILURE(start_relay("restart.ring", "restart", gate.url()));
   {
     NatsSubscriber sub(server->url(), "restart");
     ASSERT_TRUE(sub.ok());
@@ -172,30 +182,101 @@ TEST_F(RelayNatsTest, ServerRestartIsRiddenOutByLibnatsAndReported) {
     expect_sequence(sub, "restart", 0, 100);
   }
 
+  gate.shut();
   server->kill();
   ASSERT_TRUE(eventually([&] { return relay_->nats_stats().disconnects >= 1; })) << log_.all();
   // While the server is down libnats buffers what the relay publishes; the
   // ring keeps draining.
   push_all(*ring_, 100, 200);
   ASSERT_TRUE(eventually([&] { return relay_->ring_stats().at(0).relayed == 200; }));
-  EXPECT_NE(relay_->nats_stats().status, "connected");
+  // Counted just after libnats takes it: poll.
+  ASSERT_TRUE(eventually([&] { return relay_->nats_stats().published == 200; }));
+  const NatsStats down = relay_->nats_stats();
+  EXPECT_NE(down.status, "connected");
+  EXPECT_EQ(down.buffer_full + down.failed, 0u);
 
-  server = NatsServer::start({.port = port});
+  server = NatsServer::start();  // a new process; the relay only knows the gate
   ASSERT_TRUE(server);
-  ASSERT_TRUE(eventually([&] { return relay_->nats_stats().reconnects >= 1; })) << log_.all();
-  EXPECT_EQ(relay_->nats_stats().status, "connected");
   NatsSubscriber sub(server->url(), "restart");
   ASSERT_TRUE(sub.ok());
-  ASSERT_TRUE(wait_for_interest(server->url(), "restart", sub));
+  gate.open_to(server->port());
+  ASSERT_TRUE(eventually([&] { return relay_->nats_stats().reconnects >= 1; })) << log_.all();
+  expect_sequence(sub, "restart", 100, 200);  // every buffered message, in order
   push_all(*ring_, 200, 300);
   expect_sequence(sub, "restart", 200, 300);
-  // Every relayed message is accounted for (counted just after libnats takes it: poll).
-  EXPECT_TRUE(eventually([&] {
-    const NatsStats ns = relay_->nats_stats();
-    return ns.published + ns.buffer_full + ns.failed == 300u;
-  }));
+  const NatsStats up = relay_->nats_stats();
+  EXPECT_EQ(up.status, "connected");
+  EXPECT_EQ(up.disconnects, 1u);
+  EXPECT_EQ(up.reconnects, 1u);
+  EXPECT_EQ(up.published, 300u);
+  EXPECT_EQ(up.buffer_full + up.failed, 0u);
   // Counted, then logged (nats_sink.cpp): wait for the line.
-  EXPECT_TRUE(eventually([&] { return log_.all().find("NATS reconnected") != std::string::npos; })) << log_.all();
+  EXPECT_TRUE(eventually([&] { return log_.contains("NATS reconnected"); })) << log_.all();
+}
+
+// A reconnect buffer too small for the outage: libnats takes publishes until it
+// is full and refuses the rest, which the relay counts as buffer_full (docs/
+// relay.md "Statistics", docs/scale-out.md). The messages it took arrive after
+// the restart, the refused ones never do, and later ones flow again.
+TEST_F(RelayNatsTest, PublishesBeyondTheReconnectBufferAreRefusedCountedAndNeverSent) {
+  TcpGate gate;
+  ASSERT_TRUE(gate.ok());
+  auto server = NatsServer::start();
+  ASSERT_TRUE(server);
+  gate.open_to(server->port());
+  ASSERT_NO_FATAL_FAILURE(RingRelayTest::start_relay("full.ring", 1024, "full", [&](RelayConfig& c) {
+    c.nats = testing::nats_sink(gate.url());
+    c.nats->reconnect_buffer_bytes = 2048;  // "PUB full 4\r\nn123\r\n" is 20 bytes: about 100 fit
+  }));
+  {
+    NatsSubscriber sub(server->url(), "full");
+    ASSERT_TRUE(sub.ok());
+    push_all(*ring_, 0, 100);
+    expect_sequence(sub, "full", 0, 100);
+  }
+
+  gate.shut();
+  server->kill();
+  ASSERT_TRUE(eventually([&] { return relay_->nats_stats().disconnects >= 1; })) << log_.all();
+  // 1000 messages, each at least as long as the one before, so once one is
+  // refused every later one is too: libnats takes a prefix of them.
+  constexpr int kOutage = 1000;
+  push_all(*ring_, 100, 100 + kOutage);
+  ASSERT_TRUE(eventually([&] { return relay_->ring_stats().at(0).relayed == 100u + kOutage; }));
+  ASSERT_TRUE(eventually([&] {
+    const NatsStats ns = relay_->nats_stats();
+    return ns.published + ns.buffer_full + ns.failed == 100u + kOutage;
+  }));
+  const NatsStats down = relay_->nats_stats();
+  const std::uint64_t taken = down.published - 100;
+  EXPECT_GT(taken, 0u) << "the buffer takes some";
+  EXPECT_EQ(down.buffer_full, kOutage - taken) << "the rest is refused as buffer_full";
+  EXPECT_GT(down.buffer_full, 0u);
+  EXPECT_EQ(down.failed, 0u);
+  EXPECT_FALSE(down.last_error.empty());
+  // Per ring: a refused publish is nats_failed; /metrics carries the count.
+  const RingStats rs = relay_->ring_stats().at(0);
+  EXPECT_EQ(rs.nats_published, down.published);
+  EXPECT_EQ(rs.nats_failed, down.buffer_full);
+  const auto metrics = test::parse_prometheus(relay_->prometheus_text());
+  ASSERT_TRUE(metrics.ok()) << metrics.error;
+  EXPECT_EQ(metrics.value("ringcast_relay_nats_buffer_full_total"), static_cast<double>(down.buffer_full));
+  EXPECT_EQ(metrics.value("ringcast_relay_nats_published_total"), static_cast<double>(down.published));
+
+  server = NatsServer::start();
+  ASSERT_TRUE(server);
+  NatsSubscriber sub(server->url(), "full");
+  ASSERT_TRUE(sub.ok());
+  gate.open_to(server->port());
+  ASSERT_TRUE(eventually([&] { return relay_->nats_stats().reconnects >= 1; })) << log_.all();
+  const int first_refused = 100 + static_cast<int>(taken);
+  expect_sequence(sub, "full", 100, first_refused);  // what libnats took, in order
+  // Next comes what is published after the reconnect: nothing refused slips in.
+  push_all(*ring_, 100 + kOutage, 200 + kOutage);
+  expect_sequence(sub, "full", 100 + kOutage, 200 + kOutage);
+  const NatsStats up = relay_->nats_stats();
+  EXPECT_EQ(up.buffer_full, down.buffer_full) << "nothing refused once connected";
+  EXPECT_EQ(up.published, down.published + 100);
 }
 
 TEST_F(RelayNatsTest, BrokerAndNatsSinksRunTogether) {
