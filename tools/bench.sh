@@ -97,6 +97,10 @@ body = open(tables).read().rstrip() + "\n\nMachine and run:\n\n```\n" + open(mac
 open(doc, "w").write(head + begin + "\n" + body + end + tail)
 PY
     echo "== spliced the tables into docs/benchmarks.md"
+    # The summary follows the new cells; the two bench:figure markers above
+    # the tables carry the run's date and load, which only a person knows.
+    "$root/tools/bench-summary.py"
+    echo "== rewrote the summary: set the date and load of the bench:figure markers above bench:tables, then run tools/bench-summary.py again"
   else
     echo "bench.sh: docs/benchmarks.md has no bench:tables markers; left it alone" >&2
   fi

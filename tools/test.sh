@@ -3,7 +3,9 @@
 # suite, then the libFuzzer smoke runs (clang). Installs missing packages first.
 # After the release suite, tools/readme-test.py runs every block of README.md.
 # Not run here (minutes per mutation): tools/mutants.py, which breaks each
-# critical invariant in turn and checks that a test fails.
+# critical invariant in turn and checks that a test fails. First of all,
+# tools/bench-summary.py --check: docs/benchmarks.md's summary must match the
+# notebook's marked tables.
 #
 #   tools/test.sh                 everything (what CI runs)
 #   tools/test.sh release asan    only the named configurations
@@ -17,6 +19,13 @@ tools/install-deps.sh
 jobs=$(nproc)
 summary=()
 failed=0
+echo "=== docs/benchmarks.md: the summary against the notebook's marked tables"
+if tools/bench-summary.py --check; then
+  summary+=("bench summary: passed")
+else
+  summary+=("bench summary: FAILED (run tools/bench-summary.py)")
+  failed=1
+fi
 for preset in "${configs[@]}"; do
   start=$SECONDS
   echo "=== $preset: configure and build"
