@@ -273,16 +273,21 @@ class Publisher {
 
   [[nodiscard]] bool ok() const { return fd_ >= 0; }
 
-  // Publishes `count` messages, pipelined in batches of 64 stamped just before
-  // each batch is written, as fast as the broker takes them. Returns the
-  // steady-clock time of the first write.
-  std::int64_t publish(std::uint64_t count) {
-    constexpr std::uint64_t kBatch = 64;
+  // Publishes `count` messages and returns the steady-clock time of the first
+  // write. rate == 0: pipelined in batches of 64 stamped just before each
+  // batch is written, as fast as the broker takes them; rate > 0: one at a
+  // time, message i at first + i / rate.
+  std::int64_t publish(std::uint64_t count, double rate = 0) {
+    const std::uint64_t batch_size = rate > 0 ? 1 : 64;
     std::string batch;
     std::int64_t first = 0;
     for (std::uint64_t done = 0; done < count;) {
-      const std::uint64_t n = std::min(kBatch, count - done);
+      const std::uint64_t n = std::min(batch_size, count - done);
       batch.clear();
+      if (rate > 0 && first != 0) {
+        const auto due = first + static_cast<std::int64_t>(static_cast<double>(done) * 1e9 / rate);
+        std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<std::int64_t>(0, due - now_ns())));
+      }
       const std::int64_t t = now_ns();
       for (std::uint64_t i = 0; i < n; ++i) {
         const std::size_t at = batch.size() + head_.size();
@@ -503,6 +508,7 @@ struct Settings {
   std::size_t payload = 52;
   int single_rounds = 5;
   std::uint64_t messages = 500;
+  double rate = 0;  // sustained round: 0 = as fast as the broker takes them
   int probe_ms = 20;
   int idle_probes = 20;
   int settle_ms = 2000;
@@ -671,7 +677,7 @@ PhaseResult run_phase(Protocol protocol, const Settings& s, const Limits& limits
     const double cpu0 = cpu_seconds(broker->process.pid());
     Prober prober(protocol, data_port, std::chrono::milliseconds(s.probe_ms));
     std::int64_t sent = 0;
-    res.sustained = run_round(clients, s.messages, [&] { sent = pub.publish(s.messages); },
+    res.sustained = run_round(clients, s.messages, [&] { sent = pub.publish(s.messages, s.rate); },
                           std::chrono::seconds(s.round_timeout_s));
     res.busy_probe = prober.finish();
     res.sustained_s = static_cast<double>(res.sustained.last - sent) / 1e9;
@@ -727,8 +733,9 @@ void print_results(const std::vector<PhaseResult>& results, const Settings& s) {
     fmt::print("| {} | {} | {} | {:.0f} | {:.2f} us | {:.2f} us |\n", r.protocol, r.connections, each, med,
                med / std::max(r.connections, 1), r.single_cpu_per_delivery * 1e6);
   }
-  fmt::print("\n## Sustained: {} messages of {} B to all N, published as fast as the broker takes them\n\n",
-             s.messages, s.payload);
+  fmt::print("\n## Sustained: {} messages of {} B to all N, {}\n\n", s.messages, s.payload,
+             s.rate > 0 ? fmt::format("published one at a time at {} msgs/s", s.rate)
+                        : std::string("published as fast as the broker takes them"));
   fmt::print("| protocol | N | complete | seconds | **messages/s** | deliveries/s | latency p50 / p99 / max ms | "
              "broker CPU share | broker CPU per delivery | client CPU-s | gaps | wrong PUBLISH replies |\n");
   fmt::print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n");
@@ -801,6 +808,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--single-rounds", s.single_rounds, "Single messages fanned out one at a time")->capture_default_str();
   app.add_option("--messages", s.messages, "Messages of the sustained round")->capture_default_str();
+  app.add_option("--rate", s.rate,
+                 "Sustained round: publish one message at a time at this rate (msgs/s); 0: pipelined, as fast as "
+                 "the broker takes them")
+      ->capture_default_str();
   app.add_option("--probe-ms", s.probe_ms, "Interval between new-client probes during the sustained round")
       ->capture_default_str();
   app.add_option("--idle-probes", s.idle_probes, "Probes against the idle broker first")->capture_default_str();
