@@ -513,6 +513,7 @@ struct Settings {
   int idle_probes = 20;
   int settle_ms = 2000;
   int round_timeout_s = 120;
+  int overfill = 0;  // connections to try past the limit at the end
 };
 
 struct PhaseResult {
@@ -536,8 +537,39 @@ struct PhaseResult {
   ProbeStats idle_probe;
   ProbeStats busy_probe;
   int alive_end = 0;
+  // Past the limit (--overfill): answered / silent (left in the accept queue)
+  // new connections, and the broker's CPU share over 2 s before and while
+  // they wait.
+  int over_answered = 0;
+  int over_silent = 0;
+  double cpu_before_over = 0;
+  double cpu_during_over = 0;
   std::string error;
 };
+
+// Opens `count` more connections to the RESP port of a broker at its limit:
+// each sends PING and waits up to 1 s for the reply. Then the broker's CPU
+// share over 2 s with the silent ones waiting, against 2 s before.
+void overfill(const Broker& b, int count, PhaseResult& res) {
+  const double c0 = cpu_seconds(b.process.pid());
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const double c1 = cpu_seconds(b.process.pid());
+  res.cpu_before_over = (c1 - c0) / 2;
+  std::vector<int> fds;
+  for (int i = 0; i < count && !stopping(); ++i) {
+    const int fd = connect_from(source_address(0), b.port);
+    if (fd < 0) break;
+    fds.push_back(fd);
+    std::string in;
+    ringcast::test::send_all(fd, "*1\r\n" + bulk("PING"));
+    const bool answered = ringcast::test::read_until(fd, in, "\r\n", deadline_in(std::chrono::seconds(1)));
+    (answered ? res.over_answered : res.over_silent) += 1;
+  }
+  const double c2 = cpu_seconds(b.process.pid());
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  res.cpu_during_over = (cpu_seconds(b.process.pid()) - c2) / 2;
+  for (const int fd : fds) close_reset(fd);
+}
 
 PhaseResult run_phase(Protocol protocol, const Settings& s, const Limits& limits) {
   PhaseResult res;
@@ -697,6 +729,7 @@ PhaseResult run_phase(Protocol protocol, const Settings& s, const Limits& limits
       res.alive_end += static_cast<int>(alive);
     }
   }
+  if (s.overfill > 0 && !stopping()) overfill(*broker, s.overfill, res);
   stop_clients(clients);
   (void)broker->process.stop();
   return res;
@@ -766,6 +799,17 @@ void print_results(const std::vector<PhaseResult>& results, const Settings& s) {
   }
 }
 
+void print_overfill(const std::vector<PhaseResult>& results, const Settings& s) {
+  if (s.overfill <= 0) return;
+  fmt::print("\n## Past the limit: {} more connections to the RESP port, each PING given 1 s\n\n", s.overfill);
+  fmt::print("| protocol filled | answered | silent (left in the accept queue) | broker CPU share before / while they wait |\n");
+  fmt::print("|---|---:|---:|---|\n");
+  for (const auto& r : results) {
+    fmt::print("| {} | {} | {} | {:.0f} % / {:.0f} % |\n", r.protocol, r.over_answered, r.over_silent,
+               100 * r.cpu_before_over, 100 * r.cpu_during_over);
+  }
+}
+
 int run_client_command(const ClientOptions& o) {
   catch_stop_signals();
   ClientWorker w(o);
@@ -817,6 +861,10 @@ int main(int argc, char** argv) {
   app.add_option("--idle-probes", s.idle_probes, "Probes against the idle broker first")->capture_default_str();
   app.add_option("--settle-ms", s.settle_ms, "Pause before each VmRSS reading")->capture_default_str();
   app.add_option("--round-timeout-s", s.round_timeout_s, "Give up on a round after this long")->capture_default_str();
+  app.add_option("--overfill", s.overfill,
+                 "At the end, open this many more connections than fit and report how the broker treats them "
+                 "(answered, left waiting, its CPU meanwhile)")
+      ->capture_default_str();
   app.add_option("--io-threads", s.io_threads, "ringcast-broker I/O threads (0 = one per core)")->capture_default_str();
   app.add_option("--broker", s.broker_exe, "ringcast-broker executable")->capture_default_str();
   app.add_option("--broker-arg", s.broker_args, "Extra ringcast-broker flag (repeatable)");
@@ -870,6 +918,7 @@ int main(int argc, char** argv) {
     return 130;
   }
   print_results(results, s);
+  print_overfill(results, s);
   fmt::print("\nload average at end: {}\n", loadavg());
   bool ok = true;
   for (const auto& r : results) ok = ok && r.error.empty();
