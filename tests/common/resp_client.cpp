@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "fd_io.hpp"
 #include "tcp_loopback.hpp"
@@ -122,6 +123,11 @@ RespClient::RespClient(std::uint16_t port, int rcvbuf) : fd_(connect_loopback(po
 
 RespClient::~RespClient() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+int RespClient::release() {
+  if (pos_ != buf_.size()) return -1;
+  return std::exchange(fd_, -1);
 }
 
 bool RespClient::send(std::initializer_list<std::string_view> args) {

@@ -82,6 +82,11 @@ class RespClient {
   ~RespClient();
   [[nodiscard]] bool ok() const { return fd_ >= 0; }
   [[nodiscard]] int fd() const { return fd_; }
+  // Hands the socket to the caller, who then reads it and closes it (a load
+  // generator counting frames by size). Returns -1 if bytes the client read
+  // are still unparsed: call it when the peer has sent nothing more, as after
+  // subscribe() and before anything is published.
+  [[nodiscard]] int release();
 
   // Sends a command (an array of bulk strings); false once the peer is gone.
   bool send(std::initializer_list<std::string_view> args);

@@ -175,5 +175,26 @@ TEST(RespClientTest, ForEachBufferedVisitsOnlyCompleteReplies) {
   EXPECT_EQ(seen, "ab");
 }
 
+TEST(RespClientTest, ReleaseHandsOverTheSocketOnlyWithNothingUnparsed) {
+  ScriptedServer server(resp_subscribe_reply("ticks"));
+  RespClient c(server.port());
+  ASSERT_TRUE(c.subscribe("ticks"));
+  const int fd = c.release();
+  ASSERT_GE(fd, 0);
+  EXPECT_FALSE(c.ok());
+  std::string rest;
+  EXPECT_EQ(read_some(fd, rest, deadline_in(10s)), 0);  // the server closed: EOF, nothing lost
+  ::close(fd);
+
+  ScriptedServer chatty(resp_subscribe_reply("ticks") + "+extra\r\n");
+  RespClient d(chatty.port());
+  ASSERT_TRUE(d.send({"SUBSCRIBE", "ticks"}));
+  while (d.read_more(deadline_in(10s), 1 << 16)) {
+  }
+  EXPECT_TRUE(d.next(deadline_in(10s)));  // the confirmation; "+extra" stays buffered
+  EXPECT_EQ(d.release(), -1);
+  EXPECT_TRUE(d.ok());
+}
+
 }  // namespace
 }  // namespace ringcast::test
