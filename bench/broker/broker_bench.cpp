@@ -16,7 +16,8 @@
 // deliveries of one message arrived.
 //
 // Every message frame has the same size for a given channel and payload, so the
-// subscribers find frame boundaries by arithmetic instead of parsing RESP.
+// subscribers find frame boundaries by arithmetic (resp_message_size) instead of
+// parsing RESP.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -43,10 +44,15 @@
 
 #include "alternate.hpp"
 #include "loopback.hpp"
+#include "resp_client.hpp"
 
 namespace {
 
 using namespace ringcast::bench;
+using ringcast::test::append_resp_command;
+using ringcast::test::resp_message_payload_offset;
+using ringcast::test::resp_message_size;
+using ringcast::test::RespClient;
 using Clock = std::chrono::steady_clock;
 
 std::int64_t now_ns() {
@@ -83,25 +89,6 @@ std::optional<Server> start_redis(const std::string& exe) {
 }
 
 
-// ---- protocol bits ---------------------------------------------------------
-
-
-std::string subscribe_cmd(const std::string& ch) { return "*2\r\n" + bulk("SUBSCRIBE") + bulk(ch); }
-std::string subscribe_confirm(const std::string& ch) {
-  return "*3\r\n" + bulk("subscribe") + bulk(ch) + ":1\r\n";
-}
-// Bytes of one message frame and the offset of the payload inside it.
-std::size_t frame_size(const std::string& ch, std::size_t payload) {
-  return std::string("*3\r\n$7\r\nmessage\r\n").size() + bulk(ch).size() +
-         fmt::format("${}\r\n", payload).size() + payload + 2;
-}
-std::size_t payload_offset(const std::string& ch, std::size_t payload) {
-  return std::string("*3\r\n$7\r\nmessage\r\n").size() + bulk(ch).size() +
-         fmt::format("${}\r\n", payload).size();
-}
-
-
-
 // ---- one measurement ---------------------------------------------------------
 
 struct Result {
@@ -124,20 +111,10 @@ struct Result {
 
 // One "key:value" of INFO stats, or -1 if the server does not report it.
 long long info_stat(int port, const std::string& key) {
-  const int fd = ringcast::test::connect_loopback(port);
-  if (fd < 0) return -1;
-  ringcast::test::send_all(fd, "*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n");
-  std::string in;
-  char buf[4096];
-  std::size_t want = std::string::npos;
-  while (want == std::string::npos || in.size() < want) {
-    const ssize_t r = ::read(fd, buf, sizeof buf);
-    if (r <= 0) break;
-    in.append(buf, static_cast<std::size_t>(r));
-    const auto eol = in.find("\r\n");
-    if (want == std::string::npos && eol != std::string::npos) want = eol + 2 + std::stoull(in.substr(1, eol - 1)) + 2;
-  }
-  ::close(fd);
+  RespClient c(static_cast<std::uint16_t>(port));
+  const auto reply = c.call({"INFO", "stats"});
+  if (!reply || reply->type != '$') return -1;
+  const std::string in(reply->str);
   const auto at = in.find("\r\n" + key + ":");
   if (at == std::string::npos) return -1;
   return std::stoll(in.substr(at + key.size() + 3));
@@ -194,15 +171,13 @@ struct Sub {
 Result run(const Server& server, int subscribers, std::size_t payload, double seconds,
            double rate, std::size_t window, std::size_t unpaced) {
   const std::string ch = "bench";
-  const std::size_t fsize = frame_size(ch, payload);
-  const std::size_t ts_off = payload_offset(ch, payload);
+  const std::size_t fsize = resp_message_size(ch, payload);
+  const std::size_t ts_off = resp_message_payload_offset(ch, payload);
   std::vector<std::unique_ptr<Sub>> subs;
   for (int i = 0; i < subscribers; ++i) {
     auto s = std::make_unique<Sub>();
-    s->fd = ringcast::test::connect_loopback(server.port);
-    const std::string cmd = subscribe_cmd(ch);
-    ringcast::test::send_all(s->fd, cmd);
-    read_exact(s->fd, subscribe_confirm(ch).size());
+    RespClient c(static_cast<std::uint16_t>(server.port));
+    s->fd = c.subscribe(ch) ? c.release() : -1;
     ::fcntl(s->fd, F_SETFL, O_NONBLOCK);
     subs.push_back(std::move(s));
   }
@@ -279,10 +254,7 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
     std::memcpy(payload_bytes.data(), &t, sizeof t);
     std::memcpy(payload_bytes.data() + sizeof t, &published, sizeof published);
     ++published;
-    out += "*3\r\n";
-    out += bulk("PUBLISH");
-    out += bulk(ch);
-    out += bulk(payload_bytes);
+    append_resp_command(out, {"PUBLISH", ch, payload_bytes});
   };
   auto min_received = [&] {
     std::uint64_t m = UINT64_MAX;

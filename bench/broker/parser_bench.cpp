@@ -8,6 +8,7 @@
 #include <benchmark/benchmark.h>
 
 #include "broker/resp/request_parser.hpp"
+#include "resp_client.hpp"
 
 namespace {
 
@@ -20,8 +21,7 @@ constexpr std::size_t kPipelined = 64;
 // the per_publish counter is the CPU time divided by them.
 void BM_ParsePublish(benchmark::State& state) {
   const std::string payload(static_cast<std::size_t>(state.range(0)), 'p');
-  const std::string one = "*3\r\n$7\r\nPUBLISH\r\n$5\r\nbench\r\n$" +
-                          std::to_string(payload.size()) + "\r\n" + payload + "\r\n";
+  const std::string one = ringcast::test::resp_command({"PUBLISH", "bench", payload});
   std::string buffer;
   for (std::size_t i = 0; i < kPipelined; ++i) buffer += one;
   RequestParser parser(ParserLimits{});

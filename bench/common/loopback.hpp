@@ -1,6 +1,6 @@
 // Loopback plumbing for the broker and relay load generators: how servers are
-// started, their CPU time (server_process.hpp), and blocking RESP writes and
-// reads. The sockets, processes and polling themselves come from tests/common.
+// started and their CPU time (server_process.hpp). The sockets, processes,
+// polling and RESP encoding (resp_client.hpp) come from tests/common.
 #pragma once
 
 #include <sys/types.h>
@@ -8,7 +8,6 @@
 
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include <fmt/format.h>
 
@@ -29,20 +28,6 @@ using test::wait_accepting;
 // so the tables are all the terminal shows. A ChildProcess dies with the
 // benchmark and is stopped and reaped when it goes away.
 inline const test::SpawnOptions kQuiet{.out = test::Stream::kDiscard, .err = test::Stream::kDiscard};
-
-// A RESP bulk string.
-inline std::string bulk(std::string_view s) { return fmt::format("${}\r\n{}\r\n", s.size(), s); }
-
-inline bool read_exact(int fd, std::size_t n) {
-  std::vector<char> buf(n);
-  std::size_t got = 0;
-  while (got < n) {
-    const ssize_t r = ::read(fd, buf.data() + got, n - got);
-    if (r <= 0) return false;
-    got += static_cast<std::size_t>(r);
-  }
-  return true;
-}
 
 // 1.23 M, 4.5 k, 12.
 inline std::string si(double v) {

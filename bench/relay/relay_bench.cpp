@@ -39,6 +39,7 @@
 
 #include "alternate.hpp"
 #include "loopback.hpp"
+#include "resp_client.hpp"
 #include "ringcast/broadcast_ring.hpp"
 
 namespace {
@@ -60,14 +61,12 @@ using namespace std::chrono_literals;
 class Subscribers {
  public:
   Subscribers(int port, int n, const std::string& channel, std::size_t payload)
-      : frame_size_(std::string("*3\r\n$7\r\nmessage\r\n").size() + bulk(channel).size() +
-                    fmt::format("${}\r\n", payload).size() + payload + 2) {
-    const std::string cmd = "*2\r\n" + bulk("SUBSCRIBE") + bulk(channel);
-    const std::string confirm = "*3\r\n" + bulk("subscribe") + bulk(channel) + ":1\r\n";
+      : frame_size_(ringcast::test::resp_message_size(channel, payload)) {
     for (int i = 0; i < n; ++i) {
       auto s = std::make_unique<Sub>();
-      s->fd = ringcast::test::connect_loopback(port);
-      ok_ = ok_ && s->fd >= 0 && ringcast::test::send_all(s->fd, cmd) && read_exact(s->fd, confirm.size());
+      ringcast::test::RespClient c(static_cast<std::uint16_t>(port));
+      s->fd = c.subscribe(channel) ? c.release() : -1;
+      ok_ = ok_ && s->fd >= 0;
       ::fcntl(s->fd, F_SETFL, O_NONBLOCK);
       subs_.push_back(std::move(s));
     }
@@ -177,7 +176,7 @@ Result run_broker(const std::string& exe, int n, std::size_t payload, double sec
     Subscribers subs(port, n, "bench", payload);
     const int pub = ringcast::test::connect_loopback(port);
     ::fcntl(pub, F_SETFL, O_NONBLOCK);
-    const std::string one = "*3\r\n" + bulk("PUBLISH") + bulk("bench") + bulk(std::string(payload, 'p'));
+    const std::string one = ringcast::test::resp_command({"PUBLISH", "bench", std::string(payload, 'p')});
     std::string batch;
     for (int i = 0; i < 32; ++i) batch += one;
     char sink[1 << 16];

@@ -45,6 +45,7 @@
 #include "alternate.hpp"
 #include "histogram.hpp"
 #include "loopback.hpp"
+#include "resp_client.hpp"
 #include "stamp.hpp"
 #include "subscriber.hpp"
 #include "temp_dir.hpp"
@@ -151,12 +152,10 @@ struct PublishTemplate {
 
 PublishTemplate publish_template(Dialect d, const std::string& topic, std::size_t payload) {
   PublishTemplate t;
-  t.bytes = d == Dialect::kPopSub
-                ? "*3\r\n" + bulk("PUBLISH") + bulk(topic) + fmt::format("${}\r\n", payload)
-                : fmt::format("PUB {} {}\r\n", topic, payload);
-  t.stamp_at = t.bytes.size();
-  t.bytes += std::string(payload, 'p');
-  t.bytes += "\r\n";
+  const std::string filler(payload, 'p');
+  t.bytes = d == Dialect::kPopSub ? ringcast::test::resp_command({"PUBLISH", topic, filler})
+                                  : fmt::format("PUB {} {}\r\n{}\r\n", topic, payload, filler);
+  t.stamp_at = t.bytes.size() - payload - 2;  // the payload's first byte
   return t;
 }
 

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstring>
 #include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -11,31 +12,39 @@
 
 namespace ringcast::relay {
 
-tl::expected<RingRoute, std::string> parse_ring_route(std::string_view spec) {
+namespace {
+
+tl::unexpected<RelayError> invalid(std::string detail) {
+  return tl::unexpected(RelayError{RelayError::Code::kInvalidConfig, 0, std::move(detail)});
+}
+
+}  // namespace
+
+tl::expected<RingRoute, RelayError> parse_ring_route(std::string_view spec) {
   const auto eq = spec.rfind('=');
   if (eq == std::string_view::npos) {
-    return tl::unexpected(fmt::format("--ring '{}': expected PATH=CHANNEL or PATH=PREFIX*", spec));
+    return invalid(fmt::format("--ring '{}': expected PATH=CHANNEL or PATH=PREFIX*", spec));
   }
   RingRoute r;
   r.path = std::string(spec.substr(0, eq));
   r.name = std::string(spec.substr(eq + 1));
-  if (r.path.empty()) return tl::unexpected(fmt::format("--ring '{}': empty ring path", spec));
+  if (r.path.empty()) return invalid(fmt::format("--ring '{}': empty ring path", spec));
   if (!r.name.empty() && r.name.back() == '*') {
     r.topic_in_payload = true;
     r.name.pop_back();  // the prefix; may be empty ("PATH=*": the topic is the whole channel)
   } else if (r.name.empty()) {
-    return tl::unexpected(fmt::format("--ring '{}': empty channel (use PATH=* for topic-in-payload)", spec));
+    return invalid(fmt::format("--ring '{}': empty channel (use PATH=* for topic-in-payload)", spec));
   }
   return r;
 }
 
-tl::expected<HostPort, std::string> parse_host_port(std::string_view s) {
+tl::expected<HostPort, RelayError> parse_host_port(std::string_view s) {
   HostPort hp;
   std::string_view port_text = s;
   if (!s.empty() && s.front() == '[') {
     const auto close = s.find(']');
     if (close == std::string_view::npos || close + 1 >= s.size() || s[close + 1] != ':') {
-      return tl::unexpected(fmt::format("'{}': expected [IPv6]:PORT", s));
+      return invalid(fmt::format("'{}': expected [IPv6]:PORT", s));
     }
     hp.host = std::string(s.substr(1, close - 1));
     port_text = s.substr(close + 2);
@@ -47,7 +56,7 @@ tl::expected<HostPort, std::string> parse_host_port(std::string_view s) {
   const auto* end = port_text.data() + port_text.size();
   const auto r = std::from_chars(port_text.data(), end, value);
   if (port_text.empty() || r.ec != std::errc() || r.ptr != end || value > 65535) {
-    return tl::unexpected(fmt::format("'{}': expected HOST:PORT with a port 0..65535", s));
+    return invalid(fmt::format("'{}': expected HOST:PORT with a port 0..65535", s));
   }
   hp.port = static_cast<std::uint16_t>(value);
   return hp;

@@ -13,6 +13,7 @@
 #include "broker/core/flow_control.hpp"
 #include "broker/core/subscription_index.hpp"
 #include "broker/resp/resp_delivery.hpp"
+#include "resp_client.hpp"
 #include "test_support.hpp"
 
 namespace ringcast::broker {
@@ -775,12 +776,10 @@ TEST(ConflationTest, CountsAreExactWithAReaderFallingBehind) {
     for (const FrameSpan& s : out) {
       for (std::uint32_t i = s.first; i < s.first + s.count; ++i) {
         const std::string f(s.block->frame(i));
-        const std::string key(resp::conflation_key(f));
-        const std::size_t head = key.find("\r\n", key.rfind('$')) + 2;
-        const std::string channel = key.substr(head, key.size() - 2 - head);
-        const std::string rest = f.substr(key.size());
-        const std::size_t body = rest.find("\r\n") + 2;
-        const std::string payload = rest.substr(body, rest.size() - 2 - body);
+        test::RespReply m;
+        ASSERT_EQ(test::parse_reply(f.data(), f.size(), m), f.size()) << f;
+        const std::string channel(m.elems[1].str);
+        const std::string payload(m.elems[2].str);
         if (channel == kLossChannel) {
           unsigned long long lost = 0, total = 0, conflated = 0;
           char policy[32] = {};
@@ -853,12 +852,10 @@ TEST(ConflationTest, RandomScheduleAccountsForEveryMessage) {
           ++replies_seen;
           continue;
         }
-        const std::string key(resp::conflation_key(f));
-        const std::size_t head = key.find("\r\n", key.rfind('$')) + 2;
-        const std::string channel = key.substr(head, key.size() - 2 - head);
-        const std::string rest = f.substr(key.size());
-        const std::size_t body = rest.find("\r\n") + 2;
-        const std::string payload = rest.substr(body, rest.size() - 2 - body);
+        test::RespReply m;
+        ASSERT_EQ(test::parse_reply(f.data(), f.size(), m), f.size()) << f;
+        const std::string channel(m.elems[1].str);
+        const std::string payload(m.elems[2].str);
         if (channel == kLossChannel) {
           unsigned long long lost = 0, total = 0, conflated = 0;
           char policy[32] = {};

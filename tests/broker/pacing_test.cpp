@@ -16,6 +16,7 @@
 
 #include "eventually.hpp"
 #include "fd_io.hpp"
+#include "resp_client.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "tcp_loopback.hpp"
 
@@ -35,13 +36,10 @@ std::string payload_of(std::uint64_t seq) {
 }
 
 std::string publish_cmd(std::string_view ch, const std::string& payload) {
-  return "*3\r\n$7\r\nPUBLISH\r\n$" + std::to_string(ch.size()) + "\r\n" + std::string(ch) + "\r\n$" +
-         std::to_string(payload.size()) + "\r\n" + payload + "\r\n";
+  return test::resp_command({"PUBLISH", ch, payload});
 }
 
-std::string frame_of(std::uint64_t seq) {
-  return "*3\r\n$7\r\nmessage\r\n$1\r\nt\r\n$" + std::to_string(kPayload) + "\r\n" + payload_of(seq) + "\r\n";
-}
+std::string frame_of(std::uint64_t seq) { return test::resp_message("t", payload_of(seq)); }
 
 // Reads up to `n` bytes, waiting at most 30 s for some; 0 at EOF or timeout.
 std::size_t read_some(int fd, char* buf, std::size_t n) {

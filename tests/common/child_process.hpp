@@ -51,6 +51,7 @@ struct SpawnOptions {
   Stream err = Stream::kInherit;
   std::vector<std::string> env_set{};    // "NAME=value" entries, replacing any NAME
   std::vector<std::string> env_unset{};  // names removed from the environment
+  std::string exe{};                     // the file to run; empty: argv[0]
 };
 
 // The exit code in a wait status: a normal exit's code, 128 + the signal that
@@ -84,7 +85,8 @@ inline pid_t fork_with_death_signal() noexcept {
 
 class ChildProcess {
  public:
-  // Starts argv[0] (a path: PATH is not searched) with stdin on /dev/null.
+  // Starts argv[0] (a path: PATH is not searched), or options.exe with argv[0]
+  // as its name, with stdin on /dev/null.
   // Returns an object that is not running() if a pipe, fork or exec failed.
   static ChildProcess spawn(const std::vector<std::string>& argv,
                             const SpawnOptions& options = {}) {
@@ -92,6 +94,7 @@ class ChildProcess {
     if (argv.empty()) return c;
     // Everything the child uses is built before fork: between fork and exec it
     // may call only async-signal-safe functions (other threads may hold locks).
+    const char* exe = options.exe.empty() ? argv[0].c_str() : options.exe.c_str();
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -129,7 +132,7 @@ class ChildProcess {
       if (options.err != Stream::kInherit) {
         ::dup2(options.err == Stream::kPipe ? err[1] : devnull, STDERR_FILENO);
       }
-      ::execve(args[0], args.data(), envp.data());
+      ::execve(exe, args.data(), envp.data());
       const int e = errno;
       (void)!::write(exec_error[1], &e, sizeof e);
       ::_exit(127);
@@ -227,6 +230,9 @@ class ChildProcess {
       if (read_some(out_.fd, out_.text, d) <= 0) return std::nullopt;
     }
   }
+  // The read end of the stdout pipe (-1 unless Stream::kPipe), for a caller
+  // that reads a long stream itself instead of keeping it in stdout_text().
+  [[nodiscard]] int stdout_fd() const { return out_.fd; }
   // All read from each pipe so far.
   [[nodiscard]] const std::string& stdout_text() const { return out_.text; }
   [[nodiscard]] const std::string& stderr_text() const { return err_.text; }

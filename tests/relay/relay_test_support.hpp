@@ -1,7 +1,7 @@
-// Helpers for the relay tests: a minimal RESP2 client and nats-server
-// instances. Deadlines, polling, temporary directories, loopback sockets and
-// child processes come from tests/common; relay_fixture.hpp adds what the
-// in-process tests share.
+// Helpers for the relay tests: nats-server instances. Deadlines, polling,
+// temporary directories, loopback sockets, child processes and the RESP client
+// come from tests/common; relay_fixture.hpp adds what the in-process tests
+// share.
 #pragma once
 
 #include <poll.h>
@@ -24,6 +24,7 @@
 #include "deadline.hpp"
 #include "eventually.hpp"
 #include "fd_io.hpp"
+#include "resp_client.hpp"
 #include "tcp_loopback.hpp"
 #include "temp_dir.hpp"
 
@@ -36,6 +37,9 @@ using test::deadline_in;
 using test::eventually;
 using test::free_port;
 using test::ms_left;
+using test::RespClient;
+using test::RespElem;
+using test::RespReply;
 using test::TempDir;
 using test::wait_accepting;
 
@@ -49,164 +53,6 @@ inline std::uint64_t scaled(std::uint64_t release_count, std::uint64_t sanitizer
   return release_count;
 #endif
 }
-
-// One RESP2 value, decoded in place: views point into the client's buffer and
-// stay valid until the next read. Arrays keep their first four elements.
-struct RespElem {
-  char type = 0;  // '+', '-', ':', '$' (null bulk: '_')
-  std::string_view str;
-  long long num = 0;
-};
-struct RespReply {
-  char type = 0;  // as RespElem, or '*'
-  std::string_view str;
-  long long num = 0;
-  std::size_t count = 0;
-  std::array<RespElem, 4> elems{};
-  [[nodiscard]] bool is_message(std::string_view channel = {}) const {
-    return type == '*' && count == 3 && elems[0].str == "message" && (channel.empty() || elems[1].str == channel);
-  }
-};
-
-// Parses one element at p[0..n); returns bytes used, 0 if incomplete.
-inline std::size_t parse_elem(const char* p, std::size_t n, RespElem& e) {
-  const void* eol_v = std::memchr(p, '\n', n);
-  if (eol_v == nullptr) return 0;
-  const char* eol = static_cast<const char*>(eol_v);
-  const std::size_t line = static_cast<std::size_t>(eol - p) + 1;  // includes \r\n
-  e.type = p[0];
-  const std::string_view body(p + 1, line - 3);
-  if (e.type == '$') {
-    const long long len = std::strtoll(std::string(body).c_str(), nullptr, 10);
-    if (len < 0) {
-      e.type = '_';
-      return line;
-    }
-    const auto l = static_cast<std::size_t>(len);
-    if (n < line + l + 2) return 0;
-    e.str = std::string_view(p + line, l);
-    return line + l + 2;
-  }
-  e.str = body;
-  if (e.type == ':') e.num = std::strtoll(std::string(body).c_str(), nullptr, 10);
-  return line;
-}
-
-inline std::size_t parse_reply(const char* p, std::size_t n, RespReply& r) {
-  if (n == 0) return 0;
-  if (p[0] != '*') {
-    RespElem e;
-    const std::size_t used = parse_elem(p, n, e);
-    if (used == 0) return 0;
-    r.type = e.type;
-    r.str = e.str;
-    r.num = e.num;
-    r.count = 0;
-    return used;
-  }
-  const void* eol_v = std::memchr(p, '\n', n);
-  if (eol_v == nullptr) return 0;
-  const std::size_t head = static_cast<std::size_t>(static_cast<const char*>(eol_v) - p) + 1;
-  const long long count = std::strtoll(std::string(p + 1, head - 3).c_str(), nullptr, 10);
-  std::size_t used = head;
-  r.type = '*';
-  r.count = count < 0 ? 0 : static_cast<std::size_t>(count);
-  for (std::size_t i = 0; i < r.count; ++i) {
-    RespElem e;
-    const std::size_t u = parse_elem(p + used, n - used, e);
-    if (u == 0) return 0;
-    if (i < r.elems.size()) r.elems[i] = e;
-    used += u;
-  }
-  return used;
-}
-
-// A blocking RESP2 client with deadlines. One thread at a time.
-class RespClient {
- public:
-  // `rcvbuf` > 0: SO_RCVBUF set before connecting (a deliberately small window).
-  explicit RespClient(std::uint16_t port, int rcvbuf = 0) : fd_(connect_loopback(port, rcvbuf)) {}
-  RespClient(const RespClient&) = delete;
-  RespClient& operator=(const RespClient&) = delete;
-  ~RespClient() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  [[nodiscard]] bool ok() const { return fd_ >= 0; }
-  [[nodiscard]] int fd() const { return fd_; }
-
-  bool send(std::initializer_list<std::string_view> args) {
-    std::string out(1, '*');
-    out += std::to_string(args.size());
-    out += "\r\n";
-    for (const auto a : args) {
-      out += '$';
-      out += std::to_string(a.size());
-      out += "\r\n";
-      out.append(a);
-      out += "\r\n";
-    }
-    return test::send_all(fd_, out);
-  }
-
-  // The next reply, or nullopt at EOF / deadline.
-  std::optional<RespReply> next(Deadline d) {
-    for (;;) {
-      RespReply r;
-      const std::size_t used = parse_reply(buf_.data() + pos_, buf_.size() - pos_, r);
-      if (used > 0) {
-        pos_ += used;
-        return r;
-      }
-      if (!read_more(d, 1 << 16)) return std::nullopt;
-    }
-  }
-
-  // Reads at most `max_bytes` more (waiting until the deadline for some).
-  bool read_more(Deadline d, std::size_t max_bytes) {
-    if (pos_ > 0 && pos_ * 2 >= buf_.size()) {
-      buf_.erase(0, pos_);
-      pos_ = 0;
-    }
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, ms_left(d)) != 1) return false;
-    const std::size_t old = buf_.size();
-    buf_.resize(old + max_bytes);
-    const ssize_t n = ::recv(fd_, buf_.data() + old, max_bytes, 0);
-    buf_.resize(old + (n > 0 ? static_cast<std::size_t>(n) : 0));
-    return n > 0;
-  }
-
-  // Parses whatever complete replies are buffered, calling f for each.
-  template <class F>
-  void for_each_buffered(F&& f) {
-    for (;;) {
-      RespReply r;
-      const std::size_t used = parse_reply(buf_.data() + pos_, buf_.size() - pos_, r);
-      if (used == 0) return;
-      pos_ += used;
-      f(r);
-    }
-  }
-
-  // Sends a command and returns its reply (not for subscribed connections).
-  std::optional<RespReply> call(std::initializer_list<std::string_view> args,
-                                std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-    if (!send(args)) return std::nullopt;
-    return next(deadline_in(timeout));
-  }
-
-  // SUBSCRIBE one channel (or PSUBSCRIBE) and wait for the confirmation.
-  bool subscribe(std::string_view channel, bool pattern = false) {
-    if (!send({pattern ? "PSUBSCRIBE" : "SUBSCRIBE", channel})) return false;
-    const auto r = next(deadline_in(std::chrono::seconds(10)));
-    return r && r->type == '*' && r->count == 3 && r->elems[0].str == (pattern ? "psubscribe" : "subscribe");
-  }
-
- private:
-  int fd_ = -1;
-  std::string buf_;
-  std::size_t pos_ = 0;
-};
 
 #ifdef NATS_SERVER_EXE
 // nats-server on loopback ports the test picked; killed and reaped on destruction.

@@ -18,7 +18,7 @@ std::span<const std::byte> bytes(std::string_view s) {
 
 TEST(RelayOptionsTest, RingRouteSplitsAtTheLastEquals) {
   auto r = parse_ring_route("/dev/shm/a=b.ring=ticks");
-  ASSERT_TRUE(r) << r.error();
+  ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->path, "/dev/shm/a=b.ring");
   EXPECT_EQ(r->name, "ticks");
   EXPECT_FALSE(r->topic_in_payload);
@@ -39,6 +39,18 @@ TEST(RelayOptionsTest, RejectsRoutesWithoutPathOrChannel) {
   EXPECT_FALSE(parse_ring_route("/dev/shm/x.ring"));
   EXPECT_FALSE(parse_ring_route("=ticks"));
   EXPECT_FALSE(parse_ring_route("/dev/shm/x.ring="));
+}
+
+TEST(RelayOptionsTest, ParseErrorsAreInvalidConfigNamingTheInput) {
+  const auto route = parse_ring_route("/dev/shm/x.ring");
+  ASSERT_FALSE(route);
+  EXPECT_EQ(route.error().code, RelayError::Code::kInvalidConfig);
+  EXPECT_EQ(route.error().sys_errno, 0);
+  EXPECT_EQ(route.error().detail, "--ring '/dev/shm/x.ring': expected PATH=CHANNEL or PATH=PREFIX*");
+  const auto hp = parse_host_port("127.0.0.1:x");
+  ASSERT_FALSE(hp);
+  EXPECT_EQ(hp.error().code, RelayError::Code::kInvalidConfig);
+  EXPECT_EQ(hp.error().message(), "invalid configuration: '127.0.0.1:x': expected HOST:PORT with a port 0..65535");
 }
 
 TEST(RelayOptionsTest, HostPortFormats) {

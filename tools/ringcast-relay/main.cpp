@@ -75,14 +75,14 @@ int main(int argc, char** argv) {
   config.batch = batch;
   for (const auto& spec : ring_specs) {
     auto route = parse_ring_route(spec);
-    if (!route) return usage(route.error());
+    if (!route) return usage(route.error().detail);
     route->start = start;
     config.rings.push_back(std::move(*route));
   }
   const bool broker_on = nats_url.empty() || listen_opt->count() > 0;
   if (broker_on) {
     auto hp = parse_host_port(listen);
-    if (!hp) return usage("--listen " + hp.error());
+    if (!hp) return usage("--listen " + hp.error().detail);
     cfg.bind_address = hp->host;
     cfg.port = hp->port;
     if (const auto wrong = broker_flags.apply(cfg)) return usage(*wrong);
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   std::optional<HostPort> metrics_at;
   if (!metrics.empty()) {
     auto hp = parse_host_port(metrics);
-    if (!hp) return usage("--metrics " + hp.error());
+    if (!hp) return usage("--metrics " + hp.error().detail);
     metrics_at = *hp;
   }
 

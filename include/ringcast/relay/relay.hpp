@@ -67,15 +67,17 @@ struct RingRoute {
 };
 
 // Parses "PATH=NAME" / "PATH=PREFIX*" (the last '=' splits, so paths may hold
-// '='). Errors name the problem: empty path, empty name.
-[[nodiscard]] tl::expected<RingRoute, std::string> parse_ring_route(std::string_view spec);
+// '='). Error: RelayError kInvalidConfig whose detail names the problem (no
+// '=', empty path, empty name) and quotes `spec`.
+[[nodiscard]] tl::expected<RingRoute, RelayError> parse_ring_route(std::string_view spec);
 
 // "127.0.0.1:6390", "[::1]:6390", ":6390" (127.0.0.1) or "6390". Port 0 lets the kernel choose.
 struct HostPort {
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;
 };
-[[nodiscard]] tl::expected<HostPort, std::string> parse_host_port(std::string_view s);
+// Error: RelayError kInvalidConfig whose detail quotes `s` and the expected form.
+[[nodiscard]] tl::expected<HostPort, RelayError> parse_host_port(std::string_view s);
 
 struct NatsConfig {
   std::string url;                             // "nats://host:port", comma-separated for several

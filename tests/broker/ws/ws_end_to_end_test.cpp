@@ -20,6 +20,7 @@
 #include "ringcast/broker/token.hpp"
 #include "tcp_loopback.hpp"
 #include "prometheus_text.hpp"
+#include "resp_client.hpp"
 #include "ws_client.hpp"
 
 namespace ringcast::broker::ws {
@@ -72,8 +73,6 @@ class RespClient {
   int fd_;
   std::string buf_;
 };
-
-std::string bulk(std::string_view s) { return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n"; }
 
 // Subscribes `c` to `topic` and checks the confirmation.
 void subscribe(WsClient& c, std::string_view topic) {
@@ -150,7 +149,7 @@ TEST_F(WsEndToEndTest, WebSocketPublishReachesRespAndWebSocketSubscribers) {
   ASSERT_TRUE(pub.send_json({{"type", "publish"}, {"topic", "news"}, {"payload", {{"px", 1.5}}}, {"qos", 1},
                              {"message_id", "id-123"}}));
   EXPECT_TRUE(sub.expect("*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nHello\r\n"));
-  EXPECT_TRUE(sub.expect("*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n" + bulk(R"({"px":1.5})")));
+  EXPECT_TRUE(sub.expect(ringcast::test::resp_message("news", R"({"px":1.5})")));
   EXPECT_TRUE(psub.expect("*4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$5\r\nHello\r\n"));
   auto m = ws_sub.read_json();
   ASSERT_TRUE(m.has_value());
@@ -176,7 +175,7 @@ TEST_F(WsEndToEndTest, BinaryPayloadsTravelAsBase64BothWays) {
   ASSERT_TRUE(sub.call("SUBSCRIBE bin\r\n", ":1\r\n"));
   const std::string raw("\x00\xff\x01\x80", 4);
   ASSERT_TRUE(ws.send_json({{"type", "publish"}, {"topic", "bin"}, {"payload", "AP8BgA=="}, {"encoding", "base64"}}));
-  EXPECT_TRUE(sub.expect("*3\r\n$7\r\nmessage\r\n$3\r\nbin\r\n" + bulk(raw)));
+  EXPECT_TRUE(sub.expect(ringcast::test::resp_message("bin", raw)));
   const auto m = ws.read_json();
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ((*m)["payload"], "AP8BgA==");
