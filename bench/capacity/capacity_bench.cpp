@@ -75,13 +75,6 @@ void catch_stop_signals() {
 
 bool stopping() { return stop_requested != 0; }
 
-std::string loadavg() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-
 std::string mib(double b) { return fmt::format("{:.1f} MiB", b / (1 << 20)); }
 
 // A number from a "Key: value ..." line of a /proc file, or -1.
@@ -898,7 +891,7 @@ int main(int argc, char** argv) {
   }
   catch_stop_signals();
   const Limits limits = read_limits();
-  fmt::print("load average at start: {}\n", loadavg());
+  fmt::print("load average at start: {}\n", load_average());
   fmt::print("open-file limit (RLIMIT_NOFILE): soft {} / hard {} for this process, every client process and the "
              "broker; the hard limit {} (CAP_SYS_RESOURCE {}), so the broker's descriptors cap N\n",
              limits.soft, limits.hard, limits.raisable ? "can be raised here" : "cannot be raised here",
@@ -919,7 +912,7 @@ int main(int argc, char** argv) {
   }
   print_results(results, s);
   print_overfill(results, s);
-  fmt::print("\nload average at end: {}\n", loadavg());
+  fmt::print("\nload average at end: {}\n", load_average());
   bool ok = true;
   for (const auto& r : results) ok = ok && r.error.empty();
   return ok ? 0 : 1;

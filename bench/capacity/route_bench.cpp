@@ -45,13 +45,6 @@ std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
 
-std::string loadavg() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-
 struct Node {
   ChildProcess process;
   int port = 0;
@@ -271,7 +264,7 @@ int main(int argc, char** argv) {
   if (!a) return 1;
   auto b = start_node(nats, a->cluster_port);
   if (!b) return 1;
-  fmt::print("load average at start: {}\n\n", loadavg());
+  fmt::print("load average at start: {}\n\n", load_average());
   fmt::print("| payload B | path | msgs/s (median of {}) | MB/s of payload | runs, M msgs/s | lost | node A CPU us/msg | "
              "node B CPU us/msg |\n|---:|---|---:|---:|---|---:|---:|---:|\n",
              runs);
@@ -294,6 +287,6 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  fmt::print("\nload average at end: {}\n", loadavg());
+  fmt::print("\nload average at end: {}\n", load_average());
   return 0;
 }

@@ -67,13 +67,6 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
-std::string loadavg() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-
 // ---- servers ---------------------------------------------------------------
 
 struct Server {
@@ -507,7 +500,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "cannot pin the load generator to CPU {}\n", client_cpu);
     return 1;
   }
-  fmt::print("load average at start: {}\n\n", loadavg());
+  fmt::print("load average at start: {}\n\n", load_average());
 
   if (mode != "idle") {
     std::vector<Server> running;
@@ -590,6 +583,6 @@ int main(int argc, char** argv) {
     }
     fmt::print("\n");
   }
-  fmt::print("load average at end: {}\n", loadavg());
+  fmt::print("load average at end: {}\n", load_average());
   return 0;
 }
