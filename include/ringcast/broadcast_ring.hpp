@@ -249,7 +249,7 @@ class BroadcastRing {
 
   // --- blocking variants ---------------------------------------------------
   // Wait for a message / for room, up to `timeout`; timed_out after it. On any
-  // ring, spin_then_block and block sleep on a futex in the mapping, and the
+  // ring, kSpinThenBlock and kBlock sleep on a futex in the mapping, and the
   // other side wakes them with one FUTEX_WAKE per push (or per receive, for
   // push_wait) only while someone sleeps. Going to sleep costs the waiter one
   // membarrier(2) call (docs/memory-ordering.md, "Sleeping and waking"); if
