@@ -4,7 +4,7 @@
 # same run) for N = 2, 4, 8 and 16 consumer processes at fixed offered rates
 # of 1 k, 10 k and 100 k msgs/s (open loop, every message's one-way latency,
 # each consumer's CPU use), then at saturation for N = 2 and 4 with both of
-# ringcast's APIs. Consumers use the default wait (recv_wait, spin_then_block)
+# ringcast's APIs. Consumers use the default wait (recv_wait, kSpinThenBlock)
 # on a ring created without `wakeups`.
 #
 # usage: tools/bench-waits.sh [--realtime] [--repetitions N] [--out DIR]

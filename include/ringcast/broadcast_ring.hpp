@@ -32,7 +32,7 @@
 //     in fenced mode) and a check of that bit. Only wakers clear bit 0, and
 //     clearing it always bumps the epoch; bit 1 is cleared only from a value
 //     with bit 0 clear.
-//  7. A consumer registered at StartAt::oldest may start below the producer's
+//  7. A consumer registered at StartAt::kOldest may start below the producer's
 //     cached minimum; until the producer's next rescan sees it (it rescans at
 //     least once per `capacity` messages written) invariant 3 does not cover
 //     its messages below that minimum, and the version check (invariant 2) turns
@@ -123,19 +123,19 @@ struct [[nodiscard]] BatchResult {
 };
 
 enum class IdleStrategy : std::uint8_t {
-  spin,             // busy-poll: lowest latency, burns a core
-  spin_then_yield,  // poll, then sched_yield between polls
-  spin_then_block,  // the default: spin while spinning pays, then sleep on the futex.
+  kSpin,             // busy-poll: lowest latency, burns a core
+  kSpinThenYield,  // poll, then sched_yield between polls
+  kSpinThenBlock,  // the default: spin while spinning pays, then sleep on the futex.
                     // "Pays": every process of the ring has a CPU (active consumers + 1
                     // <= CPUs this process may use), and this waiter's recent waits were
                     // short enough for a spin of at most 20 us to catch (adaptive)
-  block,            // sleep on the futex at once
+  kBlock,            // sleep on the futex at once
 };
 
 // Where a new consumer's cursor starts (register_consumer).
 enum class StartAt : std::uint8_t {
-  latest,  // the current producer position: only messages published from now on
-  oldest,  // the oldest message still in the ring: the last `capacity` messages
+  kLatest,  // the current producer position: only messages published from now on
+  kOldest,  // the oldest message still in the ring: the last `capacity` messages
            // (all of them before the ring first wraps), then live ones.
            // History the producer overwrites before the consumer reads it is
            // reported as `lapped` with its count, on any ring
@@ -210,7 +210,7 @@ class BroadcastRing {
   // in sequence order; a message overwritten before it was read is reported as
   // `lapped`, never returned torn or out of order. Reuses an entry whose owner
   // died. Errors: no_consumer_slot, io_error.
-  Result<ConsumerId> register_consumer(StartAt start = StartAt::latest);
+  Result<ConsumerId> register_consumer(StartAt start = StartAt::kLatest);
   // Frees the entry; the producer stops waiting for it. invalid_consumer if
   // `id` was not registered through this handle.
   Errc unregister_consumer(ConsumerId id) noexcept;
@@ -230,7 +230,7 @@ class BroadcastRing {
   BatchResult try_push_batch(std::span<const std::span<const std::byte>> payloads) noexcept;
 
   // Copies the next message for `id` into `out`. ok (length set), empty,
-  // invalid_consumer, lapped (lossy rings, and history a StartAt::oldest
+  // invalid_consumer, lapped (lossy rings, and history a StartAt::kOldest
   // consumer had not read yet: `missed` messages were overwritten; the cursor
   // now points at the oldest message still in the ring), stalled
   // (a slot stayed half-written past a bounded spin while its producer lives),
@@ -249,7 +249,7 @@ class BroadcastRing {
 
   // --- blocking variants ---------------------------------------------------
   // Wait for a message / for room, up to `timeout`; timed_out after it. On any
-  // ring, spin_then_block and block sleep on a futex in the mapping, and the
+  // ring, kSpinThenBlock and kBlock sleep on a futex in the mapping, and the
   // other side wakes them with one FUTEX_WAKE per push (or per receive, for
   // push_wait) only while someone sleeps. Going to sleep costs the waiter one
   // membarrier(2) call (docs/memory-ordering.md, "Sleeping and waking"); if
@@ -258,9 +258,9 @@ class BroadcastRing {
   // rules as try_recv / try_push.
   RecvResult recv_wait(ConsumerId id, std::span<std::byte, kMaxPayload> out,
                        std::chrono::nanoseconds timeout,
-                       IdleStrategy idle = IdleStrategy::spin_then_block) noexcept;
+                       IdleStrategy idle = IdleStrategy::kSpinThenBlock) noexcept;
   [[nodiscard]] Errc push_wait(std::span<const std::byte> payload, std::chrono::nanoseconds timeout,
-                               IdleStrategy idle = IdleStrategy::spin_then_block) noexcept;
+                               IdleStrategy idle = IdleStrategy::kSpinThenBlock) noexcept;
 
   // --- observers (any thread, any process) --------------------------------
   // Messages published but not yet received by `id`; 0 for an inactive or
@@ -300,7 +300,7 @@ class BroadcastRing {
            ((owned_.load(std::memory_order_relaxed) >> id) & 1U) != 0;
   }
 
-  enum class ReadOutcome : std::uint8_t { ok, not_yet, writing, overwritten, corrupt };
+  enum class ReadOutcome : std::uint8_t { kOk, kNotYet, kWriting, kOverwritten, kCorrupt };
   ReadOutcome read_slot(std::uint64_t seq, std::span<std::byte, kMaxPayload> out,
                         std::uint32_t& length) const noexcept;
   void write_slot(std::uint64_t seq, std::span<const std::byte> payload) noexcept;
@@ -427,8 +427,8 @@ inline BroadcastRing::ReadOutcome BroadcastRing::read_slot(
   // acquire: pairs with the release store of the committed version in write_slot.
   const std::uint64_t v1 = s.version.load(std::memory_order_acquire);
   if (v1 != want) {
-    if (v1 < want - 1) return ReadOutcome::not_yet;
-    return v1 == want - 1 ? ReadOutcome::writing : ReadOutcome::overwritten;
+    if (v1 < want - 1) return ReadOutcome::kNotYet;
+    return v1 == want - 1 ? ReadOutcome::kWriting : ReadOutcome::kOverwritten;
   }
   std::uint64_t words[7];
 #if RINGCAST_TSAN
@@ -442,14 +442,14 @@ inline BroadcastRing::ReadOutcome BroadcastRing::read_slot(
 #endif
   // relaxed: ordered after the word loads by the fence (or the acquire loads).
   // (R3 in docs/memory-ordering.md; seqlock_detector_test builds without it.)
-  if (s.version.load(std::memory_order_relaxed) != v1) return ReadOutcome::overwritten;
+  if (s.version.load(std::memory_order_relaxed) != v1) return ReadOutcome::kOverwritten;
   length = static_cast<std::uint32_t>(words[0]);
-  if (length > kMaxPayload) return ReadOutcome::corrupt;  // a hostile or damaged file
+  if (length > kMaxPayload) return ReadOutcome::kCorrupt;  // a hostile or damaged file
   // Straight from the words into `out`: no staging copy.
   const auto head = static_cast<std::uint32_t>(words[0] >> 32);
   std::memcpy(out.data(), &head, 4);
   detail::unrolled<6>([&](std::size_t i) { std::memcpy(out.data() + 4 + 8 * i, &words[i + 1], 8); });
-  return ReadOutcome::ok;
+  return ReadOutcome::kOk;
 }
 
 inline Errc BroadcastRing::check_room() noexcept {
@@ -512,7 +512,7 @@ inline RecvResult BroadcastRing::try_recv(ConsumerId id, std::span<std::byte, kM
   const std::uint64_t seq = consumer(id).cursor.load(std::memory_order_relaxed);
   std::uint32_t length = 0;
   const ReadOutcome outcome = read_slot(seq, out, length);
-  if (outcome != ReadOutcome::ok) [[unlikely]] {
+  if (outcome != ReadOutcome::kOk) [[unlikely]] {
     const RecvResult r = recv_slow(id, seq, outcome, out);
     if (r.status != Errc::ok) return r;
     length = r.length;
@@ -532,7 +532,7 @@ BatchResult BroadcastRing::drain(ConsumerId id, OnMessage&& on_message, std::siz
   while (seq - start < max) {
     std::uint32_t length = 0;
     const ReadOutcome outcome = read_slot(seq, buffer, length);
-    if (outcome != ReadOutcome::ok) [[unlikely]] {
+    if (outcome != ReadOutcome::kOk) [[unlikely]] {
       if (seq != start) break;  // the next call classifies what stopped this batch
       // Nothing read yet: let the single-message slow path classify it (it
       // moves the cursor only on a lap). A message it read is delivered like

@@ -50,14 +50,14 @@ void bind_enums(py::module_& m) {
       .value("timed_out", Errc::timed_out)
       .value("already_exists", Errc::already_exists);
   py::enum_<IdleStrategy>(m, "IdleStrategy", "How recv_wait / push_wait wait between polls.")
-      .value("spin", IdleStrategy::spin, "busy-poll: lowest latency, burns a core")
-      .value("spin_then_yield", IdleStrategy::spin_then_yield, "poll, then sched_yield between polls")
-      .value("spin_then_block", IdleStrategy::spin_then_block,
+      .value("spin", IdleStrategy::kSpin, "busy-poll: lowest latency, burns a core")
+      .value("spin_then_yield", IdleStrategy::kSpinThenYield, "poll, then sched_yield between polls")
+      .value("spin_then_block", IdleStrategy::kSpinThenBlock,
              "poll, then sleep (futex on a wakeups ring, else back off with nanosleep)")
-      .value("block", IdleStrategy::block, "sleep at once");
+      .value("block", IdleStrategy::kBlock, "sleep at once");
   py::enum_<StartAt>(m, "StartAt", "Where a new consumer starts (Ring.register_consumer).")
-      .value("latest", StartAt::latest, "the current producer position: only messages published from now on")
-      .value("oldest", StartAt::oldest,
+      .value("latest", StartAt::kLatest, "the current producer position: only messages published from now on")
+      .value("oldest", StartAt::kOldest,
              "the oldest message still in the ring (its last capacity messages), then live ones");
 }
 
@@ -203,7 +203,7 @@ message.)");
             if (!id) raise_error(self->name(), id.error());
             return std::make_unique<Consumer>(self, *id);
           },
-          py::arg("start") = StartAt::latest,
+          py::arg("start") = StartAt::kLatest,
           R"(Register a consumer that starts at the current producer position
 (StartAt.latest, the default: no history) or at the oldest message still in the
 ring (StartAt.oldest: its last `capacity` messages, then live ones). History the

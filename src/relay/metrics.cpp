@@ -57,8 +57,8 @@ constexpr NatsSeries kNatsCounters[] = {
     {"ringcast_relay_nats_out_bytes_total", &NatsStats::out_bytes},
 };
 
-constexpr RingState kStates[] = {RingState::waiting_for_ring, RingState::waiting_for_producer, RingState::relaying,
-                                 RingState::stopped, RingState::failed};
+constexpr RingState kStates[] = {RingState::kWaitingForRing, RingState::kWaitingForProducer, RingState::kRelaying,
+                                 RingState::kStopped, RingState::kFailed};
 
 MetricLabels ring_labels(const RingStats& r) {
   return {{"ring", r.path}, {"channel", r.topic_in_payload ? r.name + "*" : r.name}};

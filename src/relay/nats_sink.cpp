@@ -80,13 +80,13 @@ tl::expected<std::unique_ptr<NatsSink>, std::string> NatsSink::connect(const Nat
   }
   s = natsConnection_Connect(&sink->conn_, o);
   if (s == NATS_NOT_YET_CONNECTED) {
-    sink->callbacks_->say(LogLevel::warning,
+    sink->callbacks_->say(LogLevel::kWarning,
                           fmt::format("NATS {} not reachable yet; retrying in the background", config.url));
   } else if (s != NATS_OK) {
     sink->conn_ = nullptr;
     return fail(fmt::format("connect {}", config.url), s);
   } else {
-    sink->callbacks_->say(LogLevel::info, fmt::format("NATS connected to {}", connected_url(sink->conn_)));
+    sink->callbacks_->say(LogLevel::kInfo, fmt::format("NATS connected to {}", connected_url(sink->conn_)));
   }
   return sink;
 }
@@ -107,7 +107,7 @@ void NatsSink::close(std::chrono::milliseconds flush_timeout) noexcept {
   if (conn_ != nullptr && natsConnection_Status(conn_) == NATS_CONN_STATUS_CONNECTED) {
     const natsStatus s = natsConnection_FlushTimeout(conn_, flush_timeout.count());
     if (s != NATS_OK) {
-      callbacks_->say(LogLevel::warning, fmt::format("NATS flush at close: {}", natsStatus_GetText(s)));
+      callbacks_->say(LogLevel::kWarning, fmt::format("NATS flush at close: {}", natsStatus_GetText(s)));
     }
   }
   {
@@ -157,24 +157,24 @@ NatsStats NatsSink::stats() const {
 }
 
 void NatsSink::on_connected(natsConnection* nc, void* closure) {
-  state(closure).say(LogLevel::info, fmt::format("NATS connected to {}", connected_url(nc)));
+  state(closure).say(LogLevel::kInfo, fmt::format("NATS connected to {}", connected_url(nc)));
 }
 
 void NatsSink::on_disconnected(natsConnection* /*nc*/, void* closure) {
   Callbacks& cb = state(closure);
   cb.disconnects.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
-  cb.say(LogLevel::warning, "NATS disconnected; libnats buffers publishes and reconnects");
+  cb.say(LogLevel::kWarning, "NATS disconnected; libnats buffers publishes and reconnects");
 }
 
 void NatsSink::on_reconnected(natsConnection* nc, void* closure) {
   Callbacks& cb = state(closure);
   cb.reconnects.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
-  cb.say(LogLevel::info, fmt::format("NATS reconnected to {}", connected_url(nc)));
+  cb.say(LogLevel::kInfo, fmt::format("NATS reconnected to {}", connected_url(nc)));
 }
 
 void NatsSink::on_closed(natsConnection* /*nc*/, void* closure) {
   auto* holder = static_cast<Holder*>(closure);
-  (*holder)->say(LogLevel::error, "NATS connection closed (reconnect attempts exhausted); NATS publishes now fail");
+  (*holder)->say(LogLevel::kError, "NATS connection closed (reconnect attempts exhausted); NATS publishes now fail");
   delete holder;  // the last callback libnats makes for this connection
 }
 
@@ -184,7 +184,7 @@ void NatsSink::on_error(natsConnection* /*nc*/, natsSubscription* /*sub*/, natsS
     std::lock_guard lock(cb.mu);
     cb.last_error = natsStatus_GetText(err);
   }
-  cb.say(LogLevel::warning, fmt::format("NATS asynchronous error: {}", natsStatus_GetText(err)));
+  cb.say(LogLevel::kWarning, fmt::format("NATS asynchronous error: {}", natsStatus_GetText(err)));
 }
 
 }  // namespace ringcast::relay

@@ -64,11 +64,11 @@ tl::expected<HostPort, RelayError> parse_host_port(std::string_view s) {
 
 std::string_view to_string(RingState s) noexcept {
   switch (s) {
-    case RingState::waiting_for_ring: return "waiting_for_ring";
-    case RingState::waiting_for_producer: return "waiting_for_producer";
-    case RingState::relaying: return "relaying";
-    case RingState::stopped: return "stopped";
-    case RingState::failed: return "failed";
+    case RingState::kWaitingForRing: return "waiting_for_ring";
+    case RingState::kWaitingForProducer: return "waiting_for_producer";
+    case RingState::kRelaying: return "relaying";
+    case RingState::kStopped: return "stopped";
+    case RingState::kFailed: return "failed";
   }
   return "unknown";
 }

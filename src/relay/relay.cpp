@@ -37,7 +37,7 @@ struct Relay::Impl {
       std::lock_guard lock(failure_mu);
       if (failure.empty()) failure = why;
     }
-    log(LogLevel::error, why);
+    log(LogLevel::kError, why);
   }
 
   // "# Relay" INFO section; any thread.
@@ -100,7 +100,7 @@ struct Relay::Impl {
 namespace {
 
 void default_log(LogLevel level, std::string_view text) {
-  const char* tag = level == LogLevel::error ? "error: " : level == LogLevel::warning ? "warning: " : "";
+  const char* tag = level == LogLevel::kError ? "error: " : level == LogLevel::kWarning ? "warning: " : "";
   // One fputs per line: stdio locks the stream, so lines from threads do not interleave.
   const std::string line = fmt::format("ringcast-relay: {}{}\n", tag, text);
   std::fputs(line.c_str(), stderr);

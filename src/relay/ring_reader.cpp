@@ -69,27 +69,27 @@ void RingReader::run() noexcept {
         unregister();
         ring_.reset();
         flush_counters();
-        set_state(RingState::failed);
+        set_state(RingState::kFailed);
         return;
       }
     }
     flush_counters();
     unregister();
     ring_.reset();
-    set_state(RingState::stopped);
+    set_state(RingState::kStopped);
   } catch (const std::exception& e) {
     // Only logging and setup allocate; a failure there stops this ring.
     unregister();
-    set_state(RingState::failed);
+    set_state(RingState::kFailed);
     fail_(fmt::format("ring {}: {}", route_.path, e.what()));
   }
 }
 
 bool RingReader::open_and_register() {
   const auto wait_because = [&](const std::string& reason) {
-    set_state(RingState::waiting_for_ring);
+    set_state(RingState::kWaitingForRing);
     if (reason != last_wait_reason_) {
-      log(LogLevel::info, fmt::format("waiting for the ring ({})", reason));
+      log(LogLevel::kInfo, fmt::format("waiting for the ring ({})", reason));
       last_wait_reason_ = reason;
     }
     return false;
@@ -107,7 +107,7 @@ bool RingReader::open_and_register() {
   // The route's start applies to a file we have not relayed before (ino_ is 0
   // before the first open; no file has inode 0).
   const bool same_file = after.st_ino == ino_ && after.st_dev == dev_;
-  auto id = ring->register_consumer(same_file ? StartAt::latest : route_.start);
+  auto id = ring->register_consumer(same_file ? StartAt::kLatest : route_.start);
   if (!id) return wait_because(id.error().message());
   ring_.emplace(std::move(*ring));
   id_ = *id;
@@ -118,16 +118,16 @@ bool RingReader::open_and_register() {
   consumer_id_.store(static_cast<std::int64_t>(id_), std::memory_order_relaxed);
   const RingStatus st = ring_->status();
   producer_alive_.store(st.producer_alive, std::memory_order_relaxed);
-  log(LogLevel::info, fmt::format("registered as consumer {} (capacity {}, {}{}); publishing to {}{}", id_,
+  log(LogLevel::kInfo, fmt::format("registered as consumer {} (capacity {}, {}{}); publishing to {}{}", id_,
                                   ring_->capacity(), ring_->lossy() ? "lossy" : "blocking",
                                   ring_->wakeups() ? ", wakeups" : "", route_.name,
                                   route_.topic_in_payload ? "<topic>" : ""));
   if (st.producer_alive) {
-    set_state(RingState::relaying);
-    log(LogLevel::info, fmt::format("producer pid {} is live; relaying", st.producer_pid));
+    set_state(RingState::kRelaying);
+    log(LogLevel::kInfo, fmt::format("producer pid {} is live; relaying", st.producer_pid));
   } else {
-    set_state(RingState::waiting_for_producer);
-    log(LogLevel::info, "no live producer; waiting for one");
+    set_state(RingState::kWaitingForProducer);
+    log(LogLevel::kInfo, "no live producer; waiting for one");
   }
   return true;
 }
@@ -140,9 +140,9 @@ void RingReader::unregister() noexcept {
   consumer_id_.store(-1, std::memory_order_relaxed);
   try {
     if (e == Errc::ok) {
-      log(LogLevel::info, fmt::format("unregistered consumer {} (relayed {} messages)", id_, local_.relayed));
+      log(LogLevel::kInfo, fmt::format("unregistered consumer {} (relayed {} messages)", id_, local_.relayed));
     } else {
-      log(LogLevel::warning, fmt::format("unregistering consumer {}: {}", id_, to_string(e)));
+      log(LogLevel::kWarning, fmt::format("unregistering consumer {}: {}", id_, to_string(e)));
     }
   } catch (...) {
     // Logging failed (out of memory); the consumer is unregistered regardless.
@@ -244,8 +244,8 @@ RingReader::Step RingReader::relay_until_stopped() {
     if (got > 0 || local_.lapped != lapped_before) {
       if (got > 0) ++local_.batches;
       // relaxed: the state is a statistic; only this thread writes it.
-      if (state_.load(std::memory_order_relaxed) != static_cast<std::uint8_t>(RingState::relaying)) {
-        set_state(RingState::relaying);
+      if (state_.load(std::memory_order_relaxed) != static_cast<std::uint8_t>(RingState::kRelaying)) {
+        set_state(RingState::kRelaying);
       }
       flush_counters();
       continue;
@@ -265,12 +265,12 @@ RingReader::Step RingReader::handle_status(Errc status) {
       // it pays, then sleep on the ring's futex), at most poll_ so
       // housekeeping and stop run.
       alignas(8) std::byte buf[kMaxPayload];
-      const RecvResult r = ring_->recv_wait(id_, buf, poll_, IdleStrategy::spin_then_block);
+      const RecvResult r = ring_->recv_wait(id_, buf, poll_, IdleStrategy::kSpinThenBlock);
       if (r.status == Errc::ok) {
         take(std::span<const std::byte>(buf, r.length));
         publish_pending();
         ++local_.batches;
-        set_state(RingState::relaying);
+        set_state(RingState::kRelaying);
         flush_counters();
         return Step::again;
       }
@@ -287,19 +287,19 @@ RingReader::Step RingReader::handle_status(Errc status) {
     case Errc::producer_dead:
       // A producer died mid-write. The next producer repairs the slot on claim.
       // relaxed: statistic; single writer.
-      if (state_.load(std::memory_order_relaxed) != static_cast<std::uint8_t>(RingState::waiting_for_producer)) {
-        set_state(RingState::waiting_for_producer);
-        log(LogLevel::warning, "producer died mid-message; waiting for the next producer");
+      if (state_.load(std::memory_order_relaxed) != static_cast<std::uint8_t>(RingState::kWaitingForProducer)) {
+        set_state(RingState::kWaitingForProducer);
+        log(LogLevel::kWarning, "producer died mid-message; waiting for the next producer");
       }
       nap(poll_);
       return housekeeping();
     case Errc::invalid_consumer: {
       // Our entry was freed behind our back (it cannot be reaped while we live,
       // but `ringcast rm`/manual tools exist). Register again.
-      log(LogLevel::warning, fmt::format("consumer {} is no longer registered; registering again", id_));
+      log(LogLevel::kWarning, fmt::format("consumer {} is no longer registered; registering again", id_));
       auto id = ring_->register_consumer();
       if (!id) {
-        log(LogLevel::warning, fmt::format("registering again: {}", id.error().message()));
+        log(LogLevel::kWarning, fmt::format("registering again: {}", id.error().message()));
         consumer_id_.store(-1, std::memory_order_relaxed);  // relaxed: statistic
         return Step::reopen;
       }
@@ -323,16 +323,16 @@ RingReader::Step RingReader::housekeeping() {
   // relaxed: statistics.
   producer_alive_.store(st.producer_alive, std::memory_order_relaxed);
   const auto state = static_cast<RingState>(state_.load(std::memory_order_relaxed));
-  if (!st.producer_alive && state == RingState::relaying) {
-    set_state(RingState::waiting_for_producer);
-    log(LogLevel::info, "producer is gone; waiting for the next one");
-  } else if (st.producer_alive && state == RingState::waiting_for_producer) {
-    set_state(RingState::relaying);
-    log(LogLevel::info, fmt::format("producer pid {} is live; relaying", st.producer_pid));
+  if (!st.producer_alive && state == RingState::kRelaying) {
+    set_state(RingState::kWaitingForProducer);
+    log(LogLevel::kInfo, "producer is gone; waiting for the next one");
+  } else if (st.producer_alive && state == RingState::kWaitingForProducer) {
+    set_state(RingState::kRelaying);
+    log(LogLevel::kInfo, fmt::format("producer pid {} is live; relaying", st.producer_pid));
   }
   struct stat now {};
   if (::stat(route_.path.c_str(), &now) == 0 && (now.st_ino != ino_ || now.st_dev != dev_)) {
-    log(LogLevel::info, "the ring file was replaced; reopening");
+    log(LogLevel::kInfo, "the ring file was replaced; reopening");
     return Step::reopen;
   }
   return Step::again;

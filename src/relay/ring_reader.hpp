@@ -120,7 +120,7 @@ class RingReader {
   std::string last_wait_reason_; // logged once per distinct reason while waiting
 
   // Published statistics (single writer: run()).
-  std::atomic<std::uint8_t> state_{static_cast<std::uint8_t>(RingState::waiting_for_ring)};
+  std::atomic<std::uint8_t> state_{static_cast<std::uint8_t>(RingState::kWaitingForRing)};
   std::atomic<std::int64_t> consumer_id_{-1};
   std::atomic<bool> producer_alive_{false};
   std::atomic<std::uint64_t> relayed_{0}, batches_{0}, lag_{0}, lapped_{0}, malformed_{0}, deliveries_{0}, refused_{0};

@@ -73,7 +73,7 @@ bool valid_capacity(std::uint64_t capacity) noexcept {
   return capacity >= kMinCapacity && capacity <= kMaxCapacity;
 }
 
-// Adaptive spinning (IdleStrategy::spin_then_block). A waiter spins only
+// Adaptive spinning (IdleStrategy::kSpinThenBlock). A waiter spins only
 // while spinning pays: while every process of the ring has a CPU (spin_pays)
 // and its recent waits were short enough for a spin to catch. Sleeping and waking costs one futex round
 // trip, 6-9 us p50 and ~28 us p99 on the 2-vCPU VM of docs/benchmarks.md, so a
@@ -83,7 +83,7 @@ constexpr std::uint32_t kMaxSpinNs = 20'000;
 constexpr std::uint32_t kMinSpinNs = 500;
 // Polls between two clock reads while spinning (a poll is ~20 ns).
 constexpr std::uint32_t kPollsPerClockRead = 16;
-// IdleStrategy::spin_then_yield: polls before the first sched_yield.
+// IdleStrategy::kSpinThenYield: polls before the first sched_yield.
 constexpr std::uint32_t kYieldAfterPolls = 2000;
 // A sleep not covered by a heavy barrier (membarrier refused, ring without
 // wakeups) is capped: a wake-up lost to the race is then at most this late.
@@ -510,8 +510,8 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
     // (relaxed would do for latest: any value <= the final one is safe).
     const std::uint64_t published = p.producer_seq.load(std::memory_order_acquire);
     const std::uint64_t first =
-        start == StartAt::oldest && published >= capacity_ ? published - capacity_
-        : start == StartAt::oldest                         ? 0
+        start == StartAt::kOldest && published >= capacity_ ? published - capacity_
+        : start == StartAt::kOldest                         ? 0
                                                            : published;
     // relaxed store: published by the release store of state below.
     c.cursor.store(first, std::memory_order_relaxed);
@@ -522,7 +522,7 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
     // seq_cst fence: pairs with the seq_cst fence in full_slow (Dekker). Every
     // scan after it in the total order sees this entry with a cursor >= first.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (start == StartAt::latest) {
+    if (start == StartAt::kLatest) {
       // relaxed load: ordered after the state store by the fence above.
       // release store: pairs with full_slow's acquire load of the cursor.
       c.cursor.store(p.producer_seq.load(std::memory_order_relaxed), std::memory_order_release);
@@ -581,13 +581,13 @@ RecvResult BroadcastRing::recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcom
                                     std::span<std::byte, kMaxPayload> out) noexcept {
   for (int spins = 0;; ++spins) {
     switch (outcome) {
-      case ReadOutcome::ok:  // only reached through the re-read below
+      case ReadOutcome::kOk:  // only reached through the re-read below
         break;
-      case ReadOutcome::not_yet:
+      case ReadOutcome::kNotYet:
         return {Errc::empty};
-      case ReadOutcome::corrupt:
+      case ReadOutcome::kCorrupt:
         return {Errc::layout_mismatch};
-      case ReadOutcome::overwritten: {
+      case ReadOutcome::kOverwritten: {
         // Lapped: resume at the oldest message that cannot be overwritten
         // before we read it. The slot held a later lap, so producer_seq is at
         // least seq + capacity once that lap is published; never move back.
@@ -598,7 +598,7 @@ RecvResult BroadcastRing::recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcom
         advance_cursor(id, resume);
         return {Errc::lapped, 0, resume - seq};
       }
-      case ReadOutcome::writing:
+      case ReadOutcome::kWriting:
         if (spins >= kHalfWrittenSpins) {
           const bool alive = is_producer_ || lock_is_held(detail::kProducerLock);
           return {alive ? Errc::stalled : Errc::producer_dead};
@@ -608,7 +608,7 @@ RecvResult BroadcastRing::recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcom
     }
     std::uint32_t length = 0;
     outcome = read_slot(seq, out, length);
-    if (outcome == ReadOutcome::ok) return {Errc::ok, length};  // the caller advances the cursor
+    if (outcome == ReadOutcome::kOk) return {Errc::ok, length};  // the caller advances the cursor
   }
 }
 
@@ -694,10 +694,10 @@ bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idl
   const std::int64_t deadline = start + std::max<std::int64_t>(timeout.count(), 0);
   std::int64_t now = start;
 
-  if (idle == IdleStrategy::spin || idle == IdleStrategy::spin_then_yield) {
+  if (idle == IdleStrategy::kSpin || idle == IdleStrategy::kSpinThenYield) {
     for (std::uint32_t polls = 1;; ++polls) {
       if (attempt()) return true;
-      if (idle == IdleStrategy::spin_then_yield && polls >= kYieldAfterPolls) {
+      if (idle == IdleStrategy::kSpinThenYield && polls >= kYieldAfterPolls) {
         ::sched_yield();
       } else {
         cpu_relax();
@@ -707,7 +707,7 @@ bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idl
   }
 
   bool done = false;
-  if (idle == IdleStrategy::spin_then_block && ws.spin_budget_ns >= kMinSpinNs && spin_pays(ws, start)) {
+  if (idle == IdleStrategy::kSpinThenBlock && ws.spin_budget_ns >= kMinSpinNs && spin_pays(ws, start)) {
     const std::int64_t spin_end = std::min<std::int64_t>(start + ws.spin_budget_ns, deadline);
     for (std::uint32_t polls = 1; !(done = attempt()); ++polls) {
       cpu_relax();

@@ -36,7 +36,7 @@ RingStats stats_of(const Relay& relay, std::size_t i = 0) { return relay.ring_st
 
 // Pushes with a bounded wait; a relay that keeps up never lets this time out.
 void push(BroadcastRing& ring, std::span<const std::byte> payload) {
-  ASSERT_EQ(ring.push_wait(payload, 10s, IdleStrategy::spin_then_yield), Errc::ok);
+  ASSERT_EQ(ring.push_wait(payload, 10s, IdleStrategy::kSpinThenYield), Errc::ok);
 }
 
 // A ring in a fresh directory, relayed to an embedded broker on port 0.
@@ -82,7 +82,7 @@ TEST_F(RelayTest, RelaysEveryRingMessageToTcpSubscriberInOrder) {
   producer.join();
   ASSERT_TRUE(eventually([&] { return stats_of(*relay_).relayed == kMessages; }));
   const RingStats s = stats_of(*relay_);
-  EXPECT_EQ(s.state, RingState::relaying);
+  EXPECT_EQ(s.state, RingState::kRelaying);
   EXPECT_EQ(s.deliveries, static_cast<std::uint64_t>(kMessages));
   EXPECT_GE(s.batches, 1u);
   EXPECT_LE(s.batches, static_cast<std::uint64_t>(kMessages));
@@ -281,14 +281,14 @@ TEST_F(RelayTest, WaitsForTheRingFileAndThenForAProducer) {
   auto relay = Relay::start(broker_config({{path, "late", false}}, log_));
   ASSERT_TRUE(relay) << relay.error().message();
   ASSERT_TRUE(eventually([&] { return log_.contains("waiting for the ring"); })) << log_.all();
-  EXPECT_EQ(stats_of(**relay).state, RingState::waiting_for_ring);
+  EXPECT_EQ(stats_of(**relay).state, RingState::kWaitingForRing);
 
   auto ring = BroadcastRing::create(path, 64, {.claim_producer = false});
   ASSERT_TRUE(ring);
   // The reader sets its state, then logs it: wait for both (the TSan run once
   // saw the state before the line).
   ASSERT_TRUE(eventually([&] {
-    return stats_of(**relay).state == RingState::waiting_for_producer &&
+    return stats_of(**relay).state == RingState::kWaitingForProducer &&
            log_.contains("no live producer; waiting for one");
   })) << log_.all();
   EXPECT_EQ(ring->active_consumer_count(), 1u);
@@ -301,7 +301,7 @@ TEST_F(RelayTest, WaitsForTheRingFileAndThenForAProducer) {
   auto r = sub.next(deadline_in(20s));
   ASSERT_TRUE(r && r->is_message("late"));
   EXPECT_EQ(r->elems[2].str, "first");
-  ASSERT_TRUE(eventually([&] { return stats_of(**relay).state == RingState::relaying; }));
+  ASSERT_TRUE(eventually([&] { return stats_of(**relay).state == RingState::kRelaying; }));
 }
 
 TEST_F(RelayTest, StopUnregistersItsConsumersAndSaysSo) {
@@ -317,7 +317,7 @@ TEST_F(RelayTest, StopUnregistersItsConsumersAndSaysSo) {
   EXPECT_EQ(ra->active_consumer_count(), 0u);
   EXPECT_EQ(rb->active_consumer_count(), 0u);
   for (const auto& s : (*relay)->ring_stats()) {
-    EXPECT_EQ(s.state, RingState::stopped);
+    EXPECT_EQ(s.state, RingState::kStopped);
     EXPECT_EQ(s.consumer_id, -1);
   }
   EXPECT_TRUE(log_.contains("unregistered consumer")) << log_.all();
@@ -477,7 +477,7 @@ TEST_F(RelayTest, ReplacedRingFileIsReopened) {
 
 TEST_F(RelayTest, FromOldestRelaysTheHistoryOfEachNewRingFileFirst) {
   ASSERT_NO_FATAL_FAILURE(start_relay("late.ring", 64, "late", false, {},
-                                      [](RelayConfig& c) { c.rings.at(0).start = StartAt::oldest; }));
+                                      [](RelayConfig& c) { c.rings.at(0).start = StartAt::kOldest; }));
   RespClient sub(port());
   ASSERT_TRUE(sub.subscribe("late"));
   push(*ring_, as_bytes(std::string("first")));

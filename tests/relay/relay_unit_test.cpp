@@ -140,7 +140,7 @@ TEST(RelayMetricsTest, RingAndNatsSeriesParseWithTheirLabels) {
   RingStats fixed;
   fixed.path = "/dev/shm/a\"b.ring";
   fixed.name = "ticks";
-  fixed.state = RingState::relaying;
+  fixed.state = RingState::kRelaying;
   fixed.relayed = 42;
   fixed.lag = 3;
   RingStats topic;

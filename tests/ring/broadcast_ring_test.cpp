@@ -147,7 +147,7 @@ TEST_F(BroadcastRingTest, OldestJoinerBeforeTheRingWrapsStartsAtMessageZero) {
   auto ring = BroadcastRing::create(path(), 8);
   ASSERT_TRUE(ring);
   for (std::uint64_t m = 0; m < 5; ++m) ASSERT_EQ(ring->try_push(as_bytes(std::to_string(m))), Errc::ok);
-  auto late = ring->register_consumer(StartAt::oldest);
+  auto late = ring->register_consumer(StartAt::kOldest);
   ASSERT_TRUE(late);
   EXPECT_EQ(ring->lag(*late), 5U);
   EXPECT_EQ(ring->status().consumers[*late].cursor, 0U);
@@ -163,7 +163,7 @@ TEST_F(BroadcastRingTest, OldestJoinerBeforeTheRingWrapsStartsAtMessageZero) {
 TEST_F(BroadcastRingTest, OldestJoinerOnAnEmptyRingWaitsForTheFirstMessage) {
   auto ring = BroadcastRing::create(path(), 4);
   ASSERT_TRUE(ring);
-  auto late = ring->register_consumer(StartAt::oldest);
+  auto late = ring->register_consumer(StartAt::kOldest);
   ASSERT_TRUE(late);
   Buffer buf{};
   EXPECT_EQ(ring->try_recv(*late, buf).status, Errc::empty);
@@ -181,7 +181,7 @@ TEST_P(OldestJoinerTest, AfterWrappingReceivesTheRetainedMessagesInOrderThenLive
   auto ring = BroadcastRing::create(path(), kCapacity, {.lossy = GetParam()});
   ASSERT_TRUE(ring);
   for (std::uint64_t m = 0; m < 13; ++m) ASSERT_EQ(ring->try_push(as_bytes(std::to_string(m))), Errc::ok);
-  auto late = ring->register_consumer(StartAt::oldest);
+  auto late = ring->register_consumer(StartAt::kOldest);
   ASSERT_TRUE(late);
   EXPECT_EQ(ring->status().consumers[*late].cursor, 13 - kCapacity);
   EXPECT_EQ(ring->lag(*late), kCapacity);
@@ -208,7 +208,7 @@ TEST_P(OldestJoinerTest, HistoryOverwrittenBeforeItIsReadIsReportedAsLapped) {
   auto ring = BroadcastRing::create(path(), kCapacity, {.lossy = GetParam()});
   ASSERT_TRUE(ring);
   for (std::uint64_t m = 0; m < 10; ++m) ASSERT_EQ(ring->try_push(as_bytes(std::to_string(m))), Errc::ok);
-  auto late = ring->register_consumer(StartAt::oldest);  // cursor 6
+  auto late = ring->register_consumer(StartAt::kOldest);  // cursor 6
   ASSERT_TRUE(late);
   // The producer last scanned at 8 (blocking) or never (lossy): 10 and 11
   // overwrite 6 and 7; its scan at 12 then sees the new consumer.

@@ -34,7 +34,7 @@ TEST(ConcurrencyTest, ConcurrentConsumersEachReceiveEveryMessageInOrder) {
     threads.emplace_back([&, id] {
       alignas(8) test::Buffer buf{};
       for (std::uint64_t expected = 0; expected < kCount;) {
-        const RecvResult r = ring->recv_wait(id, buf, 30s, IdleStrategy::spin_then_yield);
+        const RecvResult r = ring->recv_wait(id, buf, 30s, IdleStrategy::kSpinThenYield);
         if (r.status != Errc::ok) {
           failures.fetch_add(1);
           return;
@@ -47,7 +47,7 @@ TEST(ConcurrencyTest, ConcurrentConsumersEachReceiveEveryMessageInOrder) {
   alignas(8) test::Buffer msg{};
   for (std::uint64_t seq = 0; seq < kCount; ++seq) {
     test::make_message(seq, msg);
-    ASSERT_EQ(ring->push_wait(msg, 30s, IdleStrategy::spin_then_yield), Errc::ok);
+    ASSERT_EQ(ring->push_wait(msg, 30s, IdleStrategy::kSpinThenYield), Errc::ok);
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
@@ -77,7 +77,7 @@ INSTANTIATE_TEST_SUITE_P(TinyRings, TornReadTest,
                          });
 
 // Late joiners on the slots being overwritten: readers register at
-// StartAt::oldest over and over while the producer runs at full speed, so the
+// StartAt::kOldest over and over while the producer runs at full speed, so the
 // first slots they read are the next ones the producer writes. No message may
 // be torn or out of sequence; the start lies in [Pb - capacity, Pa - capacity]
 // for the positions published just before and after registering.

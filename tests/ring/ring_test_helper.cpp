@@ -52,7 +52,7 @@ int produce(const std::string& path, std::uint64_t count) {
   alignas(8) std::array<std::byte, kMaxPayload> msg{};
   for (std::uint64_t seq = ring->producer_position(); seq < count; ++seq) {
     test::make_message(seq, msg);
-    const Errc e = ring->push_wait(msg, 60s, IdleStrategy::spin_then_yield);
+    const Errc e = ring->push_wait(msg, 60s, IdleStrategy::kSpinThenYield);
     if (e != Errc::ok) return fail("push " + std::to_string(seq) + ": " + std::string(to_string(e)));
   }
   return 0;

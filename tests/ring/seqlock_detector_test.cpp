@@ -18,7 +18,7 @@ TEST(SeqlockDetectorTest, StressCatchesReaderWithoutVersionRecheck) {
 }
 
 // The same for the oldest-joiner stress: readers that register at
-// StartAt::oldest land on the slots being overwritten, so without the re-check
+// StartAt::kOldest land on the slots being overwritten, so without the re-check
 // they must be caught returning torn history.
 TEST(SeqlockDetectorTest, OldestJoinerStressCatchesReaderWithoutVersionRecheck) {
   const test::StressResult r = test::run_oldest_joiner_stress(

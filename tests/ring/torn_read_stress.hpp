@@ -3,7 +3,7 @@
 // message's sequence. Shared by concurrency_test (expects zero tears) and
 // seqlock_detector_test (SeqLock check compiled out: expects tears).
 // run_oldest_joiner_stress is its late-joiner variant: readers repeatedly
-// register at StartAt::oldest, i.e. on the very slots the producer overwrites
+// register at StartAt::kOldest, i.e. on the very slots the producer overwrites
 // next, read a few messages and unregister.
 #pragma once
 
@@ -131,7 +131,7 @@ inline StressResult run_oldest_joiner_stress(const StressConfig& cfg) {
       alignas(8) std::array<std::byte, kMaxPayload> buf{};
       while (!done.load(std::memory_order_acquire)) {
         const std::uint64_t before = ring->producer_position();
-        auto id = ring->register_consumer(StartAt::oldest);
+        auto id = ring->register_consumer(StartAt::kOldest);
         if (!id) continue;  // all entries taken for a moment: not this test's concern
         const std::uint64_t after = ring->producer_position();
         counts.joins.fetch_add(1, std::memory_order_relaxed);

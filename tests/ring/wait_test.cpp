@@ -31,7 +31,7 @@ struct WaitCase {
 
 std::string case_name(const ::testing::TestParamInfo<WaitCase>& info) {
   return std::string(info.param.wakeups ? "Wakeups" : "Plain") +
-         (info.param.idle == IdleStrategy::block ? "Block" : "SpinThenBlock");
+         (info.param.idle == IdleStrategy::kBlock ? "Block" : "SpinThenBlock");
 }
 
 class WaitTest : public ::testing::TestWithParam<WaitCase> {};
@@ -192,10 +192,10 @@ TEST_P(WaitTest, SleeperIsWokenByAProducerThatTookOverTheRole) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rings, WaitTest,
-                         ::testing::Values(WaitCase{false, IdleStrategy::spin_then_block},
-                                           WaitCase{false, IdleStrategy::block},
-                                           WaitCase{true, IdleStrategy::spin_then_block},
-                                           WaitCase{true, IdleStrategy::block}),
+                         ::testing::Values(WaitCase{false, IdleStrategy::kSpinThenBlock},
+                                           WaitCase{false, IdleStrategy::kBlock},
+                                           WaitCase{true, IdleStrategy::kSpinThenBlock},
+                                           WaitCase{true, IdleStrategy::kBlock}),
                          case_name);
 
 // The default wait on a ring nobody pushes to: the thread sleeps, it does not

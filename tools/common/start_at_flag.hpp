@@ -15,7 +15,7 @@ namespace ringcast::tools {
 inline CLI::Option* add_start_at_option(CLI::App& app, StartAt& start, const std::string& what) {
   return app
       .add_option_function<std::string>(
-          "--from", [&start](const std::string& v) { start = v == "oldest" ? StartAt::oldest : StartAt::latest; },
+          "--from", [&start](const std::string& v) { start = v == "oldest" ? StartAt::kOldest : StartAt::kLatest; },
           "latest (default): only messages published after " + what +
               "; oldest: first the messages still in the ring (its last capacity messages), then live "
               "ones. History overwritten before it is read is reported as lapped")

@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--metrics", metrics, "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9390)");
   app.add_option("--batch", batch, "Most messages taken from a ring per drain")->capture_default_str();
-  StartAt start = StartAt::latest;
+  StartAt start = StartAt::kLatest;
   tools::add_start_at_option(app, start, "the relay opens a ring file it has not relayed before (every --ring)");
 
   broker_flags.add_to(app, cfg);  // as ringcast-broker (docs/broker.md)

@@ -126,7 +126,7 @@ int cmd_sub(const std::string& path, std::uint64_t count, bool hex, StartAt star
   if (!id) return report(path, id.error());
   install_stop_handlers();
   fmt::print(stderr, "ringcast: subscribed to {} as consumer {}{}\n", path, *id,
-             start == StartAt::oldest ? fmt::format(", from message {}", ring->status().consumers[*id].cursor) : "");
+             start == StartAt::kOldest ? fmt::format(", from message {}", ring->status().consumers[*id].cursor) : "");
   std::uint64_t received = 0;
   alignas(8) std::array<std::byte, kMaxPayload> buf{};
   while (!g_stop && (count == 0 || received < count)) {
@@ -299,7 +299,7 @@ int main(int argc, char** argv) {
   sub->add_option("PATH", path, "Ring file")->required();
   sub->add_option("--count,-n", count, "Exit after N messages (0: until SIGINT/SIGTERM)");
   sub->add_flag("--hex", hex, "Print payloads as hex");
-  StartAt start = StartAt::latest;
+  StartAt start = StartAt::kLatest;
   tools::add_start_at_option(*sub, start, "the subscriber joins");
 
   auto* info = app.add_subcommand("info", "Show the header and the consumer table");

@@ -63,7 +63,7 @@ struct RingRoute {
   // history first (`--from oldest`). Re-registering on the same file, after
   // its entry was freed behind its back, always starts at latest: relaying
   // that history again would duplicate what was already sent.
-  StartAt start = StartAt::latest;
+  StartAt start = StartAt::kLatest;
 };
 
 // Parses "PATH=NAME" / "PATH=PREFIX*" (the last '=' splits, so paths may hold
@@ -90,7 +90,7 @@ struct NatsConfig {
   std::chrono::milliseconds connect_timeout{2000};
 };
 
-enum class LogLevel : std::uint8_t { info, warning, error };
+enum class LogLevel : std::uint8_t { kInfo, kWarning, kError };
 using LogFn = std::function<void(LogLevel, std::string_view)>;
 
 struct RelayConfig {
@@ -107,11 +107,11 @@ struct RelayConfig {
 };
 
 enum class RingState : std::uint8_t {
-  waiting_for_ring,      // the file does not exist (or is not initialised) yet
-  waiting_for_producer,  // registered; no live producer has published yet
-  relaying,
-  stopped,               // stop() was called; the consumer is unregistered
-  failed,                // fatal ring error (see Relay::failure)
+  kWaitingForRing,      // the file does not exist (or is not initialised) yet
+  kWaitingForProducer,  // registered; no live producer has published yet
+  kRelaying,
+  kStopped,               // stop() was called; the consumer is unregistered
+  kFailed,                // fatal ring error (see Relay::failure)
 };
 [[nodiscard]] std::string_view to_string(RingState s) noexcept;
 
@@ -119,7 +119,7 @@ struct RingStats {
   std::string path;
   std::string name;
   bool topic_in_payload = false;
-  RingState state = RingState::waiting_for_ring;
+  RingState state = RingState::kWaitingForRing;
   std::int64_t consumer_id = -1;      // -1 while not registered
   bool producer_alive = false;        // as of the reader's last idle check
   std::uint64_t relayed = 0;          // messages taken from the ring and published
