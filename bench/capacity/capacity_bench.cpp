@@ -49,6 +49,7 @@
 #include "control_channel.hpp"
 #include "histogram.hpp"
 #include "loopback.hpp"
+#include "resp_client.hpp"
 #include "stamp.hpp"
 #include "subscriber.hpp"
 #include "ws_client.hpp"
@@ -255,7 +256,7 @@ class Publisher {
  public:
   Publisher(int port, std::string channel, std::size_t payload) : channel_(std::move(channel)) {
     fd_ = connect_from(source_address(0), port);
-    head_ = "*3\r\n" + bulk("PUBLISH") + bulk(channel_) + fmt::format("${}\r\n", payload);
+    head_ = "*3\r\n" + ringcast::test::resp_bulk("PUBLISH") + ringcast::test::resp_bulk(channel_) + fmt::format("${}\r\n", payload);
     message_ = head_ + std::string(payload, 'p') + "\r\n";
   }
   ~Publisher() {
@@ -373,16 +374,16 @@ void probe_once(Protocol p, int port, ProbeStats& s) {
       if (!ok) error = "no pong";
     }
   } else {
-    const std::string confirm = "*3\r\n" + bulk("subscribe") + bulk("probe") + ":1\r\n";
-    const std::string pong = "*2\r\n" + bulk("pong") + bulk("");
+    const std::string confirm = ringcast::test::resp_subscribe_reply("probe");
+    const std::string pong = "*2\r\n" + ringcast::test::resp_bulk("pong") + ringcast::test::resp_bulk("");
     std::string in;
-    ringcast::test::send_all(fd, "*2\r\n" + bulk("SUBSCRIBE") + bulk("probe"));
+    ringcast::test::send_all(fd, ringcast::test::resp_command({"SUBSCRIBE", "probe"}));
     while (in.size() < confirm.size() && ringcast::test::read_some(fd, in, d) > 0) {
     }
     if (in == confirm) {
       t1 = now_ns();
       in.clear();
-      ringcast::test::send_all(fd, "*1\r\n" + bulk("PING"));
+      ringcast::test::send_all(fd, ringcast::test::resp_command({"PING"}));
       while (in.size() < pong.size() && ringcast::test::read_some(fd, in, d) > 0) {
       }
       ok = in == pong;
@@ -554,7 +555,7 @@ void overfill(const Broker& b, int count, PhaseResult& res) {
     if (fd < 0) break;
     fds.push_back(fd);
     std::string in;
-    ringcast::test::send_all(fd, "*1\r\n" + bulk("PING"));
+    ringcast::test::send_all(fd, ringcast::test::resp_command({"PING"}));
     const bool answered = ringcast::test::read_until(fd, in, "\r\n", deadline_in(std::chrono::seconds(1)));
     (answered ? res.over_answered : res.over_silent) += 1;
   }

@@ -37,6 +37,7 @@
 #include "control_channel.hpp"
 #include "histogram.hpp"
 #include "loopback.hpp"
+#include "resp_client.hpp"
 #include "stamp.hpp"
 #include "subscriber.hpp"
 
@@ -55,9 +56,8 @@ struct RespFrames {
   std::size_t stamp_at = 0;  // offset of the payload (its stamp) in a frame
 
   RespFrames(const std::string& channel, std::size_t payload)
-      : frame(std::string("*3\r\n$7\r\nmessage\r\n").size() + bulk(channel).size() +
-              fmt::format("${}\r\n", payload).size() + payload + 2),
-        stamp_at(frame - payload - 2) {}
+      : frame(test::resp_message_size(channel, payload)),
+        stamp_at(test::resp_message_payload_offset(channel, payload)) {}
 };
 
 // One RESP subscriber's position in the stream of fixed-size frames.
@@ -173,9 +173,9 @@ class ClientWorker {
         return false;
       }
     } else {
-      const std::string confirm = "*3\r\n" + bulk("subscribe") + bulk(o_.channel) + ":1\r\n";
+      const std::string confirm = test::resp_subscribe_reply(o_.channel);
       std::string in;
-      if (!test::send_all(fd, "*2\r\n" + bulk("SUBSCRIBE") + bulk(o_.channel))) {
+      if (!test::send_all(fd, test::resp_command({"SUBSCRIBE", o_.channel}))) {
         why = "cannot send SUBSCRIBE";
       } else {
         while (in.size() < confirm.size() && test::read_some(fd, in, deadline) > 0) {
