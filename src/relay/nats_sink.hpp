@@ -49,6 +49,9 @@ class NatsSink {
   bool publish(const char* subject, std::string_view body, const char* source, std::uint64_t seq) noexcept;
 
   [[nodiscard]] NatsStats stats() const;
+  // The libnats connection, for the ingress's subscriptions (nats_ingress.hpp);
+  // valid until the sink is destroyed. Stop every ingress before close().
+  [[nodiscard]] natsConnection* connection() const noexcept { return conn_; }
   // Flushes what is buffered (bounded by `flush_timeout` when connected), then
   // closes the connection. Later publishes fail (counted).
   void close(std::chrono::milliseconds flush_timeout) noexcept;
