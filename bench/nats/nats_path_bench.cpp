@@ -162,6 +162,8 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", repeat, "Runs of each phase")->capture_default_str();
   app.add_option("--paced-rate", paced_rate, "Messages/s of the paced phase")->capture_default_str();
   app.add_option("--paced-seconds", paced_seconds, "Length of the paced phase")->capture_default_str();
+  std::size_t nats_batch = 1;
+  app.add_option("--nats-batch", nats_batch, "The publishing relay's --nats-batch")->capture_default_str();
   app.add_option("--dir", shm, "Where the two hosts' ring directories are made")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   ::signal(SIGPIPE, SIG_IGN);
@@ -200,7 +202,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   Consumer consumer(*ring_b);
-  ChildProcess relay = ChildProcess::spawn({RELAY_EXE, "--ring", ring_a_path + "=bench.ticks", "--nats", a->url()},
+  ChildProcess relay = ChildProcess::spawn({RELAY_EXE, "--ring", ring_a_path + "=bench.ticks", "--nats", a->url(), "--nats-batch",
+                                            std::to_string(nats_batch)},
                                            quiet);
   if (!relay.read_stdout_until("publishing to NATS", rt::deadline_in(20s))) {
     fmt::print(stderr, "the publishing relay did not start\n");
@@ -218,8 +221,9 @@ int main(int argc, char** argv) {
   }
   std::this_thread::sleep_for(200ms);  // let the probes drain before the first phase
 
-  fmt::print("ring A -> relay -> nats A -> route -> nats B -> ingress -> ring B -> consumer; 52 B; capacity {}\n",
-             capacity);
+  fmt::print("ring A -> relay -> nats A -> route -> nats B -> ingress -> ring B -> consumer; 52 B; capacity {}; "
+             "--nats-batch {}\n",
+             capacity, nats_batch);
   fmt::print("{:<6} {:>10} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "phase", "messages", "msgs/s", "lost",
              "p50 us", "p99 us", "p99.9 us", "max us");
   std::uint64_t seq = 0;

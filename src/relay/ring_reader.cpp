@@ -28,7 +28,8 @@ std::string host_name() {
 }  // namespace
 
 RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, std::size_t batch,
-                       std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop, FailFn fail)
+                       std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop, FailFn fail,
+                       std::size_t nats_batch)
     : route_(std::move(route)),
       broker_(broker),
       nats_(nats),
@@ -38,6 +39,7 @@ RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, 
       stop_(stop),
       fail_(std::move(fail)),
       host_(host_name()),
+      nats_batch_(nats != nullptr && !route_.topic_in_payload && nats_batch > 1 ? nats_batch : 0),
       max_pending_(std::min(batch_, kMaxPending)),
       slot_size_(route_.name.size() + kMaxPayload) {
   // Sized once: the hot loop then never allocates (invariant 3), and views into
@@ -45,6 +47,7 @@ RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, 
   slots_.resize(max_pending_ * slot_size_);
   pending_.reserve(max_pending_);
   receivers_.resize(max_pending_);
+  batch_buf_.resize(nats_batch_ * (1 + kMaxPayload));
 }
 
 void RingReader::log(LogLevel level, const std::string& text) const {
@@ -198,7 +201,13 @@ void RingReader::take(std::span<const std::byte> payload) noexcept {
   // Within the reserved capacity: no allocation (invariant 3). Without a broker
   // nothing is kept, so slot 0 is reused for every message.
   if (broker_ != nullptr) pending_.push_back({channel, body});
-  if (nats_ != nullptr) {
+  if (nats_batch_ > 0) {
+    if (batch_count_ == 0) batch_first_ = seq;
+    batch_buf_[batch_bytes_++] = static_cast<char>(body.size());
+    std::memcpy(batch_buf_.data() + batch_bytes_, body.data(), body.size());
+    batch_bytes_ += body.size();
+    if (++batch_count_ == nats_batch_) flush_nats_batch();
+  } else if (nats_ != nullptr) {
     // A fixed subject was validated at start; a topic is checked here, because
     // the server would close the connection on an invalid subject.
     if ((!route_.topic_in_payload || is_valid_subject(channel)) &&
@@ -210,7 +219,20 @@ void RingReader::take(std::span<const std::byte> payload) noexcept {
   }
 }
 
+void RingReader::flush_nats_batch() noexcept {
+  if (batch_count_ == 0) return;
+  if (nats_->publish(route_.name.c_str(), std::string_view(batch_buf_.data(), batch_bytes_), source_.c_str(),
+                     batch_first_, batch_count_)) {
+    local_.nats_published += batch_count_;
+  } else {
+    local_.nats_failed += batch_count_;
+  }
+  batch_bytes_ = 0;
+  batch_count_ = 0;
+}
+
 void RingReader::publish_pending() noexcept {
+  if (nats_batch_ > 0) flush_nats_batch();  // every receive ends with publish_pending
   if (pending_.empty()) return;  // also the case without a broker
   std::size_t done = 0;
   while (done < pending_.size()) {

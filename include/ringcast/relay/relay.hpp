@@ -77,6 +77,9 @@ struct HostPort {
 };
 [[nodiscard]] tl::expected<HostPort, std::string> parse_host_port(std::string_view s);
 
+// The most ring messages one NATS message carries (NatsConfig::batch).
+inline constexpr std::size_t kMaxNatsBatch = 4096;
+
 struct NatsConfig {
   std::string url;                             // "nats://host:port", comma-separated for several
   std::string client_name = "ringcast-relay";
@@ -86,6 +89,12 @@ struct NatsConfig {
   std::chrono::milliseconds reconnect_wait{250};
   int max_reconnect = -1;                      // -1: forever
   std::chrono::milliseconds connect_timeout{2000};
+  // Ring messages per NATS message (`--nats-batch`, 1..kMaxNatsBatch). 1: one NATS message per
+  // ring message, readable by any NATS client. More: a fixed-subject ring's
+  // messages travel in batches of up to `batch` (fewer when the ring has no
+  // more), framed as docs/scale-out.md "Batches" says; a ringcast ingress
+  // unpacks them. Topic-in-payload rings always publish one by one.
+  std::size_t batch = 1;
 };
 
 enum class LogLevel : std::uint8_t { info, warning, error };
@@ -134,6 +143,7 @@ struct NatsIngressStats {
   std::uint64_t restarts = 0;
   std::uint64_t duplicates = 0;       // dropped, not delivered
   std::uint64_t unsequenced = 0;      // no sequence headers: delivered unchecked
+  std::uint64_t malformed = 0;        // batches whose records do not parse (dropped whole; counted once)
   std::uint64_t oversize = 0;         // ring: payload over 52 bytes, not delivered
   std::uint64_t full_waits = 0;       // ring: pushes that found the blocking ring full and waited
   std::uint64_t refused = 0;          // broker: publishes refused by a `block` subscriber and retried
