@@ -390,6 +390,37 @@ TEST_F(BrokerIngressTest, FixedChannelAndTemplateMapSubjectsToChannels) {
   EXPECT_EQ(next_payload(eq), "nats.eq.us spx");
 }
 
+#if defined(BROKER_EXE)
+// The executables: ringcast-broker --nats-in feeding redis-cli.
+TEST(NatsIngressToolTest, RedisCliSubscriberOfRingcastBrokerGetsNatsMessagesAndALossNotice) {
+  auto server = NatsServer::start();
+  ASSERT_TRUE(server);
+  testing::ChildProcess broker = testing::ChildProcess::spawn(
+      {BROKER_EXE, "--port", "0", "--nats", server->url(), "--nats-in", "md.>"}, {.err = ringcast::test::Stream::kPipe});
+  ASSERT_TRUE(broker.read_stdout_until("into channel {subject}\n", deadline_in(20s))) << broker.stdout_text();
+  const std::string out = broker.stdout_text();
+  const std::string marker = "listening on 127.0.0.1:";
+  ASSERT_NE(out.find(marker), std::string::npos) << out;
+  const std::string port = std::to_string(std::strtoul(out.c_str() + out.find(marker) + marker.size(), nullptr, 10));
+  testing::ChildProcess cli = testing::ChildProcess::spawn({"/usr/bin/redis-cli", "-p", port, "psubscribe", "md.*"});
+  ASSERT_TRUE(cli.read_stdout_until("psubscribe\nmd.*\n1\n", deadline_in(20s))) << cli.stdout_text();
+  NatsPublisher p(server->url());
+  ASSERT_TRUE(p.ok());
+  const std::string source = "hostA:/dev/shm/md.ring@1.2";
+  for (std::uint64_t seq : {0, 1, 4}) ASSERT_TRUE(p.publish("md.eu", numbered(static_cast<int>(seq)), source, seq));
+  ASSERT_TRUE(cli.read_stdout_until("n4\n", deadline_in(20s))) << cli.stdout_text();
+  EXPECT_NE(cli.stdout_text().find("pmessage\nmd.*\nmd.eu\nn0\npmessage\nmd.*\nmd.eu\nn1\n"
+                                   "message\n__ringcast__:loss\nlost=2 total=2 policy=disconnect upstream=2\n"
+                                   "pmessage\nmd.*\nmd.eu\nn4\n"),
+            std::string::npos)
+      << cli.stdout_text();
+  testing::ChildProcess info = testing::ChildProcess::spawn({"/usr/bin/redis-cli", "-p", port, "info", "nats-in"});
+  ASSERT_TRUE(info.wait_exit(deadline_in(10s)).has_value());
+  EXPECT_NE(info.stdout_text().find("gaps=1,lost=2,"), std::string::npos) << info.stdout_text();
+  EXPECT_EQ(ringcast::test::exit_code(broker.stop(SIGTERM)), 0) << broker.stderr_text();
+}
+#endif
+
 TEST(NatsIngressOptionsTest, RoutesParseAndRejectWhatIsMissing) {
   auto r = parse_nats_ring_route("md.>=/dev/shm/md=1.ring");
   ASSERT_TRUE(r) << r.error();
