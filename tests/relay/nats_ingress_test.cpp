@@ -241,7 +241,7 @@ TEST_F(NatsIngressTest, BatchesArriveAsSeparateRingMessagesAndAMalformedBatchIsD
   natsConnection* nc = nullptr;
   ASSERT_EQ(natsConnection_ConnectTo(&nc, server->url().c_str()), NATS_OK);
   natsMsg* m = nullptr;
-  const std::string bad("\x05abc", 4);  // says 5 bytes, has 3
+  const std::string bad("\x05" "abc", 4);  // says 5 bytes, has 3
   ASSERT_EQ(natsMsg_Create(&m, "batch", nullptr, bad.data(), static_cast<int>(bad.size())), NATS_OK);
   natsMsgHeader_Set(m, kSourceHeader, "x:/y@1.2");
   natsMsgHeader_Set(m, kSeqHeader, "0");
