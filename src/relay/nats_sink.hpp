@@ -40,20 +40,21 @@ class NatsSink {
   NatsSink& operator=(const NatsSink&) = delete;
   ~NatsSink();
 
-  // Hot path. `subject` is NUL-terminated. True when libnats accepted the
-  // message (sent or buffered). Never blocks on the network, never throws.
-  bool publish(const char* subject, std::string_view body) noexcept {
-    const natsStatus s = natsConnection_Publish(conn_, subject, body.data(), static_cast<int>(body.size()));
-    if (s == NATS_OK) {
-      // relaxed: statistics.
-      published_.fetch_add(1, std::memory_order_relaxed);
-      return true;
-    }
-    count_failure(s);
-    return false;
-  }
+  // Hot path. `subject` and `source` are NUL-terminated. Publishes `body` with
+  // the headers Ringcast-Source: `source` and Ringcast-Seq: `seq`
+  // (ringcast/relay/continuity.hpp). True when libnats accepted the message
+  // (sent or buffered). Never blocks on the network, never throws. Costs
+  // libnats' message object: one allocation for the message and a small one
+  // per header, freed before returning.
+  // With `count` > 0 the body is a batch of `count` ring messages starting at
+  // `seq` (docs/scale-out.md, "Batches") and the header Ringcast-Count is added.
+  bool publish(const char* subject, std::string_view body, const char* source, std::uint64_t seq,
+               std::uint64_t count = 0) noexcept;
 
   [[nodiscard]] NatsStats stats() const;
+  // The libnats connection, for the ingress's subscriptions (nats_ingress.hpp);
+  // valid until the sink is destroyed. Stop every ingress before close().
+  [[nodiscard]] natsConnection* connection() const noexcept { return conn_; }
   // Flushes what is buffered (bounded by `flush_timeout` when connected), then
   // closes the connection. Later publishes fail (counted).
   void close(std::chrono::milliseconds flush_timeout) noexcept;

@@ -9,7 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "relay/broker_target.hpp"
+#include "relay/nats_ingress.hpp"
 #include "relay/nats_sink.hpp"
+#include "relay/ring_target.hpp"
 #include "relay/metrics.hpp"
 #include "relay/ring_reader.hpp"
 #include "ringcast/relay/topic.hpp"
@@ -22,6 +25,7 @@ struct Relay::Impl {
   std::unique_ptr<broker::Broker> broker;
   std::unique_ptr<NatsSink> nats;
   std::vector<std::unique_ptr<RingReader>> readers;
+  std::vector<std::unique_ptr<NatsIngress>> ingress;  // --nats-in: rings first, then the broker's
   std::vector<std::thread> threads;
   // Set once by stop(); readers poll it between batches.
   std::atomic<bool> stop_flag{false};
@@ -52,6 +56,7 @@ struct Relay::Impl {
           r.producer_alive ? 1 : 0, r.relayed, r.batches, r.lag, r.lapped, r.malformed, r.deliveries,
           r.refused, r.nats_published, r.nats_failed, r.reopens);
     }
+    out += ingress_info_lines(ingress_stats());
     if (nats) {
       const NatsStats n = nats->stats();
       out += fmt::format(
@@ -71,6 +76,14 @@ struct Relay::Impl {
     } else {
       write_relay_metrics(w, rings, nullptr);
     }
+    write_ingress_metrics(w, ingress_stats());
+  }
+
+  std::vector<NatsIngressStats> ingress_stats() const {
+    std::vector<NatsIngressStats> out;
+    out.reserve(ingress.size());
+    for (const auto& i : ingress) out.push_back(i->stats());
+    return out;
   }
 
   std::vector<RingStats> ring_stats() const {
@@ -83,6 +96,9 @@ struct Relay::Impl {
   void do_stop() noexcept {
     std::lock_guard lock(stop_mu);
     if (stopped) return;
+    // First the ingress: nothing more reaches the broker or the rings, and no
+    // subscription outlives the connection.
+    for (auto& i : ingress) i->stop();
     // release: pairs with the readers' acquire loads (RingReader::stopping).
     stop_flag.store(true, std::memory_order_release);
     for (auto& t : threads) {
@@ -110,9 +126,23 @@ void default_log(LogLevel level, std::string_view text) {
 
 tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config) {
   using Code = RelayError::Code;
-  if (config.rings.empty()) return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "no --ring given"});
-  if (!config.broker && !config.nats) {
+  const bool ingress = !config.nats_rings_in.empty() || !config.nats_broker_in.empty();
+  if (config.rings.empty() && !ingress) {
+    return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "no --ring and no --nats-in given"});
+  }
+  if (!config.rings.empty() && !config.broker && !config.nats) {
     return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "no sink: enable the broker, NATS or both"});
+  }
+  if (config.nats && (config.nats->batch == 0 || config.nats->batch > kMaxNatsBatch)) {
+    return tl::unexpected(
+        RelayError{Code::kInvalidConfig, 0, fmt::format("--nats-batch must be 1..{}", kMaxNatsBatch)});
+  }
+  if (ingress && !config.nats) {
+    return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "--nats-in needs --nats URL (the server to subscribe to)"});
+  }
+  if (!config.nats_broker_in.empty() && !config.broker) {
+    return tl::unexpected(
+        RelayError{Code::kInvalidConfig, 0, "--nats-in-broker needs the broker (give --listen with --nats)"});
   }
   for (const RingRoute& r : config.rings) {
     if (r.path.empty()) return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "a ring has an empty path"});
@@ -156,7 +186,8 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
   for (const RingRoute& route : im.config.rings) {
     im.readers.push_back(std::make_unique<RingReader>(route, im.broker.get(), im.nats.get(), im.config.batch,
                                                       im.config.poll_interval, im.log, im.stop_flag,
-                                                      [&im](const std::string& why) { im.fail(why); }));
+                                                      [&im](const std::string& why) { im.fail(why); },
+                                                      im.config.nats ? im.config.nats->batch : 1));
   }
   if (im.broker) {
     // Installed once im.nats and im.readers are final: the providers read them
@@ -173,6 +204,23 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
       return {};
     });
     im.broker->set_metrics_provider([&im](broker::PrometheusWriter& w) { im.write_metrics(w); });
+  }
+  // The ingress last: the broker (and its providers) and the connection are up.
+  for (const NatsRingIngressRoute& route : im.config.nats_rings_in) {
+    auto in = start_ring_ingress(im.nats->connection(), route, im.config.nats_in, im.log);
+    if (!in) {
+      im.do_stop();
+      return tl::unexpected(RelayError{Code::kNats, 0, in.error()});
+    }
+    im.ingress.push_back(std::move(*in));
+  }
+  for (const NatsBrokerIngressRoute& route : im.config.nats_broker_in) {
+    auto in = start_broker_ingress(im.nats->connection(), *im.broker, route, im.config.nats_in);
+    if (!in) {
+      im.do_stop();
+      return tl::unexpected(RelayError{Code::kNats, 0, in.error()});
+    }
+    im.ingress.push_back(std::move(*in));
   }
   try {
     for (auto& r : im.readers) im.threads.emplace_back([reader = r.get()] { reader->run(); });
@@ -199,6 +247,8 @@ std::string Relay::failure() const {
 }
 
 std::vector<RingStats> Relay::ring_stats() const { return impl_->ring_stats(); }
+
+std::vector<NatsIngressStats> Relay::ingress_stats() const { return impl_->ingress_stats(); }
 
 NatsStats Relay::nats_stats() const {
   if (!impl_->nats) return {};

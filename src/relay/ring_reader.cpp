@@ -1,6 +1,7 @@
 #include "relay/ring_reader.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cassert>
@@ -11,12 +12,24 @@
 #include <fmt/format.h>
 
 #include "relay/nats_sink.hpp"
+#include "ringcast/relay/continuity.hpp"
 #include "ringcast/relay/topic.hpp"
 
 namespace ringcast::relay {
 
+namespace {
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "localhost";
+  return buf;
+}
+
+}  // namespace
+
 RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, std::size_t batch,
-                       std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop, FailFn fail)
+                       std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop, FailFn fail,
+                       std::size_t nats_batch)
     : route_(std::move(route)),
       broker_(broker),
       nats_(nats),
@@ -25,6 +38,8 @@ RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, 
       log_(std::move(log)),
       stop_(stop),
       fail_(std::move(fail)),
+      host_(host_name()),
+      nats_batch_(nats != nullptr && !route_.topic_in_payload && nats_batch > 1 ? nats_batch : 0),
       max_pending_(std::min(batch_, kMaxPending)),
       slot_size_(route_.name.size() + kMaxPayload) {
   // Sized once: the hot loop then never allocates (invariant 3), and views into
@@ -32,6 +47,7 @@ RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, 
   slots_.resize(max_pending_ * slot_size_);
   pending_.reserve(max_pending_);
   receivers_.resize(max_pending_);
+  batch_buf_.resize(nats_batch_ * (1 + kMaxPayload));
 }
 
 void RingReader::log(LogLevel level, const std::string& text) const {
@@ -113,6 +129,7 @@ bool RingReader::open_and_register() {
   id_ = *id;
   ino_ = after.st_ino;
   dev_ = after.st_dev;
+  source_ = format_source(host_, route_.path, dev_, ino_);
   last_wait_reason_.clear();
   // relaxed: statistics.
   consumer_id_.store(static_cast<std::int64_t>(id_), std::memory_order_relaxed);
@@ -153,6 +170,7 @@ void RingReader::take(std::span<const std::byte> payload) noexcept {
   if (pending_.size() == max_pending_) publish_pending();  // only when batch_ > kMaxPending
   // Copy out: the payload may be a view of a ring slot, valid only until the
   // next receive, and the broker reads the batch after the whole drain.
+  const std::uint64_t seq = next_seq_++;  // malformed ones too: they are gaps downstream
   char* const slot = slots_.data() + pending_.size() * slot_size_;
   std::string_view channel = route_.name;
   const char* subject = route_.name.c_str();  // NUL-terminated, for NATS
@@ -183,10 +201,17 @@ void RingReader::take(std::span<const std::byte> payload) noexcept {
   // Within the reserved capacity: no allocation (invariant 3). Without a broker
   // nothing is kept, so slot 0 is reused for every message.
   if (broker_ != nullptr) pending_.push_back({channel, body});
-  if (nats_ != nullptr) {
+  if (nats_batch_ > 0) {
+    if (batch_count_ == 0) batch_first_ = seq;
+    batch_buf_[batch_bytes_++] = static_cast<char>(body.size());
+    std::memcpy(batch_buf_.data() + batch_bytes_, body.data(), body.size());
+    batch_bytes_ += body.size();
+    if (++batch_count_ == nats_batch_) flush_nats_batch();
+  } else if (nats_ != nullptr) {
     // A fixed subject was validated at start; a topic is checked here, because
     // the server would close the connection on an invalid subject.
-    if ((!route_.topic_in_payload || is_valid_subject(channel)) && nats_->publish(subject, body)) {
+    if ((!route_.topic_in_payload || is_valid_subject(channel)) &&
+        nats_->publish(subject, body, source_.c_str(), seq)) {
       ++local_.nats_published;
     } else {
       ++local_.nats_failed;
@@ -194,7 +219,20 @@ void RingReader::take(std::span<const std::byte> payload) noexcept {
   }
 }
 
+void RingReader::flush_nats_batch() noexcept {
+  if (batch_count_ == 0) return;
+  if (nats_->publish(route_.name.c_str(), std::string_view(batch_buf_.data(), batch_bytes_), source_.c_str(),
+                     batch_first_, batch_count_)) {
+    local_.nats_published += batch_count_;
+  } else {
+    local_.nats_failed += batch_count_;
+  }
+  batch_bytes_ = 0;
+  batch_count_ = 0;
+}
+
 void RingReader::publish_pending() noexcept {
+  if (nats_batch_ > 0) flush_nats_batch();  // every receive ends with publish_pending
   if (pending_.empty()) return;  // also the case without a broker
   std::size_t done = 0;
   while (done < pending_.size()) {
@@ -233,6 +271,7 @@ RingReader::Step RingReader::relay_until_stopped() {
     const std::uint64_t lapped_before = local_.lapped;
     // One cursor publish per batch; on a lossy ring a lap stops the batch and
     // reports what it skipped (the cursor moved to the oldest message still there).
+    next_seq_ = ring_->position(id_);
     const BatchResult b = ring_->drain(id_, on_message, batch_);
     publish_pending();  // invariant 4
     const std::size_t got = b.count;
@@ -267,6 +306,7 @@ RingReader::Step RingReader::handle_status(Errc status) {
       alignas(8) std::byte buf[kMaxPayload];
       const RecvResult r = ring_->recv_wait(id_, buf, poll_, IdleStrategy::kSpinThenBlock);
       if (r.status == Errc::ok) {
+        next_seq_ = ring_->position(id_) - 1;  // the cursor is past the message received
         take(std::span<const std::byte>(buf, r.length));
         publish_pending();
         ++local_.batches;
