@@ -423,7 +423,7 @@ TEST(NatsIngressToolTest, RedisCliSubscriberOfRingcastBrokerGetsNatsMessagesAndA
 
 TEST(NatsIngressOptionsTest, RoutesParseAndRejectWhatIsMissing) {
   auto r = parse_nats_ring_route("md.>=/dev/shm/md=1.ring");
-  ASSERT_TRUE(r) << r.error();
+  ASSERT_TRUE(r) << r.error().detail;
   EXPECT_EQ(r->subject, "md.>");
   EXPECT_EQ(r->path, "/dev/shm/md=1.ring");
   EXPECT_FALSE(parse_nats_ring_route("md.>"));
@@ -437,6 +437,7 @@ TEST(NatsIngressOptionsTest, RoutesParseAndRejectWhatIsMissing) {
   EXPECT_EQ(c->channel, "nats.{subject}");
   EXPECT_FALSE(parse_nats_broker_route("md.>="));
   EXPECT_FALSE(parse_nats_broker_route("=x"));
+  EXPECT_EQ(parse_nats_ring_route("md=").error().code, RelayError::Code::kInvalidConfig);
 }
 
 }  // namespace
