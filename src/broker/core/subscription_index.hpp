@@ -8,7 +8,9 @@
 //    a subscriber's own channel/pattern lists are never written concurrently.
 //  * Publishers push into subscribers' queues while holding the shared lock and
 //    their channel's id stripe lock (invariant 4), and nothing ever writes to a
-//    socket while holding either. Lock order: index -> id stripe -> queue.
+//    socket while holding either. Lock order: index -> id stripe -> queue, and
+//    id stripe -> the RunLog's own locks (history store: leaf locks, never
+//    held while calling back into the index).
 //
 // Invariants:
 //  1. A subscriber is in channels_[c] iff c is in its channels list, in
