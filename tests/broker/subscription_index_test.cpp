@@ -345,3 +345,68 @@ TEST_F(SubscriptionIndexTest, ConcurrentPublishersAndSubscribersStayConsistent) 
 
 }  // namespace
 }  // namespace ringcast::broker
+
+namespace ringcast::broker {
+namespace {
+
+// A RunLog that records what the index tells it, and how many frames the
+// watched subscriber's queue held at each append (invariant 5: none of the run yet).
+class RecordingLog final : public RunLog {
+ public:
+  explicit RecordingLog(std::uint64_t last) : last_(last) {}
+  std::uint64_t last_id(std::string_view channel) noexcept override {
+    asked.emplace_back(channel);
+    return channel == "kept" ? last_ : 0;
+  }
+  void append(std::string_view channel, std::uint64_t first_id, std::span<const Message> run,
+              std::int64_t /*time_ms*/) noexcept override {
+    runs.push_back({std::string(channel), first_id, run.size(),
+                    watched == nullptr ? 0 : watched->queue().stats().queued_frames});
+  }
+  struct Run {
+    std::string channel;
+    std::uint64_t first_id;
+    std::size_t size;
+    std::uint64_t queued_before;
+  };
+  std::vector<std::string> asked;
+  std::vector<Run> runs;
+  FakeSubscriber* watched = nullptr;
+
+ private:
+  std::uint64_t last_;
+};
+
+TEST(SubscriptionIndexRunLogTest, IdsContinueFromTheLogAndEachRunIsLoggedBeforeAnyQueueHasIt) {
+  RecordingLog log(41);
+  SubscriptionIndex index(&log);
+  FakeSubscriber a(WireFormat::kJson);
+  log.watched = &a;
+  {
+    auto lock = index.lock_for_update();
+    index.add_channel(a, "kept");
+  }
+  const std::vector<Message> msgs{{"kept", "1"}, {"kept", "2"}, {"other", "3"}, {"kept", "4"}};
+  std::vector<std::size_t> receivers(msgs.size());
+  std::vector<std::uint64_t> ids(msgs.size());
+  index.publish(msgs, false, receivers, false, ids);
+  EXPECT_EQ(ids, (std::vector<std::uint64_t>{42, 43, 1, 44}));
+  // last_id is asked once per channel, the first time it is numbered.
+  EXPECT_EQ(log.asked, (std::vector<std::string>{"kept", "other"}));
+  ASSERT_EQ(log.runs.size(), 3u);
+  EXPECT_EQ(log.runs[0].first_id, 42u);
+  EXPECT_EQ(log.runs[0].size, 2u);
+  EXPECT_EQ(log.runs[0].queued_before, 0u);
+  EXPECT_EQ(log.runs[2].first_id, 44u);
+  EXPECT_EQ(log.runs[2].queued_before, 2u) << "the first run was queued after its append, the third not yet";
+  // SPUBLISH channels are not logged.
+  const Message s{"kept", "x"};
+  std::size_t r = 0;
+  index.publish_shard({&s, 1}, {&r, 1});
+  EXPECT_EQ(log.runs.size(), 3u);
+  auto lock = index.lock_for_update();
+  index.remove_all(a);
+}
+
+}  // namespace
+}  // namespace ringcast::broker

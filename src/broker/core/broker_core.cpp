@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "broker/core/metrics.hpp"
+#include "broker/guarantees/channel_history.hpp"
 
 namespace ringcast::broker {
 
@@ -29,12 +30,16 @@ void SubscriptionUpdate::unsubscribe_all() { index_.remove_all(client_); }
 
 void SubscriptionUpdate::set_format(WireFormat f) noexcept { index_.set_format(client_, f); }
 
-BrokerCore::BrokerCore(BrokerConfig config, const Clock& clock)
+BrokerCore::BrokerCore(BrokerConfig config, const Clock& clock, std::unique_ptr<ChannelHistory> history)
     : config_(std::move(config)),
       clock_(clock),
+      history_(std::move(history)),
+      index_(history_.get()),
       // At most half the hard limit: pacing must start well before a reading
       // subscriber's queue could meet its policy.
       flow_(std::min(config_.pace_bytes, config_.queue_limits.hard_bytes / 2), config_.max_stall) {}
+
+BrokerCore::~BrokerCore() = default;
 
 std::size_t BrokerCore::publish(std::string_view channel, std::string_view payload) {
   const Message m{channel, payload};
@@ -44,8 +49,8 @@ std::size_t BrokerCore::publish(std::string_view channel, std::string_view paylo
 }
 
 std::size_t BrokerCore::publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
-                                bool stop_at_refusal) {
-  const std::size_t handled = index_.publish(msgs, config_.dedupe, receivers, stop_at_refusal);
+                                bool stop_at_refusal, std::span<std::uint64_t> ids) {
+  const std::size_t handled = index_.publish(msgs, config_.dedupe, receivers, stop_at_refusal, ids);
   std::size_t deliveries = 0;
   std::size_t published = 0;
   for (std::size_t i = 0; i < handled; ++i) {
@@ -197,6 +202,7 @@ std::vector<ConnectionStats> BrokerCore::connection_stats() const {
 std::string BrokerCore::metrics_text() const {
   PrometheusWriter w;
   write_broker_metrics(w, stats(), connection_stats());
+  if (history_) history_->write_metrics(w);
   if (const auto provider = metrics_provider_.get()) (*provider)(w);
   return w.take();
 }
@@ -276,6 +282,10 @@ std::string BrokerCore::info(std::string_view section) const {
   if (all || sec == "auth") {
     begin("Auth");
     out += auth_stats_.info_fields();
+  }
+  if (history_ && (all || sec == "history")) {
+    begin("History");
+    out += history_->info_fields();
   }
   if (all || sec == "drops") {
     // Per-connection loss, listed only for connections that lost something, so

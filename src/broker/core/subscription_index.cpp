@@ -100,7 +100,7 @@ const std::vector<std::string>& Subscriber::subscriptions(SubscriptionSpace spac
   return channels_;
 }
 
-SubscriptionIndex::SubscriptionIndex() = default;
+SubscriptionIndex::SubscriptionIndex(RunLog* log) : log_(log) {}
 SubscriptionIndex::~SubscriptionIndex() = default;
 
 SubscriptionIndex::TrieNode* SubscriptionIndex::TrieNode::child(unsigned char b) const noexcept {
@@ -269,8 +269,8 @@ void SubscriptionIndex::for_each_matching_pattern(std::string_view channel, F&& 
 }
 
 std::size_t SubscriptionIndex::publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers,
-                                       bool stop_at_refusal) {
-  return publish_runs(msgs, dedupe, /*shard=*/false, receivers, stop_at_refusal);
+                                       bool stop_at_refusal, std::span<std::uint64_t> ids) {
+  return publish_runs(msgs, dedupe, /*shard=*/false, receivers, stop_at_refusal, ids);
 }
 
 std::size_t SubscriptionIndex::report_upstream_loss(std::string_view channel, std::uint64_t lost) {
@@ -291,11 +291,12 @@ std::size_t SubscriptionIndex::report_upstream_loss(std::string_view channel, st
 
 std::size_t SubscriptionIndex::publish_shard(std::span<const Message> msgs, std::span<std::size_t> receivers,
                                              bool stop_at_refusal) {
-  return publish_runs(msgs, /*dedupe=*/false, /*shard=*/true, receivers, stop_at_refusal);
+  return publish_runs(msgs, /*dedupe=*/false, /*shard=*/true, receivers, stop_at_refusal, {});
 }
 
 std::size_t SubscriptionIndex::publish_runs(std::span<const Message> msgs, bool dedupe, bool shard,
-                                            std::span<std::size_t> receivers, bool stop_at_refusal) {
+                                            std::span<std::size_t> receivers, bool stop_at_refusal,
+                                            std::span<std::uint64_t> ids) {
   std::shared_lock lock(mu_);
   std::size_t i = 0;
   while (i < msgs.size()) {
@@ -305,9 +306,13 @@ std::size_t SubscriptionIndex::publish_runs(std::span<const Message> msgs, bool 
       bytes += msgs[j++].payload.size();
     }
     std::size_t accepted = 0;
-    const std::size_t n = publish_run(msgs.subspan(i, j - i), dedupe, shard, accepted);
+    std::uint64_t first_id = 0;
+    const std::size_t n = publish_run(msgs.subspan(i, j - i), dedupe, shard, accepted, first_id);
     const auto at = [&](std::size_t k) { return receivers.begin() + static_cast<std::ptrdiff_t>(k); };
     std::fill(at(i), at(i + accepted), n);
+    if (!ids.empty()) {
+      for (std::size_t k = 0; k < j - i; ++k) ids[i + k] = k < accepted ? first_id + k : 0;
+    }
     if (accepted < j - i) {
       if (stop_at_refusal) {
         receivers[i + accepted] = kRefusedReceivers;
@@ -325,7 +330,7 @@ SubscriptionIndex::IdStripe& SubscriptionIndex::id_stripe(std::string_view chann
 }
 
 std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool dedupe, bool shard,
-                                          std::size_t& accepted) {
+                                          std::size_t& accepted, std::uint64_t& first_id) {
   // Invariant 4: the ids of this run and its pushes into queues happen under the
   // channel's stripe lock, so two publishers of one channel cannot interleave.
   const std::string_view channel = run.front().channel;
@@ -333,8 +338,10 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
   std::lock_guard lock(stripe.mu);
   IdMap& ids = shard ? stripe.shard : stripe.plain;
   auto it = ids.find(channel);  // heterogeneous: no allocation for a channel seen before
-  const std::uint64_t last = it == ids.end() ? 0 : it->second;
-  const std::size_t receivers = publish_run_locked(run, dedupe, shard, last + 1, accepted);
+  // Invariant 5: a logged channel continues from its log after a restart.
+  const std::uint64_t last = it != ids.end() ? it->second : log_ != nullptr && !shard ? log_->last_id(channel) : 0;
+  first_id = last + 1;
+  const std::size_t receivers = publish_run_locked(run, dedupe, shard, first_id, accepted);
   if (accepted > 0) {
     if (it == ids.end()) it = ids.emplace(std::string(channel), 0).first;
     it->second = last + accepted;
@@ -401,6 +408,8 @@ std::size_t SubscriptionIndex::publish_run_locked(std::span<const Message> run, 
     return allowed == 0 ? 0 : publish_run_locked(run.first(allowed), dedupe, shard, first_id, all);
   }
   accepted = run.size();
+  // Invariant 5: logged before any subscriber is offered the run.
+  if (log_ != nullptr && !shard) log_->append(channel, first_id, run, base.timestamp_ms);
   for (std::size_t g = 0; g < hits.size();) {
     Subscriber* s = hits[g].sub;
     std::size_t end = g + 1;

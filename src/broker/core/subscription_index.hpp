@@ -8,7 +8,9 @@
 //    a subscriber's own channel/pattern lists are never written concurrently.
 //  * Publishers push into subscribers' queues while holding the shared lock and
 //    their channel's id stripe lock (invariant 4), and nothing ever writes to a
-//    socket while holding either. Lock order: index -> id stripe -> queue.
+//    socket while holding either. Lock order: index -> id stripe -> queue, and
+//    id stripe -> the RunLog's own locks (history store: leaf locks, never
+//    held while calling back into the index).
 //
 // Invariants:
 //  1. A subscriber is in channels_[c] iff c is in its channels list, in
@@ -36,6 +38,13 @@
 //     8 bytes and a hash node, about 64 bytes plus the name) for the broker's
 //     life, like a Redis key: the number of distinct channels published is the
 //     bound (docs/broker.md, "Message ids").
+//  5. With a RunLog (set before the first publish), a PUBLISH channel's first
+//     id after start continues from RunLog::last_id, and every accepted run is
+//     appended to the log under the stripe lock, after its ids are fixed and
+//     before any queue is offered it. So while lock_for_update() is held the
+//     log holds exactly the runs every current subscriber was offered: a
+//     subscriber added then may replay the log and take live runs after it
+//     with no gap and no duplicate (docs/guarantees.md, "Recovery").
 #pragma once
 
 #include <array>
@@ -53,6 +62,7 @@
 
 #include "broker/core/connection_queue.hpp"
 #include "broker/core/frame.hpp"
+#include "broker/core/run_log.hpp"
 
 namespace ringcast::broker {
 
@@ -114,7 +124,8 @@ inline constexpr std::size_t kRefusedReceivers = static_cast<std::size_t>(-1);
 
 class SubscriptionIndex {
  public:
-  SubscriptionIndex();
+  // `log` (may be null) must outlive the index (invariant 5).
+  explicit SubscriptionIndex(RunLog* log = nullptr);
   ~SubscriptionIndex();
   SubscriptionIndex(const SubscriptionIndex&) = delete;
   SubscriptionIndex& operator=(const SubscriptionIndex&) = delete;
@@ -167,10 +178,12 @@ class SubscriptionIndex {
   // copy with its frames interleaved per message as Redis sends them. A JSON
   // subscriber matched several times gets one delivery per message (its exact
   // subscription's, else its first matching pattern's), dedupe or not. Each
-  // message gets its channel's next id (invariant 4).
-  // REQUIRES: receivers.size() == msgs.size().
+  // message gets its channel's next id (invariant 4), stored in ids[i] when
+  // `ids` is not empty (0 for a refused message), and accepted runs go to the
+  // RunLog (invariant 5).
+  // REQUIRES: receivers.size() == msgs.size(); ids empty or ids.size() == msgs.size().
   std::size_t publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers,
-                      bool stop_at_refusal = false);
+                      bool stop_at_refusal = false, std::span<std::uint64_t> ids = {});
   // Tells every connection with a subscription matching `channel` (exact or
   // pattern; not shard) that `lost` messages on it were lost before the broker
   // (ConnectionQueue::note_upstream_loss): one loss notice per connection,
@@ -221,13 +234,15 @@ class SubscriptionIndex {
   void for_each_matching_pattern(std::string_view channel, F&& f) const;
   // Splits `msgs` into runs and publishes each (publish, publish_shard).
   std::size_t publish_runs(std::span<const Message> msgs, bool dedupe, bool shard, std::span<std::size_t> receivers,
-                           bool stop_at_refusal);
+                           bool stop_at_refusal, std::span<std::uint64_t> ids);
   // Publishes one run (messages sharing a channel) to the channel's plain and
   // pattern subscriptions, or with `shard` to its shard subscriptions only, or
   // the prefix of it that every blocking subscriber has room for; stores that
-  // prefix's length in `accepted` and returns its reply count.
+  // prefix's length in `accepted` and its first id in `first_id`, and returns
+  // its reply count.
   // REQUIRES: mu_ held shared.
-  std::size_t publish_run(std::span<const Message> run, bool dedupe, bool shard, std::size_t& accepted);
+  std::size_t publish_run(std::span<const Message> run, bool dedupe, bool shard, std::size_t& accepted,
+                          std::uint64_t& first_id);
   // publish_run once the stripe lock is held and the first id known.
   std::size_t publish_run_locked(std::span<const Message> run, bool dedupe, bool shard, std::uint64_t first_id,
                                  std::size_t& accepted);
@@ -248,6 +263,7 @@ class SubscriptionIndex {
   static constexpr std::size_t kIdStripes = 64;
   IdStripe& id_stripe(std::string_view channel) noexcept;
 
+  RunLog* const log_;  // invariant 5
   mutable std::shared_mutex mu_;
   std::array<IdStripe, kIdStripes> id_stripes_;
   ChannelMap channels_;

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "broker/core/glob.hpp"
+#include "broker/guarantees/replay.hpp"
 #include "broker/ws/server_frame.hpp"
 #include "ringcast/broker/token.hpp"
 
@@ -173,10 +175,42 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     send_error("max subscriptions per client reached (" + std::to_string(limit) + ")");
     return;
   }
-  const std::string reply = to_text(json{{"type", "subscribed"}, {"topic", c.topic}});
+  // A retained channel's confirmation carries its offset and epoch; `since`
+  // and `history` replay it first (invariant 5).
+  const ChannelHistory* history = pattern ? nullptr : core().history();
+  if (history != nullptr && history->rule(c.topic) == nullptr) history = nullptr;
+  std::optional<Replay> replay;
+  if (c.since || c.history) {
+    if (history == nullptr) {
+      send_error(pattern ? "subscribe: \"since\" and \"history\" need a topic, not a pattern"
+                         : "subscribe: '" + std::string(prefix(c.topic, 128)) +
+                               "' keeps no history (the broker's --history rules match no such channel)");
+      return;
+    }
+    if (!fresh) {
+      send_error("subscribe: already subscribed to '" + std::string(prefix(c.topic, 128)) +
+                 "'; unsubscribe first to replay its history");
+      return;
+    }
+    replay = c.since ? Replay::since(*history, c.topic, c.since->offset, c.since->epoch)
+                     : Replay::last(*history, c.topic, static_cast<std::size_t>(*c.history));
+    replay->read();  // before the lock: publishers run on meanwhile
+    replay->encode(format());
+  }
+  json reply{{"type", "subscribed"}, {"topic", c.topic}};
   SubscriptionUpdate update = core().update(*this);
   update.subscribe(space, c.topic);
-  send_text(reply);  // under the index lock (invariant 1)
+  if (history != nullptr) {
+    if (replay) {
+      replay->complete();  // the runs logged since read(); none can be logged now
+      replay->encode(format());
+      if (c.since) reply["recovered"] = replay->recovered();
+    }
+    reply["offset"] = replay ? replay->offset() : history->store().top(c.topic);
+    reply["epoch"] = history->epoch();
+  }
+  send_text(to_text(reply));  // under the index lock (invariant 1)
+  if (replay) push_messages(replay->frames());  // still under it: before every live message
 }
 
 void WsSession::cmd_unsubscribe(const JsonCommand& c) {

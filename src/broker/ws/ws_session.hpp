@@ -25,6 +25,11 @@
 //  4. Command errors (malformed JSON, bad fields, refused permissions) answer
 //     {"type":"error"} and keep the connection; protocol errors (bad frames,
 //     invalid UTF-8, a message over ws_max_message) close it with their code.
+//  5. A subscribe with `since` or `history` (an exact, retained topic the
+//     client is not subscribed to) reads history before the index lock, then
+//     under it reads what was logged meanwhile, subscribes, queues the
+//     confirmation and then the replayed messages (guarantees/replay.hpp): the
+//     first live message is the one after the last replayed offset.
 #pragma once
 
 #include <memory>
