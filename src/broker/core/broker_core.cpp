@@ -29,6 +29,10 @@ void SubscriptionUpdate::unsubscribe_all() { index_.remove_all(client_); }
 
 void SubscriptionUpdate::set_format(WireFormat f) noexcept { index_.set_format(client_, f); }
 
+void SubscriptionUpdate::set_ack_tracker(AckTracker* tracker) noexcept { index_.set_ack_tracker(client_, tracker); }
+
+void SubscriptionUpdate::set_qos1(std::string_view name, bool qos1) { index_.set_qos1(client_, name, qos1); }
+
 BrokerCore::BrokerCore(BrokerConfig config, const Clock& clock)
     : config_(std::move(config)),
       clock_(clock),
@@ -43,9 +47,15 @@ std::size_t BrokerCore::publish(std::string_view channel, std::string_view paylo
   return receivers;
 }
 
+BrokerCore::Published BrokerCore::publish_with_id(const Message& m) {
+  Published p;
+  (void)publish({&m, 1}, {&p.receivers, 1}, false, {&p.id, 1});
+  return p;
+}
+
 std::size_t BrokerCore::publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
-                                bool stop_at_refusal) {
-  const std::size_t handled = index_.publish(msgs, config_.dedupe, receivers, stop_at_refusal);
+                                bool stop_at_refusal, std::span<std::uint64_t> ids) {
+  const std::size_t handled = index_.publish(msgs, config_.dedupe, receivers, stop_at_refusal, ids);
   std::size_t deliveries = 0;
   std::size_t published = 0;
   for (std::size_t i = 0; i < handled; ++i) {

@@ -59,6 +59,9 @@ class SubscriptionUpdate {
   // Drops every subscription of the client, in every space.
   void unsubscribe_all();
   void set_format(WireFormat f) noexcept;
+  // QoS 1 (SubscriptionIndex::set_ack_tracker, set_qos1).
+  void set_ack_tracker(AckTracker* tracker) noexcept;
+  void set_qos1(std::string_view name, bool qos1);
 
  private:
   friend class BrokerCore;
@@ -87,12 +90,20 @@ class BrokerCore {
   // PUBLISH from a client or from the embedding process; returns the receiver
   // count, or kRefusedReceivers (a `block` subscriber had no room; not counted here).
   std::size_t publish(std::string_view channel, std::string_view payload);
+  // A publish with its QoS (Message::qos) that also returns the message's id
+  // (0 if refused): a WebSocket `publish`, answered by `puback {message_id}`
+  // at QoS 1.
+  struct Published {
+    std::size_t receivers = 0;  // or kRefusedReceivers
+    std::uint64_t id = 0;
+  };
+  Published publish_with_id(const Message& m);
   // Several PUBLISHes in order (SubscriptionIndex::publish, same return value);
   // receivers[i] gets message i's reply or kRefusedReceivers. Refusals are not counted
   // here: the caller may retry (count_refused once it gives up).
   // REQUIRES: receivers.size() == msgs.size().
   std::size_t publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
-                      bool stop_at_refusal = false);
+                      bool stop_at_refusal = false, std::span<std::uint64_t> ids = {});
   void count_refused(std::uint64_t n) noexcept { refused_.fetch_add(n, std::memory_order_relaxed); }  // relaxed: statistic
   // SPUBLISH: reaches the channel's shard subscriptions only; returns their
   // count, or kRefusedReceivers (a `block` subscriber had no room; not counted here).

@@ -56,6 +56,8 @@
 
 namespace ringcast::broker {
 
+class AckTracker;
+
 // Which subscriptions an operation acts on: exact channels (SUBSCRIBE),
 // patterns (PSUBSCRIBE) or shard channels (SSUBSCRIBE, a namespace of its own).
 enum class SubscriptionSpace : std::uint8_t { kChannel, kPattern, kShard };
@@ -97,6 +99,13 @@ class Subscriber {
     return channels_.size() + patterns_.size() + shard_channels_.size();
   }
 
+  // QoS 1 (guarantees/ack_tracker.hpp): the tracker that QoS 1 publishes on
+  // the subscriber's QoS 1 subscriptions go through, and those subscriptions'
+  // names (channels or patterns). Written through SubscriptionIndex (update
+  // lock held), read by publishers under the shared lock.
+  [[nodiscard]] AckTracker* ack_tracker() const noexcept { return ack_tracker_; }
+  [[nodiscard]] bool qos1_for(std::string_view name) const noexcept;
+
  protected:
   virtual ~Subscriber() = default;
 
@@ -107,6 +116,8 @@ class Subscriber {
   std::vector<std::string> channels_;
   std::vector<std::string> patterns_;
   std::vector<std::string> shard_channels_;
+  AckTracker* ack_tracker_ = nullptr;
+  std::vector<std::string> qos1_;  // subscriptions made at QoS 1
 };
 
 // A publish's reply slot for a message that a `block` subscriber refused.
@@ -141,6 +152,11 @@ class SubscriptionIndex {
   // Changes the format messages to `s` are encoded in (and its queue's loss
   // notices). REQUIRES: lock_for_update() held.
   void set_format(Subscriber& s, WireFormat f) noexcept;
+  // QoS 1: `tracker` (null: none) takes s's QoS 1 deliveries; set_qos1 marks
+  // the subscription `name` (a channel or a pattern) as QoS 1 or not. The
+  // tracker must outlive s's subscriptions. REQUIRES: lock_for_update() held.
+  void set_ack_tracker(Subscriber& s, AckTracker* tracker) noexcept { s.ack_tracker_ = tracker; }
+  void set_qos1(Subscriber& s, std::string_view name, bool qos1);
 
   // Publishes `msgs` in order, exactly as one publish per message would, and
   // stores each message's PUBLISH reply (the number of deliveries) in
@@ -167,10 +183,16 @@ class SubscriptionIndex {
   // copy with its frames interleaved per message as Redis sends them. A JSON
   // subscriber matched several times gets one delivery per message (its exact
   // subscription's, else its first matching pattern's), dedupe or not. Each
-  // message gets its channel's next id (invariant 4).
-  // REQUIRES: receivers.size() == msgs.size().
+  // message gets its channel's next id (invariant 4); with `ids` non-empty,
+  // ids[i] is message i's (0 if refused).
+  //
+  // QoS 1 (Message::qos == 1): a subscriber whose delivery comes through one of
+  // its QoS 1 subscriptions gets frames marked qos 1 through its AckTracker
+  // (window, redelivery); everybody else gets them as QoS 0. Messages of
+  // different qos never share a run.
+  // REQUIRES: receivers.size() == msgs.size(); ids empty or of that size.
   std::size_t publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers,
-                      bool stop_at_refusal = false);
+                      bool stop_at_refusal = false, std::span<std::uint64_t> ids = {});
   // SPUBLISH: as publish(), but only shard subscriptions of each channel match,
   // each getting an `smessage` frame; patterns and plain subscriptions never do.
   // REQUIRES: receivers.size() == msgs.size().
@@ -215,13 +237,14 @@ class SubscriptionIndex {
   void for_each_matching_pattern(std::string_view channel, F&& f) const;
   // Splits `msgs` into runs and publishes each (publish, publish_shard).
   std::size_t publish_runs(std::span<const Message> msgs, bool dedupe, bool shard, std::span<std::size_t> receivers,
-                           bool stop_at_refusal);
+                           bool stop_at_refusal, std::span<std::uint64_t> ids);
   // Publishes one run (messages sharing a channel) to the channel's plain and
   // pattern subscriptions, or with `shard` to its shard subscriptions only, or
   // the prefix of it that every blocking subscriber has room for; stores that
   // prefix's length in `accepted` and returns its reply count.
   // REQUIRES: mu_ held shared.
-  std::size_t publish_run(std::span<const Message> run, bool dedupe, bool shard, std::size_t& accepted);
+  std::size_t publish_run(std::span<const Message> run, bool dedupe, bool shard, std::size_t& accepted,
+                          std::uint64_t& first_id);
   // publish_run once the stripe lock is held and the first id known.
   std::size_t publish_run_locked(std::span<const Message> run, bool dedupe, bool shard, std::uint64_t first_id,
                                  std::size_t& accepted);

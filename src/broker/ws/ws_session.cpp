@@ -1,12 +1,14 @@
 #include "broker/ws/ws_session.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "broker/core/glob.hpp"
+#include "broker/ws/json_delivery.hpp"
 #include "broker/ws/server_frame.hpp"
 #include "ringcast/broker/token.hpp"
 
@@ -115,9 +117,7 @@ void WsSession::on_message(std::string_view text) {
     case JsonCommand::Type::kPublish:
       return cmd_publish(*cmd);
     case JsonCommand::Type::kAck:
-      // Accepted and ignored: per-subscriber acknowledgements come with
-      // history and redelivery (issue 14).
-      return;
+      return cmd_ack(*cmd);
   }
 }
 
@@ -173,9 +173,23 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     send_error("max subscriptions per client reached (" + std::to_string(limit) + ")");
     return;
   }
-  const std::string reply = to_text(json{{"type", "subscribed"}, {"topic", c.topic}});
+  json r{{"type", "subscribed"}, {"topic", c.topic}};
+  if (c.qos == 1) r["qos"] = 1;
+  const std::string reply = to_text(r);
+  if (c.qos == 1 && tracker_ == nullptr) {
+    const BrokerConfig& cfg = core().config();
+    AckSettings settings;
+    settings.max_in_flight = cfg.max_in_flight;
+    settings.ack_timeout = cfg.ack_timeout;
+    settings.max_retries = cfg.max_retries;
+    settings.max_waiting_bytes = cfg.queue_limits.hard_bytes;
+    settings.policy = cfg.overflow_policy;
+    tracker_ = std::make_unique<AckTracker>(settings, core().clock(), WireFormat::kJson, json_redelivery);
+  }
   SubscriptionUpdate update = core().update(*this);
+  if (c.qos == 1) update.set_ack_tracker(tracker_.get());  // invariant 5: before the subscription
   update.subscribe(space, c.topic);
+  update.set_qos1(c.topic, c.qos == 1);
   send_text(reply);  // under the index lock (invariant 1)
 }
 
@@ -189,15 +203,49 @@ void WsSession::cmd_unsubscribe(const JsonCommand& c) {
 
 void WsSession::cmd_publish(const JsonCommand& c) {
   if (!check_permission(Access::kPublish, c.topic)) return;
-  // The publisher's message_id and qos are not used yet: the broker numbers
-  // messages per channel itself, and acknowledgements come with issue 14.
-  const std::size_t n = core().publish(c.topic, c.payload);
+  // The broker numbers messages per channel itself; a publisher's message_id
+  // is only echoed in the puback, for its own bookkeeping.
+  const BrokerCore::Published p = core().publish_with_id(Message{c.topic, c.payload, c.qos});
   mark_published();
-  if (n == kRefusedReceivers) {
+  if (p.receivers == kRefusedReceivers) {
     core().count_refused(1);
     send_error("refused: a subscriber of '" + std::string(prefix(c.topic, 128)) +
                "' with the block overflow policy has no room; nothing was delivered, retry later");
+    return;
   }
+  if (c.qos == 1) {
+    // Stored: every QoS 1 subscriber's tracker holds it (and, with history,
+    // the store; docs/guarantees.md).
+    json r{{"type", "puback"}, {"topic", c.topic}, {"message_id", p.id}};
+    if (c.message_id) r["client_message_id"] = *c.message_id;
+    send_text(to_text(r));
+  }
+}
+
+void WsSession::cmd_ack(const JsonCommand& c) {
+  std::uint64_t id = 0;
+  const std::string& text = *c.message_id;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  AckResult r = AckResult::kUnknown;
+  bool wake = false;
+  if (ec == std::errc() && end == text.data() + text.size() && tracker_ != nullptr) {
+    r = tracker_->ack(c.topic.empty() ? std::nullopt : std::optional<std::string_view>(c.topic), id, queue(), wake);
+  }
+  if (wake) on_queue_ready();
+  if (r == AckResult::kAcked) return;
+  std::string what = "ack: no delivery awaits an ack with message_id " + std::string(prefix(text, 64));
+  if (!c.topic.empty()) what += " on '" + std::string(prefix(c.topic, 128)) + "'";
+  if (r == AckResult::kAmbiguous) what = "ack: message_id " + std::string(prefix(text, 64)) +
+                                         " is awaited on several topics; add \"topic\"";
+  send_error(what);
+}
+
+std::optional<std::chrono::nanoseconds> WsSession::next_timer() const {
+  return tracker_ == nullptr ? std::nullopt : tracker_->next_deadline();
+}
+
+void WsSession::on_timer() {
+  if (tracker_ != nullptr && tracker_->on_timer(queue())) on_queue_ready();
 }
 
 void WsSession::send_text(std::string_view json_text) {

@@ -25,6 +25,10 @@
 //  4. Command errors (malformed JSON, bad fields, refused permissions) answer
 //     {"type":"error"} and keep the connection; protocol errors (bad frames,
 //     invalid UTF-8, a message over ws_max_message) close it with their code.
+//  5. QoS 1 (docs/guarantees.md): tracker_ exists from the first subscribe at
+//     qos 1 and is registered with the index (SubscriptionUpdate) before that
+//     subscription is, so no QoS 1 delivery misses it; publishers offer to it,
+//     the session acks it and runs its timer (next_timer, on_timer).
 #pragma once
 
 #include <memory>
@@ -33,6 +37,7 @@
 
 #include "broker/core/broker_core.hpp"
 #include "broker/core/client.hpp"
+#include "broker/guarantees/ack_tracker.hpp"
 #include "broker/ws/frame_decoder.hpp"
 #include "broker/ws/http_upgrade.hpp"
 #include "broker/ws/json_command.hpp"
@@ -43,9 +48,14 @@ class WsSession final : public Client {
  public:
   // Registers with `core`; `waker` and `routes` must outlive the session.
   WsSession(BrokerCore& core, std::string peer, Waker& waker, const HttpRoutes& routes);
+  // Detaches first: no publisher may reach tracker_ once it is gone.
+  ~WsSession() override { detach(); }
 
   // Reads the HTTP request, then frames (any split is fine).
   InputResult on_input(std::string_view bytes) override;
+
+  std::optional<std::chrono::nanoseconds> next_timer() const override;
+  void on_timer() override;
 
   // True once the 101 response is queued.
   [[nodiscard]] bool upgraded() const noexcept { return http_ == nullptr; }
@@ -57,6 +67,7 @@ class WsSession final : public Client {
   void cmd_subscribe(const JsonCommand& c);
   void cmd_unsubscribe(const JsonCommand& c);
   void cmd_publish(const JsonCommand& c);
+  void cmd_ack(const JsonCommand& c);
 
   // False and an error reply if the grant refuses `access` to `name`.
   bool check_permission(Access access, std::string_view name);
@@ -69,6 +80,7 @@ class WsSession final : public Client {
   std::unique_ptr<HttpUpgrade> http_;  // until the upgrade; freed after it
   FrameDecoder decoder_;
   std::string frame_;  // the frame being built, reused
+  std::unique_ptr<AckTracker> tracker_;  // invariant 5
   bool closing_ = false;
 };
 
