@@ -228,6 +228,36 @@ TEST(AckTrackerTest, ManyAckedDeliveriesLeaveNoDeadlineBehind) {
   EXPECT_EQ(f.tracker.stats().acked, 10'000u);
 }
 
+TEST(AckTrackerTest, ResumeFloorIsTheHighestIdBelowEveryUnsettledOne) {
+  Fixture f(settings(/*window=*/2));
+  EXPECT_EQ(f.tracker.resume_floor("t"), 0u);
+  (void)f.tracker.offer("t", 5, qos1_run("t", 5, 3), f.queue);  // 5, 6 in flight; 7 waiting
+  EXPECT_EQ(f.tracker.resume_floor("t"), 4u);
+  EXPECT_EQ(f.tracker.last_offered("t"), 7u);
+  EXPECT_EQ(f.ack("t", 6), AckResult::kAcked);  // 7 enters the window
+  EXPECT_EQ(f.tracker.resume_floor("t"), 4u) << "5 is still unacked";
+  EXPECT_EQ(f.ack("t", 5), AckResult::kAcked);
+  EXPECT_EQ(f.tracker.resume_floor("t"), 6u);
+  EXPECT_EQ(f.ack("t", 7), AckResult::kAcked);
+  EXPECT_EQ(f.tracker.resume_floor("t"), 7u);
+  EXPECT_EQ(f.tracker.resume_floor("other"), 0u);
+}
+
+TEST(AckTrackerTest, RedeliverAllResendsEveryInFlightDeliveryInOrder) {
+  Fixture f;
+  (void)f.tracker.offer("a", 1, qos1_run("a", 1, 2), f.queue);
+  (void)f.tracker.offer("b", 9, qos1_run("b", 9, 1), f.queue);
+  (void)drain(f.queue);
+  EXPECT_EQ(f.ack("a", 1), AckResult::kAcked);
+  (void)f.tracker.redeliver_all(f.queue);
+  const auto out = drain(f.queue);
+  ASSERT_EQ(ids_of(out), (std::vector<std::uint64_t>{2, 9}));
+  EXPECT_EQ(out[0]["dup"], true);
+  f.clock.advance(999ms);
+  (void)f.tracker.on_timer(f.queue);
+  EXPECT_TRUE(drain(f.queue).empty()) << "fresh deadlines from the takeover";
+}
+
 TEST(AckTrackerTest, RedeliveryFrameIsTheOriginalWithDup) {
   const FrameRef run = qos1_run("t", 3, 1);
   const FrameRef dup = ws::json_redelivery(run->frame(0));

@@ -24,6 +24,7 @@ std::uint32_t AckTracker::intern_locked(std::string_view channel) {
   if (const auto it = channel_ids_.find(channel); it != channel_ids_.end()) return it->second;
   const auto id = static_cast<std::uint32_t>(channel_names_.size());
   channel_names_.emplace_back(channel);
+  channel_state_.emplace_back();
   channel_ids_.emplace(std::string(channel), id);
   return id;
 }
@@ -67,6 +68,9 @@ bool AckTracker::offer(std::string_view channel, std::uint64_t first_id, const F
   std::lock_guard lock(mu_);
   const std::uint32_t ch = intern_locked(channel);
   const std::uint32_t n = block->count();
+  ChannelState& cs = channel_state_[ch];
+  for (std::uint32_t i = 0; i < n; ++i) cs.offered.push_back(first_id + i);
+  cs.last_offered = std::max(cs.last_offered, first_id + n - 1);
   const std::size_t room = waiting_.empty() ? settings_.max_in_flight - index_.size() : 0;  // invariant 2
   const auto admit = static_cast<std::uint32_t>(std::min<std::size_t>(n, room));
   const std::chrono::nanoseconds now = admit > 0 ? clock_.now() : std::chrono::nanoseconds{0};
@@ -103,6 +107,7 @@ bool AckTracker::wait_locked(Key key, const FrameRef& block, std::uint32_t frame
           ++stats_.dropped;
           wake |= push_notice_locked(queue, fmt::format("window-dropped topic={} message_id={} total={}",
                                                         channel_names_[w.key.channel], w.key.id, stats_.dropped));
+          unwait_locked(w.key);
           waiting_.pop_front();
         }
         break;
@@ -114,6 +119,7 @@ bool AckTracker::wait_locked(Key key, const FrameRef& block, std::uint32_t frame
     }
   }
   waiting_.push_back({key, block, frame});
+  ++waiting_keys_[key];
   waiting_bytes_ += bytes;
   return wake;
 }
@@ -136,9 +142,11 @@ AckResult AckTracker::ack(std::optional<std::string_view> channel, std::uint64_t
     }
   }
   if (it == index_.end()) return AckResult::kUnknown;
+  const std::uint32_t ch = it->first.channel;
   release_slot_locked(it->second);
   index_.erase(it);
   ++stats_.acked;
+  settle_front_locked(ch);
   compact_deadlines_locked();
   wake = refill_locked(queue);
   return AckResult::kAcked;
@@ -153,7 +161,58 @@ bool AckTracker::refill_locked(ConnectionQueue& queue) {
     waiting_bytes_ -= frame.size();
     admit_locked(w.key, w.block, w.frame, now);
     wake |= queue.push(FrameRef::copy_of(frame, /*droppable=*/true)).wake;
+    unwait_locked(w.key);
     waiting_.pop_front();
+  }
+  return wake;
+}
+
+void AckTracker::unwait_locked(Key key) {
+  const auto it = waiting_keys_.find(key);
+  if (it != waiting_keys_.end() && --it->second == 0) waiting_keys_.erase(it);
+}
+
+bool AckTracker::pending_locked(Key key) const { return index_.contains(key) || waiting_keys_.contains(key); }
+
+void AckTracker::settle_front_locked(std::uint32_t ch) {
+  ChannelState& cs = channel_state_[ch];
+  while (!cs.offered.empty() && !pending_locked(Key{ch, cs.offered.front()})) cs.offered.pop_front();
+}
+
+std::uint64_t AckTracker::resume_floor(std::string_view channel) {
+  std::lock_guard lock(mu_);
+  const auto it = channel_ids_.find(channel);
+  if (it == channel_ids_.end()) return 0;
+  settle_front_locked(it->second);
+  const ChannelState& cs = channel_state_[it->second];
+  return cs.offered.empty() ? cs.last_offered : cs.offered.front() - 1;
+}
+
+std::uint64_t AckTracker::last_offered(std::string_view channel) const {
+  std::lock_guard lock(mu_);
+  const auto it = channel_ids_.find(channel);
+  return it == channel_ids_.end() ? 0 : channel_state_[it->second].last_offered;
+}
+
+bool AckTracker::redeliver_all(ConnectionQueue& queue) {
+  std::lock_guard lock(mu_);
+  const std::chrono::nanoseconds now = clock_.now();
+  bool wake = false;
+  // The live deadlines, in FIFO order, are the in-flight deliveries in the
+  // order they were (re)sent; each gets a new deadline at the back.
+  const std::size_t n = deadlines_.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Deadline d = deadlines_.front();
+    deadlines_.pop_front();
+    Slot& slot = slots_[d.slot];
+    if (!slot.live || slot.generation != d.generation) {
+      --stale_deadlines_;
+      continue;
+    }
+    ++slot.sends;
+    ++stats_.redelivered;
+    wake |= queue.push(redeliver_(slot.block->frame(slot.frame))).wake;
+    deadlines_.push_back({now + settings_.ack_timeout, d.slot, slot.generation});
   }
   return wake;
 }
@@ -184,6 +243,7 @@ bool AckTracker::on_timer(ConnectionQueue& queue) {
       release_slot_locked(d.slot);
       --stale_deadlines_;  // its deadline was just popped, not left behind
       wake |= push_notice_locked(queue, format_expiry_notice(channel_names_[key.channel], key.id, sends, stats_.expired));
+      settle_front_locked(key.channel);
       continue;
     }
     ++slot.sends;

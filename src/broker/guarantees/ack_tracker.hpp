@@ -115,6 +115,20 @@ class AckTracker {
   // window. Returns true if the writer must be woken.
   [[nodiscard]] bool on_timer(ConnectionQueue& queue);
 
+  // Owner, when a durable session's new connection takes the tracker over
+  // (docs/guarantees.md, "Durable subscribers"): sends every in-flight
+  // delivery again, marked dup, in the order first sent, with fresh deadlines.
+  // Returns true if the writer must be woken.
+  [[nodiscard]] bool redeliver_all(ConnectionQueue& queue);
+
+  // The highest id of `channel` such that every id up to it offered to this
+  // tracker has been acked (or expired, or lost to the waiting list's policy):
+  // where a durable session resumes. 0 for a channel never offered. Amortised
+  // O(1) per delivery (a per-channel FIFO of offered ids, popped lazily).
+  [[nodiscard]] std::uint64_t resume_floor(std::string_view channel);
+  // The highest id of `channel` offered to this tracker (0: none).
+  [[nodiscard]] std::uint64_t last_offered(std::string_view channel) const;
+
   // Owner: the next deadline on the tracker's clock; nullopt if none.
   [[nodiscard]] std::optional<std::chrono::nanoseconds> next_deadline() const;
 
@@ -163,6 +177,10 @@ class AckTracker {
   // Holds one delivery past the window, under the overflow policy.
   bool wait_locked(Key key, const FrameRef& block, std::uint32_t frame, ConnectionQueue& queue);
   bool push_notice_locked(ConnectionQueue& queue, const std::string& text);
+  void unwait_locked(Key key);
+  // Pops the settled ids at the front of channel `ch`'s offered FIFO, so it
+  // holds only the span from the oldest unsettled id to the newest.
+  void settle_front_locked(std::uint32_t ch);
   void compact_deadlines_locked();
 
   const AckSettings settings_;
@@ -171,7 +189,15 @@ class AckTracker {
   const Redeliver redeliver_;
 
   mutable std::mutex mu_;
+  // Per channel: its name, the highest id offered, and the ids offered in
+  // order and not yet known to be settled (resume_floor pops the settled).
+  struct ChannelState {
+    std::uint64_t last_offered = 0;
+    std::deque<std::uint64_t> offered;
+  };
+  [[nodiscard]] bool pending_locked(Key key) const;
   std::vector<std::string> channel_names_;
+  std::vector<ChannelState> channel_state_;
   std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>> channel_ids_;
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_;
@@ -182,6 +208,7 @@ class AckTracker {
   std::deque<Deadline> deadlines_;
   std::size_t stale_deadlines_ = 0;
   std::deque<Waiting> waiting_;
+  std::pmr::unordered_map<Key, std::uint32_t, KeyHash> waiting_keys_{&pool_};  // key -> count
   std::size_t waiting_bytes_ = 0;
   AckStats stats_;
 };
