@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "broker/core/broker_core.hpp"
+#include "broker/guarantees/channel_history.hpp"
 #include "broker/resp/session.hpp"
 #include "broker/server.hpp"
 #include "broker/ws/http_upgrade.hpp"
@@ -17,7 +18,8 @@
 namespace ringcast::broker {
 
 struct Broker::Impl {
-  explicit Impl(const BrokerConfig& cfg) : core(cfg), server(core, cfg.io_threads) {}
+  Impl(const BrokerConfig& cfg, std::unique_ptr<ChannelHistory> history)
+      : core(cfg, steady_clock_source(), std::move(history)), server(core, cfg.io_threads) {}
 
   BrokerCore core;  // declared first: the server's connections use it until they close
   // The WebSocket port's plain-HTTP routes (ws/http_upgrade.hpp); read by every
@@ -32,7 +34,10 @@ tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerCon
   if (auto valid = validate(config); !valid) return tl::unexpected(std::move(valid.error()));
   BrokerConfig cfg = config;
   if (cfg.io_threads == 0) cfg.io_threads = std::max(1u, std::thread::hardware_concurrency());
-  auto impl = std::make_unique<Impl>(cfg);
+  // Before any listener: a data dir that cannot be used stops the start.
+  auto history = ChannelHistory::open(cfg);
+  if (!history) return tl::unexpected(std::move(history.error()));
+  auto impl = std::make_unique<Impl>(cfg, std::move(*history));
   // The broker's Prometheus text, with whatever the embedder adds (the relay's
   // series): one place for /metrics (docs/broker.md, "Metrics").
   impl->http_routes.add("/metrics", [core = &impl->core](std::string_view) {

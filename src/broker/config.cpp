@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "broker/guarantees/retention.hpp"
 #include "ringcast/broker/config.hpp"
 #include "ringcast/broker/error.hpp"
 #include "ringcast/broker/token.hpp"
@@ -61,6 +62,9 @@ std::string BrokerError::message() const {
     case Code::kThread:
       what = "cannot start I/O thread";
       break;
+    case Code::kHistory:
+      what = "cannot open history";
+      break;
   }
   if (sys_errno != 0) return fmt::format("{} {}: {}", what, detail, std::strerror(sys_errno));
   return fmt::format("{}: {}", what, detail);
@@ -86,6 +90,15 @@ tl::expected<void, BrokerError> validate(const BrokerConfig& config) {
   if (config.max_in_flight == 0) return invalid("max in-flight must be > 0");
   if (config.max_connections == 0 || config.max_subscriptions == 0) {
     return invalid("max connections and max subscriptions must be > 0");
+  }
+  for (const std::string& spec : config.history) {
+    if (auto rule = parse_retention(spec); !rule) return invalid(rule.error());
+  }
+  if (!config.data_dir.empty() && config.history.empty()) {
+    return invalid("--data-dir keeps history, but no --history rule says which channels have any");
+  }
+  if (config.flush_interval.count() <= 0 || config.prune_interval.count() <= 0) {
+    return invalid("history flush and prune intervals must be > 0");
   }
   return {};
 }

@@ -73,11 +73,25 @@ class BrokerFlags {
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
     add_token_flag(app);
+    app.add_option("--history", cfg.history,
+                   "Keep per-channel history: GLOB=SIZE[,TTL] (repeatable, first match wins), e.g. 'chat.*=1000,10m'; "
+                   "the last SIZE messages, none older than TTL (ms, s, m, h, d; bare = s)")
+        ->take_all();
+    app.add_option("--data-dir", cfg.data_dir,
+                   "Keep history in LMDB in this directory across restarts (same offsets and epoch); "
+                   "without it history lives in memory and its epoch changes at each start");
+    app.add_option("--fsync", fsync_,
+                   "When stored history reaches the disk (with --data-dir): always (before delivery), "
+                   "batch (synced every few ms) or off (when the kernel likes)")
+        ->capture_default_str();
   }
 
   // After parsing: converts the textual flags into `cfg`. Returns what is
   // wrong with them, or nullopt.
   [[nodiscard]] std::optional<std::string> apply(broker::BrokerConfig& cfg) const {
+    const auto fsync = broker::parse_fsync_mode(fsync_);
+    if (!fsync) return fsync.error();
+    cfg.fsync = *fsync;
     const auto policy = broker::parse_overflow_policy(policy_);
     if (!policy) return "--overflow-policy must be drop-oldest, drop-newest, disconnect, block or conflate";
     cfg.overflow_policy = *policy;
@@ -155,6 +169,7 @@ class BrokerFlags {
   unsigned auth_timeout_ms_ = 10000;
   std::string password_file_;
   std::string token_secret_file_;
+  std::string fsync_ = "batch";
 };
 
 // HOST:PORT for a URL: an IPv6 literal goes in brackets ("[::1]:8080").

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <tl/expected.hpp>
 
@@ -54,6 +55,18 @@ struct QueueLimits {
   // for this long (Redis's client-output-buffer-limit pubsub 32mb 8mb 60).
   std::chrono::nanoseconds soft_duration = std::chrono::seconds(60);
 };
+
+// --fsync: when a committed history append reaches the disk (docs/guarantees.md,
+// "Persistence").
+enum class FsyncMode : std::uint8_t {
+  kAlways,  // every append run is synced before it is delivered
+  kBatch,   // append runs commit without sync; the broker's timer syncs every few ms
+  kOff,     // never synced explicitly; the kernel writes back when it likes
+};
+// "always", "batch", "off".
+[[nodiscard]] std::string_view to_string(FsyncMode m) noexcept;
+// Inverse of to_string; the error names the value and the choices.
+[[nodiscard]] tl::expected<FsyncMode, std::string> parse_fsync_mode(std::string_view s);
 
 struct BrokerConfig {
   std::string bind_address = "127.0.0.1";
@@ -116,6 +129,21 @@ struct BrokerConfig {
   // <token>` gives the channel permissions the token grants. At least
   // kMinTokenSecretBytes (32) bytes, else Broker::start fails with kInvalidConfig.
   std::string token_secret;
+
+  // Per-channel history (docs/guarantees.md): each entry a --history
+  // GLOB=SIZE[,TTL] rule, first match wins. Empty: no channel keeps history,
+  // and publishing costs nothing more.
+  std::vector<std::string> history;
+  // Non-empty: history lives in LMDB in this directory (created if missing,
+  // refused if it holds anything but ringcast history) and survives restarts
+  // with the same offsets and epoch. Empty: in memory, a new epoch per start.
+  std::string data_dir;
+  FsyncMode fsync = FsyncMode::kBatch;
+  // fsync batch: how often the timer makes committed appends durable.
+  std::chrono::milliseconds flush_interval = std::chrono::milliseconds(5);
+  // How often the timer drops messages past their channel's TTL (appends prune
+  // their own channel as they go).
+  std::chrono::milliseconds prune_interval = std::chrono::seconds(1);
 };
 
 // Checks the limits for zero and inconsistent values; kInvalidConfig names the

@@ -13,6 +13,7 @@ struct BrokerError {
     kBadAddress,     // bind_address is not an IP address
     kBind,           // bind/listen failed; sys_errno says why
     kThread,         // an I/O thread could not be started; sys_errno says why
+    kHistory,        // the history data directory cannot be used (corrupt, foreign, newer, I/O)
   };
   Code code = Code::kInvalidConfig;
   int sys_errno = 0;  // errno of the failing call, 0 when not a system error

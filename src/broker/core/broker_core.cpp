@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "broker/core/metrics.hpp"
+#include "broker/guarantees/channel_history.hpp"
 
 namespace ringcast::broker {
 
@@ -33,12 +34,16 @@ void SubscriptionUpdate::set_ack_tracker(AckTracker* tracker) noexcept { index_.
 
 void SubscriptionUpdate::set_qos1(std::string_view name, bool qos1) { index_.set_qos1(client_, name, qos1); }
 
-BrokerCore::BrokerCore(BrokerConfig config, const Clock& clock)
+BrokerCore::BrokerCore(BrokerConfig config, const Clock& clock, std::unique_ptr<ChannelHistory> history)
     : config_(std::move(config)),
       clock_(clock),
+      history_(std::move(history)),
+      index_(history_.get()),
       // At most half the hard limit: pacing must start well before a reading
       // subscriber's queue could meet its policy.
       flow_(std::min(config_.pace_bytes, config_.queue_limits.hard_bytes / 2), config_.max_stall) {}
+
+BrokerCore::~BrokerCore() = default;
 
 std::size_t BrokerCore::publish(std::string_view channel, std::string_view payload) {
   const Message m{channel, payload};
@@ -207,6 +212,7 @@ std::vector<ConnectionStats> BrokerCore::connection_stats() const {
 std::string BrokerCore::metrics_text() const {
   PrometheusWriter w;
   write_broker_metrics(w, stats(), connection_stats());
+  if (history_) history_->write_metrics(w);
   if (const auto provider = metrics_provider_.get()) (*provider)(w);
   return w.take();
 }
@@ -286,6 +292,10 @@ std::string BrokerCore::info(std::string_view section) const {
   if (all || sec == "auth") {
     begin("Auth");
     out += auth_stats_.info_fields();
+  }
+  if (history_ && (all || sec == "history")) {
+    begin("History");
+    out += history_->info_fields();
   }
   if (all || sec == "drops") {
     // Per-connection loss, listed only for connections that lost something, so

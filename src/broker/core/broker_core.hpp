@@ -32,6 +32,7 @@
 #include "broker/core/flow_control.hpp"
 #include "broker/core/provider_slot.hpp"
 #include "broker/core/subscription_index.hpp"
+#include "broker/guarantees/channel_history.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/broker/config.hpp"
 #include "ringcast/broker/metrics.hpp"
@@ -73,12 +74,18 @@ class SubscriptionUpdate {
 
 class BrokerCore {
  public:
-  explicit BrokerCore(BrokerConfig config, const Clock& clock = steady_clock_source());
+  // `history` (may be null: no channel keeps history) is ChannelHistory::open's
+  // result for `config`; the core owns it and logs every publish run into it.
+  explicit BrokerCore(BrokerConfig config, const Clock& clock = steady_clock_source(),
+                      std::unique_ptr<ChannelHistory> history = nullptr);
+  ~BrokerCore();
   BrokerCore(const BrokerCore&) = delete;
   BrokerCore& operator=(const BrokerCore&) = delete;
 
   [[nodiscard]] const BrokerConfig& config() const noexcept { return config_; }
   [[nodiscard]] SubscriptionIndex& index() noexcept { return index_; }
+  // The per-channel history, or nullptr when no --history rule is set.
+  [[nodiscard]] const ChannelHistory* history() const noexcept { return history_.get(); }
   [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
   [[nodiscard]] FlowControl& flow() noexcept { return flow_; }
   // Authentication and permission counters, counted by every transport's session.
@@ -101,7 +108,9 @@ class BrokerCore {
   // Several PUBLISHes in order (SubscriptionIndex::publish, same return value);
   // receivers[i] gets message i's reply or kRefusedReceivers. Refusals are not counted
   // here: the caller may retry (count_refused once it gives up).
-  // REQUIRES: receivers.size() == msgs.size().
+  // ids[i], when `ids` is not empty, gets message i's id (its history offset
+  // on a retained channel; 0 if refused).
+  // REQUIRES: receivers.size() == msgs.size(); ids empty or ids.size() == msgs.size().
   std::size_t publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
                       bool stop_at_refusal = false, std::span<std::uint64_t> ids = {});
   void count_refused(std::uint64_t n) noexcept { refused_.fetch_add(n, std::memory_order_relaxed); }  // relaxed: statistic
@@ -128,7 +137,7 @@ class BrokerCore {
   [[nodiscard]] std::string client_list() const;
   [[nodiscard]] std::string client_info(const Client& c) const;
   // INFO text for `section` ("", "all", "default", "everything", "server",
-  // "clients", "stats", "pubsub", "auth", "drops"); unknown sections give "".
+  // "clients", "stats", "pubsub", "auth", "drops", "history"); unknown sections give "".
   [[nodiscard]] std::string info(std::string_view section) const;
   [[nodiscard]] BrokerStats stats() const;
   [[nodiscard]] std::vector<ConnectionStats> connection_stats() const;
@@ -151,6 +160,7 @@ class BrokerCore {
   const BrokerConfig config_;
   const Clock& clock_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  const std::unique_ptr<ChannelHistory> history_;  // before index_: it logs into it
   SubscriptionIndex index_;
 
   std::atomic<std::uint64_t> next_id_{1};

@@ -129,7 +129,7 @@ const std::vector<std::string>& Subscriber::subscriptions(SubscriptionSpace spac
   return channels_;
 }
 
-SubscriptionIndex::SubscriptionIndex() = default;
+SubscriptionIndex::SubscriptionIndex(RunLog* log) : log_(log) {}
 SubscriptionIndex::~SubscriptionIndex() = default;
 
 SubscriptionIndex::TrieNode* SubscriptionIndex::TrieNode::child(unsigned char b) const noexcept {
@@ -360,9 +360,10 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
   std::lock_guard lock(stripe.mu);
   IdMap& ids = shard ? stripe.shard : stripe.plain;
   auto it = ids.find(channel);  // heterogeneous: no allocation for a channel seen before
-  const std::uint64_t last = it == ids.end() ? 0 : it->second;
+  // Invariant 5: a logged channel continues from its log after a restart.
+  const std::uint64_t last = it != ids.end() ? it->second : log_ != nullptr && !shard ? log_->last_id(channel) : 0;
   first_id = last + 1;
-  const std::size_t receivers = publish_run_locked(run, dedupe, shard, last + 1, accepted);
+  const std::size_t receivers = publish_run_locked(run, dedupe, shard, first_id, accepted);
   if (accepted > 0) {
     if (it == ids.end()) it = ids.emplace(std::string(channel), 0).first;
     it->second = last + accepted;
@@ -429,6 +430,8 @@ std::size_t SubscriptionIndex::publish_run_locked(std::span<const Message> run, 
     return allowed == 0 ? 0 : publish_run_locked(run.first(allowed), dedupe, shard, first_id, all);
   }
   accepted = run.size();
+  // Invariant 5: logged before any subscriber is offered the run.
+  if (log_ != nullptr && !shard) log_->append(channel, first_id, run, base.timestamp_ms);
   for (std::size_t g = 0; g < hits.size();) {
     Subscriber* s = hits[g].sub;
     std::size_t end = g + 1;

@@ -36,6 +36,13 @@
 //     8 bytes and a hash node, about 64 bytes plus the name) for the broker's
 //     life, like a Redis key: the number of distinct channels published is the
 //     bound (docs/broker.md, "Message ids").
+//  5. With a RunLog (set before the first publish), a PUBLISH channel's first
+//     id after start continues from RunLog::last_id, and every accepted run is
+//     appended to the log under the stripe lock, after its ids are fixed and
+//     before any queue is offered it. So while lock_for_update() is held the
+//     log holds exactly the runs every current subscriber was offered: a
+//     subscriber added then may replay the log and take live runs after it
+//     with no gap and no duplicate (docs/guarantees.md, "Recovery").
 #pragma once
 
 #include <array>
@@ -53,6 +60,7 @@
 
 #include "broker/core/connection_queue.hpp"
 #include "broker/core/frame.hpp"
+#include "broker/core/run_log.hpp"
 
 namespace ringcast::broker {
 
@@ -125,7 +133,8 @@ inline constexpr std::size_t kRefusedReceivers = static_cast<std::size_t>(-1);
 
 class SubscriptionIndex {
  public:
-  SubscriptionIndex();
+  // `log` (may be null) must outlive the index (invariant 5).
+  explicit SubscriptionIndex(RunLog* log = nullptr);
   ~SubscriptionIndex();
   SubscriptionIndex(const SubscriptionIndex&) = delete;
   SubscriptionIndex& operator=(const SubscriptionIndex&) = delete;
@@ -183,14 +192,15 @@ class SubscriptionIndex {
   // copy with its frames interleaved per message as Redis sends them. A JSON
   // subscriber matched several times gets one delivery per message (its exact
   // subscription's, else its first matching pattern's), dedupe or not. Each
-  // message gets its channel's next id (invariant 4); with `ids` non-empty,
-  // ids[i] is message i's (0 if refused).
+  // message gets its channel's next id (invariant 4), stored in ids[i] when
+  // `ids` is not empty (0 for a refused message), and accepted runs go to the
+  // RunLog (invariant 5).
   //
   // QoS 1 (Message::qos == 1): a subscriber whose delivery comes through one of
   // its QoS 1 subscriptions gets frames marked qos 1 through its AckTracker
   // (window, redelivery); everybody else gets them as QoS 0. Messages of
   // different qos never share a run.
-  // REQUIRES: receivers.size() == msgs.size(); ids empty or of that size.
+  // REQUIRES: receivers.size() == msgs.size(); ids empty or ids.size() == msgs.size().
   std::size_t publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers,
                       bool stop_at_refusal = false, std::span<std::uint64_t> ids = {});
   // SPUBLISH: as publish(), but only shard subscriptions of each channel match,
@@ -241,7 +251,8 @@ class SubscriptionIndex {
   // Publishes one run (messages sharing a channel) to the channel's plain and
   // pattern subscriptions, or with `shard` to its shard subscriptions only, or
   // the prefix of it that every blocking subscriber has room for; stores that
-  // prefix's length in `accepted` and returns its reply count.
+  // prefix's length in `accepted` and its first id in `first_id`, and returns
+  // its reply count.
   // REQUIRES: mu_ held shared.
   std::size_t publish_run(std::span<const Message> run, bool dedupe, bool shard, std::size_t& accepted,
                           std::uint64_t& first_id);
@@ -265,6 +276,7 @@ class SubscriptionIndex {
   static constexpr std::size_t kIdStripes = 64;
   IdStripe& id_stripe(std::string_view channel) noexcept;
 
+  RunLog* const log_;  // invariant 5
   mutable std::shared_mutex mu_;
   std::array<IdStripe, kIdStripes> id_stripes_;
   ChannelMap channels_;

@@ -41,6 +41,7 @@
 #include <tl/expected.hpp>
 
 #include "broker/guarantees/retention.hpp"
+#include "ringcast/broker/config.hpp"  // FsyncMode
 
 namespace ringcast::broker {
 
@@ -97,15 +98,6 @@ struct HistoryError {
   // "history dir /var/lib/x: written by a newer ringcast (format 3, this one reads 1)".
   [[nodiscard]] std::string message() const;
 };
-
-// --fsync: when a committed append reaches the disk (docs/guarantees.md).
-enum class FsyncMode : std::uint8_t {
-  kAlways,  // every append run is synced before append() returns
-  kBatch,   // append runs commit without sync; flush() (the broker's timer) syncs
-  kOff,     // never synced explicitly; the kernel writes back when it likes
-};
-[[nodiscard]] std::string_view to_string(FsyncMode m) noexcept;
-[[nodiscard]] tl::expected<FsyncMode, std::string> parse_fsync_mode(std::string_view s);
 
 class HistoryStore {
  public:
