@@ -33,6 +33,7 @@
 #include "broker/core/provider_slot.hpp"
 #include "broker/core/subscription_index.hpp"
 #include "broker/guarantees/channel_history.hpp"
+#include "broker/guarantees/durable_sessions.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/broker/config.hpp"
 #include "ringcast/broker/metrics.hpp"
@@ -86,6 +87,8 @@ class BrokerCore {
   [[nodiscard]] SubscriptionIndex& index() noexcept { return index_; }
   // The per-channel history, or nullptr when no --history rule is set.
   [[nodiscard]] const ChannelHistory* history() const noexcept { return history_.get(); }
+  // Durable QoS 1 subscribers' sessions (guarantees/durable_sessions.hpp).
+  [[nodiscard]] DurableSessions& durable() noexcept { return durable_; }
   [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
   [[nodiscard]] FlowControl& flow() noexcept { return flow_; }
   // Authentication and permission counters, counted by every transport's session.
@@ -161,6 +164,7 @@ class BrokerCore {
   const Clock& clock_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   const std::unique_ptr<ChannelHistory> history_;  // before index_: it logs into it
+  DurableSessions durable_{history_ != nullptr ? &history_->store() : nullptr};
   SubscriptionIndex index_;
 
   std::atomic<std::uint64_t> next_id_{1};

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <utility>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "broker/core/glob.hpp"
@@ -33,6 +34,14 @@ std::string_view prefix(std::string_view s, std::size_t n) noexcept {
 }
 
 }  // namespace
+
+WsSession::~WsSession() {
+  // Floors first, while the subscriptions are known; a delivery offered after
+  // it only leaves the saved floor lower (duplicates after a crash, no loss).
+  if (session_ != nullptr) save_floors();
+  detach();  // out of the index: no publisher reaches the tracker after this
+  if (session_ != nullptr) core().durable().detach(*session_);
+}
 
 WsSession::WsSession(BrokerCore& core, std::string peer, Waker& waker, const HttpRoutes& routes)
     : Client(core, std::move(peer), WireFormat::kJson, waker, true),
@@ -173,9 +182,19 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     send_error("max subscriptions per client reached (" + std::to_string(limit) + ")");
     return;
   }
-  json r{{"type", "subscribed"}, {"topic", c.topic}};
-  if (c.qos == 1) r["qos"] = 1;
-  const std::string reply = to_text(r);
+  if (!c.client_id.empty() && c.qos != 1) {
+    send_error("subscribe: \"client_id\" needs \"qos\":1 (a durable session is a QoS 1 session)");
+    return;
+  }
+  if (c.qos == 1 && tracker_ != nullptr && (session_ == nullptr) != c.client_id.empty()) {
+    send_error("subscribe: a connection's QoS 1 subscriptions are all durable (with one client_id) or none");
+    return;
+  }
+  if (session_ != nullptr && !c.client_id.empty() && session_->client_id != c.client_id) {
+    send_error("subscribe: this connection's client_id is '" + std::string(prefix(session_->client_id, 128)) + "'");
+    return;
+  }
+  bool attached_now = false;
   if (c.qos == 1 && tracker_ == nullptr) {
     const BrokerConfig& cfg = core().config();
     AckSettings settings;
@@ -184,13 +203,91 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     settings.max_retries = cfg.max_retries;
     settings.max_waiting_bytes = cfg.queue_limits.hard_bytes;
     settings.policy = cfg.overflow_policy;
-    tracker_ = std::make_unique<AckTracker>(settings, core().clock(), WireFormat::kJson, json_redelivery);
+    auto make = [&] { return std::make_unique<AckTracker>(settings, core().clock(), WireFormat::kJson, json_redelivery); };
+    if (c.client_id.empty()) {
+      own_tracker_ = make();
+      tracker_ = own_tracker_.get();
+    } else {
+      bool created = false;
+      session_ = core().durable().attach(c.client_id, make, created);
+      if (session_ == nullptr) {
+        send_error("subscribe: client_id '" + std::string(prefix(c.client_id, 128)) +
+                   "' is in use by another connection");
+        return;
+      }
+      tracker_ = session_->tracker.get();
+      attached_now = true;
+    }
   }
+  json r{{"type", "subscribed"}, {"topic", c.topic}};
+  if (c.qos == 1) r["qos"] = 1;
+  if (session_ != nullptr && c.qos == 1) r["client_id"] = session_->client_id;
+  const std::string reply = to_text(r);
   SubscriptionUpdate update = core().update(*this);
-  if (c.qos == 1) update.set_ack_tracker(tracker_.get());  // invariant 5: before the subscription
+  if (c.qos == 1) update.set_ack_tracker(tracker_);  // invariant 5: before the subscription
+  send_text(reply);  // under the index lock (invariant 1)
+  // Invariant 6: still under the index lock, so no live message of the topic
+  // can come between what the session missed and what follows.
+  if (attached_now && tracker_->redeliver_all(queue())) on_queue_ready();
+  if (session_ != nullptr && c.qos == 1 && !pattern) resume_durable(c.topic);
   update.subscribe(space, c.topic);
   update.set_qos1(c.topic, c.qos == 1);
-  send_text(reply);  // under the index lock (invariant 1)
+}
+
+void WsSession::resume_durable(const std::string& topic) {
+  const ChannelHistory* history = core().history();
+  const HistoryStore* store = history != nullptr && history->rule(topic) != nullptr ? &history->store() : nullptr;
+  const std::uint64_t top = store != nullptr ? store->top(topic) : 0;
+  // Where this session stands on the topic: its tracker's last delivery (the
+  // unacked ones were just sent again), else the floor saved before a restart
+  // (everything after it is unacked or missed), else nowhere: a first
+  // subscription starts at the channel's end, like any other.
+  std::uint64_t from = tracker_->last_offered(topic);
+  if (from == 0) {
+    const std::optional<std::uint64_t> saved = core().durable().saved_floor(session_->client_id, topic);
+    if (!saved) {
+      core().durable().save_floor(session_->client_id, topic, top);
+      return;
+    }
+    from = *saved;
+  }
+  if (store == nullptr || from >= top) return;
+  auto read = store->read_since(topic, from, static_cast<std::size_t>(top - from));
+  if (!read) {
+    send_error("subscribe: cannot read the history of '" + std::string(prefix(topic, 128)) + "': " +
+               read.error().message());
+    return;
+  }
+  if (read->status != ReadStatus::kOk) {
+    // Pruned (or another epoch): say what cannot be resent, as a loss notice.
+    const std::uint64_t first = read->messages.empty() ? read->top + 1 : read->messages.front().offset;
+    const FrameRef notice = encode_message(
+        WireFormat::kJson, kLossChannel,
+        fmt::format("history-lost topic={} from={} to={} (pruned from the history)", topic, from + 1, first - 1));
+    push_reply(notice->view());
+  }
+  thread_local std::vector<Message> msgs;
+  const auto& got = read->messages;
+  bool wake = false;
+  for (std::size_t i = 0; i < got.size();) {
+    const std::size_t n = std::min<std::size_t>(got.size() - i, 1024);
+    msgs.clear();
+    for (std::size_t k = i; k < i + n; ++k) msgs.push_back(Message{topic, got[k].payload, 1});
+    const DeliveryRun run{DeliveryKind::kMessage, {}, msgs, got[i].offset, got[i].time_ms, 1};
+    wake |= tracker_->offer(topic, got[i].offset, wire_codec(WireFormat::kJson).encode(run), queue());
+    i += n;
+  }
+  msgs.clear();
+  if (wake) on_queue_ready();
+}
+
+void WsSession::save_floors() {
+  for (const std::string& ch : channels()) {
+    // Only channels this session was delivered on: a floor saved for another
+    // would make a later durable subscription replay from it.
+    if (tracker_->last_offered(ch) > 0) core().durable().save_floor(session_->client_id, ch, tracker_->resume_floor(ch));
+  }
+  session_->saved = std::chrono::steady_clock::now();
 }
 
 void WsSession::cmd_unsubscribe(const JsonCommand& c) {
@@ -232,7 +329,12 @@ void WsSession::cmd_ack(const JsonCommand& c) {
     r = tracker_->ack(c.topic.empty() ? std::nullopt : std::optional<std::string_view>(c.topic), id, queue(), wake);
   }
   if (wake) on_queue_ready();
-  if (r == AckResult::kAcked) return;
+  if (r == AckResult::kAcked) {
+    // A durable session's floors are saved at most every kFloorSaveInterval:
+    // a floor saved late costs duplicates after a crash, never a loss.
+    if (session_ != nullptr && std::chrono::steady_clock::now() - session_->saved >= kFloorSaveInterval) save_floors();
+    return;
+  }
   std::string what = "ack: no delivery awaits an ack with message_id " + std::string(prefix(text, 64));
   if (!c.topic.empty()) what += " on '" + std::string(prefix(c.topic, 128)) + "'";
   if (r == AckResult::kAmbiguous) what = "ack: message_id " + std::string(prefix(text, 64)) +

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -25,8 +26,9 @@ using nlohmann::json;
 using test::WsClient;
 
 std::unique_ptr<Broker> start_broker(std::chrono::milliseconds ack_timeout, std::uint32_t max_retries,
-                                     std::size_t max_in_flight = 1000) {
+                                     std::size_t max_in_flight = 1000, std::vector<std::string> history = {}) {
   BrokerConfig cfg;
+  cfg.history = std::move(history);
   cfg.port = 0;
   cfg.ws_port = 0;
   cfg.io_threads = 2;
@@ -237,6 +239,87 @@ TEST(WsQos1Test, PatternSubscriptionAtQosOneOwesAcksPerChannel) {
   ack(s, "md.a", 1);
   ack(s, "md.c", 1);
   EXPECT_TRUE(frames_before_probe(s).empty());
+}
+
+// Subscribes durably; retries while the previous connection of the same
+// client id is still being closed by the broker ("in use"). Returns the
+// confirmation.
+json subscribe_durable(WsClient& c, std::string_view topic, std::string_view client_id) {
+  for (int attempt = 0; attempt < 2000; ++attempt) {
+    EXPECT_TRUE(c.send_json({{"type", "subscribe"}, {"topic", topic}, {"qos", 1}, {"client_id", client_id}}));
+    json r = next(c);
+    if (r["type"] != "error" || r["message"].get<std::string>().find("in use") == std::string::npos) return r;
+    std::this_thread::sleep_for(10ms);  // the old connection's close is in flight
+  }
+  return json();
+}
+
+std::vector<int> ids_of(const std::vector<json>& frames) {
+  std::vector<int> out;
+  for (const json& j : frames) out.push_back(j.value("message_id", 0));
+  return out;
+}
+
+TEST(WsQos1Test, DurableSubscriberGetsItsUnackedAndMissedMessagesOnReconnect) {
+  auto b = start_broker(60s, 5, 1000, {"*=1000"});
+  ASSERT_NE(b, nullptr);
+  WsClient pub(b->ws_port());
+  {
+    WsClient s(b->ws_port());
+    EXPECT_EQ(subscribe_durable(s, "t", "dash-1"),
+              (json{{"type", "subscribed"}, {"topic", "t"}, {"qos", 1}, {"client_id", "dash-1"}}));
+    EXPECT_EQ(publish_qos1(pub, "t", "m1"), 1u);
+    EXPECT_EQ(publish_qos1(pub, "t", "m2"), 2u);
+    EXPECT_EQ(next(s)["message_id"], 1);
+    EXPECT_EQ(next(s)["message_id"], 2);
+    ack(s, "t", 1);
+    EXPECT_TRUE(frames_before_probe(s).empty());
+  }  // gone with 2 unacked
+  EXPECT_EQ(publish_qos1(pub, "t", "m3"), 3u);
+  EXPECT_EQ(publish_qos1(pub, "t", "m4"), 4u);
+  WsClient s(b->ws_port());
+  EXPECT_EQ(subscribe_durable(s, "t", "dash-1")["type"], "subscribed");
+  const json m2 = next(s);
+  EXPECT_EQ(m2["message_id"], 2);
+  EXPECT_EQ(m2["dup"], true) << "sent before, unacked";
+  // 3 and 4 come from the history, or, if the old connection was still being
+  // closed when they were published, as redeliveries: either way, in order.
+  const json m3 = next(s);
+  EXPECT_EQ(m3["message_id"], 3);
+  EXPECT_EQ(m3["payload"], "m3");
+  EXPECT_EQ(m3["qos"], 1);
+  EXPECT_EQ(next(s)["message_id"], 4);
+  const std::uint64_t id5 = publish_qos1(pub, "t", "m5");
+  EXPECT_EQ(next(s)["message_id"], id5) << "then live, with no gap and no repeat at the seam";
+  for (int id : {2, 3, 4, 5}) ack(s, "t", static_cast<std::uint64_t>(id));
+  EXPECT_TRUE(frames_before_probe(s).empty());
+}
+
+TEST(WsQos1Test, DurableSubscriptionMadeBeforeAnyMessageGetsEverythingItMissed) {
+  auto b = start_broker(60s, 5, 1000, {"*=1000"});
+  ASSERT_NE(b, nullptr);
+  {
+    WsClient s(b->ws_port());
+    EXPECT_EQ(subscribe_durable(s, "t", "c")["type"], "subscribed");
+  }
+  WsClient pub(b->ws_port());
+  for (int i = 0; i < 3; ++i) (void)publish_qos1(pub, "t", "x");
+  WsClient s(b->ws_port());
+  EXPECT_EQ(subscribe_durable(s, "t", "c")["type"], "subscribed");
+  EXPECT_EQ(ids_of(frames_before_probe(s)), (std::vector<int>{1, 2, 3}));
+}
+
+TEST(WsQos1Test, AClientIdIsHeldByOneConnectionAtATime) {
+  auto b = start_broker(60s, 5, 1000, {"*=1000"});
+  ASSERT_NE(b, nullptr);
+  WsClient a(b->ws_port()), other(b->ws_port());
+  EXPECT_EQ(subscribe_durable(a, "t", "same")["type"], "subscribed");
+  ASSERT_TRUE(other.send_json({{"type", "subscribe"}, {"topic", "t"}, {"qos", 1}, {"client_id", "same"}}));
+  const json e = next(other);
+  EXPECT_EQ(e["type"], "error");
+  EXPECT_EQ(e["message"], "subscribe: client_id 'same' is in use by another connection");
+  ASSERT_TRUE(other.send_json({{"type", "subscribe"}, {"topic", "t"}, {"client_id", "x"}}));
+  EXPECT_EQ(next(other)["type"], "error") << "client_id without qos 1";
 }
 
 }  // namespace
