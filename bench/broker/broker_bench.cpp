@@ -422,12 +422,17 @@ int main(int argc, char** argv) {
   std::size_t unpaced = 0;
   bool no_latency = false;
   std::vector<std::string> broker_args;
+  std::vector<std::string> peer_broker_args;
   app.add_option("--unpaced", unpaced,
                  "Throughput with a publisher that keeps this many PUBLISH replies outstanding and never waits "
                  "for deliveries (0: the paced publisher, --window)")
       ->capture_default_str();
   app.add_flag("--no-latency", no_latency, "Skip the latency table");
   app.add_option("--broker-arg", broker_args, "Extra ringcast-broker flag (repeatable), e.g. --broker-arg=--pace-bytes=0");
+  app.add_option("--peer-broker-arg", peer_broker_args,
+                 "Compare against a second ringcast-broker with this extra flag (repeatable) instead of "
+                 "redis-server, e.g. history off vs on; the 'redis' columns are then that broker's")
+      ->allow_extra_args(false);
   app.add_flag("--ringcast-only", ringcast_only, "Measure ringcast-broker alone (for profiling)");
   app.add_option("--broker", broker_exe, "ringcast-broker executable")->capture_default_str();
   app.add_option("--redis", redis_exe, "redis-server executable")->capture_default_str();
@@ -455,7 +460,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto rc = start_ringcast(broker_exe, io_threads, broker_args);
-  auto rd = start_redis(redis_exe);
+  auto rd = peer_broker_args.empty() ? start_redis(redis_exe) : start_ringcast(broker_exe, io_threads, peer_broker_args);
+  if (!peer_broker_args.empty()) {
+    std::string flags;
+    for (const std::string& a : peer_broker_args) flags += " " + a;
+    fmt::print("Peer: ringcast-broker with{} (its figures are in the 'redis' columns)\n\n", flags);
+  }
   if (!rc || !rd) {
     fmt::print(stderr, "could not start {}\n", !rc ? broker_exe : redis_exe);
     return 1;  // a server that did start is killed on the way out

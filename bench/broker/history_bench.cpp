@@ -4,6 +4,10 @@
 // and the memory store. The LMDB directory is on disk under /var/tmp (not
 // tmpfs, so that batch's mdb_env_sync really writes). Retention keeps 1 M messages, so a long
 // run also pays for pruning. Issue 14's target: batch >= 1 M messages/s.
+// BM_BrokerPublish: the same 52-byte messages through Broker::publish (an
+// in-process broker, no subscribers, no sockets: the index's ids and runs and
+// the history append, as the relay publishes) with no history, history in
+// memory, and LMDB --fsync batch with the broker's own 5 ms timer.
 // Google Benchmark; not a test.
 #include <stdlib.h>
 
@@ -19,6 +23,7 @@
 #include <benchmark/benchmark.h>
 
 #include "broker/guarantees/history_store.hpp"
+#include "ringcast/broker/broker.hpp"
 
 namespace {
 
@@ -87,6 +92,36 @@ void BM_MemoryAppend(benchmark::State& state) {
   run_appends(state, *store, false);
 }
 BENCHMARK(BM_MemoryAppend)->ArgName("run")->Arg(1)->Arg(64)->Arg(1024)->UseRealTime();
+
+// Publishes batches of state.range(1) messages (the relay's batch is 1024)
+// through a broker whose history is none (0), memory (1) or LMDB batch (2).
+void BM_BrokerPublish(benchmark::State& state) {
+  const auto kind = state.range(0);
+  const auto batch = static_cast<std::size_t>(state.range(1));
+  std::string dir = "/var/tmp/ringcast-history-bench-XXXXXX";
+  if (::mkdtemp(dir.data()) == nullptr) throw std::runtime_error("mkdtemp");
+  {
+    BrokerConfig cfg;
+    cfg.port = 0;
+    cfg.io_threads = 1;
+    if (kind >= 1) cfg.history = {"*=1000000"};
+    if (kind == 2) cfg.data_dir = dir + "/data";
+    auto broker = Broker::start(cfg);
+    if (!broker) {
+      state.SkipWithError(broker.error().message().c_str());
+    } else {
+      const std::string payload(52, 'm');
+      const std::vector<Message> msgs(batch, Message{"bench", payload});
+      std::vector<std::size_t> receivers(batch);
+      for (auto _ : state) {
+        if ((*broker)->publish(msgs, receivers).published != batch) state.SkipWithError("publish failed");
+      }
+      state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(batch));
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_BrokerPublish)->ArgNames({"history", "batch"})->ArgsProduct({{0, 1, 2}, {64, 1024}})->UseRealTime();
 
 }  // namespace
 

@@ -56,6 +56,12 @@ bool Client::push_reply(std::string_view bytes) {
   return r.status != PushStatus::kClosed;
 }
 
+void Client::push_messages(std::span<const FrameRef> blocks) noexcept {
+  bool wake = false;
+  for (const FrameRef& b : blocks) wake |= queue().push(b).wake;
+  if (wake) on_queue_ready();
+}
+
 bool Client::auth_required() const noexcept {
   return !core_.config().requirepass.empty() || !core_.config().token_secret.empty();
 }

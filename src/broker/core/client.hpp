@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -149,6 +150,10 @@ class Client : public Subscriber {
   // confirmation, an error) and wakes the writer. False if the queue is closed:
   // the connection is going away.
   bool push_reply(std::string_view bytes);
+  // Queues message blocks (a replay of history, guarantees/replay.hpp) as a
+  // publish would: droppable, under the queue's limits and policy, and wakes
+  // the writer.
+  void push_messages(std::span<const FrameRef> blocks) noexcept;
 
  private:
   BrokerCore& core_;

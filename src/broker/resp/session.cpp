@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <limits>
 #include <optional>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "broker/guarantees/channel_history.hpp"
 #include "broker/resp/resp_encoder.hpp"
 #include "ringcast/broker/token.hpp"
 
@@ -16,7 +19,7 @@ namespace {
 
 enum class Cmd : std::uint8_t {
   kSubscribe, kUnsubscribe, kPsubscribe, kPunsubscribe, kSsubscribe, kSunsubscribe, kPublish,
-  kSpublish, kPing, kQuit, kReset, kAuth, kHello, kClient, kPubsub, kInfo,
+  kSpublish, kPing, kQuit, kReset, kAuth, kHello, kClient, kPubsub, kInfo, kHistory,
 };
 
 struct CommandSpec {
@@ -46,6 +49,8 @@ constexpr std::array kCommands{
     CommandSpec{"client", -2, false, false, true, Cmd::kClient},
     CommandSpec{"pubsub", -2, false, false, true, Cmd::kPubsub},
     CommandSpec{"info", -1, false, false, false, Cmd::kInfo},
+    // A ringcast extension (docs/broker.md, "HISTORY"): a channel's retained messages.
+    CommandSpec{"history", -2, false, false, false, Cmd::kHistory},
 };
 
 struct SubcommandSpec {
@@ -298,6 +303,8 @@ void RespSession::dispatch(const std::string& name, std::span<const std::string>
       return cmd_client(args);
     case Cmd::kPubsub:
       return cmd_pubsub(args);
+    case Cmd::kHistory:
+      return cmd_history(args);
     case Cmd::kInfo:
       return cmd_info(args);
   }
@@ -692,6 +699,57 @@ void RespSession::cmd_client(std::span<const std::string> args) {
         "    Connection details with per-reason drop counts; get or set this connection's overflow policy."};
     resp::array(reply_, kHelp.size());
     for (std::string_view line : kHelp) resp::simple(reply_, line);
+  }
+}
+
+void RespSession::cmd_history(std::span<const std::string> args) {
+  const std::string& channel = args[1];
+  std::optional<std::uint64_t> since;
+  std::optional<std::uint64_t> count;
+  for (std::size_t i = 2; i < args.size(); i += 2) {
+    const std::string opt = lower(args[i]);
+    std::uint64_t v = 0;
+    const bool known = opt == "since" || opt == "count";
+    if (!known || i + 1 == args.size()) {
+      resp::error(reply_, "ERR syntax error: HISTORY channel [SINCE offset] [COUNT n]");
+      return;
+    }
+    const std::string& text = args[i + 1];
+    const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size()) {
+      resp::error(reply_, fmt::format("ERR {} must be a non-negative integer", upper(opt)));
+      return;
+    }
+    (opt == "since" ? since : count) = v;
+  }
+  // Reading a channel's history is reading the channel: a subscribe permission.
+  if (!check_permission(Access::kSubscribe, channel)) return;
+  const ChannelHistory* history = core().history();
+  if (history == nullptr || history->rule(channel) == nullptr) {
+    resp::error(reply_, fmt::format("ERR channel '{}' keeps no history (the broker's --history rules match no such "
+                                    "channel)",
+                                    c_str_prefix(channel, 128)));
+    return;
+  }
+  constexpr std::uint64_t kAll = std::numeric_limits<std::size_t>::max();
+  const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(count.value_or(kAll), kAll));
+  const auto read = since ? history->store().read_since(channel, *since, n) : history->store().read_last(channel, n);
+  if (!read) {
+    resp::error(reply_, "ERR history: " + read.error().message());
+    return;
+  }
+  resp::array(reply_, 4);
+  resp::bulk(reply_, history->epoch());
+  resp::integer(reply_, static_cast<long long>(read->top));
+  resp::simple(reply_, read->status == ReadStatus::kOk          ? "ok"
+                       : read->status == ReadStatus::kTruncated ? "truncated"
+                                                                : "ahead");
+  resp::array(reply_, read->messages.size());
+  for (const HistoryMessage& m : read->messages) {
+    resp::array(reply_, 3);
+    resp::integer(reply_, static_cast<long long>(m.offset));
+    resp::integer(reply_, m.time_ms);
+    resp::bulk(reply_, m.payload);
   }
 }
 

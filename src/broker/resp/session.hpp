@@ -94,6 +94,7 @@ class RespSession : public Client {
   void cmd_client(std::span<const std::string> args);
   void cmd_pubsub(std::span<const std::string> args);
   void cmd_info(std::span<const std::string> args);
+  void cmd_history(std::span<const std::string> args);
   bool check_password(std::string_view user, std::string_view pass);
   // CLIENT SETNAME's check: queues the error and returns false for a bad name.
   bool try_set_name(std::string_view name);

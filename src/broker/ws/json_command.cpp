@@ -1,5 +1,7 @@
 #include "broker/ws/json_command.hpp"
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "broker/core/base64.hpp"
@@ -58,6 +60,36 @@ tl::expected<std::string, std::string> payload(const json& obj) {
   return it->dump();  // compact JSON text
 }
 
+// A non-negative integer that fits 64 bits.
+std::optional<std::uint64_t> unsigned_of(const json& v) {
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>();
+  if (v.is_number_integer() && v.get<std::int64_t>() >= 0) return static_cast<std::uint64_t>(v.get<std::int64_t>());
+  return std::nullopt;
+}
+
+// subscribe's "since" {offset, epoch} and "history" N, into `cmd`.
+std::optional<std::string> recovery_fields(const json& obj, JsonCommand& cmd) {
+  const auto since = obj.find("since");
+  const auto history = obj.find("history");
+  const bool has_since = since != obj.end() && !since->is_null();
+  const bool has_history = history != obj.end() && !history->is_null();
+  if (has_since && has_history) return "subscribe: \"since\" and \"history\" exclude each other";
+  if (has_since) {
+    const auto offset = since->is_object() ? since->find("offset") : since->end();
+    const auto epoch = since->is_object() ? since->find("epoch") : since->end();
+    if (offset == since->end() || epoch == since->end() || !epoch->is_string() || !unsigned_of(*offset)) {
+      return "subscribe: \"since\" must be {\"offset\": a non-negative integer, \"epoch\": a string}";
+    }
+    cmd.since = JsonCommand::Since{*unsigned_of(*offset), epoch->get<std::string>()};
+  }
+  if (has_history) {
+    const auto n = unsigned_of(*history);
+    if (!n) return field_error("subscribe", "history", "must be a non-negative integer");
+    cmd.history = *n;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 tl::expected<JsonCommand, std::string> parse_json_command(std::string_view text) {
@@ -105,6 +137,7 @@ tl::expected<JsonCommand, std::string> parse_json_command(std::string_view text)
         }
         cmd.client_id = id->get<std::string>();
       }
+      if (auto wrong = recovery_fields(msg, cmd)) return Error(std::move(*wrong));
     }
     if (cmd.type != JsonCommand::Type::kPublish) return cmd;
     auto p = payload(msg);

@@ -3,6 +3,8 @@
 //   {"type":"auth","token":"..."}
 //   {"type":"subscribe","topic":"md.*"}        glob characters make it a pattern
 //   {"type":"subscribe","topic":"t","qos":1,"client_id":"c1"}   QoS 1 (durable with client_id)
+//   {"type":"subscribe","topic":"t","since":{"offset":17,"epoch":"..."}}  recovery
+//   {"type":"subscribe","topic":"t","history":10}                        the last 10 first
 //   {"type":"unsubscribe","topic":"md.*"}
 //   {"type":"publish","topic":"t","payload":...,"message_id":"id-1","qos":1}
 //   {"type":"ack","message_id":7,"topic":"t"}   topic optional when unambiguous
@@ -36,6 +38,14 @@ struct JsonCommand {
   std::optional<std::string> message_id;
   std::uint8_t qos = 0;  // publish, subscribe: 0 or 1
   std::string client_id;  // subscribe (optional): the durable session's name (docs/guarantees.md)
+  // subscribe (optional, at most one of the two; docs/guarantees.md "Recovery"):
+  // recover every message after `since`, or send the last `history` first.
+  struct Since {
+    std::uint64_t offset = 0;
+    std::string epoch;
+  };
+  std::optional<Since> since;
+  std::optional<std::uint64_t> history;
 };
 
 // The deepest nesting of arrays and objects accepted (a payload is re-serialised,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 
 #include "broker/core/glob.hpp"
 #include "broker/ws/json_delivery.hpp"
+#include "broker/guarantees/replay.hpp"
 #include "broker/ws/server_frame.hpp"
 #include "ringcast/broker/token.hpp"
 
@@ -182,6 +184,11 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     send_error("max subscriptions per client reached (" + std::to_string(limit) + ")");
     return;
   }
+  if (!c.client_id.empty() && (c.since || c.history)) {
+    send_error("subscribe: a durable subscription (\"client_id\") resumes where it stood; \"since\" and "
+               "\"history\" are for the others");
+    return;
+  }
   if (!c.client_id.empty() && c.qos != 1) {
     send_error("subscribe: \"client_id\" needs \"qos\":1 (a durable session is a QoS 1 session)");
     return;
@@ -219,19 +226,50 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
       attached_now = true;
     }
   }
-  json r{{"type", "subscribed"}, {"topic", c.topic}};
-  if (c.qos == 1) r["qos"] = 1;
-  if (session_ != nullptr && c.qos == 1) r["client_id"] = session_->client_id;
-  const std::string reply = to_text(r);
+  // A retained channel's confirmation carries its offset and epoch; `since`
+  // and `history` replay it first (invariant 5).
+  const ChannelHistory* history = pattern ? nullptr : core().history();
+  if (history != nullptr && history->rule(c.topic) == nullptr) history = nullptr;
+  std::optional<Replay> replay;
+  if (c.since || c.history) {
+    if (history == nullptr) {
+      send_error(pattern ? "subscribe: \"since\" and \"history\" need a topic, not a pattern"
+                         : "subscribe: '" + std::string(prefix(c.topic, 128)) +
+                               "' keeps no history (the broker's --history rules match no such channel)");
+      return;
+    }
+    if (!fresh) {
+      send_error("subscribe: already subscribed to '" + std::string(prefix(c.topic, 128)) +
+                 "'; unsubscribe first to replay its history");
+      return;
+    }
+    replay = c.since ? Replay::since(*history, c.topic, c.since->offset, c.since->epoch)
+                     : Replay::last(*history, c.topic, static_cast<std::size_t>(*c.history));
+    replay->read();  // before the lock: publishers run on meanwhile
+    replay->encode(format());
+  }
+  json reply{{"type", "subscribed"}, {"topic", c.topic}};
+  if (c.qos == 1) reply["qos"] = 1;
+  if (session_ != nullptr && c.qos == 1) reply["client_id"] = session_->client_id;
   SubscriptionUpdate update = core().update(*this);
-  if (c.qos == 1) update.set_ack_tracker(tracker_);  // invariant 5: before the subscription
-  send_text(reply);  // under the index lock (invariant 1)
-  // Invariant 6: still under the index lock, so no live message of the topic
-  // can come between what the session missed and what follows.
-  if (attached_now && tracker_->redeliver_all(queue())) on_queue_ready();
-  if (session_ != nullptr && c.qos == 1 && !pattern) resume_durable(c.topic);
+  if (c.qos == 1) update.set_ack_tracker(tracker_);  // invariant 6: before the subscription
   update.subscribe(space, c.topic);
   update.set_qos1(c.topic, c.qos == 1);
+  if (history != nullptr) {
+    if (replay) {
+      replay->complete();  // the runs logged since read(); none can be logged now
+      replay->encode(format());
+      if (c.since) reply["recovered"] = replay->recovered();
+    }
+    reply["offset"] = replay ? replay->offset() : history->store().top(c.topic);
+    reply["epoch"] = history->epoch();
+  }
+  send_text(to_text(reply));  // under the index lock (invariant 1)
+  if (replay) push_messages(replay->frames());  // still under it: before every live message
+  // Invariant 7: still under the index lock, so no live message of the topic
+  // can come before or between the session's redeliveries and what it missed.
+  if (attached_now && tracker_->redeliver_all(queue())) on_queue_ready();
+  if (session_ != nullptr && c.qos == 1 && !pattern) resume_durable(c.topic);
 }
 
 void WsSession::resume_durable(const std::string& topic) {

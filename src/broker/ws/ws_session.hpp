@@ -25,18 +25,23 @@
 //  4. Command errors (malformed JSON, bad fields, refused permissions) answer
 //     {"type":"error"} and keep the connection; protocol errors (bad frames,
 //     invalid UTF-8, a message over ws_max_message) close it with their code.
-//  5. QoS 1 (docs/guarantees.md): tracker_ exists from the first subscribe at
+//  5. A subscribe with `since` or `history` (an exact, retained topic the
+//     client is not subscribed to) reads history before the index lock, then
+//     under it reads what was logged meanwhile, subscribes, queues the
+//     confirmation and then the replayed messages (guarantees/replay.hpp): the
+//     first live message is the one after the last replayed offset.
+//  6. QoS 1 (docs/guarantees.md): tracker_ exists from the first subscribe at
 //     qos 1 and is registered with the index (SubscriptionUpdate) before that
 //     subscription is, so no QoS 1 delivery misses it; publishers offer to it,
 //     the session acks it and runs its timer (next_timer, on_timer).
-//  6. Durable (subscribe with client_id; guarantees/durable_sessions.hpp):
+//  7. Durable (subscribe with client_id; guarantees/durable_sessions.hpp):
 //     the session is held by this connection from its first such subscribe
 //     until the destructor, which detaches from the index before letting it
-//     go. A subscribe's confirmation, the redelivery of the session's unacked
-//     deliveries, its missed messages from history and the subscription
-//     itself all happen under the index update lock, in that order: no live
-//     message can come before or between them, so there is no gap and no
-//     duplicate at the seam (beyond the dup redeliveries).
+//     go. A subscribe's subscription and confirmation, the redelivery of the
+//     session's unacked deliveries and its missed messages from history all
+//     happen under the index update lock, in that order: no live message can
+//     come before or between them, so there is no gap and no duplicate at the
+//     seam (beyond the dup redeliveries).
 #pragma once
 
 #include <memory>
@@ -78,7 +83,7 @@ class WsSession final : public Client {
   void cmd_unsubscribe(const JsonCommand& c);
   void cmd_publish(const JsonCommand& c);
   void cmd_ack(const JsonCommand& c);
-  // Durable session (invariant 6): queues what it missed on `topic` since
+  // Durable session (invariant 7): queues what it missed on `topic` since
   // its floor, from the channel's history. REQUIRES: the index update lock.
   void resume_durable(const std::string& topic);
   // Saves the durable session's resume floor of each of its channels.
@@ -95,7 +100,7 @@ class WsSession final : public Client {
   std::unique_ptr<HttpUpgrade> http_;  // until the upgrade; freed after it
   FrameDecoder decoder_;
   std::string frame_;  // the frame being built, reused
-  AckTracker* tracker_ = nullptr;  // invariant 5: own_tracker_'s, or the durable session's
+  AckTracker* tracker_ = nullptr;  // invariant 6: own_tracker_'s, or the durable session's
   std::unique_ptr<AckTracker> own_tracker_;
   std::shared_ptr<DurableSessions::Session> session_;  // with a client_id
   static constexpr std::chrono::milliseconds kFloorSaveInterval{20};

@@ -129,6 +129,29 @@ TEST(JsonCommandTest, RejectsMissingOrWrongTypedFields) {
   EXPECT_EQ(err(R"({"type":"ack","message_id":-1})"), "ack: \"message_id\" must be a string or a non-negative integer");
 }
 
+TEST(JsonCommandTest, SubscribeTakesSinceOrHistory) {
+  const JsonCommand since = ok(R"({"type":"subscribe","topic":"t","since":{"offset":17,"epoch":"ab"}})");
+  ASSERT_TRUE(since.since.has_value());
+  EXPECT_EQ(since.since->offset, 17u);
+  EXPECT_EQ(since.since->epoch, "ab");
+  EXPECT_FALSE(since.history.has_value());
+  const JsonCommand last = ok(R"({"type":"subscribe","topic":"t","history":5})");
+  EXPECT_EQ(last.history, 5u);
+  EXPECT_FALSE(last.since.has_value());
+  const JsonCommand plain = ok(R"({"type":"subscribe","topic":"t","since":null})");
+  EXPECT_FALSE(plain.since || plain.history);
+  const std::string bad_since =
+      R"(subscribe: "since" must be {"offset": a non-negative integer, "epoch": a string})";
+  EXPECT_EQ(err(R"({"type":"subscribe","topic":"t","since":{"offset":-1,"epoch":"e"}})"), bad_since);
+  EXPECT_EQ(err(R"({"type":"subscribe","topic":"t","since":{"offset":1}})"), bad_since);
+  EXPECT_EQ(err(R"({"type":"subscribe","topic":"t","since":{"offset":1,"epoch":2}})"), bad_since);
+  EXPECT_EQ(err(R"({"type":"subscribe","topic":"t","since":5})"), bad_since);
+  EXPECT_EQ(err(R"({"type":"subscribe","topic":"t","history":"5"})"),
+            "subscribe: \"history\" must be a non-negative integer");
+  EXPECT_EQ(err(R"({"type":"subscribe","topic":"t","history":1,"since":{"offset":1,"epoch":"e"}})"),
+            "subscribe: \"since\" and \"history\" exclude each other");
+}
+
 TEST(JsonCommandTest, RejectsDeepNestingWithoutRecursing) {
   std::string deep = R"({"type":"publish","topic":"t","payload":)";
   deep += std::string(100000, '[') + std::string(100000, ']') + "}";

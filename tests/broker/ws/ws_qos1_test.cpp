@@ -266,8 +266,11 @@ TEST(WsQos1Test, DurableSubscriberGetsItsUnackedAndMissedMessagesOnReconnect) {
   WsClient pub(b->ws_port());
   {
     WsClient s(b->ws_port());
-    EXPECT_EQ(subscribe_durable(s, "t", "dash-1"),
-              (json{{"type", "subscribed"}, {"topic", "t"}, {"qos", 1}, {"client_id", "dash-1"}}));
+    const json r = subscribe_durable(s, "t", "dash-1");
+    EXPECT_EQ(r["type"], "subscribed");
+    EXPECT_EQ(r["qos"], 1);
+    EXPECT_EQ(r["client_id"], "dash-1");
+    EXPECT_EQ(r["offset"], 0) << "a retained channel's reply carries its offset";
     EXPECT_EQ(publish_qos1(pub, "t", "m1"), 1u);
     EXPECT_EQ(publish_qos1(pub, "t", "m2"), 2u);
     EXPECT_EQ(next(s)["message_id"], 1);
@@ -320,6 +323,8 @@ TEST(WsQos1Test, AClientIdIsHeldByOneConnectionAtATime) {
   EXPECT_EQ(e["message"], "subscribe: client_id 'same' is in use by another connection");
   ASSERT_TRUE(other.send_json({{"type", "subscribe"}, {"topic", "t"}, {"client_id", "x"}}));
   EXPECT_EQ(next(other)["type"], "error") << "client_id without qos 1";
+  ASSERT_TRUE(other.send_json({{"type", "subscribe"}, {"topic", "t"}, {"qos", 1}, {"client_id", "x"}, {"history", 5}}));
+  EXPECT_EQ(next(other)["type"], "error") << "a durable subscription resumes; history: N is for the others";
 }
 
 }  // namespace
