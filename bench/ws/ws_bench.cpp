@@ -18,6 +18,9 @@
 // Idle: --connections K WebSocket connections, each subscribed (to a common
 // topic or one of its own) and confirmed, against a freshly started server;
 // the server's VmRSS before and after gives bytes per connection.
+//
+// QoS 1 (--mode qos1, ringcast only): acking WebSocket subscribers and a QoS 1
+// WebSocket publisher (qos1_run.hpp).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -45,6 +48,7 @@
 #include "alternate.hpp"
 #include "histogram.hpp"
 #include "loopback.hpp"
+#include "qos1_run.hpp"
 #include "resp_client.hpp"
 #include "stamp.hpp"
 #include "subscriber.hpp"
@@ -454,7 +458,11 @@ int main(int argc, char** argv) {
   int client_cpu = -1;
   bool verbose = false;
   app.add_flag("--verbose", verbose, "Every run's figures on stderr (published, delivered, seconds, CPU)");
-  app.add_option("--mode", mode, "fanout, idle or all")->check(CLI::IsMember({"fanout", "idle", "all"}))
+  app.add_option("--mode", mode, "fanout, idle, all (both), or qos1 (ringcast only: QoS 1 publisher, acking subscribers)")
+      ->check(CLI::IsMember({"fanout", "idle", "all", "qos1"}))
+      ->capture_default_str();
+  std::size_t qos1_window = 1000;
+  app.add_option("--qos1-window", qos1_window, "qos1 mode: publishes the publisher keeps without a puback")
       ->capture_default_str();
   app.add_option("--servers", servers, "Servers to measure, in this order per round")
       ->delimiter(',')
@@ -501,6 +509,40 @@ int main(int argc, char** argv) {
     return 1;
   }
   fmt::print("load average at start: {}\n\n", load_average());
+
+  if (mode == "qos1") {
+    auto s = start("ringcast", o);
+    if (!s) return 1;
+    const std::uint64_t n_msgs = messages > 0 ? messages : 100'000;
+    fmt::print("## QoS 1 end to end: one WebSocket publisher (qos 1, at most {} without a puback), acking WebSocket "
+               "subscribers (qos 1)\n\n{} messages per run, median of {} runs.\n\n",
+               qos1_window, n_msgs, runs);
+    fmt::print("| N | payload B | deliveries/s | publishes/s | p50 / p99 us | redelivered |\n|---:|---:|---:|---:|---:|---:|\n");
+    for (int n : subscribers) {
+      for (std::size_t p : payloads) {
+        std::vector<ws::Qos1Result> rs;
+        for (int r = 0; r < runs; ++r) {
+          rs.push_back(ws::run_qos1(s->ws_port, n, p, n_msgs, qos1_window, settle_ms));
+          const ws::Qos1Result& x = rs.back();
+          if (!x.error.empty()) fmt::print(stderr, "N={} {} B: {}\n", n, p, x.error);
+          if (verbose) {
+            fmt::print(stderr, "N={} {} B: published {} ({}/s), delivered {} in {:.2f} s = {}/s, redelivered {}\n", n,
+                       p, x.published, si(x.published_per_s), x.delivered, x.seconds, si(x.delivered_per_s),
+                       x.redelivered);
+          }
+        }
+        std::sort(rs.begin(), rs.end(),
+                  [](const ws::Qos1Result& a, const ws::Qos1Result& b) { return a.delivered_per_s < b.delivered_per_s; });
+        const ws::Qos1Result& m = rs[rs.size() / 2];
+        fmt::print("| {} | {} | {} | {} | {:.0f} / {:.0f} | {} |\n", n, p, si(m.delivered_per_s), si(m.published_per_s),
+                   m.p50_us, m.p99_us, m.redelivered);
+        std::fflush(stdout);
+      }
+    }
+    (void)s->process.stop();
+    fmt::print("\nload average at end: {}\n", load_average());
+    return 0;
+  }
 
   if (mode != "idle") {
     std::vector<Server> running;

@@ -86,6 +86,8 @@ tl::expected<void, BrokerError> validate(const BrokerConfig& config) {
     return invalid("the token secret is " + std::to_string(config.token_secret.size()) +
                    " bytes; it must be at least " + std::to_string(kMinTokenSecretBytes));
   }
+  if (config.ack_timeout.count() <= 0) return invalid("the ack timeout must be > 0");
+  if (config.max_in_flight == 0) return invalid("max in-flight must be > 0");
   if (config.max_connections == 0 || config.max_subscriptions == 0) {
     return invalid("max connections and max subscriptions must be > 0");
   }

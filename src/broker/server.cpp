@@ -157,6 +157,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
         auth_timer_(worker.context()),
         pace_timer_(worker.context()),
         hold_timer_(worker.context()),
+        client_timer_(worker.context()),
         live_(live) {
     // batch_ and iov_ start empty and grow with the largest batch this
     // connection writes, then keep their capacity: an idle connection holds
@@ -196,6 +197,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   // This worker's thread: one sendmsg (writev) of up to the write budget.
   void flush() {
     if (closed_ || ending_ == Ending::kLingering) return;
+    arm_client_timer();
     if (waiting_writable_) {
       // Parked on a full socket; only a disconnect verdict needs action now.
       if (queue().closed()) shutdown();
@@ -322,6 +324,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
       return;
     }
     update_auth_timer();
+    arm_client_timer();
     // Publisher pacing (docs/broker.md): a connection that published while some
     // subscriber queue is over the pace mark stops being read (TCP back-pressure
     // reaches the client) until the pressure ends or max_stall passes.
@@ -353,6 +356,26 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
       } else {
         self->read_once();
       }
+    });
+  }
+
+  // This worker's thread: arms client_timer_ for the client's next deadline
+  // (Client::next_timer) unless it is armed for one no later. Every QoS 1
+  // delivery is pushed to the queue, which runs flush(), which asks; an ack's
+  // refill is input, which asks after on_input.
+  void arm_client_timer() {
+    const std::optional<std::chrono::nanoseconds> due = client().next_timer();
+    if (!due || (client_timer_armed_ && client_timer_due_ <= *due)) return;
+    client_timer_armed_ = true;
+    client_timer_due_ = *due;
+    // expires_at cancels a wait armed for later: its handler sees operation_aborted.
+    client_timer_.expires_at(std::chrono::steady_clock::time_point(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(*due)));
+    client_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
+      if (e || self->closed_) return;
+      self->client_timer_armed_ = false;
+      self->client().on_timer();
+      self->arm_client_timer();
     });
   }
 
@@ -483,6 +506,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
       pace_timer_.cancel();
     }
     hold_timer_.cancel();
+    client_timer_.cancel();
     sock_.close(ec);
     if (batch_bytes_ > 0) queue().release(batch_bytes_);
     clear_batch();
@@ -497,6 +521,9 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   asio::steady_timer auth_timer_;  // auth_timeout; then, while lingering, kLingerTime
   asio::steady_timer pace_timer_;  // ends a pause after max_stall
   asio::steady_timer hold_timer_;  // retries a held PUBLISH (block policy)
+  asio::steady_timer client_timer_;  // the client's own deadline (QoS 1 redelivery)
+  std::chrono::nanoseconds client_timer_due_{0};
+  bool client_timer_armed_ = false;
   std::atomic<std::size_t>& live_;
   std::chrono::steady_clock::time_point paused_at_{};
   bool paused_ = false;  // reading stopped for pacing

@@ -244,6 +244,21 @@ TEST_P(HistoryStoreTest, ReadersSeeWholeRunsWhileAppendersRun) {
   for (int c = 0; c < kChannels; ++c) EXPECT_EQ(s->top(channel_name(c)), kRuns * kRunLen);
 }
 
+TEST_P(HistoryStoreTest, ResumeFloorsArePerClientAndChannelAndNeverMoveBack) {
+  auto s = open(rules({"*=10"}));
+  EXPECT_EQ(s->resume_floor("c1", "t"), 0u);
+  ASSERT_TRUE(s->put_resume_floor("c1", "t", 7));
+  ASSERT_TRUE(s->put_resume_floor("c1", "u", 3));
+  ASSERT_TRUE(s->put_resume_floor("c2", "t", 1));
+  ASSERT_TRUE(s->put_resume_floor("c1", "t", 5));  // an older floor: ignored
+  EXPECT_EQ(s->resume_floor("c1", "t"), 7u);
+  EXPECT_EQ(s->resume_floor("c1", "u"), 3u);
+  EXPECT_EQ(s->resume_floor("c2", "t"), 1u);
+  EXPECT_EQ(s->resume_floor("c2", "u"), 0u);
+  EXPECT_EQ(s->resume_floor(std::string_view("c1\0t", 4), ""), 0u) << "the key is not ambiguous";
+  EXPECT_EQ(s->usage().channels, 0u) << "floors are not history";
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, HistoryStoreTest, ::testing::Values(Kind::kMemory, Kind::kLmdb),
                          [](const auto& p) { return p.param == Kind::kMemory ? "Memory" : "Lmdb"; });
 
@@ -310,6 +325,16 @@ TEST(LmdbHistoryStoreTest, ReopenKeepsOffsetsEpochAndUsage) {
   EXPECT_FALSE(s->append("c", 5, run.inputs, 43));
   ASSERT_TRUE(s->append("c", 6, run.inputs, 43));
   EXPECT_EQ(s->read_since("c", 0, 10).value().messages.size(), 6u);
+}
+
+TEST(LmdbHistoryStoreTest, ResumeFloorsSurviveAReopen) {
+  TempDir dir;
+  {
+    auto s = open_lmdb_history_store(lmdb_options(dir.path(), FsyncMode::kAlways)).value();
+    ASSERT_TRUE(s->put_resume_floor("dash", "prices", 41));
+  }
+  auto s = open_lmdb_history_store(lmdb_options(dir.path())).value();
+  EXPECT_EQ(s->resume_floor("dash", "prices"), 41u);
 }
 
 TEST(LmdbHistoryStoreTest, ReopenWithSmallerRulesPrunesAndRefusesUnmatchedChannels) {

@@ -3,6 +3,7 @@
 // defaults, help texts and validation. Each tool adds its own listen flags.
 #pragma once
 
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <fstream>
@@ -60,6 +61,17 @@ class BrokerFlags {
     app.add_option("--requirepass-file", password_file_, "Read the password from this file (first line)")
         ->excludes(pass)
         ->check(CLI::ExistingFile);
+    app.add_option("--ack-timeout", ack_timeout_,
+                   "QoS 1: resend an unacked delivery (marked dup) after this long; a number with ms or s "
+                   "(bare: seconds)")
+        ->capture_default_str();
+    app.add_option("--max-retries", cfg.max_retries,
+                   "QoS 1: resends of an unacked delivery before it expires with a loss notice")
+        ->capture_default_str();
+    app.add_option("--max-in-flight", cfg.max_in_flight,
+                   "QoS 1: unacked deliveries per subscriber; later ones wait (JetStream's max_ack_pending)")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
     add_token_flag(app);
     app.add_option("--history", cfg.history,
                    "Keep per-channel history: GLOB=SIZE[,TTL] (repeatable, first match wins), e.g. 'chat.*=1000,10m'; "
@@ -105,6 +117,9 @@ class BrokerFlags {
     cfg.max_block = std::chrono::milliseconds(max_block_ms_);
     cfg.max_bulk_len = *max_bulk;
     cfg.auth_timeout = std::chrono::milliseconds(auth_timeout_ms_);
+    const auto ack_timeout = parse_duration_ms(ack_timeout_);
+    if (!ack_timeout || *ack_timeout == 0) return "--ack-timeout must be a positive number with ms or s (bare: seconds)";
+    cfg.ack_timeout = std::chrono::milliseconds(*ack_timeout);
     if (!password_file_.empty()) {
       std::ifstream in(password_file_);
       std::getline(in, cfg.requirepass);
@@ -124,7 +139,23 @@ class BrokerFlags {
         ->check(CLI::ExistingFile);
   }
 
+  // "250ms", "5s", "5" (seconds) -> milliseconds; nullopt if malformed.
+  static std::optional<std::uint64_t> parse_duration_ms(std::string s) {
+    std::uint64_t mult = 1000;
+    if (s.size() > 2 && s.compare(s.size() - 2, 2, "ms") == 0) {
+      mult = 1;
+      s.resize(s.size() - 2);
+    } else if (s.size() > 1 && s.back() == 's') {
+      s.pop_back();
+    }
+    std::uint64_t v = 0;
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size() || v > UINT32_MAX) return std::nullopt;
+    return v * mult;
+  }
+
   int ws_port_ = -1;  // -1: no WebSocket listener
+  std::string ack_timeout_ = "5s";
   std::string ws_max_message_ = "1mb";
   std::string policy_ = "disconnect";
   std::string hard_ = "32mb";

@@ -113,6 +113,15 @@ struct BrokerConfig {
   // applies when requirepass or token_secret is set.
   std::chrono::milliseconds auth_timeout = std::chrono::seconds(10);
 
+  // QoS 1 (docs/guarantees.md, "QoS 1"): a delivery at QoS 1 not acked within
+  // ack_timeout is sent again (marked dup) to that subscriber, at most
+  // max_retries times, then expires with a loss notice. At most max_in_flight
+  // deliveries per subscriber await an ack; later ones wait (JetStream's
+  // AckWait, MaxDeliver - 1, MaxAckPending).
+  std::chrono::milliseconds ack_timeout = std::chrono::seconds(5);
+  std::uint32_t max_retries = 5;
+  std::size_t max_in_flight = 1000;
+
   // Non-empty: clients must AUTH (or HELLO ... AUTH default <pass>) first.
   std::string requirepass;
   // Non-empty: HS256 token authentication is on (ringcast/broker/token.hpp,

@@ -2,6 +2,7 @@
 // caller owns until the publish call returns.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 namespace ringcast::broker {
@@ -9,6 +10,9 @@ namespace ringcast::broker {
 struct Message {
   std::string_view channel;
   std::string_view payload;
+  // 1: QoS 1 (docs/guarantees.md): subscribers that subscribed at QoS 1 owe an
+  // ack for it and get it again until they do. 0: fire and forget.
+  std::uint8_t qos = 0;
 };
 
 }  // namespace ringcast::broker

@@ -30,6 +30,10 @@ void SubscriptionUpdate::unsubscribe_all() { index_.remove_all(client_); }
 
 void SubscriptionUpdate::set_format(WireFormat f) noexcept { index_.set_format(client_, f); }
 
+void SubscriptionUpdate::set_ack_tracker(AckTracker* tracker) noexcept { index_.set_ack_tracker(client_, tracker); }
+
+void SubscriptionUpdate::set_qos1(std::string_view name, bool qos1) { index_.set_qos1(client_, name, qos1); }
+
 BrokerCore::BrokerCore(BrokerConfig config, const Clock& clock, std::unique_ptr<ChannelHistory> history)
     : config_(std::move(config)),
       clock_(clock),
@@ -46,6 +50,12 @@ std::size_t BrokerCore::publish(std::string_view channel, std::string_view paylo
   std::size_t receivers = 0;
   (void)publish({&m, 1}, {&receivers, 1});
   return receivers;
+}
+
+BrokerCore::Published BrokerCore::publish_with_id(const Message& m) {
+  Published p;
+  (void)publish({&m, 1}, {&p.receivers, 1}, false, {&p.id, 1});
+  return p;
 }
 
 std::size_t BrokerCore::publish(std::span<const Message> msgs, std::span<std::size_t> receivers,

@@ -33,6 +33,7 @@
 #include "broker/core/provider_slot.hpp"
 #include "broker/core/subscription_index.hpp"
 #include "broker/guarantees/channel_history.hpp"
+#include "broker/guarantees/durable_sessions.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/broker/config.hpp"
 #include "ringcast/broker/metrics.hpp"
@@ -60,6 +61,9 @@ class SubscriptionUpdate {
   // Drops every subscription of the client, in every space.
   void unsubscribe_all();
   void set_format(WireFormat f) noexcept;
+  // QoS 1 (SubscriptionIndex::set_ack_tracker, set_qos1).
+  void set_ack_tracker(AckTracker* tracker) noexcept;
+  void set_qos1(std::string_view name, bool qos1);
 
  private:
   friend class BrokerCore;
@@ -83,6 +87,8 @@ class BrokerCore {
   [[nodiscard]] SubscriptionIndex& index() noexcept { return index_; }
   // The per-channel history, or nullptr when no --history rule is set.
   [[nodiscard]] const ChannelHistory* history() const noexcept { return history_.get(); }
+  // Durable QoS 1 subscribers' sessions (guarantees/durable_sessions.hpp).
+  [[nodiscard]] DurableSessions& durable() noexcept { return durable_; }
   [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
   [[nodiscard]] FlowControl& flow() noexcept { return flow_; }
   // Authentication and permission counters, counted by every transport's session.
@@ -94,6 +100,14 @@ class BrokerCore {
   // PUBLISH from a client or from the embedding process; returns the receiver
   // count, or kRefusedReceivers (a `block` subscriber had no room; not counted here).
   std::size_t publish(std::string_view channel, std::string_view payload);
+  // A publish with its QoS (Message::qos) that also returns the message's id
+  // (0 if refused): a WebSocket `publish`, answered by `puback {message_id}`
+  // at QoS 1.
+  struct Published {
+    std::size_t receivers = 0;  // or kRefusedReceivers
+    std::uint64_t id = 0;
+  };
+  Published publish_with_id(const Message& m);
   // Several PUBLISHes in order (SubscriptionIndex::publish, same return value);
   // receivers[i] gets message i's reply or kRefusedReceivers. Refusals are not counted
   // here: the caller may retry (count_refused once it gives up).
@@ -150,6 +164,7 @@ class BrokerCore {
   const Clock& clock_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   const std::unique_ptr<ChannelHistory> history_;  // before index_: it logs into it
+  DurableSessions durable_{history_ != nullptr ? &history_->store() : nullptr};
   SubscriptionIndex index_;
 
   std::atomic<std::uint64_t> next_id_{1};

@@ -10,8 +10,8 @@
 // session.
 //
 // Thread safety:
-//  * on_input(), retry_held(), detach(), take_published(), count_sent() and the
-//    protected members are called by the connection's owning thread only (its
+//  * on_input(), retry_held(), next_timer(), on_timer(), detach(),
+//    take_published(), count_sent() and the protected members are called by the connection's owning thread only (its
 //    I/O thread, or a test).
 //  * Publishers on other threads reach the client only through the Subscriber
 //    interface: its queue and on_queue_ready(), which calls the Waker.
@@ -74,6 +74,14 @@ class Client : public Subscriber {
   virtual InputResult on_input(std::string_view bytes) = 0;
   // After kHeld: tries again; kHeld while still held. The default never holds.
   virtual InputResult retry_held() { return InputResult::kOk; }
+
+  // The session's own timer (QoS 1 redelivery, ws_session.hpp): when on_timer()
+  // should next run, on the core's clock (steady_clock's epoch); nullopt: no
+  // timer. The server asks after every write turn and after input, and arms
+  // one timer per connection for the earliest answer; on_timer() may run early
+  // or late, never concurrently with anything else of the client.
+  [[nodiscard]] virtual std::optional<std::chrono::nanoseconds> next_timer() const { return std::nullopt; }
+  virtual void on_timer() {}
 
   // Removes the client from the index and the registry and closes its queue
   // (invariant 1). Idempotent; must run before destruction, on the owning thread.

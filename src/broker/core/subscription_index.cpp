@@ -7,6 +7,7 @@
 
 #include "broker/core/clock.hpp"
 #include "broker/core/glob.hpp"
+#include "broker/guarantees/ack_tracker.hpp"
 
 namespace ringcast::broker {
 
@@ -33,10 +34,23 @@ bool erase_name(std::vector<std::string>& v, std::string_view name) {
 struct SourceFrames {
   DeliveryRun run;  // msgs, ids and timestamp are the run's; kind and pattern the source's
   std::array<FrameRef, kWireFormatCount> blocks;
+  FrameRef qos1;  // a QoS 1 run's frames for QoS 1 subscribers (JSON only)
   const FrameRef& get(WireFormat f) {
     FrameRef& slot = blocks[static_cast<std::size_t>(f)];
-    if (!slot) slot = wire_codec(f).encode(run);
+    if (!slot) {
+      DeliveryRun r = run;
+      r.qos = 0;
+      slot = wire_codec(f).encode(r);
+    }
     return slot;
+  }
+  const FrameRef& get_qos1(WireFormat f) {
+    if (!qos1) qos1 = wire_codec(f).encode(run);
+    return qos1;
+  }
+  // The subscription name this source matched: the channel or the pattern.
+  [[nodiscard]] std::string_view name() const noexcept {
+    return run.kind == DeliveryKind::kPattern ? run.pattern : run.msgs.front().channel;
   }
 };
 
@@ -57,6 +71,17 @@ bool one_delivery(const Subscriber* s, bool dedupe) noexcept {
 
 void deliver(Subscriber* s, const FrameRef& block) noexcept {
   if (s->queue().push(block).wake) s->on_queue_ready();
+}
+
+// A QoS 1 delivery goes through the subscriber's tracker when the subscription
+// it matched is a QoS 1 one (only JSON subscribers have trackers).
+void deliver_from(Subscriber* s, SourceFrames& src) noexcept {
+  if (src.run.qos == 1 && s->ack_tracker() != nullptr && s->qos1_for(src.name())) {
+    const FrameRef& block = src.get_qos1(s->format());
+    if (s->ack_tracker()->offer(src.run.msgs.front().channel, src.run.first_id, block, s->queue())) s->on_queue_ready();
+    return;
+  }
+  deliver(s, src.get(s->format()));
 }
 
 // One block holding frame k of each of `blocks` (which have equal frame counts),
@@ -87,6 +112,10 @@ constexpr std::size_t kMaxRunMessages = 1024;
 constexpr std::size_t kMaxRunBytes = 1u << 20;
 
 }  // namespace
+
+bool Subscriber::qos1_for(std::string_view name) const noexcept {
+  return std::find(qos1_.begin(), qos1_.end(), name) != qos1_.end();
+}
 
 const std::vector<std::string>& Subscriber::subscriptions(SubscriptionSpace space) const noexcept {
   switch (space) {
@@ -189,6 +218,7 @@ bool SubscriptionIndex::add(Subscriber& s, SubscriptionSpace space, std::string_
 }
 
 bool SubscriptionIndex::remove(Subscriber& s, SubscriptionSpace space, std::string_view name) {
+  if (space != SubscriptionSpace::kShard) set_qos1(s, name, false);
   switch (space) {
     case SubscriptionSpace::kPattern:
       return remove_pattern(s, name);
@@ -234,6 +264,7 @@ bool SubscriptionIndex::remove_pattern(Subscriber& s, std::string_view pattern) 
 }
 
 void SubscriptionIndex::remove_all(Subscriber& s) {
+  s.qos1_.clear();
   while (!s.channels_.empty()) {
     const std::string c = s.channels_.back();
     remove_channel(s, c);
@@ -246,6 +277,12 @@ void SubscriptionIndex::remove_all(Subscriber& s) {
     const std::string c = s.shard_channels_.back();
     remove_shard_channel(s, c);
   }
+}
+
+void SubscriptionIndex::set_qos1(Subscriber& s, std::string_view name, bool qos1) {
+  const auto it = std::find(s.qos1_.begin(), s.qos1_.end(), name);
+  if (qos1 && it == s.qos1_.end()) s.qos1_.emplace_back(name);
+  if (!qos1 && it != s.qos1_.end()) s.qos1_.erase(it);
 }
 
 void SubscriptionIndex::set_format(Subscriber& s, WireFormat f) noexcept {
@@ -302,7 +339,8 @@ std::size_t SubscriptionIndex::publish_runs(std::span<const Message> msgs, bool 
   while (i < msgs.size()) {
     std::size_t j = i + 1;
     std::size_t bytes = msgs[i].payload.size();
-    while (j < msgs.size() && j - i < kMaxRunMessages && bytes < kMaxRunBytes && msgs[j].channel == msgs[i].channel) {
+    while (j < msgs.size() && j - i < kMaxRunMessages && bytes < kMaxRunBytes && msgs[j].channel == msgs[i].channel &&
+           msgs[j].qos == msgs[i].qos) {
       bytes += msgs[j++].payload.size();
     }
     std::size_t accepted = 0;
@@ -359,12 +397,12 @@ std::size_t SubscriptionIndex::publish_run_locked(std::span<const Message> run, 
   sources.clear();
   const std::string_view channel = run.front().channel;
   // One wall-clock read per run (a vDSO call), shared by its messages.
-  const DeliveryRun base{DeliveryKind::kMessage, {}, run, first_id, wall_clock_ms()};
+  const DeliveryRun base{DeliveryKind::kMessage, {}, run, first_id, wall_clock_ms(), run.front().qos};
   const ChannelMap& exact = shard ? shard_channels_ : channels_;
   if (auto it = exact.find(channel); it != exact.end()) {
     DeliveryRun r = base;
     r.kind = shard ? DeliveryKind::kShard : DeliveryKind::kMessage;
-    sources.push_back({r, {}});
+    sources.push_back({r, {}, {}});
     for (Subscriber* s : it->second) hits.push_back({s, static_cast<std::uint32_t>(hits.size()), 0});
   }
   if (!shard) {  // patterns never match shard channels (Redis 7 has no SPSUBSCRIBE)
@@ -373,7 +411,7 @@ std::size_t SubscriptionIndex::publish_run_locked(std::span<const Message> run, 
       DeliveryRun r = base;
       r.kind = DeliveryKind::kPattern;
       r.pattern = e.pattern;
-      sources.push_back({r, {}});
+      sources.push_back({r, {}, {}});
       for (Subscriber* s : e.subs) hits.push_back({s, static_cast<std::uint32_t>(hits.size()), source});
     });
   }
@@ -415,7 +453,7 @@ std::size_t SubscriptionIndex::publish_run_locked(std::span<const Message> run, 
     std::size_t end = g + 1;
     while (end < hits.size() && hits[end].sub == s) ++end;
     if (end - g == 1) {
-      deliver(s, sources[hits[g].source].get(s->format()));
+      deliver_from(s, sources[hits[g].source]);
     } else {
       // Matched several times (RESP, no dedupe): Redis's order per message is the
       // exact subscription's frame, then each matching pattern's, then the next

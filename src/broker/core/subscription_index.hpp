@@ -66,6 +66,8 @@
 
 namespace ringcast::broker {
 
+class AckTracker;
+
 // Which subscriptions an operation acts on: exact channels (SUBSCRIBE),
 // patterns (PSUBSCRIBE) or shard channels (SSUBSCRIBE, a namespace of its own).
 enum class SubscriptionSpace : std::uint8_t { kChannel, kPattern, kShard };
@@ -107,6 +109,13 @@ class Subscriber {
     return channels_.size() + patterns_.size() + shard_channels_.size();
   }
 
+  // QoS 1 (guarantees/ack_tracker.hpp): the tracker that QoS 1 publishes on
+  // the subscriber's QoS 1 subscriptions go through, and those subscriptions'
+  // names (channels or patterns). Written through SubscriptionIndex (update
+  // lock held), read by publishers under the shared lock.
+  [[nodiscard]] AckTracker* ack_tracker() const noexcept { return ack_tracker_; }
+  [[nodiscard]] bool qos1_for(std::string_view name) const noexcept;
+
  protected:
   virtual ~Subscriber() = default;
 
@@ -117,6 +126,8 @@ class Subscriber {
   std::vector<std::string> channels_;
   std::vector<std::string> patterns_;
   std::vector<std::string> shard_channels_;
+  AckTracker* ack_tracker_ = nullptr;
+  std::vector<std::string> qos1_;  // subscriptions made at QoS 1
 };
 
 // A publish's reply slot for a message that a `block` subscriber refused.
@@ -152,6 +163,11 @@ class SubscriptionIndex {
   // Changes the format messages to `s` are encoded in (and its queue's loss
   // notices). REQUIRES: lock_for_update() held.
   void set_format(Subscriber& s, WireFormat f) noexcept;
+  // QoS 1: `tracker` (null: none) takes s's QoS 1 deliveries; set_qos1 marks
+  // the subscription `name` (a channel or a pattern) as QoS 1 or not. The
+  // tracker must outlive s's subscriptions. REQUIRES: lock_for_update() held.
+  void set_ack_tracker(Subscriber& s, AckTracker* tracker) noexcept { s.ack_tracker_ = tracker; }
+  void set_qos1(Subscriber& s, std::string_view name, bool qos1);
 
   // Publishes `msgs` in order, exactly as one publish per message would, and
   // stores each message's PUBLISH reply (the number of deliveries) in
@@ -181,6 +197,11 @@ class SubscriptionIndex {
   // message gets its channel's next id (invariant 4), stored in ids[i] when
   // `ids` is not empty (0 for a refused message), and accepted runs go to the
   // RunLog (invariant 5).
+  //
+  // QoS 1 (Message::qos == 1): a subscriber whose delivery comes through one of
+  // its QoS 1 subscriptions gets frames marked qos 1 through its AckTracker
+  // (window, redelivery); everybody else gets them as QoS 0. Messages of
+  // different qos never share a run.
   // REQUIRES: receivers.size() == msgs.size(); ids empty or ids.size() == msgs.size().
   std::size_t publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers,
                       bool stop_at_refusal = false, std::span<std::uint64_t> ids = {});

@@ -60,6 +60,8 @@ class ChannelHistory final : public RunLog {
     return find_retention(rules_, channel);
   }
   [[nodiscard]] const HistoryStore& store() const noexcept { return *store_; }
+  // For durable QoS 1 sessions' floors (durable_sessions.hpp), which the store keeps too.
+  [[nodiscard]] HistoryStore& store() noexcept { return *store_; }
   [[nodiscard]] const std::string& epoch() const noexcept { return store_->epoch(); }
 
   // RunLog.

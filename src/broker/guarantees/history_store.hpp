@@ -139,6 +139,15 @@ class HistoryStore {
   virtual tl::expected<void, HistoryError> flush() = 0;
 
   [[nodiscard]] virtual HistoryUsage usage() const noexcept = 0;
+
+  // Durable QoS 1 subscribers (docs/guarantees.md, "Durable subscribers"):
+  // client `client_id` has acked every message of `channel` up to `floor`, so
+  // it resumes after it. A floor never moves back (a lower one is ignored).
+  // In LMDB its own database ("sessions") of the same environment, committed
+  // like an append (synced per --fsync); resume_floor is 0 when none is kept.
+  virtual tl::expected<void, HistoryError> put_resume_floor(std::string_view client_id, std::string_view channel,
+                                                            std::uint64_t floor) = 0;
+  [[nodiscard]] virtual std::uint64_t resume_floor(std::string_view client_id, std::string_view channel) const = 0;
 };
 
 // A store in memory: a new random epoch per instance; `rules` decide which

@@ -6,6 +6,9 @@
 //             last open, "unsynced" -> "1" while a batch/off session is open
 //   channels  channel name -> u64 BE id, floor, top, bytes
 //   messages  u64 BE channel id ++ u64 BE offset -> i64 BE time_ms ++ payload
+//   sessions  client id ++ NUL ++ channel -> u64 BE resume floor (durable
+//             QoS 1 subscribers; created on open, so a format-1 directory
+//             written before it gains it)
 // Keys are big-endian so that a cursor walks one channel in offset order.
 //
 // Thread safety: appends and prune() serialise on write_mu_ (LMDB has one
@@ -212,6 +215,7 @@ class LmdbHistoryStore final : public HistoryStore {
       int r = mdb_dbi_open(txn, "meta", MDB_CREATE, &meta_);
       if (r == 0) r = mdb_dbi_open(txn, "channels", MDB_CREATE, &channels_);
       if (r == 0) r = mdb_dbi_open(txn, "messages", MDB_CREATE, &messages_);
+      if (r == 0) r = mdb_dbi_open(txn, "sessions", MDB_CREATE, &sessions_);
       if (r != 0) return r;
       auto get = [&](std::string_view key) -> std::string {
         MDB_val k = val_of(key), v;
@@ -383,7 +387,43 @@ class LmdbHistoryStore final : public HistoryStore {
             channel_count_.load(std::memory_order_relaxed)};
   }
 
+  tl::expected<void, HistoryError> put_resume_floor(std::string_view client_id, std::string_view channel,
+                                                    std::uint64_t floor) override {
+    const std::string key = session_key(client_id, channel);
+    std::lock_guard lock(write_mu_);
+    return write_txn([&](MDB_txn* txn) {
+      MDB_val k = val_of(key), v;
+      int r = mdb_get(txn, sessions_, &k, &v);
+      if (r == 0 && v.mv_size == 8 && get_be64(static_cast<const unsigned char*>(v.mv_data)) >= floor) return 0;
+      if (r != 0 && r != MDB_NOTFOUND) return r;
+      unsigned char rec[8];
+      put_be64(rec, floor);
+      MDB_val nv{sizeof rec, rec};
+      return mdb_put(txn, sessions_, &k, &nv, 0);
+    });
+  }
+
+  std::uint64_t resume_floor(std::string_view client_id, std::string_view channel) const override {
+    const std::string key = session_key(client_id, channel);
+    std::shared_lock env_lock(env_mu_);
+    MDB_txn* txn = nullptr;
+    if (mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn) != 0) return 0;
+    MDB_val k = val_of(key), v;
+    std::uint64_t floor = 0;
+    if (mdb_get(txn, sessions_, &k, &v) == 0 && v.mv_size == 8)
+      floor = get_be64(static_cast<const unsigned char*>(v.mv_data));
+    mdb_txn_abort(txn);
+    return floor;
+  }
+
  private:
+  static std::string session_key(std::string_view client_id, std::string_view channel) {
+    std::string k(client_id);
+    k += '\0';
+    k += channel;
+    return k;
+  }
+
   struct StringHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
@@ -552,7 +592,7 @@ class LmdbHistoryStore final : public HistoryStore {
   const HistoryOptions opt_;
   MDB_env* env_ = nullptr;
   bool ready_ = false;  // open() succeeded: the destructor marks a clean close
-  MDB_dbi meta_ = 0, channels_ = 0, messages_ = 0;
+  MDB_dbi meta_ = 0, channels_ = 0, messages_ = 0, sessions_ = 0;
   std::string epoch_;
   mutable std::shared_mutex env_mu_;     // shared: any transaction; exclusive: mdb_env_set_mapsize
   mutable std::size_t map_bytes_ = 0;    // guarded by env_mu_ (exclusive to change)

@@ -170,6 +170,20 @@ class MemoryHistoryStore final : public HistoryStore {
             channels_.load(std::memory_order_relaxed)};
   }
 
+  tl::expected<void, HistoryError> put_resume_floor(std::string_view client_id, std::string_view channel,
+                                                    std::uint64_t floor) override {
+    std::lock_guard lock(sessions_mu_);
+    std::uint64_t& f = sessions_[session_key(client_id, channel)];
+    f = std::max(f, floor);
+    return {};
+  }
+
+  std::uint64_t resume_floor(std::string_view client_id, std::string_view channel) const override {
+    std::lock_guard lock(sessions_mu_);
+    const auto it = sessions_.find(session_key(client_id, channel));
+    return it == sessions_.end() ? 0 : it->second;
+  }
+
  private:
   Shard& shard(std::string_view channel) { return shards_[StringHash{}(channel) % kShards]; }
   const Shard& shard(std::string_view channel) const { return shards_[StringHash{}(channel) % kShards]; }
@@ -203,9 +217,19 @@ class MemoryHistoryStore final : public HistoryStore {
     return n;
   }
 
+  // client id, a NUL, the channel (a client id holds no NUL: it is JSON text).
+  static std::string session_key(std::string_view client_id, std::string_view channel) {
+    std::string k(client_id);
+    k += '\0';
+    k += channel;
+    return k;
+  }
+
   const std::vector<RetentionRule> rules_;
   const std::string epoch_;
   std::array<Shard, kShards> shards_;
+  mutable std::mutex sessions_mu_;  // a leaf lock: guards sessions_
+  std::unordered_map<std::string, std::uint64_t> sessions_;
   std::atomic<std::uint64_t> messages_{0};
   std::atomic<std::uint64_t> bytes_{0};
   std::atomic<std::uint64_t> channels_{0};

@@ -122,7 +122,21 @@ tl::expected<JsonCommand, std::string> parse_json_command(std::string_view text)
     auto topic = required_string(msg, type, "topic");
     if (!topic) return Error(std::move(topic.error()));
     cmd.topic = std::move(*topic);
+    if (cmd.type != JsonCommand::Type::kUnsubscribe) {
+      if (const auto q = msg.find("qos"); q != msg.end()) {
+        if (!q->is_number_integer() || (q->get<std::int64_t>() != 0 && q->get<std::int64_t>() != 1)) {
+          return Error(field_error(type, "qos", "must be 0 or 1"));
+        }
+        cmd.qos = static_cast<std::uint8_t>(q->get<std::int64_t>());
+      }
+    }
     if (cmd.type == JsonCommand::Type::kSubscribe) {
+      if (const auto id = msg.find("client_id"); id != msg.end() && !id->is_null()) {
+        if (!id->is_string() || id->get_ref<const std::string&>().empty()) {
+          return Error(field_error(type, "client_id", "must be a non-empty string"));
+        }
+        cmd.client_id = id->get<std::string>();
+      }
       if (auto wrong = recovery_fields(msg, cmd)) return Error(std::move(*wrong));
     }
     if (cmd.type != JsonCommand::Type::kPublish) return cmd;
@@ -134,12 +148,6 @@ tl::expected<JsonCommand, std::string> parse_json_command(std::string_view text)
       if (!m) return Error(std::move(m.error()));
       cmd.message_id = std::move(*m);
     }
-    if (const auto q = msg.find("qos"); q != msg.end()) {
-      if (!q->is_number_integer() || (q->get<std::int64_t>() != 0 && q->get<std::int64_t>() != 1)) {
-        return Error(field_error(type, "qos", "must be 0 or 1"));
-      }
-      cmd.qos = static_cast<std::uint8_t>(q->get<std::int64_t>());
-    }
     return cmd;
   }
   if (type == "ack") {
@@ -149,6 +157,10 @@ tl::expected<JsonCommand, std::string> parse_json_command(std::string_view text)
     auto m = message_id(*id, type);
     if (!m) return Error(std::move(m.error()));
     cmd.message_id = std::move(*m);
+    if (const auto tp = msg.find("topic"); tp != msg.end() && !tp->is_null()) {
+      if (!tp->is_string()) return Error(field_error(type, "topic", "must be a string"));
+      cmd.topic = tp->get<std::string>();
+    }
     return cmd;
   }
   // The type is echoed only when short (a client's typo), never a whole message.

@@ -2,11 +2,12 @@
 // text message, with a "type":
 //   {"type":"auth","token":"..."}
 //   {"type":"subscribe","topic":"md.*"}        glob characters make it a pattern
+//   {"type":"subscribe","topic":"t","qos":1,"client_id":"c1"}   QoS 1 (durable with client_id)
 //   {"type":"subscribe","topic":"t","since":{"offset":17,"epoch":"..."}}  recovery
 //   {"type":"subscribe","topic":"t","history":10}                        the last 10 first
 //   {"type":"unsubscribe","topic":"md.*"}
 //   {"type":"publish","topic":"t","payload":...,"message_id":"id-1","qos":1}
-//   {"type":"ack","message_id":...}
+//   {"type":"ack","message_id":7,"topic":"t"}   topic optional when unambiguous
 // Unknown fields are ignored. Payloads: a JSON string is published as its UTF-8
 // bytes; a string with "encoding":"base64" as the bytes it encodes (binary
 // payloads, the same form deliveries use); any other JSON value as its compact
@@ -29,13 +30,14 @@ struct JsonCommand {
 
   Type type = Type::kAuth;
   std::string token;  // auth
-  std::string topic;  // subscribe, unsubscribe, publish: never empty
+  std::string topic;  // subscribe, unsubscribe, publish: never empty; ack: optional (empty: none)
   std::string payload;  // publish: the bytes to publish
   // publish (optional) and ack (required): a JSON string as is, a non-negative
   // integer as its decimal text. The broker numbers messages per channel itself;
   // a publisher's id is accepted for PopSub's clients and not used.
   std::optional<std::string> message_id;
-  std::uint8_t qos = 0;  // publish: 0 or 1
+  std::uint8_t qos = 0;  // publish, subscribe: 0 or 1
+  std::string client_id;  // subscribe (optional): the durable session's name (docs/guarantees.md)
   // subscribe (optional, at most one of the two; docs/guarantees.md "Recovery"):
   // recover every message after `since`, or send the last `history` first.
   struct Since {

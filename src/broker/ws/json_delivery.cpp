@@ -186,9 +186,25 @@ FrameRef encode_json_run(const DeliveryRun& run) {
     p = put_number(p, ts);
     p = put(p, R"(,"message_id":)");
     p = put_number(p, id);
-    p = put(p, R"(,"qos":0})");
+    p = put(p, run.qos == 1 ? std::string_view(R"(,"qos":1})") : std::string_view(R"(,"qos":0})"));
   }
   assert(p == f->data() + f->size());  // the sizes above are exact
+  return f;
+}
+
+FrameRef json_redelivery(std::string_view frame) {
+  const auto len7 = static_cast<unsigned char>(frame[1]) & 0x7F;
+  const std::size_t header = len7 < 126 ? 2 : len7 == 126 ? 4 : 10;
+  constexpr std::string_view kDup = R"(,"dup":true})";
+  // The JSON text without its closing brace, then the flag.
+  const std::string_view body = frame.substr(header, frame.size() - header - 1);
+  const std::size_t json = body.size() + kDup.size();
+  FrameRef f = FrameRef::allocate(server_header_size(json) + json, /*droppable=*/true);
+  char* p = f.mutable_data();
+  p += write_server_header(p, Opcode::kText, json);
+  p = put(p, body);
+  p = put(p, kDup);
+  assert(p == f->data() + f->size());
   return f;
 }
 

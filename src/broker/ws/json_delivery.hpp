@@ -3,9 +3,11 @@
 // becomes one complete server text frame (frame_header.hpp) whose payload is
 //
 //   {"type":"message",["pattern":P,]"topic":T,"payload":X,
-//    "timestamp":MS,"message_id":ID,"qos":0}
+//    "timestamp":MS,"message_id":ID,"qos":Q}
 //
-// in that order. A value that is valid UTF-8 (is_valid_utf8) is a JSON string,
+// in that order. Q is 1 for a QoS 1 publish delivered to a QoS 1 subscription,
+// which owes an {"type":"ack"} for it (docs/guarantees.md), else 0; a QoS 1
+// redelivery appends "dup":true (json_redelivery). A value that is valid UTF-8 (is_valid_utf8) is a JSON string,
 // escaped per RFC 8259 (quote, backslash and the controls U+0000..U+001F;
 // \b \f \n \r \t by name, the rest as \u00XX; nothing else). Any other value is
 // base64 (RFC 4648, padded) and flagged: "encoding":"base64" after the payload,
@@ -28,6 +30,11 @@ namespace ringcast::broker::ws {
 // Cost: two passes over each payload (validate and size, then write); no
 // allocation but the block once the per-thread scratch has grown.
 [[nodiscard]] FrameRef encode_json_run(const DeliveryRun& run);
+
+// A QoS 1 redelivery of `frame` (one of encode_json_run's frames): the same
+// object with "dup":true appended, as MQTT's DUP flag. One allocation; the
+// redelivery timer's path, not the publisher's.
+[[nodiscard]] FrameRef json_redelivery(std::string_view frame);
 
 // The conflation key of a JSON delivery frame: its JSON text up to the payload
 // ({"type":"message", the pattern and the topic), so each topic and each

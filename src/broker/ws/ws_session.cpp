@@ -1,13 +1,16 @@
 #include "broker/ws/ws_session.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <optional>
 #include <utility>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "broker/core/glob.hpp"
+#include "broker/ws/json_delivery.hpp"
 #include "broker/guarantees/replay.hpp"
 #include "broker/ws/server_frame.hpp"
 #include "ringcast/broker/token.hpp"
@@ -33,6 +36,14 @@ std::string_view prefix(std::string_view s, std::size_t n) noexcept {
 }
 
 }  // namespace
+
+WsSession::~WsSession() {
+  // Floors first, while the subscriptions are known; a delivery offered after
+  // it only leaves the saved floor lower (duplicates after a crash, no loss).
+  if (session_ != nullptr) save_floors();
+  detach();  // out of the index: no publisher reaches the tracker after this
+  if (session_ != nullptr) core().durable().detach(*session_);
+}
 
 WsSession::WsSession(BrokerCore& core, std::string peer, Waker& waker, const HttpRoutes& routes)
     : Client(core, std::move(peer), WireFormat::kJson, waker, true),
@@ -117,9 +128,7 @@ void WsSession::on_message(std::string_view text) {
     case JsonCommand::Type::kPublish:
       return cmd_publish(*cmd);
     case JsonCommand::Type::kAck:
-      // Accepted and ignored: per-subscriber acknowledgements come with
-      // history and redelivery (issue 14).
-      return;
+      return cmd_ack(*cmd);
   }
 }
 
@@ -175,6 +184,48 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     send_error("max subscriptions per client reached (" + std::to_string(limit) + ")");
     return;
   }
+  if (!c.client_id.empty() && (c.since || c.history)) {
+    send_error("subscribe: a durable subscription (\"client_id\") resumes where it stood; \"since\" and "
+               "\"history\" are for the others");
+    return;
+  }
+  if (!c.client_id.empty() && c.qos != 1) {
+    send_error("subscribe: \"client_id\" needs \"qos\":1 (a durable session is a QoS 1 session)");
+    return;
+  }
+  if (c.qos == 1 && tracker_ != nullptr && (session_ == nullptr) != c.client_id.empty()) {
+    send_error("subscribe: a connection's QoS 1 subscriptions are all durable (with one client_id) or none");
+    return;
+  }
+  if (session_ != nullptr && !c.client_id.empty() && session_->client_id != c.client_id) {
+    send_error("subscribe: this connection's client_id is '" + std::string(prefix(session_->client_id, 128)) + "'");
+    return;
+  }
+  bool attached_now = false;
+  if (c.qos == 1 && tracker_ == nullptr) {
+    const BrokerConfig& cfg = core().config();
+    AckSettings settings;
+    settings.max_in_flight = cfg.max_in_flight;
+    settings.ack_timeout = cfg.ack_timeout;
+    settings.max_retries = cfg.max_retries;
+    settings.max_waiting_bytes = cfg.queue_limits.hard_bytes;
+    settings.policy = cfg.overflow_policy;
+    auto make = [&] { return std::make_unique<AckTracker>(settings, core().clock(), WireFormat::kJson, json_redelivery); };
+    if (c.client_id.empty()) {
+      own_tracker_ = make();
+      tracker_ = own_tracker_.get();
+    } else {
+      bool created = false;
+      session_ = core().durable().attach(c.client_id, make, created);
+      if (session_ == nullptr) {
+        send_error("subscribe: client_id '" + std::string(prefix(c.client_id, 128)) +
+                   "' is in use by another connection");
+        return;
+      }
+      tracker_ = session_->tracker.get();
+      attached_now = true;
+    }
+  }
   // A retained channel's confirmation carries its offset and epoch; `since`
   // and `history` replay it first (invariant 5).
   const ChannelHistory* history = pattern ? nullptr : core().history();
@@ -198,8 +249,12 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     replay->encode(format());
   }
   json reply{{"type", "subscribed"}, {"topic", c.topic}};
+  if (c.qos == 1) reply["qos"] = 1;
+  if (session_ != nullptr && c.qos == 1) reply["client_id"] = session_->client_id;
   SubscriptionUpdate update = core().update(*this);
+  if (c.qos == 1) update.set_ack_tracker(tracker_);  // invariant 6: before the subscription
   update.subscribe(space, c.topic);
+  update.set_qos1(c.topic, c.qos == 1);
   if (history != nullptr) {
     if (replay) {
       replay->complete();  // the runs logged since read(); none can be logged now
@@ -211,6 +266,66 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
   }
   send_text(to_text(reply));  // under the index lock (invariant 1)
   if (replay) push_messages(replay->frames());  // still under it: before every live message
+  // Invariant 7: still under the index lock, so no live message of the topic
+  // can come before or between the session's redeliveries and what it missed.
+  if (attached_now && tracker_->redeliver_all(queue())) on_queue_ready();
+  if (session_ != nullptr && c.qos == 1 && !pattern) resume_durable(c.topic);
+}
+
+void WsSession::resume_durable(const std::string& topic) {
+  const ChannelHistory* history = core().history();
+  const HistoryStore* store = history != nullptr && history->rule(topic) != nullptr ? &history->store() : nullptr;
+  const std::uint64_t top = store != nullptr ? store->top(topic) : 0;
+  // Where this session stands on the topic: its tracker's last delivery (the
+  // unacked ones were just sent again), else the floor saved before a restart
+  // (everything after it is unacked or missed), else nowhere: a first
+  // subscription starts at the channel's end, like any other.
+  std::uint64_t from = tracker_->last_offered(topic);
+  if (from == 0) {
+    const std::optional<std::uint64_t> saved = core().durable().saved_floor(session_->client_id, topic);
+    if (!saved) {
+      core().durable().save_floor(session_->client_id, topic, top);
+      return;
+    }
+    from = *saved;
+  }
+  if (store == nullptr || from >= top) return;
+  auto read = store->read_since(topic, from, static_cast<std::size_t>(top - from));
+  if (!read) {
+    send_error("subscribe: cannot read the history of '" + std::string(prefix(topic, 128)) + "': " +
+               read.error().message());
+    return;
+  }
+  if (read->status != ReadStatus::kOk) {
+    // Pruned (or another epoch): say what cannot be resent, as a loss notice.
+    const std::uint64_t first = read->messages.empty() ? read->top + 1 : read->messages.front().offset;
+    const FrameRef notice = encode_message(
+        WireFormat::kJson, kLossChannel,
+        fmt::format("history-lost topic={} from={} to={} (pruned from the history)", topic, from + 1, first - 1));
+    push_reply(notice->view());
+  }
+  thread_local std::vector<Message> msgs;
+  const auto& got = read->messages;
+  bool wake = false;
+  for (std::size_t i = 0; i < got.size();) {
+    const std::size_t n = std::min<std::size_t>(got.size() - i, 1024);
+    msgs.clear();
+    for (std::size_t k = i; k < i + n; ++k) msgs.push_back(Message{topic, got[k].payload, 1});
+    const DeliveryRun run{DeliveryKind::kMessage, {}, msgs, got[i].offset, got[i].time_ms, 1};
+    wake |= tracker_->offer(topic, got[i].offset, wire_codec(WireFormat::kJson).encode(run), queue());
+    i += n;
+  }
+  msgs.clear();
+  if (wake) on_queue_ready();
+}
+
+void WsSession::save_floors() {
+  for (const std::string& ch : channels()) {
+    // Only channels this session was delivered on: a floor saved for another
+    // would make a later durable subscription replay from it.
+    if (tracker_->last_offered(ch) > 0) core().durable().save_floor(session_->client_id, ch, tracker_->resume_floor(ch));
+  }
+  session_->saved = std::chrono::steady_clock::now();
 }
 
 void WsSession::cmd_unsubscribe(const JsonCommand& c) {
@@ -223,15 +338,54 @@ void WsSession::cmd_unsubscribe(const JsonCommand& c) {
 
 void WsSession::cmd_publish(const JsonCommand& c) {
   if (!check_permission(Access::kPublish, c.topic)) return;
-  // The publisher's message_id and qos are not used yet: the broker numbers
-  // messages per channel itself, and acknowledgements come with issue 14.
-  const std::size_t n = core().publish(c.topic, c.payload);
+  // The broker numbers messages per channel itself; a publisher's message_id
+  // is only echoed in the puback, for its own bookkeeping.
+  const BrokerCore::Published p = core().publish_with_id(Message{c.topic, c.payload, c.qos});
   mark_published();
-  if (n == kRefusedReceivers) {
+  if (p.receivers == kRefusedReceivers) {
     core().count_refused(1);
     send_error("refused: a subscriber of '" + std::string(prefix(c.topic, 128)) +
                "' with the block overflow policy has no room; nothing was delivered, retry later");
+    return;
   }
+  if (c.qos == 1) {
+    // Stored: every QoS 1 subscriber's tracker holds it (and, with history,
+    // the store; docs/guarantees.md).
+    json r{{"type", "puback"}, {"topic", c.topic}, {"message_id", p.id}};
+    if (c.message_id) r["client_message_id"] = *c.message_id;
+    send_text(to_text(r));
+  }
+}
+
+void WsSession::cmd_ack(const JsonCommand& c) {
+  std::uint64_t id = 0;
+  const std::string& text = *c.message_id;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  AckResult r = AckResult::kUnknown;
+  bool wake = false;
+  if (ec == std::errc() && end == text.data() + text.size() && tracker_ != nullptr) {
+    r = tracker_->ack(c.topic.empty() ? std::nullopt : std::optional<std::string_view>(c.topic), id, queue(), wake);
+  }
+  if (wake) on_queue_ready();
+  if (r == AckResult::kAcked) {
+    // A durable session's floors are saved at most every kFloorSaveInterval:
+    // a floor saved late costs duplicates after a crash, never a loss.
+    if (session_ != nullptr && std::chrono::steady_clock::now() - session_->saved >= kFloorSaveInterval) save_floors();
+    return;
+  }
+  std::string what = "ack: no delivery awaits an ack with message_id " + std::string(prefix(text, 64));
+  if (!c.topic.empty()) what += " on '" + std::string(prefix(c.topic, 128)) + "'";
+  if (r == AckResult::kAmbiguous) what = "ack: message_id " + std::string(prefix(text, 64)) +
+                                         " is awaited on several topics; add \"topic\"";
+  send_error(what);
+}
+
+std::optional<std::chrono::nanoseconds> WsSession::next_timer() const {
+  return tracker_ == nullptr ? std::nullopt : tracker_->next_deadline();
+}
+
+void WsSession::on_timer() {
+  if (tracker_ != nullptr && tracker_->on_timer(queue())) on_queue_ready();
 }
 
 void WsSession::send_text(std::string_view json_text) {

@@ -30,6 +30,18 @@
 //     under it reads what was logged meanwhile, subscribes, queues the
 //     confirmation and then the replayed messages (guarantees/replay.hpp): the
 //     first live message is the one after the last replayed offset.
+//  6. QoS 1 (docs/guarantees.md): tracker_ exists from the first subscribe at
+//     qos 1 and is registered with the index (SubscriptionUpdate) before that
+//     subscription is, so no QoS 1 delivery misses it; publishers offer to it,
+//     the session acks it and runs its timer (next_timer, on_timer).
+//  7. Durable (subscribe with client_id; guarantees/durable_sessions.hpp):
+//     the session is held by this connection from its first such subscribe
+//     until the destructor, which detaches from the index before letting it
+//     go. A subscribe's subscription and confirmation, the redelivery of the
+//     session's unacked deliveries and its missed messages from history all
+//     happen under the index update lock, in that order: no live message can
+//     come before or between them, so there is no gap and no duplicate at the
+//     seam (beyond the dup redeliveries).
 #pragma once
 
 #include <memory>
@@ -38,6 +50,8 @@
 
 #include "broker/core/broker_core.hpp"
 #include "broker/core/client.hpp"
+#include "broker/guarantees/ack_tracker.hpp"
+#include "broker/guarantees/durable_sessions.hpp"
 #include "broker/ws/frame_decoder.hpp"
 #include "broker/ws/http_upgrade.hpp"
 #include "broker/ws/json_command.hpp"
@@ -48,9 +62,15 @@ class WsSession final : public Client {
  public:
   // Registers with `core`; `waker` and `routes` must outlive the session.
   WsSession(BrokerCore& core, std::string peer, Waker& waker, const HttpRoutes& routes);
+  // Detaches first: no publisher may reach tracker_ once it is gone; then
+  // saves a durable session's floors and lets the session go.
+  ~WsSession() override;
 
   // Reads the HTTP request, then frames (any split is fine).
   InputResult on_input(std::string_view bytes) override;
+
+  std::optional<std::chrono::nanoseconds> next_timer() const override;
+  void on_timer() override;
 
   // True once the 101 response is queued.
   [[nodiscard]] bool upgraded() const noexcept { return http_ == nullptr; }
@@ -62,6 +82,12 @@ class WsSession final : public Client {
   void cmd_subscribe(const JsonCommand& c);
   void cmd_unsubscribe(const JsonCommand& c);
   void cmd_publish(const JsonCommand& c);
+  void cmd_ack(const JsonCommand& c);
+  // Durable session (invariant 7): queues what it missed on `topic` since
+  // its floor, from the channel's history. REQUIRES: the index update lock.
+  void resume_durable(const std::string& topic);
+  // Saves the durable session's resume floor of each of its channels.
+  void save_floors();
 
   // False and an error reply if the grant refuses `access` to `name`.
   bool check_permission(Access access, std::string_view name);
@@ -74,6 +100,10 @@ class WsSession final : public Client {
   std::unique_ptr<HttpUpgrade> http_;  // until the upgrade; freed after it
   FrameDecoder decoder_;
   std::string frame_;  // the frame being built, reused
+  AckTracker* tracker_ = nullptr;  // invariant 6: own_tracker_'s, or the durable session's
+  std::unique_ptr<AckTracker> own_tracker_;
+  std::shared_ptr<DurableSessions::Session> session_;  // with a client_id
+  static constexpr std::chrono::milliseconds kFloorSaveInterval{20};
   bool closing_ = false;
 };
 

@@ -47,6 +47,23 @@ TEST(JsonCommandTest, ParsesPopSubsCommands) {
   EXPECT_EQ(c.message_id, "42");
 }
 
+TEST(JsonCommandTest, ParsesQosOneSubscribesAndTopicsOfAcks) {
+  auto c = ok(R"({"type":"subscribe","topic":"t","qos":1,"client_id":"dash-1"})");
+  EXPECT_EQ(c.qos, 1);
+  EXPECT_EQ(c.client_id, "dash-1");
+  c = ok(R"({"type":"subscribe","topic":"t"})");
+  EXPECT_EQ(c.qos, 0);
+  EXPECT_EQ(c.client_id, "");
+  c = ok(R"({"type":"ack","message_id":7,"topic":"t"})");
+  EXPECT_EQ(c.message_id, "7");
+  EXPECT_EQ(c.topic, "t");
+  EXPECT_EQ(ok(R"({"type":"ack","message_id":7})").topic, "");
+  EXPECT_EQ(err(R"({"type":"subscribe","topic":"t","qos":2})"), "subscribe: \"qos\" must be 0 or 1");
+  EXPECT_EQ(err(R"({"type":"subscribe","topic":"t","client_id":""})"),
+            "subscribe: \"client_id\" must be a non-empty string");
+  EXPECT_EQ(err(R"({"type":"ack","message_id":7,"topic":3})"), "ack: \"topic\" must be a string");
+}
+
 TEST(JsonCommandTest, IgnoresUnknownFields) {
   const auto c = ok(R"({"type":"subscribe","topic":"a","extra":[1,2,{"x":null}]})");
   EXPECT_EQ(c.topic, "a");

@@ -207,8 +207,11 @@ TEST_F(WsEndToEndTest, CommandErrorsAnswerAndKeepTheConnection) {
     EXPECT_EQ((*r)["type"], "error") << bad;
     EXPECT_TRUE((*r)["message"].is_string());
   }
-  // Acks are accepted and ignored for now (issue 14): no reply, no close.
+  // An ack nobody awaits is an error too (QoS 1, ws_qos1_test.cpp), not a close.
   ASSERT_TRUE(c.send(R"({"type":"ack","message_id":1})"));
+  const auto r = c.read_json();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ((*r)["type"], "error");
   subscribe(c, "still.open");
 }
 

@@ -1,0 +1,331 @@
+// QoS 1 over the WebSocket port (docs/guarantees.md, "QoS 1"): an in-process
+// broker with short ack timeouts, raw loopback WebSocket clients. PopSub's
+// flaws inverted: one subscriber's ack clears only its own delivery, and a
+// redelivery goes only to the subscriber that owes the ack.
+//
+// No test asserts a duration: a timeout only decides when a redelivery comes,
+// and each test waits for the frames it expects (bounded by the client's
+// 20 s read deadline).
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "ringcast/broker/broker.hpp"
+#include "ws_client.hpp"
+
+namespace ringcast::broker::ws {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using test::WsClient;
+
+std::unique_ptr<Broker> start_broker(std::chrono::milliseconds ack_timeout, std::uint32_t max_retries,
+                                     std::size_t max_in_flight = 1000, std::vector<std::string> history = {}) {
+  BrokerConfig cfg;
+  cfg.history = std::move(history);
+  cfg.port = 0;
+  cfg.ws_port = 0;
+  cfg.io_threads = 2;
+  cfg.ack_timeout = ack_timeout;
+  cfg.max_retries = max_retries;
+  cfg.max_in_flight = max_in_flight;
+  auto b = Broker::start(cfg);
+  EXPECT_TRUE(b.has_value()) << (b ? "" : b.error().message());
+  return b ? std::move(*b) : nullptr;
+}
+
+json next(WsClient& c) {
+  auto j = c.read_json();
+  EXPECT_TRUE(j.has_value()) << "no frame";
+  return j ? *j : json();
+}
+
+void subscribe_qos1(WsClient& c, std::string_view topic) {
+  ASSERT_TRUE(c.send_json({{"type", "subscribe"}, {"topic", topic}, {"qos", 1}}));
+  EXPECT_EQ(next(c), (json{{"type", "subscribed"}, {"topic", topic}, {"qos", 1}}));
+}
+
+// Publishes at QoS 1 and returns the puback's message_id.
+std::uint64_t publish_qos1(WsClient& pub, std::string_view topic, std::string_view payload) {
+  EXPECT_TRUE(pub.send_json({{"type", "publish"}, {"topic", topic}, {"payload", payload}, {"qos", 1}}));
+  const json ack = next(pub);
+  EXPECT_EQ(ack["type"], "puback");
+  EXPECT_EQ(ack["topic"], topic);
+  return ack.value("message_id", std::uint64_t{0});
+}
+
+void ack(WsClient& c, std::string_view topic, std::uint64_t id) {
+  ASSERT_TRUE(c.send_json({{"type", "ack"}, {"topic", topic}, {"message_id", id}}));
+}
+
+// Sends an ack nobody awaits and returns the frames that came before its
+// error reply: everything the broker had queued for `c` by then.
+std::vector<json> frames_before_probe(WsClient& c) {
+  EXPECT_TRUE(c.send_json({{"type", "ack"}, {"topic", "probe"}, {"message_id", 424242}}));
+  std::vector<json> out;
+  for (;;) {
+    json j = next(c);
+    if (j.is_null() || j["type"] == "error") return out;
+    out.push_back(std::move(j));
+  }
+}
+
+TEST(WsQos1Test, PubackCarriesTheChannelsMessageIdAndThePublishersOwnId) {
+  auto b = start_broker(60s, 5);
+  ASSERT_NE(b, nullptr);
+  WsClient pub(b->ws_port());
+  ASSERT_TRUE(pub.send_json(
+      {{"type", "publish"}, {"topic", "t"}, {"payload", "x"}, {"qos", 1}, {"message_id", "id-123"}}));
+  EXPECT_EQ(next(pub),
+            (json{{"type", "puback"}, {"topic", "t"}, {"message_id", 1}, {"client_message_id", "id-123"}}));
+  EXPECT_EQ(publish_qos1(pub, "t", "y"), 2u);
+  ASSERT_TRUE(pub.send_json({{"type", "publish"}, {"topic", "t"}, {"payload", "z"}}));
+  EXPECT_TRUE(frames_before_probe(pub).empty()) << "a QoS 0 publish gets no puback";
+}
+
+TEST(WsQos1Test, OneSubscriberAcksAndOnlyTheOtherTwoAreResent) {
+  // The acker must ack within the timeout; 2 s leaves a loaded machine room.
+  auto b = start_broker(2s, 5);
+  ASSERT_NE(b, nullptr);
+  WsClient s1(b->ws_port()), s2(b->ws_port()), s3(b->ws_port()), pub(b->ws_port());
+  for (WsClient* s : {&s1, &s2, &s3}) subscribe_qos1(*s, "critical");
+  const std::uint64_t id = publish_qos1(pub, "critical", "Important");
+  for (WsClient* s : {&s1, &s2, &s3}) {
+    const json m = next(*s);
+    EXPECT_EQ(m["type"], "message");
+    EXPECT_EQ(m["message_id"], id);
+    EXPECT_EQ(m["qos"], 1);
+    EXPECT_FALSE(m.contains("dup"));
+  }
+  ack(s1, "critical", id);
+  EXPECT_TRUE(frames_before_probe(s1).empty()) << "the ack is taken: no error for it";
+  // Two redeliveries each to s2 and s3; then they ack.
+  for (WsClient* s : {&s2, &s3}) {
+    for (int round = 0; round < 2; ++round) {
+      const json m = next(*s);
+      EXPECT_EQ(m["message_id"], id);
+      EXPECT_EQ(m["dup"], true);
+      EXPECT_EQ(m["payload"], "Important");
+    }
+    ack(*s, "critical", id);
+  }
+  // s1's next frames: the next publish, never a redelivery of `id`.
+  const std::uint64_t id2 = publish_qos1(pub, "critical", "next");
+  const json m = next(s1);
+  EXPECT_EQ(m["message_id"], id2);
+  EXPECT_FALSE(m.contains("dup"));
+}
+
+TEST(WsQos1Test, AckForAnUnknownIdIsAnErrorAndKeepsTheConnection) {
+  auto b = start_broker(60s, 5);
+  ASSERT_NE(b, nullptr);
+  WsClient s(b->ws_port());
+  subscribe_qos1(s, "t");
+  ASSERT_TRUE(s.send_json({{"type", "ack"}, {"topic", "t"}, {"message_id", 99}}));
+  const json e = next(s);
+  EXPECT_EQ(e["type"], "error");
+  EXPECT_EQ(e["message"], "ack: no delivery awaits an ack with message_id 99 on 't'");
+  ASSERT_TRUE(s.send_json({{"type", "ack"}, {"message_id", "not-a-number"}}));
+  EXPECT_EQ(next(s)["type"], "error");
+  WsClient pub(b->ws_port());
+  const std::uint64_t id = publish_qos1(pub, "t", "still here");
+  EXPECT_EQ(next(s)["message_id"], id);
+  ASSERT_TRUE(s.send_json({{"type", "ack"}, {"message_id", id}}));  // no topic: unambiguous
+  EXPECT_TRUE(frames_before_probe(s).empty());
+}
+
+TEST(WsQos1Test, UnackedDeliveryExpiresAfterMaxRetriesWithALossNotice) {
+  auto b = start_broker(50ms, 2);
+  ASSERT_NE(b, nullptr);
+  WsClient s(b->ws_port());
+  subscribe_qos1(s, "t");
+  WsClient pub(b->ws_port());
+  const std::uint64_t id = publish_qos1(pub, "t", "lost cause");
+  EXPECT_FALSE(next(s).contains("dup"));
+  EXPECT_EQ(next(s)["dup"], true);
+  EXPECT_EQ(next(s)["dup"], true);
+  const json notice = next(s);
+  EXPECT_EQ(notice["topic"], "__ringcast__:loss");
+  EXPECT_EQ(notice["payload"], "expired topic=t message_id=" + std::to_string(id) + " sends=3 total=1");
+  ASSERT_TRUE(s.send_json({{"type", "ack"}, {"topic", "t"}, {"message_id", id}}));
+  EXPECT_EQ(next(s)["type"], "error") << "an expired delivery is no longer awaited";
+}
+
+TEST(WsQos1Test, InFlightWindowHoldsLaterDeliveriesUntilAcksMakeRoom) {
+  auto b = start_broker(60s, 5, /*max_in_flight=*/2);
+  ASSERT_NE(b, nullptr);
+  WsClient s(b->ws_port());
+  subscribe_qos1(s, "t");
+  WsClient pub(b->ws_port());
+  for (int i = 1; i <= 5; ++i) EXPECT_EQ(publish_qos1(pub, "t", "m" + std::to_string(i)), std::uint64_t(i));
+  auto ids = [](const std::vector<json>& frames) {
+    std::vector<int> out;
+    for (const json& j : frames) out.push_back(j["message_id"].get<int>());
+    return out;
+  };
+  EXPECT_EQ(ids(frames_before_probe(s)), (std::vector<int>{1, 2})) << "two in flight, three waiting";
+  ack(s, "t", 1);
+  EXPECT_EQ(ids(frames_before_probe(s)), (std::vector<int>{3}));
+  ack(s, "t", 2);
+  ack(s, "t", 3);
+  EXPECT_EQ(ids(frames_before_probe(s)), (std::vector<int>{4, 5}));
+}
+
+TEST(WsQos1Test, QosZeroSubscribersGetQosOnePublishesAsQosZero) {
+  auto b = start_broker(50ms, 5);
+  ASSERT_NE(b, nullptr);
+  WsClient s(b->ws_port());
+  ASSERT_TRUE(s.send_json({{"type", "subscribe"}, {"topic", "t"}}));
+  EXPECT_EQ(next(s)["type"], "subscribed");
+  WsClient pub(b->ws_port());
+  const std::uint64_t id = publish_qos1(pub, "t", "x");
+  const json m = next(s);
+  EXPECT_EQ(m["message_id"], id);
+  EXPECT_EQ(m["qos"], 0);
+  // Many timeouts later: a probe round trip shows no redelivery was queued.
+  WsClient q(b->ws_port());
+  subscribe_qos1(q, "u");
+  const std::uint64_t u = publish_qos1(pub, "u", "y");
+  EXPECT_EQ(next(q)["message_id"], u);
+  EXPECT_EQ(next(q)["dup"], true) << "a timeout has passed";
+  EXPECT_TRUE(frames_before_probe(s).empty());
+}
+
+TEST(WsQos1Test, PublishToAClosedSubscriberIsStillAcknowledged) {
+  auto b = start_broker(60s, 1);
+  ASSERT_NE(b, nullptr);
+  WsClient live(b->ws_port());
+  subscribe_qos1(live, "t");
+  WsClient pub(b->ws_port());
+  {
+    WsClient gone(b->ws_port());
+    subscribe_qos1(gone, "t");
+    const std::uint64_t id = publish_qos1(pub, "t", "before");
+    EXPECT_EQ(next(gone)["message_id"], id);
+    EXPECT_EQ(next(live)["message_id"], id);
+    ack(live, "t", id);
+  }  // closed with a delivery unacked: its tracker and timer go with it
+  for (int i = 0; i < 3; ++i) {
+    const std::uint64_t id = publish_qos1(pub, "t", "after");
+    const json m = next(live);
+    EXPECT_EQ(m["message_id"], id);
+    EXPECT_FALSE(m.contains("dup"));
+    ack(live, "t", id);
+  }
+  EXPECT_TRUE(frames_before_probe(live).empty());
+}
+
+TEST(WsQos1Test, PatternSubscriptionAtQosOneOwesAcksPerChannel) {
+  auto b = start_broker(60s, 5);
+  ASSERT_NE(b, nullptr);
+  WsClient s(b->ws_port());
+  subscribe_qos1(s, "md.*");
+  WsClient pub(b->ws_port());
+  const std::uint64_t a = publish_qos1(pub, "md.a", "x");
+  const std::uint64_t c = publish_qos1(pub, "md.c", "y");
+  EXPECT_EQ(a, 1u);
+  EXPECT_EQ(c, 1u);  // ids are per channel
+  EXPECT_EQ(next(s)["topic"], "md.a");
+  EXPECT_EQ(next(s)["topic"], "md.c");
+  ASSERT_TRUE(s.send_json({{"type", "ack"}, {"message_id", 1}}));
+  const json e = next(s);
+  EXPECT_EQ(e["type"], "error") << "id 1 is awaited on two topics";
+  ack(s, "md.a", 1);
+  ack(s, "md.c", 1);
+  EXPECT_TRUE(frames_before_probe(s).empty());
+}
+
+// Subscribes durably; retries while the previous connection of the same
+// client id is still being closed by the broker ("in use"). Returns the
+// confirmation.
+json subscribe_durable(WsClient& c, std::string_view topic, std::string_view client_id) {
+  for (int attempt = 0; attempt < 2000; ++attempt) {
+    EXPECT_TRUE(c.send_json({{"type", "subscribe"}, {"topic", topic}, {"qos", 1}, {"client_id", client_id}}));
+    json r = next(c);
+    if (r["type"] != "error" || r["message"].get<std::string>().find("in use") == std::string::npos) return r;
+    std::this_thread::sleep_for(10ms);  // the old connection's close is in flight
+  }
+  return json();
+}
+
+std::vector<int> ids_of(const std::vector<json>& frames) {
+  std::vector<int> out;
+  for (const json& j : frames) out.push_back(j.value("message_id", 0));
+  return out;
+}
+
+TEST(WsQos1Test, DurableSubscriberGetsItsUnackedAndMissedMessagesOnReconnect) {
+  auto b = start_broker(60s, 5, 1000, {"*=1000"});
+  ASSERT_NE(b, nullptr);
+  WsClient pub(b->ws_port());
+  {
+    WsClient s(b->ws_port());
+    const json r = subscribe_durable(s, "t", "dash-1");
+    EXPECT_EQ(r["type"], "subscribed");
+    EXPECT_EQ(r["qos"], 1);
+    EXPECT_EQ(r["client_id"], "dash-1");
+    EXPECT_EQ(r["offset"], 0) << "a retained channel's reply carries its offset";
+    EXPECT_EQ(publish_qos1(pub, "t", "m1"), 1u);
+    EXPECT_EQ(publish_qos1(pub, "t", "m2"), 2u);
+    EXPECT_EQ(next(s)["message_id"], 1);
+    EXPECT_EQ(next(s)["message_id"], 2);
+    ack(s, "t", 1);
+    EXPECT_TRUE(frames_before_probe(s).empty());
+  }  // gone with 2 unacked
+  EXPECT_EQ(publish_qos1(pub, "t", "m3"), 3u);
+  EXPECT_EQ(publish_qos1(pub, "t", "m4"), 4u);
+  WsClient s(b->ws_port());
+  EXPECT_EQ(subscribe_durable(s, "t", "dash-1")["type"], "subscribed");
+  const json m2 = next(s);
+  EXPECT_EQ(m2["message_id"], 2);
+  EXPECT_EQ(m2["dup"], true) << "sent before, unacked";
+  // 3 and 4 come from the history, or, if the old connection was still being
+  // closed when they were published, as redeliveries: either way, in order.
+  const json m3 = next(s);
+  EXPECT_EQ(m3["message_id"], 3);
+  EXPECT_EQ(m3["payload"], "m3");
+  EXPECT_EQ(m3["qos"], 1);
+  EXPECT_EQ(next(s)["message_id"], 4);
+  const std::uint64_t id5 = publish_qos1(pub, "t", "m5");
+  EXPECT_EQ(next(s)["message_id"], id5) << "then live, with no gap and no repeat at the seam";
+  for (int id : {2, 3, 4, 5}) ack(s, "t", static_cast<std::uint64_t>(id));
+  EXPECT_TRUE(frames_before_probe(s).empty());
+}
+
+TEST(WsQos1Test, DurableSubscriptionMadeBeforeAnyMessageGetsEverythingItMissed) {
+  auto b = start_broker(60s, 5, 1000, {"*=1000"});
+  ASSERT_NE(b, nullptr);
+  {
+    WsClient s(b->ws_port());
+    EXPECT_EQ(subscribe_durable(s, "t", "c")["type"], "subscribed");
+  }
+  WsClient pub(b->ws_port());
+  for (int i = 0; i < 3; ++i) (void)publish_qos1(pub, "t", "x");
+  WsClient s(b->ws_port());
+  EXPECT_EQ(subscribe_durable(s, "t", "c")["type"], "subscribed");
+  EXPECT_EQ(ids_of(frames_before_probe(s)), (std::vector<int>{1, 2, 3}));
+}
+
+TEST(WsQos1Test, AClientIdIsHeldByOneConnectionAtATime) {
+  auto b = start_broker(60s, 5, 1000, {"*=1000"});
+  ASSERT_NE(b, nullptr);
+  WsClient a(b->ws_port()), other(b->ws_port());
+  EXPECT_EQ(subscribe_durable(a, "t", "same")["type"], "subscribed");
+  ASSERT_TRUE(other.send_json({{"type", "subscribe"}, {"topic", "t"}, {"qos", 1}, {"client_id", "same"}}));
+  const json e = next(other);
+  EXPECT_EQ(e["type"], "error");
+  EXPECT_EQ(e["message"], "subscribe: client_id 'same' is in use by another connection");
+  ASSERT_TRUE(other.send_json({{"type", "subscribe"}, {"topic", "t"}, {"client_id", "x"}}));
+  EXPECT_EQ(next(other)["type"], "error") << "client_id without qos 1";
+  ASSERT_TRUE(other.send_json({{"type", "subscribe"}, {"topic", "t"}, {"qos", 1}, {"client_id", "x"}, {"history", 5}}));
+  EXPECT_EQ(next(other)["type"], "error") << "a durable subscription resumes; history: N is for the others";
+}
+
+}  // namespace
+}  // namespace ringcast::broker::ws
