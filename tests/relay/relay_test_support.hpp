@@ -214,6 +214,7 @@ struct NatsServerOptions {
   std::uint16_t port = 0;      // 0: the server picks a free port (-p -1), read back from its log
   bool cluster = false;        // also listen for routes, on a port the server picks
   std::uint16_t route_to = 0;  // another server's cluster_port(); 0: no route
+  std::string jetstream_dir;   // non-empty: JetStream on (-js), storing under this directory
 };
 
 class NatsServer {
@@ -228,6 +229,7 @@ class NatsServer {
     if (o.cluster) {
       argv.insert(argv.end(), {"--cluster", "nats://127.0.0.1:-1", "--cluster_name", "ringcast-test"});
     }
+    if (!o.jetstream_dir.empty()) argv.insert(argv.end(), {"-js", "-sd", o.jetstream_dir});
     if (o.route_to != 0) {
       argv.insert(argv.end(), {"--routes", "nats://127.0.0.1:" + std::to_string(o.route_to)});
     }

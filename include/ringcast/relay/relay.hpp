@@ -77,6 +77,31 @@ struct HostPort {
 };
 [[nodiscard]] tl::expected<HostPort, std::string> parse_host_port(std::string_view s);
 
+// `--jetstream STREAM`: publish into a JetStream stream with acks instead of
+// core NATS (docs/scale-out.md, "JetStream"). The stream is created, or its
+// limits updated, when the relay starts.
+struct JetStreamConfig {
+  std::string stream;                          // the stream's name (no '.', '*', '>', space)
+  // Subjects the stream captures. Empty: the rings' subjects (a fixed subject,
+  // or PREFIX> for a topic route whose prefix ends in '.'). Subjects the
+  // existing stream already has are kept.
+  std::vector<std::string> subjects;
+  int replicas = 1;
+  bool memory_storage = false;                 // false: file storage
+  std::chrono::seconds max_age{0};             // 0: no age limit
+  std::int64_t max_bytes = -1;                 // -1: no size limit
+  // How long the server remembers a Nats-Msg-Id to drop a republished copy.
+  std::chrono::milliseconds duplicate_window{120'000};
+  // Publishes whose ack has not come back yet; at the limit the relay's reader
+  // waits (the ring fills behind it: back-pressure, counted as stalls).
+  int max_pending = 4096;
+  // An ack not back within this is a failed attempt: the message is retried.
+  std::chrono::milliseconds ack_timeout{5000};
+  // Attempts per message (the first included) before it is given up, counted
+  // and logged. 0: retry until the relay stops.
+  int max_attempts = 30;
+};
+
 struct NatsConfig {
   std::string url;                             // "nats://host:port", comma-separated for several
   std::string client_name = "ringcast-relay";
@@ -86,6 +111,7 @@ struct NatsConfig {
   std::chrono::milliseconds reconnect_wait{250};
   int max_reconnect = -1;                      // -1: forever
   std::chrono::milliseconds connect_timeout{2000};
+  std::optional<JetStreamConfig> jetstream;    // nullopt: core NATS (at most once)
 };
 
 enum class LogLevel : std::uint8_t { info, warning, error };
@@ -144,6 +170,17 @@ struct NatsStats {
   std::uint64_t out_bytes = 0;
   std::int64_t buffered_bytes = 0;    // libnats: bytes not yet written (-1: closed)
   std::string last_error;
+  // JetStream (`--jetstream`); all zero without it. Every message the readers
+  // hand over ends in exactly one of acked, failed, or still pending:
+  // js_published = js_acked + js_failed + js_pending.
+  bool jetstream = false;
+  std::uint64_t js_published = 0;     // handed to libnats for the first time
+  std::uint64_t js_acked = 0;         // the stream acknowledged it (stored, or a duplicate of a stored one)
+  std::uint64_t js_duplicates = 0;    // of js_acked: the server had it already (Nats-Msg-Id within the window)
+  std::uint64_t js_retried = 0;       // attempts repeated after an error or an ack timeout
+  std::uint64_t js_failed = 0;        // given up after max_attempts, or unacked when the relay stopped
+  std::uint64_t js_pending = 0;       // published, neither acked nor failed yet
+  std::uint64_t js_stalls = 0;        // a reader waited because max_pending acks were outstanding
 };
 
 
