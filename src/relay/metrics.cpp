@@ -42,6 +42,12 @@ constexpr RingSeries kRingSeries[] = {
      &RingStats::reopens},
 };
 
+struct JsSeries {
+  const char* name;
+  const char* help;
+  std::uint64_t NatsStats::*field;
+};
+
 struct NatsSeries {
   const char* name;
   std::uint64_t NatsStats::*field;
@@ -55,6 +61,22 @@ constexpr NatsSeries kNatsCounters[] = {
     {"ringcast_relay_nats_reconnects_total", &NatsStats::reconnects},
     {"ringcast_relay_nats_out_messages_total", &NatsStats::out_msgs},
     {"ringcast_relay_nats_out_bytes_total", &NatsStats::out_bytes},
+};
+
+// --jetstream only (docs/scale-out.md, "JetStream").
+constexpr JsSeries kJsCounters[] = {
+    {"ringcast_relay_jetstream_published_total", "Messages handed to JetStream (first attempts).",
+     &NatsStats::js_published},
+    {"ringcast_relay_jetstream_acked_total", "Messages the stream acknowledged (duplicates included).",
+     &NatsStats::js_acked},
+    {"ringcast_relay_jetstream_duplicates_total", "Acks saying the stream already held the message (Nats-Msg-Id).",
+     &NatsStats::js_duplicates},
+    {"ringcast_relay_jetstream_retried_total", "Publish attempts repeated after an error or an ack timeout.",
+     &NatsStats::js_retried},
+    {"ringcast_relay_jetstream_failed_total", "Messages given up after the last attempt or unacked at stop.",
+     &NatsStats::js_failed},
+    {"ringcast_relay_jetstream_stalls_total", "Waits of a reader because the outstanding-ack limit was reached.",
+     &NatsStats::js_stalls},
 };
 
 constexpr RingState kStates[] = {RingState::waiting_for_ring, RingState::waiting_for_producer, RingState::relaying,
@@ -92,6 +114,12 @@ void write_relay_metrics(PrometheusWriter& w, std::span<const RingStats> rings, 
   }
   w.metric("ringcast_relay_nats_buffered_bytes", "Bytes libnats holds not yet written (-1 once closed).",
            MetricType::kGauge, static_cast<double>(nats->buffered_bytes));
+  if (!nats->jetstream) return;
+  for (const JsSeries& s : kJsCounters) {
+    w.metric(s.name, s.help, MetricType::kCounter, static_cast<double>(nats->*s.field));
+  }
+  w.metric("ringcast_relay_jetstream_pending_messages", "Published to JetStream, neither acked nor given up yet.",
+           MetricType::kGauge, static_cast<double>(nats->js_pending));
 }
 
 }  // namespace ringcast::relay

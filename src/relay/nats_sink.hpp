@@ -53,6 +53,10 @@ class NatsSink {
     return false;
   }
 
+  // The libnats connection, for the JetStream publisher that shares it
+  // (relay/jetstream_publisher.hpp). Null only after a failed connect().
+  [[nodiscard]] natsConnection* connection() const noexcept { return conn_; }
+
   [[nodiscard]] NatsStats stats() const;
   // Flushes what is buffered (bounded by `flush_timeout` when connected), then
   // closes the connection. Later publishes fail (counted).

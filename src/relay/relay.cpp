@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "relay/jetstream_publisher.hpp"
 #include "relay/nats_sink.hpp"
 #include "relay/metrics.hpp"
 #include "relay/ring_reader.hpp"
@@ -21,6 +22,8 @@ struct Relay::Impl {
   LogFn log;
   std::unique_ptr<broker::Broker> broker;
   std::unique_ptr<NatsSink> nats;
+  // After nats: destroyed first, so its JetStream context goes before the connection.
+  std::unique_ptr<JetStreamPublisher> jetstream;
   std::vector<std::unique_ptr<RingReader>> readers;
   std::vector<std::thread> threads;
   // Set once by stop(); readers poll it between batches.
@@ -53,11 +56,17 @@ struct Relay::Impl {
           r.refused, r.nats_published, r.nats_failed, r.reopens);
     }
     if (nats) {
-      const NatsStats n = nats->stats();
+      const NatsStats n = nats_stats();
       out += fmt::format(
           "nats_status:{}\r\nnats_published:{}\r\nnats_buffer_full:{}\r\nnats_failed:{}\r\nnats_disconnects:{}\r\n"
           "nats_reconnects:{}\r\nnats_buffered_bytes:{}\r\nnats_out_msgs:{}\r\n",
           n.status, n.published, n.buffer_full, n.failed, n.disconnects, n.reconnects, n.buffered_bytes, n.out_msgs);
+      if (n.jetstream) {
+        out += fmt::format(
+            "nats_js_published:{}\r\nnats_js_acked:{}\r\nnats_js_duplicates:{}\r\nnats_js_retried:{}\r\n"
+            "nats_js_failed:{}\r\nnats_js_pending:{}\r\nnats_js_stalls:{}\r\n",
+            n.js_published, n.js_acked, n.js_duplicates, n.js_retried, n.js_failed, n.js_pending, n.js_stalls);
+      }
     }
     return out;
   }
@@ -66,11 +75,18 @@ struct Relay::Impl {
   void write_metrics(broker::PrometheusWriter& w) const {
     const std::vector<RingStats> rings = ring_stats();
     if (nats) {
-      const NatsStats n = nats->stats();
+      const NatsStats n = nats_stats();
       write_relay_metrics(w, rings, &n);
     } else {
       write_relay_metrics(w, rings, nullptr);
     }
+  }
+
+  // The connection's statistics and, with --jetstream, the publisher's.
+  NatsStats nats_stats() const {
+    NatsStats n = nats->stats();
+    if (jetstream) jetstream->stats(n);
+    return n;
   }
 
   std::vector<RingStats> ring_stats() const {
@@ -87,6 +103,12 @@ struct Relay::Impl {
     stop_flag.store(true, std::memory_order_release);
     for (auto& t : threads) {
       if (t.joinable()) t.join();
+    }
+    // Outstanding JetStream acks first (what stays unacked is counted failed),
+    // then the connection.
+    if (jetstream) {
+      jetstream->close(std::max<std::chrono::milliseconds>(config.nats->jetstream->ack_timeout,
+                                                           std::chrono::milliseconds(1000)));
     }
     if (nats) nats->close(std::chrono::milliseconds(1000));
     if (broker) {
@@ -152,9 +174,29 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
       return tl::unexpected(RelayError{Code::kNats, 0, n.error()});
     }
     im.nats = std::move(*n);
+    if (im.config.nats->jetstream) {
+      auto subjects = JetStreamPublisher::route_subjects(im.config.rings);
+      tl::expected<std::unique_ptr<JetStreamPublisher>, std::string> js = tl::unexpected(std::string());
+      if (subjects || !im.config.nats->jetstream->subjects.empty()) {
+        js = JetStreamPublisher::create(im.nats->connection(), *im.config.nats->jetstream,
+                                        subjects ? *subjects : std::vector<std::string>{}, im.log);
+      } else {
+        js = tl::unexpected(subjects.error());
+      }
+      if (!js) {
+        im.nats->close(std::chrono::milliseconds(0));
+        if (im.broker) {
+          im.broker->stop();
+          im.broker->wait();
+        }
+        return tl::unexpected(RelayError{Code::kNats, 0, js.error()});
+      }
+      im.jetstream = std::move(*js);
+    }
   }
   for (const RingRoute& route : im.config.rings) {
-    im.readers.push_back(std::make_unique<RingReader>(route, im.broker.get(), im.nats.get(), im.config.batch,
+    im.readers.push_back(std::make_unique<RingReader>(route, im.broker.get(), im.nats.get(), im.jetstream.get(),
+                                                      im.config.batch,
                                                       im.config.poll_interval, im.log, im.stop_flag,
                                                       [&im](const std::string& why) { im.fail(why); }));
   }
@@ -202,7 +244,7 @@ std::vector<RingStats> Relay::ring_stats() const { return impl_->ring_stats(); }
 
 NatsStats Relay::nats_stats() const {
   if (!impl_->nats) return {};
-  return impl_->nats->stats();
+  return impl_->nats_stats();
 }
 
 std::string Relay::info_text() const { return impl_->info_text(); }

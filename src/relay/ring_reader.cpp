@@ -15,11 +15,13 @@
 
 namespace ringcast::relay {
 
-RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, std::size_t batch,
-                       std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop, FailFn fail)
+RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, JetStreamPublisher* jetstream,
+                       std::size_t batch, std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop,
+                       FailFn fail)
     : route_(std::move(route)),
       broker_(broker),
       nats_(nats),
+      jetstream_(jetstream),
       batch_(batch == 0 ? 1 : batch),
       poll_(poll.count() <= 0 ? std::chrono::milliseconds(1) : poll),
       log_(std::move(log)),

@@ -43,11 +43,14 @@
 namespace ringcast::relay {
 
 class NatsSink;
+class JetStreamPublisher;
 
 class RingReader {
  public:
   using FailFn = std::function<void(const std::string&)>;
-  RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, std::size_t batch,
+  // `jetstream`, when not null, publishes to NATS instead of `nats`'s core
+  // publish (same connection; `--jetstream`).
+  RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, JetStreamPublisher* jetstream, std::size_t batch,
              std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop, FailFn fail);
   RingReader(const RingReader&) = delete;
   RingReader& operator=(const RingReader&) = delete;
@@ -97,6 +100,7 @@ class RingReader {
   const RingRoute route_;
   broker::Broker* const broker_;
   NatsSink* const nats_;
+  JetStreamPublisher* const jetstream_;
   const std::size_t batch_;
   const std::chrono::milliseconds poll_;
   const LogFn log_;

@@ -63,6 +63,44 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--nats-reconnect-wait-ms", nats_reconnect_wait_ms, "Pause between NATS reconnect attempts")
       ->capture_default_str();
+  // JetStream (docs/scale-out.md, "JetStream").
+  std::string js_stream;
+  std::vector<std::string> js_subjects;
+  std::string js_max_age = "0";
+  std::string js_max_bytes = "0";
+  std::string js_dup_window = "2m";
+  std::string js_storage = "file";
+  int js_replicas = 1;
+  int js_max_pending = 4096;
+  unsigned js_ack_timeout_ms = 5000;
+  int js_max_attempts = 30;
+  app.add_option("--jetstream", js_stream,
+                 "With --nats: publish into this JetStream stream with acks (at least once; created or updated "
+                 "with the --stream-* limits) instead of core NATS");
+  app.add_option("--stream-subjects", js_subjects,
+                 "Subjects the stream captures (default: the rings' subjects; a topic route PREFIX.* gives PREFIX.>)")
+      ->delimiter(',');
+  app.add_option("--stream-max-age", js_max_age, "Discard stream messages older than this (250ms, 30s, 15m, 24h, 7d; "
+                                                 "0: no limit)")
+      ->capture_default_str();
+  app.add_option("--stream-max-bytes", js_max_bytes, "Discard the oldest stream messages beyond this size (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--stream-duplicate-window", js_dup_window,
+                 "How long the stream drops a republished Nats-Msg-Id as a duplicate")
+      ->capture_default_str();
+  app.add_option("--stream-storage", js_storage, "file or memory (a new stream only)")
+      ->check(CLI::IsMember({"file", "memory"}))
+      ->capture_default_str();
+  app.add_option("--stream-replicas", js_replicas, "Stream replicas in a JetStream cluster (1..5)")
+      ->capture_default_str();
+  app.add_option("--jetstream-max-pending", js_max_pending,
+                 "Publishes awaiting their ack; at the limit the ring's reader waits (the ring fills behind it)")
+      ->capture_default_str();
+  app.add_option("--jetstream-ack-timeout-ms", js_ack_timeout_ms, "An ack not back within this is retried")
+      ->capture_default_str();
+  app.add_option("--jetstream-max-attempts", js_max_attempts,
+                 "Attempts per message before it is given up (counted in js_failed, logged); 0: until stopped")
+      ->capture_default_str();
   app.add_option("--metrics", metrics, "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9390)");
   app.add_option("--batch", batch, "Most messages taken from a ring per drain")->capture_default_str();
   StartAt start = StartAt::latest;
@@ -95,7 +133,29 @@ int main(int argc, char** argv) {
     if (!buf || *buf > static_cast<std::size_t>(INT32_MAX)) return usage("--nats-reconnect-buffer: bad size");
     n.reconnect_buffer_bytes = static_cast<int>(*buf);
     n.reconnect_wait = std::chrono::milliseconds(nats_reconnect_wait_ms);
+    if (!js_stream.empty()) {
+      JetStreamConfig js;
+      js.stream = js_stream;
+      js.subjects = js_subjects;
+      const auto age = parse_duration(js_max_age);
+      if (!age) return usage("--stream-max-age " + age.error());
+      js.max_age = std::chrono::duration_cast<std::chrono::seconds>(*age);
+      const auto window = parse_duration(js_dup_window);
+      if (!window) return usage("--stream-duplicate-window " + window.error());
+      js.duplicate_window = *window;
+      const auto bytes = broker::parse_size(js_max_bytes);
+      if (!bytes) return usage("--stream-max-bytes: bad size");
+      js.max_bytes = *bytes == 0 ? -1 : static_cast<std::int64_t>(*bytes);
+      js.memory_storage = js_storage == "memory";
+      js.replicas = js_replicas;
+      js.max_pending = js_max_pending;
+      js.ack_timeout = std::chrono::milliseconds(js_ack_timeout_ms);
+      js.max_attempts = js_max_attempts;
+      n.jetstream = js;
+    }
     config.nats = n;
+  } else if (!js_stream.empty()) {
+    return usage("--jetstream needs --nats URL");
   }
   std::optional<HostPort> metrics_at;
   if (!metrics.empty()) {
@@ -120,7 +180,13 @@ int main(int argc, char** argv) {
     const std::string at = tools::url_authority(cfg.bind_address, r.broker()->ws_port());
     fmt::print("ringcast-relay websocket on ws://{}/ (live page: http://{}/)\n", at, at);
   }
-  if (!nats_url.empty()) fmt::print("ringcast-relay publishing to NATS {}\n", nats_url);
+  if (!nats_url.empty()) {
+    if (js_stream.empty()) {
+      fmt::print("ringcast-relay publishing to NATS {}\n", nats_url);
+    } else {
+      fmt::print("ringcast-relay publishing to NATS {} (JetStream stream {})\n", nats_url, js_stream);
+    }
+  }
   std::unique_ptr<MetricsServer> metrics_server;
   if (metrics_at) {
     auto m = MetricsServer::start(metrics_at->host, metrics_at->port, [&r] { return r.prometheus_text(); });

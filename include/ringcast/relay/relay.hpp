@@ -102,6 +102,10 @@ struct JetStreamConfig {
   int max_attempts = 30;
 };
 
+// "0", "250ms", "30s", "15m", "24h", "7d" (a whole number and a unit; bare 0
+// only). For the --stream-max-age style flags; errors name the text.
+[[nodiscard]] tl::expected<std::chrono::milliseconds, std::string> parse_duration(std::string_view s);
+
 struct NatsConfig {
   std::string url;                             // "nats://host:port", comma-separated for several
   std::string client_name = "ringcast-relay";
