@@ -266,6 +266,13 @@ class BroadcastRing {
   // Messages published but not yet received by `id`; 0 for an inactive or
   // out-of-range id.
   [[nodiscard]] std::uint64_t lag(ConsumerId id) const noexcept;  // inline below
+  // The sequence number of the next message `id` will receive (its cursor;
+  // messages are numbered from 0 in publish order). REQUIRES: `id` is
+  // registered through this handle and the caller is its reading thread.
+  [[nodiscard]] std::uint64_t position(ConsumerId id) const noexcept {
+    // relaxed: only this consumer writes its cursor (invariant 1).
+    return consumer(id).cursor.load(std::memory_order_relaxed);
+  }
   // True when every active consumer has received every published message.
   [[nodiscard]] bool is_fully_drained() const noexcept;
   [[nodiscard]] std::uint64_t producer_position() const noexcept {

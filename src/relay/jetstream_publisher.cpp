@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "ringcast/relay/continuity.hpp"
+
 namespace ringcast::relay {
 
 namespace {
@@ -16,8 +18,6 @@ namespace {
 // Subscribers may ignore it; it tells an operator which copies were retries.
 constexpr const char* kAttemptHeader = "Ringcast-Attempt";
 constexpr const char* kMsgIdHeader = "Nats-Msg-Id";
-constexpr const char* kSourceHeader = "Ringcast-Source";
-constexpr const char* kSeqHeader = "Ringcast-Seq";
 // Pause before attempt n+1: 50 ms << (n-1), at most 2 s. An immediate error
 // (no responders while a stream leader is elected) is not retried in a spin.
 std::chrono::milliseconds backoff(int attempt) {

@@ -1,9 +1,12 @@
 #include "relay/nats_sink.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "ringcast/relay/continuity.hpp"
 
 namespace ringcast::relay {
 
@@ -116,6 +119,25 @@ void NatsSink::close(std::chrono::milliseconds flush_timeout) noexcept {
     callbacks_->closed = true;
   }
   if (conn_ != nullptr) natsConnection_Close(conn_);
+}
+
+bool NatsSink::publish(const char* subject, std::string_view body, const char* source, std::uint64_t seq) noexcept {
+  char seq_text[24];
+  const auto end = std::to_chars(seq_text, seq_text + sizeof seq_text - 1, seq).ptr;
+  *end = '\0';
+  natsMsg* msg = nullptr;
+  natsStatus s = natsMsg_Create(&msg, subject, nullptr, body.data(), static_cast<int>(body.size()));
+  if (s == NATS_OK) s = natsMsgHeader_Set(msg, kSourceHeader, source);
+  if (s == NATS_OK) s = natsMsgHeader_Set(msg, kSeqHeader, seq_text);
+  if (s == NATS_OK) s = natsConnection_PublishMsg(conn_, msg);
+  natsMsg_Destroy(msg);  // null-safe
+  if (s == NATS_OK) {
+    // relaxed: statistics.
+    published_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  count_failure(s);
+  return false;
 }
 
 void NatsSink::count_failure(natsStatus s) noexcept {

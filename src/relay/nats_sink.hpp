@@ -40,18 +40,13 @@ class NatsSink {
   NatsSink& operator=(const NatsSink&) = delete;
   ~NatsSink();
 
-  // Hot path. `subject` is NUL-terminated. True when libnats accepted the
-  // message (sent or buffered). Never blocks on the network, never throws.
-  bool publish(const char* subject, std::string_view body) noexcept {
-    const natsStatus s = natsConnection_Publish(conn_, subject, body.data(), static_cast<int>(body.size()));
-    if (s == NATS_OK) {
-      // relaxed: statistics.
-      published_.fetch_add(1, std::memory_order_relaxed);
-      return true;
-    }
-    count_failure(s);
-    return false;
-  }
+  // Hot path. `subject` and `source` are NUL-terminated. Publishes `body` with
+  // the headers Ringcast-Source: `source` and Ringcast-Seq: `seq`
+  // (ringcast/relay/continuity.hpp). True when libnats accepted the message
+  // (sent or buffered). Never blocks on the network, never throws. Costs
+  // libnats' message object: one allocation for the message and a small one
+  // per header, freed before returning.
+  bool publish(const char* subject, std::string_view body, const char* source, std::uint64_t seq) noexcept;
 
   // The libnats connection, for the JetStream publisher that shares it
   // (relay/jetstream_publisher.hpp). Null only after a failed connect().

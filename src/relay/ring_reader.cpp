@@ -1,6 +1,7 @@
 #include "relay/ring_reader.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cassert>
@@ -10,10 +11,22 @@
 
 #include <fmt/format.h>
 
+#include "relay/jetstream_publisher.hpp"
 #include "relay/nats_sink.hpp"
+#include "ringcast/relay/continuity.hpp"
 #include "ringcast/relay/topic.hpp"
 
 namespace ringcast::relay {
+
+namespace {
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "localhost";
+  return buf;
+}
+
+}  // namespace
 
 RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, JetStreamPublisher* jetstream,
                        std::size_t batch, std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop,
@@ -27,6 +40,7 @@ RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, 
       log_(std::move(log)),
       stop_(stop),
       fail_(std::move(fail)),
+      host_(host_name()),
       max_pending_(std::min(batch_, kMaxPending)),
       slot_size_(route_.name.size() + kMaxPayload) {
   // Sized once: the hot loop then never allocates (invariant 3), and views into
@@ -115,6 +129,7 @@ bool RingReader::open_and_register() {
   id_ = *id;
   ino_ = after.st_ino;
   dev_ = after.st_dev;
+  source_ = format_source(host_, route_.path, dev_, ino_);
   last_wait_reason_.clear();
   // relaxed: statistics.
   consumer_id_.store(static_cast<std::int64_t>(id_), std::memory_order_relaxed);
@@ -155,6 +170,7 @@ void RingReader::take(std::span<const std::byte> payload) noexcept {
   if (pending_.size() == max_pending_) publish_pending();  // only when batch_ > kMaxPending
   // Copy out: the payload may be a view of a ring slot, valid only until the
   // next receive, and the broker reads the batch after the whole drain.
+  const std::uint64_t seq = next_seq_++;  // malformed ones too: they are gaps downstream
   char* const slot = slots_.data() + pending_.size() * slot_size_;
   std::string_view channel = route_.name;
   const char* subject = route_.name.c_str();  // NUL-terminated, for NATS
@@ -187,8 +203,12 @@ void RingReader::take(std::span<const std::byte> payload) noexcept {
   if (broker_ != nullptr) pending_.push_back({channel, body});
   if (nats_ != nullptr) {
     // A fixed subject was validated at start; a topic is checked here, because
-    // the server would close the connection on an invalid subject.
-    if ((!route_.topic_in_payload || is_valid_subject(channel)) && nats_->publish(subject, body)) {
+    // the server would close the connection on an invalid subject. JetStream
+    // may wait here for acks (its invariant 3): the one place a reader waits
+    // for a network peer, by choice of --jetstream.
+    const bool subject_ok = !route_.topic_in_payload || is_valid_subject(channel);
+    if (subject_ok && (jetstream_ != nullptr ? jetstream_->publish(subject, body, source_.c_str(), seq, stop_)
+                                             : nats_->publish(subject, body, source_.c_str(), seq))) {
       ++local_.nats_published;
     } else {
       ++local_.nats_failed;
@@ -235,6 +255,7 @@ RingReader::Step RingReader::relay_until_stopped() {
     const std::uint64_t lapped_before = local_.lapped;
     // One cursor publish per batch; on a lossy ring a lap stops the batch and
     // reports what it skipped (the cursor moved to the oldest message still there).
+    next_seq_ = ring_->position(id_);
     const BatchResult b = ring_->drain(id_, on_message, batch_);
     publish_pending();  // invariant 4
     const std::size_t got = b.count;
@@ -269,6 +290,7 @@ RingReader::Step RingReader::handle_status(Errc status) {
       alignas(8) std::byte buf[kMaxPayload];
       const RecvResult r = ring_->recv_wait(id_, buf, poll_, IdleStrategy::spin_then_block);
       if (r.status == Errc::ok) {
+        next_seq_ = ring_->position(id_) - 1;  // the cursor is past the message received
         take(std::span<const std::byte>(buf, r.length));
         publish_pending();
         ++local_.batches;

@@ -112,6 +112,12 @@ class RingReader {
   ConsumerId id_ = 0;
   ino_t ino_ = 0;
   dev_t dev_ = 0;
+  // NATS sequence headers (ringcast/relay/continuity.hpp): this ring file's
+  // Ringcast-Source value, set on open, and the ring position of the next
+  // message take() sees, set from the cursor before every receive.
+  const std::string host_;
+  std::string source_;
+  std::uint64_t next_seq_ = 0;
   // Pending batch (invariants 3-5). Slot i holds message i's copy: the body, or
   // in topic mode prefix + topic + NUL + body, which is at most prefix +
   // kMaxPayload bytes because the topic's length byte is not copied.

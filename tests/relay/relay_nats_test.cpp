@@ -11,6 +11,7 @@
 #include "relay_fixture.hpp"
 #include "relay_test_support.hpp"
 #include "ringcast/broadcast_ring.hpp"
+#include "ringcast/relay/continuity.hpp"
 #include "ringcast/relay/relay.hpp"
 
 namespace ringcast::relay {
@@ -54,6 +55,19 @@ class NatsSubscriber {
     if (natsSubscription_NextMsg(&m, sub_, timeout.count()) != NATS_OK) return std::nullopt;
     std::pair<std::string, std::string> out{natsMsg_GetSubject(m),
                                             std::string(natsMsg_GetData(m), static_cast<std::size_t>(natsMsg_GetDataLength(m)))};
+    natsMsg_Destroy(m);
+    return out;
+  }
+  // The next message's (Ringcast-Source, Ringcast-Seq) header values ("" when
+  // absent), or nullopt after `timeout`.
+  std::optional<std::pair<std::string, std::string>> next_headers(std::chrono::milliseconds timeout = 10s) {
+    natsMsg* m = nullptr;
+    if (natsSubscription_NextMsg(&m, sub_, timeout.count()) != NATS_OK) return std::nullopt;
+    const char* source = nullptr;
+    const char* seq = nullptr;
+    (void)natsMsgHeader_Get(m, kSourceHeader, &source);
+    (void)natsMsgHeader_Get(m, kSeqHeader, &seq);
+    std::pair<std::string, std::string> out{source != nullptr ? source : "", seq != nullptr ? seq : ""};
     natsMsg_Destroy(m);
     return out;
   }
@@ -143,6 +157,32 @@ TEST_F(RelayNatsTest, PublishesEveryRingMessageToTheSubjectInOrder) {
   EXPECT_EQ(ns.status, "connected");
   EXPECT_EQ(ns.published, static_cast<std::uint64_t>(n));
   EXPECT_EQ(ns.buffer_full + ns.failed, 0u);
+}
+
+TEST_F(RelayNatsTest, PublishesCarryTheRingSourceAndConsecutiveRingSequences) {
+  auto server = NatsServer::start();
+  ASSERT_TRUE(server);
+  NatsSubscriber sub(server->url(), "seq");
+  ASSERT_TRUE(sub.ok());
+  ASSERT_NO_FATAL_FAILURE(start_relay("seq.ring", "seq", server->url()));
+  push_all(*ring_, 0, 3);
+  auto first = sub.next_headers();
+  ASSERT_TRUE(first);
+  push_all(*ring_, 3, 200);
+  ContinuityChecker checker;
+  EXPECT_EQ(checker.check(first->first, std::stoull(first->second)).kind, Continuity::first);
+  EXPECT_EQ(first->second, "0");
+  const SourceName name = split_source(first->first);
+  EXPECT_NE(name.stream.find(":" + path_), std::string_view::npos) << first->first;
+  EXPECT_FALSE(name.instance.empty());
+  for (int i = 1; i < 200; ++i) {
+    auto h = sub.next_headers();
+    ASSERT_TRUE(h) << "missing message " << i;
+    EXPECT_EQ(h->first, first->first);
+    ASSERT_EQ(h->second, std::to_string(i));
+    EXPECT_EQ(checker.check_headers(h->first.c_str(), h->second.c_str()).kind, Continuity::in_order);
+  }
+  EXPECT_EQ(checker.stats().gaps, 0u);
 }
 
 TEST_F(RelayNatsTest, SubscriberOnNodeBReceivesWhatTheRelayPublishesToNodeA) {

@@ -214,7 +214,7 @@ struct NatsServerOptions {
   std::uint16_t port = 0;      // 0: the server picks a free port (-p -1), read back from its log
   bool cluster = false;        // also listen for routes, on a port the server picks
   std::uint16_t route_to = 0;  // another server's cluster_port(); 0: no route
-  std::string jetstream_dir;   // non-empty: JetStream on (-js), storing under this directory
+  std::string jetstream_dir{};  // non-empty: JetStream on (-js), storing under this directory
 };
 
 class NatsServer {

@@ -21,6 +21,9 @@
 //     call) and, while a `block` subscriber refuses, retries the refused message
 //     before taking more from the ring (docs/relay.md). So a slow TCP subscriber
 //     costs its own broker queue and at most one max_stall of the relay's time.
+//     The exception is chosen with --jetstream: a reader waits while
+//     max_pending JetStream acks are outstanding (at-least-once needs the
+//     server's ack; the ring's block/lap policy applies behind the reader).
 //  2. For every ring, relayed + malformed counts every message taken from the
 //     ring, and lapped counts every message a lossy ring overwrote unread.
 //  3. A reader that stops (stop(), or a fatal ring error) unregisters its

@@ -1,0 +1,107 @@
+// Gap detection across NATS (docs/scale-out.md, "Sequence headers", normative).
+//
+// The relay's NATS publishes carry two headers:
+//   Ringcast-Source: <host>:<ring path>@<instance>   the stream and the ring file it comes from
+//   Ringcast-Seq:    <n>                              the message's position in that ring (decimal, from 0)
+// <instance> is the ring file's identity (device and inode, hex: "803.1a2b"),
+// so a ring recreated at the same path is a new instance of the same stream.
+// Every ingress feeds each message's two header values to a ContinuityChecker,
+// which keeps the last sequence per stream and counts what is missing.
+//
+// Thread safety: none. One checker belongs to one delivery thread (libnats
+// delivers one subscription's messages on one thread, in order).
+//
+// Invariants
+//  1. For each stream, last_seq is the highest sequence accepted since the
+//     stream's current instance was first seen.
+//  2. lost = sum of (seq - last_seq - 1) over every gap; a message older than
+//     or equal to last_seq (a redelivery or a reordering) is a duplicate and
+//     never moves last_seq back.
+//  3. A new instance (restart, recreated ring) resets the stream's baseline
+//     without counting a gap: what the old instance published after its last
+//     delivered message is unknowable here, and its new sequences start over.
+//  4. check() allocates only the first time it sees a stream, or a new
+//     instance of one; at most max_sources streams are tracked, later ones are
+//     counted as untracked (delivered, not checked).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace ringcast::relay {
+
+inline constexpr const char* kSourceHeader = "Ringcast-Source";
+inline constexpr const char* kSeqHeader = "Ringcast-Seq";
+
+// The two parts of a Ringcast-Source value: everything before the last '@',
+// and what follows it (empty when there is no '@').
+struct SourceName {
+  std::string_view stream;
+  std::string_view instance;
+};
+[[nodiscard]] SourceName split_source(std::string_view source) noexcept;
+
+// "<host>:<path>@<dev hex>.<ino hex>": the Ringcast-Source value for a ring file.
+[[nodiscard]] std::string format_source(std::string_view host, std::string_view path, std::uint64_t dev,
+                                        std::uint64_t ino);
+
+enum class Continuity : std::uint8_t {
+  in_order,     // seq = last + 1
+  first,        // first message of a stream (or of a new instance): the baseline
+  gap,          // seq > last + 1: `lost` messages never arrived
+  restart,      // a new instance of a known stream: baseline reset, no gap counted
+  duplicate,    // seq <= last: already seen (or overtaken); the caller may drop it
+  unsequenced,  // no (or unparsable) headers: not checked
+  untracked,    // a new stream beyond max_sources: not checked
+};
+[[nodiscard]] std::string_view to_string(Continuity c) noexcept;
+
+struct ContinuityResult {
+  Continuity kind = Continuity::in_order;
+  std::uint64_t lost = 0;  // > 0 only for gap
+  // Deliver this message? False only for duplicates.
+  [[nodiscard]] bool deliver() const noexcept { return kind != Continuity::duplicate; }
+};
+
+struct ContinuityStats {
+  std::uint64_t sources = 0;      // streams tracked now
+  std::uint64_t checked = 0;      // messages with valid headers (every kind but unsequenced/untracked)
+  std::uint64_t gaps = 0;         // gap events
+  std::uint64_t lost = 0;         // messages missing in those gaps
+  std::uint64_t restarts = 0;     // new instances of known streams
+  std::uint64_t duplicates = 0;
+  std::uint64_t unsequenced = 0;  // messages without usable headers
+  std::uint64_t untracked = 0;
+};
+
+class ContinuityChecker {
+ public:
+  explicit ContinuityChecker(std::size_t max_sources = 4096) : max_sources_(max_sources) {}
+
+  // Checks one message from `source` (a Ringcast-Source value) with sequence
+  // `seq`. Empty `source`: unsequenced.
+  ContinuityResult check(std::string_view source, std::uint64_t seq);
+  // The same from the raw header values; null or unparsable: unsequenced.
+  ContinuityResult check_headers(const char* source, const char* seq);
+
+  [[nodiscard]] const ContinuityStats& stats() const noexcept { return stats_; }
+
+ private:
+  struct Stream {
+    std::string instance;
+    std::uint64_t last = 0;
+  };
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  const std::size_t max_sources_;
+  std::unordered_map<std::string, Stream, Hash, std::equal_to<>> streams_;
+  ContinuityStats stats_;
+};
+
+}  // namespace ringcast::relay

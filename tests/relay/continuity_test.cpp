@@ -1,0 +1,103 @@
+// ContinuityChecker: per-stream sequence tracking over the relay's NATS
+// headers (include/ringcast/relay/continuity.hpp).
+#include <gtest/gtest.h>
+
+#include "ringcast/relay/continuity.hpp"
+
+namespace ringcast::relay {
+namespace {
+
+constexpr const char* kA = "hostA:/dev/shm/ticks.ring@803.10";
+constexpr const char* kARecreated = "hostA:/dev/shm/ticks.ring@803.11";
+constexpr const char* kB = "hostB:/dev/shm/ticks.ring@803.10";
+
+TEST(ContinuityTest, SourceSplitsAtTheLastAt) {
+  const SourceName n = split_source("h:/dev/shm/a@b.ring@803.1f");
+  EXPECT_EQ(n.stream, "h:/dev/shm/a@b.ring");
+  EXPECT_EQ(n.instance, "803.1f");
+  EXPECT_EQ(split_source("plain").instance, "");
+  EXPECT_EQ(format_source("h", "/dev/shm/x.ring", 0x803, 0x1f), "h:/dev/shm/x.ring@803.1f");
+}
+
+TEST(ContinuityTest, ConsecutiveSequencesAreInOrder) {
+  ContinuityChecker c;
+  EXPECT_EQ(c.check(kA, 7).kind, Continuity::first);  // a late joiner: no gap before its first
+  for (std::uint64_t s = 8; s < 100; ++s) EXPECT_EQ(c.check(kA, s).kind, Continuity::in_order);
+  EXPECT_EQ(c.stats().gaps, 0u);
+  EXPECT_EQ(c.stats().checked, 93u);
+  EXPECT_EQ(c.stats().sources, 1u);
+}
+
+TEST(ContinuityTest, SkippedSequenceIsOneGapOfTheMissingCount) {
+  ContinuityChecker c;
+  (void)c.check(kA, 0);
+  (void)c.check(kA, 1);
+  const ContinuityResult r = c.check(kA, 5);
+  EXPECT_EQ(r.kind, Continuity::gap);
+  EXPECT_EQ(r.lost, 3u);
+  EXPECT_TRUE(r.deliver());
+  EXPECT_EQ(c.check(kA, 6).kind, Continuity::in_order);
+  EXPECT_EQ(c.stats().gaps, 1u);
+  EXPECT_EQ(c.stats().lost, 3u);
+}
+
+TEST(ContinuityTest, OldOrRepeatedSequenceIsADuplicateAndKeepsTheBaseline) {
+  ContinuityChecker c;
+  (void)c.check(kA, 10);
+  (void)c.check(kA, 11);
+  const ContinuityResult r = c.check(kA, 11);
+  EXPECT_EQ(r.kind, Continuity::duplicate);
+  EXPECT_FALSE(r.deliver());
+  EXPECT_EQ(c.check(kA, 3).kind, Continuity::duplicate);
+  EXPECT_EQ(c.check(kA, 12).kind, Continuity::in_order);
+  EXPECT_EQ(c.stats().duplicates, 2u);
+  EXPECT_EQ(c.stats().gaps, 0u);
+}
+
+TEST(ContinuityTest, NewInstanceOfAStreamIsARestartNotAGap) {
+  ContinuityChecker c;
+  (void)c.check(kA, 1000);
+  const ContinuityResult r = c.check(kARecreated, 0);  // the ring was recreated: sequences start over
+  EXPECT_EQ(r.kind, Continuity::restart);
+  EXPECT_EQ(r.lost, 0u);
+  EXPECT_EQ(c.check(kARecreated, 1).kind, Continuity::in_order);
+  EXPECT_EQ(c.check(kARecreated, 3).kind, Continuity::gap);
+  EXPECT_EQ(c.stats().restarts, 1u);
+  EXPECT_EQ(c.stats().sources, 1u);
+}
+
+TEST(ContinuityTest, StreamsAreTrackedSeparately) {
+  ContinuityChecker c;
+  (void)c.check(kA, 0);
+  (void)c.check(kB, 50);
+  EXPECT_EQ(c.check(kA, 1).kind, Continuity::in_order);
+  EXPECT_EQ(c.check(kB, 51).kind, Continuity::in_order);
+  EXPECT_EQ(c.check(kB, 53).lost, 1u);
+  EXPECT_EQ(c.stats().sources, 2u);
+  EXPECT_EQ(c.stats().lost, 1u);
+}
+
+TEST(ContinuityTest, MissingOrBadHeadersAreUnsequencedAndDelivered) {
+  ContinuityChecker c;
+  EXPECT_EQ(c.check_headers(nullptr, "1").kind, Continuity::unsequenced);
+  EXPECT_EQ(c.check_headers(kA, nullptr).kind, Continuity::unsequenced);
+  EXPECT_EQ(c.check_headers(kA, "").kind, Continuity::unsequenced);
+  EXPECT_EQ(c.check_headers(kA, "12x").kind, Continuity::unsequenced);
+  EXPECT_EQ(c.check_headers(kA, "-1").kind, Continuity::unsequenced);
+  EXPECT_TRUE(c.check_headers(kA, "-1").deliver());
+  EXPECT_EQ(c.check_headers(kA, "41").kind, Continuity::first);
+  EXPECT_EQ(c.check_headers(kA, "42").kind, Continuity::in_order);
+  EXPECT_EQ(c.stats().unsequenced, 6u);
+}
+
+TEST(ContinuityTest, StreamsBeyondTheLimitAreUntracked) {
+  ContinuityChecker c(1);
+  (void)c.check(kA, 0);
+  EXPECT_EQ(c.check(kB, 0).kind, Continuity::untracked);
+  EXPECT_EQ(c.check(kB, 9).kind, Continuity::untracked);
+  EXPECT_EQ(c.check(kA, 1).kind, Continuity::in_order);
+  EXPECT_EQ(c.stats().untracked, 2u);
+}
+
+}  // namespace
+}  // namespace ringcast::relay
