@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 
 #include "relay/jetstream_publisher.hpp"
+#include "relay_fixture.hpp"
 #include "relay_test_support.hpp"
+#include "ringcast/broadcast_ring.hpp"
 
 namespace ringcast::relay {
 namespace {
@@ -235,6 +237,59 @@ TEST_F(JetStreamPublisherTest, ServerKilledAndRestartedLosesNoMessage) {
   EXPECT_EQ(*unique.rbegin(), n - 1);
   std::cout << "stored " << seqs.size() << " copies of " << n << " messages; " << s.js_retried << " retries, "
             << s.js_duplicates << " acked as duplicates\n";
+}
+
+// A ring relayed with --jetstream: the relay creates the stream and every
+// ring message is stored once, in ring order, with its sequence headers.
+class RelayJetStreamTest : public testing::RingRelayTest {};
+
+TEST_F(RelayJetStreamTest, EveryRingMessageIsStoredOnceInOrderAndCounted) {
+  TempDir store;
+  auto server = NatsServer::start({.jetstream_dir = store.path()});
+  ASSERT_TRUE(server);
+  ASSERT_NO_FATAL_FAILURE(start_relay("js.ring", 1024, "js.ticks", [&](RelayConfig& c) {
+    c.nats = testing::nats_sink(server->url());
+    JetStreamConfig js;
+    js.stream = "RELAYED";
+    js.max_age = 3600s;
+    c.nats->jetstream = js;
+  }));
+  const std::uint64_t n = testing::scaled(20'000, 2'000);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const std::string p = "m" + std::to_string(i);
+    ASSERT_EQ(ring_->push_wait(testing::as_bytes(p), 10s, IdleStrategy::spin_then_yield), Errc::ok);
+  }
+  ASSERT_TRUE(eventually([&] { return relay_->nats_stats().js_acked == n; }, 60s)) << log_.all();
+  const NatsStats ns = relay_->nats_stats();
+  EXPECT_TRUE(ns.jetstream);
+  EXPECT_EQ(ns.js_published, n);
+  EXPECT_EQ(ns.js_failed + ns.js_pending + ns.js_duplicates, 0u);
+  ASSERT_TRUE(eventually([&] { return relay_->ring_stats().at(0).nats_published == n; }));
+  EXPECT_EQ(relay_->ring_stats().at(0).nats_failed, 0u);
+
+  JsClient client(server->url());
+  ASSERT_TRUE(client.ok());
+  const auto seqs = client.stored_seqs("RELAYED");
+  ASSERT_EQ(seqs.size(), n);
+  for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(seqs[i], i);
+  EXPECT_NE(relay_->info_text().find("nats_js_acked:" + std::to_string(n)), std::string::npos);
+  EXPECT_NE(relay_->prometheus_text().find("ringcast_relay_jetstream_acked_total " + std::to_string(n)),
+            std::string::npos);
+  EXPECT_TRUE(log_.contains("JetStream stream 'RELAYED' created")) << log_.all();
+}
+
+TEST_F(RelayJetStreamTest, StartFailsWithTheReasonWhenTheServerHasNoJetStream) {
+  auto server = NatsServer::start();
+  ASSERT_TRUE(server);
+  RelayConfig cfg = testing::relay_config({{dir_.file("x.ring"), "x", false}}, log_);
+  cfg.nats = testing::nats_sink(server->url());
+  JetStreamConfig js;
+  js.stream = "NOPE";
+  cfg.nats->jetstream = js;
+  auto relay = Relay::start(cfg);
+  ASSERT_FALSE(relay);
+  EXPECT_EQ(relay.error().code, RelayError::Code::kNats);
+  EXPECT_NE(relay.error().message().find("NOPE"), std::string::npos) << relay.error().message();
 }
 
 }  // namespace
