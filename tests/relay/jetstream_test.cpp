@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "relay/jetstream_ingress.hpp"
 #include "relay/jetstream_publisher.hpp"
 #include "relay_fixture.hpp"
 #include "relay_test_support.hpp"
@@ -237,6 +238,65 @@ TEST_F(JetStreamPublisherTest, ServerKilledAndRestartedLosesNoMessage) {
   EXPECT_EQ(*unique.rbegin(), n - 1);
   std::cout << "stored " << seqs.size() << " copies of " << n << " messages; " << s.js_retried << " retries, "
             << s.js_duplicates << " acked as duplicates\n";
+}
+
+std::uint64_t seq_of(natsMsg* m) {
+  const char* v = nullptr;
+  if (natsMsgHeader_Get(m, "Ringcast-Seq", &v) != NATS_OK) return UINT64_MAX;
+  return std::strtoull(v, nullptr, 10);
+}
+
+// The durable consumer: an ingress that stops after taking part of the
+// stream (what it did not finish stays unacked), then a second run on the
+// same durable gets everything from its ack floor on, in order.
+TEST_F(JetStreamPublisherTest, DurableIngressResumesAfterItsLastAckedMessageInOrder) {
+  auto p = JetStreamPublisher::create(client_->conn(), config("DURABLE"), {"durable"}, log());
+  ASSERT_TRUE(p) << p.error();
+  const std::uint64_t n = 5000;
+  for (std::uint64_t i = 0; i < n; ++i) ASSERT_TRUE((*p)->publish("durable", "x", "hostA:/r@1.2", i, stop_));
+  ASSERT_TRUE(settled(**p));
+
+  JetStreamConfig c = config("DURABLE");
+  c.fetch_batch = 100;
+  std::vector<std::uint64_t> got;
+  std::mutex got_mu;
+  std::atomic<bool> refuse{false};
+  const auto handler = [&](natsMsg* m) {
+    // relaxed: a test switch, read on the fetch thread.
+    if (refuse.load(std::memory_order_relaxed)) return false;
+    std::lock_guard lock(got_mu);
+    got.push_back(seq_of(m));
+    if (got.size() == 1234) refuse.store(true, std::memory_order_relaxed);
+    return true;
+  };
+  const auto count = [&] {
+    std::lock_guard lock(got_mu);
+    return got.size();
+  };
+  {
+    auto in = JetStreamIngress::start(client_->conn(), c, "durable", "host-b", handler, log());
+    ASSERT_TRUE(in) << in.error();
+    EXPECT_EQ((*in)->stats().resumed_at, 1u);
+    ASSERT_TRUE(eventually([&] { return refuse.load(std::memory_order_relaxed); }));
+    // The ack of the batch holding message 1234 covers 1..1234 only.
+    ASSERT_TRUE(eventually([&] {
+      jsConsumerInfo* ci = nullptr;
+      if (js_GetConsumerInfo(&ci, client_->js(), "DURABLE", "host-b", nullptr, nullptr) != NATS_OK) return false;
+      const bool acked = ci->AckFloor.Stream == 1234;
+      jsConsumerInfo_Destroy(ci);
+      return acked;
+    }));
+  }
+  ASSERT_EQ(count(), 1234u);
+  refuse.store(false, std::memory_order_relaxed);
+  auto in = JetStreamIngress::start(client_->conn(), c, "durable", "host-b", handler, log());
+  ASSERT_TRUE(in) << in.error();
+  EXPECT_EQ((*in)->stats().resumed_at, 1235u);
+  ASSERT_TRUE(eventually([&] { return count() >= n; }, 60s));
+  (*in)->stop();
+  std::lock_guard lock(got_mu);
+  ASSERT_EQ(got.size(), n);  // nothing twice: 1234 was acked before the stop
+  for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], i);
 }
 
 // A ring relayed with --jetstream: the relay creates the stream and every

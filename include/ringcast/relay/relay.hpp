@@ -103,6 +103,18 @@ struct JetStreamConfig {
   // Attempts per message (the first included) before it is given up, counted
   // and logged. 0: retry until the relay stops.
   int max_attempts = 30;
+
+  // The ingress side (`--nats-in` with `--jetstream`): a durable pull consumer
+  // per route, acked only once the message is in the ring (or the broker).
+  // Its name; empty: "ringcast-<host>-<ring path>" with every character
+  // outside [A-Za-z0-9_-] made '_'. One ingress process per durable.
+  std::string durable;
+  // Where a durable created for the first time starts: false, the stream's
+  // first message; true, the next one published.
+  bool deliver_new = false;
+  // Unacked this long, the server delivers a message again.
+  std::chrono::milliseconds ack_wait{30'000};
+  int fetch_batch = 256;                       // most messages per pull request
 };
 
 // "0", "250ms", "30s", "15m", "24h", "7d" (a whole number and a unit; bare 0
