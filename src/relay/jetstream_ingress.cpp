@@ -152,8 +152,24 @@ void JetStreamIngress::run() noexcept {
     fetched_.fetch_add(static_cast<std::uint64_t>(list.Count), std::memory_order_relaxed);  // relaxed: statistics
     natsMsg* done = nullptr;
     for (int i = 0; i < list.Count; ++i) {
-      if (!handler_(list.Msgs[i])) break;
-      done = list.Msgs[i];
+      natsMsg* m = list.Msgs[i];
+      // Invariant 4: a redelivery (stream sequence already handled) is
+      // skipped; anything newer goes to the handler, whatever its ring
+      // sequence says (a retried publish is stored late, never twice).
+      std::uint64_t stream_seq = 0;
+      jsMsgMetaData* meta = nullptr;
+      if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
+        stream_seq = meta->Sequence.Stream;
+        jsMsgMetaData_Destroy(meta);
+      }
+      if (stream_seq != 0 && stream_seq <= last_stream_seq_) {
+        redeliveries_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+        done = m;
+        continue;
+      }
+      if (!handler_(m)) break;
+      if (stream_seq != 0) last_stream_seq_ = stream_seq;
+      done = m;
     }
     // Invariant 1: AckAll on the last message done acks it and all before it.
     // A lost ack costs a redelivery (a duplicate), never a loss.
@@ -171,6 +187,7 @@ JetStreamIngressStats JetStreamIngress::stats() const {
   st.fetched = fetched_.load(std::memory_order_relaxed);
   st.acks = acks_.load(std::memory_order_relaxed);
   st.fetch_errors = fetch_errors_.load(std::memory_order_relaxed);
+  st.redeliveries = redeliveries_.load(std::memory_order_relaxed);
   st.resumed_at = resumed_at_;
   st.redelivered_bound = redelivered_bound_;
   return st;

@@ -19,6 +19,11 @@
 //     previous run delivered but had not acked comes again, first, and nothing
 //     after the ack floor is skipped. The durable's other settings are ours.
 //  3. After stop() returns the handler is not running and never runs again.
+//  4. Within a run the handler sees each stream sequence at most once, in
+//     increasing order: a redelivery (the server's ack wait expired while the
+//     handler was blocked) is skipped and counted. Ring sequences are not
+//     judged here: a publish the relay retried is stored after later ones and
+//     is handed over when it comes.
 #pragma once
 
 #include <atomic>
@@ -40,6 +45,7 @@ struct JetStreamIngressStats {
   std::uint64_t fetched = 0;          // messages received from the consumer
   std::uint64_t acks = 0;             // AckAll acknowledgements sent (one per batch)
   std::uint64_t fetch_errors = 0;     // pull requests that failed (server away, no responders)
+  std::uint64_t redeliveries = 0;     // within this run: already handled, skipped (invariant 4)
   std::uint64_t resumed_at = 0;       // stream sequence this run started from
   // Stream sequences the previous run had delivered but not acked: at most
   // this many messages reach the target a second time after a restart.
@@ -86,7 +92,8 @@ class JetStreamIngress {
 
   // Statistics (single writer: the fetch thread; resumed_at_ and
   // redelivered_bound_ are set before it starts).
-  std::atomic<std::uint64_t> fetched_{0}, acks_{0}, fetch_errors_{0};
+  std::atomic<std::uint64_t> fetched_{0}, acks_{0}, fetch_errors_{0}, redeliveries_{0};
+  std::uint64_t last_stream_seq_ = 0;  // fetch thread only: the highest stream sequence handled
   std::uint64_t resumed_at_ = 0;
   std::uint64_t redelivered_bound_ = 0;
 };
