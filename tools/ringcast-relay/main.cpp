@@ -101,6 +101,22 @@ int main(int argc, char** argv) {
   app.add_option("--jetstream-max-attempts", js_max_attempts,
                  "Attempts per message before it is given up (counted in js_failed, logged); 0: until stopped")
       ->capture_default_str();
+  std::string js_durable;
+  std::string js_deliver = "all";
+  std::string js_ack_wait = "30s";
+  int js_fetch_batch = 256;
+  app.add_option("--jetstream-durable", js_durable,
+                 "Ingress (--nats-in with --jetstream): the durable consumer's name "
+                 "(default ringcast-<host>-<ring path>, one ingress process per durable)");
+  app.add_option("--jetstream-deliver", js_deliver,
+                 "Ingress: where a durable created for the first time starts: all (the stream's first message) or new")
+      ->check(CLI::IsMember({"all", "new"}))
+      ->capture_default_str();
+  app.add_option("--jetstream-ack-wait", js_ack_wait, "Ingress: unacked this long, the server delivers a message again")
+      ->capture_default_str();
+  app.add_option("--jetstream-fetch-batch", js_fetch_batch,
+                 "Ingress: most messages per pull request (one AckAll ack per batch)")
+      ->capture_default_str();
   app.add_option("--metrics", metrics, "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9390)");
   app.add_option("--batch", batch, "Most messages taken from a ring per drain")->capture_default_str();
   StartAt start = StartAt::latest;
@@ -151,6 +167,13 @@ int main(int argc, char** argv) {
       js.max_pending = js_max_pending;
       js.ack_timeout = std::chrono::milliseconds(js_ack_timeout_ms);
       js.max_attempts = js_max_attempts;
+      js.durable = js_durable;
+      js.deliver_new = js_deliver == "new";
+      const auto ack_wait = parse_duration(js_ack_wait);
+      if (!ack_wait || ack_wait->count() < 1000) return usage("--jetstream-ack-wait: a duration of at least 1s");
+      js.ack_wait = *ack_wait;
+      if (js_fetch_batch < 1) return usage("--jetstream-fetch-batch must be at least 1");
+      js.fetch_batch = js_fetch_batch;
       n.jetstream = js;
     }
     config.nats = n;
