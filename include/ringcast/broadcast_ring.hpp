@@ -160,6 +160,8 @@ struct RingStatus {
   bool half_written_slot = false; // the next slot is odd: a producer died mid-write
   std::uint32_t sleeping_consumers = 0;  // consumers asleep in recv_wait
   bool producer_sleeping = false;        // the producer is asleep in push_wait
+  std::uint64_t upstream_lost = 0;       // messages lost before the producer (report_upstream_loss)
+  std::uint64_t upstream_gaps = 0;       // gap events behind upstream_lost
   ConsumerStatus consumers[kMaxConsumers];
 };
 
@@ -246,6 +248,17 @@ class BroadcastRing {
   template <class OnMessage>
   BatchResult drain(ConsumerId id, OnMessage&& on_message, std::size_t max) noexcept(
       noexcept(on_message(std::span<const std::byte>{})));
+
+  // Records that `lost` messages were lost before this producer got them (one
+  // gap event): a NATS ingress that saw a skipped sequence (docs/scale-out.md).
+  // Readers see the totals in RingStatus::upstream_lost / upstream_gaps
+  // (ring-top, ringcast info). REQUIRES: this handle holds the producer role.
+  // One relaxed fetch_add on each of two header fields.
+  void report_upstream_loss(std::uint64_t lost) noexcept {
+    // relaxed: display-only counters (docs/layout.md); only the producer writes them.
+    producer().upstream_lost.fetch_add(lost, std::memory_order_relaxed);
+    producer().upstream_gaps.fetch_add(1, std::memory_order_relaxed);
+  }
 
   // --- blocking variants ---------------------------------------------------
   // Wait for a message / for room, up to `timeout`; timed_out after it. On any

@@ -4,7 +4,7 @@
 // document lists is pinned by a static_assert below. Change one, change both,
 // and bump kLayoutVersion.
 //
-//   offset 0     ProducerLine          64 B  (magic ... producer_seq)
+//   offset 0     ProducerLine          64 B  (magic ... producer_seq, upstream loss)
 //   offset 64    WaitLine data_wait    64 B  (consumers waiting for data)
 //   offset 128   WaitLine space_wait   64 B  (the producer waiting for room)
 //   offset 192   ConsumerEntry[16]   1024 B  (one cache line per consumer)
@@ -63,7 +63,13 @@ struct alignas(kCacheLine) ProducerLine {
   std::atomic<std::uint32_t> flags;           // 24: kFlag* bits
   std::atomic<std::uint32_t> producer_pid;    // 28: pid of the last producer (display only)
   std::atomic<std::uint64_t> producer_seq;    // 32: messages published (a lower bound on committed)
-  std::uint8_t reserved[24];                  // 40: zero
+  // 40, 48: what the producer knows was lost before it (a NATS ingress that saw
+  // gaps in its source's sequence; docs/scale-out.md): messages, and gap
+  // events. Zero in files whose producers never report loss (and in files from
+  // builds before these fields, where the bytes were reserved zero).
+  std::atomic<std::uint64_t> upstream_lost;   // 40
+  std::atomic<std::uint64_t> upstream_gaps;   // 48
+  std::uint8_t reserved[8];                   // 56: zero
 };
 
 // One side's sleeping place: consumers wait for data on RingHeader::data_wait,
@@ -122,7 +128,9 @@ static_assert(offsetof(ProducerLine, capacity) == 16);
 static_assert(offsetof(ProducerLine, flags) == 24);
 static_assert(offsetof(ProducerLine, producer_pid) == 28);
 static_assert(offsetof(ProducerLine, producer_seq) == 32);
-static_assert(offsetof(ProducerLine, reserved) == 40);
+static_assert(offsetof(ProducerLine, upstream_lost) == 40);
+static_assert(offsetof(ProducerLine, upstream_gaps) == 48);
+static_assert(offsetof(ProducerLine, reserved) == 56);
 
 static_assert(sizeof(WaitLine) == 64 && alignof(WaitLine) == 64);
 static_assert(offsetof(WaitLine, signal) == 0);

@@ -79,6 +79,15 @@ PublishResult Broker::publish(std::string_view channel, std::string_view payload
   return publish({&m, 1}, {&receivers, 1}, wait);
 }
 
+std::size_t Broker::report_upstream_loss(std::string_view channel, std::uint64_t lost) noexcept {
+  if (impl_->server.stopped()) return 0;
+  try {
+    return impl_->core.index().report_upstream_loss(channel, lost);
+  } catch (...) {
+    return 0;  // out of memory for the scratch list: the notice is not sent
+  }
+}
+
 PublishResult Broker::publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
                               PublishWait wait) noexcept {
   // acquire: pairs with the release store in stop(); a publish that sees "not

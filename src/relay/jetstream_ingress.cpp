@@ -1,7 +1,10 @@
 #include "relay/jetstream_ingress.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -21,8 +24,10 @@ std::int64_t nanos(std::chrono::milliseconds d) { return std::chrono::duration_c
 
 }  // namespace
 
-std::string JetStreamIngress::default_durable(std::string_view host, std::string_view ring_path) {
-  std::string name = fmt::format("ringcast-{}-{}", host, ring_path);
+std::string JetStreamIngress::default_durable(std::string_view what) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::strcpy(host, "localhost");
+  std::string name = fmt::format("ringcast-{}-{}", host, what);
   for (char& c : name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
     if (!ok) c = '_';

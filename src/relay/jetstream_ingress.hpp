@@ -74,8 +74,10 @@ class JetStreamIngress {
   void stop() noexcept;
   [[nodiscard]] JetStreamIngressStats stats() const;
 
-  // The default durable name for a ring route on this host (JetStreamConfig::durable).
-  [[nodiscard]] static std::string default_durable(std::string_view host, std::string_view ring_path);
+  // The default durable name of a route on this host (JetStreamConfig::durable):
+  // "ringcast-<host>-<what>" (what: the ring path, or "broker-<subject>"),
+  // every character outside [A-Za-z0-9_-] made '_'.
+  [[nodiscard]] static std::string default_durable(std::string_view what);
 
  private:
   JetStreamIngress(const JetStreamConfig& config, std::string durable, Handler handler, LogFn log);

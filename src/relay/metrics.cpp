@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string>
 
+#include <fmt/format.h>
+
 namespace ringcast::relay {
 
 namespace {
@@ -86,7 +88,119 @@ MetricLabels ring_labels(const RingStats& r) {
   return {{"ring", r.path}, {"channel", r.topic_in_payload ? r.name + "*" : r.name}};
 }
 
+struct IngressSeries {
+  const char* name;
+  const char* help;
+  MetricType type;
+  std::uint64_t NatsIngressStats::*field;
+};
+
+constexpr IngressSeries kIngressSeries[] = {
+    {"ringcast_nats_in_received_total", "Messages libnats handed to the ingress.", MetricType::kCounter,
+     &NatsIngressStats::received},
+    {"ringcast_nats_in_delivered_total", "Messages pushed into the ring / published to the broker.",
+     MetricType::kCounter, &NatsIngressStats::delivered},
+    {"ringcast_nats_in_gaps_total", "Gaps seen in a source's Ringcast-Seq.", MetricType::kCounter,
+     &NatsIngressStats::gaps},
+    {"ringcast_nats_in_lost_total", "Messages missing in those gaps.", MetricType::kCounter, &NatsIngressStats::lost},
+    {"ringcast_nats_in_restarts_total", "New instances of a known source (ring recreated).", MetricType::kCounter,
+     &NatsIngressStats::restarts},
+    {"ringcast_nats_in_duplicates_total", "Messages at or below a source's last sequence (dropped).",
+     MetricType::kCounter, &NatsIngressStats::duplicates},
+    {"ringcast_nats_in_unsequenced_total", "Messages without sequence headers (delivered unchecked).",
+     MetricType::kCounter, &NatsIngressStats::unsequenced},
+    {"ringcast_nats_in_oversize_total", "Ring: payloads over 52 bytes (not delivered).", MetricType::kCounter,
+     &NatsIngressStats::oversize},
+    {"ringcast_nats_in_full_waits_total", "Ring: pushes that found the blocking ring full and waited.",
+     MetricType::kCounter, &NatsIngressStats::full_waits},
+    {"ringcast_nats_in_refused_total", "Broker: publishes refused by a block-policy subscriber and retried.",
+     MetricType::kCounter, &NatsIngressStats::refused},
+    {"ringcast_nats_in_loss_notices_total", "Broker: connections told of an upstream gap.", MetricType::kCounter,
+     &NatsIngressStats::loss_notices},
+};
+
+constexpr IngressSeries kIngressJsSeries[] = {
+    {"ringcast_nats_in_jetstream_acks_total", "JetStream: AckAll acknowledgements sent (one per fetched batch).",
+     MetricType::kCounter, &NatsIngressStats::js_acks},
+    {"ringcast_nats_in_jetstream_redeliveries_total",
+     "JetStream: redelivered messages already handled in this run (skipped).", MetricType::kCounter,
+     &NatsIngressStats::js_redeliveries},
+    {"ringcast_nats_in_jetstream_fetch_errors_total", "JetStream: pull requests that failed.", MetricType::kCounter,
+     &NatsIngressStats::js_fetch_errors},
+    {"ringcast_nats_in_jetstream_resumed_at", "JetStream: the stream sequence this run started from.",
+     MetricType::kGauge, &NatsIngressStats::js_resumed_at},
+    {"ringcast_nats_in_jetstream_redelivered_bound",
+     "JetStream: at most this many messages reached the target a second time after the last restart.",
+     MetricType::kGauge, &NatsIngressStats::js_redelivered_bound},
+};
+
+struct IngressGauge {
+  const char* name;
+  const char* help;
+  MetricType type;
+  std::int64_t NatsIngressStats::*field;
+};
+
+constexpr IngressGauge kIngressGauges[] = {
+    {"ringcast_nats_in_pending_messages", "libnats: messages waiting for the ingress.", MetricType::kGauge,
+     &NatsIngressStats::pending_msgs},
+    {"ringcast_nats_in_pending_bytes", "libnats: bytes waiting for the ingress.", MetricType::kGauge,
+     &NatsIngressStats::pending_bytes},
+    {"ringcast_nats_in_max_pending_messages", "libnats: the most messages that ever waited.", MetricType::kGauge,
+     &NatsIngressStats::max_pending_msgs},
+    {"ringcast_nats_in_pending_limit_messages", "libnats: pending limit (messages); beyond it libnats drops.",
+     MetricType::kGauge, &NatsIngressStats::pending_limit_msgs},
+    {"ringcast_nats_in_pending_limit_bytes", "libnats: pending limit (bytes); beyond it libnats drops.",
+     MetricType::kGauge, &NatsIngressStats::pending_limit_bytes},
+    {"ringcast_nats_in_dropped_total", "libnats: messages dropped over the pending limits (slow consumer).",
+     MetricType::kCounter, &NatsIngressStats::dropped},
+};
+
+MetricLabels ingress_labels(const NatsIngressStats& s) {
+  return {{"subject", s.subject}, {s.to_ring ? "ring" : "channel", s.target}};
+}
+
 }  // namespace
+
+void write_ingress_metrics(PrometheusWriter& w, std::span<const NatsIngressStats> ingress) {
+  if (ingress.empty()) return;
+  for (const IngressSeries& s : kIngressSeries) {
+    w.header(s.name, s.help, s.type);
+    for (const NatsIngressStats& i : ingress) w.sample(s.name, ingress_labels(i), static_cast<double>(i.*s.field));
+  }
+  for (const IngressGauge& s : kIngressGauges) {
+    w.header(s.name, s.help, s.type);
+    for (const NatsIngressStats& i : ingress) w.sample(s.name, ingress_labels(i), static_cast<double>(i.*s.field));
+  }
+  // --jetstream routes only.
+  for (const IngressSeries& s : kIngressJsSeries) {
+    w.header(s.name, s.help, s.type);
+    for (const NatsIngressStats& i : ingress) {
+      if (i.jetstream) w.sample(s.name, ingress_labels(i), static_cast<double>(i.*s.field));
+    }
+  }
+}
+
+std::string ingress_info_lines(std::span<const NatsIngressStats> ingress) {
+  std::string out;
+  for (std::size_t i = 0; i < ingress.size(); ++i) {
+    const NatsIngressStats& s = ingress[i];
+    out += fmt::format(
+        "nats_in_{}:subject={},{}={},received={},delivered={},gaps={},lost={},restarts={},duplicates={},"
+        "unsequenced={},oversize={},full_waits={},refused={},loss_notices={},pending={},pending_bytes={},"
+        "max_pending={},pending_limit={},pending_limit_bytes={},dropped={}\r\n",
+        i, s.subject, s.to_ring ? "ring" : "channel", s.target, s.received, s.delivered, s.gaps, s.lost, s.restarts,
+        s.duplicates, s.unsequenced, s.oversize, s.full_waits, s.refused, s.loss_notices, s.pending_msgs,
+        s.pending_bytes, s.max_pending_msgs, s.pending_limit_msgs, s.pending_limit_bytes, s.dropped);
+    if (s.jetstream) {
+      out += fmt::format(
+          "nats_in_{}_jetstream:durable={},resumed_at={},redelivered_bound={},redeliveries={},acks={},"
+          "fetch_errors={}\r\n",
+          i, s.js_durable, s.js_resumed_at, s.js_redelivered_bound, s.js_redeliveries, s.js_acks, s.js_fetch_errors);
+    }
+  }
+  return out;
+}
 
 void write_relay_metrics(PrometheusWriter& w, std::span<const RingStats> rings, const NatsStats* nats) {
   for (const RingSeries& s : kRingSeries) {

@@ -48,11 +48,10 @@ class NatsSink {
   // per header, freed before returning.
   bool publish(const char* subject, std::string_view body, const char* source, std::uint64_t seq) noexcept;
 
-  // The libnats connection, for the JetStream publisher that shares it
-  // (relay/jetstream_publisher.hpp). Null only after a failed connect().
-  [[nodiscard]] natsConnection* connection() const noexcept { return conn_; }
-
   [[nodiscard]] NatsStats stats() const;
+  // The libnats connection, for the ingress's subscriptions (nats_ingress.hpp)
+  // and the JetStream publisher and consumers that share it; valid until the sink is destroyed. Stop every ingress before close().
+  [[nodiscard]] natsConnection* connection() const noexcept { return conn_; }
   // Flushes what is buffered (bounded by `flush_timeout` when connected), then
   // closes the connection. Later publishes fail (counted).
   void close(std::chrono::milliseconds flush_timeout) noexcept;

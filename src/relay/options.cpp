@@ -29,6 +29,25 @@ tl::expected<RingRoute, std::string> parse_ring_route(std::string_view spec) {
   return r;
 }
 
+tl::expected<NatsRingIngressRoute, std::string> parse_nats_ring_route(std::string_view spec) {
+  const auto eq = spec.find('=');
+  if (eq == std::string_view::npos || eq == 0 || eq + 1 == spec.size()) {
+    return tl::unexpected(fmt::format("--nats-in '{}': expected SUBJECT=RING_PATH", spec));
+  }
+  return NatsRingIngressRoute{std::string(spec.substr(0, eq)), std::string(spec.substr(eq + 1))};
+}
+
+tl::expected<NatsBrokerIngressRoute, std::string> parse_nats_broker_route(std::string_view spec) {
+  const auto eq = spec.find('=');
+  NatsBrokerIngressRoute r;
+  r.subject = std::string(spec.substr(0, eq));
+  if (eq != std::string_view::npos) r.channel = std::string(spec.substr(eq + 1));
+  if (r.subject.empty() || (eq != std::string_view::npos && r.channel.empty())) {
+    return tl::unexpected(fmt::format("--nats-in '{}': expected SUBJECT or SUBJECT=CHANNEL", spec));
+  }
+  return r;
+}
+
 tl::expected<HostPort, std::string> parse_host_port(std::string_view s) {
   HostPort hp;
   std::string_view port_text = s;

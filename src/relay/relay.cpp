@@ -9,8 +9,11 @@
 
 #include <fmt/format.h>
 
+#include "relay/broker_target.hpp"
 #include "relay/jetstream_publisher.hpp"
+#include "relay/nats_ingress.hpp"
 #include "relay/nats_sink.hpp"
+#include "relay/ring_target.hpp"
 #include "relay/metrics.hpp"
 #include "relay/ring_reader.hpp"
 #include "ringcast/relay/topic.hpp"
@@ -25,6 +28,7 @@ struct Relay::Impl {
   // After nats: destroyed first, so its JetStream context goes before the connection.
   std::unique_ptr<JetStreamPublisher> jetstream;
   std::vector<std::unique_ptr<RingReader>> readers;
+  std::vector<std::unique_ptr<NatsIngress>> ingress;  // --nats-in: rings first, then the broker's
   std::vector<std::thread> threads;
   // Set once by stop(); readers poll it between batches.
   std::atomic<bool> stop_flag{false};
@@ -55,6 +59,7 @@ struct Relay::Impl {
           r.producer_alive ? 1 : 0, r.relayed, r.batches, r.lag, r.lapped, r.malformed, r.deliveries,
           r.refused, r.nats_published, r.nats_failed, r.reopens);
     }
+    out += ingress_info_lines(ingress_stats());
     if (nats) {
       const NatsStats n = nats_stats();
       out += fmt::format(
@@ -80,6 +85,14 @@ struct Relay::Impl {
     } else {
       write_relay_metrics(w, rings, nullptr);
     }
+    write_ingress_metrics(w, ingress_stats());
+  }
+
+  std::vector<NatsIngressStats> ingress_stats() const {
+    std::vector<NatsIngressStats> out;
+    out.reserve(ingress.size());
+    for (const auto& i : ingress) out.push_back(i->stats());
+    return out;
   }
 
   // The connection's statistics and, with --jetstream, the publisher's.
@@ -99,6 +112,9 @@ struct Relay::Impl {
   void do_stop() noexcept {
     std::lock_guard lock(stop_mu);
     if (stopped) return;
+    // First the ingress: nothing more reaches the broker or the rings, and no
+    // subscription outlives the connection.
+    for (auto& i : ingress) i->stop();
     // release: pairs with the readers' acquire loads (RingReader::stopping).
     stop_flag.store(true, std::memory_order_release);
     for (auto& t : threads) {
@@ -132,9 +148,19 @@ void default_log(LogLevel level, std::string_view text) {
 
 tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config) {
   using Code = RelayError::Code;
-  if (config.rings.empty()) return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "no --ring given"});
-  if (!config.broker && !config.nats) {
+  const bool ingress = !config.nats_rings_in.empty() || !config.nats_broker_in.empty();
+  if (config.rings.empty() && !ingress) {
+    return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "no --ring and no --nats-in given"});
+  }
+  if (!config.rings.empty() && !config.broker && !config.nats) {
     return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "no sink: enable the broker, NATS or both"});
+  }
+  if (ingress && !config.nats) {
+    return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "--nats-in needs --nats URL (the server to subscribe to)"});
+  }
+  if (!config.nats_broker_in.empty() && !config.broker) {
+    return tl::unexpected(
+        RelayError{Code::kInvalidConfig, 0, "--nats-in-broker needs the broker (give --listen with --nats)"});
   }
   for (const RingRoute& r : config.rings) {
     if (r.path.empty()) return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "a ring has an empty path"});
@@ -174,7 +200,7 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
       return tl::unexpected(RelayError{Code::kNats, 0, n.error()});
     }
     im.nats = std::move(*n);
-    if (im.config.nats->jetstream) {
+    if (im.config.nats->jetstream && !im.config.rings.empty()) {
       auto subjects = JetStreamPublisher::route_subjects(im.config.rings);
       tl::expected<std::unique_ptr<JetStreamPublisher>, std::string> js = tl::unexpected(std::string());
       if (subjects || !im.config.nats->jetstream->subjects.empty()) {
@@ -216,6 +242,27 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     });
     im.broker->set_metrics_provider([&im](broker::PrometheusWriter& w) { im.write_metrics(w); });
   }
+  // The ingress last: the broker (and its providers) and the connection are up.
+  // With --jetstream each route reads the stream through its durable consumer.
+  const JetStreamConfig* const jetstream_in = im.config.nats && im.config.nats->jetstream ? &*im.config.nats->jetstream
+                                                                                         : nullptr;
+  for (const NatsRingIngressRoute& route : im.config.nats_rings_in) {
+    auto in = start_ring_ingress(im.nats->connection(), route, im.config.nats_in, im.log, jetstream_in);
+    if (!in) {
+      im.do_stop();
+      return tl::unexpected(RelayError{Code::kNats, 0, in.error()});
+    }
+    im.ingress.push_back(std::move(*in));
+  }
+  for (const NatsBrokerIngressRoute& route : im.config.nats_broker_in) {
+    auto in = start_broker_ingress(im.nats->connection(), *im.broker, route, im.config.nats_in, jetstream_in,
+                                   im.log);
+    if (!in) {
+      im.do_stop();
+      return tl::unexpected(RelayError{Code::kNats, 0, in.error()});
+    }
+    im.ingress.push_back(std::move(*in));
+  }
   try {
     for (auto& r : im.readers) im.threads.emplace_back([reader = r.get()] { reader->run(); });
   } catch (const std::system_error& e) {
@@ -241,6 +288,8 @@ std::string Relay::failure() const {
 }
 
 std::vector<RingStats> Relay::ring_stats() const { return impl_->ring_stats(); }
+
+std::vector<NatsIngressStats> Relay::ingress_stats() const { return impl_->ingress_stats(); }
 
 NatsStats Relay::nats_stats() const {
   if (!impl_->nats) return {};

@@ -804,13 +804,15 @@ RingStatus BroadcastRing::status() const {
   s.capacity = capacity_;
   s.flags = flags_;
   s.producer_seq = producer_position();
-  // relaxed (this and the three display reads below): a moment's view for
+  // relaxed (this and the five display reads below): a moment's view for
   // ring-top; no data is read through them.
   s.producer_pid = p.producer_pid.load(std::memory_order_relaxed);
   s.producer_alive = is_producer_ || lock_is_held(detail::kProducerLock);
   s.half_written_slot = slot(s.producer_seq).version.load(std::memory_order_relaxed) == 2 * s.producer_seq + 1;
   s.sleeping_consumers = header_->data_wait.sleepers.load(std::memory_order_relaxed);
   s.producer_sleeping = header_->space_wait.sleepers.load(std::memory_order_relaxed) != 0;
+  s.upstream_lost = p.upstream_lost.load(std::memory_order_relaxed);
+  s.upstream_gaps = p.upstream_gaps.load(std::memory_order_relaxed);
   for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
     const layout::ConsumerEntry& c = consumer(id);
     ConsumerStatus& cs = s.consumers[id];

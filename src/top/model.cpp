@@ -228,6 +228,8 @@ RingView Monitor::sample(Entry& e, TimePoint now) {
   v.half_written_slot = st.half_written_slot;
   v.producer_sleeping = st.producer_sleeping;
   v.sleeping_consumers = st.sleeping_consumers;
+  v.upstream_lost = st.upstream_lost;
+  v.upstream_gaps = st.upstream_gaps;
 
   const double dt = e.sampled ? seconds(now - e.prev_time) : 0.0;
   if (dt > 0.0 && st.producer_seq >= e.prev_seq) {

@@ -71,6 +71,8 @@ struct RingView {
   bool half_written_slot = false;  // a producer died mid-write (repaired by the next producer)
   bool producer_sleeping = false;  // asleep in push_wait for room
   std::uint32_t sleeping_consumers = 0;  // consumers asleep in recv_wait
+  std::uint64_t upstream_lost = 0;       // lost before the producer (NATS ingress gaps, docs/scale-out.md)
+  std::uint64_t upstream_gaps = 0;
   std::optional<double> push_rate; // messages/s since the previous refresh
   std::uint64_t max_lag = 0;       // lag of the slowest active consumer
   double fill = 0.0;               // max_lag / capacity, clamped to [0, 1]

@@ -158,6 +158,15 @@ Line ring_detail(const RingView& r) {
   return l;
 }
 
+// Shown under the detail line only when the producer reported loss before it:
+// a NATS ingress saw gaps in its source's sequence (docs/scale-out.md).
+Line upstream_line(const RingView& r) {
+  return text_line(fmt::format("    upstream lost {} in {} gap{} (before the producer)",
+                               format_count(r.upstream_lost, 11), format_count(r.upstream_gaps, 11),
+                               r.upstream_gaps == 1 ? "" : "s"),
+                   Style::warn);
+}
+
 Line consumer_row(const ConsumerView& c) {
   const char* state = !c.alive ? "DEAD" : (c.behind ? "BEHIND" : "alive");
   const std::string process = c.process.empty() ? "-" : fit(c.process, kProcessWidth);
@@ -225,6 +234,7 @@ Body build_body(const Snapshot& snap, const ViewState* view, SortKey sort, const
     b.lines.push_back(ring_row(r, selected, view != nullptr, w));
     if (expanded) {
       b.lines.push_back(ring_detail(r));
+      if (r.state == RingPresence::live && r.upstream_gaps > 0) b.lines.push_back(upstream_line(r));
       if (r.state == RingPresence::live && !r.consumers.empty()) {
         b.lines.push_back(consumer_header());
         for (const ConsumerView& c : sorted_consumers(r, sort)) b.lines.push_back(consumer_row(c));
@@ -556,6 +566,8 @@ std::string render_json(const Snapshot& snap, double interval_s) {
                      {"half_written_slot", r.half_written_slot},
                      {"producer_sleeping", r.producer_sleeping},
                      {"sleeping_consumers", r.sleeping_consumers},
+                     {"upstream_lost", r.upstream_lost},
+                     {"upstream_gaps", r.upstream_gaps},
                      {"push_rate", number_or_null(r.push_rate)},
                      {"max_lag", r.max_lag},
                      {"fill", number_or_null(r.fill)},

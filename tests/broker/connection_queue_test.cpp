@@ -202,6 +202,25 @@ TEST(ConnectionQueueTest, TellsTheReaderAboutLossOnceThereIsRoom) {
   EXPECT_EQ(q.stats().notices, 1u);
 }
 
+TEST(ConnectionQueueTest, UpstreamLossIsNoticedAheadOfTheNextMessage) {
+  ManualClock clock;
+  ConnectionQueue q(limits(1000), OverflowPolicy::kDropNewest, clock);
+  (void)q.push(numbered_frame(1, 10));
+  EXPECT_FALSE(q.note_upstream_loss(4));  // the writer is already armed by the push
+  (void)q.push(numbered_frame(2, 10));
+  const std::vector<FrameSpan> frames = testing::drain_all(q);
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[1].view(),
+            encode_message(WireFormat::kResp2, kLossChannel, "lost=4 total=4 policy=drop-newest upstream=4")->view());
+  EXPECT_EQ(q.stats().notices, 1u);
+  // On an idle queue the caller is told to wake the writer.
+  EXPECT_TRUE(q.note_upstream_loss(1));
+  EXPECT_EQ(testing::drain_all(q).back().view(),
+            encode_message(WireFormat::kResp2, kLossChannel, "lost=1 total=5 policy=drop-newest upstream=1")->view());
+  q.close();
+  EXPECT_FALSE(q.note_upstream_loss(1));
+}
+
 TEST(ConnectionQueueTest, LossNoticeUsesTheConnectionsProtocol) {
   ManualClock clock;
   ConnectionQueue q(limits(1000), OverflowPolicy::kDropOldest, clock);

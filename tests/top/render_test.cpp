@@ -243,6 +243,8 @@ TEST(RenderTest, ExtremeValuesStayInsideEightyColumns) {
   r.wakeups = true;
   r.producer_sleeping = true;
   r.sleeping_consumers = 16;
+  r.upstream_lost = std::numeric_limits<std::uint64_t>::max();
+  r.upstream_gaps = std::numeric_limits<std::uint64_t>::max();
   r.fill = 1.0;
   r.blocked = true;
   Snapshot s;
@@ -331,6 +333,19 @@ TEST(RenderTest, SleepingProducerShowsAsWaitingAndSleepersAreCounted) {
   ASSERT_TRUE(json);
   EXPECT_TRUE(json->at("rings").at(0).at("producer_sleeping").get<bool>());
   EXPECT_DOUBLE_EQ(json->at("rings").at(0).at("sleeping_consumers").get<double>(), 2);
+}
+
+TEST(RenderTest, UpstreamLossShowsOnItsOwnLineOnlyWhenThereWasAGap) {
+  Snapshot s = sample_snapshot();
+  EXPECT_EQ(render_text(s, SortKey::index, 1.0).find("upstream"), std::string::npos);
+  s.rings[0].upstream_lost = 7;
+  s.rings[0].upstream_gaps = 2;
+  const std::string text = render_text(s, SortKey::index, 1.0);
+  EXPECT_NE(text.find("upstream lost 7 in 2 gaps (before the producer)"), std::string::npos) << text;
+  const auto json = test::parse_json(render_json(s, 1.0));
+  ASSERT_TRUE(json);
+  EXPECT_DOUBLE_EQ(json->at("rings").at(0).at("upstream_lost").get<double>(), 7);
+  EXPECT_DOUBLE_EQ(json->at("rings").at(0).at("upstream_gaps").get<double>(), 2);
 }
 
 TEST(RenderTest, GoneRingShowsGoneAndItsReason) {

@@ -40,6 +40,10 @@ int main(int argc, char** argv) {
       "ringcast-relay: drains shared-memory rings into an in-process Redis-protocol broker and/or NATS.\n"
       "The broker runs unless --nats is given without --listen. See docs/relay.md."};
   std::vector<std::string> ring_specs;
+  std::vector<std::string> nats_in_specs;
+  std::vector<std::string> nats_in_broker_specs;
+  NatsIngressConfig ingress;
+  std::string nats_in_pending_bytes = "64mb";
   std::string listen = "127.0.0.1:6390";
   std::string nats_url;
   std::string nats_buffer = "8mb";
@@ -52,8 +56,25 @@ int main(int argc, char** argv) {
 
   app.add_option("--ring", ring_specs,
                  "PATH=CHANNEL: relay the ring at PATH to CHANNEL (broker) / SUBJECT (NATS). "
-                 "PATH=PREFIX* : topic in payload, published on PREFIX+topic (docs/relay.md). Repeatable.")
-      ->required();
+                 "PATH=PREFIX* : topic in payload, published on PREFIX+topic (docs/relay.md). Repeatable. "
+                 "Required unless --nats-in or --nats-in-broker is given.");
+  app.add_option("--nats-in", nats_in_specs,
+                 "SUBJECT=RING_PATH: produce into the ring at RING_PATH (created if absent) every message of the "
+                 "NATS subscription SUBJECT (wildcards allowed; needs --nats). Repeatable. docs/scale-out.md");
+  app.add_option("--nats-in-broker", nats_in_broker_specs,
+                 "SUBJECT[=CHANNEL]: publish every message of SUBJECT to the embedded broker on CHANNEL "
+                 "('{subject}' in it, or no CHANNEL: the message's subject). Runs the broker. Repeatable.");
+  app.add_option("--nats-in-capacity", ingress.ring_capacity, "Slots of a ring --nats-in creates")
+      ->capture_default_str();
+  app.add_flag("--nats-in-lossy", ingress.ring_lossy,
+               "A ring --nats-in creates is lossy (never blocks NATS delivery; slow readers are lapped)");
+  app.add_option("--nats-in-pending-msgs", ingress.pending_msgs,
+                 "libnats pending limit per --nats-in subscription, messages (-1: none); beyond it libnats drops "
+                 "(counted, and seen as a gap)")
+      ->capture_default_str();
+  app.add_option("--nats-in-pending-bytes", nats_in_pending_bytes,
+                 "libnats pending limit per --nats-in subscription, bytes")
+      ->capture_default_str();
   auto* listen_opt =
       app.add_option("--listen", listen, "Broker listen address HOST:PORT (port 0: the kernel chooses, printed)")
           ->capture_default_str();
@@ -133,7 +154,31 @@ int main(int argc, char** argv) {
     route->start = start;
     config.rings.push_back(std::move(*route));
   }
-  const bool broker_on = nats_url.empty() || listen_opt->count() > 0;
+  if (ring_specs.empty() && nats_in_specs.empty() && nats_in_broker_specs.empty()) {
+    return usage("give --ring, --nats-in or --nats-in-broker (--help)");
+  }
+  if ((!nats_in_specs.empty() || !nats_in_broker_specs.empty()) && nats_url.empty()) {
+    return usage("--nats-in and --nats-in-broker need --nats URL");
+  }
+  for (const auto& spec : nats_in_specs) {
+    auto route = parse_nats_ring_route(spec);
+    if (!route) return usage(route.error());
+    config.nats_rings_in.push_back(std::move(*route));
+  }
+  for (const auto& spec : nats_in_broker_specs) {
+    auto route = parse_nats_broker_route(spec);
+    if (!route) return usage(route.error());
+    config.nats_broker_in.push_back(std::move(*route));
+  }
+  {
+    const auto bytes = broker::parse_size(nats_in_pending_bytes);
+    if (!bytes || *bytes > static_cast<std::size_t>(INT32_MAX)) return usage("--nats-in-pending-bytes: bad size");
+    ingress.pending_bytes = static_cast<int>(*bytes);
+  }
+  config.nats_in = ingress;
+  // The broker runs unless NATS is the only sink: --nats without --listen,
+  // and no --nats-in-broker.
+  const bool broker_on = nats_url.empty() || listen_opt->count() > 0 || !nats_in_broker_specs.empty();
   if (broker_on) {
     auto hp = parse_host_port(listen);
     if (!hp) return usage("--listen " + hp.error());
@@ -203,12 +248,16 @@ int main(int argc, char** argv) {
     const std::string at = tools::url_authority(cfg.bind_address, r.broker()->ws_port());
     fmt::print("ringcast-relay websocket on ws://{}/ (live page: http://{}/)\n", at, at);
   }
-  if (!nats_url.empty()) {
+  if (!nats_url.empty() && !ring_specs.empty()) {
     if (js_stream.empty()) {
       fmt::print("ringcast-relay publishing to NATS {}\n", nats_url);
     } else {
       fmt::print("ringcast-relay publishing to NATS {} (JetStream stream {})\n", nats_url, js_stream);
     }
+  }
+  for (const auto& i : r.ingress_stats()) {
+    fmt::print("ringcast-relay subscribed to NATS {} into {} {}\n", i.subject, i.to_ring ? "ring" : "channel",
+               i.target);
   }
   std::unique_ptr<MetricsServer> metrics_server;
   if (metrics_at) {
@@ -246,6 +295,10 @@ int main(int argc, char** argv) {
   for (const auto& s : r.ring_stats()) relayed += s.relayed;
   fmt::print(stderr, "ringcast-relay: stopped ({}); relayed {} messages from {} ring(s); exit status {}\n", why,
              relayed, r.ring_stats().size(), exit_status);
+  for (const auto& i : r.ingress_stats()) {
+    fmt::print(stderr, "ringcast-relay: NATS {} into {}: received {}, delivered {}, gaps {} (lost {}), dropped {}\n",
+               i.subject, i.target, i.received, i.delivered, i.gaps, i.lost, i.dropped);
+  }
   relay->reset();
   if (!nats_url.empty()) nats_CloseAndWait(2000);
   return exit_status;

@@ -165,6 +165,8 @@ nlohmann::json status_json(const std::string& path, const RingStatus& s) {
           {"producer_pid", s.producer_pid},
           {"producer_alive", s.producer_alive},
           {"half_written_slot", s.half_written_slot},
+          {"upstream_lost", s.upstream_lost},
+          {"upstream_gaps", s.upstream_gaps},
           {"consumers", consumers}};
 }
 
@@ -187,6 +189,10 @@ int cmd_info(const std::string& path, bool json) {
     fmt::print("            slot for seq {} is half-written by a producer that died; the next\n"
                "            producer repairs it on claim, readers get producer_dead until then\n",
                s.producer_seq);
+  }
+  if (s.upstream_gaps > 0) {
+    fmt::print("upstream    {} messages lost before the producer, in {} gaps (NATS ingress)\n", s.upstream_lost,
+               s.upstream_gaps);
   }
   fmt::print("consumers   {} active\n", [&] {
     int n = 0;

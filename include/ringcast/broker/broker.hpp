@@ -146,6 +146,16 @@ class Broker {
   PublishResult publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
                         PublishWait wait = PublishWait::kWait) noexcept;
 
+  // For an ingress that feeds the broker from another system (the NATS
+  // ingress, docs/scale-out.md): `lost` messages on `channel` were lost before
+  // they reached the broker (a gap in the source's sequence). Every connection
+  // subscribed to `channel` (exactly or by pattern) gets the usual in-band loss
+  // notice (docs/broker.md, "Loss notices"; the count appears in its
+  // `upstream=` field), queued ahead of the channel's next message when there
+  // is room. Returns how many connections were told (0 once stopped). Any
+  // thread; allocates only the notices.
+  std::size_t report_upstream_loss(std::string_view channel, std::uint64_t lost) noexcept;
+
   [[nodiscard]] BrokerStats stats() const noexcept;
 
   // Every connected client, ordered by id. Takes the registry lock and each

@@ -136,10 +136,79 @@ struct NatsConfig {
 enum class LogLevel : std::uint8_t { info, warning, error };
 using LogFn = std::function<void(LogLevel, std::string_view)>;
 
+// `--nats-in SUBJECT=RING_PATH`: the relay becomes the producer of the ring at
+// PATH (creating it if absent) and pushes every message of the NATS
+// subscription SUBJECT (wildcards allowed) into it (docs/scale-out.md, "Ring
+// ingress").
+struct NatsRingIngressRoute {
+  std::string subject;
+  std::string path;
+};
+// `--nats-in SUBJECT[=CHANNEL]` on a broker: every message of SUBJECT is
+// published on CHANNEL; without CHANNEL (or with `{subject}` in it) the
+// message's own subject names the channel (docs/scale-out.md, "Broker ingress").
+struct NatsBrokerIngressRoute {
+  std::string subject;
+  std::string channel;  // "" or containing "{subject}": a template
+};
+// Parses "SUBJECT=RING_PATH" (the first '=' splits: subjects hold none).
+[[nodiscard]] tl::expected<NatsRingIngressRoute, std::string> parse_nats_ring_route(std::string_view spec);
+// Parses "SUBJECT" or "SUBJECT=CHANNEL".
+[[nodiscard]] tl::expected<NatsBrokerIngressRoute, std::string> parse_nats_broker_route(std::string_view spec);
+
+struct NatsIngressConfig {
+  // A ring the ingress creates (an existing ring keeps its own settings).
+  std::uint64_t ring_capacity = 65536;
+  bool ring_lossy = false;
+  // libnats' per-subscription pending limits: what may wait in libnats while
+  // the ingress is blocked (a full blocking ring, a paced broker). Beyond
+  // either, libnats drops messages (counted as `dropped`, and a gap).
+  int pending_msgs = 65536;
+  int pending_bytes = 64 << 20;
+};
+
+// One ingress subscription's counters (Relay::ingress_stats(), INFO, /metrics).
+struct NatsIngressStats {
+  std::string subject;
+  std::string target;                 // the ring path, or the channel (template)
+  bool to_ring = false;
+  std::uint64_t received = 0;         // messages handed over by libnats
+  std::uint64_t delivered = 0;        // pushed into the ring / published to the broker
+  std::uint64_t gaps = 0;             // continuity (ringcast/relay/continuity.hpp)
+  std::uint64_t lost = 0;
+  std::uint64_t restarts = 0;
+  std::uint64_t duplicates = 0;       // dropped, not delivered
+  std::uint64_t unsequenced = 0;      // no sequence headers: delivered unchecked
+  std::uint64_t oversize = 0;         // ring: payload over 52 bytes, not delivered
+  std::uint64_t full_waits = 0;       // ring: pushes that found the blocking ring full and waited
+  std::uint64_t refused = 0;          // broker: publishes refused by a `block` subscriber and retried
+  std::uint64_t loss_notices = 0;     // broker: connections told of an upstream gap
+  std::int64_t pending_msgs = 0;      // libnats: waiting for the ingress now
+  std::int64_t pending_bytes = 0;
+  std::int64_t max_pending_msgs = 0;  // libnats: the most that ever waited
+  std::int64_t max_pending_bytes = 0;
+  std::int64_t pending_limit_msgs = 0;
+  std::int64_t pending_limit_bytes = 0;
+  std::int64_t dropped = 0;           // libnats: dropped over the pending limits (slow consumer)
+  // --jetstream (a durable consumer instead of a subscription; the pending
+  // fields above stay 0). docs/scale-out.md, "JetStream".
+  bool jetstream = false;
+  std::string js_durable;
+  std::uint64_t js_resumed_at = 0;          // stream sequence this run started from
+  std::uint64_t js_redelivered_bound = 0;   // at most this many reach the target again after a restart
+  std::uint64_t js_redeliveries = 0;        // within this run: already handled, skipped
+  std::uint64_t js_acks = 0;                // AckAll acknowledgements sent
+  std::uint64_t js_fetch_errors = 0;        // pull requests that failed (server away, no responders)
+};
+
 struct RelayConfig {
   std::vector<RingRoute> rings;
   std::optional<broker::BrokerConfig> broker;  // nullopt: no broker sink
-  std::optional<NatsConfig> nats;              // nullopt: no NATS sink
+  std::optional<NatsConfig> nats;              // nullopt: no NATS sink (and no ingress)
+  // NATS in (need `nats`): into local rings, and into the embedded broker (needs `broker`).
+  std::vector<NatsRingIngressRoute> nats_rings_in;
+  std::vector<NatsBrokerIngressRoute> nats_broker_in;
+  NatsIngressConfig nats_in;
   std::size_t batch = 256;                     // most messages per drain (one cursor publish)
   // How often an idle reader looks for a missing ring file, a producer, a
   // replaced file, and the stop flag. Bounds shutdown latency.
@@ -230,6 +299,8 @@ class Relay {
 
   [[nodiscard]] std::vector<RingStats> ring_stats() const;
   [[nodiscard]] NatsStats nats_stats() const;
+  // One entry per --nats-in subscription: rings first, then the broker's.
+  [[nodiscard]] std::vector<NatsIngressStats> ingress_stats() const;
 
   // "# Relay" INFO section (Redis key:value lines, CRLF), one line per ring;
   // the embedded broker's INFO shows it too (`INFO relay`).

@@ -21,9 +21,10 @@ std::string_view to_string(DropReason r) noexcept {
 }
 
 std::string format_loss_notice(std::uint64_t lost, std::uint64_t total, OverflowPolicy policy,
-                               std::uint64_t conflated) {
+                               std::uint64_t conflated, std::uint64_t upstream) {
   std::string out = fmt::format("lost={} total={} policy={}", lost, total, to_string(policy));
   if (conflated > 0) out += fmt::format(" conflated={}", conflated);
+  if (upstream > 0) out += fmt::format(" upstream={}", upstream);
   return out;
 }
 
@@ -299,7 +300,8 @@ void ConnectionQueue::maybe_queue_notice_locked() noexcept {
   // "Room again" means under half the limit that caused the loss, so the notice
   // itself cannot be what tips the queue back into overflow.
   const std::size_t limit = limits_.soft_bytes > 0 ? limits_.soft_bytes : limits_.hard_bytes;
-  const std::string payload = format_loss_notice(pending_loss_, total_loss_, policy_, pending_conflated_);
+  const std::string payload =
+      format_loss_notice(pending_loss_, total_loss_, policy_, pending_conflated_, pending_upstream_);
   // Upper bound of the encoded size; exact enough for a watermark.
   const std::size_t size = 64 + kLossChannel.size() + payload.size();
   if (queued_bytes_ + inflight_bytes_ + size > limit / 2) return;
@@ -307,7 +309,20 @@ void ConnectionQueue::maybe_queue_notice_locked() noexcept {
   append_locked(FrameRef::copy_of(msg->view(), /*droppable=*/false), 0);
   pending_loss_ = 0;
   pending_conflated_ = 0;
+  pending_upstream_ = 0;
   ++notices_;
+}
+
+bool ConnectionQueue::note_upstream_loss(std::uint64_t lost) noexcept {
+  std::lock_guard lock(mu_);
+  if (closed_ || lost == 0) return false;
+  pending_loss_ += lost;
+  total_loss_ += lost;
+  pending_upstream_ += lost;
+  maybe_queue_notice_locked();
+  // Queued or owed, the writer must look (complete() keeps it running while
+  // a notice is owed).
+  return queued_locked().wake;
 }
 
 PushResult ConnectionQueue::push_one_locked(const FrameRef& block, std::uint32_t i) noexcept {

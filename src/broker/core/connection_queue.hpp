@@ -156,6 +156,14 @@ class ConnectionQueue {
   // writer needs no extra turn to discover that the queue is empty.
   [[nodiscard]] bool complete(std::size_t bytes) noexcept;
 
+  // Records `lost` messages this connection never got because they were lost
+  // before the broker (an ingress saw a gap in its source's sequence, e.g. the
+  // NATS ingress): they join the next loss notice, counted in its `upstream=`
+  // field too, and the notice is queued now if there is room, so it precedes
+  // whatever is pushed next. True if the caller must wake the writer. No-op
+  // (false) once closed. Allocates only to encode the notice.
+  [[nodiscard]] bool note_upstream_loss(std::uint64_t lost) noexcept;
+
   // Discards everything queued (counted as kDisconnect drops) and refuses later
   // pushes. Idempotent.
   void close() noexcept;
@@ -253,11 +261,13 @@ class ConnectionQueue {
   std::vector<FrameSpan> rebuild_;  // scratch for enter_conflation_locked, keeps its capacity
   std::uint64_t conflated_ = 0;          // over the connection's life
   std::uint64_t pending_conflated_ = 0;  // since the last notice (also counted in pending_loss_)
+  std::uint64_t pending_upstream_ = 0;   // since the last notice (also counted in pending_loss_)
 };
 
 // The loss-notice payload: "lost=<n> total=<t> policy=<p>", then
-// " conflated=<c>" when c > 0 (docs/broker.md).
+// " conflated=<c>" when c > 0 and " upstream=<u>" when u > 0 (docs/broker.md).
 [[nodiscard]] std::string format_loss_notice(std::uint64_t lost, std::uint64_t total,
-                                             OverflowPolicy policy, std::uint64_t conflated = 0);
+                                             OverflowPolicy policy, std::uint64_t conflated = 0,
+                                             std::uint64_t upstream = 0);
 
 }  // namespace ringcast::broker

@@ -273,6 +273,22 @@ std::size_t SubscriptionIndex::publish(std::span<const Message> msgs, bool dedup
   return publish_runs(msgs, dedupe, /*shard=*/false, receivers, stop_at_refusal);
 }
 
+std::size_t SubscriptionIndex::report_upstream_loss(std::string_view channel, std::uint64_t lost) {
+  thread_local std::vector<Subscriber*> told;
+  told.clear();
+  std::shared_lock lock(mu_);
+  if (auto it = channels_.find(channel); it != channels_.end()) {
+    told.insert(told.end(), it->second.begin(), it->second.end());
+  }
+  for_each_matching_pattern(channel, [&](const PatternEntry& e) { told.insert(told.end(), e.subs.begin(), e.subs.end()); });
+  std::sort(told.begin(), told.end());
+  told.erase(std::unique(told.begin(), told.end()), told.end());  // one notice per connection
+  for (Subscriber* s : told) {
+    if (s->queue().note_upstream_loss(lost)) s->on_queue_ready();
+  }
+  return told.size();
+}
+
 std::size_t SubscriptionIndex::publish_shard(std::span<const Message> msgs, std::span<std::size_t> receivers,
                                              bool stop_at_refusal) {
   return publish_runs(msgs, /*dedupe=*/false, /*shard=*/true, receivers, stop_at_refusal);

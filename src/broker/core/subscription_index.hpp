@@ -171,6 +171,12 @@ class SubscriptionIndex {
   // REQUIRES: receivers.size() == msgs.size().
   std::size_t publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers,
                       bool stop_at_refusal = false);
+  // Tells every connection with a subscription matching `channel` (exact or
+  // pattern; not shard) that `lost` messages on it were lost before the broker
+  // (ConnectionQueue::note_upstream_loss): one loss notice per connection,
+  // queued ahead of the channel's next message. Returns how many connections
+  // were told. Takes the index lock shared; allocates only the notices.
+  std::size_t report_upstream_loss(std::string_view channel, std::uint64_t lost);
   // SPUBLISH: as publish(), but only shard subscriptions of each channel match,
   // each getting an `smessage` frame; patterns and plain subscriptions never do.
   // REQUIRES: receivers.size() == msgs.size().

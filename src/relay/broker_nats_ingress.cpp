@@ -1,0 +1,71 @@
+#include "ringcast/relay/broker_nats_ingress.hpp"
+
+#include <fmt/format.h>
+
+#include "relay/broker_target.hpp"
+#include "relay/metrics.hpp"
+#include "relay/nats_ingress.hpp"
+#include "relay/nats_sink.hpp"
+
+namespace ringcast::relay {
+
+struct BrokerNatsIngress::Impl {
+  std::unique_ptr<NatsSink> nats;  // the connection (nothing is published through it)
+  std::vector<std::unique_ptr<NatsIngress>> ingress;
+  bool stopped = false;
+
+  std::vector<NatsIngressStats> stats() const {
+    std::vector<NatsIngressStats> out;
+    out.reserve(ingress.size());
+    for (const auto& i : ingress) out.push_back(i->stats());
+    return out;
+  }
+  void stop() noexcept {
+    if (stopped) return;
+    stopped = true;
+    for (auto& i : ingress) i->stop();
+    nats->close(std::chrono::milliseconds(200));
+  }
+};
+
+BrokerNatsIngress::BrokerNatsIngress(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
+
+BrokerNatsIngress::~BrokerNatsIngress() {
+  if (impl_) impl_->stop();
+}
+
+tl::expected<std::unique_ptr<BrokerNatsIngress>, RelayError> BrokerNatsIngress::start(
+    broker::Broker& broker, const NatsConfig& nats, const std::vector<NatsBrokerIngressRoute>& routes,
+    const NatsIngressConfig& config, LogFn log) {
+  using Code = RelayError::Code;
+  if (routes.empty()) return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "no --nats-in given"});
+  auto impl = std::make_unique<Impl>();
+  auto sink = NatsSink::connect(nats, std::move(log));
+  if (!sink) return tl::unexpected(RelayError{Code::kNats, 0, sink.error()});
+  impl->nats = std::move(*sink);
+  for (const NatsBrokerIngressRoute& route : routes) {
+    auto in = start_broker_ingress(impl->nats->connection(), broker, route, config);
+    if (!in) {
+      impl->stop();
+      return tl::unexpected(RelayError{Code::kNats, 0, in.error()});
+    }
+    impl->ingress.push_back(std::move(*in));
+  }
+  return std::unique_ptr<BrokerNatsIngress>(new BrokerNatsIngress(std::move(impl)));
+}
+
+void BrokerNatsIngress::stop() noexcept { impl_->stop(); }
+
+std::vector<NatsIngressStats> BrokerNatsIngress::stats() const { return impl_->stats(); }
+
+std::string BrokerNatsIngress::info_text() const {
+  const NatsStats n = impl_->nats->stats();
+  return fmt::format("# NATS-in\r\nnats_status:{}\r\nnats_disconnects:{}\r\nnats_reconnects:{}\r\n{}", n.status,
+                     n.disconnects, n.reconnects, ingress_info_lines(impl_->stats()));
+}
+
+void BrokerNatsIngress::write_metrics(broker::PrometheusWriter& w) const {
+  write_ingress_metrics(w, impl_->stats());
+}
+
+}  // namespace ringcast::relay

@@ -1,0 +1,112 @@
+// NatsIngress: one NATS subscription feeding a local target (a ring or a
+// broker), with gap detection (docs/scale-out.md, "Ring ingress", "Broker
+// ingress").
+//
+// Thread safety
+//  * libnats delivers the subscription's messages on one thread of its own, in
+//    order; handle() runs there and is the only user of the checker and the
+//    target's delivery side, and the only writer of the counters (relaxed
+//    atomics: statistics, each meaningful on its own).
+//  * stats() from any thread (libnats' pending queries take the subscription's
+//    own lock). stop() from any thread other than the delivery thread;
+//    idempotent; the destructor stops.
+//
+// Invariants
+//  1. received = delivered + duplicates + (target refusals: oversize), once
+//     handle() has returned for every message.
+//  2. A gap is reported to the target (ring counter, broker loss notice)
+//     before the message that revealed it is delivered.
+//  3. After stop() returns, handle() is not running and never runs again: the
+//     subscription is unsubscribed and libnats' completion callback has fired.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <nats/nats.h>
+#include <tl/expected.hpp>
+
+#include "relay/jetstream_ingress.hpp"
+#include "ringcast/relay/continuity.hpp"
+#include "ringcast/relay/relay.hpp"
+
+namespace ringcast::relay {
+
+// Where an ingress puts what it receives. Called on the delivery thread only.
+class IngressTarget {
+ public:
+  enum class Outcome : std::uint8_t { delivered, refused, stopped };
+  virtual ~IngressTarget() = default;
+  // `lost` messages of `subject` never arrived (a gap); called before the
+  // message that revealed it is delivered.
+  virtual void on_gap(std::string_view subject, std::uint64_t lost) noexcept = 0;
+  // Delivers one message; may block (a full blocking ring, a paced broker)
+  // until `stopping` is set. refused: the target cannot take it (counted).
+  virtual Outcome deliver(std::string_view subject, std::span<const std::byte> payload,
+                          const std::atomic<bool>& stopping) noexcept = 0;
+  // Target-specific counters into `s`.
+  virtual void fill(NatsIngressStats& s) const = 0;
+};
+
+class NatsIngress {
+ public:
+  // Subscribes to `subject` on `conn` (which must outlive this object) with the
+  // pending limits of `config`.
+  static tl::expected<std::unique_ptr<NatsIngress>, std::string> start(natsConnection* conn, std::string subject,
+                                                                       std::string target_name, bool to_ring,
+                                                                       std::unique_ptr<IngressTarget> target,
+                                                                       const NatsIngressConfig& config);
+  // The same over JetStream (`--jetstream`): `target` is fed from the durable
+  // consumer `durable` of config.stream, filtered on `subject`, and each
+  // message is acknowledged once the target took it (relay/jetstream_ingress.hpp).
+  // A message whose ring sequence is at or below its source's last is a late
+  // retried publish there, not a redelivery: it is delivered, and counted as a
+  // duplicate by the sequence check.
+  static tl::expected<std::unique_ptr<NatsIngress>, std::string> start_jetstream(
+      natsConnection* conn, std::string subject, std::string target_name, bool to_ring,
+      std::unique_ptr<IngressTarget> target, const JetStreamConfig& config, std::string durable, LogFn log);
+  NatsIngress(const NatsIngress&) = delete;
+  NatsIngress& operator=(const NatsIngress&) = delete;
+  ~NatsIngress();
+
+  // Unsubscribes and waits (bounded by 5 s) until the delivery thread has left
+  // handle() for good (invariant 3); a blocked delivery sees `stopping` first.
+  void stop() noexcept;
+  [[nodiscard]] NatsIngressStats stats() const;
+
+ private:
+  NatsIngress(std::string subject, std::string target_name, bool to_ring, std::unique_ptr<IngressTarget> target);
+  static void on_message(natsConnection* nc, natsSubscription* sub, natsMsg* msg, void* closure);
+  static void on_complete(void* closure);
+  // Checks and delivers one message (not destroying it). False when the
+  // target stopped before taking it. `keep_duplicates`: deliver what the
+  // sequence check calls a duplicate (JetStream).
+  bool handle(natsMsg* msg, bool keep_duplicates) noexcept;
+
+  const std::string subject_;
+  const std::string target_name_;
+  const bool to_ring_;
+  const std::unique_ptr<IngressTarget> target_;
+  natsSubscription* sub_ = nullptr;
+  std::unique_ptr<JetStreamIngress> jetstream_;  // instead of sub_ with --jetstream
+
+  ContinuityChecker checker_;  // delivery thread only
+  std::atomic<bool> stopping_{false};
+
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
+  bool done_ = false;  // guarded by done_mu_: libnats' completion callback fired
+  bool stopped_ = false;  // guarded by done_mu_
+
+  // Statistics (single writer: the delivery thread).
+  std::atomic<std::uint64_t> received_{0}, delivered_{0}, refused_{0};
+  std::atomic<std::uint64_t> gaps_{0}, lost_{0}, restarts_{0}, duplicates_{0}, unsequenced_{0};
+};
+
+}  // namespace ringcast::relay

@@ -1,0 +1,77 @@
+#include "relay/ring_target.hpp"
+
+#include <sys/stat.h>
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+namespace ringcast::relay {
+
+tl::expected<std::unique_ptr<RingTarget>, std::string> RingTarget::open(const std::string& path,
+                                                                        const NatsIngressConfig& config, LogFn log) {
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  // reap_on_full: a consumer that died holding its entry must not stall the
+  // ingress (and NATS delivery behind it) forever.
+  Result<BroadcastRing> ring = exists
+      ? BroadcastRing::open(path, {.reap_on_full = true})
+      : BroadcastRing::create(path, config.ring_capacity,
+                              {.lossy = config.ring_lossy, .claim_producer = false, .reap_on_full = true});
+  if (!ring) return tl::unexpected(fmt::format("ring {}: {}", path, ring.error().message()));
+  if (auto claimed = ring->claim_producer(); !claimed) {
+    const RingStatus s = ring->status();
+    return tl::unexpected(fmt::format("ring {}: cannot become its producer: {}{}", path, claimed.error().message(),
+                                      s.producer_alive ? fmt::format(" (pid {} holds the role)", s.producer_pid) : ""));
+  }
+  log(LogLevel::info, fmt::format("ring {}: {} (capacity {}, {}); producing into it from NATS", path,
+                                  exists ? "opened" : "created", ring->capacity(),
+                                  ring->lossy() ? "lossy" : "blocking"));
+  return std::unique_ptr<RingTarget>(new RingTarget(std::move(*ring)));
+}
+
+void RingTarget::on_gap(std::string_view /*subject*/, std::uint64_t lost) noexcept {
+  ring_.report_upstream_loss(lost);
+}
+
+IngressTarget::Outcome RingTarget::deliver(std::string_view /*subject*/, std::span<const std::byte> payload,
+                                           const std::atomic<bool>& stopping) noexcept {
+  Errc e = ring_.try_push(payload);
+  if (e == Errc::ok) return Outcome::delivered;
+  if (e == Errc::full) {
+    // relaxed: statistic, single writer.
+    full_waits_.fetch_add(1, std::memory_order_relaxed);
+    // acquire: pairs with the release store in NatsIngress::stop().
+    while (e == Errc::full || e == Errc::timed_out) {
+      if (stopping.load(std::memory_order_acquire)) return Outcome::stopped;
+      e = ring_.push_wait(payload, std::chrono::milliseconds(50));
+    }
+    if (e == Errc::ok) return Outcome::delivered;
+  }
+  // payload_too_large (over 52 bytes), or a lost producer role: not deliverable.
+  oversize_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+  return Outcome::refused;
+}
+
+void RingTarget::fill(NatsIngressStats& s) const {
+  // relaxed: statistics.
+  s.oversize = oversize_.load(std::memory_order_relaxed);
+  s.full_waits = full_waits_.load(std::memory_order_relaxed);
+}
+
+tl::expected<std::unique_ptr<NatsIngress>, std::string> start_ring_ingress(natsConnection* conn,
+                                                                          const NatsRingIngressRoute& route,
+                                                                          const NatsIngressConfig& config, LogFn log,
+                                                                          const JetStreamConfig* jetstream) {
+  auto target = RingTarget::open(route.path, config, log);
+  if (!target) return tl::unexpected(target.error());
+  if (jetstream != nullptr) {
+    std::string durable =
+        jetstream->durable.empty() ? JetStreamIngress::default_durable(route.path) : jetstream->durable;
+    return NatsIngress::start_jetstream(conn, route.subject, route.path, /*to_ring=*/true, std::move(*target),
+                                        *jetstream, std::move(durable), std::move(log));
+  }
+  return NatsIngress::start(conn, route.subject, route.path, /*to_ring=*/true, std::move(*target), config);
+}
+
+}  // namespace ringcast::relay

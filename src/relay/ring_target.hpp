@@ -1,0 +1,54 @@
+// RingTarget: a NATS ingress's local ring (docs/scale-out.md, "Ring ingress").
+// The ingress is the ring's producer: it creates the ring or opens it and
+// claims the producer role, which fails while another live process holds it.
+//
+// Thread safety: deliver() and on_gap() on the ingress's delivery thread only
+// (the ring's one-producing-thread REQUIRES); fill() from any thread reads
+// single-writer relaxed counters.
+//
+// Full ring: a blocking ring makes deliver() wait (push_wait, in slices so it
+// sees `stopping`), which holds up libnats' delivery thread; messages then wait
+// in libnats up to the subscription's pending limits, beyond which libnats
+// drops them (counted, and seen as a gap by the next message's sequence). A
+// lossy ring never waits: its slow readers are lapped, as on any lossy ring.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include <tl/expected.hpp>
+
+#include "relay/nats_ingress.hpp"
+#include "ringcast/broadcast_ring.hpp"
+
+namespace ringcast::relay {
+
+class RingTarget final : public IngressTarget {
+ public:
+  // Opens the ring at `path` (or creates it with config's capacity and mode)
+  // and claims its producer role. Errors name the path and the reason
+  // ("has a live producer (pid 123)").
+  static tl::expected<std::unique_ptr<RingTarget>, std::string> open(const std::string& path,
+                                                                     const NatsIngressConfig& config, LogFn log);
+
+  void on_gap(std::string_view subject, std::uint64_t lost) noexcept override;
+  Outcome deliver(std::string_view subject, std::span<const std::byte> payload,
+                  const std::atomic<bool>& stopping) noexcept override;
+  void fill(NatsIngressStats& s) const override;
+
+ private:
+  explicit RingTarget(BroadcastRing ring) : ring_(std::move(ring)) {}
+  BroadcastRing ring_;
+  std::atomic<std::uint64_t> oversize_{0}, full_waits_{0};
+};
+
+// Opens the route's ring (RingTarget::open) and subscribes to its subject on
+// `conn`; with `jetstream`, reads it from that stream's durable consumer
+// instead (NatsIngress::start_jetstream; durable: jetstream->durable, or
+// JetStreamIngress::default_durable(route.path)).
+[[nodiscard]] tl::expected<std::unique_ptr<NatsIngress>, std::string> start_ring_ingress(
+    natsConnection* conn, const NatsRingIngressRoute& route, const NatsIngressConfig& config, LogFn log,
+    const JetStreamConfig* jetstream = nullptr);
+
+}  // namespace ringcast::relay

@@ -1,0 +1,363 @@
+// NATS into rings and brokers against real nats-server processes on loopback
+// (docs/scale-out.md, "Ring ingress", "Broker ingress"): a two-node cluster
+// with one ring directory per "host", gaps introduced on purpose with a
+// skipped Ringcast-Seq, and the broker ingress feeding RESP and WebSocket
+// subscribers.
+#include <nats/nats.h>
+
+#include <gtest/gtest.h>
+
+#include "relay_fixture.hpp"
+#include "relay_test_support.hpp"
+#include "ringcast/broadcast_ring.hpp"
+#include "ringcast/relay/broker_nats_ingress.hpp"
+#include "ringcast/relay/continuity.hpp"
+#include "ringcast/relay/relay.hpp"
+#include "ws_client.hpp"
+
+namespace ringcast::relay {
+namespace {
+
+using namespace std::chrono_literals;
+using broker::ws::test::WsClient;
+using testing::as_bytes;
+using testing::deadline_in;
+using testing::eventually;
+using testing::NatsServer;
+
+constexpr const char* kProbe = "probe";
+
+// A plain libnats publisher that can set the sequence headers itself.
+class NatsPublisher {
+ public:
+  explicit NatsPublisher(const std::string& url) { ok_ = natsConnection_ConnectTo(&conn_, url.c_str()) == NATS_OK; }
+  NatsPublisher(const NatsPublisher&) = delete;
+  NatsPublisher& operator=(const NatsPublisher&) = delete;
+  ~NatsPublisher() {
+    if (conn_ != nullptr) {
+      natsConnection_Close(conn_);
+      natsConnection_Destroy(conn_);
+    }
+  }
+  [[nodiscard]] bool ok() const { return ok_; }
+  // Publishes `body` on `subject` with Ringcast-Source `source` and
+  // Ringcast-Seq `seq` (no headers when `source` is empty).
+  bool publish(const std::string& subject, const std::string& body, const std::string& source = {},
+               std::uint64_t seq = 0) {
+    natsMsg* m = nullptr;
+    natsStatus s = natsMsg_Create(&m, subject.c_str(), nullptr, body.data(), static_cast<int>(body.size()));
+    if (s == NATS_OK && !source.empty()) {
+      s = natsMsgHeader_Set(m, kSourceHeader, source.c_str());
+      if (s == NATS_OK) s = natsMsgHeader_Set(m, kSeqHeader, std::to_string(seq).c_str());
+    }
+    if (s == NATS_OK) s = natsConnection_PublishMsg(conn_, m);
+    natsMsg_Destroy(m);
+    return s == NATS_OK && natsConnection_FlushTimeout(conn_, 5000) == NATS_OK;
+  }
+
+ private:
+  natsConnection* conn_ = nullptr;
+  bool ok_ = false;
+};
+
+std::string numbered(int i) {
+  std::string s(1, 'n');
+  s += std::to_string(i);
+  return s;
+}
+
+// Reads ring messages as a registered consumer, skipping interest probes.
+class RingConsumer {
+ public:
+  explicit RingConsumer(const std::string& path) {
+    auto r = BroadcastRing::open(path);
+    if (!r) return;
+    ring_.emplace(std::move(*r));
+    auto id = ring_->register_consumer(StartAt::oldest);
+    if (id) id_ = *id;
+    ok_ = id.has_value();
+  }
+  [[nodiscard]] bool ok() const { return ok_; }
+  // The next message that is not a probe, or nullopt after 10 s.
+  std::optional<std::string> next() {
+    alignas(8) std::byte buf[kMaxPayload];
+    const auto d = deadline_in(10s);
+    while (testing::ms_left(d) > 0) {
+      const RecvResult r = ring_->recv_wait(id_, buf, 100ms);
+      if (r.status == Errc::timed_out || r.status == Errc::empty) continue;
+      if (r.status != Errc::ok) return std::nullopt;
+      std::string s(reinterpret_cast<const char*>(buf), r.length);
+      if (s != kProbe) return s;
+    }
+    return std::nullopt;
+  }
+  [[nodiscard]] RingStatus status() const { return ring_->status(); }
+
+ private:
+  std::optional<BroadcastRing> ring_;
+  ConsumerId id_ = 0;
+  bool ok_ = false;
+};
+
+// Publishes probes (no headers) through `url` until `arrived` says one got
+// through: proves the subscription's interest has reached that server (across
+// the route, in a cluster) before the test starts.
+template <class Arrived>
+bool wait_for_interest(const std::string& url, const std::string& subject, Arrived&& arrived) {
+  NatsPublisher p(url);
+  if (!p.ok()) return false;
+  const auto d = deadline_in(20s);
+  while (testing::ms_left(d) > 0) {
+    p.publish(subject, kProbe);
+    if (eventually([&] { return arrived(); }, 50ms)) return true;
+  }
+  return false;
+}
+
+class NatsIngressTest : public ::testing::Test {
+ protected:
+  // A relay with only a ring ingress: `subject` into dir_b_/`file`.
+  void start_ring_ingress(const std::string& url, const std::string& subject, const std::string& file) {
+    RelayConfig c;
+    c.log = log_.fn();
+    c.nats = testing::nats_sink(url);
+    ring_b_ = dir_b_.file(file);
+    c.nats_rings_in.push_back({subject, ring_b_});
+    c.nats_in.ring_capacity = 1024;
+    auto r = Relay::start(c);
+    ASSERT_TRUE(r) << r.error().message() << log_.all();
+    ingress_ = std::move(*r);
+  }
+  [[nodiscard]] NatsIngressStats ingress_stats() const { return ingress_->ingress_stats().at(0); }
+
+  testing::TempDir dir_a_;  // "host A"'s ring directory
+  testing::TempDir dir_b_;  // "host B"'s
+  testing::LogSink log_;
+  std::string ring_b_;
+  std::unique_ptr<Relay> ingress_;
+};
+
+TEST_F(NatsIngressTest, EveryMessageOfHostARingArrivesAtHostBConsumerInOrderAcrossTheRoute) {
+  auto a = NatsServer::start({.cluster = true});
+  ASSERT_TRUE(a);
+  auto b = NatsServer::start({.cluster = true, .route_to = a->cluster_port()});
+  ASSERT_TRUE(b);
+  // Host B: NATS node B -> ingress -> ring B -> consumer.
+  ASSERT_NO_FATAL_FAILURE(start_ring_ingress(b->url(), "hosts.ticks", "ticks-b.ring"));
+  RingConsumer consumer(ring_b_);
+  ASSERT_TRUE(consumer.ok());
+  ASSERT_TRUE(wait_for_interest(a->url(), "hosts.ticks", [&] { return ingress_stats().received > 0; }))
+      << "route A-B never carried the ingress's interest";
+  // Host A: ring A -> relay -> NATS node A.
+  const std::string ring_a = dir_a_.file("ticks-a.ring");
+  auto ring = BroadcastRing::create(ring_a, 1024);
+  ASSERT_TRUE(ring) << ring.error().message();
+  RelayConfig c = testing::relay_config({{ring_a, "hosts.ticks", false}}, log_);
+  c.nats = testing::nats_sink(a->url());
+  auto relay = Relay::start(c);
+  ASSERT_TRUE(relay) << relay.error().message();
+  ASSERT_TRUE(eventually([&] { return (*relay)->ring_stats().at(0).consumer_id >= 0; }));
+
+  const int n = static_cast<int>(testing::scaled(20'000, 5'000));
+  for (int i = 0; i < n; ++i) {
+    ASSERT_EQ(ring->push_wait(as_bytes(numbered(i)), 10s), Errc::ok);
+  }
+  for (int i = 0; i < n; ++i) {
+    auto m = consumer.next();
+    ASSERT_TRUE(m) << "missing message " << i << "\n" << log_.all();
+    ASSERT_EQ(*m, numbered(i));
+  }
+  const NatsIngressStats s = ingress_stats();
+  EXPECT_EQ(s.gaps, 0u);
+  EXPECT_EQ(s.lost, 0u);
+  EXPECT_EQ(s.dropped, 0);
+  EXPECT_EQ(consumer.status().upstream_gaps, 0u);
+  EXPECT_GE(s.unsequenced, 1u);  // the probes
+}
+
+TEST_F(NatsIngressTest, SkippedSequenceIsCountedInTheRingHeaderAndTheIngressStats) {
+  auto server = NatsServer::start();
+  ASSERT_TRUE(server);
+  ASSERT_NO_FATAL_FAILURE(start_ring_ingress(server->url(), "gap", "gap.ring"));
+  RingConsumer consumer(ring_b_);
+  ASSERT_TRUE(consumer.ok());
+  NatsPublisher p(server->url());
+  ASSERT_TRUE(p.ok());
+  const std::string source = "hostA:/dev/shm/gap.ring@1.2";
+  for (std::uint64_t seq : {0, 1, 2, 5, 6}) ASSERT_TRUE(p.publish("gap", numbered(static_cast<int>(seq)), source, seq));
+  ASSERT_TRUE(p.publish("gap", numbered(2), source, 2));  // a duplicate: dropped
+  ASSERT_TRUE(p.publish("gap", numbered(7), source, 7));
+  for (int want : {0, 1, 2, 5, 6, 7}) {
+    auto m = consumer.next();
+    ASSERT_TRUE(m);
+    ASSERT_EQ(*m, numbered(want));
+  }
+  const RingStatus st = consumer.status();
+  EXPECT_EQ(st.upstream_lost, 2u);
+  EXPECT_EQ(st.upstream_gaps, 1u);
+  const NatsIngressStats s = ingress_stats();
+  EXPECT_EQ(s.received, 7u);
+  EXPECT_EQ(s.delivered, 6u);
+  EXPECT_EQ(s.gaps, 1u);
+  EXPECT_EQ(s.lost, 2u);
+  EXPECT_EQ(s.duplicates, 1u);
+  EXPECT_NE(ingress_->info_text().find("nats_in_0:subject=gap,ring=" + ring_b_ + ",received=7,delivered=6,gaps=1,lost=2"),
+            std::string::npos)
+      << ingress_->info_text();
+}
+
+TEST_F(NatsIngressTest, IngressRefusesARingWithAnotherLiveProducer) {
+  auto server = NatsServer::start();
+  ASSERT_TRUE(server);
+  const std::string path = dir_b_.file("taken.ring");
+  auto ring = BroadcastRing::create(path, 64);  // claims the producer role
+  ASSERT_TRUE(ring);
+  RelayConfig c;
+  c.log = log_.fn();
+  c.nats = testing::nats_sink(server->url());
+  c.nats_rings_in.push_back({"taken", path});
+  auto r = Relay::start(c);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("cannot become its producer"), std::string::npos) << r.error().message();
+}
+
+// A broker fed from NATS, with a RESP and a WebSocket subscriber.
+class BrokerIngressTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = NatsServer::start();
+    ASSERT_TRUE(server_);
+    broker::BrokerConfig bc = testing::loopback_broker();
+    bc.ws_port = 0;
+    auto b = broker::Broker::start(bc);
+    ASSERT_TRUE(b) << b.error().message();
+    broker_ = std::move(*b);
+  }
+  void start_ingress(std::vector<NatsBrokerIngressRoute> routes) {
+    auto in = BrokerNatsIngress::start(*broker_, testing::nats_sink(server_->url()), routes, {}, log_.fn());
+    ASSERT_TRUE(in) << in.error().message();
+    ingress_ = std::move(*in);
+  }
+  void TearDown() override {
+    if (ingress_) ingress_->stop();
+    if (broker_) {
+      broker_->stop();
+      broker_->wait();
+    }
+  }
+
+  testing::LogSink log_;
+  std::unique_ptr<NatsServer> server_;
+  std::unique_ptr<broker::Broker> broker_;
+  std::unique_ptr<BrokerNatsIngress> ingress_;
+};
+
+void ws_subscribe(WsClient& c, std::string_view topic) {
+  ASSERT_TRUE(c.upgraded());
+  ASSERT_TRUE(c.send_json({{"type", "subscribe"}, {"topic", topic}}));
+  const auto r = c.read_json();
+  ASSERT_TRUE(r);
+  ASSERT_EQ((*r)["type"], "subscribed");
+}
+
+TEST_F(BrokerIngressTest, RespAndWebSocketSubscribersGetEveryMessageAndALossNoticeForAGap) {
+  ASSERT_NO_FATAL_FAILURE(start_ingress({{"md.>", ""}}));  // channel = the message's subject
+  testing::RespClient resp(broker_->port());
+  ASSERT_TRUE(resp.subscribe("md.*", /*pattern=*/true));
+  WsClient ws(broker_->ws_port());
+  ASSERT_NO_FATAL_FAILURE(ws_subscribe(ws, "md.eu"));
+  // Probes reach both subscribers before the data (one server, flushed in
+  // turn); they are skipped below.
+  ASSERT_TRUE(wait_for_interest(server_->url(), "md.eu", [&] { return ingress_->stats().at(0).received > 0; }));
+
+  NatsPublisher p(server_->url());
+  ASSERT_TRUE(p.ok());
+  const std::string source = "hostA:/dev/shm/md.ring@1.2";
+  for (std::uint64_t seq : {10, 11, 14, 15}) ASSERT_TRUE(p.publish("md.eu", numbered(static_cast<int>(seq)), source, seq));
+
+  std::vector<std::string> got;
+  std::string notice;
+  while (got.size() < 4) {
+    auto r = resp.next(deadline_in(10s));
+    ASSERT_TRUE(r) << "RESP: got " << got.size() << "\n" << log_.all();
+    if (r->elems[0].str == "message") {  // the loss notice, on __ringcast__:loss
+      ASSERT_EQ(r->elems[1].str, "__ringcast__:loss");
+      EXPECT_EQ(got.size(), 2u) << "the notice comes before the message after the gap";
+      notice = r->elems[2].str;
+      continue;
+    }
+    ASSERT_EQ(r->elems[0].str, "pmessage");
+    EXPECT_EQ(r->elems[2].str, "md.eu");
+    if (r->elems[3].str == kProbe) continue;
+    got.emplace_back(r->elems[3].str);
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"n10", "n11", "n14", "n15"}));
+  EXPECT_NE(notice.find("lost=2 "), std::string::npos) << notice;
+  EXPECT_NE(notice.find("upstream=2"), std::string::npos) << notice;
+
+  got.clear();
+  bool ws_notice = false;
+  while (got.size() < 4) {
+    auto m = ws.read_json();
+    ASSERT_TRUE(m) << "WebSocket: got " << got.size();
+    ASSERT_EQ((*m)["type"], "message");
+    if ((*m)["topic"] == "__ringcast__:loss") {
+      ws_notice = (*m)["payload"].get<std::string>().find("upstream=2") != std::string::npos;
+      continue;
+    }
+    EXPECT_EQ((*m)["topic"], "md.eu");
+    if ((*m)["payload"] == kProbe) continue;
+    got.push_back((*m)["payload"].get<std::string>());
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"n10", "n11", "n14", "n15"}));
+  EXPECT_TRUE(ws_notice);
+
+  const NatsIngressStats s = ingress_->stats().at(0);
+  EXPECT_EQ(s.gaps, 1u);
+  EXPECT_EQ(s.lost, 2u);
+  EXPECT_EQ(s.loss_notices, 2u);  // one per subscribed connection
+  EXPECT_EQ(s.target, "{subject}");
+}
+
+TEST_F(BrokerIngressTest, FixedChannelAndTemplateMapSubjectsToChannels) {
+  ASSERT_NO_FATAL_FAILURE(start_ingress({{"fx.*", "fx"}, {"eq.>", "nats.{subject}"}}));
+  testing::RespClient fx(broker_->port());
+  ASSERT_TRUE(fx.subscribe("fx"));
+  testing::RespClient eq(broker_->port());
+  ASSERT_TRUE(eq.subscribe("nats.eq.us"));
+  ASSERT_TRUE(wait_for_interest(server_->url(), "fx.eur", [&] { return ingress_->stats().at(0).received > 0; }));
+  ASSERT_TRUE(wait_for_interest(server_->url(), "eq.us", [&] { return ingress_->stats().at(1).received > 0; }));
+  NatsPublisher p(server_->url());
+  ASSERT_TRUE(p.publish("fx.eur", "1.08"));
+  ASSERT_TRUE(p.publish("eq.us", "spx"));
+  const auto next_payload = [](testing::RespClient& c) -> std::string {
+    for (;;) {
+      auto r = c.next(deadline_in(10s));
+      if (!r) return "<none>";
+      if (r->elems[2].str != kProbe) return std::string(r->elems[1].str) + " " + std::string(r->elems[2].str);
+    }
+  };
+  EXPECT_EQ(next_payload(fx), "fx 1.08");
+  EXPECT_EQ(next_payload(eq), "nats.eq.us spx");
+}
+
+TEST(NatsIngressOptionsTest, RoutesParseAndRejectWhatIsMissing) {
+  auto r = parse_nats_ring_route("md.>=/dev/shm/md=1.ring");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->subject, "md.>");
+  EXPECT_EQ(r->path, "/dev/shm/md=1.ring");
+  EXPECT_FALSE(parse_nats_ring_route("md.>"));
+  EXPECT_FALSE(parse_nats_ring_route("=/dev/shm/x"));
+  EXPECT_FALSE(parse_nats_ring_route("md="));
+  auto b = parse_nats_broker_route("md.>");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->channel, "");
+  auto c = parse_nats_broker_route("md.>=nats.{subject}");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->channel, "nats.{subject}");
+  EXPECT_FALSE(parse_nats_broker_route("md.>="));
+  EXPECT_FALSE(parse_nats_broker_route("=x"));
+}
+
+}  // namespace
+}  // namespace ringcast::relay
