@@ -134,9 +134,22 @@ void JetStreamIngress::run() noexcept {
   // acquire: pairs with the release store in stop().
   while (!stop_.load(std::memory_order_acquire)) {
     natsMsgList list{};
-    jsErrCode jerr = static_cast<jsErrCode>(0);
-    // A short wait keeps stop prompt; an empty stream just times out.
-    const natsStatus s = natsSubscription_Fetch(&list, sub_, config_.fetch_batch, 200, &jerr);
+    // What is there now, up to a batch, without waiting for the batch to fill
+    // (a plain Fetch holds a trickle until the batch fills or it times out:
+    // latency). Nothing there: wait for the next message, at most 200 ms so
+    // stop stays prompt.
+    jsFetchRequest req;
+    jsFetchRequest_Init(&req);
+    req.Batch = config_.fetch_batch;
+    req.NoWait = true;
+    req.Expires = std::chrono::nanoseconds(std::chrono::milliseconds(200)).count();
+    natsStatus s = natsSubscription_FetchRequest(&list, sub_, &req);
+    if ((s == NATS_OK && list.Count == 0) || s == NATS_NOT_FOUND || s == NATS_TIMEOUT) {
+      natsMsgList_Destroy(&list);
+      req.NoWait = false;
+      req.Batch = 1;
+      s = natsSubscription_FetchRequest(&list, sub_, &req);
+    }
     if (s == NATS_TIMEOUT) continue;
     if (s != NATS_OK) {
       fetch_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics

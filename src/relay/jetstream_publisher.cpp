@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -89,8 +90,10 @@ tl::expected<std::unique_ptr<JetStreamPublisher>, std::string> JetStreamPublishe
   if (natsStatus s = natsConnection_JetStream(&p->js_, conn, &jo); s != NATS_OK) {
     return tl::unexpected(js_error("JetStream context", s, static_cast<jsErrCode>(0)));
   }
+  // No per-message MaxWait: libnats 3.4 keeps those deadlines in a list it
+  // walks on every publish (O(outstanding) each). The retry thread's
+  // watchdog times acks out instead (invariant 4).
   jsPubOptions_Init(&p->pub_opts_);
-  p->pub_opts_.MaxWait = config.ack_timeout.count();
 
   // The stream: keep the subjects it has, add ours, apply our limits.
   std::vector<std::string> wanted = config.subjects.empty() ? subjects : config.subjects;
@@ -205,42 +208,87 @@ void JetStreamPublisher::on_ack(jsCtx* /*js*/, natsMsg* msg, jsPubAck* pa, jsPub
     natsMsg_Destroy(msg);
     return;
   }
+  self->retry_or_give_up(msg, pae != nullptr ? pae->Err : NATS_ERR, pae != nullptr ? pae->ErrText : nullptr);
+}
+
+void JetStreamPublisher::retry_or_give_up(natsMsg* msg, natsStatus err, const char* text) noexcept {
   const int attempt = attempt_of(msg);
-  const natsStatus err = pae != nullptr ? pae->Err : NATS_ERR;
-  std::unique_lock lock(self->mu_);
-  if (!self->closing_ && (self->config_.max_attempts == 0 || attempt < self->config_.max_attempts)) {
+  std::unique_lock lock(mu_);
+  if (!closing_ && (config_.max_attempts == 0 || attempt < config_.max_attempts)) {
     // Invariant 2: the same message (same Nats-Msg-Id) goes again.
-    const std::string next = std::to_string(attempt + 1);
-    if (natsMsgHeader_Set(msg, kAttemptHeader, next.c_str()) == NATS_OK) {
-      self->retries_.push_back({msg, std::chrono::steady_clock::now() + backoff(attempt)});
-      lock.unlock();
-      self->cv_.notify_one();
-      return;
+    char next[16];
+    *fmt::format_to_n(next, sizeof next - 1, "{}", attempt + 1).out = '\0';
+    if (natsMsgHeader_Set(msg, kAttemptHeader, next) == NATS_OK) {
+      try {
+        retries_.push_back({msg, std::chrono::steady_clock::now() + backoff(attempt)});
+        lock.unlock();
+        cv_.notify_one();
+        return;
+      } catch (...) {
+        // Out of memory: counted as given up below.
+      }
     }
   }
-  const bool closing = self->closing_;
+  const bool closing = closing_;
   lock.unlock();
-  self->failed_.fetch_add(1, std::memory_order_relaxed);
+  failed_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
   if (!closing) {
-    self->log_(LogLevel::error, fmt::format("JetStream gave up on message {} after {} attempts: {}{}", msg_id_of(msg),
-                                            attempt, natsStatus_GetText(err),
-                                            pae != nullptr && pae->ErrText != nullptr ? fmt::format(" ({})", pae->ErrText)
-                                                                                       : std::string()));
+    try {
+      log_(LogLevel::error, fmt::format("JetStream gave up on message {} after {} attempts: {}{}", msg_id_of(msg),
+                                        attempt, natsStatus_GetText(err),
+                                        text != nullptr ? fmt::format(" ({})", text) : std::string()));
+    } catch (...) {
+      // Logging failed (out of memory); the count is in the statistics.
+    }
   }
   natsMsg_Destroy(msg);
+}
+
+void JetStreamPublisher::resend_unacked() noexcept {
+  natsMsgList unacked{};
+  if (js_PublishAsyncGetPendingList(&unacked, js_) != NATS_OK) return;
+  try {
+    log_(LogLevel::warning, fmt::format("JetStream: no ack for {} ms; resending the {} unacknowledged messages",
+                                        config_.ack_timeout.count(), unacked.Count));
+  } catch (...) {
+    // Logging failed (out of memory); the resends are counted.
+  }
+  for (int i = 0; i < unacked.Count; ++i) {
+    natsMsg* m = std::exchange(unacked.Msgs[i], nullptr);  // ours now, not the list's
+    retry_or_give_up(m, NATS_TIMEOUT, "no acknowledgement");
+  }
+  natsMsgList_Destroy(&unacked);
 }
 
 void JetStreamPublisher::retry_loop() {
   std::unique_lock lock(mu_);
   std::uint64_t logged = 0;
+  // Ack watchdog (invariant 4): the settled count and when it last moved.
+  std::uint64_t settled = 0;
+  auto progress = std::chrono::steady_clock::now();
+  const auto tick = std::max<std::chrono::milliseconds>(config_.ack_timeout / 4, std::chrono::milliseconds(1));
   while (!closing_) {
+    const auto now = std::chrono::steady_clock::now();
+    // relaxed: statistics; a stale value only delays the watchdog by a tick.
+    const std::uint64_t now_settled =
+        acked_.load(std::memory_order_relaxed) + failed_.load(std::memory_order_relaxed);
+    if (now_settled != settled || pending() <= retries_.size()) {
+      settled = now_settled;
+      progress = now;
+    } else if (now - progress >= config_.ack_timeout) {
+      lock.unlock();
+      resend_unacked();
+      lock.lock();
+      progress = std::chrono::steady_clock::now();
+      continue;
+    }
     if (retries_.empty()) {
-      cv_.wait(lock);
+      cv_.wait_for(lock, tick);
       continue;
     }
     Retry r = retries_.front();
-    if (r.due > std::chrono::steady_clock::now()) {
-      cv_.wait_until(lock, r.due);
+    if (r.due > now) {
+      cv_.wait_until(lock, std::min(r.due, now + tick));
       continue;
     }
     retries_.pop_front();

@@ -21,6 +21,11 @@
 //  3. At most max_pending publishes await an ack; publish() waits (counted as
 //     a stall) rather than exceed it, so a slow or absent server slows the
 //     reader, and the ring's own policy (block or lap) applies behind it.
+//  4. Ack timeout: when publishes are outstanding and no ack (nor give-up)
+//     has come for ack_timeout, the retry thread takes every unacked message
+//     back from libnats and retries it (invariant 2). One watchdog instead of
+//     a deadline per message: libnats 3.4 keeps per-message deadlines in a
+//     list it walks on every publish.
 //
 // Costs: per message, one natsMsg (libnats allocates it and keeps it until the
 // ack: the JetStream path allocates, unlike the core NATS one) and one entry
@@ -91,13 +96,18 @@ class JetStreamPublisher {
   JetStreamPublisher(const JetStreamConfig& config, LogFn log);
   static void on_ack(jsCtx* js, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure);
   void retry_loop();
+  // Queues `msg` for another attempt, or counts it failed and logs it when it
+  // has made max_attempts (or the publisher closes). Takes mu_.
+  void retry_or_give_up(natsMsg* msg, natsStatus err, const char* text) noexcept;
+  // Invariant 4: every message libnats still awaits an ack for, retried.
+  void resend_unacked() noexcept;
   // Outstanding = published - acked - failed (invariant 1).
   [[nodiscard]] std::uint64_t pending() const noexcept;
 
   const JetStreamConfig config_;
   const LogFn log_;
   jsCtx* js_ = nullptr;
-  jsPubOptions pub_opts_{};  // MaxWait only; Nats-Msg-Id is a header set per message
+  jsPubOptions pub_opts_{};  // defaults; Nats-Msg-Id is a header set per message
 
   std::mutex mu_;
   std::condition_variable cv_;
