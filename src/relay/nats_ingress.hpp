@@ -13,7 +13,9 @@
 //
 // Invariants
 //  1. received = delivered + duplicates + (target refusals: oversize), once
-//     handle() has returned for every message.
+//     handle() has returned for every message. With JetStream, duplicates are
+//     delivered too (start_jetstream), and a message the target did not take
+//     before stop is neither (it stays unacknowledged in the stream).
 //  2. A gap is reported to the target (ring counter, broker loss notice)
 //     before the message that revealed it is delivered.
 //  3. After stop() returns, handle() is not running and never runs again: the
