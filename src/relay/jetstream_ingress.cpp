@@ -146,11 +146,15 @@ void JetStreamIngress::run() noexcept {
     natsStatus s = natsSubscription_FetchRequest(&list, sub_, &req);
     if ((s == NATS_OK && list.Count == 0) || s == NATS_NOT_FOUND || s == NATS_TIMEOUT) {
       natsMsgList_Destroy(&list);
+      list = natsMsgList{};  // a failed fetch leaves it as it is: never destroy it twice
       req.NoWait = false;
       req.Batch = 1;
       s = natsSubscription_FetchRequest(&list, sub_, &req);
     }
-    if (s == NATS_TIMEOUT) continue;
+    if (s == NATS_TIMEOUT || s == NATS_NOT_FOUND) {
+      natsMsgList_Destroy(&list);
+      continue;
+    }
     if (s != NATS_OK) {
       fetch_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
       if (s != last_error) {

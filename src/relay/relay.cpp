@@ -210,7 +210,7 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
         js = tl::unexpected(subjects.error());
       }
       if (!js) {
-        im.nats->close(std::chrono::milliseconds(0));
+        im.nats->close(std::chrono::milliseconds(100));
         if (im.broker) {
           im.broker->stop();
           im.broker->wait();

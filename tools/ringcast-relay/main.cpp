@@ -239,6 +239,9 @@ int main(int argc, char** argv) {
   auto relay = Relay::start(std::move(config));
   if (!relay) {
     fmt::print(stderr, "ringcast-relay: {}\n", relay.error().message());
+    // libnats' threads may still hold a late reply (a JetStream API call
+    // that timed out): let them finish before the process exits.
+    if (!nats_url.empty()) nats_CloseAndWait(2000);
     return 1;
   }
   Relay& r = **relay;
