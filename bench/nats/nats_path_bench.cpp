@@ -162,6 +162,8 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", repeat, "Runs of each phase")->capture_default_str();
   app.add_option("--paced-rate", paced_rate, "Messages/s of the paced phase")->capture_default_str();
   app.add_option("--paced-seconds", paced_seconds, "Length of the paced phase")->capture_default_str();
+  std::size_t nats_batch = 1;
+  app.add_option("--nats-batch", nats_batch, "The publishing relay's --nats-batch")->capture_default_str();
   app.add_option("--dir", shm, "Where the two hosts' ring directories are made")->capture_default_str();
   bool jetstream = false;
   std::string store = "/tmp";
@@ -210,6 +212,7 @@ int main(int argc, char** argv) {
   // With JetStream the publishing relay creates the stream, so it starts first
   // (the JetStream meta leader may still be in election: it retries).
   std::vector<std::string> relay_args{RELAY_EXE, "--ring", ring_a_path + "=bench.ticks", "--nats", a->url()};
+  if (!jetstream) relay_args.insert(relay_args.end(), {"--nats-batch", std::to_string(nats_batch)});
   std::vector<std::string> ingress_args{RELAY_EXE, "--nats", b->url(), "--nats-in", "bench.ticks=" + ring_b_path,
                                         "--nats-in-capacity", std::to_string(capacity)};
   ChildProcess relay;
@@ -257,7 +260,9 @@ int main(int argc, char** argv) {
   std::this_thread::sleep_for(200ms);  // let the probes drain before the first phase
 
   fmt::print("ring A -> relay -> nats A -> route -> nats B -> ingress -> ring B -> consumer; 52 B; capacity {}; {}\n",
-             capacity, jetstream ? "JetStream (stream BENCH, file store, R1; durable pull consumer)" : "core NATS");
+             capacity,
+             jetstream ? std::string("JetStream (stream BENCH, file store, R1; durable pull consumer)")
+                       : fmt::format("core NATS, --nats-batch {}", nats_batch));
   fmt::print("{:<6} {:>10} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "phase", "messages", "msgs/s", "lost",
              "p50 us", "p99 us", "p99.9 us", "max us");
   std::uint64_t seq = 0;

@@ -1,5 +1,6 @@
 #include "relay/broker_target.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -16,6 +17,8 @@ BrokerTarget::BrokerTarget(broker::Broker& broker, std::string channel_template)
       template_(channel_template.empty() ? std::string(kSubjectField) : std::move(channel_template)),
       fixed_(template_.find(kSubjectField) == std::string::npos) {
   channel_.reserve(256);
+  batch_.reserve(kMaxNatsBatch);
+  receivers_.resize(kMaxNatsBatch);
 }
 
 void BrokerTarget::map_channel(std::string_view channel_template, std::string_view subject, std::string& out) {
@@ -66,6 +69,29 @@ IngressTarget::Outcome BrokerTarget::deliver(std::string_view subject, std::span
     if (stopping.load(std::memory_order_acquire)) return Outcome::stopped;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+std::size_t BrokerTarget::deliver_batch(std::string_view subject,
+                                        std::span<const std::span<const std::byte>> payloads,
+                                        const std::atomic<bool>& stopping) noexcept {
+  const std::string_view channel = channel_for(subject);
+  batch_.clear();
+  for (const auto& p : payloads.first(std::min(payloads.size(), batch_.capacity()))) {
+    batch_.push_back({channel, std::string_view(reinterpret_cast<const char*>(p.data()), p.size())});
+  }
+  std::size_t done = 0;
+  while (done < batch_.size()) {
+    // One call per run: one shared frame block per channel, as the relay's reader does.
+    const std::span<const broker::Message> rest(batch_.data() + done, batch_.size() - done);
+    const broker::PublishResult r = broker_.publish(rest, std::span<std::size_t>(receivers_.data(), rest.size()));
+    done += r.published;
+    if (r.status == broker::PublishStatus::kPublished || r.status == broker::PublishStatus::kStopped) break;
+    refused_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+    // acquire: pairs with the release store in NatsIngress::stop().
+    if (stopping.load(std::memory_order_acquire)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return done;
 }
 
 void BrokerTarget::fill(NatsIngressStats& s) const {

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "relay/nats_ingress.hpp"
 #include "ringcast/broker/broker.hpp"
@@ -27,6 +28,8 @@ class BrokerTarget final : public IngressTarget {
   void on_gap(std::string_view subject, std::uint64_t lost) noexcept override;
   Outcome deliver(std::string_view subject, std::span<const std::byte> payload,
                   const std::atomic<bool>& stopping) noexcept override;
+  std::size_t deliver_batch(std::string_view subject, std::span<const std::span<const std::byte>> payloads,
+                            const std::atomic<bool>& stopping) noexcept override;
   void fill(NatsIngressStats& s) const override;
 
   // The channel for `subject` under `channel_template` (pure; for tests).
@@ -41,6 +44,10 @@ class BrokerTarget final : public IngressTarget {
   const std::string template_;
   const bool fixed_;  // the template has no "{subject}"
   std::string channel_;
+  // A batch as broker messages and their delivery counts; reserved once
+  // (kMaxNatsBatch), so the delivery thread does not allocate.
+  std::vector<broker::Message> batch_;
+  std::vector<std::size_t> receivers_;
   std::atomic<std::uint64_t> refused_{0}, loss_notices_{0};
 };
 

@@ -30,53 +30,71 @@ std::string_view to_string(Continuity c) noexcept {
   return "unknown";
 }
 
-ContinuityResult ContinuityChecker::check(std::string_view source, std::uint64_t seq) {
+ContinuityResult ContinuityChecker::check(std::string_view source, std::uint64_t seq, std::uint64_t count) {
+  if (count == 0) count = 1;
   if (source.empty()) {
-    ++stats_.unsequenced;
+    stats_.unsequenced += count;
     return {Continuity::unsequenced};
   }
+  const std::uint64_t end = seq + count - 1;  // the batch's last sequence
   const SourceName name = split_source(source);
   auto it = streams_.find(name.stream);
   if (it == streams_.end()) {
     if (streams_.size() >= max_sources_) {
-      ++stats_.untracked;
+      stats_.untracked += count;
       return {Continuity::untracked};
     }
-    streams_.emplace(std::string(name.stream), Stream{std::string(name.instance), seq});
+    streams_.emplace(std::string(name.stream), Stream{std::string(name.instance), end});
     stats_.sources = streams_.size();
-    ++stats_.checked;
+    stats_.checked += count;
     return {Continuity::first};
   }
-  ++stats_.checked;
+  stats_.checked += count;
   Stream& s = it->second;
   if (s.instance != name.instance) {  // invariant 3
     s.instance.assign(name.instance);
-    s.last = seq;
+    s.last = end;
     ++stats_.restarts;
     return {Continuity::restart};
   }
   if (seq == s.last + 1) {
-    s.last = seq;
+    s.last = end;
     return {Continuity::in_order};
   }
-  if (seq <= s.last) {  // invariant 2
-    ++stats_.duplicates;
-    return {Continuity::duplicate};
+  if (end <= s.last) {  // invariant 2
+    stats_.duplicates += count;
+    return {Continuity::duplicate, 0, count};
+  }
+  if (seq <= s.last) {  // overlaps what was seen: deliver the new tail
+    const std::uint64_t skip = s.last - seq + 1;
+    stats_.duplicates += skip;
+    s.last = end;
+    return {Continuity::in_order, 0, skip};
   }
   const std::uint64_t lost = seq - s.last - 1;
-  s.last = seq;
+  s.last = end;
   ++stats_.gaps;
   stats_.lost += lost;
   return {Continuity::gap, lost};
 }
 
-ContinuityResult ContinuityChecker::check_headers(const char* source, const char* seq) {
+namespace {
+
+bool parse_u64(const char* text, std::uint64_t& out) {
+  const char* end = text + std::strlen(text);
+  const auto r = std::from_chars(text, end, out);
+  return r.ec == std::errc() && r.ptr == end && text != end;
+}
+
+}  // namespace
+
+ContinuityResult ContinuityChecker::check_headers(const char* source, const char* seq, const char* count) {
   std::uint64_t n = 0;
-  if (source == nullptr || seq == nullptr) return check({}, 0);
-  const char* end = seq + std::strlen(seq);
-  const auto r = std::from_chars(seq, end, n);
-  if (r.ec != std::errc() || r.ptr != end || seq == end) return check({}, 0);
-  return check(source, n);
+  std::uint64_t k = 1;
+  if (source == nullptr || seq == nullptr || !parse_u64(seq, n) || (count != nullptr && (!parse_u64(count, k) || k == 0))) {
+    return check({}, 0, 1);
+  }
+  return check(source, n, k);
 }
 
 }  // namespace ringcast::relay

@@ -109,6 +109,8 @@ constexpr IngressSeries kIngressSeries[] = {
      MetricType::kCounter, &NatsIngressStats::duplicates},
     {"ringcast_nats_in_unsequenced_total", "Messages without sequence headers (delivered unchecked).",
      MetricType::kCounter, &NatsIngressStats::unsequenced},
+    {"ringcast_nats_in_malformed_total", "Batches whose records did not parse (dropped).", MetricType::kCounter,
+     &NatsIngressStats::malformed},
     {"ringcast_nats_in_oversize_total", "Ring: payloads over 52 bytes (not delivered).", MetricType::kCounter,
      &NatsIngressStats::oversize},
     {"ringcast_nats_in_full_waits_total", "Ring: pushes that found the blocking ring full and waited.",
@@ -187,10 +189,10 @@ std::string ingress_info_lines(std::span<const NatsIngressStats> ingress) {
     const NatsIngressStats& s = ingress[i];
     out += fmt::format(
         "nats_in_{}:subject={},{}={},received={},delivered={},gaps={},lost={},restarts={},duplicates={},"
-        "unsequenced={},oversize={},full_waits={},refused={},loss_notices={},pending={},pending_bytes={},"
+        "unsequenced={},malformed={},oversize={},full_waits={},refused={},loss_notices={},pending={},pending_bytes={},"
         "max_pending={},pending_limit={},pending_limit_bytes={},dropped={}\r\n",
         i, s.subject, s.to_ring ? "ring" : "channel", s.target, s.received, s.delivered, s.gaps, s.lost, s.restarts,
-        s.duplicates, s.unsequenced, s.oversize, s.full_waits, s.refused, s.loss_notices, s.pending_msgs,
+        s.duplicates, s.unsequenced, s.malformed, s.oversize, s.full_waits, s.refused, s.loss_notices, s.pending_msgs,
         s.pending_bytes, s.max_pending_msgs, s.pending_limit_msgs, s.pending_limit_bytes, s.dropped);
     if (s.jetstream) {
       out += fmt::format(

@@ -1,6 +1,8 @@
 #include "relay/nats_ingress.hpp"
 
+#include <charconv>
 #include <chrono>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -11,7 +13,11 @@ NatsIngress::NatsIngress(std::string subject, std::string target_name, bool to_r
     : subject_(std::move(subject)),
       target_name_(std::move(target_name)),
       to_ring_(to_ring),
-      target_(std::move(target)) {}
+      target_(std::move(target)) {
+  // Reserved once so the delivery thread never grows it: a batch of more
+  // records than a relay sends (kMaxNatsBatch) is refused as malformed.
+  records_.reserve(kMaxNatsBatch);
+}
 
 tl::expected<std::unique_ptr<NatsIngress>, std::string> NatsIngress::start(natsConnection* conn, std::string subject,
                                                                            std::string target_name, bool to_ring,
@@ -92,18 +98,47 @@ void NatsIngress::on_message(natsConnection* /*nc*/, natsSubscription* /*sub*/, 
   natsMsg_Destroy(msg);
 }
 
+bool NatsIngress::split_batch(std::span<const std::byte> body, std::uint64_t count) noexcept {
+  records_.clear();
+  std::size_t at = 0;
+  while (at < body.size()) {
+    const auto len = static_cast<std::size_t>(body[at]);
+    if (at + 1 + len > body.size() || records_.size() == count) return false;
+    if (records_.size() == records_.capacity()) return false;  // beyond what was reserved: refuse, do not allocate
+    records_.push_back(body.subspan(at + 1, len));
+    at += 1 + len;
+  }
+  return records_.size() == count;
+}
+
 bool NatsIngress::handle(natsMsg* msg, bool keep_duplicates) noexcept {
-  // relaxed (every counter here): single-writer statistics.
-  received_.fetch_add(1, std::memory_order_relaxed);
   const char* source = nullptr;
   const char* seq = nullptr;
-  // Not found leaves the value null: the message is unsequenced.
+  const char* count = nullptr;
+  // Not found leaves the value null: the message is unsequenced (or not a batch).
   (void)natsMsgHeader_Get(msg, kSourceHeader, &source);
   (void)natsMsgHeader_Get(msg, kSeqHeader, &seq);
+  (void)natsMsgHeader_Get(msg, kCountHeader, &count);
   const std::string_view subject = natsMsg_GetSubject(msg);
+  const auto* data = reinterpret_cast<const std::byte*>(natsMsg_GetData(msg));
+  const std::span<const std::byte> body(data, static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
+  std::uint64_t n = 1;
+  if (count != nullptr) {
+    // A batch: its records must parse before anything is checked or delivered.
+    n = 0;
+    const char* end = count + std::strlen(count);
+    const auto r = std::from_chars(count, end, n);
+    if (r.ec != std::errc() || r.ptr != end || n == 0 || !split_batch(body, n)) {
+      // relaxed (every counter here): single-writer statistics.
+      received_.fetch_add(1, std::memory_order_relaxed);
+      malformed_.fetch_add(1, std::memory_order_relaxed);
+      return true;  // dropped for good (the caller destroys it)
+    }
+  }
+  received_.fetch_add(n, std::memory_order_relaxed);
   ContinuityResult r;
   try {
-    r = checker_.check_headers(source, seq);
+    r = checker_.check_headers(source, seq, count);
   } catch (...) {
     r = {Continuity::untracked};  // out of memory for a new stream: deliver unchecked
   }
@@ -115,11 +150,18 @@ bool NatsIngress::handle(natsMsg* msg, bool keep_duplicates) noexcept {
   unsequenced_.store(cs.unsequenced + cs.untracked, std::memory_order_relaxed);
   if (r.kind == Continuity::gap) target_->on_gap(subject, r.lost);  // invariant 2
   if (r.deliver() || keep_duplicates) {
-    const auto* data = reinterpret_cast<const std::byte*>(natsMsg_GetData(msg));
-    const std::span<const std::byte> payload(data, static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
-    const IngressTarget::Outcome o = target_->deliver(subject, payload, stopping_);
-    if (o == IngressTarget::Outcome::stopped) return false;
-    if (o == IngressTarget::Outcome::delivered) delivered_.fetch_add(1, std::memory_order_relaxed);
+    if (count == nullptr) {
+      const IngressTarget::Outcome o = target_->deliver(subject, body, stopping_);
+      if (o == IngressTarget::Outcome::stopped) return false;
+      if (o == IngressTarget::Outcome::delivered) delivered_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      const std::size_t skip = r.deliver() ? r.skip : 0;
+      const std::span<const std::span<const std::byte>> rest(records_.data() + skip, records_.size() - skip);
+      const std::size_t done = target_->deliver_batch(subject, rest, stopping_);
+      delivered_.fetch_add(done, std::memory_order_relaxed);
+      // acquire: pairs with the release store in stop().
+      if (done < rest.size() && stopping_.load(std::memory_order_acquire)) return false;
+    }
   }
   return true;
 }
@@ -137,6 +179,7 @@ NatsIngressStats NatsIngress::stats() const {
   s.restarts = restarts_.load(std::memory_order_relaxed);
   s.duplicates = duplicates_.load(std::memory_order_relaxed);
   s.unsequenced = unsequenced_.load(std::memory_order_relaxed);
+  s.malformed = malformed_.load(std::memory_order_relaxed);
   target_->fill(s);
   if (jetstream_) {
     const JetStreamIngressStats j = jetstream_->stats();

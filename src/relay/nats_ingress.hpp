@@ -12,8 +12,9 @@
 //    idempotent; the destructor stops.
 //
 // Invariants
-//  1. received = delivered + duplicates + (target refusals: oversize), once
-//     handle() has returned for every message. With JetStream, duplicates are
+//  1. received = delivered + duplicates + malformed + (target refusals:
+//     oversize), in ring messages (a batch counts its records), once handle()
+//     has returned for every message. With JetStream, duplicates are
 //     delivered too (start_jetstream), and a message the target did not take
 //     before stop is neither (it stays unacknowledged in the stream).
 //  2. A gap is reported to the target (ring counter, broker loss notice)
@@ -30,6 +31,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nats/nats.h>
 #include <tl/expected.hpp>
@@ -52,6 +54,10 @@ class IngressTarget {
   // until `stopping` is set. refused: the target cannot take it (counted).
   virtual Outcome deliver(std::string_view subject, std::span<const std::byte> payload,
                           const std::atomic<bool>& stopping) noexcept = 0;
+  // Delivers `payloads` (a batch's messages, in order), as deliver() would
+  // one by one but cheaper; returns how many were delivered.
+  virtual std::size_t deliver_batch(std::string_view subject, std::span<const std::span<const std::byte>> payloads,
+                                    const std::atomic<bool>& stopping) noexcept = 0;
   // Target-specific counters into `s`.
   virtual void fill(NatsIngressStats& s) const = 0;
 };
@@ -98,7 +104,12 @@ class NatsIngress {
   natsSubscription* sub_ = nullptr;
   std::unique_ptr<JetStreamIngress> jetstream_;  // instead of sub_ with --jetstream
 
+  // Splits a batch body into records (docs/scale-out.md, "Batches"); false if
+  // it is not exactly `count` well-formed records.
+  bool split_batch(std::span<const std::byte> body, std::uint64_t count) noexcept;
+
   ContinuityChecker checker_;  // delivery thread only
+  std::vector<std::span<const std::byte>> records_;  // delivery thread only; keeps its capacity
   std::atomic<bool> stopping_{false};
 
   std::mutex done_mu_;
@@ -107,7 +118,7 @@ class NatsIngress {
   bool stopped_ = false;  // guarded by done_mu_
 
   // Statistics (single writer: the delivery thread).
-  std::atomic<std::uint64_t> received_{0}, delivered_{0}, refused_{0};
+  std::atomic<std::uint64_t> received_{0}, delivered_{0}, malformed_{0};
   std::atomic<std::uint64_t> gaps_{0}, lost_{0}, restarts_{0}, duplicates_{0}, unsequenced_{0};
 };
 

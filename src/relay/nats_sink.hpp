@@ -46,7 +46,10 @@ class NatsSink {
   // (sent or buffered). Never blocks on the network, never throws. Costs
   // libnats' message object: one allocation for the message and a small one
   // per header, freed before returning.
-  bool publish(const char* subject, std::string_view body, const char* source, std::uint64_t seq) noexcept;
+  // With `count` > 0 the body is a batch of `count` ring messages starting at
+  // `seq` (docs/scale-out.md, "Batches") and the header Ringcast-Count is added.
+  bool publish(const char* subject, std::string_view body, const char* source, std::uint64_t seq,
+               std::uint64_t count = 0) noexcept;
 
   [[nodiscard]] NatsStats stats() const;
   // The libnats connection, for the ingress's subscriptions (nats_ingress.hpp)

@@ -155,6 +155,10 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
   if (!config.rings.empty() && !config.broker && !config.nats) {
     return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "no sink: enable the broker, NATS or both"});
   }
+  if (config.nats && (config.nats->batch == 0 || config.nats->batch > kMaxNatsBatch)) {
+    return tl::unexpected(
+        RelayError{Code::kInvalidConfig, 0, fmt::format("--nats-batch must be 1..{}", kMaxNatsBatch)});
+  }
   if (ingress && !config.nats) {
     return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "--nats-in needs --nats URL (the server to subscribe to)"});
   }
@@ -224,7 +228,8 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     im.readers.push_back(std::make_unique<RingReader>(route, im.broker.get(), im.nats.get(), im.jetstream.get(),
                                                       im.config.batch,
                                                       im.config.poll_interval, im.log, im.stop_flag,
-                                                      [&im](const std::string& why) { im.fail(why); }));
+                                                      [&im](const std::string& why) { im.fail(why); },
+                                                      im.config.nats ? im.config.nats->batch : 1));
   }
   if (im.broker) {
     // Installed once im.nats and im.readers are final: the providers read them

@@ -30,7 +30,7 @@ std::string host_name() {
 
 RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, JetStreamPublisher* jetstream,
                        std::size_t batch, std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop,
-                       FailFn fail)
+                       FailFn fail, std::size_t nats_batch)
     : route_(std::move(route)),
       broker_(broker),
       nats_(nats),
@@ -41,6 +41,7 @@ RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, 
       stop_(stop),
       fail_(std::move(fail)),
       host_(host_name()),
+      nats_batch_(nats != nullptr && jetstream == nullptr && !route_.topic_in_payload && nats_batch > 1 ? nats_batch : 0),
       max_pending_(std::min(batch_, kMaxPending)),
       slot_size_(route_.name.size() + kMaxPayload) {
   // Sized once: the hot loop then never allocates (invariant 3), and views into
@@ -48,6 +49,7 @@ RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, 
   slots_.resize(max_pending_ * slot_size_);
   pending_.reserve(max_pending_);
   receivers_.resize(max_pending_);
+  batch_buf_.resize(nats_batch_ * (1 + kMaxPayload));
 }
 
 void RingReader::log(LogLevel level, const std::string& text) const {
@@ -201,7 +203,13 @@ void RingReader::take(std::span<const std::byte> payload) noexcept {
   // Within the reserved capacity: no allocation (invariant 3). Without a broker
   // nothing is kept, so slot 0 is reused for every message.
   if (broker_ != nullptr) pending_.push_back({channel, body});
-  if (nats_ != nullptr) {
+  if (nats_batch_ > 0) {
+    if (batch_count_ == 0) batch_first_ = seq;
+    batch_buf_[batch_bytes_++] = static_cast<char>(body.size());
+    std::memcpy(batch_buf_.data() + batch_bytes_, body.data(), body.size());
+    batch_bytes_ += body.size();
+    if (++batch_count_ == nats_batch_) flush_nats_batch();
+  } else if (nats_ != nullptr) {
     // A fixed subject was validated at start; a topic is checked here, because
     // the server would close the connection on an invalid subject. JetStream
     // may wait here for acks (its invariant 3): the one place a reader waits
@@ -216,7 +224,20 @@ void RingReader::take(std::span<const std::byte> payload) noexcept {
   }
 }
 
+void RingReader::flush_nats_batch() noexcept {
+  if (batch_count_ == 0) return;
+  if (nats_->publish(route_.name.c_str(), std::string_view(batch_buf_.data(), batch_bytes_), source_.c_str(),
+                     batch_first_, batch_count_)) {
+    local_.nats_published += batch_count_;
+  } else {
+    local_.nats_failed += batch_count_;
+  }
+  batch_bytes_ = 0;
+  batch_count_ = 0;
+}
+
 void RingReader::publish_pending() noexcept {
+  if (nats_batch_ > 0) flush_nats_batch();  // every receive ends with publish_pending
   if (pending_.empty()) return;  // also the case without a broker
   std::size_t done = 0;
   while (done < pending_.size()) {

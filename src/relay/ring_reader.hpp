@@ -49,9 +49,11 @@ class RingReader {
  public:
   using FailFn = std::function<void(const std::string&)>;
   // `jetstream`, when not null, publishes to NATS instead of `nats`'s core
-  // publish (same connection; `--jetstream`).
+  // publish (same connection; `--jetstream`; one JetStream message per ring
+  // message). `nats_batch`: ring messages per core NATS message (NatsConfig::batch).
   RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, JetStreamPublisher* jetstream, std::size_t batch,
-             std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop, FailFn fail);
+             std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop, FailFn fail,
+             std::size_t nats_batch = 1);
   RingReader(const RingReader&) = delete;
   RingReader& operator=(const RingReader&) = delete;
 
@@ -86,6 +88,8 @@ class RingReader {
   // is taken from the ring meanwhile, so the ring's producer meets `full` (or, on
   // a lossy ring, laps the relay as documented).
   void publish_pending() noexcept;
+  // Publishes the NATS batch, if any, as one NATS message.
+  void flush_nats_batch() noexcept;
   void flush_counters() noexcept;
   void set_state(RingState s) noexcept;
   [[nodiscard]] bool stopping() const noexcept {
@@ -118,6 +122,15 @@ class RingReader {
   const std::string host_;
   std::string source_;
   std::uint64_t next_seq_ = 0;
+  // NATS batch (NatsConfig::batch > 1, fixed-subject rings): records of
+  // [length byte][payload] for ring messages batch_first_ .. + batch_count_ - 1.
+  // Sized once (batch * (1 + kMaxPayload)); published when full and after
+  // every receive (flush_nats_batch).
+  const std::size_t nats_batch_;
+  std::vector<char> batch_buf_;
+  std::size_t batch_bytes_ = 0;
+  std::uint64_t batch_first_ = 0;
+  std::uint64_t batch_count_ = 0;
   // Pending batch (invariants 3-5). Slot i holds message i's copy: the body, or
   // in topic mode prefix + topic + NUL + body, which is at most prefix +
   // kMaxPayload bytes because the topic's length byte is not copied.

@@ -53,6 +53,26 @@ IngressTarget::Outcome RingTarget::deliver(std::string_view /*subject*/, std::sp
   return Outcome::refused;
 }
 
+std::size_t RingTarget::deliver_batch(std::string_view subject, std::span<const std::span<const std::byte>> payloads,
+                                      const std::atomic<bool>& stopping) noexcept {
+  std::size_t delivered = 0;
+  while (!payloads.empty()) {
+    // One producer_seq publish for as many as fit.
+    const BatchResult b = ring_.try_push_batch(payloads);
+    delivered += b.count;
+    payloads = payloads.subspan(b.count);
+    if (payloads.empty()) break;
+    // The first that did not fit: full (wait, as deliver does) or refused.
+    if (deliver(subject, payloads.front(), stopping) == Outcome::delivered) {
+      ++delivered;
+    } else if (stopping.load(std::memory_order_acquire)) {  // acquire: pairs with NatsIngress::stop()
+      break;
+    }
+    payloads = payloads.subspan(1);
+  }
+  return delivered;
+}
+
 void RingTarget::fill(NatsIngressStats& s) const {
   // relaxed: statistics.
   s.oversize = oversize_.load(std::memory_order_relaxed);

@@ -35,6 +35,8 @@ class RingTarget final : public IngressTarget {
   void on_gap(std::string_view subject, std::uint64_t lost) noexcept override;
   Outcome deliver(std::string_view subject, std::span<const std::byte> payload,
                   const std::atomic<bool>& stopping) noexcept override;
+  std::size_t deliver_batch(std::string_view subject, std::span<const std::span<const std::byte>> payloads,
+                            const std::atomic<bool>& stopping) noexcept override;
   void fill(NatsIngressStats& s) const override;
 
  private:

@@ -90,6 +90,26 @@ TEST(ContinuityTest, MissingOrBadHeadersAreUnsequencedAndDelivered) {
   EXPECT_EQ(c.stats().unsequenced, 6u);
 }
 
+TEST(ContinuityTest, BatchesAdvanceByTheirCountAndOverlapsSkipWhatWasSeen) {
+  ContinuityChecker c;
+  EXPECT_EQ(c.check(kA, 0, 10).kind, Continuity::first);     // 0..9
+  EXPECT_EQ(c.check(kA, 10, 5).kind, Continuity::in_order);  // 10..14
+  const ContinuityResult gap = c.check(kA, 20, 5);           // 15..19 missing
+  EXPECT_EQ(gap.kind, Continuity::gap);
+  EXPECT_EQ(gap.lost, 5u);
+  const ContinuityResult overlap = c.check(kA, 22, 6);  // 22..24 seen, 25..27 new
+  EXPECT_EQ(overlap.kind, Continuity::in_order);
+  EXPECT_EQ(overlap.skip, 3u);
+  const ContinuityResult dup = c.check(kA, 20, 8);
+  EXPECT_EQ(dup.kind, Continuity::duplicate);
+  EXPECT_EQ(dup.skip, 8u);
+  EXPECT_EQ(c.check_headers(kA, "28", "2").kind, Continuity::in_order);
+  EXPECT_EQ(c.check_headers(kA, "30", "0").kind, Continuity::unsequenced);
+  EXPECT_EQ(c.check_headers(kA, "30", "x").kind, Continuity::unsequenced);
+  EXPECT_EQ(c.stats().duplicates, 11u);
+  EXPECT_EQ(c.stats().lost, 5u);
+}
+
 TEST(ContinuityTest, StreamsBeyondTheLimitAreUntracked) {
   ContinuityChecker c(1);
   (void)c.check(kA, 0);

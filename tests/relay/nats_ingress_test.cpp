@@ -181,6 +181,8 @@ TEST_F(NatsIngressTest, SkippedSequenceIsCountedInTheRingHeaderAndTheIngressStat
   ASSERT_NO_FATAL_FAILURE(start_ring_ingress(server->url(), "gap", "gap.ring"));
   RingConsumer consumer(ring_b_);
   ASSERT_TRUE(consumer.ok());
+  ASSERT_TRUE(wait_for_interest(server->url(), "gap", [&] { return ingress_stats().received > 0; }));
+  const std::uint64_t probes = ingress_stats().received;
   NatsPublisher p(server->url());
   ASSERT_TRUE(p.ok());
   const std::string source = "hostA:/dev/shm/gap.ring@1.2";
@@ -196,14 +198,61 @@ TEST_F(NatsIngressTest, SkippedSequenceIsCountedInTheRingHeaderAndTheIngressStat
   EXPECT_EQ(st.upstream_lost, 2u);
   EXPECT_EQ(st.upstream_gaps, 1u);
   const NatsIngressStats s = ingress_stats();
-  EXPECT_EQ(s.received, 7u);
-  EXPECT_EQ(s.delivered, 6u);
+  EXPECT_EQ(s.received, probes + 7);
+  EXPECT_EQ(s.delivered, probes + 6);
   EXPECT_EQ(s.gaps, 1u);
   EXPECT_EQ(s.lost, 2u);
   EXPECT_EQ(s.duplicates, 1u);
-  EXPECT_NE(ingress_->info_text().find("nats_in_0:subject=gap,ring=" + ring_b_ + ",received=7,delivered=6,gaps=1,lost=2"),
-            std::string::npos)
+  EXPECT_EQ(s.unsequenced, probes);
+  EXPECT_NE(ingress_->info_text().find("nats_in_0:subject=gap,ring=" + ring_b_ + ","), std::string::npos)
       << ingress_->info_text();
+  EXPECT_NE(ingress_->info_text().find(",gaps=1,lost=2,"), std::string::npos) << ingress_->info_text();
+}
+
+TEST_F(NatsIngressTest, BatchesArriveAsSeparateRingMessagesAndAMalformedBatchIsDroppedWhole) {
+  auto server = NatsServer::start();
+  ASSERT_TRUE(server);
+  ASSERT_NO_FATAL_FAILURE(start_ring_ingress(server->url(), "batch", "batch.ring"));
+  RingConsumer consumer(ring_b_);
+  ASSERT_TRUE(consumer.ok());
+  // Host A's relay batches 64 ring messages per NATS message.
+  const std::string ring_a = dir_a_.file("batch-a.ring");
+  auto ring = BroadcastRing::create(ring_a, 1024);
+  ASSERT_TRUE(ring);
+  RelayConfig c = testing::relay_config({{ring_a, "batch", false}}, log_);
+  c.nats = testing::nats_sink(server->url());
+  c.nats->batch = 64;
+  auto relay = Relay::start(c);
+  ASSERT_TRUE(relay) << relay.error().message();
+  ASSERT_TRUE(eventually([&] { return (*relay)->ring_stats().at(0).consumer_id >= 0; }));
+  const int n = 1000;
+  for (int i = 0; i < n; ++i) ASSERT_EQ(ring->push_wait(as_bytes(numbered(i)), 10s), Errc::ok);
+  for (int i = 0; i < n; ++i) {
+    auto m = consumer.next();
+    ASSERT_TRUE(m) << "missing message " << i;
+    ASSERT_EQ(*m, numbered(i));
+  }
+  ASSERT_TRUE(eventually([&] { return ingress_stats().delivered == static_cast<std::uint64_t>(n); }));
+  EXPECT_EQ(ingress_stats().received, static_cast<std::uint64_t>(n));
+  EXPECT_EQ(ingress_stats().gaps, 0u);
+  EXPECT_LT((*relay)->nats_stats().published, static_cast<std::uint64_t>(n));  // fewer NATS messages than ring ones
+
+  // A batch whose records do not add up is dropped whole and counted.
+  natsConnection* nc = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&nc, server->url().c_str()), NATS_OK);
+  natsMsg* m = nullptr;
+  const std::string bad("\x05" "abc", 4);  // says 5 bytes, has 3
+  ASSERT_EQ(natsMsg_Create(&m, "batch", nullptr, bad.data(), static_cast<int>(bad.size())), NATS_OK);
+  natsMsgHeader_Set(m, kSourceHeader, "x:/y@1.2");
+  natsMsgHeader_Set(m, kSeqHeader, "0");
+  natsMsgHeader_Set(m, kCountHeader, "1");
+  ASSERT_EQ(natsConnection_PublishMsg(nc, m), NATS_OK);
+  natsMsg_Destroy(m);
+  natsConnection_FlushTimeout(nc, 5000);
+  natsConnection_Close(nc);
+  natsConnection_Destroy(nc);
+  EXPECT_TRUE(eventually([&] { return ingress_stats().malformed == 1u; }));
+  EXPECT_EQ(ingress_stats().delivered, static_cast<std::uint64_t>(n));
 }
 
 TEST_F(NatsIngressTest, IngressRefusesARingWithAnotherLiveProducer) {
@@ -340,6 +389,37 @@ TEST_F(BrokerIngressTest, FixedChannelAndTemplateMapSubjectsToChannels) {
   EXPECT_EQ(next_payload(fx), "fx 1.08");
   EXPECT_EQ(next_payload(eq), "nats.eq.us spx");
 }
+
+#if defined(BROKER_EXE)
+// The executables: ringcast-broker --nats-in feeding redis-cli.
+TEST(NatsIngressToolTest, RedisCliSubscriberOfRingcastBrokerGetsNatsMessagesAndALossNotice) {
+  auto server = NatsServer::start();
+  ASSERT_TRUE(server);
+  testing::ChildProcess broker = testing::ChildProcess::spawn(
+      {BROKER_EXE, "--port", "0", "--nats", server->url(), "--nats-in", "md.>"}, {.err = ringcast::test::Stream::kPipe});
+  ASSERT_TRUE(broker.read_stdout_until("into channel {subject}\n", deadline_in(20s))) << broker.stdout_text();
+  const std::string out = broker.stdout_text();
+  const std::string marker = "listening on 127.0.0.1:";
+  ASSERT_NE(out.find(marker), std::string::npos) << out;
+  const std::string port = std::to_string(std::strtoul(out.c_str() + out.find(marker) + marker.size(), nullptr, 10));
+  testing::ChildProcess cli = testing::ChildProcess::spawn({"/usr/bin/redis-cli", "-p", port, "psubscribe", "md.*"});
+  ASSERT_TRUE(cli.read_stdout_until("psubscribe\nmd.*\n1\n", deadline_in(20s))) << cli.stdout_text();
+  NatsPublisher p(server->url());
+  ASSERT_TRUE(p.ok());
+  const std::string source = "hostA:/dev/shm/md.ring@1.2";
+  for (std::uint64_t seq : {0, 1, 4}) ASSERT_TRUE(p.publish("md.eu", numbered(static_cast<int>(seq)), source, seq));
+  ASSERT_TRUE(cli.read_stdout_until("n4\n", deadline_in(20s))) << cli.stdout_text();
+  EXPECT_NE(cli.stdout_text().find("pmessage\nmd.*\nmd.eu\nn0\npmessage\nmd.*\nmd.eu\nn1\n"
+                                   "message\n__ringcast__:loss\nlost=2 total=2 policy=disconnect upstream=2\n"
+                                   "pmessage\nmd.*\nmd.eu\nn4\n"),
+            std::string::npos)
+      << cli.stdout_text();
+  testing::ChildProcess info = testing::ChildProcess::spawn({"/usr/bin/redis-cli", "-p", port, "info", "nats-in"});
+  ASSERT_TRUE(info.wait_exit(deadline_in(10s)).has_value());
+  EXPECT_NE(info.stdout_text().find("gaps=1,lost=2,"), std::string::npos) << info.stdout_text();
+  EXPECT_EQ(ringcast::test::exit_code(broker.stop(SIGTERM)), 0) << broker.stderr_text();
+}
+#endif
 
 TEST(NatsIngressOptionsTest, RoutesParseAndRejectWhatIsMissing) {
   auto r = parse_nats_ring_route("md.>=/dev/shm/md=1.ring");

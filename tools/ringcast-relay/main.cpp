@@ -82,6 +82,11 @@ int main(int argc, char** argv) {
   app.add_option("--nats-reconnect-buffer", nats_buffer,
                  "Bytes libnats buffers while reconnecting; beyond it publishes are dropped and counted")
       ->capture_default_str();
+  std::size_t nats_batch = 1;
+  app.add_option("--nats-batch", nats_batch,
+                 "Ring messages per NATS message (1..4096; fixed-subject rings). 1: one NATS message each, readable "
+                 "by any NATS client; more: batches only a ringcast ingress unpacks (docs/scale-out.md)")
+      ->capture_default_str();
   app.add_option("--nats-reconnect-wait-ms", nats_reconnect_wait_ms, "Pause between NATS reconnect attempts")
       ->capture_default_str();
   // JetStream (docs/scale-out.md, "JetStream").
@@ -194,7 +199,10 @@ int main(int argc, char** argv) {
     if (!buf || *buf > static_cast<std::size_t>(INT32_MAX)) return usage("--nats-reconnect-buffer: bad size");
     n.reconnect_buffer_bytes = static_cast<int>(*buf);
     n.reconnect_wait = std::chrono::milliseconds(nats_reconnect_wait_ms);
+    n.batch = nats_batch;
     if (!js_stream.empty()) {
+      if (nats_batch > 1) return usage("--nats-batch is for core NATS; with --jetstream each ring message is one "
+                                       "JetStream message");
       JetStreamConfig js;
       js.stream = js_stream;
       js.subjects = js_subjects;

@@ -5,7 +5,9 @@
 //   Ringcast-Seq:    <n>                              the message's position in that ring (decimal, from 0)
 // <instance> is the ring file's identity (device and inode, hex: "803.1a2b"),
 // so a ring recreated at the same path is a new instance of the same stream.
-// Every ingress feeds each message's two header values to a ContinuityChecker,
+// A batch (`--nats-batch`) adds
+//   Ringcast-Count:  <k>                              the NATS message holds ring messages n .. n+k-1
+// Every ingress feeds each message's header values to a ContinuityChecker,
 // which keeps the last sequence per stream and counts what is missing.
 //
 // Thread safety: none. One checker belongs to one delivery thread (libnats
@@ -36,6 +38,7 @@ namespace ringcast::relay {
 
 inline constexpr const char* kSourceHeader = "Ringcast-Source";
 inline constexpr const char* kSeqHeader = "Ringcast-Seq";
+inline constexpr const char* kCountHeader = "Ringcast-Count";
 
 // The two parts of a Ringcast-Source value: everything before the last '@',
 // and what follows it (empty when there is no '@').
@@ -63,7 +66,10 @@ enum class Continuity : std::uint8_t {
 struct ContinuityResult {
   Continuity kind = Continuity::in_order;
   std::uint64_t lost = 0;  // > 0 only for gap
-  // Deliver this message? False only for duplicates.
+  // Of a batch: how many leading messages were already seen (a redelivery
+  // that overlaps); the caller delivers the rest. For a duplicate, all of them.
+  std::uint64_t skip = 0;
+  // Deliver (some of) it? False only for duplicates.
   [[nodiscard]] bool deliver() const noexcept { return kind != Continuity::duplicate; }
 };
 
@@ -82,11 +88,14 @@ class ContinuityChecker {
  public:
   explicit ContinuityChecker(std::size_t max_sources = 4096) : max_sources_(max_sources) {}
 
-  // Checks one message from `source` (a Ringcast-Source value) with sequence
-  // `seq`. Empty `source`: unsequenced.
-  ContinuityResult check(std::string_view source, std::uint64_t seq);
-  // The same from the raw header values; null or unparsable: unsequenced.
-  ContinuityResult check_headers(const char* source, const char* seq);
+  // Checks `count` (>= 1) consecutive messages from `source` (a
+  // Ringcast-Source value) starting at sequence `seq`. Empty `source`:
+  // unsequenced. Statistics count messages (duplicates, unsequenced) and
+  // gap events.
+  ContinuityResult check(std::string_view source, std::uint64_t seq, std::uint64_t count = 1);
+  // The same from the raw header values (`count` null: 1); null or
+  // unparsable source/seq, or a count of 0: unsequenced.
+  ContinuityResult check_headers(const char* source, const char* seq, const char* count = nullptr);
 
   [[nodiscard]] const ContinuityStats& stats() const noexcept { return stats_; }
 

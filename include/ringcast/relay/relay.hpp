@@ -80,6 +80,9 @@ struct HostPort {
 };
 [[nodiscard]] tl::expected<HostPort, std::string> parse_host_port(std::string_view s);
 
+// The most ring messages one NATS message carries (NatsConfig::batch).
+inline constexpr std::size_t kMaxNatsBatch = 4096;
+
 // `--jetstream STREAM`: publish into a JetStream stream with acks instead of
 // core NATS (docs/scale-out.md, "JetStream"). The stream is created, or its
 // limits updated, when the relay starts.
@@ -130,6 +133,12 @@ struct NatsConfig {
   std::chrono::milliseconds reconnect_wait{250};
   int max_reconnect = -1;                      // -1: forever
   std::chrono::milliseconds connect_timeout{2000};
+  // Ring messages per NATS message (`--nats-batch`, 1..kMaxNatsBatch). 1: one NATS message per
+  // ring message, readable by any NATS client. More: a fixed-subject ring's
+  // messages travel in batches of up to `batch` (fewer when the ring has no
+  // more), framed as docs/scale-out.md "Batches" says; a ringcast ingress
+  // unpacks them. Topic-in-payload rings always publish one by one.
+  std::size_t batch = 1;
   std::optional<JetStreamConfig> jetstream;    // nullopt: core NATS (at most once)
 };
 
@@ -179,6 +188,7 @@ struct NatsIngressStats {
   std::uint64_t restarts = 0;
   std::uint64_t duplicates = 0;       // dropped, not delivered
   std::uint64_t unsequenced = 0;      // no sequence headers: delivered unchecked
+  std::uint64_t malformed = 0;        // batches whose records do not parse (dropped whole; counted once)
   std::uint64_t oversize = 0;         // ring: payload over 52 bytes, not delivered
   std::uint64_t full_waits = 0;       // ring: pushes that found the blocking ring full and waited
   std::uint64_t refused = 0;          // broker: publishes refused by a `block` subscriber and retried
