@@ -165,11 +165,32 @@ int main(int argc, char** argv) {
   std::size_t nats_batch = 1;
   app.add_option("--nats-batch", nats_batch, "The publishing relay's --nats-batch")->capture_default_str();
   app.add_option("--dir", shm, "Where the two hosts' ring directories are made")->capture_default_str();
+  bool jetstream = false;
+  std::string store = "/tmp";
+  app.add_flag("--jetstream", jetstream,
+               "JetStream instead of core NATS: both servers run -js (a two-node JetStream cluster), the relay "
+               "publishes into the stream BENCH (--jetstream), the ingress reads it through a durable consumer");
+  app.add_option("--store", store, "With --jetstream: where the servers' stores are made")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   ::signal(SIGPIPE, SIG_IGN);
 
-  auto a = NatsServer::start({.cluster = true});
-  auto b = a ? NatsServer::start({.cluster = true, .route_to = a->cluster_port()}) : nullptr;
+  const std::string store_a = fmt::format("{}/ringcast-nats-bench-{}-store-a", store, ::getpid());
+  const std::string store_b = fmt::format("{}/ringcast-nats-bench-{}-store-b", store, ::getpid());
+  // A JetStream cluster wants routes configured on every server at start:
+  // route ports picked here, each server routing to the other.
+  const std::uint16_t route_a = jetstream ? ringcast::test::free_port() : 0;
+  const std::uint16_t route_b = jetstream ? ringcast::test::free_port() : 0;
+  auto a = NatsServer::start({.cluster = true,
+                              .route_to = route_b,
+                              .jetstream_dir = jetstream ? store_a : std::string(),
+                              .server_name = jetstream ? "bench-a" : std::string(),
+                              .cluster_port = route_a});
+  auto b = a ? NatsServer::start({.cluster = true,
+                                  .route_to = a->cluster_port(),
+                                  .jetstream_dir = jetstream ? store_b : std::string(),
+                                  .server_name = jetstream ? "bench-b" : std::string(),
+                                  .cluster_port = route_b})
+             : nullptr;
   if (!a || !b) {
     fmt::print(stderr, "could not start the two nats-servers ({})\n", NATS_SERVER_EXE);
     return 1;
@@ -188,10 +209,29 @@ int main(int argc, char** argv) {
   namespace rt = ringcast::relay::testing;
   const auto quiet = ringcast::test::SpawnOptions{.out = ringcast::test::Stream::kPipe,
                                                   .err = ringcast::test::Stream::kDiscard};
-  ChildProcess ingress = ChildProcess::spawn(
-      {RELAY_EXE, "--nats", b->url(), "--nats-in", "bench.ticks=" + ring_b_path, "--nats-in-capacity",
-       std::to_string(capacity)},
-      quiet);
+  // With JetStream the publishing relay creates the stream, so it starts first
+  // (the JetStream meta leader may still be in election: it retries).
+  std::vector<std::string> relay_args{RELAY_EXE, "--ring", ring_a_path + "=bench.ticks", "--nats", a->url()};
+  if (!jetstream) relay_args.insert(relay_args.end(), {"--nats-batch", std::to_string(nats_batch)});
+  std::vector<std::string> ingress_args{RELAY_EXE, "--nats", b->url(), "--nats-in", "bench.ticks=" + ring_b_path,
+                                        "--nats-in-capacity", std::to_string(capacity)};
+  ChildProcess relay;
+  if (jetstream) {
+    relay_args.insert(relay_args.end(), {"--jetstream", "BENCH", "--stream-max-bytes", "2gb"});
+    ingress_args.insert(ingress_args.end(), {"--jetstream", "BENCH", "--jetstream-durable", "bench-b"});
+    const auto d = rt::deadline_in(60s);
+    for (;;) {
+      relay = ChildProcess::spawn(relay_args, quiet);
+      if (relay.read_stdout_until("publishing to NATS", rt::deadline_in(20s))) break;
+      (void)relay.stop(SIGTERM);
+      if (rt::ms_left(d) == 0) {
+        fmt::print(stderr, "the publishing relay could not create the stream\n");
+        return 1;
+      }
+      std::this_thread::sleep_for(500ms);
+    }
+  }
+  ChildProcess ingress = ChildProcess::spawn(ingress_args, quiet);
   if (!ingress.read_stdout_until("subscribed to NATS", rt::deadline_in(20s))) {
     fmt::print(stderr, "the ingress relay did not start\n");
     return 1;
@@ -202,10 +242,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   Consumer consumer(*ring_b);
-  ChildProcess relay = ChildProcess::spawn({RELAY_EXE, "--ring", ring_a_path + "=bench.ticks", "--nats", a->url(), "--nats-batch",
-                                            std::to_string(nats_batch)},
-                                           quiet);
-  if (!relay.read_stdout_until("publishing to NATS", rt::deadline_in(20s))) {
+  if (!jetstream) relay = ChildProcess::spawn(relay_args, quiet);
+  if (!jetstream && !relay.read_stdout_until("publishing to NATS", rt::deadline_in(20s))) {
     fmt::print(stderr, "the publishing relay did not start\n");
     return 1;
   }
@@ -221,9 +259,10 @@ int main(int argc, char** argv) {
   }
   std::this_thread::sleep_for(200ms);  // let the probes drain before the first phase
 
-  fmt::print("ring A -> relay -> nats A -> route -> nats B -> ingress -> ring B -> consumer; 52 B; capacity {}; "
-             "--nats-batch {}\n",
-             capacity, nats_batch);
+  fmt::print("ring A -> relay -> nats A -> route -> nats B -> ingress -> ring B -> consumer; 52 B; capacity {}; {}\n",
+             capacity,
+             jetstream ? std::string("JetStream (stream BENCH, file store, R1; durable pull consumer)")
+                       : fmt::format("core NATS, --nats-batch {}", nats_batch));
   fmt::print("{:<6} {:>10} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "phase", "messages", "msgs/s", "lost",
              "p50 us", "p99 us", "p99.9 us", "max us");
   std::uint64_t seq = 0;
@@ -299,5 +338,11 @@ int main(int argc, char** argv) {
   (void)ingress.stop(SIGTERM);
   std::filesystem::remove_all(host_a);
   std::filesystem::remove_all(host_b);
+  if (jetstream) {
+    a->kill();
+    b->kill();
+    std::filesystem::remove_all(store_a);
+    std::filesystem::remove_all(store_b);
+  }
   return 0;
 }

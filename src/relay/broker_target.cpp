@@ -103,8 +103,18 @@ void BrokerTarget::fill(NatsIngressStats& s) const {
 tl::expected<std::unique_ptr<NatsIngress>, std::string> start_broker_ingress(natsConnection* conn,
                                                                             broker::Broker& broker,
                                                                             const NatsBrokerIngressRoute& route,
-                                                                            const NatsIngressConfig& config) {
+                                                                            const NatsIngressConfig& config,
+                                                                            const JetStreamConfig* jetstream,
+                                                                            LogFn log) {
   const std::string shown = route.channel.empty() ? std::string(kSubjectField) : route.channel;
+  if (jetstream != nullptr) {
+    std::string durable = jetstream->durable.empty() ? JetStreamIngress::default_durable("broker-" + route.subject)
+                                                     : jetstream->durable;
+    return NatsIngress::start_jetstream(conn, route.subject, shown, /*to_ring=*/false,
+                                        std::make_unique<BrokerTarget>(broker, route.channel), *jetstream,
+                                        std::move(durable),
+                                        log ? std::move(log) : LogFn([](LogLevel, std::string_view) {}));
+  }
   return NatsIngress::start(conn, route.subject, shown, /*to_ring=*/false,
                             std::make_unique<BrokerTarget>(broker, route.channel), config);
 }

@@ -52,9 +52,11 @@ class BrokerTarget final : public IngressTarget {
 };
 
 // Subscribes to the route's subject on `conn`, publishing into `broker`
-// (which must outlive the ingress).
+// (which must outlive the ingress); with `jetstream`, reads it from that
+// stream's durable consumer instead (durable: jetstream->durable, or
+// JetStreamIngress::default_durable("broker-" + subject)), logging to `log`.
 [[nodiscard]] tl::expected<std::unique_ptr<NatsIngress>, std::string> start_broker_ingress(
     natsConnection* conn, broker::Broker& broker, const NatsBrokerIngressRoute& route,
-    const NatsIngressConfig& config);
+    const NatsIngressConfig& config, const JetStreamConfig* jetstream = nullptr, LogFn log = {});
 
 }  // namespace ringcast::relay

@@ -44,6 +44,12 @@ constexpr RingSeries kRingSeries[] = {
      &RingStats::reopens},
 };
 
+struct JsSeries {
+  const char* name;
+  const char* help;
+  std::uint64_t NatsStats::*field;
+};
+
 struct NatsSeries {
   const char* name;
   std::uint64_t NatsStats::*field;
@@ -57,6 +63,22 @@ constexpr NatsSeries kNatsCounters[] = {
     {"ringcast_relay_nats_reconnects_total", &NatsStats::reconnects},
     {"ringcast_relay_nats_out_messages_total", &NatsStats::out_msgs},
     {"ringcast_relay_nats_out_bytes_total", &NatsStats::out_bytes},
+};
+
+// --jetstream only (docs/scale-out.md, "JetStream").
+constexpr JsSeries kJsCounters[] = {
+    {"ringcast_relay_jetstream_published_total", "Messages handed to JetStream (first attempts).",
+     &NatsStats::js_published},
+    {"ringcast_relay_jetstream_acked_total", "Messages the stream acknowledged (duplicates included).",
+     &NatsStats::js_acked},
+    {"ringcast_relay_jetstream_duplicates_total", "Acks saying the stream already held the message (Nats-Msg-Id).",
+     &NatsStats::js_duplicates},
+    {"ringcast_relay_jetstream_retried_total", "Publish attempts repeated after an error or an ack timeout.",
+     &NatsStats::js_retried},
+    {"ringcast_relay_jetstream_failed_total", "Messages given up after the last attempt or unacked at stop.",
+     &NatsStats::js_failed},
+    {"ringcast_relay_jetstream_stalls_total", "Waits of a reader because the outstanding-ack limit was reached.",
+     &NatsStats::js_stalls},
 };
 
 constexpr RingState kStates[] = {RingState::kWaitingForRing, RingState::kWaitingForProducer, RingState::kRelaying,
@@ -99,6 +121,21 @@ constexpr IngressSeries kIngressSeries[] = {
      &NatsIngressStats::loss_notices},
 };
 
+constexpr IngressSeries kIngressJsSeries[] = {
+    {"ringcast_nats_in_jetstream_acks_total", "JetStream: AckAll acknowledgements sent (one per fetched batch).",
+     MetricType::kCounter, &NatsIngressStats::js_acks},
+    {"ringcast_nats_in_jetstream_redeliveries_total",
+     "JetStream: redelivered messages already handled in this run (skipped).", MetricType::kCounter,
+     &NatsIngressStats::js_redeliveries},
+    {"ringcast_nats_in_jetstream_fetch_errors_total", "JetStream: pull requests that failed.", MetricType::kCounter,
+     &NatsIngressStats::js_fetch_errors},
+    {"ringcast_nats_in_jetstream_resumed_at", "JetStream: the stream sequence this run started from.",
+     MetricType::kGauge, &NatsIngressStats::js_resumed_at},
+    {"ringcast_nats_in_jetstream_redelivered_bound",
+     "JetStream: at most this many messages reached the target a second time after the last restart.",
+     MetricType::kGauge, &NatsIngressStats::js_redelivered_bound},
+};
+
 struct IngressGauge {
   const char* name;
   const char* help;
@@ -137,6 +174,13 @@ void write_ingress_metrics(PrometheusWriter& w, std::span<const NatsIngressStats
     w.header(s.name, s.help, s.type);
     for (const NatsIngressStats& i : ingress) w.sample(s.name, ingress_labels(i), static_cast<double>(i.*s.field));
   }
+  // --jetstream routes only.
+  for (const IngressSeries& s : kIngressJsSeries) {
+    w.header(s.name, s.help, s.type);
+    for (const NatsIngressStats& i : ingress) {
+      if (i.jetstream) w.sample(s.name, ingress_labels(i), static_cast<double>(i.*s.field));
+    }
+  }
 }
 
 std::string ingress_info_lines(std::span<const NatsIngressStats> ingress) {
@@ -150,6 +194,12 @@ std::string ingress_info_lines(std::span<const NatsIngressStats> ingress) {
         i, s.subject, s.to_ring ? "ring" : "channel", s.target, s.received, s.delivered, s.gaps, s.lost, s.restarts,
         s.duplicates, s.unsequenced, s.malformed, s.oversize, s.full_waits, s.refused, s.loss_notices, s.pending_msgs,
         s.pending_bytes, s.max_pending_msgs, s.pending_limit_msgs, s.pending_limit_bytes, s.dropped);
+    if (s.jetstream) {
+      out += fmt::format(
+          "nats_in_{}_jetstream:durable={},resumed_at={},redelivered_bound={},redeliveries={},acks={},"
+          "fetch_errors={}\r\n",
+          i, s.js_durable, s.js_resumed_at, s.js_redelivered_bound, s.js_redeliveries, s.js_acks, s.js_fetch_errors);
+    }
   }
   return out;
 }
@@ -180,6 +230,12 @@ void write_relay_metrics(PrometheusWriter& w, std::span<const RingStats> rings, 
   }
   w.metric("ringcast_relay_nats_buffered_bytes", "Bytes libnats holds not yet written (-1 once closed).",
            MetricType::kGauge, static_cast<double>(nats->buffered_bytes));
+  if (!nats->jetstream) return;
+  for (const JsSeries& s : kJsCounters) {
+    w.metric(s.name, s.help, MetricType::kCounter, static_cast<double>(nats->*s.field));
+  }
+  w.metric("ringcast_relay_jetstream_pending_messages", "Published to JetStream, neither acked nor given up yet.",
+           MetricType::kGauge, static_cast<double>(nats->js_pending));
 }
 
 }  // namespace ringcast::relay

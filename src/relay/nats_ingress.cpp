@@ -46,12 +46,32 @@ tl::expected<std::unique_ptr<NatsIngress>, std::string> NatsIngress::start(natsC
   return in;
 }
 
+tl::expected<std::unique_ptr<NatsIngress>, std::string> NatsIngress::start_jetstream(
+    natsConnection* conn, std::string subject, std::string target_name, bool to_ring,
+    std::unique_ptr<IngressTarget> target, const JetStreamConfig& config, std::string durable, LogFn log) {
+  std::unique_ptr<NatsIngress> in(
+      new NatsIngress(std::move(subject), std::move(target_name), to_ring, std::move(target)));
+  NatsIngress* const raw = in.get();
+  auto js = JetStreamIngress::start(
+      conn, config, in->subject_, std::move(durable),
+      [raw](natsMsg* msg) { return raw->handle(msg, /*keep_duplicates=*/true); }, std::move(log));
+  if (!js) return tl::unexpected(fmt::format("--nats-in {}: {}", in->subject_, js.error()));
+  in->jetstream_ = std::move(*js);
+  return in;
+}
+
 NatsIngress::~NatsIngress() {
   stop();
   if (sub_ != nullptr) natsSubscription_Destroy(sub_);
 }
 
 void NatsIngress::stop() noexcept {
+  if (jetstream_) {
+    // release: pairs with the acquire loads of a blocked delivery (the targets).
+    stopping_.store(true, std::memory_order_release);
+    jetstream_->stop();  // joins the fetch thread: handle() never runs again
+    return;
+  }
   std::unique_lock lock(done_mu_);
   if (stopped_ || sub_ == nullptr) return;
   stopped_ = true;
@@ -74,7 +94,8 @@ void NatsIngress::on_complete(void* closure) {
 }
 
 void NatsIngress::on_message(natsConnection* /*nc*/, natsSubscription* /*sub*/, natsMsg* msg, void* closure) {
-  static_cast<NatsIngress*>(closure)->handle(msg);
+  static_cast<NatsIngress*>(closure)->handle(msg, /*keep_duplicates=*/false);
+  natsMsg_Destroy(msg);
 }
 
 bool NatsIngress::split_batch(std::span<const std::byte> body, std::uint64_t count) noexcept {
@@ -90,7 +111,7 @@ bool NatsIngress::split_batch(std::span<const std::byte> body, std::uint64_t cou
   return records_.size() == count;
 }
 
-void NatsIngress::handle(natsMsg* msg) noexcept {
+bool NatsIngress::handle(natsMsg* msg, bool keep_duplicates) noexcept {
   const char* source = nullptr;
   const char* seq = nullptr;
   const char* count = nullptr;
@@ -111,8 +132,7 @@ void NatsIngress::handle(natsMsg* msg) noexcept {
       // relaxed (every counter here): single-writer statistics.
       received_.fetch_add(1, std::memory_order_relaxed);
       malformed_.fetch_add(1, std::memory_order_relaxed);
-      natsMsg_Destroy(msg);
-      return;
+      return true;  // dropped for good (the caller destroys it)
     }
   }
   received_.fetch_add(n, std::memory_order_relaxed);
@@ -129,17 +149,21 @@ void NatsIngress::handle(natsMsg* msg) noexcept {
   duplicates_.store(cs.duplicates, std::memory_order_relaxed);
   unsequenced_.store(cs.unsequenced + cs.untracked, std::memory_order_relaxed);
   if (r.kind == Continuity::gap) target_->on_gap(subject, r.lost);  // invariant 2
-  if (r.deliver()) {
+  if (r.deliver() || keep_duplicates) {
     if (count == nullptr) {
-      if (target_->deliver(subject, body, stopping_) == IngressTarget::Outcome::delivered) {
-        delivered_.fetch_add(1, std::memory_order_relaxed);
-      }
+      const IngressTarget::Outcome o = target_->deliver(subject, body, stopping_);
+      if (o == IngressTarget::Outcome::stopped) return false;
+      if (o == IngressTarget::Outcome::delivered) delivered_.fetch_add(1, std::memory_order_relaxed);
     } else {
-      const std::span<const std::span<const std::byte>> rest(records_.data() + r.skip, records_.size() - r.skip);
-      delivered_.fetch_add(target_->deliver_batch(subject, rest, stopping_), std::memory_order_relaxed);
+      const std::size_t skip = r.deliver() ? r.skip : 0;
+      const std::span<const std::span<const std::byte>> rest(records_.data() + skip, records_.size() - skip);
+      const std::size_t done = target_->deliver_batch(subject, rest, stopping_);
+      delivered_.fetch_add(done, std::memory_order_relaxed);
+      // acquire: pairs with the release store in stop().
+      if (done < rest.size() && stopping_.load(std::memory_order_acquire)) return false;
     }
   }
-  natsMsg_Destroy(msg);
+  return true;
 }
 
 NatsIngressStats NatsIngress::stats() const {
@@ -157,6 +181,16 @@ NatsIngressStats NatsIngress::stats() const {
   s.unsequenced = unsequenced_.load(std::memory_order_relaxed);
   s.malformed = malformed_.load(std::memory_order_relaxed);
   target_->fill(s);
+  if (jetstream_) {
+    const JetStreamIngressStats j = jetstream_->stats();
+    s.jetstream = true;
+    s.js_durable = j.durable;
+    s.js_resumed_at = j.resumed_at;
+    s.js_redelivered_bound = j.redelivered_bound;
+    s.js_redeliveries = j.redeliveries;
+    s.js_acks = j.acks;
+    s.js_fetch_errors = j.fetch_errors;
+  }
   if (sub_ != nullptr) {
     int msgs = 0, bytes = 0;
     if (natsSubscription_GetPending(sub_, &msgs, &bytes) == NATS_OK) {

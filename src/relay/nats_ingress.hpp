@@ -14,7 +14,9 @@
 // Invariants
 //  1. received = delivered + duplicates + malformed + (target refusals:
 //     oversize), in ring messages (a batch counts its records), once handle()
-//     has returned for every message.
+//     has returned for every message. With JetStream, duplicates are
+//     delivered too (start_jetstream), and a message the target did not take
+//     before stop is neither (it stays unacknowledged in the stream).
 //  2. A gap is reported to the target (ring counter, broker loss notice)
 //     before the message that revealed it is delivered.
 //  3. After stop() returns, handle() is not running and never runs again: the
@@ -34,6 +36,7 @@
 #include <nats/nats.h>
 #include <tl/expected.hpp>
 
+#include "relay/jetstream_ingress.hpp"
 #include "ringcast/relay/continuity.hpp"
 #include "ringcast/relay/relay.hpp"
 
@@ -67,6 +70,15 @@ class NatsIngress {
                                                                        std::string target_name, bool to_ring,
                                                                        std::unique_ptr<IngressTarget> target,
                                                                        const NatsIngressConfig& config);
+  // The same over JetStream (`--jetstream`): `target` is fed from the durable
+  // consumer `durable` of config.stream, filtered on `subject`, and each
+  // message is acknowledged once the target took it (relay/jetstream_ingress.hpp).
+  // A message whose ring sequence is at or below its source's last is a late
+  // retried publish there, not a redelivery: it is delivered, and counted as a
+  // duplicate by the sequence check.
+  static tl::expected<std::unique_ptr<NatsIngress>, std::string> start_jetstream(
+      natsConnection* conn, std::string subject, std::string target_name, bool to_ring,
+      std::unique_ptr<IngressTarget> target, const JetStreamConfig& config, std::string durable, LogFn log);
   NatsIngress(const NatsIngress&) = delete;
   NatsIngress& operator=(const NatsIngress&) = delete;
   ~NatsIngress();
@@ -80,13 +92,17 @@ class NatsIngress {
   NatsIngress(std::string subject, std::string target_name, bool to_ring, std::unique_ptr<IngressTarget> target);
   static void on_message(natsConnection* nc, natsSubscription* sub, natsMsg* msg, void* closure);
   static void on_complete(void* closure);
-  void handle(natsMsg* msg) noexcept;
+  // Checks and delivers one message (not destroying it). False when the
+  // target stopped before taking it. `keep_duplicates`: deliver what the
+  // sequence check calls a duplicate (JetStream).
+  bool handle(natsMsg* msg, bool keep_duplicates) noexcept;
 
   const std::string subject_;
   const std::string target_name_;
   const bool to_ring_;
   const std::unique_ptr<IngressTarget> target_;
   natsSubscription* sub_ = nullptr;
+  std::unique_ptr<JetStreamIngress> jetstream_;  // instead of sub_ with --jetstream
 
   // Splits a batch body into records (docs/scale-out.md, "Batches"); false if
   // it is not exactly `count` well-formed records.

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "relay/broker_target.hpp"
+#include "relay/jetstream_publisher.hpp"
 #include "relay/nats_ingress.hpp"
 #include "relay/nats_sink.hpp"
 #include "relay/ring_target.hpp"
@@ -24,6 +25,8 @@ struct Relay::Impl {
   LogFn log;
   std::unique_ptr<broker::Broker> broker;
   std::unique_ptr<NatsSink> nats;
+  // After nats: destroyed first, so its JetStream context goes before the connection.
+  std::unique_ptr<JetStreamPublisher> jetstream;
   std::vector<std::unique_ptr<RingReader>> readers;
   std::vector<std::unique_ptr<NatsIngress>> ingress;  // --nats-in: rings first, then the broker's
   std::vector<std::thread> threads;
@@ -58,11 +61,17 @@ struct Relay::Impl {
     }
     out += ingress_info_lines(ingress_stats());
     if (nats) {
-      const NatsStats n = nats->stats();
+      const NatsStats n = nats_stats();
       out += fmt::format(
           "nats_status:{}\r\nnats_published:{}\r\nnats_buffer_full:{}\r\nnats_failed:{}\r\nnats_disconnects:{}\r\n"
           "nats_reconnects:{}\r\nnats_buffered_bytes:{}\r\nnats_out_msgs:{}\r\n",
           n.status, n.published, n.buffer_full, n.failed, n.disconnects, n.reconnects, n.buffered_bytes, n.out_msgs);
+      if (n.jetstream) {
+        out += fmt::format(
+            "nats_js_published:{}\r\nnats_js_acked:{}\r\nnats_js_duplicates:{}\r\nnats_js_retried:{}\r\n"
+            "nats_js_failed:{}\r\nnats_js_pending:{}\r\nnats_js_stalls:{}\r\n",
+            n.js_published, n.js_acked, n.js_duplicates, n.js_retried, n.js_failed, n.js_pending, n.js_stalls);
+      }
     }
     return out;
   }
@@ -71,7 +80,7 @@ struct Relay::Impl {
   void write_metrics(broker::PrometheusWriter& w) const {
     const std::vector<RingStats> rings = ring_stats();
     if (nats) {
-      const NatsStats n = nats->stats();
+      const NatsStats n = nats_stats();
       write_relay_metrics(w, rings, &n);
     } else {
       write_relay_metrics(w, rings, nullptr);
@@ -84,6 +93,13 @@ struct Relay::Impl {
     out.reserve(ingress.size());
     for (const auto& i : ingress) out.push_back(i->stats());
     return out;
+  }
+
+  // The connection's statistics and, with --jetstream, the publisher's.
+  NatsStats nats_stats() const {
+    NatsStats n = nats->stats();
+    if (jetstream) jetstream->stats(n);
+    return n;
   }
 
   std::vector<RingStats> ring_stats() const {
@@ -103,6 +119,12 @@ struct Relay::Impl {
     stop_flag.store(true, std::memory_order_release);
     for (auto& t : threads) {
       if (t.joinable()) t.join();
+    }
+    // Outstanding JetStream acks first (what stays unacked is counted failed),
+    // then the connection.
+    if (jetstream) {
+      jetstream->close(std::max<std::chrono::milliseconds>(config.nats->jetstream->ack_timeout,
+                                                           std::chrono::milliseconds(1000)));
     }
     if (nats) nats->close(std::chrono::milliseconds(1000));
     if (broker) {
@@ -182,9 +204,29 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
       return tl::unexpected(RelayError{Code::kNats, 0, n.error()});
     }
     im.nats = std::move(*n);
+    if (im.config.nats->jetstream && !im.config.rings.empty()) {
+      auto subjects = JetStreamPublisher::route_subjects(im.config.rings);
+      tl::expected<std::unique_ptr<JetStreamPublisher>, std::string> js = tl::unexpected(std::string());
+      if (subjects || !im.config.nats->jetstream->subjects.empty()) {
+        js = JetStreamPublisher::create(im.nats->connection(), *im.config.nats->jetstream,
+                                        subjects ? *subjects : std::vector<std::string>{}, im.log);
+      } else {
+        js = tl::unexpected(subjects.error());
+      }
+      if (!js) {
+        im.nats->close(std::chrono::milliseconds(100));
+        if (im.broker) {
+          im.broker->stop();
+          im.broker->wait();
+        }
+        return tl::unexpected(RelayError{Code::kNats, 0, js.error()});
+      }
+      im.jetstream = std::move(*js);
+    }
   }
   for (const RingRoute& route : im.config.rings) {
-    im.readers.push_back(std::make_unique<RingReader>(route, im.broker.get(), im.nats.get(), im.config.batch,
+    im.readers.push_back(std::make_unique<RingReader>(route, im.broker.get(), im.nats.get(), im.jetstream.get(),
+                                                      im.config.batch,
                                                       im.config.poll_interval, im.log, im.stop_flag,
                                                       [&im](const std::string& why) { im.fail(why); },
                                                       im.config.nats ? im.config.nats->batch : 1));
@@ -206,8 +248,18 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     im.broker->set_metrics_provider([&im](broker::PrometheusWriter& w) { im.write_metrics(w); });
   }
   // The ingress last: the broker (and its providers) and the connection are up.
+  // With --jetstream each route reads the stream through its durable consumer.
+  const JetStreamConfig* const jetstream_in = im.config.nats && im.config.nats->jetstream ? &*im.config.nats->jetstream
+                                                                                         : nullptr;
+  if (jetstream_in != nullptr && !jetstream_in->durable.empty() &&
+      im.config.nats_rings_in.size() + im.config.nats_broker_in.size() > 1) {
+    im.do_stop();
+    return tl::unexpected(RelayError{Code::kInvalidConfig, 0,
+                                     "--jetstream-durable names one durable consumer, for one --nats-in route; with "
+                                     "several, leave it out (each route gets its own default name)"});
+  }
   for (const NatsRingIngressRoute& route : im.config.nats_rings_in) {
-    auto in = start_ring_ingress(im.nats->connection(), route, im.config.nats_in, im.log);
+    auto in = start_ring_ingress(im.nats->connection(), route, im.config.nats_in, im.log, jetstream_in);
     if (!in) {
       im.do_stop();
       return tl::unexpected(RelayError{Code::kNats, 0, in.error()});
@@ -215,7 +267,8 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     im.ingress.push_back(std::move(*in));
   }
   for (const NatsBrokerIngressRoute& route : im.config.nats_broker_in) {
-    auto in = start_broker_ingress(im.nats->connection(), *im.broker, route, im.config.nats_in);
+    auto in = start_broker_ingress(im.nats->connection(), *im.broker, route, im.config.nats_in, jetstream_in,
+                                   im.log);
     if (!in) {
       im.do_stop();
       return tl::unexpected(RelayError{Code::kNats, 0, in.error()});
@@ -252,7 +305,7 @@ std::vector<NatsIngressStats> Relay::ingress_stats() const { return impl_->ingre
 
 NatsStats Relay::nats_stats() const {
   if (!impl_->nats) return {};
-  return impl_->nats->stats();
+  return impl_->nats_stats();
 }
 
 std::string Relay::info_text() const { return impl_->info_text(); }

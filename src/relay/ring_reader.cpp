@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "relay/jetstream_publisher.hpp"
 #include "relay/nats_sink.hpp"
 #include "ringcast/relay/continuity.hpp"
 #include "ringcast/relay/topic.hpp"
@@ -27,19 +28,20 @@ std::string host_name() {
 
 }  // namespace
 
-RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, std::size_t batch,
-                       std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop, FailFn fail,
-                       std::size_t nats_batch)
+RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, JetStreamPublisher* jetstream,
+                       std::size_t batch, std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop,
+                       FailFn fail, std::size_t nats_batch)
     : route_(std::move(route)),
       broker_(broker),
       nats_(nats),
+      jetstream_(jetstream),
       batch_(batch == 0 ? 1 : batch),
       poll_(poll.count() <= 0 ? std::chrono::milliseconds(1) : poll),
       log_(std::move(log)),
       stop_(stop),
       fail_(std::move(fail)),
       host_(host_name()),
-      nats_batch_(nats != nullptr && !route_.topic_in_payload && nats_batch > 1 ? nats_batch : 0),
+      nats_batch_(nats != nullptr && jetstream == nullptr && !route_.topic_in_payload && nats_batch > 1 ? nats_batch : 0),
       max_pending_(std::min(batch_, kMaxPending)),
       slot_size_(route_.name.size() + kMaxPayload) {
   // Sized once: the hot loop then never allocates (invariant 3), and views into
@@ -209,9 +211,12 @@ void RingReader::take(std::span<const std::byte> payload) noexcept {
     if (++batch_count_ == nats_batch_) flush_nats_batch();
   } else if (nats_ != nullptr) {
     // A fixed subject was validated at start; a topic is checked here, because
-    // the server would close the connection on an invalid subject.
-    if ((!route_.topic_in_payload || is_valid_subject(channel)) &&
-        nats_->publish(subject, body, source_.c_str(), seq)) {
+    // the server would close the connection on an invalid subject. JetStream
+    // may wait here for acks (its invariant 3): the one place a reader waits
+    // for a network peer, by choice of --jetstream.
+    const bool subject_ok = !route_.topic_in_payload || is_valid_subject(channel);
+    if (subject_ok && (jetstream_ != nullptr ? jetstream_->publish(subject, body, source_.c_str(), seq, stop_)
+                                             : nats_->publish(subject, body, source_.c_str(), seq))) {
       ++local_.nats_published;
     } else {
       ++local_.nats_failed;

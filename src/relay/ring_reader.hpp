@@ -43,12 +43,15 @@
 namespace ringcast::relay {
 
 class NatsSink;
+class JetStreamPublisher;
 
 class RingReader {
  public:
   using FailFn = std::function<void(const std::string&)>;
-  // `nats_batch`: ring messages per NATS message (NatsConfig::batch).
-  RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, std::size_t batch,
+  // `jetstream`, when not null, publishes to NATS instead of `nats`'s core
+  // publish (same connection; `--jetstream`; one JetStream message per ring
+  // message). `nats_batch`: ring messages per core NATS message (NatsConfig::batch).
+  RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, JetStreamPublisher* jetstream, std::size_t batch,
              std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop, FailFn fail,
              std::size_t nats_batch = 1);
   RingReader(const RingReader&) = delete;
@@ -101,6 +104,7 @@ class RingReader {
   const RingRoute route_;
   broker::Broker* const broker_;
   NatsSink* const nats_;
+  JetStreamPublisher* const jetstream_;
   const std::size_t batch_;
   const std::chrono::milliseconds poll_;
   const LogFn log_;

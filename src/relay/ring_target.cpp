@@ -81,9 +81,16 @@ void RingTarget::fill(NatsIngressStats& s) const {
 
 tl::expected<std::unique_ptr<NatsIngress>, std::string> start_ring_ingress(natsConnection* conn,
                                                                           const NatsRingIngressRoute& route,
-                                                                          const NatsIngressConfig& config, LogFn log) {
-  auto target = RingTarget::open(route.path, config, std::move(log));
+                                                                          const NatsIngressConfig& config, LogFn log,
+                                                                          const JetStreamConfig* jetstream) {
+  auto target = RingTarget::open(route.path, config, log);
   if (!target) return tl::unexpected(target.error());
+  if (jetstream != nullptr) {
+    std::string durable =
+        jetstream->durable.empty() ? JetStreamIngress::default_durable(route.path) : jetstream->durable;
+    return NatsIngress::start_jetstream(conn, route.subject, route.path, /*to_ring=*/true, std::move(*target),
+                                        *jetstream, std::move(durable), std::move(log));
+  }
   return NatsIngress::start(conn, route.subject, route.path, /*to_ring=*/true, std::move(*target), config);
 }
 

@@ -46,8 +46,11 @@ class RingTarget final : public IngressTarget {
 };
 
 // Opens the route's ring (RingTarget::open) and subscribes to its subject on
-// `conn`.
+// `conn`; with `jetstream`, reads it from that stream's durable consumer
+// instead (NatsIngress::start_jetstream; durable: jetstream->durable, or
+// JetStreamIngress::default_durable(route.path)).
 [[nodiscard]] tl::expected<std::unique_ptr<NatsIngress>, std::string> start_ring_ingress(
-    natsConnection* conn, const NatsRingIngressRoute& route, const NatsIngressConfig& config, LogFn log);
+    natsConnection* conn, const NatsRingIngressRoute& route, const NatsIngressConfig& config, LogFn log,
+    const JetStreamConfig* jetstream = nullptr);
 
 }  // namespace ringcast::relay

@@ -60,6 +60,12 @@ struct NatsServerOptions {
   std::uint16_t port = 0;      // 0: the server picks a free port (-p -1), read back from its log
   bool cluster = false;        // also listen for routes, on a port the server picks
   std::uint16_t route_to = 0;  // another server's cluster_port(); 0: no route
+  std::string jetstream_dir{};  // non-empty: JetStream on (-js), storing under this directory
+  std::string server_name{};    // -n: a JetStream cluster needs a unique one per server
+  // The route listen port; 0: the server picks. A JetStream cluster needs
+  // every server to have a route configured at start, so two JetStream
+  // servers each take a port picked beforehand and route to the other's.
+  std::uint16_t cluster_port = 0;
 };
 
 class NatsServer {
@@ -72,8 +78,11 @@ class NatsServer {
     std::vector<std::string> argv{NATS_SERVER_EXE, "-a", "127.0.0.1", "-p",
                                   o.port == 0 ? "-1" : std::to_string(o.port)};
     if (o.cluster) {
-      argv.insert(argv.end(), {"--cluster", "nats://127.0.0.1:-1", "--cluster_name", "ringcast-test"});
+      const std::string listen = o.cluster_port == 0 ? "-1" : std::to_string(o.cluster_port);
+      argv.insert(argv.end(), {"--cluster", "nats://127.0.0.1:" + listen, "--cluster_name", "ringcast-test"});
     }
+    if (!o.jetstream_dir.empty()) argv.insert(argv.end(), {"-js", "-sd", o.jetstream_dir});
+    if (!o.server_name.empty()) argv.insert(argv.end(), {"-n", o.server_name});
     if (o.route_to != 0) {
       argv.insert(argv.end(), {"--routes", "nats://127.0.0.1:" + std::to_string(o.route_to)});
     }

@@ -71,6 +71,17 @@ TEST(RelayOptionsTest, HostPortFormats) {
   EXPECT_FALSE(parse_host_port("[::1]6390"));
 }
 
+TEST(RelayOptionsTest, DurationsTakeAUnit) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(parse_duration("0"), milliseconds(0));
+  EXPECT_EQ(parse_duration("250ms"), milliseconds(250));
+  EXPECT_EQ(parse_duration("30s"), milliseconds(30'000));
+  EXPECT_EQ(parse_duration("15m"), milliseconds(900'000));
+  EXPECT_EQ(parse_duration("24h"), milliseconds(86'400'000));
+  EXPECT_EQ(parse_duration("7d"), milliseconds(604'800'000));
+  for (const char* bad : {"", "10", "s", "-1s", "1.5h", "10w", "1 s"}) EXPECT_FALSE(parse_duration(bad)) << bad;
+}
+
 TEST(TopicPayloadTest, RoundTripsTopicAndBody) {
   alignas(8) std::byte buf[kMaxPayload];
   const std::size_t n = encode_topic_payload("AAPL", bytes("px=101.5"), buf);

@@ -89,6 +89,60 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--nats-reconnect-wait-ms", nats_reconnect_wait_ms, "Pause between NATS reconnect attempts")
       ->capture_default_str();
+  // JetStream (docs/scale-out.md, "JetStream").
+  std::string js_stream;
+  std::vector<std::string> js_subjects;
+  std::string js_max_age = "0";
+  std::string js_max_bytes = "0";
+  std::string js_dup_window = "2m";
+  std::string js_storage = "file";
+  int js_replicas = 1;
+  int js_max_pending = 4096;
+  unsigned js_ack_timeout_ms = 5000;
+  int js_max_attempts = 30;
+  app.add_option("--jetstream", js_stream,
+                 "With --nats: publish into this JetStream stream with acks (at least once; created or updated "
+                 "with the --stream-* limits) instead of core NATS");
+  app.add_option("--stream-subjects", js_subjects,
+                 "Subjects the stream captures (default: the rings' subjects; a topic route PREFIX.* gives PREFIX.>)")
+      ->delimiter(',');
+  app.add_option("--stream-max-age", js_max_age, "Discard stream messages older than this (250ms, 30s, 15m, 24h, 7d; "
+                                                 "0: no limit)")
+      ->capture_default_str();
+  app.add_option("--stream-max-bytes", js_max_bytes, "Discard the oldest stream messages beyond this size (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--stream-duplicate-window", js_dup_window,
+                 "How long the stream drops a republished Nats-Msg-Id as a duplicate")
+      ->capture_default_str();
+  app.add_option("--stream-storage", js_storage, "file or memory (a new stream only)")
+      ->check(CLI::IsMember({"file", "memory"}))
+      ->capture_default_str();
+  app.add_option("--stream-replicas", js_replicas, "Stream replicas in a JetStream cluster (1..5)")
+      ->capture_default_str();
+  app.add_option("--jetstream-max-pending", js_max_pending,
+                 "Publishes awaiting their ack; at the limit the ring's reader waits (the ring fills behind it)")
+      ->capture_default_str();
+  app.add_option("--jetstream-ack-timeout-ms", js_ack_timeout_ms, "An ack not back within this is retried")
+      ->capture_default_str();
+  app.add_option("--jetstream-max-attempts", js_max_attempts,
+                 "Attempts per message before it is given up (counted in js_failed, logged); 0: until stopped")
+      ->capture_default_str();
+  std::string js_durable;
+  std::string js_deliver = "all";
+  std::string js_ack_wait = "30s";
+  int js_fetch_batch = 256;
+  app.add_option("--jetstream-durable", js_durable,
+                 "Ingress (--nats-in with --jetstream): the durable consumer's name "
+                 "(default ringcast-<host>-<ring path>, one ingress process per durable)");
+  app.add_option("--jetstream-deliver", js_deliver,
+                 "Ingress: where a durable created for the first time starts: all (the stream's first message) or new")
+      ->check(CLI::IsMember({"all", "new"}))
+      ->capture_default_str();
+  app.add_option("--jetstream-ack-wait", js_ack_wait, "Ingress: unacked this long, the server delivers a message again")
+      ->capture_default_str();
+  app.add_option("--jetstream-fetch-batch", js_fetch_batch,
+                 "Ingress: most messages per pull request (one AckAll ack per batch)")
+      ->capture_default_str();
   app.add_option("--metrics", metrics, "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9390)");
   app.add_option("--batch", batch, "Most messages taken from a ring per drain")->capture_default_str();
   StartAt start = StartAt::kLatest;
@@ -146,7 +200,38 @@ int main(int argc, char** argv) {
     n.reconnect_buffer_bytes = static_cast<int>(*buf);
     n.reconnect_wait = std::chrono::milliseconds(nats_reconnect_wait_ms);
     n.batch = nats_batch;
+    if (!js_stream.empty()) {
+      if (nats_batch > 1) return usage("--nats-batch is for core NATS; with --jetstream each ring message is one "
+                                       "JetStream message");
+      JetStreamConfig js;
+      js.stream = js_stream;
+      js.subjects = js_subjects;
+      const auto age = parse_duration(js_max_age);
+      if (!age) return usage("--stream-max-age " + age.error());
+      js.max_age = std::chrono::duration_cast<std::chrono::seconds>(*age);
+      const auto window = parse_duration(js_dup_window);
+      if (!window) return usage("--stream-duplicate-window " + window.error());
+      js.duplicate_window = *window;
+      const auto bytes = broker::parse_size(js_max_bytes);
+      if (!bytes) return usage("--stream-max-bytes: bad size");
+      js.max_bytes = *bytes == 0 ? -1 : static_cast<std::int64_t>(*bytes);
+      js.memory_storage = js_storage == "memory";
+      js.replicas = js_replicas;
+      js.max_pending = js_max_pending;
+      js.ack_timeout = std::chrono::milliseconds(js_ack_timeout_ms);
+      js.max_attempts = js_max_attempts;
+      js.durable = js_durable;
+      js.deliver_new = js_deliver == "new";
+      const auto ack_wait = parse_duration(js_ack_wait);
+      if (!ack_wait || ack_wait->count() < 1000) return usage("--jetstream-ack-wait: a duration of at least 1s");
+      js.ack_wait = *ack_wait;
+      if (js_fetch_batch < 1) return usage("--jetstream-fetch-batch must be at least 1");
+      js.fetch_batch = js_fetch_batch;
+      n.jetstream = js;
+    }
     config.nats = n;
+  } else if (!js_stream.empty()) {
+    return usage("--jetstream needs --nats URL");
   }
   std::optional<HostPort> metrics_at;
   if (!metrics.empty()) {
@@ -162,6 +247,9 @@ int main(int argc, char** argv) {
   auto relay = Relay::start(std::move(config));
   if (!relay) {
     fmt::print(stderr, "ringcast-relay: {}\n", relay.error().message());
+    // libnats' threads may still hold a late reply (a JetStream API call
+    // that timed out): let them finish before the process exits.
+    if (!nats_url.empty()) nats_CloseAndWait(2000);
     return 1;
   }
   Relay& r = **relay;
@@ -171,7 +259,13 @@ int main(int argc, char** argv) {
     const std::string at = tools::url_authority(cfg.bind_address, r.broker()->ws_port());
     fmt::print("ringcast-relay websocket on ws://{}/ (live page: http://{}/)\n", at, at);
   }
-  if (!nats_url.empty() && !ring_specs.empty()) fmt::print("ringcast-relay publishing to NATS {}\n", nats_url);
+  if (!nats_url.empty() && !ring_specs.empty()) {
+    if (js_stream.empty()) {
+      fmt::print("ringcast-relay publishing to NATS {}\n", nats_url);
+    } else {
+      fmt::print("ringcast-relay publishing to NATS {} (JetStream stream {})\n", nats_url, js_stream);
+    }
+  }
   for (const auto& i : r.ingress_stats()) {
     fmt::print("ringcast-relay subscribed to NATS {} into {} {}\n", i.subject, i.to_ring ? "ring" : "channel",
                i.target);

@@ -21,6 +21,9 @@
 //     call) and, while a `block` subscriber refuses, retries the refused message
 //     before taking more from the ring (docs/relay.md). So a slow TCP subscriber
 //     costs its own broker queue and at most one max_stall of the relay's time.
+//     The exception is chosen with --jetstream: a reader waits while
+//     max_pending JetStream acks are outstanding (at-least-once needs the
+//     server's ack; the ring's block/lap policy applies behind the reader).
 //  2. For every ring, relayed + malformed counts every message taken from the
 //     ring, and lapped counts every message a lossy ring overwrote unread.
 //  3. A reader that stops (stop(), or a fatal ring error) unregisters its
@@ -82,6 +85,47 @@ struct HostPort {
 // The most ring messages one NATS message carries (NatsConfig::batch).
 inline constexpr std::size_t kMaxNatsBatch = 4096;
 
+// `--jetstream STREAM`: publish into a JetStream stream with acks instead of
+// core NATS (docs/scale-out.md, "JetStream"). The stream is created, or its
+// limits updated, when the relay starts.
+struct JetStreamConfig {
+  std::string stream;                          // the stream's name (no '.', '*', '>', space)
+  // Subjects the stream captures. Empty: the rings' subjects (a fixed subject,
+  // or PREFIX> for a topic route whose prefix ends in '.'). Subjects the
+  // existing stream already has are kept.
+  std::vector<std::string> subjects;
+  int replicas = 1;
+  bool memory_storage = false;                 // false: file storage
+  std::chrono::seconds max_age{0};             // 0: no age limit
+  std::int64_t max_bytes = -1;                 // -1: no size limit
+  // How long the server remembers a Nats-Msg-Id to drop a republished copy.
+  std::chrono::milliseconds duplicate_window{120'000};
+  // Publishes whose ack has not come back yet; at the limit the relay's reader
+  // waits (the ring fills behind it: back-pressure, counted as stalls).
+  int max_pending = 4096;
+  // An ack not back within this is a failed attempt: the message is retried.
+  std::chrono::milliseconds ack_timeout{5000};
+  // Attempts per message (the first included) before it is given up, counted
+  // and logged. 0: retry until the relay stops.
+  int max_attempts = 30;
+
+  // The ingress side (`--nats-in` with `--jetstream`): a durable pull consumer
+  // per route, acked only once the message is in the ring (or the broker).
+  // Its name; empty: "ringcast-<host>-<ring path>" with every character
+  // outside [A-Za-z0-9_-] made '_'. One ingress process per durable.
+  std::string durable;
+  // Where a durable created for the first time starts: false, the stream's
+  // first message; true, the next one published.
+  bool deliver_new = false;
+  // Unacked this long, the server delivers a message again.
+  std::chrono::milliseconds ack_wait{30'000};
+  int fetch_batch = 256;                       // most messages per pull request
+};
+
+// "0", "250ms", "30s", "15m", "24h", "7d" (a whole number and a unit; bare 0
+// only). For the --stream-max-age style flags; errors name the text.
+[[nodiscard]] tl::expected<std::chrono::milliseconds, std::string> parse_duration(std::string_view s);
+
 struct NatsConfig {
   std::string url;                             // "nats://host:port", comma-separated for several
   std::string client_name = "ringcast-relay";
@@ -97,6 +141,7 @@ struct NatsConfig {
   // more), framed as docs/scale-out.md "Batches" says; a ringcast ingress
   // unpacks them. Topic-in-payload rings always publish one by one.
   std::size_t batch = 1;
+  std::optional<JetStreamConfig> jetstream;    // nullopt: core NATS (at most once)
 };
 
 enum class LogLevel : std::uint8_t { kInfo, kWarning, kError };
@@ -157,6 +202,15 @@ struct NatsIngressStats {
   std::int64_t pending_limit_msgs = 0;
   std::int64_t pending_limit_bytes = 0;
   std::int64_t dropped = 0;           // libnats: dropped over the pending limits (slow consumer)
+  // --jetstream (a durable consumer instead of a subscription; the pending
+  // fields above stay 0). docs/scale-out.md, "JetStream".
+  bool jetstream = false;
+  std::string js_durable;
+  std::uint64_t js_resumed_at = 0;          // stream sequence this run started from
+  std::uint64_t js_redelivered_bound = 0;   // at most this many reach the target again after a restart
+  std::uint64_t js_redeliveries = 0;        // within this run: already handled, skipped
+  std::uint64_t js_acks = 0;                // AckAll acknowledgements sent
+  std::uint64_t js_fetch_errors = 0;        // pull requests that failed (server away, no responders)
 };
 
 struct RelayConfig {
@@ -216,6 +270,17 @@ struct NatsStats {
   std::uint64_t out_bytes = 0;
   std::int64_t buffered_bytes = 0;    // libnats: bytes not yet written (-1: closed)
   std::string last_error;
+  // JetStream (`--jetstream`); all zero without it. Every message the readers
+  // hand over ends in exactly one of acked, failed, or still pending:
+  // js_published = js_acked + js_failed + js_pending.
+  bool jetstream = false;
+  std::uint64_t js_published = 0;     // handed to libnats for the first time
+  std::uint64_t js_acked = 0;         // the stream acknowledged it (stored, or a duplicate of a stored one)
+  std::uint64_t js_duplicates = 0;    // of js_acked: the server had it already (Nats-Msg-Id within the window)
+  std::uint64_t js_retried = 0;       // attempts repeated after an error or an ack timeout
+  std::uint64_t js_failed = 0;        // given up after max_attempts, or unacked when the relay stopped
+  std::uint64_t js_pending = 0;       // published, neither acked nor failed yet
+  std::uint64_t js_stalls = 0;        // a reader waited because max_pending acks were outstanding
 };
 
 

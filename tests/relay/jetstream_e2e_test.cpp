@@ -1,0 +1,137 @@
+// JetStream end to end through ringcast-relay executables (docs/scale-out.md,
+// "JetStream"): ring on "host A" -> relay --jetstream -> nats-server -js ->
+// relay --nats-in --jetstream (durable) -> ring on "host B" -> a consumer. The
+// ingress is killed with SIGKILL mid-stream and restarted: every message
+// still reaches host B's consumer at least once; the duplicates are counted
+// and stay within what the ingress reports it may redeliver.
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <gtest/gtest.h>
+
+#include "relay_test_support.hpp"
+#include "ringcast/broadcast_ring.hpp"
+
+namespace ringcast::relay {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ChildProcess;
+using testing::deadline_in;
+using testing::eventually;
+using testing::NatsServer;
+using testing::TempDir;
+
+// 52-byte payload: the sequence number and its complement, then padding.
+void encode(std::uint64_t seq, std::byte* out) {
+  const std::uint64_t inv = ~seq;
+  std::memset(out, '.', kMaxPayload);
+  std::memcpy(out, &seq, 8);
+  std::memcpy(out + 8, &inv, 8);
+}
+bool decode(std::span<const std::byte> p, std::uint64_t& seq) {
+  if (p.size() != kMaxPayload) return false;
+  std::uint64_t inv = 0;
+  std::memcpy(&seq, p.data(), 8);
+  std::memcpy(&inv, p.data() + 8, 8);
+  return inv == ~seq;
+}
+
+ChildProcess spawn_relay(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{RELAY_EXE};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return ChildProcess::spawn(argv, {.err = test::Stream::kPipe});
+}
+
+TEST(RelayJetStreamEndToEndTest, KilledIngressRestartsAndEveryMessageArrivesAtLeastOnce) {
+  const std::uint64_t n = testing::scaled(200'000, 20'000);
+  TempDir dir;
+  TempDir store;
+  auto server = NatsServer::start({.jetstream_dir = store.path()});
+  ASSERT_TRUE(server);
+
+  // Host A: the ring and the publishing relay.
+  const std::string ring_a = dir.file("a.ring");
+  auto producer = BroadcastRing::create(ring_a, 1 << 14, {.wakeups = true});
+  ASSERT_TRUE(producer) << producer.error().message();
+  ChildProcess relay_a = spawn_relay({"--ring", ring_a + "=e2e.ticks", "--nats", server->url(), "--jetstream", "E2E",
+                                      "--stream-max-age", "1h"});
+  ASSERT_TRUE(eventually([&] { return producer->active_consumer_count() == 1; }, 30s)) << relay_a.stderr_text();
+
+  // Host B: its ring, with our consumer registered before anything arrives,
+  // and the ingress relay, which becomes the ring's producer.
+  const std::string ring_b = dir.file("b.ring");
+  auto b = BroadcastRing::create(ring_b, 1 << 14, {.wakeups = true, .claim_producer = false});
+  ASSERT_TRUE(b) << b.error().message();
+  auto id = b->register_consumer();
+  ASSERT_TRUE(id);
+  const std::vector<std::string> ingress_args{"--nats",          server->url(), "--nats-in", "e2e.ticks=" + ring_b,
+                                              "--jetstream",     "E2E",         "--jetstream-durable", "host-b",
+                                              "--jetstream-ack-wait", "2s"};
+  ChildProcess ingress = spawn_relay(ingress_args);
+  ASSERT_TRUE(ingress.read_stderr_line_with("resumes at stream sequence 1", deadline_in(30s)))
+      << ingress.stderr_text();
+
+  // The producer pushes everything; the ring's consumer on host B counts.
+  std::thread push([&] {
+    alignas(8) std::byte buf[kMaxPayload];
+    for (std::uint64_t i = 0; i < n; ++i) {
+      encode(i, buf);
+      if (producer->push_wait(std::span<const std::byte>(buf, kMaxPayload), 60s, IdleStrategy::kSpinThenBlock) !=
+          Errc::ok) {
+        return;
+      }
+    }
+  });
+  std::vector<std::uint8_t> seen(n, 0);
+  std::uint64_t distinct = 0, duplicates = 0, bad = 0;
+  bool killed = false;
+  std::string restart_line;
+  alignas(8) std::byte buf[kMaxPayload];
+  const auto d = deadline_in(240s);
+  while (distinct < n && testing::ms_left(d) > 0) {
+    const RecvResult r = b->recv_wait(*id, buf, 100ms, IdleStrategy::kSpinThenBlock);
+    if (r.status == Errc::ok) {
+      std::uint64_t seq = 0;
+      if (!decode(std::span<const std::byte>(buf, r.length), seq) || seq >= n) {
+        ++bad;
+      } else if (seen[seq]++ == 0) {
+        ++distinct;
+      } else {
+        ++duplicates;
+      }
+    } else {
+      ASSERT_TRUE(r.status == Errc::timed_out || r.status == Errc::empty || r.status == Errc::producer_dead ||
+                  r.status == Errc::stalled)
+          << to_string(r.status);
+    }
+    if (!killed && distinct >= n / 3) {
+      // Mid-stream: the ingress dies without unregistering, acking or closing.
+      ASSERT_TRUE(ingress.stop(SIGKILL));
+      killed = true;
+      ingress = spawn_relay(ingress_args);
+      auto line = ingress.read_stderr_line_with("resumes at stream sequence", deadline_in(30s));
+      ASSERT_TRUE(line) << ingress.stderr_text();
+      restart_line = *line;
+    }
+  }
+  push.join();
+  EXPECT_TRUE(killed);
+  EXPECT_EQ(bad, 0u);
+  ASSERT_EQ(distinct, n) << "missing messages; ingress: " << ingress.stderr_text();
+  // Duplicates only from the window the restarted ingress announced.
+  const auto at = restart_line.find("up to ");
+  const std::uint64_t bound = at == std::string::npos ? 0 : std::strtoull(restart_line.c_str() + at + 6, nullptr, 10);
+  EXPECT_LE(duplicates, bound) << restart_line;
+  std::cout << fmt::format("{} messages, {} duplicates at host B after the SIGKILL (bound {}): {}\n", n, duplicates,
+                           bound, restart_line);
+  (void)b->unregister_consumer(*id);
+  EXPECT_EQ(ingress.stop(SIGTERM), std::optional<int>(0)) << ingress.stderr_text();
+  EXPECT_EQ(relay_a.stop(SIGTERM), std::optional<int>(0)) << relay_a.stderr_text();
+  EXPECT_NE(relay_a.stderr_text().find("stopped"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ringcast::relay
