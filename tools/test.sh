@@ -14,6 +14,12 @@ configs=("$@")
 ((${#configs[@]})) || configs=(release asan tsan fuzz)
 
 tools/install-deps.sh
+# Formatting first: it takes seconds, and a tree that fails it fails CI anyway.
+echo "=== format: tools/format.sh --check"
+if ! tools/format.sh --check; then
+  printf '%s\n' "=== summary" "format: FAILED (nothing built; tools/format.sh fixes it)"
+  exit 1
+fi
 jobs=$(nproc)
 summary=()
 failed=0
