@@ -82,7 +82,7 @@ namespace {
 constexpr std::size_t kMaxIov = 1024;
 // One read buffer per I/O thread, not per connection: a connection's bytes are
 // parsed (and copied where kept) before the thread reads another socket.
-constexpr std::size_t kReadBuffer = 256 * 1024;
+constexpr std::size_t kReadBuffer = std::size_t{256} * 1024;
 // Lingering close, after our last bytes (a close frame, an HTTP error): input
 // is read and discarded until the peer's EOF, for at most this long and this
 // many bytes, before the socket is closed (Connection::linger).
