@@ -166,6 +166,9 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
 
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
+  // teardown() throws only when a mutex or the reactor fails (std::system_error
+  // from a lock, a timer's cancel): nothing to recover, so terminating is right.
+  // NOLINTNEXTLINE(bugprone-exception-escape)
   ~Connection() { teardown(); }
 
   // This worker's thread.
