@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Builds and runs every test: release, ASan+UBSan and TSan builds of the whole
+# Checks formatting (tools/format.sh --check, before anything is built), then
+# builds and runs every test: release, ASan+UBSan and TSan builds of the whole
 # suite, then the libFuzzer smoke runs (clang). Installs missing packages first.
 # After the release suite, tools/readme-test.py runs every block of README.md.
-# Not run here (minutes per mutation): tools/mutants.py, which breaks each
-# critical invariant in turn and checks that a test fails.
+# Not run here: tools/mutants.py (minutes per mutation), which breaks each
+# critical invariant in turn and checks that a test fails; tools/lint.sh
+# (clang-tidy over src/ and include/, about 7 CPU-minutes: too much for the
+# suite's time budget), which is run by hand before sending a change.
 #
 #   tools/test.sh                 everything (what CI runs)
 #   tools/test.sh release asan    only the named configurations
