@@ -66,9 +66,9 @@ failed=0
 [[ -f $out/failed ]] && failed=$(sort -u "$out/failed" | wc -l)
 # A header's finding is reported by every file that includes it: print each
 # diagnostic (with its notes) once.
-cat "$out"/*.log 2>/dev/null |
-  grep -v -E '^[0-9]+ warnings? (and [0-9]+ errors? )?generated\.$' |
-  awk '/^[^ ].*:[0-9]+:[0-9]+: (warning|error): / { show = !seen[$0]++ } show'
+cat "$out"/*.log |
+  awk '/^[0-9]+ warnings? (and [0-9]+ errors? )?generated\.$/ { next }
+       /^[^ ].*:[0-9]+:[0-9]+: (warning|error): / { show = !seen[$0]++ } show'
 elapsed=$((SECONDS - start))
 if ((failed)); then
   echo "lint.sh: findings in $failed of ${#files[@]} files (${elapsed} s); fix them, or NOLINT(check) with the reason"
