@@ -5,7 +5,7 @@
 # After the release suite, tools/readme-test.py runs every block of README.md.
 # Not run here: tools/mutants.py (minutes per mutation), which breaks each
 # critical invariant in turn and checks that a test fails; tools/lint.sh
-# (clang-tidy over src/ and include/, about 7 CPU-minutes: too much for the
+# (clang-tidy over src/ and include/, about 6 CPU-minutes: too much for the
 # suite's time budget), which is run by hand before sending a change.
 #
 #   tools/test.sh                 everything (what CI runs)
