@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Builds and runs every test: release, ASan+UBSan and TSan builds of the whole
+# Checks formatting (tools/format.sh --check, before anything is built), then
+# builds and runs every test: release, ASan+UBSan and TSan builds of the whole
 # suite, then the libFuzzer smoke runs (clang). Installs missing packages first.
 # After the release suite, tools/readme-test.py runs every block of README.md.
-# Not run here (minutes per mutation): tools/mutants.py, which breaks each
-# critical invariant in turn and checks that a test fails. First of all,
-# tools/bench-summary.py --check: docs/benchmarks.md's summary must match the
-# notebook's marked tables.
+# Not run here: tools/mutants.py (minutes per mutation), which breaks each
+# critical invariant in turn and checks that a test fails; tools/lint.sh
+# (clang-tidy over src/ and include/, about 6 CPU-minutes: too much for the
+# suite's time budget), which is run by hand before sending a change.
+# First of all, tools/bench-summary.py --check: docs/benchmarks.md's summary
+# must match the notebook's marked tables.
 #
 #   tools/test.sh                 everything (what CI runs)
 #   tools/test.sh release asan    only the named configurations
@@ -16,6 +19,12 @@ configs=("$@")
 ((${#configs[@]})) || configs=(release asan tsan fuzz)
 
 tools/install-deps.sh
+# Formatting first: it takes seconds, and a tree that fails it fails CI anyway.
+echo "=== format: tools/format.sh --check"
+if ! tools/format.sh --check; then
+  printf '%s\n' "=== summary" "format: FAILED (nothing built; tools/format.sh fixes it)"
+  exit 1
+fi
 jobs=$(nproc)
 summary=()
 failed=0

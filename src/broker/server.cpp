@@ -82,7 +82,7 @@ namespace {
 constexpr std::size_t kMaxIov = 1024;
 // One read buffer per I/O thread, not per connection: a connection's bytes are
 // parsed (and copied where kept) before the thread reads another socket.
-constexpr std::size_t kReadBuffer = 256 * 1024;
+constexpr std::size_t kReadBuffer = std::size_t{256} * 1024;
 // Lingering close, after our last bytes (a close frame, an HTTP error): input
 // is read and discarded until the peer's EOF, for at most this long and this
 // many bytes, before the socket is closed (Connection::linger).
@@ -167,6 +167,9 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
 
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
+  // teardown() throws only when a mutex or the reactor fails (std::system_error
+  // from a lock, a timer's cancel): nothing to recover, so terminating is right.
+  // NOLINTNEXTLINE(bugprone-exception-escape)
   ~Connection() { teardown(); }
 
   // This worker's thread.

@@ -11,9 +11,9 @@ namespace {
 // interpreter (module objects are never unloaded).
 PyObject* ring_error_type = nullptr;
 
-[[noreturn]] void raise(std::string message, Errc code, int sys_errno, std::uint64_t missed) {
+[[noreturn]] void raise(const std::string& message, Errc code, int sys_errno, std::uint64_t missed) {
   py::object type = py::reinterpret_borrow<py::object>(ring_error_type);
-  py::object exc = type(std::move(message));
+  py::object exc = type(message);
   exc.attr("errc") = py::cast(code);
   exc.attr("errno") = sys_errno;
   exc.attr("missed") = missed;
@@ -45,7 +45,7 @@ void raise_error(std::string_view subject, const Error& error) {
 void raise_errc(std::string_view subject, std::string_view operation, Errc code, std::uint64_t missed) {
   std::string message = fmt::format("{}: {}: {}", subject, operation, to_string(code));
   if (code == Errc::lapped) message += fmt::format(" ({} messages overwritten before they were read)", missed);
-  raise(std::move(message), code, 0, missed);
+  raise(message, code, 0, missed);
 }
 
 }  // namespace ringcast::python

@@ -198,7 +198,7 @@ message.)");
   // Consumers and observers.
   ring.def(
           "register_consumer",
-          [](RingPtr self, StartAt start) {
+          [](const RingPtr& self, StartAt start) {
             auto id = self->handle().register_consumer(start);
             if (!id) raise_error(self->name(), id.error());
             return std::make_unique<Consumer>(self, *id);

@@ -68,7 +68,7 @@ void Ring::close() {
   }
 }
 
-bool Ring::try_push(py::buffer payload) {
+bool Ring::try_push(const py::buffer& payload) {
   BroadcastRing& ring = producer_handle();
   const BufferBytes bytes(payload);
   const Errc e = ring.try_push(bytes.bytes());
@@ -77,7 +77,7 @@ bool Ring::try_push(py::buffer payload) {
   raise_errc(name_, "try_push", e);
 }
 
-bool Ring::push_wait(py::buffer payload, std::optional<double> timeout, std::optional<IdleStrategy> idle) {
+bool Ring::push_wait(const py::buffer& payload, std::optional<double> timeout, std::optional<IdleStrategy> idle) {
   BroadcastRing& ring = producer_handle();
   const auto limit = to_timeout(timeout);
   const BufferBytes bytes(payload);

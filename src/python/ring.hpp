@@ -61,8 +61,8 @@ class Ring {
 
   // Producer side. try_push: True when pushed, False when full. push_wait:
   // True when pushed, False on timeout.
-  bool try_push(py::buffer payload);
-  bool push_wait(py::buffer payload, std::optional<double> timeout, std::optional<IdleStrategy> idle);
+  bool try_push(const py::buffer& payload);
+  bool push_wait(const py::buffer& payload, std::optional<double> timeout, std::optional<IdleStrategy> idle);
 
   int waits_in_flight = 0;          // threads inside wait_in_slices on this ring
   bool producer_waiting = false;    // a thread is inside push_wait

@@ -61,6 +61,7 @@ tl::expected<std::unique_ptr<NatsSink>, std::string> NatsSink::connect(const Nat
   }
   if (urls.empty()) return tl::unexpected(std::string("empty NATS URL"));
   std::vector<const char*> url_ptrs;
+  url_ptrs.reserve(urls.size());
   for (const auto& u : urls) url_ptrs.push_back(u.c_str());
   natsStatus s = natsOptions_SetServers(o, url_ptrs.data(), static_cast<int>(url_ptrs.size()));
   if (s != NATS_OK) return fail(fmt::format("URL '{}'", config.url), s);

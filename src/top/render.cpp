@@ -342,7 +342,7 @@ std::string format_age(double seconds, bool lower_bound) {
   const auto s = static_cast<std::uint64_t>(seconds);
   if (s < 3600) return fmt::format("{}{}m{:02}s", prefix, s / 60, s % 60);
   if (s < 86400) return fmt::format("{}{}h{:02}m", prefix, s / 3600, (s % 3600) / 60);
-  if (s < 100 * 86400) return fmt::format("{}{}d{:02}h", prefix, s / 86400, (s % 86400) / 3600);
+  if (s < std::uint64_t{100} * 86400) return fmt::format("{}{}d{:02}h", prefix, s / 86400, (s % 86400) / 3600);
   return fmt::format("{}{}d", prefix, s / 86400);
 }
 

@@ -57,9 +57,13 @@ bool match_impl(Cursor pat, Cursor str, bool& skip_longer) noexcept {
             ++pat.len;
             break;
           } else if (pat.len >= 3 && pat.at(1) == '-') {
+            // Bytes compare as plain (signed) char, as Redis's stringmatchlen
+            // does: unsigned would order bytes >= 0x80 unlike redis-server.
+            // NOLINTBEGIN(bugprone-signed-char-misuse)
             int lo = pat.at(0);
             int hi = pat.at(2);
             const int c = str.at(0);
+            // NOLINTEND(bugprone-signed-char-misuse)
             if (lo > hi) {
               const int t = lo;
               lo = hi;

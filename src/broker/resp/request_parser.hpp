@@ -32,18 +32,18 @@ namespace ringcast::broker {
 
 struct ParserLimits {
   std::size_t max_bulk_len = 32u << 20;
-  std::size_t max_args = 1024u * 1024u;
+  std::size_t max_args = std::size_t{1024} * 1024;
 };
 
 class RequestParser {
  public:
   // Longest inline command or header line ("*<n>\r\n", "$<n>\r\n"), as Redis's
   // PROTO_INLINE_MAX_SIZE.
-  static constexpr std::size_t kMaxLine = 64 * 1024;
+  static constexpr std::size_t kMaxLine = std::size_t{64} * 1024;
   // Most bytes reserved up front for one argument, and most capacity an argument
   // slot or the line buffer keeps between commands: the session batches payloads
   // up to 64 KiB, so a steady publisher of those reuses its slots too.
-  static constexpr std::size_t kMaxPrealloc = 64 * 1024;
+  static constexpr std::size_t kMaxPrealloc = std::size_t{64} * 1024;
   // Most argument slots reserved up front for one command.
   static constexpr std::size_t kMaxPreallocArgs = 1024;
   // Argument slots kept between commands: every fixed-shape command a client

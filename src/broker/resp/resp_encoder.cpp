@@ -48,7 +48,7 @@ void map(std::string& out, WireFormat r, std::size_t pairs) {
   if (r == WireFormat::kResp3) {
     header(out, '%', static_cast<long long>(pairs));
   } else {
-    header(out, '*', static_cast<long long>(pairs * 2));
+    header(out, '*', static_cast<long long>(pairs) * 2);
   }
 }
 
@@ -61,7 +61,7 @@ void verbatim(std::string& out, WireFormat r, std::string_view text) {
     bulk(out, text);
     return;
   }
-  header(out, '=', static_cast<long long>(text.size() + 4));
+  header(out, '=', static_cast<long long>(text.size()) + 4);
   out.append("txt:", 4);
   out.append(text);
   out.append("\r\n", 2);

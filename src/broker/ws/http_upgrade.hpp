@@ -54,7 +54,7 @@ class HttpRoutes {
 class HttpUpgrade {
  public:
   // The most bytes of request line and header fields (larger: 431).
-  static constexpr std::size_t kMaxHeader = 8 * 1024;
+  static constexpr std::size_t kMaxHeader = std::size_t{8} * 1024;
 
   enum class Status : std::uint8_t {
     kNeedMore,  // the request is not complete; `in` was consumed
