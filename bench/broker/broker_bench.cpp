@@ -88,7 +88,6 @@ std::optional<Server> start_redis(const std::string& exe) {
   return s;
 }
 
-
 // ---- one measurement ---------------------------------------------------------
 
 struct Result {
@@ -168,8 +167,8 @@ struct Sub {
   std::atomic<bool> disconnected{false};
 };
 
-Result run(const Server& server, int subscribers, std::size_t payload, double seconds,
-           double rate, std::size_t window, std::size_t unpaced) {
+Result run(const Server& server, int subscribers, std::size_t payload, double seconds, double rate, std::size_t window,
+           std::size_t unpaced) {
   const std::string ch = "bench";
   const std::size_t fsize = resp_message_size(ch, payload);
   const std::size_t ts_off = resp_message_payload_offset(ch, payload);
@@ -371,7 +370,6 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
   return r;
 }
 
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -400,7 +398,8 @@ int main(int argc, char** argv) {
                  "for deliveries (0: the paced publisher, --window)")
       ->capture_default_str();
   app.add_flag("--no-latency", no_latency, "Skip the latency table");
-  app.add_option("--broker-arg", broker_args, "Extra ringcast-broker flag (repeatable), e.g. --broker-arg=--pace-bytes=0");
+  app.add_option("--broker-arg", broker_args,
+                 "Extra ringcast-broker flag (repeatable), e.g. --broker-arg=--pace-bytes=0");
   app.add_option("--peer-broker-arg", peer_broker_args,
                  "Compare against a second ringcast-broker with this extra flag (repeatable) instead of "
                  "redis-server, e.g. history off vs on; the 'redis' columns are then that broker's")
@@ -432,7 +431,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto rc = start_ringcast(broker_exe, io_threads, broker_args);
-  auto rd = peer_broker_args.empty() ? start_redis(redis_exe) : start_ringcast(broker_exe, io_threads, peer_broker_args);
+  auto rd =
+      peer_broker_args.empty() ? start_redis(redis_exe) : start_ringcast(broker_exe, io_threads, peer_broker_args);
   if (!peer_broker_args.empty()) {
     std::string flags;
     for (const std::string& a : peer_broker_args) flags += " " + a;
@@ -474,13 +474,16 @@ int main(int argc, char** argv) {
 
   if (unpaced > 0) {
     fmt::print("## Throughput, unpaced publisher: {} PUBLISH replies outstanding, no wait on deliveries\n\n", unpaced);
-    fmt::print("| subscribers | payload B | ringcast msgs/s | redis msgs/s | ratio | ringcast disconnected / lost "
-               "| redis disconnected / lost | ringcast stalls (n / ms) | ringcast CPU-s/GB | redis CPU-s/GB |\n");
+    fmt::print(
+        "| subscribers | payload B | ringcast msgs/s | redis msgs/s | ratio | ringcast disconnected / lost "
+        "| redis disconnected / lost | ringcast stalls (n / ms) | ringcast CPU-s/GB | redis CPU-s/GB |\n");
     fmt::print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   } else {
     fmt::print("## Throughput: delivered messages/s (publisher pipelined, <= {} ahead of the slowest subscriber)\n\n",
                window);
-    fmt::print("| subscribers | payload B | ringcast msgs/s | redis msgs/s | ratio | ringcast deliveries/CPU-s | redis deliveries/CPU-s |\n");
+    fmt::print(
+        "| subscribers | payload B | ringcast msgs/s | redis msgs/s | ratio | ringcast deliveries/CPU-s | redis "
+        "deliveries/CPU-s |\n");
     fmt::print("|---:|---:|---:|---:|---:|---:|---:|\n");
   }
   for (int n : subscribers) {
@@ -492,14 +495,14 @@ int main(int argc, char** argv) {
         fmt::print("| {} | {} | {} | {} | {:.2f}x | {} / {} | {} / {} | {} | {:.2f} | {:.2f} |\n", n, p,
                    si(a.delivered_per_s), si(b.delivered_per_s), a.delivered_per_s / std::max(1.0, b.delivered_per_s),
                    a.disconnects, a.lost, b.disconnects, b.lost,
-                   a.has_stalls ? fmt::format("{} / {:.0f}", a.stalls, a.stall_ms) : std::string("-"),
-                   a.cpu_s_per_gb, b.cpu_s_per_gb);
+                   a.has_stalls ? fmt::format("{} / {:.0f}", a.stalls, a.stall_ms) : std::string("-"), a.cpu_s_per_gb,
+                   b.cpu_s_per_gb);
         std::fflush(stdout);
         continue;
       }
-      fmt::print("| {} | {} | {} | {} | {:.2f}x | {} | {} |\n", n, p, si(a.delivered_per_s),
-                 si(b.delivered_per_s), a.delivered_per_s / std::max(1.0, b.delivered_per_s),
-                 si(a.deliveries_per_cpu_s), si(b.deliveries_per_cpu_s));
+      fmt::print("| {} | {} | {} | {} | {:.2f}x | {} | {} |\n", n, p, si(a.delivered_per_s), si(b.delivered_per_s),
+                 a.delivered_per_s / std::max(1.0, b.delivered_per_s), si(a.deliveries_per_cpu_s),
+                 si(b.deliveries_per_cpu_s));
       std::fflush(stdout);
     }
   }
@@ -509,18 +512,20 @@ int main(int argc, char** argv) {
     return 0;
   }
   fmt::print("\n## Latency at {} msgs/s offered (publish to receive, every delivery)\n\n", rate);
-  fmt::print("Medians of {} alternated run pairs; 'first'/'last': when the first and the last of the N deliveries\n"
-             "of one message arrived (p50 over messages).\n\n",
-             repeat);
-  fmt::print("| subscribers | payload B | ringcast p50 us | ringcast p99 us | redis p50 us | redis p99 us "
-             "| pairs with lower ringcast p99 | ringcast first / last us | redis first / last us |\n");
+  fmt::print(
+      "Medians of {} alternated run pairs; 'first'/'last': when the first and the last of the N deliveries\n"
+      "of one message arrived (p50 over messages).\n\n",
+      repeat);
+  fmt::print(
+      "| subscribers | payload B | ringcast p50 us | ringcast p99 us | redis p50 us | redis p99 us "
+      "| pairs with lower ringcast p99 | ringcast first / last us | redis first / last us |\n");
   fmt::print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int n : latency_subscribers) {
     for (std::size_t p : payloads) {
       const auto [a, b, wins] = pair(n, p, rate);
-      fmt::print("| {} | {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {} of {} | {:.0f} / {:.0f} | {:.0f} / {:.0f} |\n", n, p,
-                 a.p50_us, a.p99_us, b.p50_us, b.p99_us, wins, repeat, a.first_p50_us, a.last_p50_us,
-                 b.first_p50_us, b.last_p50_us);
+      fmt::print("| {} | {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {} of {} | {:.0f} / {:.0f} | {:.0f} / {:.0f} |\n", n,
+                 p, a.p50_us, a.p99_us, b.p50_us, b.p99_us, wins, repeat, a.first_p50_us, a.last_p50_us, b.first_p50_us,
+                 b.last_p50_us);
       std::fflush(stdout);
     }
   }

@@ -3,8 +3,8 @@
 // writer's pop and release), as a run of k messages on one channel against the
 // same k messages published one at a time. Google Benchmark; not a test.
 #include <cstddef>
-#include <span>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,7 +19,8 @@ using namespace ringcast::broker;
 
 class NullSubscriber final : public Subscriber {
  public:
-  NullSubscriber() : Subscriber(WireFormat::kResp2, QueueLimits{}, OverflowPolicy::kDisconnect, steady_clock_source()) {}
+  NullSubscriber()
+      : Subscriber(WireFormat::kResp2, QueueLimits{}, OverflowPolicy::kDisconnect, steady_clock_source()) {}
   ~NullSubscriber() override = default;
   void on_queue_ready() noexcept override {}
 };

@@ -36,8 +36,8 @@ void BM_ParsePublish(benchmark::State& state) {
   }
   const auto publishes = state.iterations() * static_cast<benchmark::IterationCount>(kPipelined);
   state.SetItemsProcessed(publishes);
-  state.counters["per_publish"] = benchmark::Counter(
-      static_cast<double>(publishes), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["per_publish"] =
+      benchmark::Counter(static_cast<double>(publishes), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 BENCHMARK(BM_ParsePublish)->Arg(52)->Arg(4096);

@@ -4,7 +4,8 @@
 // since {offset 0, epoch} and reads until the N-th message. Reports the time
 // from sending the subscribe to receiving the last replayed message, per run,
 // and the median, and when the confirmation arrived (the broker has read and
-// encoded the replay by then). The client's own frame parsing is included. Not a test; the client is the tests' raw RFC 6455 client.
+// encoded the replay by then). The client's own frame parsing is included. Not a test; the client is the tests' raw RFC
+// 6455 client.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

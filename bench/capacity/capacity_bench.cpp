@@ -173,9 +173,17 @@ std::optional<Broker> start_broker(const std::string& exe, unsigned io_threads, 
   Broker b;
   b.port = free_port();
   b.ws_port = free_port();
-  std::vector<std::string> argv{exe,         "--bind",    "127.0.0.1", "--port", std::to_string(b.port), "--ws-port",
-                                std::to_string(b.ws_port), "--io-threads", std::to_string(io_threads),
-                                "--max-connections", std::to_string(max_connections)};
+  std::vector<std::string> argv{exe,
+                                "--bind",
+                                "127.0.0.1",
+                                "--port",
+                                std::to_string(b.port),
+                                "--ws-port",
+                                std::to_string(b.ws_port),
+                                "--io-threads",
+                                std::to_string(io_threads),
+                                "--max-connections",
+                                std::to_string(max_connections)};
   argv.insert(argv.end(), extra.begin(), extra.end());
   b.process = ChildProcess::spawn(argv, kQuiet);
   if (!b.process.running() || !wait_accepting(b.port) || !wait_accepting(b.ws_port)) {
@@ -196,8 +204,8 @@ std::optional<Broker> start_broker(const std::string& exe, unsigned io_threads, 
       },
       std::chrono::seconds(5), std::chrono::milliseconds(100));
   b.own_fds = last;
-  b.fd_limit = static_cast<std::uint64_t>(
-      proc_field(fmt::format("/proc/{}/limits", b.process.pid()), "Max open files", 1));
+  b.fd_limit =
+      static_cast<std::uint64_t>(proc_field(fmt::format("/proc/{}/limits", b.process.pid()), "Max open files", 1));
   return b;
 }
 
@@ -234,9 +242,9 @@ std::optional<Client> start_client(const ClientOptions& o) {
                                 std::to_string(o.payload),
                                 "--control-fd",
                                 std::to_string(pair[1])};
-  Client c{ChildProcess::spawn(argv, {.out = ringcast::test::Stream::kDiscard,
-                                      .err = ringcast::test::Stream::kInherit}),
-           ControlChannel(pair[0]), o.connections};
+  Client c{
+      ChildProcess::spawn(argv, {.out = ringcast::test::Stream::kDiscard, .err = ringcast::test::Stream::kInherit}),
+      ControlChannel(pair[0]), o.connections};
   ::close(pair[1]);
   if (!c.process.running()) return std::nullopt;
   return c;
@@ -256,7 +264,8 @@ class Publisher {
  public:
   Publisher(int port, std::string channel, std::size_t payload) : channel_(std::move(channel)) {
     fd_ = connect_from(source_address(0), port);
-    head_ = "*3\r\n" + ringcast::test::resp_bulk("PUBLISH") + ringcast::test::resp_bulk(channel_) + fmt::format("${}\r\n", payload);
+    head_ = "*3\r\n" + ringcast::test::resp_bulk("PUBLISH") + ringcast::test::resp_bulk(channel_) +
+            fmt::format("${}\r\n", payload);
     message_ = head_ + std::string(payload, 'p') + "\r\n";
   }
   ~Publisher() {
@@ -429,14 +438,14 @@ class Prober {
 // ---- rounds -------------------------------------------------------------------------
 
 struct RoundResult {
-  bool complete = false;      // every live connection got its messages
-  std::int64_t first = 0;     // first completion (ns, steady clock)
-  std::int64_t last = 0;      // last completion
+  bool complete = false;   // every live connection got its messages
+  std::int64_t first = 0;  // first completion (ns, steady clock)
+  std::int64_t last = 0;   // last completion
   std::uint64_t complete_connections = 0;
   std::uint64_t alive = 0;
-  std::uint64_t gaps = 0;     // sequence gaps + reorderings, cumulative
-  double client_cpu = 0;      // CPU-seconds of all client processes during the round
-  LatencyHistogram latency;   // send to receive, every delivery of the round
+  std::uint64_t gaps = 0;    // sequence gaps + reorderings, cumulative
+  double client_cpu = 0;     // CPU-seconds of all client processes during the round
+  LatencyHistogram latency;  // send to receive, every delivery of the round
   std::string error;
 };
 
@@ -484,8 +493,9 @@ RoundResult run_round(std::vector<Client>& clients, std::uint64_t k, Publish&& p
   }
   r.complete = done == clients.size();
   if (!r.complete) {
-    r.error = stopping() ? "interrupted" : fmt::format("only {} of {} clients complete after {} s", done,
-                                                       clients.size(), timeout.count());
+    r.error = stopping()
+                  ? "interrupted"
+                  : fmt::format("only {} of {} clients complete after {} s", done, clients.size(), timeout.count());
   }
   return r;
 }
@@ -521,11 +531,11 @@ struct PhaseResult {
   double setup_s = 0;
   double rss_before = 0;
   double rss_after = 0;
-  double slab_per_conn = 0;  // kernel socket objects, both ends (socket_slab_bytes)
+  double slab_per_conn = 0;                       // kernel socket objects, both ends (socket_slab_bytes)
   std::vector<std::pair<double, double>> single;  // first / last arrival, us
   RoundResult sustained;
-  double sustained_s = 0;        // first publish to last completion
-  double broker_cpu_s = 0;       // broker CPU-seconds during the sustained round
+  double sustained_s = 0;              // first publish to last completion
+  double broker_cpu_s = 0;             // broker CPU-seconds during the sustained round
   double single_cpu_per_delivery = 0;  // broker CPU-seconds per delivery, one message at a time
   std::uint64_t wrong_replies = 0;
   ProbeStats idle_probe;
@@ -589,8 +599,7 @@ PhaseResult run_phase(Protocol protocol, const Settings& s, const Limits& limits
   res.broker_own_fds = broker->own_fds;
   res.broker_fd_limit = broker->fd_limit;
   const std::size_t per_client = static_cast<std::size_t>(limits.soft) - 64;
-  res.clients = s.clients > 0 ? s.clients
-                              : std::max<int>(2, static_cast<int>((n + per_client - 1) / per_client));
+  res.clients = s.clients > 0 ? s.clients : std::max<int>(2, static_cast<int>((n + per_client - 1) / per_client));
   const std::size_t usable_ports = static_cast<std::size_t>(limits.ports) * 9 / 10;
   res.sources = s.sources > 0 ? s.sources : std::max<int>(1, static_cast<int>((n + usable_ports - 1) / usable_ports));
   fmt::print(stderr,
@@ -656,8 +665,8 @@ PhaseResult run_phase(Protocol protocol, const Settings& s, const Limits& limits
     }
     if (Clock::now() - last_print > std::chrono::seconds(2) || ready == res.clients) {
       last_print = Clock::now();
-      fmt::print(stderr, "  {}: {:>6} / {} connected and subscribed, {:.1f} s, broker RSS {}\n", res.protocol,
-                 total, n, elapsed, mib(static_cast<double>(rss_bytes(broker->process.pid()))));
+      fmt::print(stderr, "  {}: {:>6} / {} connected and subscribed, {:.1f} s, broker RSS {}\n", res.protocol, total, n,
+                 elapsed, mib(static_cast<double>(rss_bytes(broker->process.pid()))));
     }
     if (ready == res.clients) break;
     if (stopping()) res.error = "interrupted";
@@ -671,9 +680,8 @@ PhaseResult run_phase(Protocol protocol, const Settings& s, const Limits& limits
   std::this_thread::sleep_for(std::chrono::milliseconds(s.settle_ms));
   res.rss_after = static_cast<double>(rss_bytes(broker->process.pid()));
   const long long slab_after = socket_slab_bytes();
-  res.slab_per_conn = slab_before >= 0 && slab_after >= 0
-                          ? static_cast<double>(slab_after - slab_before) / static_cast<double>(n)
-                          : 0;
+  res.slab_per_conn =
+      slab_before >= 0 && slab_after >= 0 ? static_cast<double>(slab_after - slab_before) / static_cast<double>(n) : 0;
   res.broker_fds_after = open_fds(broker->process.pid());
 
   Publisher pub(broker->port, channel, s.payload);
@@ -686,7 +694,8 @@ PhaseResult run_phase(Protocol protocol, const Settings& s, const Limits& limits
   const double single_cpu0 = cpu_seconds(broker->process.pid());
   for (int i = 0; i < s.single_rounds && !stopping(); ++i) {
     std::int64_t sent = 0;
-    const RoundResult r = run_round(clients, 1, [&] { sent = pub.publish(1); }, std::chrono::seconds(s.round_timeout_s));
+    const RoundResult r = run_round(
+        clients, 1, [&] { sent = pub.publish(1); }, std::chrono::seconds(s.round_timeout_s));
     if (!r.complete) {
       res.error = "single message: " + r.error;
       break;
@@ -703,8 +712,8 @@ PhaseResult run_phase(Protocol protocol, const Settings& s, const Limits& limits
     const double cpu0 = cpu_seconds(broker->process.pid());
     Prober prober(protocol, data_port, std::chrono::milliseconds(s.probe_ms));
     std::int64_t sent = 0;
-    res.sustained = run_round(clients, s.messages, [&] { sent = pub.publish(s.messages, s.rate); },
-                          std::chrono::seconds(s.round_timeout_s));
+    res.sustained = run_round(
+        clients, s.messages, [&] { sent = pub.publish(s.messages, s.rate); }, std::chrono::seconds(s.round_timeout_s));
     res.busy_probe = prober.finish();
     res.sustained_s = static_cast<double>(res.sustained.last - sent) / 1e9;
     res.broker_cpu_s = cpu_seconds(broker->process.pid()) - cpu0;
@@ -733,9 +742,10 @@ double us(std::uint64_t ns) { return static_cast<double>(ns) / 1e3; }
 
 void print_results(const std::vector<PhaseResult>& results, const Settings& s) {
   fmt::print("\n## One broker at its descriptor limit: idle subscribed connections\n\n");
-  fmt::print("| protocol | connections | still open at end | broker fds own / limit / at N | client processes | "
-             "source addresses | set-up s | conn/s | VmRSS before | VmRSS at N | **broker bytes per connection** | "
-             "kernel socket objects per connection (both ends) |\n");
+  fmt::print(
+      "| protocol | connections | still open at end | broker fds own / limit / at N | client processes | "
+      "source addresses | set-up s | conn/s | VmRSS before | VmRSS at N | **broker bytes per connection** | "
+      "kernel socket objects per connection (both ends) |\n");
   fmt::print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& r : results) {
     fmt::print("| {} | {} | {} | {} / {} / {} | {} | {} | {:.1f} | {:.0f} | {} | {} | **{:.0f}** | {:.0f} |\n",
@@ -743,11 +753,13 @@ void print_results(const std::vector<PhaseResult>& results, const Settings& s) {
                r.clients, r.sources, r.setup_s, r.connections / std::max(r.setup_s, 1e-9), mib(r.rss_before),
                mib(r.rss_after), (r.rss_after - r.rss_before) / std::max(r.connections, 1), r.slab_per_conn);
   }
-  fmt::print("\n## One message to all N ({} B payload, one at a time): first and last arrival after the PUBLISH "
-             "was written, us\n\n",
-             s.payload);
-  fmt::print("| protocol | N | first / last per message | median last | last / N | broker CPU per delivery |\n"
-             "|---|---:|---|---:|---:|---:|\n");
+  fmt::print(
+      "\n## One message to all N ({} B payload, one at a time): first and last arrival after the PUBLISH "
+      "was written, us\n\n",
+      s.payload);
+  fmt::print(
+      "| protocol | N | first / last per message | median last | last / N | broker CPU per delivery |\n"
+      "|---|---:|---|---:|---:|---:|\n");
   for (const auto& r : results) {
     std::string each;
     std::vector<double> lasts;
@@ -763,15 +775,17 @@ void print_results(const std::vector<PhaseResult>& results, const Settings& s) {
   fmt::print("\n## Sustained: {} messages of {} B to all N, {}\n\n", s.messages, s.payload,
              s.rate > 0 ? fmt::format("published one at a time at {} msgs/s", s.rate)
                         : std::string("published as fast as the broker takes them"));
-  fmt::print("| protocol | N | complete | seconds | **messages/s** | deliveries/s | latency p50 / p99 / max ms | "
-             "broker CPU share | broker CPU per delivery | client CPU-s | gaps | wrong PUBLISH replies |\n");
+  fmt::print(
+      "| protocol | N | complete | seconds | **messages/s** | deliveries/s | latency p50 / p99 / max ms | "
+      "broker CPU share | broker CPU per delivery | client CPU-s | gaps | wrong PUBLISH replies |\n");
   fmt::print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n");
   for (const auto& r : results) {
     const auto& x = r.sustained;
     const double rate = r.sustained_s > 0 ? static_cast<double>(s.messages) / r.sustained_s : 0;
     const double deliveries = static_cast<double>(s.messages) * r.connections;
     fmt::print(
-        "| {} | {} | {} / {} | {:.2f} | **{}** | {} | {:.1f} / {:.1f} / {:.1f} | {:.0f} % | {:.3f} us | {:.1f} | {} | {} "
+        "| {} | {} | {} / {} | {:.2f} | **{}** | {} | {:.1f} / {:.1f} / {:.1f} | {:.0f} % | {:.3f} us | {:.1f} | {} | "
+        "{} "
         "|\n",
         r.protocol, r.connections, x.complete_connections, x.alive, r.sustained_s, si(rate), si(rate * r.connections),
         us(x.latency.percentile(0.5)) / 1e3, us(x.latency.percentile(0.99)) / 1e3, us(x.latency.max()) / 1e3,
@@ -783,8 +797,9 @@ void print_results(const std::vector<PhaseResult>& results, const Settings& s) {
   fmt::print("| protocol | when | probes | connect + subscribe p50 / max ms | PING p50 / max ms | failed |\n");
   fmt::print("|---|---|---:|---|---|---:|\n");
   for (const auto& r : results) {
-    for (const auto& [when, p] : {std::pair<const char*, const ProbeStats*>{"idle broker, no connections", &r.idle_probe},
-                                  {"during the sustained fan-out", &r.busy_probe}}) {
+    for (const auto& [when, p] :
+         {std::pair<const char*, const ProbeStats*>{"idle broker, no connections", &r.idle_probe},
+          {"during the sustained fan-out", &r.busy_probe}}) {
       fmt::print("| {} | {} | {} | {:.2f} / {:.2f} | {:.2f} / {:.2f} | {}{} |\n", r.protocol, when,
                  p->subscribe.count(), us(p->subscribe.percentile(0.5)) / 1e3, us(p->subscribe.max()) / 1e3,
                  us(p->ping.percentile(0.5)) / 1e3, us(p->ping.max()) / 1e3, p->failed,
@@ -796,7 +811,9 @@ void print_results(const std::vector<PhaseResult>& results, const Settings& s) {
 void print_overfill(const std::vector<PhaseResult>& results, const Settings& s) {
   if (s.overfill <= 0) return;
   fmt::print("\n## Past the limit: {} more connections to the RESP port, each PING given 1 s\n\n", s.overfill);
-  fmt::print("| protocol filled | answered | silent (left in the accept queue) | broker CPU share before / while they wait |\n");
+  fmt::print(
+      "| protocol filled | answered | silent (left in the accept queue) | broker CPU share before / while they wait "
+      "|\n");
   fmt::print("|---|---:|---:|---|\n");
   for (const auto& r : results) {
     fmt::print("| {} | {} | {} | {:.0f} % / {:.0f} % |\n", r.protocol, r.over_answered, r.over_silent,
@@ -893,10 +910,11 @@ int main(int argc, char** argv) {
   catch_stop_signals();
   const Limits limits = read_limits();
   fmt::print("load average at start: {}\n", load_average());
-  fmt::print("open-file limit (RLIMIT_NOFILE): soft {} / hard {} for this process, every client process and the "
-             "broker; the hard limit {} (CAP_SYS_RESOURCE {}), so the broker's descriptors cap N\n",
-             limits.soft, limits.hard, limits.raisable ? "can be raised here" : "cannot be raised here",
-             limits.raisable ? "present" : "absent");
+  fmt::print(
+      "open-file limit (RLIMIT_NOFILE): soft {} / hard {} for this process, every client process and the "
+      "broker; the hard limit {} (CAP_SYS_RESOURCE {}), so the broker's descriptors cap N\n",
+      limits.soft, limits.hard, limits.raisable ? "can be raised here" : "cannot be raised here",
+      limits.raisable ? "present" : "absent");
   fmt::print("ephemeral ports {}-{}: {} connections per source address to one destination; MemAvailable {}\n",
              limits.port_low, limits.port_high, limits.ports, mib(static_cast<double>(limits.mem_available)));
   std::fflush(stdout);

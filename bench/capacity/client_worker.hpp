@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -100,10 +100,10 @@ class RespStream {
 
 struct ClientOptions {
   Protocol protocol = Protocol::kResp;
-  int port = 0;            // the broker's RESP or WebSocket port
-  int connections = 0;     // this client's share
-  int first_index = 0;     // global index of its first connection (picks the source address)
-  int sources = 1;         // source addresses 127.0.0.1 .. 127.0.0.<sources>, round robin
+  int port = 0;         // the broker's RESP or WebSocket port
+  int connections = 0;  // this client's share
+  int first_index = 0;  // global index of its first connection (picks the source address)
+  int sources = 1;      // source addresses 127.0.0.1 .. 127.0.0.<sources>, round robin
   std::string channel;
   std::size_t payload = 0;
   int control_fd = -1;

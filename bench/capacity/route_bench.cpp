@@ -56,8 +56,15 @@ std::optional<Node> start_node(const std::string& exe, int route_to) {
   Node n;
   n.port = free_port();
   n.cluster_port = free_port();
-  std::vector<std::string> argv{exe, "-a", "127.0.0.1", "-p", std::to_string(n.port), "--cluster",
-                                fmt::format("nats://127.0.0.1:{}", n.cluster_port), "--cluster_name", "capacity"};
+  std::vector<std::string> argv{exe,
+                                "-a",
+                                "127.0.0.1",
+                                "-p",
+                                std::to_string(n.port),
+                                "--cluster",
+                                fmt::format("nats://127.0.0.1:{}", n.cluster_port),
+                                "--cluster_name",
+                                "capacity"};
   if (route_to > 0) argv.insert(argv.end(), {"--routes", fmt::format("nats://127.0.0.1:{}", route_to)});
   n.process = ChildProcess::spawn(argv, kQuiet);
   if (!n.process.running() || !wait_accepting(n.port)) {
@@ -265,9 +272,10 @@ int main(int argc, char** argv) {
   auto b = start_node(nats, a->cluster_port);
   if (!b) return 1;
   fmt::print("load average at start: {}\n\n", load_average());
-  fmt::print("| payload B | path | msgs/s (median of {}) | MB/s of payload | runs, M msgs/s | lost | node A CPU us/msg | "
-             "node B CPU us/msg |\n|---:|---|---:|---:|---|---:|---:|---:|\n",
-             runs);
+  fmt::print(
+      "| payload B | path | msgs/s (median of {}) | MB/s of payload | runs, M msgs/s | lost | node A CPU us/msg | "
+      "node B CPU us/msg |\n|---:|---|---:|---:|---|---:|---:|---:|\n",
+      runs);
   int run_id = 0;
   for (std::size_t p : payloads) {
     std::vector<std::function<Result()>> paths{[&] { return run(*a, *b, false, p, seconds, ++run_id); },
@@ -279,11 +287,11 @@ int main(int argc, char** argv) {
         each += fmt::format("{}{:.2f}", each.empty() ? "" : ", ", r.msgs_per_s / 1e6);
         if (!r.error.empty()) fmt::print(stderr, "{}: {}\n", i == 0 ? "direct" : "route", r.error);
       }
-      const Result m = median_by(results[i], [](const Result& x, const Result& y) { return x.msgs_per_s < y.msgs_per_s; });
+      const Result m =
+          median_by(results[i], [](const Result& x, const Result& y) { return x.msgs_per_s < y.msgs_per_s; });
       fmt::print("| {} | {} | {} | {:.0f} | {} | {} | {:.2f} | {:.2f} |\n", p,
                  i == 0 ? "direct (sub on A)" : "route (sub on B)", si(m.msgs_per_s),
-                 m.msgs_per_s * static_cast<double>(p) / 1e6, each, m.published - m.delivered, m.cpu_a_us,
-                 m.cpu_b_us);
+                 m.msgs_per_s * static_cast<double>(p) / 1e6, each, m.published - m.delivered, m.cpu_a_us, m.cpu_b_us);
       std::fflush(stdout);
     }
   }

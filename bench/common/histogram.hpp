@@ -15,9 +15,9 @@ namespace ringcast::bench {
 
 class LatencyHistogram {
  public:
-  static constexpr int kSubBits = 6;                  // 64 sub-buckets per octave
+  static constexpr int kSubBits = 6;  // 64 sub-buckets per octave
   static constexpr std::uint64_t kSub = 1U << kSubBits;
-  static constexpr int kMaxBit = 40;                  // values up to 2^40 ns (18 minutes)
+  static constexpr int kMaxBit = 40;  // values up to 2^40 ns (18 minutes)
   static constexpr std::size_t kBuckets = (kMaxBit - kSubBits + 1) * kSub;
 
   void record(std::uint64_t ns) noexcept {

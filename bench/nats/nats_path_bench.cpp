@@ -29,9 +29,9 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stdexcept>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,8 +41,8 @@
 
 #include "histogram.hpp"
 #include "relay_test_support.hpp"
-#include "server_process.hpp"
 #include "ringcast/broadcast_ring.hpp"
+#include "server_process.hpp"
 
 namespace {
 
@@ -57,9 +57,8 @@ using Clock = std::chrono::steady_clock;
 constexpr std::uint64_t kProbe = UINT64_MAX;
 
 std::uint64_t now_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        Clock::now().time_since_epoch())
-                                        .count());
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
 }
 
 // The first 16 of the 52 bytes each message carries; the rest is zero filler.
@@ -207,14 +206,19 @@ int main(int argc, char** argv) {
     return 1;
   }
   namespace rt = ringcast::relay::testing;
-  const auto quiet = ringcast::test::SpawnOptions{.out = ringcast::test::Stream::kPipe,
-                                                  .err = ringcast::test::Stream::kDiscard};
+  const auto quiet =
+      ringcast::test::SpawnOptions{.out = ringcast::test::Stream::kPipe, .err = ringcast::test::Stream::kDiscard};
   // With JetStream the publishing relay creates the stream, so it starts first
   // (the JetStream meta leader may still be in election: it retries).
   std::vector<std::string> relay_args{RELAY_EXE, "--ring", ring_a_path + "=bench.ticks", "--nats", a->url()};
   if (!jetstream) relay_args.insert(relay_args.end(), {"--nats-batch", std::to_string(nats_batch)});
-  std::vector<std::string> ingress_args{RELAY_EXE, "--nats", b->url(), "--nats-in", "bench.ticks=" + ring_b_path,
-                                        "--nats-in-capacity", std::to_string(capacity)};
+  std::vector<std::string> ingress_args{RELAY_EXE,
+                                        "--nats",
+                                        b->url(),
+                                        "--nats-in",
+                                        "bench.ticks=" + ring_b_path,
+                                        "--nats-in-capacity",
+                                        std::to_string(capacity)};
   ChildProcess relay;
   if (jetstream) {
     relay_args.insert(relay_args.end(), {"--jetstream", "BENCH", "--stream-max-bytes", "2gb"});
@@ -263,8 +267,8 @@ int main(int argc, char** argv) {
              capacity,
              jetstream ? std::string("JetStream (stream BENCH, file store, R1; durable pull consumer)")
                        : fmt::format("core NATS, --nats-batch {}", nats_batch));
-  fmt::print("{:<6} {:>10} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "phase", "messages", "msgs/s", "lost",
-             "p50 us", "p99 us", "p99.9 us", "max us");
+  fmt::print("{:<6} {:>10} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "phase", "messages", "msgs/s", "lost", "p50 us",
+             "p99 us", "p99.9 us", "max us");
   std::uint64_t seq = 0;
   struct Proc {
     const char* name;
@@ -280,8 +284,7 @@ int main(int argc, char** argv) {
     for (const Proc& p : procs) v.push_back(ringcast::bench::cpu_seconds(p.pid));
     return v;
   };
-  const auto report = [](const char* phase, const Consumer::Result& r, std::uint64_t first_ns,
-                         std::uint64_t sent) {
+  const auto report = [](const char* phase, const Consumer::Result& r, std::uint64_t first_ns, std::uint64_t sent) {
     const double secs = r.last_ns > first_ns ? static_cast<double>(r.last_ns - first_ns) / 1e9 : 0;
     fmt::print("{:<6} {:>10} {:>12.0f} {:>10} {:>9} {:>9} {:>9} {:>9}\n", phase, sent,
                secs > 0 ? static_cast<double>(r.received) / secs : 0.0, r.lost + (sent - r.received - r.lost),

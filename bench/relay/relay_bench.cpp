@@ -48,15 +48,6 @@ using namespace ringcast::bench;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-
-
-
-
-
-
-
-
-
 // N subscribers on one epoll thread, counting frames of a known size.
 class Subscribers {
  public:
@@ -214,10 +205,10 @@ Result run_relay(const std::string& exe, int n, std::size_t payload, double seco
     return {};
   }
   const int port = free_port();
-  ChildProcess relay = ChildProcess::spawn({exe, "--ring", path + "=bench", "--listen",
-                                            fmt::format("127.0.0.1:{}", port), "--io-threads",
-                                            std::to_string(io_threads)},
-                                           kQuiet);
+  ChildProcess relay =
+      ChildProcess::spawn({exe, "--ring", path + "=bench", "--listen", fmt::format("127.0.0.1:{}", port),
+                           "--io-threads", std::to_string(io_threads)},
+                          kQuiet);
   Result r;
   if (relay.running() && wait_accepting(port) && eventually([&] { return ring->active_consumer_count() >= 1; })) {
     Subscribers subs(port, n, "bench", payload);
@@ -241,7 +232,6 @@ Result run_relay(const std::string& exe, int n, std::size_t payload, double seco
   ::unlink(path.c_str());
   return r;
 }
-
 
 }  // namespace
 

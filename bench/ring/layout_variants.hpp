@@ -42,8 +42,8 @@ class LayoutVariantRing {
   explicit LayoutVariantRing(std::uint64_t capacity)
       : capacity_(capacity),
         mask_(capacity - 1),
-        slots_(static_cast<layout::Slot*>(::operator new[](capacity * sizeof(layout::Slot),
-                                                           std::align_val_t{kCacheLine}))),
+        slots_(static_cast<layout::Slot*>(
+            ::operator new[](capacity * sizeof(layout::Slot), std::align_val_t{kCacheLine}))),
         table_(new Table{}) {
     // Power-of-two capacities only: the benchmarks use nothing else.
     for (std::uint64_t i = 0; i < capacity; ++i) {
@@ -68,7 +68,8 @@ class LayoutVariantRing {
   }
 
   [[nodiscard]] Errc try_push(std::span<const std::byte> payload) noexcept {
-    if (payload.size() > kMaxPayload) [[unlikely]] return Errc::payload_too_large;
+    if (payload.size() > kMaxPayload) [[unlikely]]
+      return Errc::payload_too_large;
     if (!has_room()) return Errc::full;
     write_slot(seq_, payload);
     ++seq_;
@@ -164,7 +165,8 @@ class LayoutVariantRing {
 
   bool has_room() noexcept {
     if constexpr (kCachedMin) {
-      if (seq_ - cached_min_ < capacity_) [[likely]] return true;
+      if (seq_ - cached_min_ < capacity_) [[likely]]
+        return true;
     }
     std::uint64_t min = seq_;
     for (ConsumerId id = 0; id < kMaxConsumers; ++id) {

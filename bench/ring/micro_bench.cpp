@@ -121,7 +121,8 @@ void PushNoConsumer(benchmark::State& state) {
   Message m;
   fill_message(m, 1, 2);
   for (auto _ : state) {
-    if (ring->try_push(m.span()) != Errc::ok) [[unlikely]] state.SkipWithError("push failed");
+    if (ring->try_push(m.span()) != Errc::ok) [[unlikely]]
+      state.SkipWithError("push failed");
   }
   state.SetItemsProcessed(state.iterations());
 }
@@ -234,7 +235,8 @@ void Threads(benchmark::State& state) {
                   ++expected;
                 },
                 kDrainMax);
-            if (r.count == 0) backoff.pause(); else backoff.reset();
+            if (r.count == 0) backoff.pause();
+            else backoff.reset();
           } else {
             const RecvResult r = handle.try_recv(id, out);
             if (r.status == Errc::ok) {
@@ -305,8 +307,8 @@ void Threads(benchmark::State& state) {
 
 using BaselineSeed = Baseline<false>;
 using BaselineLazy = Baseline<true>;
-using PaddedCached = Variant<true, true>;    // issue 2 layout
-using PackedScan = Variant<false, false>;    // the seed's layout and protocol
+using PaddedCached = Variant<true, true>;  // issue 2 layout
+using PackedScan = Variant<false, false>;  // the seed's layout and protocol
 using PackedCached = Variant<false, true>;
 using PaddedScan = Variant<true, false>;
 

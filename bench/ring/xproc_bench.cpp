@@ -58,9 +58,9 @@ namespace {
 
 namespace bip = boost::interprocess;
 
-constexpr std::size_t kPushBatch = 32;   // messages built (and stamped) together
-constexpr std::size_t kDrainMax = 256;   // drain() budget per call
-constexpr int kReportFd = STDOUT_FILENO; // consumer -> harness: a pipe the harness reads
+constexpr std::size_t kPushBatch = 32;    // messages built (and stamped) together
+constexpr std::size_t kDrainMax = 256;    // drain() budget per call
+constexpr int kReportFd = STDOUT_FILENO;  // consumer -> harness: a pipe the harness reads
 
 enum class Transport { ringcast, zmq, boost };
 enum class Api { batch, single };
@@ -81,12 +81,12 @@ constexpr auto kWaitTimeout = std::chrono::seconds(1);  // recv_wait/push_wait s
 // that says it has attached.
 struct ConsumerReport {
   std::uint64_t received = 0;
-  std::uint64_t bad = 0;            // messages that did not verify
+  std::uint64_t bad = 0;  // messages that did not verify
   std::uint64_t first_bad_seq = 0;
-  std::uint64_t first_ns = 0;       // CLOCK_MONOTONIC at the first receive
-  std::uint64_t last_ns = 0;        // ... and at the last
-  std::uint64_t stalls = 0;         // ringcast: receives that returned stalled (retried)
-  std::uint64_t cpu_ns = 0;         // user + system CPU time of the consumer process
+  std::uint64_t first_ns = 0;  // CLOCK_MONOTONIC at the first receive
+  std::uint64_t last_ns = 0;   // ... and at the last
+  std::uint64_t stalls = 0;    // ringcast: receives that returned stalled (retried)
+  std::uint64_t cpu_ns = 0;    // user + system CPU time of the consumer process
   LatencyHistogram latency;
 };
 static_assert(std::is_trivially_copyable_v<ConsumerReport>, "sent as bytes");
@@ -265,16 +265,24 @@ int consumer_main(const ConsumerArgs& a) {
   auto report = std::make_unique<ConsumerReport>();
   try {
     switch (a.transport) {
-      case Transport::ringcast: consume_ringcast(a, *report); break;
-      case Transport::zmq: consume_zmq(a, *report); break;
-      case Transport::boost: consume_boost(a, *report); break;
+      case Transport::ringcast:
+        consume_ringcast(a, *report);
+        break;
+      case Transport::zmq:
+        consume_zmq(a, *report);
+        break;
+      case Transport::boost:
+        consume_boost(a, *report);
+        break;
     }
   } catch (const std::exception& e) {
     fail(std::string("consumer: ") + e.what());
   }
   struct rusage usage {};
   ::getrusage(RUSAGE_SELF, &usage);
-  const auto ns = [](const timeval& tv) { return static_cast<std::uint64_t>(tv.tv_sec) * 1'000'000'000 + static_cast<std::uint64_t>(tv.tv_usec) * 1'000; };
+  const auto ns = [](const timeval& tv) {
+    return static_cast<std::uint64_t>(tv.tv_sec) * 1'000'000'000 + static_cast<std::uint64_t>(tv.tv_usec) * 1'000;
+  };
   report->cpu_ns = ns(usage.ru_utime) + ns(usage.ru_stime);
   return write_all(kReportFd, report.get(), sizeof *report) ? 0 : 3;
 }
@@ -288,7 +296,7 @@ struct Scenario {
   Api api;
   Mode mode;
   int consumers;
-  double rate;               // messages/s, rate mode
+  double rate;  // messages/s, rate mode
   std::uint64_t messages;
 };
 
@@ -300,7 +308,7 @@ struct Options {
   std::uint64_t messages = 10'000'000;      // ringcast saturation runs
   std::uint64_t peer_messages = 1'000'000;  // zmq and boost saturation runs (an order slower)
   std::uint64_t rate_messages = 50'000;
-  double rate_seconds = 0;                  // > 0: rate runs send rate x this many messages
+  double rate_seconds = 0;  // > 0: rate runs send rate x this many messages
   std::vector<double> rates{100'000};
   std::uint64_t capacity = 4096;
   std::uint64_t sample_every = 64;
@@ -308,7 +316,7 @@ struct Options {
   int producer_cpu = -1;
   std::vector<int> consumer_cpus;
   std::string idle = "auto";
-  bool wakeups = false;                     // create the ring with CreateOptions::wakeups
+  bool wakeups = false;  // create the ring with CreateOptions::wakeups
   std::string json_path;
   int timeout_s = 600;
 };
@@ -355,8 +363,7 @@ class Producer {
 
 class RingcastProducer final : public Producer {
  public:
-  RingcastProducer(BroadcastRing& ring, Api api, Idle idle)
-      : ring_(ring), api_(api), idle_(idle), backoff_(idle) {}
+  RingcastProducer(BroadcastRing& ring, Api api, Idle idle) : ring_(ring), api_(api), idle_(idle), backoff_(idle) {}
   void send(std::span<const Message> msgs) override {
     if (api_ == Api::single) {
       for (const Message& m : msgs) {
@@ -468,11 +475,11 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
   res.s = s;
   res.repetition = repetition;
   const unsigned busy = static_cast<unsigned>(s.consumers) + 1;
-  res.idle = o.idle == "spin"    ? Idle::spin
-             : o.idle == "yield" ? Idle::yield
-             : o.idle == "block" ? Idle::block
+  res.idle = o.idle == "spin"                   ? Idle::spin
+             : o.idle == "yield"                ? Idle::yield
+             : o.idle == "block"                ? Idle::block
              : default_idle(busy) == Idle::spin ? Idle::spin
-                                                 : Idle::block;
+                                                : Idle::block;
   if (s.transport != Transport::ringcast && res.idle == Idle::block) res.idle = Idle::yield;  // peers block anyway
   const Names names = Names::make(static_cast<long>(::getpid()), run_index);
 
@@ -510,8 +517,8 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
     case Transport::boost:
       for (int i = 0; i < s.consumers; ++i) {
         bip::message_queue::remove(names.queue(i).c_str());
-        queues.push_back(std::make_unique<bip::message_queue>(bip::create_only, names.queue(i).c_str(),
-                                                              o.capacity, kMessageBytes));
+        queues.push_back(
+            std::make_unique<bip::message_queue>(bip::create_only, names.queue(i).c_str(), o.capacity, kMessageBytes));
       }
       producer = std::make_unique<BoostProducer>(queues);
       break;
@@ -523,14 +530,36 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
   const std::string exe = self_exe();
   std::vector<test::ChildProcess> children;
   for (int i = 0; i < s.consumers; ++i) {
-    const int cpu = o.consumer_cpus.empty() ? -1 : o.consumer_cpus[static_cast<std::size_t>(i) % o.consumer_cpus.size()];
-    children.push_back(test::ChildProcess::spawn(
-        {exe, "--role", "consumer", "--transport", name(s.transport), "--api", name(s.api), "--mode", name(s.mode),
-         "--idle", name(res.idle), "--messages", std::to_string(s.messages), "--sample-every",
-         std::to_string(o.sample_every), "--capacity", std::to_string(o.capacity), "--index", std::to_string(i),
-         "--cpu", std::to_string(cpu), "--ring-path", names.ring_path, "--zmq-endpoint", names.zmq_endpoint,
-         "--queue-prefix", names.queue_prefix},
-        {.out = test::Stream::kPipe, .err = test::Stream::kInherit}));
+    const int cpu =
+        o.consumer_cpus.empty() ? -1 : o.consumer_cpus[static_cast<std::size_t>(i) % o.consumer_cpus.size()];
+    children.push_back(test::ChildProcess::spawn({exe,
+                                                  "--role",
+                                                  "consumer",
+                                                  "--transport",
+                                                  name(s.transport),
+                                                  "--api",
+                                                  name(s.api),
+                                                  "--mode",
+                                                  name(s.mode),
+                                                  "--idle",
+                                                  name(res.idle),
+                                                  "--messages",
+                                                  std::to_string(s.messages),
+                                                  "--sample-every",
+                                                  std::to_string(o.sample_every),
+                                                  "--capacity",
+                                                  std::to_string(o.capacity),
+                                                  "--index",
+                                                  std::to_string(i),
+                                                  "--cpu",
+                                                  std::to_string(cpu),
+                                                  "--ring-path",
+                                                  names.ring_path,
+                                                  "--zmq-endpoint",
+                                                  names.zmq_endpoint,
+                                                  "--queue-prefix",
+                                                  names.queue_prefix},
+                                                 {.out = test::Stream::kPipe, .err = test::Stream::kInherit}));
     if (!children.back().running()) fail("cannot start a consumer: " + exe);
   }
   ::alarm(static_cast<unsigned>(o.timeout_s));
@@ -585,7 +614,8 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
     res.consumer_cpu_ns += report->cpu_ns;
     if (report->bad != 0) {
       std::fprintf(stderr, "consumer: %llu bad messages, first at seq %llu\n",
-                   static_cast<unsigned long long>(report->bad), static_cast<unsigned long long>(report->first_bad_seq));
+                   static_cast<unsigned long long>(report->bad),
+                   static_cast<unsigned long long>(report->first_bad_seq));
     }
     last_ns = std::max(last_ns, report->last_ns);
     res.latency.merge(report->latency);
@@ -615,7 +645,9 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
 
 std::vector<Scenario> scenarios(const Options& o) {
   std::vector<Scenario> out;
-  auto has = [](const std::vector<std::string>& v, const char* x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  auto has = [](const std::vector<std::string>& v, const char* x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
   for (const char* mode : {"saturation", "rate"}) {
     if (!has(o.modes, mode)) continue;
     const Mode m = std::string(mode) == "rate" ? Mode::rate : Mode::saturation;
@@ -658,8 +690,8 @@ std::string json_run(const RunResult& r) {
   for (std::size_t i = 0; i < LatencyHistogram::kBuckets; ++i) {
     const std::uint64_t c = r.latency.bucket_count(i);
     if (c == 0) continue;
-    hist += fmt::format("{}[{},{},{}]", hist.empty() ? "" : ",", LatencyHistogram::lower(i),
-                        LatencyHistogram::upper(i), c);
+    hist +=
+        fmt::format("{}[{},{},{}]", hist.empty() ? "" : ",", LatencyHistogram::lower(i), LatencyHistogram::upper(i), c);
   }
   const auto& l = r.latency;
   return fmt::format(
@@ -669,9 +701,9 @@ std::string json_run(const RunResult& r) {
       R"("latency_ns":{{"samples":{},"min":{},"p50":{},"p90":{},"p99":{},"p999":{},"max":{},"mean":{:.1f}}},)"
       R"("histogram":[{}]}})",
       name(r.s.transport), name(r.s.api), name(r.s.mode), r.s.consumers, r.s.rate, r.s.messages, r.repetition,
-      name(r.idle), r.seconds, r.producer_seconds, r.msgs_per_sec(), r.received, r.bad, r.stalls, r.send_calls, r.full_hits,
-      r.consumer_cpu_pct(), l.count(), l.min(), l.percentile(0.50), l.percentile(0.90), l.percentile(0.99), l.percentile(0.999), l.max(),
-      l.mean(), hist);
+      name(r.idle), r.seconds, r.producer_seconds, r.msgs_per_sec(), r.received, r.bad, r.stalls, r.send_calls,
+      r.full_hits, r.consumer_cpu_pct(), l.count(), l.min(), l.percentile(0.50), l.percentile(0.90), l.percentile(0.99),
+      l.percentile(0.999), l.max(), l.mean(), hist);
 }
 
 std::string host_line(const char* cmd) {
@@ -697,8 +729,9 @@ int harness_main(const Options& o, const std::string& command_line) {
   const auto list = scenarios(o);
   std::vector<RunResult> results;
   int run_index = 0;
-  fmt::print("{:<9} {:<6} {:<10} {:>3} {:>9} {:>8} {:>13} {:>7} {:>9} {:>9} {:>9} {:>10} {:>6} {:>4}\n", "transport", "api",
-             "mode", "N", "rate", "idle", "msgs/s", "full%", "p50 ns", "p99 ns", "p99.9 ns", "max ns", "cpu%", "bad");
+  fmt::print("{:<9} {:<6} {:<10} {:>3} {:>9} {:>8} {:>13} {:>7} {:>9} {:>9} {:>9} {:>10} {:>6} {:>4}\n", "transport",
+             "api", "mode", "N", "rate", "idle", "msgs/s", "full%", "p50 ns", "p99 ns", "p99.9 ns", "max ns", "cpu%",
+             "bad");
   for (const Scenario& s : list) {
     std::vector<RunResult> reps;
     for (int rep = 0; rep < o.repetitions; ++rep) {
@@ -730,8 +763,8 @@ int harness_main(const Options& o, const std::string& command_line) {
     for (RunResult& r : reps) {
       if (r.bad != 0 || r.received != r.s.messages * static_cast<std::uint64_t>(r.s.consumers)) {
         fail(fmt::format("verification failed: {} {} N={}: received {} of {}, {} bad", name(r.s.transport),
-                         name(r.s.api), r.s.consumers, r.received, r.s.messages * static_cast<std::uint64_t>(r.s.consumers),
-                         r.bad));
+                         name(r.s.api), r.s.consumers, r.received,
+                         r.s.messages * static_cast<std::uint64_t>(r.s.consumers), r.bad));
       }
       results.push_back(std::move(r));
     }
@@ -748,9 +781,9 @@ int harness_main(const Options& o, const std::string& command_line) {
         R"("drain_max":{},"sample_every":{},"repetitions":{},"producer_cpu":{},"consumer_cpus":"{}","realtime":{}}},)"
         "\n\"runs\":[\n{}\n]}}\n",
         command_line, host_line("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'"),
-        host_line("uname -srm"), std::thread::hardware_concurrency(), o.capacity, kPushBatch, kDrainMax,
-        o.sample_every, o.repetitions, o.producer_cpu, fmt::format("{}", fmt::join(o.consumer_cpus, ",")),
-        realtime ? "true" : "false", runs);
+        host_line("uname -srm"), std::thread::hardware_concurrency(), o.capacity, kPushBatch, kDrainMax, o.sample_every,
+        o.repetitions, o.producer_cpu, fmt::format("{}", fmt::join(o.consumer_cpus, ",")), realtime ? "true" : "false",
+        runs);
     FILE* f = std::fopen(o.json_path.c_str(), "w");
     if (f == nullptr || std::fwrite(doc.data(), 1, doc.size(), f) != doc.size() || std::fclose(f) != 0) {
       fail("cannot write " + o.json_path);

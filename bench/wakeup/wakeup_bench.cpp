@@ -87,10 +87,13 @@ int wake_latency(int rounds, bool wakeups) {
   }
   std::sort(latencies.begin(), latencies.end());
   const auto pct = [&](double p) {
-    return latencies[std::min(latencies.size() - 1, static_cast<std::size_t>(p * static_cast<double>(latencies.size())))];
+    return latencies[std::min(latencies.size() - 1,
+                              static_cast<std::size_t>(p * static_cast<double>(latencies.size())))];
   };
-  fmt::print("{{\"ring\": \"{}\", \"wake_latency_ns\": {{\"rounds\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"max\": {}}}}}\n",
-             wakeups ? "wakeups" : "plain", latencies.size(), pct(0.5), pct(0.9), pct(0.99), latencies.back());
+  fmt::print(
+      "{{\"ring\": \"{}\", \"wake_latency_ns\": {{\"rounds\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"max\": "
+      "{}}}}}\n",
+      wakeups ? "wakeups" : "plain", latencies.size(), pct(0.5), pct(0.9), pct(0.99), latencies.back());
   return 0;
 }
 

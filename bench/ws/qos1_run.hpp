@@ -69,7 +69,7 @@ inline std::int64_t number_after(std::string_view s, std::string_view key) {
 struct Conn {
   int fd = -1;
   FrameReader reader;
-  std::string frame;          // the text frame being assembled
+  std::string frame;              // the text frame being assembled
   std::vector<std::string> done;  // complete frames of the last feed
   void begin(Opcode, bool, std::uint64_t) { frame.clear(); }
   void data(const char* p, std::size_t n) { frame.append(p, n); }
@@ -145,8 +145,8 @@ inline Qos1Result run_qos1(int ws_port, int subscribers, std::size_t payload, st
           const std::int64_t id = number_after(f, R"("message_id":)");
           const auto at = f.find(R"("payload":")");
           if (id <= 0 || at == std::string::npos) continue;
-          acks += client_frame(Opcode::kText, R"({"type":"ack","topic":")" + topic +
-                                                  R"(","message_id":)" + std::to_string(id) + "}");
+          acks += client_frame(Opcode::kText,
+                               R"({"type":"ack","topic":")" + topic + R"(","message_id":)" + std::to_string(id) + "}");
           if (f.find(R"("dup":true)") != std::string::npos) {
             ++redelivered;
             continue;

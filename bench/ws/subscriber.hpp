@@ -52,8 +52,8 @@ class Subscriber {
 
   // Blocking: upgrades, subscribes to `topic` and waits until the server
   // confirms it. False with `error` set otherwise.
-  bool subscribe(int port, std::string_view topic, const std::optional<std::string>& token,
-                 test::Deadline deadline, std::string& error) {
+  bool subscribe(int port, std::string_view topic, const std::optional<std::string>& token, test::Deadline deadline,
+                 std::string& error) {
     std::string rest;
     if (!upgrade(fd_, port, rest, error, deadline)) return false;
     std::string out;
@@ -61,8 +61,8 @@ class Subscriber {
       if (token) out += client_frame(Opcode::kText, R"({"type":"auth","token":")" + *token + R"("})");
       out += client_frame(Opcode::kText, R"({"type":"subscribe","topic":")" + std::string(topic) + R"("})");
     } else {
-      out = client_frame(Opcode::kText, "CONNECT {\"verbose\":false,\"pedantic\":false}\r\nSUB " +
-                                            std::string(topic) + " 1\r\nPING\r\n");
+      out = client_frame(Opcode::kText, "CONNECT {\"verbose\":false,\"pedantic\":false}\r\nSUB " + std::string(topic) +
+                                            " 1\r\nPING\r\n");
     }
     if (!test::send_all(fd_, out)) {
       error = "cannot send the subscribe request";

@@ -102,8 +102,13 @@ std::optional<Server> start(const std::string& which, const Options& o, int max_
   if (which == "ringcast") {
     s.name = "ringcast-broker";
     s.dialect = Dialect::kPopSub;
-    argv = {o.broker_exe,       "--port", std::to_string(s.publish_port), "--ws-port",
-            std::to_string(s.ws_port), "--io-threads", std::to_string(o.io_threads)};
+    argv = {o.broker_exe,
+            "--port",
+            std::to_string(s.publish_port),
+            "--ws-port",
+            std::to_string(s.ws_port),
+            "--io-threads",
+            std::to_string(o.io_threads)};
     if (max_connections > 0) argv.insert(argv.end(), {"--max-connections", std::to_string(max_connections)});
     argv.insert(argv.end(), o.broker_args.begin(), o.broker_args.end());
   } else {
@@ -166,15 +171,15 @@ struct Result {
   std::uint64_t lost = 0;
   std::uint64_t gaps = 0;
   std::uint64_t reordered = 0;
-  std::uint64_t disconnected = 0;  // subscribers the server closed or that saw a protocol error
+  std::uint64_t disconnected = 0;       // subscribers the server closed or that saw a protocol error
   std::uint64_t short_subscribers = 0;  // subscribers that received fewer than published
   double p50_us = 0;
   double p99_us = 0;
-  double reader_cpu = 0;  // share of one core the subscribers' reader thread used while it ran
-  double server_cpu = 0;  // server CPU-seconds per wall second
-  double seconds = 0;     // first publish to last delivery
+  double reader_cpu = 0;        // share of one core the subscribers' reader thread used while it ran
+  double server_cpu = 0;        // server CPU-seconds per wall second
+  double seconds = 0;           // first publish to last delivery
   double longest_pause_ms = 0;  // the longest time with no delivery to any subscriber, after the first
-  std::string error;      // the first subscriber error, if any
+  std::string error;            // the first subscriber error, if any
 };
 
 struct Cell {
@@ -222,7 +227,7 @@ Result run(const Server& server, const Cell& cell, const Options& o) {
   std::atomic<std::uint64_t> delivered{0};
   std::atomic<std::int64_t> last_delivery{0};
   std::vector<bool> dead(subs.size(), false);
-  double reader_cpu = 0;  // written by the reader, read after the join
+  double reader_cpu = 0;           // written by the reader, read after the join
   std::int64_t longest_pause = 0;  // the longest time between two deliveries (ns); reader-written, read after the join
   std::thread reader([&] {
     const double cpu0 = thread_cpu_seconds();
@@ -458,7 +463,8 @@ int main(int argc, char** argv) {
   int client_cpu = -1;
   bool verbose = false;
   app.add_flag("--verbose", verbose, "Every run's figures on stderr (published, delivered, seconds, CPU)");
-  app.add_option("--mode", mode, "fanout, idle, all (both), or qos1 (ringcast only: QoS 1 publisher, acking subscribers)")
+  app.add_option("--mode", mode,
+                 "fanout, idle, all (both), or qos1 (ringcast only: QoS 1 publisher, acking subscribers)")
       ->check(CLI::IsMember({"fanout", "idle", "all", "qos1"}))
       ->capture_default_str();
   std::size_t qos1_window = 1000;
@@ -470,7 +476,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--broker", o.broker_exe, "ringcast-broker executable (needs --ws-port)")->capture_default_str();
   app.add_option("--nats", o.nats_exe, "nats-server executable")->capture_default_str();
-  app.add_option("--broker-arg", o.broker_args, "Extra ringcast-broker flag (repeatable), e.g. --broker-arg=--pace-bytes=0");
+  app.add_option("--broker-arg", o.broker_args,
+                 "Extra ringcast-broker flag (repeatable), e.g. --broker-arg=--pace-bytes=0");
   app.add_option("--io-threads", o.io_threads, "ringcast-broker I/O threads (0 = cores)")->capture_default_str();
   app.add_option("--token", o.token, "Send {\"type\":\"auth\",\"token\":TOKEN} before subscribing (ringcast)");
   app.add_option("--subscribers", subscribers, "Subscriber counts (fan-out)")->delimiter(',')->capture_default_str();
@@ -514,10 +521,13 @@ int main(int argc, char** argv) {
     auto s = start("ringcast", o);
     if (!s) return 1;
     const std::uint64_t n_msgs = messages > 0 ? messages : 100'000;
-    fmt::print("## QoS 1 end to end: one WebSocket publisher (qos 1, at most {} without a puback), acking WebSocket "
-               "subscribers (qos 1)\n\n{} messages per run, median of {} runs.\n\n",
-               qos1_window, n_msgs, runs);
-    fmt::print("| N | payload B | deliveries/s | publishes/s | p50 / p99 us | redelivered |\n|---:|---:|---:|---:|---:|---:|\n");
+    fmt::print(
+        "## QoS 1 end to end: one WebSocket publisher (qos 1, at most {} without a puback), acking WebSocket "
+        "subscribers (qos 1)\n\n{} messages per run, median of {} runs.\n\n",
+        qos1_window, n_msgs, runs);
+    fmt::print(
+        "| N | payload B | deliveries/s | publishes/s | p50 / p99 us | redelivered "
+        "|\n|---:|---:|---:|---:|---:|---:|\n");
     for (int n : subscribers) {
       for (std::size_t p : payloads) {
         std::vector<ws::Qos1Result> rs;
@@ -531,8 +541,9 @@ int main(int argc, char** argv) {
                        x.redelivered);
           }
         }
-        std::sort(rs.begin(), rs.end(),
-                  [](const ws::Qos1Result& a, const ws::Qos1Result& b) { return a.delivered_per_s < b.delivered_per_s; });
+        std::sort(rs.begin(), rs.end(), [](const ws::Qos1Result& a, const ws::Qos1Result& b) {
+          return a.delivered_per_s < b.delivered_per_s;
+        });
         const ws::Qos1Result& m = rs[rs.size() / 2];
         fmt::print("| {} | {} | {} | {} | {:.0f} / {:.0f} | {} |\n", n, p, si(m.delivered_per_s), si(m.published_per_s),
                    m.p50_us, m.p99_us, m.redelivered);
@@ -553,15 +564,15 @@ int main(int argc, char** argv) {
     }
     fmt::print("## WebSocket fan-out: delivered messages/s (publisher as fast as the server accepts, {})\n\n",
                messages > 0 ? fmt::format("{} messages per run", messages) : fmt::format("{} s per run", seconds));
-    fmt::print("Median of {} runs per server, alternated. lost = N x published - delivered; gaps / reordered from "
-               "the per-subscriber sequence; latency includes queueing; reader = share of a core the load "
-               "generator's reader used.\n\n",
-               runs);
+    fmt::print(
+        "Median of {} runs per server, alternated. lost = N x published - delivered; gaps / reordered from "
+        "the per-subscriber sequence; latency includes queueing; reader = share of a core the load "
+        "generator's reader used.\n\n",
+        runs);
     std::string head = "| N | payload B |";
     std::string rule = "|---:|---:|";
     for (const auto& s : running) {
-      head += fmt::format(" {0} msgs/s | {0} lost / gaps / reordered / cut | {0} p50 / p99 us | {0} reader |",
-                          s.name);
+      head += fmt::format(" {0} msgs/s | {0} lost / gaps / reordered / cut | {0} p50 / p99 us | {0} reader |", s.name);
       rule += "---:|---:|---:|---:|";
     }
     if (running.size() == 2) {
@@ -578,18 +589,19 @@ int main(int argc, char** argv) {
         std::string row = fmt::format("| {} | {} |", n, p);
         std::vector<double> rates;
         for (std::size_t i = 0; i < running.size(); ++i) {
-          const Result m = median_by(results[i], [](const Result& a, const Result& b) {
-            return a.delivered_per_s < b.delivered_per_s;
-          });
+          const Result m = median_by(
+              results[i], [](const Result& a, const Result& b) { return a.delivered_per_s < b.delivered_per_s; });
           for (const Result& r : results[i]) {
             if (!r.error.empty()) fmt::print(stderr, "{} N={} {} B: {}\n", running[i].name, n, p, r.error);
             if (verbose) {
               fmt::print(stderr,
-                         "{} N={} {} B: published {} ({}/s), delivered {} in {:.2f} s = {}/s, lost {} (subscribers short: {}), "
+                         "{} N={} {} B: published {} ({}/s), delivered {} in {:.2f} s = {}/s, lost {} (subscribers "
+                         "short: {}), "
                          "longest pause {:.0f} ms, server CPU "
                          "{:.0f} %, reader {:.0f} %\n",
                          running[i].name, n, p, r.published, si(r.published_per_s), r.delivered, r.seconds,
-                         si(r.delivered_per_s), r.lost, r.short_subscribers, r.longest_pause_ms, 100 * r.server_cpu, 100 * r.reader_cpu);
+                         si(r.delivered_per_s), r.lost, r.short_subscribers, r.longest_pause_ms, 100 * r.server_cpu,
+                         100 * r.reader_cpu);
             }
           }
           row += fmt::format(" {} | {} / {} / {} / {} | {:.0f} / {:.0f} | {:.0f} % |", si(m.delivered_per_s), m.lost,
@@ -615,9 +627,8 @@ int main(int argc, char** argv) {
       if (!s) return 1;
       const IdleResult r = run_idle(*s, connections, idle_topic == "own", idle_settle_ms, o);
       if (!r.error.empty()) fmt::print(stderr, "{}: {}\n", s->name, r.error);
-      const double per = r.connected > 0 ? (static_cast<double>(r.rss_after) - static_cast<double>(r.rss_before)) /
-                                               r.connected
-                                         : 0;
+      const double per =
+          r.connected > 0 ? (static_cast<double>(r.rss_after) - static_cast<double>(r.rss_before)) / r.connected : 0;
       fmt::print("| {} | {} | {} | {:.0f} | {} / {} | {:.1f} |\n", s->name, mib(r.rss_before), mib(r.rss_after), per,
                  r.connected, r.alive, r.setup_s);
       std::fflush(stdout);

@@ -23,10 +23,9 @@ using broker::ws::Opcode;
 // "101 Switching Protocols"; bytes the server sent after the response (its
 // first frames) are left in `rest`. `error` says what went wrong otherwise.
 inline bool upgrade(int fd, int port, std::string& rest, std::string& error, test::Deadline deadline) {
-  const std::string request =
-      "GET / HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
-      "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+  const std::string request = "GET / HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                              "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
   rest.clear();
   if (!test::send_all(fd, request)) {
     error = "cannot send the upgrade request";
@@ -139,7 +138,7 @@ class FrameReader {
 
   std::uint64_t remaining_ = 0;  // payload bytes of the current frame still to come
   char hold_[broker::ws::kMaxServerHeader] = {};
-  std::size_t held_ = 0;         // bytes of a split header gathered so far
+  std::size_t held_ = 0;  // bytes of a split header gathered so far
 };
 
 }  // namespace ringcast::bench::ws

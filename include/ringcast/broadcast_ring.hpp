@@ -74,7 +74,8 @@ namespace detail {
 // moved between registers and the slot with no loop and no stack staging.
 template <std::size_t N, class F>
 inline void unrolled(F&& f) noexcept {
-  [&]<std::size_t... I>(std::index_sequence<I...>) { (f(I), ...); }(std::make_index_sequence<N>{});
+  [&]<std::size_t... I>(std::index_sequence<I...>) { (f(I), ...); }
+  (std::make_index_sequence<N>{});
 }
 }  // namespace detail
 
@@ -88,16 +89,16 @@ inline constexpr std::int64_t kReapOnFullIntervalNs = 10'000'000;
 using ClockNs = std::int64_t (*)() noexcept;
 
 struct CreateOptions {
-  mode_t mode = 0600;           // file mode of a new file or shared-memory object
-  bool replace = false;         // unlink an existing regular file first (never a directory)
-  bool lossy = false;           // producer never waits; slow consumers are lapped
-  bool wakeups = false;         // every push and receive also issues a full fence, so
-                                // wake-ups stay exact without membarrier(2) (kernels
-                                // before 4.16, seccomp). Blocking works on every ring;
-                                // this only chooses who pays for it (docs/memory-ordering.md)
-  bool claim_producer = true;   // the creating handle becomes the producer
-  bool reap_on_full = false;    // producer reaps dead consumers when it finds the ring full
-  ClockNs reap_clock = nullptr; // reap_on_full's clock; nullptr: CLOCK_MONOTONIC (tests inject one)
+  mode_t mode = 0600;            // file mode of a new file or shared-memory object
+  bool replace = false;          // unlink an existing regular file first (never a directory)
+  bool lossy = false;            // producer never waits; slow consumers are lapped
+  bool wakeups = false;          // every push and receive also issues a full fence, so
+                                 // wake-ups stay exact without membarrier(2) (kernels
+                                 // before 4.16, seccomp). Blocking works on every ring;
+                                 // this only chooses who pays for it (docs/memory-ordering.md)
+  bool claim_producer = true;    // the creating handle becomes the producer
+  bool reap_on_full = false;     // producer reaps dead consumers when it finds the ring full
+  ClockNs reap_clock = nullptr;  // reap_on_full's clock; nullptr: CLOCK_MONOTONIC (tests inject one)
 };
 
 struct OpenOptions {
@@ -123,28 +124,28 @@ struct [[nodiscard]] BatchResult {
 };
 
 enum class IdleStrategy : std::uint8_t {
-  kSpin,             // busy-poll: lowest latency, burns a core
+  kSpin,           // busy-poll: lowest latency, burns a core
   kSpinThenYield,  // poll, then sched_yield between polls
   kSpinThenBlock,  // the default: spin while spinning pays, then sleep on the futex.
-                    // "Pays": every process of the ring has a CPU (active consumers + 1
-                    // <= CPUs this process may use), and this waiter's recent waits were
-                    // short enough for a spin of at most 20 us to catch (adaptive)
-  kBlock,            // sleep on the futex at once
+                   // "Pays": every process of the ring has a CPU (active consumers + 1
+                   // <= CPUs this process may use), and this waiter's recent waits were
+                   // short enough for a spin of at most 20 us to catch (adaptive)
+  kBlock,          // sleep on the futex at once
 };
 
 // Where a new consumer's cursor starts (register_consumer).
 enum class StartAt : std::uint8_t {
   kLatest,  // the current producer position: only messages published from now on
   kOldest,  // the oldest message still in the ring: the last `capacity` messages
-           // (all of them before the ring first wraps), then live ones.
-           // History the producer overwrites before the consumer reads it is
-           // reported as `lapped` with its count, on any ring
-           // (docs/memory-ordering.md, "Joining at the oldest message")
+            // (all of them before the ring first wraps), then live ones.
+            // History the producer overwrites before the consumer reads it is
+            // reported as `lapped` with its count, on any ring
+            // (docs/memory-ordering.md, "Joining at the oldest message")
 };
 
 struct ConsumerStatus {
   bool active = false;
-  bool owner_alive = false;   // false when the owner's lock is gone (it died without unregistering)
+  bool owner_alive = false;  // false when the owner's lock is gone (it died without unregistering)
   std::uint32_t owner_pid = 0;
   std::uint64_t cursor = 0;
   std::uint64_t lag = 0;
@@ -156,8 +157,8 @@ struct RingStatus {
   std::uint32_t flags = 0;
   std::uint64_t producer_seq = 0;
   std::uint32_t producer_pid = 0;
-  bool producer_alive = false;   // some live handle holds the producer role
-  bool half_written_slot = false; // the next slot is odd: a producer died mid-write
+  bool producer_alive = false;           // some live handle holds the producer role
+  bool half_written_slot = false;        // the next slot is odd: a producer died mid-write
   std::uint32_t sleeping_consumers = 0;  // consumers asleep in recv_wait
   bool producer_sleeping = false;        // the producer is asleep in push_wait
   std::uint64_t upstream_lost = 0;       // messages lost before the producer (report_upstream_loss)
@@ -187,8 +188,7 @@ class BroadcastRing {
 
   // An in-process ring in anonymous shared memory, for threads of one process.
   // No file, no locks: liveness checks report every owner alive.
-  static Result<BroadcastRing> create_anonymous(std::uint64_t capacity,
-                                                const CreateOptions& options = {});
+  static Result<BroadcastRing> create_anonymous(std::uint64_t capacity, const CreateOptions& options = {});
 
   BroadcastRing(BroadcastRing&& other) noexcept;
   BroadcastRing& operator=(BroadcastRing&& other) noexcept;
@@ -246,8 +246,8 @@ class BroadcastRing {
   // on_message throws, the batch's cursor is not published: those messages are
   // delivered again by the next call.
   template <class OnMessage>
-  BatchResult drain(ConsumerId id, OnMessage&& on_message, std::size_t max) noexcept(
-      noexcept(on_message(std::span<const std::byte>{})));
+  BatchResult drain(ConsumerId id, OnMessage&& on_message,
+                    std::size_t max) noexcept(noexcept(on_message(std::span<const std::byte>{})));
 
   // Records that `lost` messages were lost before this producer got them (one
   // gap event): a NATS ingress that saw a skipped sequence (docs/scale-out.md).
@@ -269,8 +269,7 @@ class BroadcastRing {
   // the kernel refuses it on a ring created without `wakeups`, sleeps last at
   // most 1 ms each, so a wake-up is never later than that. Same threading
   // rules as try_recv / try_push.
-  RecvResult recv_wait(ConsumerId id, std::span<std::byte, kMaxPayload> out,
-                       std::chrono::nanoseconds timeout,
+  RecvResult recv_wait(ConsumerId id, std::span<std::byte, kMaxPayload> out, std::chrono::nanoseconds timeout,
                        IdleStrategy idle = IdleStrategy::kSpinThenBlock) noexcept;
   [[nodiscard]] Errc push_wait(std::span<const std::byte> payload, std::chrono::nanoseconds timeout,
                                IdleStrategy idle = IdleStrategy::kSpinThenBlock) noexcept;
@@ -307,22 +306,18 @@ class BroadcastRing {
   void close() noexcept;
 
   [[nodiscard]] layout::ProducerLine& producer() const noexcept { return header_->producer; }
-  [[nodiscard]] layout::ConsumerEntry& consumer(ConsumerId id) const noexcept {
-    return header_->consumers[id];
-  }
+  [[nodiscard]] layout::ConsumerEntry& consumer(ConsumerId id) const noexcept { return header_->consumers[id]; }
   [[nodiscard]] layout::Slot& slot(std::uint64_t seq) const noexcept {
     return slots_[mask_ != 0 ? (seq & mask_) : (seq % capacity_)];
   }
   [[nodiscard]] bool owns(ConsumerId id) const noexcept {
     // relaxed: owned_ is this handle's bookkeeping; an id's bit changes only in
     // register/unregister, which the id's single user orders with its own calls.
-    return id < kMaxConsumers &&
-           ((owned_.load(std::memory_order_relaxed) >> id) & 1U) != 0;
+    return id < kMaxConsumers && ((owned_.load(std::memory_order_relaxed) >> id) & 1U) != 0;
   }
 
   enum class ReadOutcome : std::uint8_t { kOk, kNotYet, kWriting, kOverwritten, kCorrupt };
-  ReadOutcome read_slot(std::uint64_t seq, std::span<std::byte, kMaxPayload> out,
-                        std::uint32_t& length) const noexcept;
+  ReadOutcome read_slot(std::uint64_t seq, std::span<std::byte, kMaxPayload> out, std::uint32_t& length) const noexcept;
   void write_slot(std::uint64_t seq, std::span<const std::byte> payload) noexcept;
   [[nodiscard]] Errc check_room() noexcept;
   void publish(std::uint64_t next_seq) noexcept;
@@ -356,8 +351,8 @@ class BroadcastRing {
   void leave_fenced() noexcept;
   // What one waiter (a consumer id, or the producer) learnt from its past waits.
   struct WaitState {
-    std::uint32_t spin_budget_ns = 0;     // adaptive: how long the next wait may spin
-    std::uint32_t processes = 0;          // active consumers + 1 as last counted; 0: never
+    std::uint32_t spin_budget_ns = 0;  // adaptive: how long the next wait may spin
+    std::uint32_t processes = 0;       // active consumers + 1 as last counted; 0: never
     std::int64_t processes_counted_ns = 0;
   };
   [[nodiscard]] bool spin_pays(WaitState& ws, std::int64_t now_ns) const noexcept;
@@ -369,32 +364,32 @@ class BroadcastRing {
   // Mapping. header_/slots_ point into [base_, base_ + map_bytes_).
   std::byte* base_ = nullptr;
   std::size_t map_bytes_ = 0;
-  int fd_ = -1;                          // -1 for anonymous rings
+  int fd_ = -1;  // -1 for anonymous rings
   bool read_only_ = false;
   layout::RingHeader* header_ = nullptr;
   layout::Slot* slots_ = nullptr;
   // Validated copies of header fields; the mapping is never trusted for bounds.
   std::uint64_t capacity_ = 0;
-  std::uint64_t mask_ = 0;               // capacity - 1 when a power of two, else 0
+  std::uint64_t mask_ = 0;  // capacity - 1 when a power of two, else 0
   std::uint32_t flags_ = 0;
   bool reap_on_full_ = false;
-  bool light_fence_ = true;              // light_barrier() must be a full fence
+  bool light_fence_ = true;  // light_barrier() must be a full fence
   // Producer-local state (the producing thread only), on a cache line of its
   // own: consumer threads sharing this handle read the fields above and
   // owned_ on every receive, and a push would otherwise invalidate that line
   // for them once per message (false sharing: 1 producer + 1 consumer thread on
   // one handle went from 9.1 M to 46.0 M msgs/s, docs/benchmarks.md).
   alignas(kCacheLine) bool is_producer_ = false;
-  std::uint64_t seq_ = 0;                // next sequence to write
-  std::uint64_t cached_min_ = 0;         // a lower bound on every active cursor
-  std::int64_t next_reap_ns_ = 0;        // rate limit for reap_on_full, on reap_clock_
-  ClockNs reap_clock_ = nullptr;         // read only when full_slow considers reaping
+  std::uint64_t seq_ = 0;          // next sequence to write
+  std::uint64_t cached_min_ = 0;   // a lower bound on every active cursor
+  std::int64_t next_reap_ns_ = 0;  // rate limit for reap_on_full, on reap_clock_
+  ClockNs reap_clock_ = nullptr;   // read only when full_slow considers reaping
   // Fenced mode (docs/memory-ordering.md, "Fenced mode"): while consumers
   // sleep, the producer makes a system call per wake anyway, so it takes the
   // full fence on itself and spares each sleeper a membarrier.
   bool fenced_ = false;
-  std::uint32_t quiet_publishes_ = 0;    // fenced publishes since the last wake
-  WaitState push_wait_;                  // push_wait's history
+  std::uint32_t quiet_publishes_ = 0;  // fenced publishes since the last wake
+  WaitState push_wait_;                // push_wait's history
   // Consumers registered through this handle, one bit per id (read by every
   // receive, written only by register/unregister): a line of its own too.
   alignas(kCacheLine) std::atomic<std::uint32_t> owned_{0};
@@ -440,8 +435,8 @@ inline void BroadcastRing::write_slot(std::uint64_t seq, std::span<const std::by
   s.version.store(2 * seq + 2, std::memory_order_release);
 }
 
-inline BroadcastRing::ReadOutcome BroadcastRing::read_slot(
-    std::uint64_t seq, std::span<std::byte, kMaxPayload> out, std::uint32_t& length) const noexcept {
+inline BroadcastRing::ReadOutcome BroadcastRing::read_slot(std::uint64_t seq, std::span<std::byte, kMaxPayload> out,
+                                                           std::uint32_t& length) const noexcept {
   const layout::Slot& s = slot(seq);
   const std::uint64_t want = 2 * seq + 2;
   // acquire: pairs with the release store of the committed version in write_slot.
@@ -506,7 +501,8 @@ inline void BroadcastRing::publish(std::uint64_t next_seq) noexcept {
 }
 
 inline Errc BroadcastRing::try_push(std::span<const std::byte> payload) noexcept {
-  if (payload.size() > kMaxPayload) [[unlikely]] return Errc::payload_too_large;
+  if (payload.size() > kMaxPayload) [[unlikely]]
+    return Errc::payload_too_large;
   if (const Errc e = check_room(); e != Errc::ok) return e;
   write_slot(seq_, payload);
   ++seq_;
@@ -527,7 +523,8 @@ inline void BroadcastRing::advance_cursor(ConsumerId id, std::uint64_t next) noe
 }
 
 inline RecvResult BroadcastRing::try_recv(ConsumerId id, std::span<std::byte, kMaxPayload> out) noexcept {
-  if (!owns(id)) [[unlikely]] return {Errc::invalid_consumer};
+  if (!owns(id)) [[unlikely]]
+    return {Errc::invalid_consumer};
   // relaxed: only this consumer writes its cursor (invariant 1).
   const std::uint64_t seq = consumer(id).cursor.load(std::memory_order_relaxed);
   std::uint32_t length = 0;
@@ -542,9 +539,10 @@ inline RecvResult BroadcastRing::try_recv(ConsumerId id, std::span<std::byte, kM
 }
 
 template <class OnMessage>
-BatchResult BroadcastRing::drain(ConsumerId id, OnMessage&& on_message, std::size_t max) noexcept(
-    noexcept(on_message(std::span<const std::byte>{}))) {
-  if (!owns(id)) [[unlikely]] return {0, Errc::invalid_consumer};
+BatchResult BroadcastRing::drain(ConsumerId id, OnMessage&& on_message,
+                                 std::size_t max) noexcept(noexcept(on_message(std::span<const std::byte>{}))) {
+  if (!owns(id)) [[unlikely]]
+    return {0, Errc::invalid_consumer};
   // relaxed: only this consumer writes its cursor (invariant 1).
   const std::uint64_t start = consumer(id).cursor.load(std::memory_order_relaxed);
   std::uint64_t seq = start;

@@ -43,8 +43,8 @@ enum class Errc : std::uint8_t {
 
 struct Error {
   Errc code = Errc::ok;
-  int sys_errno = 0;         // errno of the failing call, 0 when not a system error
-  const char* what = "";     // static text naming the step that failed
+  int sys_errno = 0;      // errno of the failing call, 0 when not a system error
+  const char* what = "";  // static text naming the step that failed
   // A layout_mismatch on a field: the file's value and the one this build
   // needs (layout version, slot size, file size, expected capacity). Both 0
   // when the failure names no value.
@@ -61,8 +61,7 @@ struct Error {
 template <class T>
 using Result = tl::expected<T, Error>;
 
-[[nodiscard]] inline tl::unexpected<Error> make_error(Errc code, const char* what,
-                                                      int sys_errno = 0) noexcept {
+[[nodiscard]] inline tl::unexpected<Error> make_error(Errc code, const char* what, int sys_errno = 0) noexcept {
   return tl::unexpected<Error>(Error{code, sys_errno, what});
 }
 

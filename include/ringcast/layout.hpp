@@ -67,9 +67,9 @@ struct alignas(kCacheLine) ProducerLine {
   // gaps in its source's sequence; docs/scale-out.md): messages, and gap
   // events. Zero in files whose producers never report loss (and in files from
   // builds before these fields, where the bytes were reserved zero).
-  std::atomic<std::uint64_t> upstream_lost;   // 40
-  std::atomic<std::uint64_t> upstream_gaps;   // 48
-  std::uint8_t reserved[8];                   // 56: zero
+  std::atomic<std::uint64_t> upstream_lost;  // 40
+  std::atomic<std::uint64_t> upstream_gaps;  // 48
+  std::uint8_t reserved[8];                  // 56: zero
 };
 
 // One side's sleeping place: consumers wait for data on RingHeader::data_wait,
@@ -104,10 +104,10 @@ struct alignas(kCacheLine) Slot {
 };
 
 struct RingHeader {
-  ProducerLine producer;                     // 0
-  WaitLine data_wait;                        // 64
-  WaitLine space_wait;                       // 128
-  ConsumerEntry consumers[kMaxConsumers];    // 192
+  ProducerLine producer;                   // 0
+  WaitLine data_wait;                      // 64
+  WaitLine space_wait;                     // 128
+  ConsumerEntry consumers[kMaxConsumers];  // 192
 };
 
 inline constexpr std::size_t kHeaderBytes = sizeof(RingHeader);

@@ -43,23 +43,23 @@ tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerCon
   impl->http_routes.add("/metrics", [core = &impl->core](std::string_view) {
     return ws::HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", core->metrics_text(), {}};
   });
-  auto port = impl->server.listen(Listener{
-      cfg.bind_address, cfg.port,
-      [](BrokerCore& core, std::string peer, Waker& waker) -> std::unique_ptr<Client> {
-        return std::make_unique<RespSession>(core, std::move(peer), waker);
-      },
-      "-ERR max number of clients reached\r\n"});
+  auto port =
+      impl->server.listen(Listener{cfg.bind_address, cfg.port,
+                                   [](BrokerCore& core, std::string peer, Waker& waker) -> std::unique_ptr<Client> {
+                                     return std::make_unique<RespSession>(core, std::move(peer), waker);
+                                   },
+                                   "-ERR max number of clients reached\r\n"});
   if (!port) return tl::unexpected(std::move(port.error()));
   impl->port = *port;
   if (cfg.ws_port) {
     const ws::HttpRoutes& routes = impl->http_routes;
-    auto wsp = impl->server.listen(Listener{
-        cfg.bind_address, *cfg.ws_port,
-        [&routes](BrokerCore& core, std::string peer, Waker& waker) -> std::unique_ptr<Client> {
-          return std::make_unique<ws::WsSession>(core, std::move(peer), waker, routes);
-        },
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 30\r\n"
-        "Connection: close\r\n\r\nmax number of clients reached\n"});
+    auto wsp = impl->server.listen(
+        Listener{cfg.bind_address, *cfg.ws_port,
+                 [&routes](BrokerCore& core, std::string peer, Waker& waker) -> std::unique_ptr<Client> {
+                   return std::make_unique<ws::WsSession>(core, std::move(peer), waker, routes);
+                 },
+                 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 30\r\n"
+                 "Connection: close\r\n\r\nmax number of clients reached\n"});
     if (!wsp) return tl::unexpected(std::move(wsp.error()));
     impl->ws_port = *wsp;
   }

@@ -39,9 +39,8 @@ std::optional<OverflowPolicy> parse_overflow_policy(std::string_view s) noexcept
     }
     return true;
   };
-  for (OverflowPolicy p :
-       {OverflowPolicy::kDropOldest, OverflowPolicy::kDropNewest, OverflowPolicy::kDisconnect,
-        OverflowPolicy::kBlock, OverflowPolicy::kConflate}) {
+  for (OverflowPolicy p : {OverflowPolicy::kDropOldest, OverflowPolicy::kDropNewest, OverflowPolicy::kDisconnect,
+                           OverflowPolicy::kBlock, OverflowPolicy::kConflate}) {
     if (eq(to_string(p))) return p;
   }
   return std::nullopt;
@@ -105,8 +104,7 @@ tl::expected<void, BrokerError> validate(const BrokerConfig& config) {
 
 std::optional<std::size_t> parse_size(std::string_view text) {
   std::string s(text);
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   std::size_t mult = 1;
   const auto strip = [&](std::string_view suffix, std::size_t m) {
     if (s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0) {
@@ -116,9 +114,9 @@ std::optional<std::size_t> parse_size(std::string_view text) {
     }
     return false;
   };
-  (void)(strip("gb", std::size_t{1} << 30) || strip("mb", std::size_t{1} << 20) ||
-         strip("kb", std::size_t{1} << 10) || strip("g", std::size_t{1} << 30) ||
-         strip("m", std::size_t{1} << 20) || strip("k", std::size_t{1} << 10) || strip("b", 1));
+  (void)(strip("gb", std::size_t{1} << 30) || strip("mb", std::size_t{1} << 20) || strip("kb", std::size_t{1} << 10) ||
+         strip("g", std::size_t{1} << 30) || strip("m", std::size_t{1} << 20) || strip("k", std::size_t{1} << 10) ||
+         strip("b", 1));
   std::size_t value = 0;
   const auto r = std::from_chars(s.data(), s.data() + s.size(), value);
   if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) return std::nullopt;

@@ -134,11 +134,11 @@ class IoWorker {
   // Declaration order matters: ctx_ is destroyed first, and handlers it still
   // holds may destroy connections, which unmark themselves from the lists below.
   std::mutex ready_mu_;
-  std::vector<Connection*> ready_;  // guarded by ready_mu_
-  bool drain_posted_ = false;       // guarded by ready_mu_
-  std::vector<Connection*> draining_;                      // this worker's thread only
-  std::unordered_set<std::shared_ptr<Connection>> conns_;  // this worker's thread only
-  bool stopping_ = false;                                  // this worker's thread only
+  std::vector<Connection*> ready_;                                  // guarded by ready_mu_
+  bool drain_posted_ = false;                                       // guarded by ready_mu_
+  std::vector<Connection*> draining_;                               // this worker's thread only
+  std::unordered_set<std::shared_ptr<Connection>> conns_;           // this worker's thread only
+  bool stopping_ = false;                                           // this worker's thread only
   std::vector<char> read_buffer_ = std::vector<char>(kReadBuffer);  // this worker's thread only
   asio::io_context ctx_{1};
   asio::executor_work_guard<asio::io_context::executor_type> guard_;
@@ -149,8 +149,8 @@ class IoWorker {
 // holds; it knows nothing of the protocol.
 class Connection final : public Waker, public PaceWaiter, public std::enable_shared_from_this<Connection> {
  public:
-  Connection(BrokerCore& core, IoWorker& worker, tcp::socket sock, std::string peer,
-             std::atomic<std::size_t>& live, const ClientFactory& factory)
+  Connection(BrokerCore& core, IoWorker& worker, tcp::socket sock, std::string peer, std::atomic<std::size_t>& live,
+             const ClientFactory& factory)
       : core_(core),
         worker_(worker),
         sock_(std::move(sock)),
@@ -239,15 +239,14 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
     if (iov_pos_ < iov_.size()) {
       // The kernel buffer is full: wait for room rather than spin.
       waiting_writable_ = true;
-      sock_.async_wait(tcp::socket::wait_write,
-                       [self = shared_from_this()](const boost::system::error_code& e) {
-                         self->waiting_writable_ = false;
-                         if (e) {
-                           self->shutdown();
-                           return;
-                         }
-                         self->flush();
-                       });
+      sock_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](const boost::system::error_code& e) {
+        self->waiting_writable_ = false;
+        if (e) {
+          self->shutdown();
+          return;
+        }
+        self->flush();
+      });
       return;
     }
     // Batch written. With more to send, go to the back of the ready list (the
@@ -372,8 +371,8 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
     client_timer_armed_ = true;
     client_timer_due_ = *due;
     // expires_at cancels a wait armed for later: its handler sees operation_aborted.
-    client_timer_.expires_at(std::chrono::steady_clock::time_point(
-        std::chrono::duration_cast<std::chrono::steady_clock::duration>(*due)));
+    client_timer_.expires_at(
+        std::chrono::steady_clock::time_point(std::chrono::duration_cast<std::chrono::steady_clock::duration>(*due)));
     client_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
       if (e || self->closed_) return;
       self->client_timer_armed_ = false;
@@ -521,15 +520,15 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   BrokerCore& core_;
   IoWorker& worker_;
   tcp::socket sock_;
-  asio::steady_timer auth_timer_;  // auth_timeout; then, while lingering, kLingerTime
-  asio::steady_timer pace_timer_;  // ends a pause after max_stall
-  asio::steady_timer hold_timer_;  // retries a held PUBLISH (block policy)
+  asio::steady_timer auth_timer_;    // auth_timeout; then, while lingering, kLingerTime
+  asio::steady_timer pace_timer_;    // ends a pause after max_stall
+  asio::steady_timer hold_timer_;    // retries a held PUBLISH (block policy)
   asio::steady_timer client_timer_;  // the client's own deadline (QoS 1 redelivery)
   std::chrono::nanoseconds client_timer_due_{0};
   bool client_timer_armed_ = false;
   std::atomic<std::size_t>& live_;
   std::chrono::steady_clock::time_point paused_at_{};
-  bool paused_ = false;  // reading stopped for pacing
+  bool paused_ = false;           // reading stopped for pacing
   std::vector<FrameSpan> batch_;  // frames handed to the kernel, held until written
   std::vector<iovec> iov_;
   std::size_t iov_pos_ = 0;

@@ -29,7 +29,7 @@ namespace ringcast::broker {
 using ClientFactory = std::function<std::unique_ptr<Client>(BrokerCore& core, std::string peer, Waker& waker)>;
 
 struct Listener {
-  std::string address;  // an IP address ("127.0.0.1", "::1", "0.0.0.0")
+  std::string address;     // an IP address ("127.0.0.1", "::1", "0.0.0.0")
   std::uint16_t port = 0;  // 0: the kernel chooses (see listen()'s result)
   ClientFactory factory;
   // Written, best effort, to a connection refused over max_connections before

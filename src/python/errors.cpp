@@ -24,12 +24,12 @@ PyObject* ring_error_type = nullptr;
 }  // namespace
 
 void register_errors(py::module_& m) {
-  ring_error_type = PyErr_NewExceptionWithDoc(
-      "ringcast.RingError",
-      "A ringcast operation failed. Attributes: errc (ringcast.Errc; errc.name is the C++\n"
-      "enumerator, e.g. 'layout_mismatch'), errno (of the failing system call, 0 if none),\n"
-      "missed (messages overwritten before they were read, for Errc.lapped).",
-      PyExc_Exception, nullptr);
+  ring_error_type =
+      PyErr_NewExceptionWithDoc("ringcast.RingError",
+                                "A ringcast operation failed. Attributes: errc (ringcast.Errc; errc.name is the C++\n"
+                                "enumerator, e.g. 'layout_mismatch'), errno (of the failing system call, 0 if none),\n"
+                                "missed (messages overwritten before they were read, for Errc.lapped).",
+                                PyExc_Exception, nullptr);
   if (ring_error_type == nullptr) throw py::error_already_set();
   py::object type = py::reinterpret_borrow<py::object>(ring_error_type);
   type.attr("errc") = py::cast(Errc::ok);

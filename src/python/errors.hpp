@@ -24,7 +24,6 @@ void register_errors(pybind11::module_& m);
 // Raise RingError (throws pybind11::error_already_set). `subject` names the
 // ring ("/dev/shm/ticks.ring") and leads the message.
 [[noreturn]] void raise_error(std::string_view subject, const Error& error);
-[[noreturn]] void raise_errc(std::string_view subject, std::string_view operation, Errc code,
-                             std::uint64_t missed = 0);
+[[noreturn]] void raise_errc(std::string_view subject, std::string_view operation, Errc code, std::uint64_t missed = 0);
 
 }  // namespace ringcast::python

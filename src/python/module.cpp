@@ -27,8 +27,12 @@ RingPtr make_ring(Result<BroadcastRing> ring, std::string name) {
 
 CreateOptions create_options(std::uint32_t mode, bool replace, bool lossy, bool wakeups, bool claim_producer,
                              bool reap_on_full) {
-  return {.mode = static_cast<mode_t>(mode), .replace = replace, .lossy = lossy, .wakeups = wakeups,
-          .claim_producer = claim_producer, .reap_on_full = reap_on_full};
+  return {.mode = static_cast<mode_t>(mode),
+          .replace = replace,
+          .lossy = lossy,
+          .wakeups = wakeups,
+          .claim_producer = claim_producer,
+          .reap_on_full = reap_on_full};
 }
 
 void bind_enums(py::module_& m) {
@@ -62,7 +66,8 @@ void bind_enums(py::module_& m) {
 }
 
 void bind_ring(py::module_& m) {
-  py::class_<Ring, RingPtr> ring(m, "Ring", R"(A handle on a broadcast ring: one producer, up to 16 consumers, 52-byte messages.
+  py::class_<Ring, RingPtr> ring(m, "Ring",
+                                 R"(A handle on a broadcast ring: one producer, up to 16 consumers, 52-byte messages.
 
 Open one with Ring.create / Ring.open (a file, e.g. under /dev/shm), Ring.create_shm /
 Ring.open_shm (a POSIX shared-memory name) or Ring.create_anonymous (this process only).
@@ -73,10 +78,10 @@ consumers and gives up the producer role. Errors raise RingError.)");
           "create",
           [](const std::filesystem::path& path, std::uint64_t capacity, std::uint32_t mode, bool replace, bool lossy,
              bool wakeups, bool claim_producer, bool reap_on_full) {
-            return make_ring(BroadcastRing::create(path.string(), capacity,
-                                                   create_options(mode, replace, lossy, wakeups, claim_producer,
-                                                                  reap_on_full)),
-                             path.string());
+            return make_ring(
+                BroadcastRing::create(path.string(), capacity,
+                                      create_options(mode, replace, lossy, wakeups, claim_producer, reap_on_full)),
+                path.string());
           },
           py::arg("path"), py::arg("capacity"), py::kw_only(), py::arg("mode") = 0600, py::arg("replace") = false,
           py::arg("lossy") = false, py::arg("wakeups") = false, py::arg("claim_producer") = true,
@@ -107,10 +112,10 @@ than expected_capacity when that is not 0, a truncated file).)")
           "create_shm",
           [](const std::string& name, std::uint64_t capacity, std::uint32_t mode, bool lossy, bool wakeups,
              bool claim_producer, bool reap_on_full) {
-            return make_ring(BroadcastRing::create_shm(name, capacity,
-                                                       create_options(mode, false, lossy, wakeups, claim_producer,
-                                                                      reap_on_full)),
-                             name);
+            return make_ring(
+                BroadcastRing::create_shm(name, capacity,
+                                          create_options(mode, false, lossy, wakeups, claim_producer, reap_on_full)),
+                name);
           },
           py::arg("name"), py::arg("capacity"), py::kw_only(), py::arg("mode") = 0600, py::arg("lossy") = false,
           py::arg("wakeups") = false, py::arg("claim_producer") = true, py::arg("reap_on_full") = false,
@@ -134,22 +139,25 @@ than expected_capacity when that is not 0, a truncated file).)")
       .def_static(
           "create_anonymous",
           [](std::uint64_t capacity, bool lossy, bool wakeups) {
-            return make_ring(BroadcastRing::create_anonymous(
-                                 capacity, create_options(0600, false, lossy, wakeups, true, false)),
-                             "<anonymous>");
+            return make_ring(
+                BroadcastRing::create_anonymous(capacity, create_options(0600, false, lossy, wakeups, true, false)),
+                "<anonymous>");
           },
           py::arg("capacity"), py::kw_only(), py::arg("lossy") = false, py::arg("wakeups") = false,
           "A ring in anonymous shared memory for the threads of this process (no file, no liveness checks).");
 
   ring.def_property_readonly("name", &Ring::name, "The path or shared-memory name the ring was opened by.")
       .def_property_readonly("closed", &Ring::closed)
-      .def_property_readonly("capacity", [](Ring& r) { return r.handle().capacity(); }, "Slots in the ring.")
+      .def_property_readonly(
+          "capacity", [](Ring& r) { return r.handle().capacity(); }, "Slots in the ring.")
       .def_property_readonly("lossy", [](Ring& r) { return r.handle().lossy(); })
       .def_property_readonly("wakeups", [](Ring& r) { return r.handle().wakeups(); })
-      .def_property_readonly("is_producer", [](Ring& r) { return r.handle().is_producer(); },
-                             "True while this handle holds the producer role.")
-      .def_property_readonly("producer_waiting", [](const Ring& r) { return r.producer_waiting; },
-                             "True while a thread waits in push_wait on this handle (with the GIL released).")
+      .def_property_readonly(
+          "is_producer", [](Ring& r) { return r.handle().is_producer(); },
+          "True while this handle holds the producer role.")
+      .def_property_readonly(
+          "producer_waiting", [](const Ring& r) { return r.producer_waiting; },
+          "True while a thread waits in push_wait on this handle (with the GIL released).")
       .def("close", &Ring::close,
            "Unregister this handle's consumers, release the producer role, unmap. Idempotent.\n"
            "RuntimeError while another thread waits on the ring.")
@@ -159,9 +167,8 @@ than expected_capacity when that is not 0, a truncated file).)")
         if (r.closed()) return fmt::format("<ringcast.Ring '{}' closed>", r.name());
         if (r.inherited()) return fmt::format("<ringcast.Ring '{}' opened by the parent of a fork>", r.name());
         const BroadcastRing& h = r.handle();
-        return fmt::format("<ringcast.Ring '{}' capacity={}{}{}{}>", r.name(), h.capacity(),
-                           h.lossy() ? " lossy" : "", h.wakeups() ? " wakeups" : "",
-                           h.is_producer() ? " producer" : "");
+        return fmt::format("<ringcast.Ring '{}' capacity={}{}{}{}>", r.name(), h.capacity(), h.lossy() ? " lossy" : "",
+                           h.wakeups() ? " wakeups" : "", h.is_producer() ? " producer" : "");
       });
 
   // Producer side.
@@ -172,8 +179,9 @@ than expected_capacity when that is not 0, a truncated file).)")
           },
           "Take the producer role (try_push also takes it on first use). RingError producer_busy\n"
           "while another live handle holds it; after a producer died, resumes after its last message.")
-      .def("release_producer", [](Ring& r) { r.producer_handle().release_producer(); },
-           "Give the producer role up so another handle may claim it.")
+      .def(
+          "release_producer", [](Ring& r) { r.producer_handle().release_producer(); },
+          "Give the producer role up so another handle may claim it.")
       .def("try_push", &Ring::try_push, py::arg("payload"),
            R"(Push one message (any bytes-like object of at most 52 bytes).
 
@@ -212,14 +220,18 @@ missed; a message is never returned torn or out of order.
 
 Returns a Consumer (a context manager: leaving it unregisters). RingError
 no_consumer_slot when all 16 entries are taken by live consumers.)")
-      .def("lag", [](Ring& r, ConsumerId id) { return r.handle().lag(id); }, py::arg("consumer_id"),
-           "Messages published but not yet received by consumer `consumer_id` (any process's);\n"
-           "0 for an inactive or out-of-range id.")
-      .def("lag", [](Ring& r, const Consumer& c) { return r.handle().lag(c.id()); }, py::arg("consumer"))
-      .def("is_fully_drained", [](Ring& r) { return r.handle().is_fully_drained(); },
-           "True when every active consumer has received every published message.")
-      .def("producer_position", [](Ring& r) { return r.handle().producer_position(); },
-           "Messages published since the ring was created.")
+      .def(
+          "lag", [](Ring& r, ConsumerId id) { return r.handle().lag(id); }, py::arg("consumer_id"),
+          "Messages published but not yet received by consumer `consumer_id` (any process's);\n"
+          "0 for an inactive or out-of-range id.")
+      .def(
+          "lag", [](Ring& r, const Consumer& c) { return r.handle().lag(c.id()); }, py::arg("consumer"))
+      .def(
+          "is_fully_drained", [](Ring& r) { return r.handle().is_fully_drained(); },
+          "True when every active consumer has received every published message.")
+      .def(
+          "producer_position", [](Ring& r) { return r.handle().producer_position(); },
+          "Messages published since the ring was created.")
       .def("active_consumer_count", [](Ring& r) { return r.handle().active_consumer_count(); })
       .def(
           "reap_dead_consumers",
@@ -232,21 +244,24 @@ no_consumer_slot when all 16 entries are taken by live consumers.)")
 }
 
 void bind_consumer(py::module_& m) {
-  py::class_<Consumer>(m, "Consumer", R"(A consumer registered on a Ring: it sees every message pushed after it registered,
+  py::class_<Consumer>(m, "Consumer",
+                       R"(A consumer registered on a Ring: it sees every message pushed after it registered,
 in order. Use it from one thread at a time. A context manager: leaving the block
 (or close(), or dropping the last reference) unregisters it.)")
       .def_property_readonly("id", &Consumer::id, "Its entry in the ring's consumer table (0..15).")
       .def_property_readonly("ring", &Consumer::ring)
       .def_property_readonly("closed", &Consumer::closed)
-      .def_property_readonly("waiting", [](const Consumer& c) { return c.waiting; },
-                             "True while a thread waits in recv_wait on it (with the GIL released).")
+      .def_property_readonly(
+          "waiting", [](const Consumer& c) { return c.waiting; },
+          "True while a thread waits in recv_wait on it (with the GIL released).")
       .def("close", &Consumer::close, "Unregister. Idempotent.")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](Consumer& c, const py::args&) { c.close(); })
-      .def("__repr__", [](const Consumer& c) {
-        return fmt::format("<ringcast.Consumer {} of '{}'{}>", c.id(), c.ring()->name(),
-                           c.closed() ? " closed" : "");
-      })
+      .def("__repr__",
+           [](const Consumer& c) {
+             return fmt::format("<ringcast.Consumer {} of '{}'{}>", c.id(), c.ring()->name(),
+                                c.closed() ? " closed" : "");
+           })
       .def("try_recv", &Consumer::try_recv,
            R"(The next message as bytes, or None when there is none yet.
 

@@ -45,8 +45,10 @@ void check_record_dtype(const py::dtype& dtype) {
   }
   const auto size = static_cast<std::size_t>(dtype.itemsize());
   if (size == 0 || size > kMaxPayload) {
-    throw py::value_error(fmt::format("a record is one message: dtype itemsize must be 1..{} bytes, not {} "
-                                      "(or use ringcast.RAW_DTYPE)", kMaxPayload, size));
+    throw py::value_error(
+        fmt::format("a record is one message: dtype itemsize must be 1..{} bytes, not {} "
+                    "(or use ringcast.RAW_DTYPE)",
+                    kMaxPayload, size));
   }
 }
 
@@ -93,18 +95,24 @@ std::size_t drain_into(Consumer& consumer, const py::object& out) {
     try {
       BatchResult r;
       if (b.raw) {
-        r = ring.drain(consumer.id(), [&](std::span<const std::byte> p) noexcept {
-          RawRecord& rec = reinterpret_cast<RawRecord*>(dst)[n++];
-          rec.length = static_cast<std::uint32_t>(p.size());
-          std::memcpy(rec.data, p.data(), p.size());
-          std::memset(rec.data + p.size(), 0, kMaxPayload - p.size());
-        }, max);
+        r = ring.drain(
+            consumer.id(),
+            [&](std::span<const std::byte> p) noexcept {
+              RawRecord& rec = reinterpret_cast<RawRecord*>(dst)[n++];
+              rec.length = static_cast<std::uint32_t>(p.size());
+              std::memcpy(rec.data, p.data(), p.size());
+              std::memset(rec.data + p.size(), 0, kMaxPayload - p.size());
+            },
+            max);
       } else {
-        r = ring.drain(consumer.id(), [&](std::span<const std::byte> p) {
-          if (p.size() != b.itemsize) throw WrongLength{n, p.size()};
-          std::memcpy(dst + n * b.itemsize, p.data(), b.itemsize);
-          ++n;
-        }, max);
+        r = ring.drain(
+            consumer.id(),
+            [&](std::span<const std::byte> p) {
+              if (p.size() != b.itemsize) throw WrongLength{n, p.size()};
+              std::memcpy(dst + n * b.itemsize, p.data(), b.itemsize);
+              ++n;
+            },
+            max);
       }
       if (r.count != 0 || r.status == Errc::ok || r.status == Errc::empty || r.status == Errc::stalled) {
         return r.count;
@@ -112,9 +120,10 @@ std::size_t drain_into(Consumer& consumer, const py::object& out) {
       raise_errc(consumer.ring()->name(), "drain", r.status, r.missed);
     } catch (const WrongLength& w) {
       if (w.at == 0) {
-        throw py::value_error(fmt::format(
-            "the next message is {} bytes but a record is {}; it was left unread "
-            "(drain it with dtype=None to see or skip it)", w.length, b.itemsize));
+        throw py::value_error(
+            fmt::format("the next message is {} bytes but a record is {}; it was left unread "
+                        "(drain it with dtype=None to see or skip it)",
+                        w.length, b.itemsize));
       }
       max = w.at;  // take the records before it; the next call reports it
     }

@@ -41,9 +41,7 @@ Ring::~Ring() {
   if (inherited()) (void)ring_.release();
 }
 
-bool Ring::inherited() const noexcept {
-  return fork_generation_ != fork_generation.load(std::memory_order_relaxed);
-}
+bool Ring::inherited() const noexcept { return fork_generation_ != fork_generation.load(std::memory_order_relaxed); }
 
 BroadcastRing& Ring::handle() {
   if (!ring_) throw py::value_error("operation on a closed ring");
@@ -121,7 +119,7 @@ py::object Consumer::result(const RecvResult& r, std::span<const std::byte> buff
     case Errc::ok:
       return py::bytes(reinterpret_cast<const char*>(buffer.data()), r.length);
     case Errc::empty:
-    case Errc::stalled:   // the producer is between its two stores: nothing to read yet
+    case Errc::stalled:  // the producer is between its two stores: nothing to read yet
     case Errc::timed_out:
       return py::none();
     default:

@@ -64,13 +64,13 @@ class Ring {
   bool try_push(const py::buffer& payload);
   bool push_wait(const py::buffer& payload, std::optional<double> timeout, std::optional<IdleStrategy> idle);
 
-  int waits_in_flight = 0;          // threads inside wait_in_slices on this ring
-  bool producer_waiting = false;    // a thread is inside push_wait
+  int waits_in_flight = 0;        // threads inside wait_in_slices on this ring
+  bool producer_waiting = false;  // a thread is inside push_wait
 
  private:
   std::unique_ptr<BroadcastRing> ring_;  // null once closed
   std::string name_;
-  std::uint64_t fork_generation_;        // the process's fork count when opened
+  std::uint64_t fork_generation_;  // the process's fork count when opened
 };
 
 class Consumer {

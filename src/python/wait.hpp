@@ -41,8 +41,7 @@ inline Errc status_of(const RecvResult& r) noexcept { return r.status; }
 // caller has checked it is clear. Throws pybind11::error_already_set when a
 // signal handler raises (KeyboardInterrupt).
 template <class Attempt>
-auto wait_in_slices(Ring& ring, bool& role, std::optional<std::chrono::nanoseconds> timeout,
-                    Attempt&& attempt) {
+auto wait_in_slices(Ring& ring, bool& role, std::optional<std::chrono::nanoseconds> timeout, Attempt&& attempt) {
   // Marks the wait for its whole length, exceptions included (invariants 1-3).
   struct Mark {
     Ring& marked_ring;

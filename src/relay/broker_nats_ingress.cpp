@@ -64,8 +64,6 @@ std::string BrokerNatsIngress::info_text() const {
                      n.disconnects, n.reconnects, ingress_info_lines(impl_->stats()));
 }
 
-void BrokerNatsIngress::write_metrics(broker::PrometheusWriter& w) const {
-  write_ingress_metrics(w, impl_->stats());
-}
+void BrokerNatsIngress::write_metrics(broker::PrometheusWriter& w) const { write_ingress_metrics(w, impl_->stats()); }
 
 }  // namespace ringcast::relay

@@ -71,8 +71,7 @@ IngressTarget::Outcome BrokerTarget::deliver(std::string_view subject, std::span
   }
 }
 
-std::size_t BrokerTarget::deliver_batch(std::string_view subject,
-                                        std::span<const std::span<const std::byte>> payloads,
+std::size_t BrokerTarget::deliver_batch(std::string_view subject, std::span<const std::span<const std::byte>> payloads,
                                         const std::atomic<bool>& stopping) noexcept {
   const std::string_view channel = channel_for(subject);
   batch_.clear();
@@ -100,20 +99,16 @@ void BrokerTarget::fill(NatsIngressStats& s) const {
   s.loss_notices = loss_notices_.load(std::memory_order_relaxed);
 }
 
-tl::expected<std::unique_ptr<NatsIngress>, std::string> start_broker_ingress(natsConnection* conn,
-                                                                            broker::Broker& broker,
-                                                                            const NatsBrokerIngressRoute& route,
-                                                                            const NatsIngressConfig& config,
-                                                                            const JetStreamConfig* jetstream,
-                                                                            LogFn log) {
+tl::expected<std::unique_ptr<NatsIngress>, std::string> start_broker_ingress(
+    natsConnection* conn, broker::Broker& broker, const NatsBrokerIngressRoute& route, const NatsIngressConfig& config,
+    const JetStreamConfig* jetstream, LogFn log) {
   const std::string shown = route.channel.empty() ? std::string(kSubjectField) : route.channel;
   if (jetstream != nullptr) {
-    std::string durable = jetstream->durable.empty() ? JetStreamIngress::default_durable("broker-" + route.subject)
-                                                     : jetstream->durable;
-    return NatsIngress::start_jetstream(conn, route.subject, shown, /*to_ring=*/false,
-                                        std::make_unique<BrokerTarget>(broker, route.channel), *jetstream,
-                                        std::move(durable),
-                                        log ? std::move(log) : LogFn([](LogLevel, std::string_view) {}));
+    std::string durable =
+        jetstream->durable.empty() ? JetStreamIngress::default_durable("broker-" + route.subject) : jetstream->durable;
+    return NatsIngress::start_jetstream(
+        conn, route.subject, shown, /*to_ring=*/false, std::make_unique<BrokerTarget>(broker, route.channel),
+        *jetstream, std::move(durable), log ? std::move(log) : LogFn([](LogLevel, std::string_view) {}));
   }
   return NatsIngress::start(conn, route.subject, shown, /*to_ring=*/false,
                             std::make_unique<BrokerTarget>(broker, route.channel), config);

@@ -56,7 +56,7 @@ class BrokerTarget final : public IngressTarget {
 // stream's durable consumer instead (durable: jetstream->durable, or
 // JetStreamIngress::default_durable("broker-" + subject)), logging to `log`.
 [[nodiscard]] tl::expected<std::unique_ptr<NatsIngress>, std::string> start_broker_ingress(
-    natsConnection* conn, broker::Broker& broker, const NatsBrokerIngressRoute& route,
-    const NatsIngressConfig& config, const JetStreamConfig* jetstream = nullptr, LogFn log = {});
+    natsConnection* conn, broker::Broker& broker, const NatsBrokerIngressRoute& route, const NatsIngressConfig& config,
+    const JetStreamConfig* jetstream = nullptr, LogFn log = {});
 
 }  // namespace ringcast::relay

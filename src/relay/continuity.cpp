@@ -19,13 +19,20 @@ std::string format_source(std::string_view host, std::string_view path, std::uin
 
 std::string_view to_string(Continuity c) noexcept {
   switch (c) {
-    case Continuity::in_order: return "in_order";
-    case Continuity::first: return "first";
-    case Continuity::gap: return "gap";
-    case Continuity::restart: return "restart";
-    case Continuity::duplicate: return "duplicate";
-    case Continuity::unsequenced: return "unsequenced";
-    case Continuity::untracked: return "untracked";
+    case Continuity::in_order:
+      return "in_order";
+    case Continuity::first:
+      return "first";
+    case Continuity::gap:
+      return "gap";
+    case Continuity::restart:
+      return "restart";
+    case Continuity::duplicate:
+      return "duplicate";
+    case Continuity::unsequenced:
+      return "unsequenced";
+    case Continuity::untracked:
+      return "untracked";
   }
   return "unknown";
 }
@@ -91,7 +98,8 @@ bool parse_u64(const char* text, std::uint64_t& out) {
 ContinuityResult ContinuityChecker::check_headers(const char* source, const char* seq, const char* count) {
   std::uint64_t n = 0;
   std::uint64_t k = 1;
-  if (source == nullptr || seq == nullptr || !parse_u64(seq, n) || (count != nullptr && (!parse_u64(count, k) || k == 0))) {
+  if (source == nullptr || seq == nullptr || !parse_u64(seq, n) ||
+      (count != nullptr && (!parse_u64(count, k) || k == 0))) {
     return check({}, 0, 1);
   }
   return check(source, n, k);

@@ -20,7 +20,9 @@ std::string js_error(std::string_view step, natsStatus s, jsErrCode jerr) {
   return text;
 }
 
-std::int64_t nanos(std::chrono::milliseconds d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); }
+std::int64_t nanos(std::chrono::milliseconds d) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
 
 }  // namespace
 
@@ -38,15 +40,19 @@ std::string JetStreamIngress::default_durable(std::string_view what) {
 JetStreamIngress::JetStreamIngress(const JetStreamConfig& config, std::string durable, Handler handler, LogFn log)
     : config_(config), durable_(std::move(durable)), handler_(std::move(handler)), log_(std::move(log)) {}
 
-tl::expected<std::unique_ptr<JetStreamIngress>, std::string> JetStreamIngress::start(
-    natsConnection* conn, const JetStreamConfig& config, const std::string& subject, std::string durable,
-    Handler handler, LogFn log) {
+tl::expected<std::unique_ptr<JetStreamIngress>, std::string> JetStreamIngress::start(natsConnection* conn,
+                                                                                     const JetStreamConfig& config,
+                                                                                     const std::string& subject,
+                                                                                     std::string durable,
+                                                                                     Handler handler, LogFn log) {
   if (durable.empty() || durable.find_first_of(".*> \t") != std::string::npos) {
-    return tl::unexpected(fmt::format("--jetstream-durable '{}': a durable name is non-empty without '.', '*', '>' "
-                                      "or spaces", durable));
+    return tl::unexpected(
+        fmt::format("--jetstream-durable '{}': a durable name is non-empty without '.', '*', '>' "
+                    "or spaces",
+                    durable));
   }
-  std::unique_ptr<JetStreamIngress> in(new JetStreamIngress(config, std::move(durable), std::move(handler),
-                                                            std::move(log)));
+  std::unique_ptr<JetStreamIngress> in(
+      new JetStreamIngress(config, std::move(durable), std::move(handler), std::move(log)));
   const char* stream = config.stream.c_str();
   const char* name = in->durable_.c_str();
   jsOptions jo;
@@ -60,7 +66,9 @@ tl::expected<std::unique_ptr<JetStreamIngress>, std::string> JetStreamIngress::s
   natsStatus s = js_GetStreamInfo(&si, in->js_, stream, nullptr, &jerr);
   if (s != NATS_OK) {
     return tl::unexpected(js_error(fmt::format("JetStream stream '{}' (created by the publishing relay's "
-                                               "--jetstream; is the server up, with -js?)", config.stream), s, jerr));
+                                               "--jetstream; is the server up, with -js?)",
+                                               config.stream),
+                                   s, jerr));
   }
   const std::uint64_t first_seq = std::max<std::uint64_t>(1, si->State.FirstSeq);
   const std::uint64_t next_seq = si->State.LastSeq + 1;
@@ -95,8 +103,8 @@ tl::expected<std::unique_ptr<JetStreamIngress>, std::string> JetStreamIngress::s
   cc.MaxAckPending = std::max(4 * config.fetch_batch, 1024);
   cc.FilterSubject = subject.c_str();
   if ((s = js_AddConsumer(&ci, in->js_, stream, &cc, nullptr, &jerr)) != NATS_OK) {
-    return tl::unexpected(js_error(fmt::format("creating durable '{}' on stream '{}'", in->durable_, config.stream),
-                                   s, jerr));
+    return tl::unexpected(
+        js_error(fmt::format("creating durable '{}' on stream '{}'", in->durable_, config.stream), s, jerr));
   }
   jsConsumerInfo_Destroy(ci);
   jsSubOptions so;
@@ -159,8 +167,8 @@ void JetStreamIngress::run() noexcept {
       fetch_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
       if (s != last_error) {
         try {
-          log_(LogLevel::kWarning, fmt::format("JetStream ingress '{}': fetch: {}; retrying", durable_,
-                                              natsStatus_GetText(s)));
+          log_(LogLevel::kWarning,
+               fmt::format("JetStream ingress '{}': fetch: {}; retrying", durable_, natsStatus_GetText(s)));
         } catch (...) {
           // Logging failed (out of memory); the count is in the statistics.
         }

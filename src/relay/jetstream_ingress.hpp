@@ -42,11 +42,11 @@ namespace ringcast::relay {
 
 struct JetStreamIngressStats {
   std::string durable;
-  std::uint64_t fetched = 0;          // messages received from the consumer
-  std::uint64_t acks = 0;             // AckAll acknowledgements sent (one per batch)
-  std::uint64_t fetch_errors = 0;     // pull requests that failed (server away, no responders)
-  std::uint64_t redeliveries = 0;     // within this run: already handled, skipped (invariant 4)
-  std::uint64_t resumed_at = 0;       // stream sequence this run started from
+  std::uint64_t fetched = 0;       // messages received from the consumer
+  std::uint64_t acks = 0;          // AckAll acknowledgements sent (one per batch)
+  std::uint64_t fetch_errors = 0;  // pull requests that failed (server away, no responders)
+  std::uint64_t redeliveries = 0;  // within this run: already handled, skipped (invariant 4)
+  std::uint64_t resumed_at = 0;    // stream sequence this run started from
   // Stream sequences the previous run had delivered but not acked: at most
   // this many messages reach the target a second time after a restart.
   std::uint64_t redelivered_bound = 0;
@@ -63,10 +63,10 @@ class JetStreamIngress {
   // config.stream filtered on `subject`, and starts the fetch thread. Fails
   // when the stream does not exist or the server does not answer, naming why.
   static tl::expected<std::unique_ptr<JetStreamIngress>, std::string> start(natsConnection* conn,
-                                                                             const JetStreamConfig& config,
-                                                                             const std::string& subject,
-                                                                             std::string durable, Handler handler,
-                                                                             LogFn log);
+                                                                            const JetStreamConfig& config,
+                                                                            const std::string& subject,
+                                                                            std::string durable, Handler handler,
+                                                                            LogFn log);
   JetStreamIngress(const JetStreamIngress&) = delete;
   JetStreamIngress& operator=(const JetStreamIngress&) = delete;
   ~JetStreamIngress();

@@ -71,8 +71,8 @@ JetStreamPublisher::JetStreamPublisher(const JetStreamConfig& config, LogFn log)
 tl::expected<std::unique_ptr<JetStreamPublisher>, std::string> JetStreamPublisher::create(
     natsConnection* conn, const JetStreamConfig& config, const std::vector<std::string>& subjects, LogFn log) {
   if (config.stream.empty() || config.stream.find_first_of(".*> \t") != std::string::npos) {
-    return tl::unexpected(fmt::format("--jetstream '{}': a stream name is non-empty without '.', '*', '>' or spaces",
-                                      config.stream));
+    return tl::unexpected(
+        fmt::format("--jetstream '{}': a stream name is non-empty without '.', '*', '>' or spaces", config.stream));
   }
   if (config.max_pending < 1) return tl::unexpected(std::string("--jetstream-max-pending must be at least 1"));
   if (config.ack_timeout.count() < 1) return tl::unexpected(std::string("--jetstream-ack-timeout-ms must be positive"));
@@ -102,8 +102,8 @@ tl::expected<std::unique_ptr<JetStreamPublisher>, std::string> JetStreamPublishe
   natsStatus s = js_GetStreamInfo(&si, p->js_, config.stream.c_str(), nullptr, &jerr);
   const bool exists = s == NATS_OK;
   if (!exists && jerr != JSStreamNotFoundErr) {
-    return tl::unexpected(js_error(fmt::format("JetStream stream '{}' (is the server up, with -js?)", config.stream),
-                                   s, jerr));
+    return tl::unexpected(
+        js_error(fmt::format("JetStream stream '{}' (is the server up, with -js?)", config.stream), s, jerr));
   }
   if (exists) {
     for (int i = 0; i < si->Config->SubjectsLen; ++i) {
@@ -133,8 +133,8 @@ tl::expected<std::unique_ptr<JetStreamPublisher>, std::string> JetStreamPublishe
     s = js_AddStream(&si, p->js_, &sc, nullptr, &jerr);
   }
   if (s != NATS_OK) {
-    return tl::unexpected(js_error(fmt::format("{} JetStream stream '{}'", exists ? "updating" : "creating",
-                                               config.stream), s, jerr));
+    return tl::unexpected(
+        js_error(fmt::format("{} JetStream stream '{}'", exists ? "updating" : "creating", config.stream), s, jerr));
   }
   std::string subjects_text;
   for (const auto& w : wanted) subjects_text += (subjects_text.empty() ? "" : ",") + w;
@@ -234,9 +234,9 @@ void JetStreamPublisher::retry_or_give_up(natsMsg* msg, natsStatus err, const ch
   failed_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
   if (!closing) {
     try {
-      log_(LogLevel::kError, fmt::format("JetStream gave up on message {} after {} attempts: {}{}", msg_id_of(msg),
-                                        attempt, natsStatus_GetText(err),
-                                        text != nullptr ? fmt::format(" ({})", text) : std::string()));
+      log_(LogLevel::kError,
+           fmt::format("JetStream gave up on message {} after {} attempts: {}{}", msg_id_of(msg), attempt,
+                       natsStatus_GetText(err), text != nullptr ? fmt::format(" ({})", text) : std::string()));
     } catch (...) {
       // Logging failed (out of memory); the count is in the statistics.
     }
@@ -249,7 +249,7 @@ void JetStreamPublisher::resend_unacked() noexcept {
   if (js_PublishAsyncGetPendingList(&unacked, js_) != NATS_OK) return;
   try {
     log_(LogLevel::kWarning, fmt::format("JetStream: no ack for {} ms; resending the {} unacknowledged messages",
-                                        config_.ack_timeout.count(), unacked.Count));
+                                         config_.ack_timeout.count(), unacked.Count));
   } catch (...) {
     // Logging failed (out of memory); the resends are counted.
   }
@@ -270,8 +270,7 @@ void JetStreamPublisher::retry_loop() {
   while (!closing_) {
     const auto now = std::chrono::steady_clock::now();
     // relaxed: statistics; a stale value only delays the watchdog by a tick.
-    const std::uint64_t now_settled =
-        acked_.load(std::memory_order_relaxed) + failed_.load(std::memory_order_relaxed);
+    const std::uint64_t now_settled = acked_.load(std::memory_order_relaxed) + failed_.load(std::memory_order_relaxed);
     if (now_settled != settled || pending() <= retries_.size()) {
       settled = now_settled;
       progress = now;
@@ -297,7 +296,7 @@ void JetStreamPublisher::retry_loop() {
     const std::uint64_t n = retried_.fetch_add(1, std::memory_order_relaxed) + 1;
     if (n >= logged * 2) {  // 1, 2, 4, 8, ...: visible without flooding the log
       log_(LogLevel::kWarning, fmt::format("JetStream: retrying message {} (attempt {}; {} retries so far)",
-                                          msg_id_of(r.msg), attempt_of(r.msg), n));
+                                           msg_id_of(r.msg), attempt_of(r.msg), n));
       logged = n;
     }
     const natsStatus s = js_PublishMsgAsync(js_, &r.msg, &pub_opts_);
@@ -368,8 +367,8 @@ void JetStreamPublisher::close(std::chrono::milliseconds timeout) noexcept {
   const std::uint64_t lost = failed_.load(std::memory_order_relaxed);
   if (lost > 0) {
     try {
-      log_(LogLevel::kWarning, fmt::format("JetStream stream '{}': {} messages were never acknowledged (js_failed)",
-                                          config_.stream, lost));
+      log_(LogLevel::kWarning,
+           fmt::format("JetStream stream '{}': {} messages were never acknowledged (js_failed)", config_.stream, lost));
     } catch (...) {
       // Logging failed (out of memory); the count is in the statistics.
     }

@@ -58,8 +58,10 @@ class JetStreamPublisher {
   // `subjects` are the relay's routes' subjects, used when config.subjects is
   // empty. Fails with a message naming the step (server unreachable, JetStream
   // not enabled, a subject overlapping another stream, a bad limit).
-  static tl::expected<std::unique_ptr<JetStreamPublisher>, std::string> create(
-      natsConnection* conn, const JetStreamConfig& config, const std::vector<std::string>& subjects, LogFn log);
+  static tl::expected<std::unique_ptr<JetStreamPublisher>, std::string> create(natsConnection* conn,
+                                                                               const JetStreamConfig& config,
+                                                                               const std::vector<std::string>& subjects,
+                                                                               LogFn log);
   JetStreamPublisher(const JetStreamPublisher&) = delete;
   JetStreamPublisher& operator=(const JetStreamPublisher&) = delete;
   ~JetStreamPublisher();

@@ -211,7 +211,8 @@ void write_relay_metrics(PrometheusWriter& w, std::span<const RingStats> rings, 
   }
   w.header("ringcast_relay_ring_producer_alive", "1 when a live process holds the ring's producer role.",
            MetricType::kGauge);
-  for (const RingStats& r : rings) w.sample("ringcast_relay_ring_producer_alive", ring_labels(r), r.producer_alive ? 1 : 0);
+  for (const RingStats& r : rings)
+    w.sample("ringcast_relay_ring_producer_alive", ring_labels(r), r.producer_alive ? 1 : 0);
   w.header("ringcast_relay_ring_state", "The reader's state (one series per state, 1 for the current one).",
            MetricType::kGauge);
   for (const RingStats& r : rings) {

@@ -119,7 +119,7 @@ struct MetricsServer::Impl {
 };
 
 tl::expected<std::unique_ptr<MetricsServer>, RelayError> MetricsServer::start(const std::string& host,
-                                                                               std::uint16_t port, Render render) {
+                                                                              std::uint16_t port, Render render) {
   auto failed = [](const boost::system::error_code& e, std::string detail) {
     // Asio's system errors are errnos; others (a malformed address) only have text.
     if (e.category() == boost::system::system_category()) {

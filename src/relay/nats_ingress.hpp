@@ -108,13 +108,13 @@ class NatsIngress {
   // it is not exactly `count` well-formed records.
   bool split_batch(std::span<const std::byte> body, std::uint64_t count) noexcept;
 
-  ContinuityChecker checker_;  // delivery thread only
+  ContinuityChecker checker_;                        // delivery thread only
   std::vector<std::span<const std::byte>> records_;  // delivery thread only; keeps its capacity
   std::atomic<bool> stopping_{false};
 
   std::mutex done_mu_;
   std::condition_variable done_cv_;
-  bool done_ = false;  // guarded by done_mu_: libnats' completion callback fired
+  bool done_ = false;     // guarded by done_mu_: libnats' completion callback fired
   bool stopped_ = false;  // guarded by done_mu_
 
   // Statistics (single writer: the delivery thread).

@@ -14,13 +14,19 @@ namespace {
 
 std::string_view status_name(natsConnStatus s) noexcept {
   switch (s) {
-    case NATS_CONN_STATUS_DISCONNECTED: return "disconnected";
-    case NATS_CONN_STATUS_CONNECTING: return "connecting";
-    case NATS_CONN_STATUS_CONNECTED: return "connected";
-    case NATS_CONN_STATUS_CLOSED: return "closed";
-    case NATS_CONN_STATUS_RECONNECTING: return "reconnecting";
+    case NATS_CONN_STATUS_DISCONNECTED:
+      return "disconnected";
+    case NATS_CONN_STATUS_CONNECTING:
+      return "connecting";
+    case NATS_CONN_STATUS_CONNECTED:
+      return "connected";
+    case NATS_CONN_STATUS_CLOSED:
+      return "closed";
+    case NATS_CONN_STATUS_RECONNECTING:
+      return "reconnecting";
     case NATS_CONN_STATUS_DRAINING_SUBS:
-    case NATS_CONN_STATUS_DRAINING_PUBS: return "draining";
+    case NATS_CONN_STATUS_DRAINING_PUBS:
+      return "draining";
   }
   return "unknown";
 }

@@ -53,7 +53,8 @@ class NatsSink {
 
   [[nodiscard]] NatsStats stats() const;
   // The libnats connection, for the ingress's subscriptions (nats_ingress.hpp)
-  // and the JetStream publisher and consumers that share it; valid until the sink is destroyed. Stop every ingress before close().
+  // and the JetStream publisher and consumers that share it; valid until the sink is destroyed. Stop every ingress
+  // before close().
   [[nodiscard]] natsConnection* connection() const noexcept { return conn_; }
   // Flushes what is buffered (bounded by `flush_timeout` when connected), then
   // closes the connection. Later publishes fail (counted).

@@ -104,11 +104,16 @@ tl::expected<std::chrono::milliseconds, std::string> parse_duration(std::string_
 
 std::string_view to_string(RingState s) noexcept {
   switch (s) {
-    case RingState::kWaitingForRing: return "waiting_for_ring";
-    case RingState::kWaitingForProducer: return "waiting_for_producer";
-    case RingState::kRelaying: return "relaying";
-    case RingState::kStopped: return "stopped";
-    case RingState::kFailed: return "failed";
+    case RingState::kWaitingForRing:
+      return "waiting_for_ring";
+    case RingState::kWaitingForProducer:
+      return "waiting_for_producer";
+    case RingState::kRelaying:
+      return "relaying";
+    case RingState::kStopped:
+      return "stopped";
+    case RingState::kFailed:
+      return "failed";
   }
   return "unknown";
 }
@@ -116,11 +121,20 @@ std::string_view to_string(RingState s) noexcept {
 std::string RelayError::message() const {
   std::string_view what = "error";
   switch (code) {
-    case Code::kInvalidConfig: what = "invalid configuration"; break;
-    case Code::kBroker: return "broker: " + detail;  // the broker's message names its errno
-    case Code::kNats: what = "nats"; break;
-    case Code::kThread: what = "thread"; break;
-    case Code::kMetrics: what = "metrics"; break;
+    case Code::kInvalidConfig:
+      what = "invalid configuration";
+      break;
+    case Code::kBroker:
+      return "broker: " + detail;  // the broker's message names its errno
+    case Code::kNats:
+      what = "nats";
+      break;
+    case Code::kThread:
+      what = "thread";
+      break;
+    case Code::kMetrics:
+      what = "metrics";
+      break;
   }
   if (sys_errno != 0) return fmt::format("{}: {}: {}", what, detail, std::strerror(sys_errno));
   return fmt::format("{}: {}", what, detail);

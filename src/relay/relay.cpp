@@ -11,11 +11,11 @@
 
 #include "relay/broker_target.hpp"
 #include "relay/jetstream_publisher.hpp"
+#include "relay/metrics.hpp"
 #include "relay/nats_ingress.hpp"
 #include "relay/nats_sink.hpp"
-#include "relay/ring_target.hpp"
-#include "relay/metrics.hpp"
 #include "relay/ring_reader.hpp"
+#include "relay/ring_target.hpp"
 #include "ringcast/relay/topic.hpp"
 
 namespace ringcast::relay {
@@ -33,11 +33,11 @@ struct Relay::Impl {
   // Set once by stop(); readers poll it between batches.
   std::atomic<bool> stop_flag{false};
 
-  std::mutex stop_mu;        // serialises stop(): one caller joins, the others wait
-  bool stopped = false;      // guarded by stop_mu
+  std::mutex stop_mu;    // serialises stop(): one caller joins, the others wait
+  bool stopped = false;  // guarded by stop_mu
 
   mutable std::mutex failure_mu;
-  std::string failure;       // guarded by failure_mu; the first fatal error
+  std::string failure;  // guarded by failure_mu; the first fatal error
 
   void fail(const std::string& why) {
     {
@@ -55,9 +55,9 @@ struct Relay::Impl {
       out += fmt::format(
           "ring_{}:path={},channel={}{},state={},consumer={},producer_alive={},relayed={},batches={},lag={},"
           "lapped={},malformed={},deliveries={},refused={},nats_published={},nats_failed={},reopens={}\r\n",
-          i, r.path, r.name, r.topic_in_payload ? "*" : "", to_string(r.state), r.consumer_id,
-          r.producer_alive ? 1 : 0, r.relayed, r.batches, r.lag, r.lapped, r.malformed, r.deliveries,
-          r.refused, r.nats_published, r.nats_failed, r.reopens);
+          i, r.path, r.name, r.topic_in_payload ? "*" : "", to_string(r.state), r.consumer_id, r.producer_alive ? 1 : 0,
+          r.relayed, r.batches, r.lag, r.lapped, r.malformed, r.deliveries, r.refused, r.nats_published, r.nats_failed,
+          r.reopens);
     }
     out += ingress_info_lines(ingress_stats());
     if (nats) {
@@ -123,8 +123,8 @@ struct Relay::Impl {
     // Outstanding JetStream acks first (what stays unacked is counted failed),
     // then the connection.
     if (jetstream) {
-      jetstream->close(std::max<std::chrono::milliseconds>(config.nats->jetstream->ack_timeout,
-                                                           std::chrono::milliseconds(1000)));
+      jetstream->close(
+          std::max<std::chrono::milliseconds>(config.nats->jetstream->ack_timeout, std::chrono::milliseconds(1000)));
     }
     if (nats) nats->close(std::chrono::milliseconds(1000));
     if (broker) {
@@ -160,7 +160,8 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
         RelayError{Code::kInvalidConfig, 0, fmt::format("--nats-batch must be 1..{}", kMaxNatsBatch)});
   }
   if (ingress && !config.nats) {
-    return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "--nats-in needs --nats URL (the server to subscribe to)"});
+    return tl::unexpected(
+        RelayError{Code::kInvalidConfig, 0, "--nats-in needs --nats URL (the server to subscribe to)"});
   }
   if (!config.nats_broker_in.empty() && !config.broker) {
     return tl::unexpected(
@@ -172,15 +173,16 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
       return tl::unexpected(RelayError{Code::kInvalidConfig, 0, fmt::format("ring {}: empty channel", r.path)});
     }
     if (config.nats && !r.topic_in_payload && !is_valid_subject(r.name)) {
-      return tl::unexpected(RelayError{
-          Code::kInvalidConfig, 0, fmt::format("ring {}: '{}' is not a valid NATS subject to publish on", r.path, r.name)});
+      return tl::unexpected(
+          RelayError{Code::kInvalidConfig, 0,
+                     fmt::format("ring {}: '{}' is not a valid NATS subject to publish on", r.path, r.name)});
     }
   }
   for (std::size_t i = 0; i < config.rings.size(); ++i) {
     for (std::size_t j = i + 1; j < config.rings.size(); ++j) {
       if (config.rings[i].path == config.rings[j].path) {
-        return tl::unexpected(RelayError{Code::kInvalidConfig, 0,
-                                         fmt::format("ring {} is given twice", config.rings[i].path)});
+        return tl::unexpected(
+            RelayError{Code::kInvalidConfig, 0, fmt::format("ring {} is given twice", config.rings[i].path)});
       }
     }
   }
@@ -225,11 +227,9 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     }
   }
   for (const RingRoute& route : im.config.rings) {
-    im.readers.push_back(std::make_unique<RingReader>(route, im.broker.get(), im.nats.get(), im.jetstream.get(),
-                                                      im.config.batch,
-                                                      im.config.poll_interval, im.log, im.stop_flag,
-                                                      [&im](const std::string& why) { im.fail(why); },
-                                                      im.config.nats ? im.config.nats->batch : 1));
+    im.readers.push_back(std::make_unique<RingReader>(
+        route, im.broker.get(), im.nats.get(), im.jetstream.get(), im.config.batch, im.config.poll_interval, im.log,
+        im.stop_flag, [&im](const std::string& why) { im.fail(why); }, im.config.nats ? im.config.nats->batch : 1));
   }
   if (im.broker) {
     // Installed once im.nats and im.readers are final: the providers read them
@@ -249,8 +249,8 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
   }
   // The ingress last: the broker (and its providers) and the connection are up.
   // With --jetstream each route reads the stream through its durable consumer.
-  const JetStreamConfig* const jetstream_in = im.config.nats && im.config.nats->jetstream ? &*im.config.nats->jetstream
-                                                                                         : nullptr;
+  const JetStreamConfig* const jetstream_in =
+      im.config.nats && im.config.nats->jetstream ? &*im.config.nats->jetstream : nullptr;
   if (jetstream_in != nullptr && !jetstream_in->durable.empty() &&
       im.config.nats_rings_in.size() + im.config.nats_broker_in.size() > 1) {
     im.do_stop();
@@ -267,8 +267,7 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     im.ingress.push_back(std::move(*in));
   }
   for (const NatsBrokerIngressRoute& route : im.config.nats_broker_in) {
-    auto in = start_broker_ingress(im.nats->connection(), *im.broker, route, im.config.nats_in, jetstream_in,
-                                   im.log);
+    auto in = start_broker_ingress(im.nats->connection(), *im.broker, route, im.config.nats_in, jetstream_in, im.log);
     if (!in) {
       im.do_stop();
       return tl::unexpected(RelayError{Code::kNats, 0, in.error()});

@@ -41,7 +41,8 @@ RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, 
       stop_(stop),
       fail_(std::move(fail)),
       host_(host_name()),
-      nats_batch_(nats != nullptr && jetstream == nullptr && !route_.topic_in_payload && nats_batch > 1 ? nats_batch : 0),
+      nats_batch_(nats != nullptr && jetstream == nullptr && !route_.topic_in_payload && nats_batch > 1 ? nats_batch
+                                                                                                        : 0),
       max_pending_(std::min(batch_, kMaxPending)),
       slot_size_(route_.name.size() + kMaxPayload) {
   // Sized once: the hot loop then never allocates (invariant 3), and views into
@@ -137,10 +138,10 @@ bool RingReader::open_and_register() {
   consumer_id_.store(static_cast<std::int64_t>(id_), std::memory_order_relaxed);
   const RingStatus st = ring_->status();
   producer_alive_.store(st.producer_alive, std::memory_order_relaxed);
-  log(LogLevel::kInfo, fmt::format("registered as consumer {} (capacity {}, {}{}); publishing to {}{}", id_,
-                                  ring_->capacity(), ring_->lossy() ? "lossy" : "blocking",
-                                  ring_->wakeups() ? ", wakeups" : "", route_.name,
-                                  route_.topic_in_payload ? "<topic>" : ""));
+  log(LogLevel::kInfo,
+      fmt::format("registered as consumer {} (capacity {}, {}{}); publishing to {}{}", id_, ring_->capacity(),
+                  ring_->lossy() ? "lossy" : "blocking", ring_->wakeups() ? ", wakeups" : "", route_.name,
+                  route_.topic_in_payload ? "<topic>" : ""));
   if (st.producer_alive) {
     set_state(RingState::kRelaying);
     log(LogLevel::kInfo, fmt::format("producer pid {} is live; relaying", st.producer_pid));
@@ -238,7 +239,7 @@ void RingReader::flush_nats_batch() noexcept {
 
 void RingReader::publish_pending() noexcept {
   if (nats_batch_ > 0) flush_nats_batch();  // every receive ends with publish_pending
-  if (pending_.empty()) return;  // also the case without a broker
+  if (pending_.empty()) return;             // also the case without a broker
   std::size_t done = 0;
   while (done < pending_.size()) {
     const std::span<const broker::Message> rest(pending_.data() + done, pending_.size() - done);

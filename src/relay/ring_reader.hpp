@@ -140,7 +140,7 @@ class RingReader {
   std::vector<broker::Message> pending_;  // capacity max_pending_
   std::vector<std::size_t> receivers_;    // max_pending_ entries: per-message deliveries
   Counters local_;
-  std::string last_wait_reason_; // logged once per distinct reason while waiting
+  std::string last_wait_reason_;  // logged once per distinct reason while waiting
 
   // Published statistics (single writer: run()).
   std::atomic<std::uint8_t> state_{static_cast<std::uint8_t>(RingState::kWaitingForRing)};

@@ -14,25 +14,23 @@ tl::expected<std::unique_ptr<RingTarget>, std::string> RingTarget::open(const st
   const bool exists = ::stat(path.c_str(), &st) == 0;
   // reap_on_full: a consumer that died holding its entry must not stall the
   // ingress (and NATS delivery behind it) forever.
-  Result<BroadcastRing> ring = exists
-      ? BroadcastRing::open(path, {.reap_on_full = true})
-      : BroadcastRing::create(path, config.ring_capacity,
-                              {.lossy = config.ring_lossy, .claim_producer = false, .reap_on_full = true});
+  Result<BroadcastRing> ring =
+      exists ? BroadcastRing::open(path, {.reap_on_full = true})
+             : BroadcastRing::create(path, config.ring_capacity,
+                                     {.lossy = config.ring_lossy, .claim_producer = false, .reap_on_full = true});
   if (!ring) return tl::unexpected(fmt::format("ring {}: {}", path, ring.error().message()));
   if (auto claimed = ring->claim_producer(); !claimed) {
     const RingStatus s = ring->status();
     return tl::unexpected(fmt::format("ring {}: cannot become its producer: {}{}", path, claimed.error().message(),
                                       s.producer_alive ? fmt::format(" (pid {} holds the role)", s.producer_pid) : ""));
   }
-  log(LogLevel::kInfo, fmt::format("ring {}: {} (capacity {}, {}); producing into it from NATS", path,
-                                  exists ? "opened" : "created", ring->capacity(),
-                                  ring->lossy() ? "lossy" : "blocking"));
+  log(LogLevel::kInfo,
+      fmt::format("ring {}: {} (capacity {}, {}); producing into it from NATS", path, exists ? "opened" : "created",
+                  ring->capacity(), ring->lossy() ? "lossy" : "blocking"));
   return std::unique_ptr<RingTarget>(new RingTarget(std::move(*ring)));
 }
 
-void RingTarget::on_gap(std::string_view /*subject*/, std::uint64_t lost) noexcept {
-  ring_.report_upstream_loss(lost);
-}
+void RingTarget::on_gap(std::string_view /*subject*/, std::uint64_t lost) noexcept { ring_.report_upstream_loss(lost); }
 
 IngressTarget::Outcome RingTarget::deliver(std::string_view /*subject*/, std::span<const std::byte> payload,
                                            const std::atomic<bool>& stopping) noexcept {
@@ -80,9 +78,9 @@ void RingTarget::fill(NatsIngressStats& s) const {
 }
 
 tl::expected<std::unique_ptr<NatsIngress>, std::string> start_ring_ingress(natsConnection* conn,
-                                                                          const NatsRingIngressRoute& route,
-                                                                          const NatsIngressConfig& config, LogFn log,
-                                                                          const JetStreamConfig* jetstream) {
+                                                                           const NatsRingIngressRoute& route,
+                                                                           const NatsIngressConfig& config, LogFn log,
+                                                                           const JetStreamConfig* jetstream) {
   auto target = RingTarget::open(route.path, config, log);
   if (!target) return tl::unexpected(target.error());
   if (jetstream != nullptr) {

@@ -69,9 +69,7 @@ bool needs_light_fence(std::uint32_t flags) noexcept {
 #endif
 }
 
-bool valid_capacity(std::uint64_t capacity) noexcept {
-  return capacity >= kMinCapacity && capacity <= kMaxCapacity;
-}
+bool valid_capacity(std::uint64_t capacity) noexcept { return capacity >= kMinCapacity && capacity <= kMaxCapacity; }
 
 // Adaptive spinning (IdleStrategy::kSpinThenBlock). A waiter spins only
 // while spinning pays: while every process of the ring has a CPU (spin_pays)
@@ -233,8 +231,7 @@ Result<BroadcastRing> BroadcastRing::open(const std::string& path, const OpenOpt
 Result<BroadcastRing> BroadcastRing::open_shm(const std::string& name, const OpenOptions& options) {
   int fd = -1;
   try {
-    bip::shared_memory_object shm(bip::open_only, name.c_str(),
-                                  options.read_only ? bip::read_only : bip::read_write);
+    bip::shared_memory_object shm(bip::open_only, name.c_str(), options.read_only ? bip::read_only : bip::read_write);
     fd = ::fcntl(shm.get_mapping_handle().handle, F_DUPFD_CLOEXEC, 0);
     if (fd < 0) return make_error(Errc::io_error, "open_shm: dup", errno);
   } catch (const bip::interprocess_exception& e) {
@@ -509,10 +506,9 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
     // is what makes the slots below `published` committed for our reads
     // (relaxed would do for latest: any value <= the final one is safe).
     const std::uint64_t published = p.producer_seq.load(std::memory_order_acquire);
-    const std::uint64_t first =
-        start == StartAt::kOldest && published >= capacity_ ? published - capacity_
-        : start == StartAt::kOldest                         ? 0
-                                                           : published;
+    const std::uint64_t first = start == StartAt::kOldest && published >= capacity_ ? published - capacity_
+                                : start == StartAt::kOldest                         ? 0
+                                                                                    : published;
     // relaxed store: published by the release store of state below.
     c.cursor.store(first, std::memory_order_relaxed);
     // relaxed: display only (ring-top); no protocol reads it.
@@ -687,8 +683,8 @@ bool BroadcastRing::spin_pays(WaitState& ws, std::int64_t now_ns) const noexcept
 }
 
 template <class Attempt>
-bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idle,
-                         std::chrono::nanoseconds timeout, Attempt&& attempt) noexcept {
+bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idle, std::chrono::nanoseconds timeout,
+                         Attempt&& attempt) noexcept {
   if (attempt()) return true;
   const std::int64_t start = monotonic_ns();
   const std::int64_t deadline = start + std::max<std::int64_t>(timeout.count(), 0);
@@ -731,8 +727,7 @@ bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idl
     // that fence onto the light sides that only have a compiler barrier. If
     // the kernel refuses it, this sleep is capped.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    const bool covered =
-        (flags_ & kFlagWakeups) != 0 || (old & kSignalFenced) != 0 || detail::heavy_barrier();
+    const bool covered = (flags_ & kFlagWakeups) != 0 || (old & kSignalFenced) != 0 || detail::heavy_barrier();
     if ((done = attempt())) break;
     std::int64_t sleep_ns = deadline - now;
     if (!covered) sleep_ns = std::min(sleep_ns, kUncoveredSleepNs);
@@ -794,9 +789,7 @@ std::size_t BroadcastRing::active_consumer_count() const noexcept {
   return n;
 }
 
-bool BroadcastRing::lock_is_held(off_t offset) const noexcept {
-  return fd_ < 0 || detail::held_by_other(fd_, offset);
-}
+bool BroadcastRing::lock_is_held(off_t offset) const noexcept { return fd_ < 0 || detail::held_by_other(fd_, offset); }
 
 RingStatus BroadcastRing::status() const {
   RingStatus s;

@@ -21,8 +21,7 @@ bool is_ring_file(const std::string& path) noexcept {
   if (fd < 0) return false;
   bool ring = false;
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-      static_cast<std::uint64_t>(st.st_size) >= layout::kHeaderBytes) {
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) >= layout::kHeaderBytes) {
     // magic (8 bytes) then layout_version (4 bytes), little-endian like the
     // mapping itself: the ring is only ever shared between processes of one host.
     unsigned char head[12];

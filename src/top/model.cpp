@@ -46,9 +46,7 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-double seconds(std::chrono::steady_clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
+double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 std::string base_name(const std::string& path) {
   const auto slash = path.find_last_of('/');
@@ -152,8 +150,7 @@ bool Monitor::watching_file_at(const std::string& path) const noexcept {
   });
 }
 
-tl::expected<std::unique_ptr<Monitor::Entry>, std::string> Monitor::open_entry(
-    const std::string& path, bool named) {
+tl::expected<std::unique_ptr<Monitor::Entry>, std::string> Monitor::open_entry(const std::string& path, bool named) {
   // O_NONBLOCK: a FIFO named by mistake must not hang the tool.
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) return tl::unexpected(fmt::format("{}: {}", path, std::strerror(errno)));
@@ -208,7 +205,6 @@ void Monitor::check_still_there(Entry& e, TimePoint now) {
   e.ring.reset();
   e.fd.reset();
 }
-
 
 RingView Monitor::sample(Entry& e, TimePoint now) {
   const RingStatus st = e.ring->status();
@@ -303,8 +299,7 @@ Snapshot Monitor::refresh() {
   for (const Target& t : targets_) {
     if (!t.directory) continue;
     for (std::string& p : discover_rings(t.path)) {
-      const bool dup = std::any_of(candidates.begin(), candidates.end(),
-                                   [&](const auto& c) { return c.first == p; });
+      const bool dup = std::any_of(candidates.begin(), candidates.end(), [&](const auto& c) { return c.first == p; });
       if (!dup) candidates.emplace_back(std::move(p), false);
     }
   }
@@ -321,8 +316,7 @@ Snapshot Monitor::refresh() {
     // A directory's file that does not open (still initialising, no
     // permission) is skipped silently. A named ring stays listed as gone.
     if (!named) continue;
-    const bool listed = std::any_of(entries_.begin(), entries_.end(),
-                                    [&](const auto& e) { return e->path == path; });
+    const bool listed = std::any_of(entries_.begin(), entries_.end(), [&](const auto& e) { return e->path == path; });
     if (!listed) {
       auto gone = std::make_unique<Entry>();
       gone->id = next_id_++;
@@ -367,9 +361,8 @@ Snapshot Monitor::refresh() {
     v.producer_seq = e->last.producer_seq;
     snap.rings.push_back(std::move(v));
   }
-  std::sort(snap.rings.begin(), snap.rings.end(), [](const RingView& a, const RingView& b) {
-    return a.path != b.path ? a.path < b.path : a.id < b.id;
-  });
+  std::sort(snap.rings.begin(), snap.rings.end(),
+            [](const RingView& a, const RingView& b) { return a.path != b.path ? a.path < b.path : a.id < b.id; });
   return snap;
 }
 

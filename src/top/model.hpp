@@ -35,18 +35,18 @@ using TimePoint = std::chrono::steady_clock::time_point;
 using Clock = std::function<TimePoint()>;
 
 struct ConsumerView {
-  std::uint32_t index = 0;         // consumer id, 0..kMaxConsumers-1
-  std::uint32_t pid = 0;           // owner_pid as registered (display only)
-  std::string process;             // /proc/<pid>/comm of the owner while alive; for a dead owner
-                                   // the name last seen alive, empty if never seen alive
-  bool alive = false;              // the owner's lock is held (RingStatus::owner_alive)
-  std::uint64_t cursor = 0;        // next sequence it will read
-  std::uint64_t lag = 0;           // messages published but not yet read
-  double lag_pct = 0.0;            // lag as % of capacity (above 100 only when lapped on a lossy ring)
-  std::optional<double> recv_rate; // messages/s since the previous refresh; empty on first sight
-  double since_advance_s = 0.0;    // seconds since its cursor last moved
+  std::uint32_t index = 0;                   // consumer id, 0..kMaxConsumers-1
+  std::uint32_t pid = 0;                     // owner_pid as registered (display only)
+  std::string process;                       // /proc/<pid>/comm of the owner while alive; for a dead owner
+                                             // the name last seen alive, empty if never seen alive
+  bool alive = false;                        // the owner's lock is held (RingStatus::owner_alive)
+  std::uint64_t cursor = 0;                  // next sequence it will read
+  std::uint64_t lag = 0;                     // messages published but not yet read
+  double lag_pct = 0.0;                      // lag as % of capacity (above 100 only when lapped on a lossy ring)
+  std::optional<double> recv_rate;           // messages/s since the previous refresh; empty on first sight
+  double since_advance_s = 0.0;              // seconds since its cursor last moved
   bool since_advance_is_lower_bound = true;  // not seen moving yet: "at least" since_advance_s
-  bool behind = false;             // alive, and lag_pct >= the behind threshold (dead ones are DEAD)
+  bool behind = false;                       // alive, and lag_pct >= the behind threshold (dead ones are DEAD)
 };
 
 enum class RingPresence : std::uint8_t {
@@ -55,33 +55,33 @@ enum class RingPresence : std::uint8_t {
 };
 
 struct RingView {
-  std::uint64_t id = 0;            // stable while watched; a replaced file gets a new id
+  std::uint64_t id = 0;  // stable while watched; a replaced file gets a new id
   std::string path;
-  std::string name;                // last path component
-  bool named = false;              // given on the command line (not found by a directory scan)
+  std::string name;    // last path component
+  bool named = false;  // given on the command line (not found by a directory scan)
   RingPresence state = RingPresence::live;
-  std::string gone_reason;         // "removed", "replaced", "truncated" or an open error
-  std::uint64_t capacity = 0;      // kept from the last live sample when gone
+  std::string gone_reason;     // "removed", "replaced", "truncated" or an open error
+  std::uint64_t capacity = 0;  // kept from the last live sample when gone
   bool lossy = false;
   bool wakeups = false;
   std::uint64_t producer_seq = 0;
   std::uint32_t producer_pid = 0;
   bool producer_alive = false;
-  std::string producer_process;    // as ConsumerView::process
-  bool half_written_slot = false;  // a producer died mid-write (repaired by the next producer)
-  bool producer_sleeping = false;  // asleep in push_wait for room
+  std::string producer_process;          // as ConsumerView::process
+  bool half_written_slot = false;        // a producer died mid-write (repaired by the next producer)
+  bool producer_sleeping = false;        // asleep in push_wait for room
   std::uint32_t sleeping_consumers = 0;  // consumers asleep in recv_wait
   std::uint64_t upstream_lost = 0;       // lost before the producer (NATS ingress gaps, docs/scale-out.md)
   std::uint64_t upstream_gaps = 0;
-  std::optional<double> push_rate; // messages/s since the previous refresh
-  std::uint64_t max_lag = 0;       // lag of the slowest active consumer
-  double fill = 0.0;               // max_lag / capacity, clamped to [0, 1]
+  std::optional<double> push_rate;  // messages/s since the previous refresh
+  std::uint64_t max_lag = 0;        // lag of the slowest active consumer
+  double fill = 0.0;                // max_lag / capacity, clamped to [0, 1]
   std::size_t active_consumers = 0;
   std::size_t dead_consumers = 0;
   std::size_t behind_consumers = 0;
-  bool blocked = false;            // blocking ring whose slowest consumer is capacity behind:
-                                   // the producer's next try_push returns full
-  bool drained = false;            // every active consumer has read everything (is_fully_drained)
+  bool blocked = false;                 // blocking ring whose slowest consumer is capacity behind:
+                                        // the producer's next try_push returns full
+  bool drained = false;                 // every active consumer has read everything (is_fully_drained)
   std::vector<ConsumerView> consumers;  // active entries, by index
 };
 
@@ -95,11 +95,11 @@ struct MonitorOptions {
   // Ring files or directories. Empty: kDefaultRingDir. A bare name that is not
   // a file here ("ticks") is looked up in kDefaultRingDir, like shm_open names.
   std::vector<std::string> targets;
-  double behind_pct = 50.0;          // a consumer is "behind" from this lag % of capacity
+  double behind_pct = 50.0;  // a consumer is "behind" from this lag % of capacity
   // How long a ring that went away stays listed as gone (named rings stay
   // listed until a ring is back at their path).
   std::chrono::nanoseconds gone_linger = std::chrono::seconds(10);
-  Clock clock;                       // empty: std::chrono::steady_clock::now
+  Clock clock;  // empty: std::chrono::steady_clock::now
 };
 
 class Monitor {

@@ -37,9 +37,7 @@ std::string fit_middle(std::string_view s, std::size_t width) {
   return std::string(s.substr(0, head)) + "~" + std::string(s.substr(s.size() - tail));
 }
 
-std::string format_interval(double s) {
-  return s < 10 ? fmt::format("{:.1f}s", s) : fmt::format("{:.0f}s", s);
-}
+std::string format_interval(double s) { return s < 10 ? fmt::format("{:.1f}s", s) : fmt::format("{:.0f}s", s); }
 
 std::string format_pct(double pct) {
   if (pct >= 1000) return ">999%";
@@ -88,15 +86,14 @@ Widths widths_for(std::size_t cols) {
 }
 
 Line ring_header(const Widths& w) {
-  return text_line(fmt::format("  {:<{}} {:>7} {:>10} {:>7} {:<10} {:>4} {:>5} {:<7}", "RING", w.name,
-                               "CAP", "POSITION", "PUSH/s", " FILL", "", "CONS", "STATE"),
+  return text_line(fmt::format("  {:<{}} {:>7} {:>10} {:>7} {:<10} {:>4} {:>5} {:<7}", "RING", w.name, "CAP",
+                               "POSITION", "PUSH/s", " FILL", "", "CONS", "STATE"),
                    Style::header);
 }
 
 Line consumer_header() {
-  return text_line(fmt::format("    {:>2} {:>7} {:<{}} {:<6} {:>11} {:>9} {:>6} {:>7} {:>7}", "#", "PID",
-                               "PROCESS", kProcessWidth, "STATE", "CURSOR", "LAG", "LAG%", "RECV/s",
-                               "IDLE"),
+  return text_line(fmt::format("    {:>2} {:>7} {:<{}} {:<6} {:>11} {:>9} {:>6} {:>7} {:>7}", "#", "PID", "PROCESS",
+                               kProcessWidth, "STATE", "CURSOR", "LAG", "LAG%", "RECV/s", "IDLE"),
                    Style::header);
 }
 
@@ -108,8 +105,7 @@ Line ring_row(const RingView& r, bool selected, bool marker, const Widths& w) {
   const std::string name = fmt::format("{}{:<{}} ", mark, fit_middle(r.name, w.name), w.name);
   if (gone) {
     l.spans.push_back({fmt::format("{}{:>7} {:>10} {:>7} {:<10} {:>4} {:>5} ", name,
-                                   r.capacity > 0 ? format_count(r.capacity, 7) : "-", "-", "-",
-                                   "", "", "-"),
+                                   r.capacity > 0 ? format_count(r.capacity, 7) : "-", "-", "-", "", "", "-"),
                        Style::plain});
     l.spans.push_back({"GONE", Style::gone});
     return l;
@@ -121,9 +117,9 @@ Line ring_row(const RingView& r, bool selected, bool marker, const Widths& w) {
   const std::size_t hashes = std::min(kBarWidth, r.fill > 0 && filled == 0 ? std::size_t{1} : filled);
   l.spans.push_back({std::string(hashes, '#'), bar_style(r.fill)});
   l.spans.push_back({std::string(kBarWidth - hashes, '.'), Style::dim});
-  l.spans.push_back({fmt::format("] {:>3.0f}% {:>5} ", r.fill * 100.0,
-                                 fmt::format("{}/{}", r.active_consumers, kMaxConsumers)),
-                     Style::plain});
+  l.spans.push_back(
+      {fmt::format("] {:>3.0f}% {:>5} ", r.fill * 100.0, fmt::format("{}/{}", r.active_consumers, kMaxConsumers)),
+       Style::plain});
   l.spans.push_back({ring_state_word(r), r.blocked ? Style::warn : Style::plain});
   return l;
 }
@@ -161,19 +157,18 @@ Line ring_detail(const RingView& r) {
 // Shown under the detail line only when the producer reported loss before it:
 // a NATS ingress saw gaps in its source's sequence (docs/scale-out.md).
 Line upstream_line(const RingView& r) {
-  return text_line(fmt::format("    upstream lost {} in {} gap{} (before the producer)",
-                               format_count(r.upstream_lost, 11), format_count(r.upstream_gaps, 11),
-                               r.upstream_gaps == 1 ? "" : "s"),
-                   Style::warn);
+  return text_line(
+      fmt::format("    upstream lost {} in {} gap{} (before the producer)", format_count(r.upstream_lost, 11),
+                  format_count(r.upstream_gaps, 11), r.upstream_gaps == 1 ? "" : "s"),
+      Style::warn);
 }
 
 Line consumer_row(const ConsumerView& c) {
   const char* state = !c.alive ? "DEAD" : (c.behind ? "BEHIND" : "alive");
   const std::string process = c.process.empty() ? "-" : fit(c.process, kProcessWidth);
-  Line l = text_line(fmt::format("    {:>2} {:>7} {:<{}} {:<6} {:>11} {:>9} {:>6} {:>7} {:>7}", c.index,
-                                 c.pid, process, kProcessWidth, state, format_count(c.cursor, 11),
-                                 format_count(c.lag, 9), format_pct(c.lag_pct),
-                                 format_rate(c.recv_rate),
+  Line l = text_line(fmt::format("    {:>2} {:>7} {:<{}} {:<6} {:>11} {:>9} {:>6} {:>7} {:>7}", c.index, c.pid, process,
+                                 kProcessWidth, state, format_count(c.cursor, 11), format_count(c.lag, 9),
+                                 format_pct(c.lag_pct), format_rate(c.recv_rate),
                                  format_age(c.since_advance_s, c.since_advance_is_lower_bound)));
   l.style = !c.alive ? Style::dead : (c.behind ? Style::behind : Style::plain);
   return l;
@@ -192,8 +187,7 @@ Line title_line(const Snapshot& snap, SortKey sort, double interval_s, std::size
   }
   std::string s = fmt::format("ring-top  {} ring{}", snap.rings.size(), snap.rings.size() == 1 ? "" : "s");
   if (gone > 0) s += fmt::format(" ({} gone)", gone);
-  s += fmt::format("  {} consumer{}  {} dead  {} behind", consumers, consumers == 1 ? "" : "s", dead,
-                   behind);
+  s += fmt::format("  {} consumer{}  {} dead  {} behind", consumers, consumers == 1 ? "" : "s", dead, behind);
   std::string tail = fmt::format("  every {}  sort: {}", format_interval(interval_s), to_string(sort));
   if (s.size() + tail.size() > cols) {
     tail = fmt::format("  {}  sort: {}", format_interval(interval_s), to_string(sort));
@@ -256,8 +250,7 @@ std::vector<Line> help_lines(const Snapshot& snap, const ViewState& view) {
       "    Enter, space     expand or collapse the selected ring",
       "    s                sort consumers: index, lag (largest first),",
       "                     rate (slowest first)",
-      fmt::format("    + / -            refresh less / more often (now every {})",
-                  format_interval(view.interval_s)),
+      fmt::format("    + / -            refresh less / more often (now every {})", format_interval(view.interval_s)),
       "    h, ?             show or hide this help   (Esc hides it)",
       "    q                quit",
       "",
@@ -279,9 +272,12 @@ std::vector<Line> help_lines(const Snapshot& snap, const ViewState& view) {
 
 std::string_view to_string(SortKey key) noexcept {
   switch (key) {
-    case SortKey::index: return "index";
-    case SortKey::lag: return "lag";
-    case SortKey::rate: return "rate";
+    case SortKey::index:
+      return "index";
+    case SortKey::lag:
+      return "lag";
+    case SortKey::rate:
+      return "rate";
   }
   return "index";
 }
@@ -348,8 +344,7 @@ std::string format_age(double seconds, bool lower_bound) {
 
 std::vector<ConsumerView> sorted_consumers(const RingView& ring, SortKey key) {
   std::vector<ConsumerView> out = ring.consumers;
-  std::sort(out.begin(), out.end(),
-            [](const ConsumerView& a, const ConsumerView& b) { return a.index < b.index; });
+  std::sort(out.begin(), out.end(), [](const ConsumerView& a, const ConsumerView& b) { return a.index < b.index; });
   if (key == SortKey::lag) {
     std::stable_sort(out.begin(), out.end(),
                      [](const ConsumerView& a, const ConsumerView& b) { return a.lag > b.lag; });
@@ -404,7 +399,8 @@ Action handle_key(ViewState& view, Key key, const Snapshot& snap) {
   };
   constexpr std::ptrdiff_t kPage = 5;
   switch (key) {
-    case Key::quit: return Action::quit;
+    case Key::quit:
+      return Action::quit;
     case Key::help:
       view.help = !view.help;
       return Action::redraw;
@@ -434,18 +430,25 @@ Action handle_key(ViewState& view, Key key, const Snapshot& snap) {
       view.interval_s = best;
       return Action::reschedule;
     }
-    case Key::up: return select_at(-1, false);
-    case Key::down: return select_at(1, false);
-    case Key::page_up: return select_at(-kPage, false);
-    case Key::page_down: return select_at(kPage, false);
-    case Key::home: return select_at(0, true);
-    case Key::end: return select_at(static_cast<std::ptrdiff_t>(snap.rings.size()), true);
+    case Key::up:
+      return select_at(-1, false);
+    case Key::down:
+      return select_at(1, false);
+    case Key::page_up:
+      return select_at(-kPage, false);
+    case Key::page_down:
+      return select_at(kPage, false);
+    case Key::home:
+      return select_at(0, true);
+    case Key::end:
+      return select_at(static_cast<std::ptrdiff_t>(snap.rings.size()), true);
     case Key::enter: {
       if (snap.rings.empty() || view.selected_path.empty()) return Action::none;
       if (view.expanded.erase(view.selected_path) == 0) view.expanded.insert(view.selected_path);
       return Action::redraw;
     }
-    case Key::other: return Action::none;
+    case Key::other:
+      return Action::none;
   }
   return Action::none;
 }
@@ -491,9 +494,8 @@ Frame render_screen(const Snapshot& snap, ViewState& view, int rows, int cols) {
   if (nrows > 1) {
     // The footer sits on the last row, like top's and htop's.
     while (f.lines.size() + 1 < nrows) f.lines.push_back(Line{});
-    f.lines.push_back(text_line(
-        "h help  q quit  s sort  +/- interval  up/down select  enter expand" + footer_extra,
-        Style::dim));
+    f.lines.push_back(
+        text_line("h help  q quit  s sort  +/- interval  up/down select  enter expand" + footer_extra, Style::dim));
   }
   if (f.lines.size() > nrows) f.lines.resize(nrows);
   for (Line& l : f.lines) clip(l, ncols);

@@ -65,13 +65,13 @@ struct Frame {
 
 struct ViewState {
   SortKey sort = SortKey::index;
-  std::uint64_t selected = 0;          // RingView::id; 0 before any ring was seen
-  std::string selected_path;           // to reselect a replaced ring at the same path
-  std::set<std::string> expanded;      // paths of the rings showing their consumers
-  bool first_ring_seen = false;        // the first ring shown is expanded once
+  std::uint64_t selected = 0;      // RingView::id; 0 before any ring was seen
+  std::string selected_path;       // to reselect a replaced ring at the same path
+  std::set<std::string> expanded;  // paths of the rings showing their consumers
+  bool first_ring_seen = false;    // the first ring shown is expanded once
   bool help = false;
-  double interval_s = 1.0;             // refresh interval
-  std::size_t scroll = 0;              // first body line shown; kept by render_screen
+  double interval_s = 1.0;  // refresh interval
+  std::size_t scroll = 0;   // first body line shown; kept by render_screen
 };
 
 // Interactive refresh intervals that +/- step through (seconds).
@@ -79,7 +79,20 @@ inline constexpr double kIntervalSteps[] = {0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60};
 inline constexpr double kMinInteractiveInterval = 0.1;
 
 enum class Key : std::uint8_t {
-  other, up, down, page_up, page_down, home, end, enter, longer, shorter, sort, help, quit, escape,
+  other,
+  up,
+  down,
+  page_up,
+  page_down,
+  home,
+  end,
+  enter,
+  longer,
+  shorter,
+  sort,
+  help,
+  quit,
+  escape,
 };
 enum class Action : std::uint8_t {
   none,        // nothing changed
@@ -113,6 +126,6 @@ Action handle_key(ViewState& view, Key key, const Snapshot& snap);
 // Formatting helpers, exposed for tests.
 [[nodiscard]] std::string format_count(std::uint64_t value, std::size_t width);  // 1234567 or 1.23M
 [[nodiscard]] std::string format_rate(const std::optional<double>& per_second);  // "-", 12.5, 10.0k
-[[nodiscard]] std::string format_age(double seconds, bool lower_bound);           // 0.3s, 12s, 3m04s
+[[nodiscard]] std::string format_age(double seconds, bool lower_bound);          // 0.3s, 12s, 3m04s
 
 }  // namespace ringcast::top

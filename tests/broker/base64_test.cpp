@@ -23,8 +23,13 @@ std::optional<std::string> decode(std::string_view s, Base64 a) {
 }
 
 TEST(Base64Test, EncodesRfc4648VectorsWithAndWithoutPadding) {
-  const std::pair<std::string_view, std::string_view> vectors[] = {
-      {"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"}};
+  const std::pair<std::string_view, std::string_view> vectors[] = {{"", ""},
+                                                                   {"f", "Zg=="},
+                                                                   {"fo", "Zm8="},
+                                                                   {"foo", "Zm9v"},
+                                                                   {"foob", "Zm9vYg=="},
+                                                                   {"fooba", "Zm9vYmE="},
+                                                                   {"foobar", "Zm9vYmFy"}};
   for (const auto& [bytes, text] : vectors) {
     EXPECT_EQ(encode(bytes, Base64::kStandard), text);
     std::string unpadded(text);

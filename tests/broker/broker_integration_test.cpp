@@ -15,8 +15,8 @@
 #include "eventually.hpp"
 #include "fd_io.hpp"
 #include "process_support.hpp"
-#include "tcp_loopback.hpp"
 #include "ringcast/broker/token.hpp"
+#include "tcp_loopback.hpp"
 
 namespace ringcast::broker {
 namespace {
@@ -57,8 +57,7 @@ Reply command(redisContext* c, const std::vector<std::string>& args) {
     argv.push_back(a.data());
     lens.push_back(a.size());
   }
-  return Reply(static_cast<redisReply*>(
-      redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data())));
+  return Reply(static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data())));
 }
 
 Reply next_reply(redisContext* c) {
@@ -74,10 +73,12 @@ std::string str(const redisReply* r, std::size_t i) {
 
 // Polls PUBSUB NUMSUB until `channel` has `n` subscribers (bounded).
 bool wait_for_subscribers(redisContext* c, const std::string& channel, long long n) {
-  return eventually([&] {
-    Reply r = command(c, {"PUBSUB", "NUMSUB", channel});
-    return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == n;
-  }, 10s, 5ms);
+  return eventually(
+      [&] {
+        Reply r = command(c, {"PUBSUB", "NUMSUB", channel});
+        return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == n;
+      },
+      10s, 5ms);
 }
 
 class BrokerIntegrationTest : public ::testing::Test {
@@ -112,8 +113,7 @@ TEST_F(BrokerIntegrationTest, RedisCliSubscriberReceivesRedisCliPublish) {
   EXPECT_EQ(WEXITSTATUS(*status), 0);
   EXPECT_EQ(pub.stdout_text(), "1\n") << "redis-cli without a tty prints the bare integer";
   ASSERT_TRUE(sub.read_stdout_until("hi\n", deadline_in(10s))) << sub.stdout_text();
-  EXPECT_NE(sub.stdout_text().find("subscribe\nnews\n1\nmessage\nnews\nhi\n"), std::string::npos)
-      << sub.stdout_text();
+  EXPECT_NE(sub.stdout_text().find("subscribe\nnews\n1\nmessage\nnews\nhi\n"), std::string::npos) << sub.stdout_text();
   sub.stop(SIGTERM);
 }
 
@@ -174,10 +174,12 @@ TEST_F(BrokerIntegrationTest, HiredisDrivesResp2PubSubProtocol) {
 
 // Polls PUBSUB SHARDNUMSUB until `channel` has `n` shard subscribers (bounded).
 bool wait_for_shard_subscribers(redisContext* c, const std::string& channel, long long n) {
-  return eventually([&] {
-    Reply r = command(c, {"PUBSUB", "SHARDNUMSUB", channel});
-    return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == n;
-  }, 10s, 5ms);
+  return eventually(
+      [&] {
+        Reply r = command(c, {"PUBSUB", "SHARDNUMSUB", channel});
+        return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == n;
+      },
+      10s, 5ms);
 }
 
 TEST_F(BrokerIntegrationTest, RedisCliShardSubscriberReceivesRedisCliSpublish) {
@@ -443,8 +445,7 @@ TEST_F(BrokerIntegrationTest, RefusesConnectionsBeyondTheLimit) {
 
 // A reader that stops reading, under each overflow policy: the broker's memory
 // for it stays under the hard limit and the other subscriber gets everything.
-class SlowReaderTest : public BrokerIntegrationTest,
-                       public ::testing::WithParamInterface<std::string> {};
+class SlowReaderTest : public BrokerIntegrationTest, public ::testing::WithParamInterface<std::string> {};
 
 std::string client_line(redisContext* c, std::string_view name) {
   Reply r = command(c, {"CLIENT", "LIST"});
@@ -535,8 +536,7 @@ TEST_P(SlowReaderTest, SlowReaderStaysBoundedAndOthersAreFed) {
   ::close(slow);
 }
 
-INSTANTIATE_TEST_SUITE_P(Policies, SlowReaderTest,
-                         ::testing::Values("drop-oldest", "drop-newest", "disconnect"),
+INSTANTIATE_TEST_SUITE_P(Policies, SlowReaderTest, ::testing::Values("drop-oldest", "drop-newest", "disconnect"),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            std::string n = p.param;
                            n.erase(std::remove(n.begin(), n.end(), '-'), n.end());
@@ -594,7 +594,8 @@ TEST_F(BrokerIntegrationTest, SoftLimitFiresAfterItsSecondsAndTheLossNoticeCount
   // Once it reads again it learns, in-band, how much it lost.
   std::string in;
   ASSERT_TRUE(read_until(slow, in, "__ringcast__:loss", deadline_in(20s)));
-  ASSERT_TRUE(read_until(slow, in, " policy=drop-newest\r\n", deadline_in(20s))) << in.substr(in.find("__ringcast__:loss"));
+  ASSERT_TRUE(read_until(slow, in, " policy=drop-newest\r\n", deadline_in(20s)))
+      << in.substr(in.find("__ringcast__:loss"));
   const std::string notice = in.substr(in.find("__ringcast__:loss"));
   unsigned long long lost = 0;
   ASSERT_EQ(std::sscanf(notice.c_str() + notice.find("lost="), "lost=%llu", &lost), 1) << notice;
@@ -632,8 +633,8 @@ class BrokerTokenTest : public BrokerIntegrationTest {
   }
   // redis-cli as `user` with `token`, running `args`; its stdout.
   std::string redis_cli(int port, const std::string& user, const std::string& token, std::vector<std::string> args) {
-    std::vector<std::string> argv{kRedisCli, "-p", std::to_string(port), "--user", user, "--pass", token,
-                                  "--no-auth-warning"};
+    std::vector<std::string> argv{kRedisCli, "-p",  std::to_string(port), "--user", user,
+                                  "--pass",  token, "--no-auth-warning"};
     argv.insert(argv.end(), args.begin(), args.end());
     ChildProcess p = ChildProcess::spawn(argv);
     EXPECT_EQ(test::exit_code(p.wait_exit(deadline_in(10s))), 0);
@@ -644,7 +645,8 @@ class BrokerTokenTest : public BrokerIntegrationTest {
 
 TEST_F(BrokerTokenTest, RingcastTokenMintsWhatTheLibraryVerifies) {
   const auto before = std::chrono::system_clock::now();
-  const std::string tok = ringcast_token({"--sub", "svc", "--subscribe", "md.*", "fx.?", "--no-publish", "--ttl", "2h"});
+  const std::string tok =
+      ringcast_token({"--sub", "svc", "--subscribe", "md.*", "fx.?", "--no-publish", "--ttl", "2h"});
   const auto grant = verify_token(tok, kSecret);
   ASSERT_TRUE(grant) << describe(grant.error()) << ": " << tok;
   EXPECT_EQ(grant->subject, "svc");
@@ -664,8 +666,8 @@ TEST_F(BrokerTokenTest, TokenFromRingcastTokenLetsRedisCliSubscribeAndPublish) {
   ASSERT_GT(port, 0);
   const std::string reader = ringcast_token({"--sub", "reader", "--subscribe", "md.*", "--no-publish", "--ttl", "1h"});
   const std::string writer = ringcast_token({"--sub", "writer", "--no-subscribe", "--publish", "md.*"});
-  ChildProcess sub = ChildProcess::spawn({kRedisCli, "-p", std::to_string(port), "--user", "reader", "--pass",
-                                          reader, "--no-auth-warning", "subscribe", "md.eurusd"});
+  ChildProcess sub = ChildProcess::spawn({kRedisCli, "-p", std::to_string(port), "--user", "reader", "--pass", reader,
+                                          "--no-auth-warning", "subscribe", "md.eurusd"});
   ASSERT_TRUE(sub.read_stdout_until("subscribe\nmd.eurusd\n1\n", deadline_in(10s))) << sub.stdout_text();
   EXPECT_EQ(redis_cli(port, "writer", writer, {"publish", "md.eurusd", "1.0842"}), "1\n");
   ASSERT_TRUE(sub.read_stdout_until("1.0842\n", deadline_in(10s))) << sub.stdout_text();
@@ -699,12 +701,14 @@ TEST_F(BrokerTokenTest, HiredisSeesRefusalsAndTheirCountsInInfo) {
   const std::string good = mint_token(grant, kSecret).value();
   const std::string expired = mint_token(Grant{"alice", now - 1h, std::nullopt, std::nullopt}, kSecret).value();
   const std::string forged = mint_token(grant, std::string(kSecret) + "-other").value();
-  const std::string alg_none = "eyJhbGciOiJub25lIn0." + good.substr(good.find('.') + 1, good.rfind('.') - good.find('.'));
+  const std::string alg_none =
+      "eyJhbGciOiJub25lIn0." + good.substr(good.find('.') + 1, good.rfind('.') - good.find('.'));
   for (const auto& [tok, want] : std::vector<std::pair<std::string, std::string>>{
            {expired, "WRONGPASS invalid token: the token has expired"},
            {forged, "WRONGPASS invalid token: the token's signature is invalid"},
            {alg_none, "WRONGPASS invalid token: unsigned tokens (alg none) are not accepted"},
-           {"garbage", "WRONGPASS invalid token: the token is malformed (expected three base64url parts holding JSON objects)"}}) {
+           {"garbage",
+            "WRONGPASS invalid token: the token is malformed (expected three base64url parts holding JSON objects)"}}) {
     r = command(c.get(), {"AUTH", "alice", tok});
     ASSERT_TRUE(r && r->type == REDIS_REPLY_ERROR);
     EXPECT_EQ(std::string(r->str), want);
@@ -733,9 +737,9 @@ TEST_F(BrokerTokenTest, HiredisSeesRefusalsAndTheirCountsInInfo) {
 }
 
 TEST_F(BrokerTokenTest, ShortSecretFromTheEnvironmentIsRefusedAtStartup) {
-  ChildProcess p = ChildProcess::spawn({BROKER_EXE, "--port", "0"},
-                                       {.out = test::Stream::kPipe, .err = test::Stream::kPipe,
-                                        .env_set = {"RINGCAST_TOKEN_SECRET=too-short"}});
+  ChildProcess p = ChildProcess::spawn(
+      {BROKER_EXE, "--port", "0"},
+      {.out = test::Stream::kPipe, .err = test::Stream::kPipe, .env_set = {"RINGCAST_TOKEN_SECRET=too-short"}});
   EXPECT_EQ(test::exit_code(p.wait_exit(deadline_in(10s))), 2);
   EXPECT_NE(p.stderr_text().find("is 9 bytes; at least 32 are needed"), std::string::npos) << p.stderr_text();
 }

@@ -153,7 +153,7 @@ TEST(ConnectionQueueTest, DippingBelowSoftLimitRestartsTheSoftTimer) {
   ConnectionQueue q(limits(1000, 100, 10s), OverflowPolicy::kDisconnect, clock);
   for (std::uint64_t i = 0; i < 15; ++i) (void)q.push(numbered_frame(i, 10));
   clock.advance(9s);
-  (void)testing::drain_all(q);  // back under the soft limit
+  (void)testing::drain_all(q);                                                 // back under the soft limit
   for (std::uint64_t i = 0; i < 15; ++i) (void)q.push(numbered_frame(i, 10));  // timer restarts
   clock.advance(9s);
   EXPECT_EQ(q.push(numbered_frame(99, 10)).status, PushStatus::kQueued);
@@ -433,7 +433,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(RandomRun{1, OverflowPolicy::kDropNewest, false}, RandomRun{2, OverflowPolicy::kDropNewest, true},
                       RandomRun{3, OverflowPolicy::kDropOldest, false}, RandomRun{4, OverflowPolicy::kDropOldest, true},
                       RandomRun{5, OverflowPolicy::kDisconnect, false}, RandomRun{6, OverflowPolicy::kDisconnect, true},
-                      RandomRun{7, OverflowPolicy::kDropOldest, false}, RandomRun{8, OverflowPolicy::kDropNewest, false}),
+                      RandomRun{7, OverflowPolicy::kDropOldest, false},
+                      RandomRun{8, OverflowPolicy::kDropNewest, false}),
     [](const ::testing::TestParamInfo<RandomRun>& i) {
       const char* policy = i.param.policy == OverflowPolicy::kDropNewest   ? "DropNewest"
                            : i.param.policy == OverflowPolicy::kDropOldest ? "DropOldest"
@@ -452,8 +453,8 @@ struct SeedRun {
 
 // With `as_runs`, each tick's messages arrive as one block (one push), as a
 // publisher's pipelined PUBLISHes do; the arithmetic must not change.
-SeedRun run_seed_002(OverflowPolicy policy, std::uint64_t rate = 5, std::size_t capacity = 10,
-                     std::uint64_t drain = 1, int ticks = 200, bool as_runs = false) {
+SeedRun run_seed_002(OverflowPolicy policy, std::uint64_t rate = 5, std::size_t capacity = 10, std::uint64_t drain = 1,
+                     int ticks = 200, bool as_runs = false) {
   constexpr std::size_t kFrame = 100;
   ManualClock clock;
   ConnectionQueue q(limits(capacity * kFrame), policy, clock);
@@ -698,14 +699,17 @@ std::string notice(std::string_view text) {
          std::string(text) + "\r\n";
 }
 
-std::string two_digits(int i) { return std::string(1, static_cast<char>('0' + i / 10)) + static_cast<char>('0' + i % 10); }
+std::string two_digits(int i) {
+  return std::string(1, static_cast<char>('0' + i / 10)) + static_cast<char>('0' + i % 10);
+}
 
 TEST(ConflationTest, KeyIsKindPatternAndChannel) {
   EXPECT_EQ(resp::conflation_key(msg("ab", "x")->view()), "*3\r\n$7\r\nmessage\r\n$2\r\nab\r\n");
   const Message m{"ab", "payload"};
   EXPECT_EQ(resp::conflation_key(resp::encode_resp3_run(DeliveryRun{DeliveryKind::kPattern, "a*", {&m, 1}})->view()),
             ">4\r\n$8\r\npmessage\r\n$2\r\na*\r\n$2\r\nab\r\n");
-  EXPECT_EQ(resp::conflation_key(resp::encode_resp2_run(DeliveryRun{DeliveryKind::kShard, {}, {&m, 1}})->view()), "*3\r\n$8\r\nsmessage\r\n$2\r\nab\r\n");
+  EXPECT_EQ(resp::conflation_key(resp::encode_resp2_run(DeliveryRun{DeliveryKind::kShard, {}, {&m, 1}})->view()),
+            "*3\r\n$8\r\nsmessage\r\n$2\r\nab\r\n");
   EXPECT_EQ(resp::conflation_key("garbage"), "garbage");
   EXPECT_EQ(resp::conflation_key("*3\r\n$7\r\nmessage\r\n$9\r\nab\r\n"), "*3\r\n$7\r\nmessage\r\n$9\r\nab\r\n");
 }
@@ -740,9 +744,9 @@ TEST(ConflationTest, RepliesStayAndKeepTheirPlace) {
   for (int i = 2; i <= 4; ++i) (void)q.push(msg("a", p(i)));
   EXPECT_EQ(q.stats().conflated, 0u) << "6 frames fit";
   (void)q.push(msg("a", p(5)));
-  EXPECT_EQ(testing::concat(testing::drain_all(q)),
-            reply + std::string(msg("b", p(1))->view()) + std::string(msg("a", p(5))->view()) +
-                notice("lost=4 total=4 policy=conflate conflated=4"));
+  EXPECT_EQ(testing::concat(testing::drain_all(q)), reply + std::string(msg("b", p(1))->view()) +
+                                                        std::string(msg("a", p(5))->view()) +
+                                                        notice("lost=4 total=4 policy=conflate conflated=4"));
 }
 
 TEST(ConflationTest, EvictsTheOldestWhenDistinctChannelsExceedTheLimit) {

@@ -68,8 +68,7 @@ struct Redis {
       argv.push_back(a.data());
       lens.push_back(a.size());
     }
-    auto* r = static_cast<redisReply*>(
-        redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+    auto* r = static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
     return {r, &freeReplyObject};
   }
   redisContext* c = nullptr;
@@ -489,7 +488,8 @@ TEST(HistoryBrokerTest, TheExecutableRefusesACorruptOrForeignDataDirWithoutTouch
   std::filesystem::create_directories(foreign);
   std::ofstream(corrupt + "/data.mdb") << std::string(8192, 'x');
   std::ofstream(foreign + "/notes.txt") << "mine";
-  for (const auto& [path, what] : {std::pair{corrupt, std::string("not a readable LMDB")}, std::pair{foreign, std::string("no ringcast history")}}) {
+  for (const auto& [path, what] : {std::pair{corrupt, std::string("not a readable LMDB")},
+                                   std::pair{foreign, std::string("no ringcast history")}}) {
     const auto before = snapshot(path);
     BrokerExe b({"--history", "a=1", "--data-dir", path});
     EXPECT_EQ(b.port, 0);

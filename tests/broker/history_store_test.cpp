@@ -68,8 +68,8 @@ class HistoryStoreTest : public ::testing::TestWithParam<Kind> {
     return s ? std::move(*s) : nullptr;
   }
 
-  static void append(HistoryStore& s, std::string_view ch, std::uint64_t first, std::size_t n,
-                     std::int64_t t = 1000, std::int64_t now = 1000) {
+  static void append(HistoryStore& s, std::string_view ch, std::uint64_t first, std::size_t n, std::int64_t t = 1000,
+                     std::int64_t now = 1000) {
     TestRun run(first, n, t);
     auto ok = s.append(ch, first, run.inputs, now);
     ASSERT_TRUE(ok) << ok.error().message();

@@ -10,9 +10,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "broker/core/base64.hpp"
 #include "broker/core/subscription_index.hpp"
 #include "broker/core/wire_format.hpp"
-#include "broker/core/base64.hpp"
 #include "broker/ws/json_delivery.hpp"
 #include "test_support.hpp"
 
@@ -23,8 +23,8 @@ using nlohmann::json;
 
 // One frame split into its header fields and payload.
 struct Frame {
-  std::uint8_t first = 0;       // FIN | opcode
-  std::size_t header = 0;       // header bytes
+  std::uint8_t first = 0;  // FIN | opcode
+  std::size_t header = 0;  // header bytes
   std::string payload;
 };
 
@@ -75,8 +75,9 @@ TEST(JsonDeliveryTest, AMessageIsOneFinalTextFrameWithPopSubsFieldsInOrder) {
 
 TEST(JsonDeliveryTest, APatternDeliveryNamesThePatternBeforeTheTopic) {
   const FrameRef f = encode("md.aapl", "x", 3, 5, DeliveryKind::kPattern, "md.*");
-  EXPECT_EQ(parse_frame(f->frame(0)).payload,
-            R"({"type":"message","pattern":"md.*","topic":"md.aapl","payload":"x","timestamp":5,"message_id":3,"qos":0})");
+  EXPECT_EQ(
+      parse_frame(f->frame(0)).payload,
+      R"({"type":"message","pattern":"md.*","topic":"md.aapl","payload":"x","timestamp":5,"message_id":3,"qos":0})");
 }
 
 TEST(JsonDeliveryTest, EscapesQuoteBackslashAndEveryControlCharacter) {
@@ -84,11 +85,12 @@ TEST(JsonDeliveryTest, EscapesQuoteBackslashAndEveryControlCharacter) {
   for (int c = 0; c < 0x20; ++c) payload += static_cast<char>(c);
   const FrameRef f = encode("t", payload);
   const std::string text = parse_frame(f->frame(0)).payload;
-  EXPECT_NE(text.find(R"("payload":"a\"b\\c/)"
-                      "\x7f"
-                      R"(\u0000\u0001\u0002\u0003\u0004\u0005\u0006\u0007\b\t\n\u000b\f\r\u000e\u000f)"
-                      R"(\u0010\u0011\u0012\u0013\u0014\u0015\u0016\u0017\u0018\u0019\u001a\u001b\u001c\u001d\u001e\u001f")"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(R"("payload":"a\"b\\c/)"
+                "\x7f"
+                R"(\u0000\u0001\u0002\u0003\u0004\u0005\u0006\u0007\b\t\n\u000b\f\r\u000e\u000f)"
+                R"(\u0010\u0011\u0012\u0013\u0014\u0015\u0016\u0017\u0018\u0019\u001a\u001b\u001c\u001d\u001e\u001f")"),
+      std::string::npos)
       << text;
   const json j = json::parse(text);
   EXPECT_EQ(j["payload"].get<std::string>(), payload) << "round trip through a JSON parser";
@@ -100,7 +102,9 @@ TEST(JsonDeliveryTest, EscapesQuoteBackslashAndEveryControlCharacter) {
 // back intact and the frame's length is exact (parse_frame checks it).
 TEST(JsonDeliveryTest, EscapesAtEveryOffsetOfTheWordScan) {
   const std::string specials("\"\\\x00\x01\x1f\n\t", 7);
-  for (const std::string& filler : {std::string("abcdefghijklmnopqrstuvwx"), std::string("\xc3\xa9\xe2\x82\xac\xc3\xa9\xe2\x82\xac\xc3\xa9\xe2\x82\xac\xc3\xa9\xe2\x82\xac\x7f!")}) {
+  for (const std::string& filler :
+       {std::string("abcdefghijklmnopqrstuvwx"),
+        std::string("\xc3\xa9\xe2\x82\xac\xc3\xa9\xe2\x82\xac\xc3\xa9\xe2\x82\xac\xc3\xa9\xe2\x82\xac\x7f!")}) {
     for (char special : specials) {
       for (std::size_t at = 0; at <= filler.size(); ++at) {
         if (at < filler.size() && (static_cast<unsigned char>(filler[at]) & 0xC0) == 0x80) continue;  // mid-sequence
@@ -116,7 +120,8 @@ TEST(JsonDeliveryTest, EscapesAtEveryOffsetOfTheWordScan) {
 
 TEST(JsonDeliveryTest, ValidUtf8GoesAsAStringAtEveryLengthOfSequence) {
   // 1-, 2-, 3- and 4-byte sequences, the smallest and largest of each.
-  const std::string payload = "\x7f \xc2\x80 \xdf\xbf \xe0\xa0\x80 \xef\xbf\xbf \xf0\x90\x80\x80 \xf4\x8f\xbf\xbf \xe2\x82\xac";
+  const std::string payload =
+      "\x7f \xc2\x80 \xdf\xbf \xe0\xa0\x80 \xef\xbf\xbf \xf0\x90\x80\x80 \xf4\x8f\xbf\xbf \xe2\x82\xac";
   const json j = json_of(encode("t", payload));
   EXPECT_EQ(j["payload"].get<std::string>(), payload);
   EXPECT_FALSE(j.contains("encoding"));
@@ -124,13 +129,13 @@ TEST(JsonDeliveryTest, ValidUtf8GoesAsAStringAtEveryLengthOfSequence) {
 
 TEST(JsonDeliveryTest, InvalidUtf8PayloadsGoAsBase64WithTheEncodingFlag) {
   const std::vector<std::string> bad{
-      std::string("\x80", 1),                 // lone continuation byte
-      std::string("\xc0\x80", 2),             // overlong NUL
-      std::string("\xe0\x80\xaf", 3),         // overlong '/'
-      std::string("\xed\xa0\x80", 3),         // surrogate U+D800
-      std::string("\xf4\x90\x80\x80", 4),     // above U+10FFFF
-      std::string("ok\xe2\x82", 4),           // truncated at the end
-      std::string("\xff\x00\x01", 3),         // binary
+      std::string("\x80", 1),              // lone continuation byte
+      std::string("\xc0\x80", 2),          // overlong NUL
+      std::string("\xe0\x80\xaf", 3),      // overlong '/'
+      std::string("\xed\xa0\x80", 3),      // surrogate U+D800
+      std::string("\xf4\x90\x80\x80", 4),  // above U+10FFFF
+      std::string("ok\xe2\x82", 4),        // truncated at the end
+      std::string("\xff\x00\x01", 3),      // binary
   };
   for (const std::string& p : bad) {
     const FrameRef f = encode("t", p);

@@ -43,7 +43,8 @@ TEST(PrometheusWriterTest, WritesHeadersSamplesAndEscapedLabels) {
 TEST(PrometheusTextTest, RefusesSamplesBeforeTheirTypeAndSplitFamilies) {
   EXPECT_FALSE(test::parse_prometheus("x 1\n").ok());
   EXPECT_FALSE(test::parse_prometheus("# TYPE x gauge\nx 1\n").ok());  // no HELP
-  EXPECT_FALSE(test::parse_prometheus("# HELP x h\n# TYPE x gauge\n# HELP y h\n# TYPE y gauge\nx 1\ny 1\nx{a=\"b\"} 2\n").ok());
+  EXPECT_FALSE(
+      test::parse_prometheus("# HELP x h\n# TYPE x gauge\n# HELP y h\n# TYPE y gauge\nx 1\ny 1\nx{a=\"b\"} 2\n").ok());
   EXPECT_FALSE(test::parse_prometheus("# HELP x h\n# TYPE x gauge\nx{a=\"b} 1\n").ok());
   EXPECT_FALSE(test::parse_prometheus("# HELP x h\n# TYPE x gauge\nx one\n").ok());
   EXPECT_TRUE(test::parse_prometheus("# HELP x h\n# TYPE x gauge\nx{a=\"b\",c=\"d\"} 1\nx 2.5\n").ok());
@@ -122,9 +123,8 @@ TEST(BrokerMetricsTest, SeriesCountTrafficFromRealClients) {
   EXPECT_EQ(m.value("ringcast_broker_connection_dropped_total", {{"name", "watcher"}, {"reason", "soft_limit"}}), 0);
   ::close(pub);
   ::close(sub);
-  EXPECT_TRUE(test::eventually([&] {
-    return test::parse_prometheus(broker->metrics_text()).value("ringcast_broker_connected_clients") == 0;
-  }));
+  EXPECT_TRUE(test::eventually(
+      [&] { return test::parse_prometheus(broker->metrics_text()).value("ringcast_broker_connected_clients") == 0; }));
 }
 
 TEST(BrokerMetricsTest, ProviderSeriesFollowTheBrokersUntilRemoved) {

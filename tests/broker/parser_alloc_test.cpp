@@ -18,8 +18,8 @@
 #include "broker/resp/request_parser.hpp"
 #include "broker/resp/session.hpp"
 #include "broker/ws/frame_decoder.hpp"
-#include "ws/client_frame.hpp"
 #include "test_support.hpp"
+#include "ws/client_frame.hpp"
 
 namespace {
 
@@ -74,8 +74,7 @@ std::string repeat(std::string_view s, std::size_t n) {
 
 // Feeds `input` in pieces of `piece` bytes (SIZE_MAX: whole); returns how many
 // commands were PUBLISH news `payload`. Allocates nothing itself.
-std::size_t count_publishes(RequestParser& p, std::string_view input, std::size_t piece,
-                            std::string_view payload) {
+std::size_t count_publishes(RequestParser& p, std::string_view input, std::size_t piece, std::string_view payload) {
   std::size_t n = 0;
   for (std::size_t off = 0; off < input.size(); off += piece) {
     std::string_view in = input.substr(off, piece);
@@ -174,8 +173,7 @@ TEST(SessionAllocationTest, BatchedPublishesAllocateOnlyTheReplyFrame) {
     EXPECT_EQ(count.allocations(), 1u) << input->size() / one.size() << " PUBLISHes";
     EXPECT_EQ(count.deallocations(), 0u) << input->size() / one.size() << " PUBLISHes";
     EXPECT_EQ(r, Client::InputResult::kOk);
-    EXPECT_EQ(testing::concat(testing::drain_all(s->queue())),
-              repeat(":0\r\n", input->size() / one.size()));
+    EXPECT_EQ(testing::concat(testing::drain_all(s->queue())), repeat(":0\r\n", input->size() / one.size()));
   }
   s->detach();
 }

@@ -74,11 +74,14 @@ TEST(RequestParserTest, ReusedArgumentSlotsHoldOnlyTheCurrentCommand) {
   // Slots are kept across commands (invariant 1): shorter, empty, inline and
   // freed-then-reused ones must not show an earlier command's bytes.
   const std::string big(RequestParser::kMaxPrealloc + 1, 'b');
-  const std::string input = "*3\r\n$5\r\naaaaa\r\n$3\r\nbbb\r\n$1\r\nc\r\n"
-                            "*2\r\n$2\r\nxy\r\n$0\r\n\r\n"
-                            "PING z\r\n"
-                            "*1\r\n$" + std::to_string(big.size()) + "\r\n" + big + "\r\n"
-                            "*2\r\n$1\r\nq\r\n$1\r\nr\r\n";
+  const std::string input =
+      "*3\r\n$5\r\naaaaa\r\n$3\r\nbbb\r\n$1\r\nc\r\n"
+      "*2\r\n$2\r\nxy\r\n$0\r\n\r\n"
+      "PING z\r\n"
+      "*1\r\n$" +
+      std::to_string(big.size()) + "\r\n" + big +
+      "\r\n"
+      "*2\r\n$1\r\nq\r\n$1\r\nr\r\n";
   for (const std::size_t chunk : {input.size(), std::size_t{1}}) {
     EXPECT_EQ(run(input, chunk).commands,
               (Commands{{"aaaaa", "bbb", "c"}, {"xy", ""}, {"PING", "z"}, {big}, {"q", "r"}}))

@@ -43,8 +43,7 @@ TEST_F(SessionTest, SubscribeConfirmsEachChannelWithRunningCount) {
 TEST_F(SessionTest, PingInResp2SubscribedModeRepliesWithPongArray) {
   auto s = connect();
   s->send("SUBSCRIBE a\r\n");
-  EXPECT_EQ(s->send("PING\r\nPING x\r\n"),
-            "*2\r\n$4\r\npong\r\n$0\r\n\r\n*2\r\n$4\r\npong\r\n$1\r\nx\r\n");
+  EXPECT_EQ(s->send("PING\r\nPING x\r\n"), "*2\r\n$4\r\npong\r\n$0\r\n\r\n*2\r\n$4\r\npong\r\n$1\r\nx\r\n");
   EXPECT_EQ(s->send("PING a b\r\n"), "-ERR wrong number of arguments for 'ping' command\r\n");
 }
 
@@ -121,8 +120,7 @@ TEST_F(SessionTest, ClientNameIdAndOverflowPolicy) {
             "-ERR overflow policy must be drop-oldest, drop-newest, disconnect, block or conflate\r\n");
   const std::string list = s->send("CLIENT LIST\r\n");
   EXPECT_NE(list.find("name=me"), std::string::npos);
-  EXPECT_NE(list.find("policy=drop-oldest dropped-hard=0 dropped-soft=0 dropped-disconnect=0"),
-            std::string::npos);
+  EXPECT_NE(list.find("policy=drop-oldest dropped-hard=0 dropped-soft=0 dropped-disconnect=0"), std::string::npos);
 }
 
 TEST_F(SessionTest, PublishReachesOtherSessionsAndCountsReceivers) {
@@ -159,8 +157,8 @@ TEST_F(SessionTest, ALargePayloadIsPublishedOnItsOwnInOrder) {
   sub->send("SUBSCRIBE a\r\n");
   (void)sub->output();
   const std::string big(100u << 10, 'b');  // over the 64 KiB batching threshold
-  const std::string in = "PUBLISH a 1\r\n*3\r\n$7\r\nPUBLISH\r\n$1\r\na\r\n$" + std::to_string(big.size()) +
-                         "\r\n" + big + "\r\nPUBLISH a 3\r\n";
+  const std::string in = "PUBLISH a 1\r\n*3\r\n$7\r\nPUBLISH\r\n$1\r\na\r\n$" + std::to_string(big.size()) + "\r\n" +
+                         big + "\r\nPUBLISH a 3\r\n";
   EXPECT_EQ(pub->send(in), ":1\r\n:1\r\n:1\r\n");
   const std::string out = sub->output();
   const auto one = out.find("$1\r\n1\r\n");
@@ -281,23 +279,24 @@ TEST_F(SessionTest, PubsubShardChannelsAndShardNumsubMatchRedis) {
 
 TEST_F(SessionTest, ShardCommandsArityErrorsAndPubsubHelpMatchRedis) {
   auto s = connect();
-  EXPECT_EQ(s->send("SSUBSCRIBE\r\nSPUBLISH a\r\nSPUBLISH a b c\r\nSUNSUBSCRIBE\r\nPUBSUB SHARDNUMSUB\r\nPUBSUB HELP\r\n"),
-            "-ERR wrong number of arguments for 'ssubscribe' command\r\n"
-            "-ERR wrong number of arguments for 'spublish' command\r\n"
-            "-ERR wrong number of arguments for 'spublish' command\r\n"
-            "*3\r\n$12\r\nsunsubscribe\r\n$-1\r\n:0\r\n*0\r\n"
-            "*14\r\n+PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n"
-            "+CHANNELS [<pattern>]\r\n"
-            "+    Return the currently active channels matching a <pattern> (default: '*').\r\n"
-            "+NUMPAT\r\n+    Return number of subscriptions to patterns.\r\n"
-            "+NUMSUB [<channel> ...]\r\n"
-            "+    Return the number of subscribers for the specified channels, excluding\r\n"
-            "+    pattern subscriptions(default: no channels).\r\n"
-            "+SHARDCHANNELS [<pattern>]\r\n"
-            "+    Return the currently active shard level channels matching a <pattern> (default: '*').\r\n"
-            "+SHARDNUMSUB [<shardchannel> ...]\r\n"
-            "+    Return the number of subscribers for the specified shard level channel(s)\r\n"
-            "+HELP\r\n+    Prints this help.\r\n");
+  EXPECT_EQ(
+      s->send("SSUBSCRIBE\r\nSPUBLISH a\r\nSPUBLISH a b c\r\nSUNSUBSCRIBE\r\nPUBSUB SHARDNUMSUB\r\nPUBSUB HELP\r\n"),
+      "-ERR wrong number of arguments for 'ssubscribe' command\r\n"
+      "-ERR wrong number of arguments for 'spublish' command\r\n"
+      "-ERR wrong number of arguments for 'spublish' command\r\n"
+      "*3\r\n$12\r\nsunsubscribe\r\n$-1\r\n:0\r\n*0\r\n"
+      "*14\r\n+PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n"
+      "+CHANNELS [<pattern>]\r\n"
+      "+    Return the currently active channels matching a <pattern> (default: '*').\r\n"
+      "+NUMPAT\r\n+    Return number of subscriptions to patterns.\r\n"
+      "+NUMSUB [<channel> ...]\r\n"
+      "+    Return the number of subscribers for the specified channels, excluding\r\n"
+      "+    pattern subscriptions(default: no channels).\r\n"
+      "+SHARDCHANNELS [<pattern>]\r\n"
+      "+    Return the currently active shard level channels matching a <pattern> (default: '*').\r\n"
+      "+SHARDNUMSUB [<shardchannel> ...]\r\n"
+      "+    Return the number of subscribers for the specified shard level channel(s)\r\n"
+      "+HELP\r\n+    Prints this help.\r\n");
   auto t = connect();
   EXPECT_EQ(t->send("SUNSUBSCRIBE x y\r\nPUBSUB NUMPAT\r\n"),
             "*3\r\n$12\r\nsunsubscribe\r\n$1\r\nx\r\n:0\r\n*3\r\n$12\r\nsunsubscribe\r\n$1\r\ny\r\n:0\r\n:0\r\n");

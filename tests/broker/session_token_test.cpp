@@ -62,8 +62,9 @@ TEST_F(SessionTokenTest, ATokenSecretRequiresAuthentication) {
   auto s = connect();
   EXPECT_FALSE(s->authenticated());
   EXPECT_EQ(s->send("SUBSCRIBE a\r\n"), "-NOAUTH Authentication required.\r\n");
-  EXPECT_EQ(s->send("AUTH default anything\r\n"),
-            "-WRONGPASS invalid token: the token is malformed (expected three base64url parts holding JSON objects)\r\n")
+  EXPECT_EQ(
+      s->send("AUTH default anything\r\n"),
+      "-WRONGPASS invalid token: the token is malformed (expected three base64url parts holding JSON objects)\r\n")
       << "no password is set: `default` is not a way around the token";
 }
 
@@ -161,7 +162,8 @@ TEST_F(SessionTokenAndPasswordTest, PasswordGivesEveryChannelTokenGivesItsGrant)
   EXPECT_EQ(admin->send("SUBSCRIBE anything\r\n"), "*3\r\n$9\r\nsubscribe\r\n$8\r\nanything\r\n:1\r\n");
   auto admin2 = connect();
   EXPECT_EQ(admin2->send("AUTH default pw\r\n"), "+OK\r\n");
-  EXPECT_EQ(admin2->send("AUTH default wrong\r\n"), "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+  EXPECT_EQ(admin2->send("AUTH default wrong\r\n"),
+            "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
   EXPECT_TRUE(admin2->authenticated()) << "a failed AUTH keeps the earlier authentication, as in Redis";
   auto alice = connect_as("alice", std::vector<std::string>{"md.*"}, std::nullopt);
   EXPECT_EQ(alice->send("SUBSCRIBE anything\r\n"),

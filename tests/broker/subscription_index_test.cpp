@@ -55,8 +55,7 @@ TEST_F(SubscriptionIndexTest, ExactSubscriberReceivesRedisMessageFrame) {
   FakeSubscriber& a = make();
   sub(a, "news");
   EXPECT_EQ(publish("news", "hi"), 1u);
-  EXPECT_EQ(testing::concat(testing::drain_all(a.queue())),
-            "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n");
+  EXPECT_EQ(testing::concat(testing::drain_all(a.queue())), "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n");
   EXPECT_EQ(a.wakes.load(std::memory_order_relaxed), 1);
   EXPECT_EQ(publish("other", "hi", false), 0u);
 }
@@ -174,8 +173,7 @@ TEST_F(SubscriptionIndexTest, ABatchOverSeveralChannelsKeepsPublicationOrder) {
   EXPECT_EQ(publish_all(msgs), (std::vector<std::size_t>{1, 2, 2, 1, 0}));
   auto payloads = [](const std::string& wire) {
     std::string out;  // each one-byte bulk: channel, payload, channel, ...
-    for (std::size_t at = wire.find("\r\n$1\r\n", 0); at != std::string::npos;
-         at = wire.find("\r\n$1\r\n", at + 1)) {
+    for (std::size_t at = wire.find("\r\n$1\r\n", 0); at != std::string::npos; at = wire.find("\r\n$1\r\n", at + 1)) {
       out += wire[at + 6];
     }
     return out;
@@ -218,7 +216,7 @@ TEST_F(SubscriptionIndexTest, VisitsPatternsByLiteralPrefix) {
   // "abc" matches *, a*, ab*, abc, a?c, [a]bc; not abd*, b*, abc\*.
   EXPECT_EQ(publish("abc", "p", false), 6u);
   EXPECT_EQ(publish("abc*", "p", false), 4u);  // *, a*, ab*, abc\*
-  EXPECT_EQ(publish("", "p", false), 0u);     // Redis: "*" needs a byte
+  EXPECT_EQ(publish("", "p", false), 0u);      // Redis: "*" needs a byte
   EXPECT_EQ(index_.numpat(), 9u);
 }
 
@@ -360,8 +358,8 @@ class RecordingLog final : public RunLog {
   }
   void append(std::string_view channel, std::uint64_t first_id, std::span<const Message> run,
               std::int64_t /*time_ms*/) noexcept override {
-    runs.push_back({std::string(channel), first_id, run.size(),
-                    watched == nullptr ? 0 : watched->queue().stats().queued_frames});
+    runs.push_back(
+        {std::string(channel), first_id, run.size(), watched == nullptr ? 0 : watched->queue().stats().queued_frames});
   }
   struct Run {
     std::string channel;

@@ -38,9 +38,7 @@ std::string token_of(std::string_view header, std::string_view claims, std::stri
   return text + "." + sign(text, secret);
 }
 
-std::string token_of(const json& claims) {
-  return token_of(R"({"alg":"HS256","typ":"JWT"})", claims.dump());
-}
+std::string token_of(const json& claims) { return token_of(R"({"alg":"HS256","typ":"JWT"})", claims.dump()); }
 
 json good_claims() { return {{"sub", "alice"}, {"exp", 1'800'000'600}}; }
 
@@ -111,8 +109,7 @@ TEST(TokenTest, AlgNoneIsRefusedWithOrWithoutSignature) {
 
 TEST(TokenTest, OtherAlgorithmsAreRefused) {
   for (const char* alg : {"HS512", "HS384", "RS256", "ES256", "hs256"}) {
-    EXPECT_EQ(error_of(token_of(json{{"alg", alg}}.dump(), good_claims().dump())), TokenError::kWrongAlgorithm)
-        << alg;
+    EXPECT_EQ(error_of(token_of(json{{"alg", alg}}.dump(), good_claims().dump())), TokenError::kWrongAlgorithm) << alg;
   }
 }
 
@@ -159,11 +156,20 @@ TEST(TokenTest, MissingSubOrExpIsRefused) {
 
 TEST(TokenTest, ClaimsOfTheWrongTypeAreRefused) {
   const std::vector<std::pair<const char*, json>> bad{
-      {"sub", 42},          {"sub", ""},          {"sub", json::array({"a"})},
-      {"exp", "1800000600"}, {"exp", -1},          {"exp", 1e300},
-      {"exp", nullptr},     {"nbf", "soon"},      {"iat", true},
-      {"subscribe", "md.*"}, {"subscribe", json::array({1})}, {"subscribe", json::array({""})},
-      {"publish", json::object()}, {"publish", json::array({nullptr})},
+      {"sub", 42},
+      {"sub", ""},
+      {"sub", json::array({"a"})},
+      {"exp", "1800000600"},
+      {"exp", -1},
+      {"exp", 1e300},
+      {"exp", nullptr},
+      {"nbf", "soon"},
+      {"iat", true},
+      {"subscribe", "md.*"},
+      {"subscribe", json::array({1})},
+      {"subscribe", json::array({""})},
+      {"publish", json::object()},
+      {"publish", json::array({nullptr})},
   };
   for (const auto& [name, value] : bad) {
     json c = good_claims();

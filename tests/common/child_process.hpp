@@ -88,8 +88,7 @@ class ChildProcess {
   // Starts argv[0] (a path: PATH is not searched), or options.exe with argv[0]
   // as its name, with stdin on /dev/null.
   // Returns an object that is not running() if a pipe, fork or exec failed.
-  static ChildProcess spawn(const std::vector<std::string>& argv,
-                            const SpawnOptions& options = {}) {
+  static ChildProcess spawn(const std::vector<std::string>& argv, const SpawnOptions& options = {}) {
     ChildProcess c;
     if (argv.empty()) return c;
     // Everything the child uses is built before fork: between fork and exec it
@@ -197,12 +196,8 @@ class ChildProcess {
 
   // Reads the pipe until `needle` is in its text (true), or EOF or the
   // deadline comes first (false).
-  bool read_stdout_until(std::string_view needle, Deadline d) {
-    return read_until(out_.fd, out_.text, needle, d);
-  }
-  bool read_stderr_until(std::string_view needle, Deadline d) {
-    return read_until(err_.fd, err_.text, needle, d);
-  }
+  bool read_stdout_until(std::string_view needle, Deadline d) { return read_until(out_.fd, out_.text, needle, d); }
+  bool read_stderr_until(std::string_view needle, Deadline d) { return read_until(err_.fd, err_.text, needle, d); }
   // The first whole line of stderr (without '\n') that contains `needle`;
   // nullopt at EOF or the deadline.
   std::optional<std::string> read_stderr_line_with(std::string_view needle, Deadline d) {

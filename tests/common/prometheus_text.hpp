@@ -70,7 +70,7 @@ inline PrometheusText parse_prometheus(std::string_view text) {
   std::set<std::string> helped;
   std::set<std::string> finished;  // families whose samples ended
   std::set<std::string> series;
-  std::string current;             // family of the previous sample
+  std::string current;  // family of the previous sample
   auto fail = [&out](std::size_t line_no, const std::string& why, std::string_view line) {
     if (out.error.empty()) out.error = "line " + std::to_string(line_no) + ": " + why + ": '" + std::string(line) + "'";
   };

@@ -19,8 +19,8 @@ std::size_t bulk_size(std::size_t n) { return 1 + std::to_string(n).size() + 2 +
 
 // The prefix of a message frame, up to and including the payload's "$<n>\r\n".
 std::size_t message_head_size(std::string_view channel, std::size_t payload_size) {
-  return std::string_view("*3\r\n").size() + bulk_size(std::string_view("message").size()) +
-         bulk_size(channel.size()) + 1 + std::to_string(payload_size).size() + 2;
+  return std::string_view("*3\r\n").size() + bulk_size(std::string_view("message").size()) + bulk_size(channel.size()) +
+         1 + std::to_string(payload_size).size() + 2;
 }
 
 long long to_ll(std::string_view s) { return std::strtoll(std::string(s).c_str(), nullptr, 10); }
@@ -29,8 +29,7 @@ long long to_ll(std::string_view s) { return std::strtoll(std::string(s).c_str()
 std::size_t parse_elem(const char* p, std::size_t n, RespElem& e) {
   const void* eol_v = std::memchr(p, '\n', n);
   if (eol_v == nullptr) return 0;
-  const auto line =
-      static_cast<std::size_t>(static_cast<const char*>(eol_v) - p) + 1;  // includes \r\n
+  const auto line = static_cast<std::size_t>(static_cast<const char*>(eol_v) - p) + 1;  // includes \r\n
   e.type = p[0];
   const std::string_view body(p + 1, line < 3 ? 0 : line - 3);
   if (e.type == '$') {
@@ -86,8 +85,7 @@ std::size_t resp_message_payload_offset(std::string_view channel, std::size_t pa
 }
 
 std::string resp_subscribe_reply(std::string_view channel, int count) {
-  return "*3\r\n" + resp_bulk("subscribe") + resp_bulk(channel) + ":" + std::to_string(count) +
-         "\r\n";
+  return "*3\r\n" + resp_bulk("subscribe") + resp_bulk(channel) + ":" + std::to_string(count) + "\r\n";
 }
 
 std::size_t parse_reply(const char* p, std::size_t n, RespReply& r) {
@@ -130,9 +128,7 @@ int RespClient::release() {
   return std::exchange(fd_, -1);
 }
 
-bool RespClient::send(std::initializer_list<std::string_view> args) {
-  return send_all(fd_, resp_command(args));
-}
+bool RespClient::send(std::initializer_list<std::string_view> args) { return send_all(fd_, resp_command(args)); }
 
 bool RespClient::take_buffered(RespReply& r) {
   const std::size_t used = parse_reply(buf_.data() + pos_, buf_.size() - pos_, r);
@@ -171,8 +167,7 @@ std::optional<RespReply> RespClient::call(std::initializer_list<std::string_view
 bool RespClient::subscribe(std::string_view channel, bool pattern) {
   if (!send({pattern ? "PSUBSCRIBE" : "SUBSCRIBE", channel})) return false;
   const auto r = next(deadline_in(std::chrono::seconds(10)));
-  return r && r->type == '*' && r->count == 3 &&
-         r->elems[0].str == (pattern ? "psubscribe" : "subscribe");
+  return r && r->type == '*' && r->count == 3 && r->elems[0].str == (pattern ? "psubscribe" : "subscribe");
 }
 
 }  // namespace ringcast::test

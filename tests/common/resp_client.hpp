@@ -59,8 +59,7 @@ struct RespReply {
   std::array<RespElem, 4> elems{};
   // A pub/sub message (on `channel`, when not empty).
   [[nodiscard]] bool is_message(std::string_view channel = {}) const {
-    return type == '*' && count == 3 && elems[0].str == "message" &&
-           (channel.empty() || elems[1].str == channel);
+    return type == '*' && count == 3 && elems[0].str == "message" && (channel.empty() || elems[1].str == channel);
   }
 };
 

@@ -21,8 +21,7 @@ using namespace std::chrono_literals;
 TEST(RespClientTest, EncodesCommandsAsArraysOfBulkStrings) {
   EXPECT_EQ(resp_bulk(""), "$0\r\n\r\n");
   EXPECT_EQ(resp_bulk(std::string_view("a\0b", 3)), std::string("$3\r\na\0b\r\n", 9));
-  EXPECT_EQ(resp_command({"PUBLISH", "news", "hi"}),
-            "*3\r\n$7\r\nPUBLISH\r\n$4\r\nnews\r\n$2\r\nhi\r\n");
+  EXPECT_EQ(resp_command({"PUBLISH", "news", "hi"}), "*3\r\n$7\r\nPUBLISH\r\n$4\r\nnews\r\n$2\r\nhi\r\n");
   std::string batch = "x";
   append_resp_command(batch, {"PING"});
   EXPECT_EQ(batch, "x*1\r\n$4\r\nPING\r\n");
@@ -33,8 +32,7 @@ TEST(RespClientTest, MessageSizeAndPayloadOffsetMatchTheFrame) {
   for (const std::size_t size : {0u, 1u, 9u, 10u, 99u, 100u, 1024u, 65536u}) {
     const std::string payload(size, 'p');
     const std::string frame = resp_message("bench", payload);
-    EXPECT_EQ(frame, "*3\r\n$7\r\nmessage\r\n$5\r\nbench\r\n$" + std::to_string(size) + "\r\n" +
-                         payload + "\r\n");
+    EXPECT_EQ(frame, "*3\r\n$7\r\nmessage\r\n$5\r\nbench\r\n$" + std::to_string(size) + "\r\n" + payload + "\r\n");
     EXPECT_EQ(resp_message_size("bench", size), frame.size()) << size;
     EXPECT_EQ(resp_message_payload_offset("bench", size), frame.size() - size - 2) << size;
   }
@@ -84,9 +82,8 @@ TEST(RespClientTest, ParsesAMessageAndKeepsTheFirstFourElementsOfLongerArrays) {
 }
 
 TEST(RespClientTest, EveryIncompletePrefixIsNotAReplyYet) {
-  for (const std::string& whole :
-       {resp_message("news", "hello"), std::string("+OK\r\n"), std::string(":7\r\n"),
-        resp_bulk("abc"), std::string("$-1\r\n")}) {
+  for (const std::string& whole : {resp_message("news", "hello"), std::string("+OK\r\n"), std::string(":7\r\n"),
+                                   resp_bulk("abc"), std::string("$-1\r\n")}) {
     RespReply r;
     for (std::size_t n = 0; n < whole.size(); ++n) {
       EXPECT_EQ(parse_reply(whole.data(), n, r), 0u) << whole << " cut at " << n;
@@ -105,8 +102,7 @@ class ScriptedServer {
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof a;
-    if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::listen(listener_, 1) != 0 ||
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listener_, 1) != 0 ||
         ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
       return;
     }
@@ -139,8 +135,7 @@ class ScriptedServer {
 };
 
 TEST(RespClientTest, SubscribesAndReadsMessagesSplitAcrossReads) {
-  ScriptedServer server(resp_subscribe_reply("ticks") + resp_message("ticks", "one") +
-                        resp_message("ticks", "two"));
+  ScriptedServer server(resp_subscribe_reply("ticks") + resp_message("ticks", "one") + resp_message("ticks", "two"));
   RespClient c(server.port());
   ASSERT_TRUE(c.ok());
   ASSERT_TRUE(c.subscribe("ticks"));

@@ -23,10 +23,10 @@ namespace {
 
 using ringcast::broker::BrokerConfig;
 using ringcast::broker::BrokerCore;
+using ringcast::broker::Client;
 using ringcast::broker::FrameSpan;
 using ringcast::broker::ParserLimits;
 using ringcast::broker::RequestParser;
-using ringcast::broker::Client;
 using ringcast::broker::RespSession;
 using ringcast::broker::Waker;
 

@@ -30,7 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (auto id = ring->register_consumer()) {
       std::array<std::byte, kMaxPayload> buf{};
       for (int i = 0; i < 4; ++i) (void)ring->try_recv(*id, buf);
-      (void)ring->drain(*id, [](std::span<const std::byte>) {}, 8);
+      (void)ring->drain(
+          *id, [](std::span<const std::byte>) {}, 8);
     }
     (void)ring->reap_dead_consumers();
     std::array<std::byte, 8> msg{};

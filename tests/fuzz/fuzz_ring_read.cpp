@@ -44,14 +44,33 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (len > 0 && ::pwrite(fd, data + pos, len, static_cast<off_t>(offset)) < 0) break;
     pos += len;
     switch (op % 8) {
-      case 0: (void)ring->try_push(std::span<const std::byte>(buf.data(), op % (kMaxPayload + 1))); break;
-      case 1: (void)ring->try_recv(ids[0], buf); break;
-      case 2: (void)ring->try_recv(ids[1], buf); break;
-      case 3: (void)ring->drain(ids[op & 1], [](std::span<const std::byte>) {}, op); break;
-      case 4: (void)ring->lag(op % (kMaxConsumers + 2)); (void)ring->is_fully_drained(); break;
-      case 5: (void)ring->status(); break;
-      case 6: (void)ring->reap_dead_consumers(); break;
-      case 7: (void)ring->unregister_consumer(ids[0]); ids[0] = ring->register_consumer().value_or(0); break;
+      case 0:
+        (void)ring->try_push(std::span<const std::byte>(buf.data(), op % (kMaxPayload + 1)));
+        break;
+      case 1:
+        (void)ring->try_recv(ids[0], buf);
+        break;
+      case 2:
+        (void)ring->try_recv(ids[1], buf);
+        break;
+      case 3:
+        (void)ring->drain(
+            ids[op & 1], [](std::span<const std::byte>) {}, op);
+        break;
+      case 4:
+        (void)ring->lag(op % (kMaxConsumers + 2));
+        (void)ring->is_fully_drained();
+        break;
+      case 5:
+        (void)ring->status();
+        break;
+      case 6:
+        (void)ring->reap_dead_consumers();
+        break;
+      case 7:
+        (void)ring->unregister_consumer(ids[0]);
+        ids[0] = ring->register_consumer().value_or(0);
+        break;
     }
   }
   ::close(fd);

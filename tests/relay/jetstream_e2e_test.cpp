@@ -56,8 +56,8 @@ TEST(RelayJetStreamEndToEndTest, KilledIngressRestartsAndEveryMessageArrivesAtLe
   const std::string ring_a = dir.file("a.ring");
   auto producer = BroadcastRing::create(ring_a, 1 << 14, {.wakeups = true});
   ASSERT_TRUE(producer) << producer.error().message();
-  ChildProcess relay_a = spawn_relay({"--ring", ring_a + "=e2e.ticks", "--nats", server->url(), "--jetstream", "E2E",
-                                      "--stream-max-age", "1h"});
+  ChildProcess relay_a = spawn_relay(
+      {"--ring", ring_a + "=e2e.ticks", "--nats", server->url(), "--jetstream", "E2E", "--stream-max-age", "1h"});
   ASSERT_TRUE(eventually([&] { return producer->active_consumer_count() == 1; }, 30s)) << relay_a.stderr_text();
 
   // Host B: its ring, with our consumer registered before anything arrives,
@@ -67,12 +67,11 @@ TEST(RelayJetStreamEndToEndTest, KilledIngressRestartsAndEveryMessageArrivesAtLe
   ASSERT_TRUE(b) << b.error().message();
   auto id = b->register_consumer();
   ASSERT_TRUE(id);
-  const std::vector<std::string> ingress_args{"--nats",          server->url(), "--nats-in", "e2e.ticks=" + ring_b,
-                                              "--jetstream",     "E2E",         "--jetstream-durable", "host-b",
-                                              "--jetstream-ack-wait", "2s"};
+  const std::vector<std::string> ingress_args{
+      "--nats", server->url(),         "--nats-in", "e2e.ticks=" + ring_b,  "--jetstream",
+      "E2E",    "--jetstream-durable", "host-b",    "--jetstream-ack-wait", "2s"};
   ChildProcess ingress = spawn_relay(ingress_args);
-  ASSERT_TRUE(ingress.read_stderr_line_with("resumes at stream sequence 1", deadline_in(30s)))
-      << ingress.stderr_text();
+  ASSERT_TRUE(ingress.read_stderr_line_with("resumes at stream sequence 1", deadline_in(30s))) << ingress.stderr_text();
 
   // The producer pushes everything; the ring's consumer on host B counts.
   std::thread push([&] {

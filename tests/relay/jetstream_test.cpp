@@ -103,11 +103,13 @@ class JetStreamPublisherTest : public ::testing::Test {
   }
   // Waits until every publish has an outcome (invariant 1).
   static bool settled(const JetStreamPublisher& p) {
-    return eventually([&] {
-      NatsStats s;
-      p.stats(s);
-      return s.js_pending == 0;
-    }, 60s);
+    return eventually(
+        [&] {
+          NatsStats s;
+          p.stats(s);
+          return s.js_pending == 0;
+        },
+        60s);
   }
 
   TempDir store_;

@@ -241,7 +241,10 @@ TEST_F(NatsIngressTest, BatchesArriveAsSeparateRingMessagesAndAMalformedBatchIsD
   natsConnection* nc = nullptr;
   ASSERT_EQ(natsConnection_ConnectTo(&nc, server->url().c_str()), NATS_OK);
   natsMsg* m = nullptr;
-  const std::string bad("\x05" "abc", 4);  // says 5 bytes, has 3
+  const std::string bad(
+      "\x05"
+      "abc",
+      4);  // says 5 bytes, has 3
   ASSERT_EQ(natsMsg_Create(&m, "batch", nullptr, bad.data(), static_cast<int>(bad.size())), NATS_OK);
   natsMsgHeader_Set(m, kSourceHeader, "x:/y@1.2");
   natsMsgHeader_Set(m, kSeqHeader, "0");
@@ -322,7 +325,8 @@ TEST_F(BrokerIngressTest, RespAndWebSocketSubscribersGetEveryMessageAndALossNoti
   NatsPublisher p(server_->url());
   ASSERT_TRUE(p.ok());
   const std::string source = "hostA:/dev/shm/md.ring@1.2";
-  for (std::uint64_t seq : {10, 11, 14, 15}) ASSERT_TRUE(p.publish("md.eu", numbered(static_cast<int>(seq)), source, seq));
+  for (std::uint64_t seq : {10, 11, 14, 15})
+    ASSERT_TRUE(p.publish("md.eu", numbered(static_cast<int>(seq)), source, seq));
 
   std::vector<std::string> got;
   std::string notice;
@@ -395,8 +399,9 @@ TEST_F(BrokerIngressTest, FixedChannelAndTemplateMapSubjectsToChannels) {
 TEST(NatsIngressToolTest, RedisCliSubscriberOfRingcastBrokerGetsNatsMessagesAndALossNotice) {
   auto server = NatsServer::start();
   ASSERT_TRUE(server);
-  testing::ChildProcess broker = testing::ChildProcess::spawn(
-      {BROKER_EXE, "--port", "0", "--nats", server->url(), "--nats-in", "md.>"}, {.err = ringcast::test::Stream::kPipe});
+  testing::ChildProcess broker =
+      testing::ChildProcess::spawn({BROKER_EXE, "--port", "0", "--nats", server->url(), "--nats-in", "md.>"},
+                                   {.err = ringcast::test::Stream::kPipe});
   ASSERT_TRUE(broker.read_stdout_until("into channel {subject}\n", deadline_in(20s))) << broker.stdout_text();
   const std::string out = broker.stdout_text();
   const std::string marker = "listening on 127.0.0.1:";

@@ -151,12 +151,14 @@ TEST(RelayEndToEndTest, ProducerLocalConsumersRelayAndTcpSubscribersAccountForEv
     alignas(8) std::byte msg[kPayload];
     for (std::uint64_t seq = 0; seq < count; ++seq) {
       while (seq - std::min(fast_received[0].load(std::memory_order_relaxed),
-                            fast_received[1].load(std::memory_order_relaxed)) >= kWindow) {
+                            fast_received[1].load(std::memory_order_relaxed)) >=
+             kWindow) {
         if (testing::ms_left(deadline) == 0) return producer_failed.store(true, std::memory_order_relaxed);
         std::this_thread::sleep_for(100us);  // pacing, not synchronisation
       }
       encode(seq, msg);
-      if (p->push_wait(std::span<const std::byte>(msg, kPayload), 30s) != Errc::ok) return producer_failed.store(true, std::memory_order_relaxed);
+      if (p->push_wait(std::span<const std::byte>(msg, kPayload), 30s) != Errc::ok)
+        return producer_failed.store(true, std::memory_order_relaxed);
       pushed.store(seq + 1, std::memory_order_relaxed);
     }
   });
@@ -315,7 +317,8 @@ TEST(RelayEndToEndTest, KilledRelayDoesNotBlockTheProducerForever) {
 
   producer.join();
   consumer.join();
-  ASSERT_FALSE(producer_failed.load(std::memory_order_relaxed)) << "producer blocked after " << pushed.load(std::memory_order_relaxed);
+  ASSERT_FALSE(producer_failed.load(std::memory_order_relaxed))
+      << "producer blocked after " << pushed.load(std::memory_order_relaxed);
   EXPECT_LE(at_kill, count / 2) << "the kill happened mid-stream";
   EXPECT_EQ(pushed.load(std::memory_order_relaxed), count);
   EXPECT_EQ(local.received, count);
@@ -392,7 +395,8 @@ TEST(RelayEndToEndTest, LossyRingLapsAreCountedAndTheRestRelayedInOrder) {
     relayed = info_field(info->str, "relayed");
     lapped = info_field(info->str, "lapped");
     return relayed == static_cast<long long>(got.size());
-  })) << "relayed " << relayed;
+  })) << "relayed "
+      << relayed;
   EXPECT_EQ(lapped, static_cast<long long>(kCount - got.size())) << "every overwritten message is counted";
   EXPECT_EQ(lapped, static_cast<long long>(got.front())) << "the first relayed message follows the lost ones";
 }
@@ -450,14 +454,13 @@ TEST(RelayEndToEndTest, CorruptSlotStopsTheRelayWithStatusThreeNamingTheSlot) {
 }
 
 TEST(RelayEndToEndTest, UsageErrorsExitTwo) {
-  ChildProcess relay =
-      ChildProcess::spawn({RELAY_EXE, "--ring", "/dev/shm/x.ring"}, {.err = test::Stream::kPipe});
+  ChildProcess relay = ChildProcess::spawn({RELAY_EXE, "--ring", "/dev/shm/x.ring"}, {.err = test::Stream::kPipe});
   const auto status = relay.wait_exit(deadline_in(20s));
   ASSERT_TRUE(status);
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 2) << relay.stderr_text();
   EXPECT_NE(relay.stderr_text().find("expected PATH=CHANNEL"), std::string::npos) << relay.stderr_text();
-  ChildProcess bad_from = ChildProcess::spawn({RELAY_EXE, "--ring", "/dev/shm/x.ring=x", "--from", "middle"},
-                                              {.err = test::Stream::kPipe});
+  ChildProcess bad_from =
+      ChildProcess::spawn({RELAY_EXE, "--ring", "/dev/shm/x.ring=x", "--from", "middle"}, {.err = test::Stream::kPipe});
   const auto from_status = bad_from.wait_exit(deadline_in(20s));
   ASSERT_TRUE(from_status);
   EXPECT_TRUE(WIFEXITED(*from_status) && WEXITSTATUS(*from_status) == 2) << bad_from.stderr_text();

@@ -57,8 +57,8 @@ class NatsSubscriber {
   std::optional<std::pair<std::string, std::string>> next(std::chrono::milliseconds timeout = 10s) {
     natsMsg* m = nullptr;
     if (natsSubscription_NextMsg(&m, sub_, timeout.count()) != NATS_OK) return std::nullopt;
-    std::pair<std::string, std::string> out{natsMsg_GetSubject(m),
-                                            std::string(natsMsg_GetData(m), static_cast<std::size_t>(natsMsg_GetDataLength(m)))};
+    std::pair<std::string, std::string> out{
+        natsMsg_GetSubject(m), std::string(natsMsg_GetData(m), static_cast<std::size_t>(natsMsg_GetDataLength(m)))};
     natsMsg_Destroy(m);
     return out;
   }

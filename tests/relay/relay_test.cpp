@@ -1,9 +1,9 @@
 // The relay library in-process: rings -> Relay -> embedded broker -> TCP
 // subscribers (a minimal RESP2 client), and the Prometheus endpoint.
 #include <array>
-#include <cstdio>
 #include <atomic>
 #include <charconv>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -104,7 +104,8 @@ TEST_F(RelayTest, TopicInPayloadRoutesOneRingToSeveralChannels) {
   };
   push(*ring_, frame("AAPL", "1"));
   push(*ring_, frame("MSFT", "2"));
-  push(*ring_, as_bytes(std::string("\x09" "short")));  // malformed: length beyond the payload
+  push(*ring_, as_bytes(std::string("\x09"
+                                    "short")));  // malformed: length beyond the payload
   push(*ring_, frame("AAPL", "3"));
 
   const std::pair<std::string, std::string> expected[] = {{"md.AAPL", "1"}, {"md.MSFT", "2"}, {"md.AAPL", "3"}};
@@ -131,9 +132,7 @@ class RelayBatchTest : public RelayTest, public ::testing::WithParamInterface<bo
 };
 
 INSTANTIATE_TEST_SUITE_P(BlockingAndLossy, RelayBatchTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& i) {
-                           return i.param ? "Lossy" : "Blocking";
-                         });
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Lossy" : "Blocking"; });
 
 TEST_P(RelayBatchTest, TopicInPayloadBatchDeliversEachMessageOnItsOwnChannelInOrder) {
   ASSERT_NO_FATAL_FAILURE(start_relay("md.ring", 256, "md.", /*topic_in_payload=*/true, ring_options()));
@@ -145,10 +144,11 @@ TEST_P(RelayBatchTest, TopicInPayloadBatchDeliversEachMessageOnItsOwnChannelInOr
   // overran its share of the reader's batch buffer would corrupt a neighbour.
   const std::string long_topic(kMaxTopic, 'T');
   const std::string long_body(kMaxPayload - 2, 'b');
-  const std::pair<std::string, std::string> sent[] = {{"AAPL", "1"},   {"MSFT", "22"},
-                                                      {long_topic, ""}, {"A", long_body},
-                                                      {"AAPL", "333"},  {"IBM", "4"}};
-  const std::string malformed("\x09" "short");  // topic length beyond the payload
+  const std::pair<std::string, std::string> sent[] = {{"AAPL", "1"},    {"MSFT", "22"},  {long_topic, ""},
+                                                      {"A", long_body}, {"AAPL", "333"}, {"IBM", "4"}};
+  const std::string malformed(
+      "\x09"
+      "short");  // topic length beyond the payload
   std::vector<std::array<std::byte, kMaxPayload>> storage(std::size(sent));
   std::vector<std::span<const std::byte>> batch;
   for (std::size_t i = 0; i < std::size(sent); ++i) {
@@ -246,9 +246,8 @@ TEST_F(RelayTest, LapReportedByDrainIsCountedAndTheRestRelayedInOrder) {
   constexpr std::uint64_t kSlots = 8;
   constexpr std::uint64_t kCount = 100;
   RegistrationGate gate;
-  ASSERT_NO_FATAL_FAILURE(
-      start_relay("lap.ring", kSlots, "lap", /*topic_in_payload=*/false, {.lossy = true},
-                  [&](RelayConfig& c) { c.log = gate.wrap(std::move(c.log)); }));
+  ASSERT_NO_FATAL_FAILURE(start_relay("lap.ring", kSlots, "lap", /*topic_in_payload=*/false, {.lossy = true},
+                                      [&](RelayConfig& c) { c.log = gate.wrap(std::move(c.log)); }));
   RespClient sub(port());
   ASSERT_TRUE(sub.subscribe("lap"));
   // The reader is registered (start_relay waited for it) and held: it starts
@@ -375,9 +374,9 @@ TEST_F(RelayTest, SlowSubscriberCostsOnlyItsOwnQueue) {
   for (int i = 0; i < messages && paced; ++i) {
     payload = padded(i);
     // Paced by the reading subscriber only (so its own queue stays small).
-    paced = eventually([&] {
-      return i - read.load(std::memory_order_relaxed) < 200 || fast_stopped.load(std::memory_order_acquire);
-    }, 30s);
+    paced = eventually(
+        [&] { return i - read.load(std::memory_order_relaxed) < 200 || fast_stopped.load(std::memory_order_acquire); },
+        30s);
     if (paced && !fast_stopped.load(std::memory_order_acquire)) push(*ring_, as_bytes(payload));
   }
   fast.join();
@@ -476,8 +475,8 @@ TEST_F(RelayTest, ReplacedRingFileIsReopened) {
 }
 
 TEST_F(RelayTest, FromOldestRelaysTheHistoryOfEachNewRingFileFirst) {
-  ASSERT_NO_FATAL_FAILURE(start_relay("late.ring", 64, "late", false, {},
-                                      [](RelayConfig& c) { c.rings.at(0).start = StartAt::kOldest; }));
+  ASSERT_NO_FATAL_FAILURE(
+      start_relay("late.ring", 64, "late", false, {}, [](RelayConfig& c) { c.rings.at(0).start = StartAt::kOldest; }));
   RespClient sub(port());
   ASSERT_TRUE(sub.subscribe("late"));
   push(*ring_, as_bytes(std::string("first")));

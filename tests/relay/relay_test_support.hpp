@@ -57,9 +57,9 @@ inline std::uint64_t scaled(std::uint64_t release_count, std::uint64_t sanitizer
 #ifdef NATS_SERVER_EXE
 // nats-server on loopback ports the test picked; killed and reaped on destruction.
 struct NatsServerOptions {
-  std::uint16_t port = 0;      // 0: the server picks a free port (-p -1), read back from its log
-  bool cluster = false;        // also listen for routes, on a port the server picks
-  std::uint16_t route_to = 0;  // another server's cluster_port(); 0: no route
+  std::uint16_t port = 0;       // 0: the server picks a free port (-p -1), read back from its log
+  bool cluster = false;         // also listen for routes, on a port the server picks
+  std::uint16_t route_to = 0;   // another server's cluster_port(); 0: no route
   std::string jetstream_dir{};  // non-empty: JetStream on (-js), storing under this directory
   std::string server_name{};    // -n: a JetStream cluster needs a unique one per server
   // The route listen port; 0: the server picks. A JetStream cluster needs

@@ -114,9 +114,16 @@ TEST(TopicPayloadTest, EncodeRefusesWhatDoesNotFit) {
 TEST(TopicPayloadTest, DecodeRejectsMalformedPayloads) {
   EXPECT_FALSE(decode_topic_payload({}).ok);
   EXPECT_FALSE(decode_topic_payload(bytes(std::string_view("\0abc", 4))).ok);  // zero length
-  EXPECT_FALSE(decode_topic_payload(bytes("\x05" "abc")).ok);                  // longer than the payload
-  EXPECT_FALSE(decode_topic_payload(bytes(std::string_view("\x02" "a\0", 3))).ok);  // NUL in topic
-  EXPECT_FALSE(decode_topic_payload(bytes("\x40" "x")).ok);                    // over kMaxTopic
+  EXPECT_FALSE(decode_topic_payload(bytes("\x05"
+                                          "abc"))
+                   .ok);  // longer than the payload
+  EXPECT_FALSE(decode_topic_payload(bytes(std::string_view("\x02"
+                                                           "a\0",
+                                                           3)))
+                   .ok);  // NUL in topic
+  EXPECT_FALSE(decode_topic_payload(bytes("\x40"
+                                          "x"))
+                   .ok);  // over kMaxTopic
 }
 
 TEST(TopicPayloadTest, SubjectValidityFollowsNatsRules) {

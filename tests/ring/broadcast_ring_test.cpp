@@ -463,8 +463,7 @@ TEST_F(BroadcastRingTest, BatchPushStopsAtFullAndPublishesOnce) {
   EXPECT_EQ(ring->producer_position(), 4U);
   std::string got;
   const BatchResult drained = ring->drain(
-      *c, [&](std::span<const std::byte> p) { got.append(reinterpret_cast<const char*>(p.data()), p.size()); },
-      10);
+      *c, [&](std::span<const std::byte> p) { got.append(reinterpret_cast<const char*>(p.data()), p.size()); }, 10);
   EXPECT_EQ(drained.count, 4U);
   EXPECT_EQ(got, "abcd");
   EXPECT_EQ(ring->lag(*c), 0U);
@@ -525,7 +524,8 @@ TEST_F(BroadcastRingTest, HalfWrittenSlotIsStalledWhileItsProducerLivesThenProdu
   EXPECT_EQ(text(buf, first), "whole");
   EXPECT_EQ(consumer->try_recv(*id, buf).status, Errc::stalled);
   int calls = 0;
-  const BatchResult drained = consumer->drain(*id, [&](std::span<const std::byte>) { ++calls; }, 8);
+  const BatchResult drained = consumer->drain(
+      *id, [&](std::span<const std::byte>) { ++calls; }, 8);
   EXPECT_EQ(drained.status, Errc::stalled);
   EXPECT_EQ(drained.count, 0U);
   EXPECT_EQ(calls, 0);

@@ -58,9 +58,11 @@ class TornReadTest : public ::testing::TestWithParam<std::tuple<std::uint64_t, b
 
 TEST_P(TornReadTest, ReadNeverObservesTornWrite) {
   const auto [capacity, lossy] = GetParam();
-  const test::StressResult r = test::run_torn_read_stress(
-      {.capacity = capacity, .lossy = lossy, .readers = 2, .max_messages = 1'000'000,
-       .max_time = std::chrono::milliseconds(1500)});
+  const test::StressResult r = test::run_torn_read_stress({.capacity = capacity,
+                                                           .lossy = lossy,
+                                                           .readers = 2,
+                                                           .max_messages = 1'000'000,
+                                                           .max_time = std::chrono::milliseconds(1500)});
   EXPECT_GT(r.received, 0U);
   EXPECT_EQ(r.torn, 0U);
   EXPECT_EQ(r.out_of_order, 0U);
@@ -69,8 +71,7 @@ TEST_P(TornReadTest, ReadNeverObservesTornWrite) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(TinyRings, TornReadTest,
-                         ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Bool()),
+INSTANTIATE_TEST_SUITE_P(TinyRings, TornReadTest, ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Bool()),
                          [](const ::testing::TestParamInfo<TornReadTest::ParamType>& i) {
                            return "Capacity" + std::to_string(std::get<0>(i.param)) +
                                   (std::get<1>(i.param) ? "Lossy" : "Blocking");
@@ -85,9 +86,11 @@ class OldestJoinerStressTest : public ::testing::TestWithParam<std::tuple<std::u
 
 TEST_P(OldestJoinerStressTest, JoinAtOldestNeverReadsATornOrOutOfOrderMessage) {
   const auto [capacity, lossy] = GetParam();
-  const test::StressResult r = test::run_oldest_joiner_stress(
-      {.capacity = capacity, .lossy = lossy, .readers = 2, .max_messages = 20'000'000,
-       .max_time = std::chrono::milliseconds(1000)});
+  const test::StressResult r = test::run_oldest_joiner_stress({.capacity = capacity,
+                                                               .lossy = lossy,
+                                                               .readers = 2,
+                                                               .max_messages = 20'000'000,
+                                                               .max_time = std::chrono::milliseconds(1000)});
   EXPECT_GT(r.joins, 0U);
   EXPECT_GT(r.received, 0U);
   EXPECT_EQ(r.torn, 0U);
@@ -152,7 +155,8 @@ TEST(ConcurrencyTest, DrainRedeliversAMessageReadOnItsSlowPathWhenTheCallbackThr
     bool threw = false;
     while (!threw) {
       try {
-        const BatchResult r = ring->drain(*id, [](std::span<const std::byte>) { throw std::runtime_error("no"); }, 1);
+        const BatchResult r = ring->drain(
+            *id, [](std::span<const std::byte>) { throw std::runtime_error("no"); }, 1);
         ASSERT_EQ(r.count, 0U);
         ASSERT_TRUE(r.status == Errc::empty || r.status == Errc::stalled) << to_string(r.status);
         // Poll hot, without yielding: a yield lets the writer finish its
@@ -165,7 +169,8 @@ TEST(ConcurrencyTest, DrainRedeliversAMessageReadOnItsSlowPathWhenTheCallbackThr
     ++throws;
     ASSERT_EQ(ring->status().consumers[*id].cursor, seq) << "message " << seq << " consumed by a throwing callback";
     std::optional<std::uint64_t> got;
-    const BatchResult r = ring->drain(*id, [&](std::span<const std::byte> p) { got = test::check_message(p); }, 1);
+    const BatchResult r = ring->drain(
+        *id, [&](std::span<const std::byte> p) { got = test::check_message(p); }, 1);
     ASSERT_EQ(r.count, 1U);
     ASSERT_EQ(got, seq);
     // release: the writer may now reuse the slot of message seq.

@@ -21,8 +21,7 @@ namespace ringcast::test {
 // if the file cannot be opened or mapped.
 class RawSlots {
  public:
-  RawSlots(const std::string& path, std::uint64_t capacity)
-      : capacity_(capacity), bytes_(layout::file_size(capacity)) {
+  RawSlots(const std::string& path, std::uint64_t capacity) : capacity_(capacity), bytes_(layout::file_size(capacity)) {
     const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0) return;
     void* base = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

@@ -49,8 +49,8 @@ TEST_F(RingcastCliTest, PubAndSubDeliverLinesAndOverlongLineIsNamedNotFatal) {
   test::ChildProcess sub = test::ChildProcess::spawn({kCli, "sub", path_, "--count", "3"});
   ASSERT_TRUE(test::eventually([&] { return active() == 1; }));
   const std::string longline(60, 'x');
-  const auto pub = test::run_command("printf 'hello\\nworld\\n" + longline + "\\nlast\\n' | " + kCli + " pub " +
-                                     path_ + " 2>&1");
+  const auto pub =
+      test::run_command("printf 'hello\\nworld\\n" + longline + "\\nlast\\n' | " + kCli + " pub " + path_ + " 2>&1");
   EXPECT_EQ(pub.status, 1);
   EXPECT_NE(pub.out.find("line 3: 60 bytes"), std::string::npos) << pub.out;
   EXPECT_NE(pub.out.find("published 3 message(s)"), std::string::npos) << pub.out;

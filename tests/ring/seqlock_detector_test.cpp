@@ -11,9 +11,12 @@ namespace ringcast {
 namespace {
 
 TEST(SeqlockDetectorTest, StressCatchesReaderWithoutVersionRecheck) {
-  const test::StressResult r = test::run_torn_read_stress(
-      {.capacity = 2, .lossy = true, .readers = 1, .max_messages = ~std::uint64_t{0},
-       .max_time = std::chrono::milliseconds(30'000), .stop_at_first_tear = true});
+  const test::StressResult r = test::run_torn_read_stress({.capacity = 2,
+                                                           .lossy = true,
+                                                           .readers = 1,
+                                                           .max_messages = ~std::uint64_t{0},
+                                                           .max_time = std::chrono::milliseconds(30'000),
+                                                           .stop_at_first_tear = true});
   EXPECT_GT(r.torn, 0U) << "pushed " << r.pushed << ", received " << r.received;
 }
 
@@ -21,9 +24,12 @@ TEST(SeqlockDetectorTest, StressCatchesReaderWithoutVersionRecheck) {
 // StartAt::kOldest land on the slots being overwritten, so without the re-check
 // they must be caught returning torn history.
 TEST(SeqlockDetectorTest, OldestJoinerStressCatchesReaderWithoutVersionRecheck) {
-  const test::StressResult r = test::run_oldest_joiner_stress(
-      {.capacity = 2, .lossy = true, .readers = 1, .max_messages = ~std::uint64_t{0},
-       .max_time = std::chrono::milliseconds(30'000), .stop_at_first_tear = true});
+  const test::StressResult r = test::run_oldest_joiner_stress({.capacity = 2,
+                                                               .lossy = true,
+                                                               .readers = 1,
+                                                               .max_messages = ~std::uint64_t{0},
+                                                               .max_time = std::chrono::milliseconds(30'000),
+                                                               .stop_at_first_tear = true});
   EXPECT_GT(r.torn, 0U) << "pushed " << r.pushed << ", joins " << r.joins << ", received " << r.received;
 }
 

@@ -86,8 +86,8 @@ pid_t spawn(const std::string& role, const std::string& path, std::uint64_t tota
   const pid_t pid = test::fork_with_death_signal();
   if (pid == 0) {
     const std::string n = std::to_string(total);
-    ::execl("/proc/self/exe", "ring_soak", "--role", role.c_str(), "--ring", path.c_str(), "--messages",
-            n.c_str(), static_cast<char*>(nullptr));
+    ::execl("/proc/self/exe", "ring_soak", "--role", role.c_str(), "--ring", path.c_str(), "--messages", n.c_str(),
+            static_cast<char*>(nullptr));
     ::_exit(127);
   }
   return pid;
@@ -136,8 +136,9 @@ int orchestrate(std::uint64_t total, double kill_every_s, unsigned seed) {
     if (now >= next_report) {
       const double s = std::chrono::duration<double>(now - start).count();
       fmt::print("{:8.1f}s  produced {:>13}  ({:5.1f}%)  kills: producer {}, consumer {}\n", s,
-                 ring->producer_position(), 100.0 * static_cast<double>(ring->producer_position()) / static_cast<double>(total),
-                 producer_kills, consumer_kills);
+                 ring->producer_position(),
+                 100.0 * static_cast<double>(ring->producer_position()) / static_cast<double>(total), producer_kills,
+                 consumer_kills);
       std::fflush(stdout);
       next_report = now + 5s;
     }

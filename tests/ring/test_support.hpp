@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include <array>
-#include <cstdio>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>

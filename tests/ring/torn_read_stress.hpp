@@ -27,8 +27,8 @@ struct StressResult {
   std::uint64_t torn = 0;
   std::uint64_t out_of_order = 0;
   std::uint64_t lapped = 0;
-  std::uint64_t joins = 0;       // oldest-joiner stress: registrations
-  std::uint64_t bad_start = 0;   // oldest-joiner stress: a start outside [Pb - capacity, Pa - capacity]
+  std::uint64_t joins = 0;      // oldest-joiner stress: registrations
+  std::uint64_t bad_start = 0;  // oldest-joiner stress: a start outside [Pb - capacity, Pa - capacity]
 };
 
 struct StressConfig {
@@ -47,8 +47,7 @@ struct StressCounters {
 
   // A received message: its words intact (else torn; with stop_at_first_tear
   // the run ends) and exactly the one after `next` (else out of order).
-  void check(std::span<const std::byte> msg, std::uint64_t& next, const StressConfig& cfg,
-             std::atomic<bool>& done) {
+  void check(std::span<const std::byte> msg, std::uint64_t& next, const StressConfig& cfg, std::atomic<bool>& done) {
     const auto seq = check_message(msg);
     if (!seq) {
       torn.fetch_add(1, std::memory_order_relaxed);

@@ -104,9 +104,7 @@ TEST_P(WaitTest, FullRingProducerSleepsUntilAConsumerMakesRoom) {
   ASSERT_EQ(ring->try_push(test::as_bytes("b")), Errc::ok);
   EXPECT_EQ(ring->push_wait(test::as_bytes("c"), 10ms, GetParam().idle), Errc::timed_out);
   std::atomic<bool> pushed{false};
-  std::thread producer([&] {
-    pushed.store(ring->push_wait(test::as_bytes("c"), 60s, GetParam().idle) == Errc::ok);
-  });
+  std::thread producer([&] { pushed.store(ring->push_wait(test::as_bytes("c"), 60s, GetParam().idle) == Errc::ok); });
   ASSERT_TRUE(test::eventually([&] { return ring->status().producer_sleeping; }, 60s, 1ms));
   alignas(8) test::Buffer buf{};
   ASSERT_EQ(ring->try_recv(*id, buf).status, Errc::ok);
@@ -120,9 +118,7 @@ TEST_P(WaitTest, UnregisteringTheSlowConsumerWakesTheProducer) {
   ASSERT_EQ(ring->try_push(test::as_bytes("a")), Errc::ok);
   ASSERT_EQ(ring->try_push(test::as_bytes("b")), Errc::ok);
   std::atomic<bool> pushed{false};
-  std::thread producer([&] {
-    pushed.store(ring->push_wait(test::as_bytes("c"), 60s, GetParam().idle) == Errc::ok);
-  });
+  std::thread producer([&] { pushed.store(ring->push_wait(test::as_bytes("c"), 60s, GetParam().idle) == Errc::ok); });
   ASSERT_TRUE(test::eventually([&] { return ring->status().producer_sleeping; }, 60s, 1ms));
   EXPECT_EQ(ring->unregister_consumer(*id), Errc::ok);
   producer.join();
@@ -130,8 +126,8 @@ TEST_P(WaitTest, UnregisteringTheSlowConsumerWakesTheProducer) {
 }
 
 // One sleeper, pushed to once it sleeps; returns whether it got message `seq`.
-bool wake_one_sleeper(BroadcastRing& consumer_side, ConsumerId id, BroadcastRing& producer_side,
-                      std::uint64_t seq, IdleStrategy idle) {
+bool wake_one_sleeper(BroadcastRing& consumer_side, ConsumerId id, BroadcastRing& producer_side, std::uint64_t seq,
+                      IdleStrategy idle) {
   std::atomic<bool> ok{false};
   std::thread consumer([&] {
     alignas(8) test::Buffer buf{};
@@ -187,8 +183,7 @@ TEST_P(WaitTest, SleeperIsWokenByAProducerThatTookOverTheRole) {
     ASSERT_EQ(second->try_push(msg), Errc::ok);
     ASSERT_EQ(consumer_side->try_recv(*id, buf).status, Errc::ok);
   }
-  ASSERT_TRUE(wake_one_sleeper(*consumer_side, *id, *second, 2 + 2 * kQuietPublishesBeforeUnfence,
-                               GetParam().idle));
+  ASSERT_TRUE(wake_one_sleeper(*consumer_side, *id, *second, 2 + 2 * kQuietPublishesBeforeUnfence, GetParam().idle));
 }
 
 INSTANTIATE_TEST_SUITE_P(Rings, WaitTest,

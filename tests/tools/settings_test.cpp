@@ -115,8 +115,9 @@ TEST(SettingsTest, PrintConfigLeavesOutSecretsButNotTheFilesHoldingThem) {
   app.add_option("--token-secret", token);
   app.add_option("--token-secret-file", token_file);
   app.add_option("--plain", plain);
-  std::vector<std::string> args{"test", "--requirepass", "p4ss", "--token-secret", "s3cret",
-                                "--token-secret-file", "/etc/secret", "--plain", "xy", "--print-config"};
+  std::vector<std::string> args{"test",   "--requirepass",       "p4ss",        "--token-secret",
+                                "s3cret", "--token-secret-file", "/etc/secret", "--plain",
+                                "xy",     "--print-config"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   ::testing::internal::CaptureStdout();
@@ -146,12 +147,12 @@ TEST(SettingsTest, FlagBeatsEnvironmentBeatsFileBeatsDefault) {
   BrokerApp b;
   ASSERT_EQ(b.parse({"--config", file, "--write-budget", "300mb"}), std::nullopt);
   ASSERT_EQ(b.flags.apply(b.cfg), std::nullopt);
-  EXPECT_EQ(b.cfg.queue_limits.hard_bytes, 1u << 20);          // file
-  EXPECT_EQ(b.cfg.queue_limits.soft_bytes, 20u << 20);         // environment over file
-  EXPECT_EQ(b.cfg.write_budget_bytes, 300u << 20);             // flag over both
-  EXPECT_EQ(b.cfg.max_args, 7u);                               // file, unset variable
-  EXPECT_FALSE(b.cfg.dedupe);                                  // environment over file
-  EXPECT_EQ(b.cfg.pace_bytes, *broker::parse_size("1mb"));     // default
+  EXPECT_EQ(b.cfg.queue_limits.hard_bytes, 1u << 20);       // file
+  EXPECT_EQ(b.cfg.queue_limits.soft_bytes, 20u << 20);      // environment over file
+  EXPECT_EQ(b.cfg.write_budget_bytes, 300u << 20);          // flag over both
+  EXPECT_EQ(b.cfg.max_args, 7u);                            // file, unset variable
+  EXPECT_FALSE(b.cfg.dedupe);                               // environment over file
+  EXPECT_EQ(b.cfg.pace_bytes, *broker::parse_size("1mb"));  // default
 }
 
 TEST(SettingsTest, EmptyVariableCountsAsUnset) {
@@ -274,9 +275,7 @@ void expect_precedence(const char* exe, std::vector<std::string> extra_args) {
   EXPECT_EQ(s.at("pace-bytes"), "\"1mb\"");
 }
 
-TEST(BrokerSettingsTest, FileIsOverriddenByEnvironmentWhichIsOverriddenByFlag) {
-  expect_precedence(BROKER_EXE, {});
-}
+TEST(BrokerSettingsTest, FileIsOverriddenByEnvironmentWhichIsOverriddenByFlag) { expect_precedence(BROKER_EXE, {}); }
 
 TEST(RelaySettingsTest, FileIsOverriddenByEnvironmentWhichIsOverriddenByFlag) {
   expect_precedence(RELAY_EXE, {"--ring", "/dev/shm/unused.ring=x"});
@@ -365,8 +364,8 @@ TEST(BrokerSettingsTest, MissingConfigFileIsAUsageError) {
 // password never appears in it.
 TEST(BrokerSettingsTest, PrintedConfigReadsBackWithoutThePassword) {
   test::TempDir dir;
-  const Outcome first = run(BROKER_EXE, {"--hard-limit", "5mb", "--dedupe", "--print-config"},
-                        {"RINGCAST_REQUIREPASS=hunter2"});
+  const Outcome first =
+      run(BROKER_EXE, {"--hard-limit", "5mb", "--dedupe", "--print-config"}, {"RINGCAST_REQUIREPASS=hunter2"});
   ASSERT_EQ(first.exit, 0) << first.err;
   EXPECT_EQ(first.out.find("hunter2"), std::string::npos) << first.out;
   EXPECT_EQ(first.out.find("requirepass"), std::string::npos) << first.out;

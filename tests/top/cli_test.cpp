@@ -58,8 +58,7 @@ TEST_F(RingTopCliTest, OnceShowsTheSlowConsumerBehindAndTheKilledOneDead) {
   EXPECT_TRUE(contains(dead, std::to_string(live_.dead_pid))) << o.out;
   EXPECT_TRUE(contains(dead, "25.0%")) << dead;
   const auto me = static_cast<std::uint32_t>(::getpid());
-  EXPECT_TRUE(contains(o.out, "producer " + std::to_string(me) + " " + process_name(me) + " alive"))
-      << o.out;
+  EXPECT_TRUE(contains(o.out, "producer " + std::to_string(me) + " " + process_name(me) + " alive")) << o.out;
 }
 
 TEST_F(RingTopCliTest, JsonReportsLagLivenessRatesAndBlocking) {

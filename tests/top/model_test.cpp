@@ -65,8 +65,7 @@ class MonitorTest : public ::testing::Test {
     return std::move(*m);
   }
 
-  static BroadcastRing make_ring(const std::string& path, std::uint64_t capacity,
-                                 CreateOptions options = {}) {
+  static BroadcastRing make_ring(const std::string& path, std::uint64_t capacity, CreateOptions options = {}) {
     auto ring = BroadcastRing::create(path, capacity, options);
     EXPECT_TRUE(ring) << ring.error().message();
     return std::move(*ring);
@@ -474,9 +473,7 @@ class DiscoveryTest : public ::testing::Test {
   TempDir dir_;
 };
 
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+void write_file(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 TEST_F(DiscoveryTest, FindsRingsByMagicAndVersionAndIgnoresEverythingElse) {
   CreateOptions options;
@@ -498,17 +495,14 @@ TEST_F(DiscoveryTest, FindsRingsByMagicAndVersionAndIgnoresEverythingElse) {
   ASSERT_EQ(::mkdir(dir_.file("sub").c_str(), 0700), 0);
   ASSERT_TRUE(BroadcastRing::create(dir_.file("sub/nested"), 8, options));  // not recursive
 
-  EXPECT_EQ(discover_rings(dir_.path()),
-            (std::vector<std::string>{dir_.file("a.ring"), dir_.file("b-ring")}));
+  EXPECT_EQ(discover_rings(dir_.path()), (std::vector<std::string>{dir_.file("a.ring"), dir_.file("b-ring")}));
   EXPECT_TRUE(is_ring_file(dir_.file("a.ring")));
   EXPECT_FALSE(is_ring_file(dir_.file("future-version")));
   EXPECT_FALSE(is_ring_file(dir_.file("fifo")));
   EXPECT_FALSE(is_ring_file(dir_.file("link")));
 }
 
-TEST_F(DiscoveryTest, MissingDirectoryYieldsNothing) {
-  EXPECT_TRUE(discover_rings(dir_.file("nope")).empty());
-}
+TEST_F(DiscoveryTest, MissingDirectoryYieldsNothing) { EXPECT_TRUE(discover_rings(dir_.file("nope")).empty()); }
 
 TEST_F(DiscoveryTest, DirectoryWithATrailingSlashGivesCleanPaths) {
   ASSERT_TRUE(BroadcastRing::create(dir_.file("r"), 8));

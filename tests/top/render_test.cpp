@@ -58,9 +58,8 @@ RingView ring(std::uint64_t id, const std::string& name, std::vector<ConsumerVie
 Snapshot sample_snapshot() {
   Snapshot s;
   s.watched = {"/dev/shm"};
-  s.rings.push_back(ring(1, "ticks",
-                         {consumer(0, 0, 100.0), consumer(1, 600, 20.0, true, true),
-                          consumer(2, 300, 0.0, false)}));
+  s.rings.push_back(
+      ring(1, "ticks", {consumer(0, 0, 100.0), consumer(1, 600, 20.0, true, true), consumer(2, 300, 0.0, false)}));
   s.rings.push_back(ring(2, "trades", {consumer(0, 1, 50.0)}));
   return s;
 }
@@ -141,8 +140,7 @@ TEST(RenderTest, SortCyclesIndexLagAndRate) {
   sync_view(view, s);
   auto order = [&] {
     const Frame f = render_screen(s, view, 24, 80);
-    return std::vector<std::size_t>{line_index(f, "reader-0"), line_index(f, "reader-1"),
-                                    line_index(f, "DEAD")};
+    return std::vector<std::size_t>{line_index(f, "reader-0"), line_index(f, "reader-1"), line_index(f, "DEAD")};
   };
   auto o = order();
   EXPECT_LT(o[0], o[1]);
@@ -321,14 +319,12 @@ TEST(RenderTest, SleepingProducerShowsAsWaitingAndSleepersAreCounted) {
   s.rings[0].producer_sleeping = true;
   s.rings[0].sleeping_consumers = 2;
   const std::string text = render_text(s, SortKey::index, 1.0);
-  EXPECT_NE(text.find("producer 42 ticker waiting  blocking, wakeups (2 asleep)"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("producer 42 ticker waiting  blocking, wakeups (2 asleep)"), std::string::npos) << text;
   // Any ring can have sleepers, not only one created with wakeups.
   Snapshot plain = s;
   plain.rings[0].wakeups = false;
   const std::string plain_text = render_text(plain, SortKey::index, 1.0);
-  EXPECT_NE(plain_text.find("producer 42 ticker waiting  blocking (2 asleep)"), std::string::npos)
-      << plain_text;
+  EXPECT_NE(plain_text.find("producer 42 ticker waiting  blocking (2 asleep)"), std::string::npos) << plain_text;
   const auto json = test::parse_json(render_json(s, 1.0));
   ASSERT_TRUE(json);
   EXPECT_TRUE(json->at("rings").at(0).at("producer_sleeping").get<bool>());
@@ -392,8 +388,7 @@ TEST(RenderTest, TextListsEveryRingExpandedWithoutSelection) {
 TEST(RenderTest, EmptySnapshotSaysWhereItLooked) {
   Snapshot s;
   s.watched = {"/dev/shm"};
-  EXPECT_NE(render_text(s, SortKey::index, 1.0).find("no ringcast rings under /dev/shm"),
-            std::string::npos);
+  EXPECT_NE(render_text(s, SortKey::index, 1.0).find("no ringcast rings under /dev/shm"), std::string::npos);
 }
 
 TEST(RenderTest, JsonIsOneValidObjectWithEveryField) {
@@ -421,8 +416,8 @@ TEST(RenderTest, JsonIsOneValidObjectWithEveryField) {
   EXPECT_EQ(ticks.at("consumers").at(0).at("process").get<std::string>(), "quote\"and\\slash\n");
   EXPECT_TRUE(ticks.at("consumers").at(1).at("behind").get<bool>());
   EXPECT_FALSE(ticks.at("consumers").at(2).at("alive").get<bool>());
-  for (const char* key : {"index", "pid", "cursor", "lag", "lag_pct", "recv_rate", "since_advance_s",
-                          "since_advance_is_lower_bound"}) {
+  for (const char* key :
+       {"index", "pid", "cursor", "lag", "lag_pct", "recv_rate", "since_advance_s", "since_advance_is_lower_bound"}) {
     EXPECT_TRUE(ticks.at("consumers").at(0).contains(key)) << key;
   }
   EXPECT_TRUE(j.at("rings").at(1).at("push_rate").is_null());

@@ -27,8 +27,7 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: ring_top_helper [--name COMM] follow|stall|produce|create PATH [RATE|CAPACITY]\n");
+  std::fprintf(stderr, "usage: ring_top_helper [--name COMM] follow|stall|produce|create PATH [RATE|CAPACITY]\n");
   return 2;
 }
 
@@ -41,9 +40,9 @@ void announce(const std::string& what) {
 class Pacer {
  public:
   explicit Pacer(double per_second)
-      : period_(per_second > 0 ? std::chrono::duration_cast<SteadyClock::duration>(
-                                     std::chrono::duration<double>(1.0 / per_second))
-                               : SteadyClock::duration::zero()),
+      : period_(per_second > 0
+                    ? std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(1.0 / per_second))
+                    : SteadyClock::duration::zero()),
         next_(SteadyClock::now()) {}
   void wait() {
     if (period_ == SteadyClock::duration::zero()) return;

@@ -48,15 +48,13 @@ class Tmux {
     // -f /dev/null: no user configuration; remain-on-exit off (default), so
     // the session ends when ring-top exits. The panes inherit the server's
     // environment: no TMUX, no NO_COLOR.
-    server_ = ChildProcess::spawn(
-        {"/usr/bin/tmux", "-S", socket_, "-f", "/dev/null", "-D"},
-        {.out = ringcast::test::Stream::kDiscard, .env_unset = {"TMUX", "NO_COLOR"}});
+    server_ = ChildProcess::spawn({"/usr/bin/tmux", "-S", socket_, "-f", "/dev/null", "-D"},
+                                  {.out = ringcast::test::Stream::kDiscard, .env_unset = {"TMUX", "NO_COLOR"}});
     // A client that finds no server starts a daemon one: create the session
     // only once this server answers (list-sessions never starts a server).
     const auto answers = [&] { return tmux({"list-sessions"}).exit_code == 0; };
     if (!server_.running() || !eventually(answers, 20s, kTmuxStep)) return false;
-    return tmux({"new-session", "-d", "-s", "top", "-x", std::to_string(cols), "-y",
-                 std::to_string(rows), command})
+    return tmux({"new-session", "-d", "-s", "top", "-x", std::to_string(cols), "-y", std::to_string(rows), command})
                .exit_code == 0;
   }
   [[nodiscard]] std::string capture(bool attributes = false) const {
@@ -73,10 +71,12 @@ class Tmux {
   template <class Pred>
   std::string wait_for(Pred pred) const {
     std::string last;
-    eventually([&] {
-      last = capture();
-      return pred(last);
-    }, 20s, kTmuxStep);
+    eventually(
+        [&] {
+          last = capture();
+          return pred(last);
+        },
+        20s, kTmuxStep);
     return last;
   }
   std::string wait_for_text(const std::string& needle) const {
@@ -87,10 +87,12 @@ class Tmux {
   template <class Pred>
   std::vector<ScreenRow> wait_for_rows(Pred pred) const {
     std::vector<ScreenRow> last;
-    eventually([&] {
-      last = parse_sgr_capture(capture(true));
-      return pred(last);
-    }, 20s, kTmuxStep);
+    eventually(
+        [&] {
+          last = parse_sgr_capture(capture(true));
+          return pred(last);
+        },
+        20s, kTmuxStep);
     return last;
   }
 
@@ -201,8 +203,7 @@ TEST_F(RingTopScreenTest, WithoutColourHighlightsStayAsAttributesAndWords) {
     ASSERT_TRUE(t.start(by_env ? "NO_COLOR=1 " + command() : command("--no-color")));
     ASSERT_TRUE(contains(wait_ready(t), "BEHIND"));
     const auto rows = t.wait_for_rows([](const std::vector<ScreenRow>& r) {
-      return find(r, "slow-reader").attr.bold && find(r, "DEAD").attr.underline &&
-             find(r, "fast-reader").attr.plain();
+      return find(r, "slow-reader").attr.bold && find(r, "DEAD").attr.underline && find(r, "fast-reader").attr.plain();
     });
     for (const ScreenRow& row : rows) {
       for (const CellAttr& a : row.attrs) ASSERT_EQ(a.fg, -1) << "coloured cell in: " << row.text;

@@ -42,8 +42,8 @@ struct Output {
 // captured. env_set: "NAME=value" entries added; env_unset: names removed.
 inline Output run(const std::vector<std::string>& argv, const std::vector<std::string>& env_set = {},
                   const std::vector<std::string>& env_unset = {}) {
-  ChildProcess c = ChildProcess::spawn(
-      argv, {.err = ringcast::test::Stream::kPipe, .env_set = env_set, .env_unset = env_unset});
+  ChildProcess c =
+      ChildProcess::spawn(argv, {.err = ringcast::test::Stream::kPipe, .env_set = env_set, .env_unset = env_unset});
   std::optional<int> status = c.wait_exit(ringcast::test::deadline_in(60s));
   if (!status) status = c.stop(SIGKILL);
   return {ringcast::test::exit_code(status), c.stdout_text(), c.stderr_text()};

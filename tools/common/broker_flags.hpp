@@ -54,10 +54,11 @@ class BrokerFlags {
     app.add_option("--max-subscriptions", cfg.max_subscriptions, "Channels + patterns per connection")
         ->capture_default_str();
     app.add_option("--max-connections", cfg.max_connections, "Most simultaneous clients")->capture_default_str();
-    app.add_option("--auth-timeout-ms", auth_timeout_ms_, "Close connections that have not authenticated within this time")
+    app.add_option("--auth-timeout-ms", auth_timeout_ms_,
+                   "Close connections that have not authenticated within this time")
         ->capture_default_str();
-    auto* pass = app.add_option("--requirepass", cfg.requirepass,
-                                "Require AUTH with this password (prefer --requirepass-file)");
+    auto* pass =
+        app.add_option("--requirepass", cfg.requirepass, "Require AUTH with this password (prefer --requirepass-file)");
     app.add_option("--requirepass-file", password_file_, "Read the password from this file (first line)")
         ->excludes(pass)
         ->check(CLI::ExistingFile);
@@ -118,7 +119,8 @@ class BrokerFlags {
     cfg.max_bulk_len = *max_bulk;
     cfg.auth_timeout = std::chrono::milliseconds(auth_timeout_ms_);
     const auto ack_timeout = parse_duration_ms(ack_timeout_);
-    if (!ack_timeout || *ack_timeout == 0) return "--ack-timeout must be a positive number with ms or s (bare: seconds)";
+    if (!ack_timeout || *ack_timeout == 0)
+      return "--ack-timeout must be a positive number with ms or s (bare: seconds)";
     cfg.ack_timeout = std::chrono::milliseconds(*ack_timeout);
     if (!password_file_.empty()) {
       std::ifstream in(password_file_);

@@ -58,8 +58,8 @@ inline constexpr std::string_view kEnvPrefix = "RINGCAST_";
 [[nodiscard]] inline bool is_secret(const CLI::Option& opt) {
   const std::string name = opt.get_single_name();
   const bool names_file = name.size() >= 5 && name.compare(name.size() - 5, 5, "-file") == 0;
-  const bool says_secret = name == "requirepass" || name.find("password") != std::string::npos ||
-                           name.find("secret") != std::string::npos;
+  const bool says_secret =
+      name == "requirepass" || name.find("password") != std::string::npos || name.find("secret") != std::string::npos;
   return says_secret && !names_file;
 }
 
@@ -125,8 +125,9 @@ inline std::optional<int> parse_settings(CLI::App& app, int argc, char** argv) {
   app.config_formatter(std::make_shared<EnvFirstConfig>(app));
   app.allow_config_extras(CLI::config_extras_mode::error);
   if (app.get_footer().empty()) {
-    app.footer("Every flag can also be set in the --config file (`hard-limit = \"64mb\"`) or in the environment, "
-               "prefixed RINGCAST_ (RINGCAST_HARD_LIMIT=64mb); a flag beats the environment, which beats the file.");
+    app.footer(
+        "Every flag can also be set in the --config file (`hard-limit = \"64mb\"`) or in the environment, "
+        "prefixed RINGCAST_ (RINGCAST_HARD_LIMIT=64mb); a flag beats the environment, which beats the file.");
   }
   if (const auto exit_status = parse_flags(app, argc, argv)) return exit_status;
   if (!print) return std::nullopt;

@@ -80,8 +80,7 @@ int run_demo(std::uint64_t count, std::uint64_t capacity, int slow_pause_us) {
   auto ring = BroadcastRing::create(path, capacity, {.claim_producer = false});
   if (!ring) return fmt::print(stderr, "demo: {}\n", ring.error().message()), 1;
   fmt::print("ring {}: capacity {}, {} messages\n", path, capacity, count);
-  fmt::print(
-      "  producer process -> ring -> consumer A, consumer B (slow), relay -> TCP subscriber\n");
+  fmt::print("  producer process -> ring -> consumer A, consumer B (slow), relay -> TCP subscriber\n");
 
   // The relay, in this process: consumer entry 0, its embedded broker on free
   // ports, with room for the whole run (no drops: the accounting is exact).
@@ -103,11 +102,10 @@ int run_demo(std::uint64_t count, std::uint64_t capacity, int slow_pause_us) {
   relay::Relay& relay = **started;
   const std::uint16_t port = relay.broker()->port();
   while (ring->active_consumer_count() < 1) std::this_thread::sleep_for(1ms);
-  fmt::print("  relay registered; broker on 127.0.0.1:{} (watch: redis-cli -p {} subscribe {})\n",
-             port, port, kChannel);
-  fmt::print(
-      "  live page: http://127.0.0.1:{}/?channel={} (--count 5000000 leaves time to open it)\n",
-      relay.broker()->ws_port(), kChannel);
+  fmt::print("  relay registered; broker on 127.0.0.1:{} (watch: redis-cli -p {} subscribe {})\n", port, port,
+             kChannel);
+  fmt::print("  live page: http://127.0.0.1:{}/?channel={} (--count 5000000 leaves time to open it)\n",
+             relay.broker()->ws_port(), kChannel);
 
   // The TCP subscriber, tallied on its own thread until it has every message
   // (or the stream ends, or 10 s pass in silence).
@@ -130,53 +128,40 @@ int run_demo(std::uint64_t count, std::uint64_t capacity, int slow_pause_us) {
   ChildProcess children[3];
   const char* names[3] = {"demo-fast", "demo-slow", "demo-producer"};
   for (std::size_t i = 0; i < 3; ++i) {
-    children[i] = ChildProcess::spawn(
-        {names[i], "--role", i < 2 ? "consumer" : "producer", "--ring", path, "--count",
-         std::to_string(count), "--pause-us", std::to_string(i == 1 ? slow_pause_us : 0)},
-        {.out = test::Stream::kInherit, .exe = "/proc/self/exe"});
+    children[i] = ChildProcess::spawn({names[i], "--role", i < 2 ? "consumer" : "producer", "--ring", path, "--count",
+                                       std::to_string(count), "--pause-us", std::to_string(i == 1 ? slow_pause_us : 0)},
+                                      {.out = test::Stream::kInherit, .exe = "/proc/self/exe"});
     while (i < 2 && ring->active_consumer_count() < i + 2) std::this_thread::sleep_for(1ms);
   }
 
   // Progress: each party's position / lag ("done" once a consumer is gone).
   const auto start = std::chrono::steady_clock::now();
-  const auto seconds = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  const auto row = [](const auto&... cols) {
-    fmt::print("{:>7}  {:>9}  {:>19}  {:>19}  {:>19}  {:>14}\n", cols...);
-  };
+  const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  const auto row = [](const auto&... cols) { fmt::print("{:>7}  {:>9}  {:>19}  {:>19}  {:>19}  {:>14}\n", cols...); };
   const auto at = [](const ConsumerStatus& c) {
     return c.active ? fmt::format("{} / {}", c.cursor, c.lag) : std::string("done");
   };
-  row("time", "produced", "relay (taken / lag)", "consumer A", "consumer B (slow)",
-      "TCP subscriber");
+  row("time", "produced", "relay (taken / lag)", "consumer A", "consumer B (slow)", "TCP subscriber");
   for (bool done = false; !done && seconds() < 60;) {
     const RingStatus s = ring->status();
     const relay::RingStats rs = relay.ring_stats().at(0);
-    row(fmt::format("{:.1f}s", seconds()), s.producer_seq,
-        fmt::format("{} / {}", rs.relayed, rs.lag), at(s.consumers[1]), at(s.consumers[2]),
-        sub.count());
-    done = rs.relayed == count && !s.consumers[1].active && !s.consumers[2].active &&
-           sub.count() == count;
+    row(fmt::format("{:.1f}s", seconds()), s.producer_seq, fmt::format("{} / {}", rs.relayed, rs.lag),
+        at(s.consumers[1]), at(s.consumers[2]), sub.count());
+    done = rs.relayed == count && !s.consumers[1].active && !s.consumers[2].active && sub.count() == count;
     if (!done) std::this_thread::sleep_for(250ms);
   }
   const double elapsed = seconds();
 
   // The accounting. A child still running now has failed (its destructor kills it).
-  fmt::print("\nsummary ({:.2f} s, {:.2f} M msgs/s end to end)\n", elapsed,
-             static_cast<double>(count) / elapsed / 1e6);
+  fmt::print("\nsummary ({:.2f} s, {:.2f} M msgs/s end to end)\n", elapsed, static_cast<double>(count) / elapsed / 1e6);
   bool ok = true;
-  const auto report = [&ok](std::string_view party, std::string_view what, bool good,
-                            std::string_view verdict) {
+  const auto report = [&ok](std::string_view party, std::string_view what, bool good, std::string_view verdict) {
     ok = ok && good;
     fmt::print("  {:<29}{}  {}\n", party, what, good ? verdict : "FAILED");
   };
-  const auto exited_ok = [](ChildProcess& c) {
-    return test::exit_code(c.wait_exit(deadline_in(10s))) == 0;
-  };
+  const auto exited_ok = [](ChildProcess& c) { return test::exit_code(c.wait_exit(deadline_in(10s))) == 0; };
   const std::string_view intact = "all, in order, intact";
-  report("producer", fmt::format("pushed   {:>9}", ring->producer_position()),
-         exited_ok(children[2]), "ok");
+  report("producer", fmt::format("pushed   {:>9}", ring->producer_position()), exited_ok(children[2]), "ok");
   report("consumer A", fmt::format("received {:>9}", count), exited_ok(children[0]), intact);
   report("consumer B", fmt::format("received {:>9}", count), exited_ok(children[1]), intact);
   const relay::RingStats rs = relay.ring_stats().at(0);
@@ -186,27 +171,22 @@ int run_demo(std::uint64_t count, std::uint64_t capacity, int slow_pause_us) {
   // live page): their deliveries add to the count, and what they miss is theirs.
   const std::uint64_t watchers = bs.total_connections - 1;
   report("relay",
-         fmt::format("relayed  {:>9}  broker deliveries {}, drops {}{}", rs.relayed, rs.deliveries,
-                     drops, watchers == 0 ? "" : fmt::format(" ({} more watched)", watchers)),
-         rs.relayed == count &&
-             (watchers == 0 ? rs.deliveries == count && drops == 0 : rs.deliveries >= count),
-         "ok");
-  report("TCP subscriber", fmt::format("received {:>9}", sub.count()), sub.all_intact(count),
-         intact);
+         fmt::format("relayed  {:>9}  broker deliveries {}, drops {}{}", rs.relayed, rs.deliveries, drops,
+                     watchers == 0 ? "" : fmt::format(" ({} more watched)", watchers)),
+         rs.relayed == count && (watchers == 0 ? rs.deliveries == count && drops == 0 : rs.deliveries >= count), "ok");
+  report("TCP subscriber", fmt::format("received {:>9}", sub.count()), sub.all_intact(count), intact);
   relay.stop();  // unregisters its consumer (logged) and ends the subscriber's stream
   reader.join();
   ring = BroadcastRing::open(path, {.read_only = true});  // drops our handle before removing
   ::unlink(path.c_str());
-  fmt::print("{}; removed {}\n",
-             ok ? "accounting ok: every party got every message" : "ACCOUNTING FAILED", path);
+  fmt::print("{}; removed {}\n", ok ? "accounting ok: every party got every message" : "ACCOUNTING FAILED", path);
   return ok ? 0 : 1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{
-      "ringcast-demo: producer process -> ring -> 2 consumer processes + relay -> TCP subscriber"};
+  CLI::App app{"ringcast-demo: producer process -> ring -> 2 consumer processes + relay -> TCP subscriber"};
   std::string role = "demo";
   std::string path;
   std::uint64_t count = 200'000;

@@ -69,27 +69,43 @@ attr_t style_attr(Style s, bool colour) {
       case Style::header:
       case Style::behind:
       case Style::warn:
-      case Style::bar_high: return A_BOLD;
-      case Style::dead: return A_BOLD | A_UNDERLINE;
-      case Style::selected: return A_REVERSE;
+      case Style::bar_high:
+        return A_BOLD;
+      case Style::dead:
+        return A_BOLD | A_UNDERLINE;
+      case Style::selected:
+        return A_REVERSE;
       case Style::gone:
-      case Style::dim: return A_DIM;
-      default: return A_NORMAL;
+      case Style::dim:
+        return A_DIM;
+      default:
+        return A_NORMAL;
     }
   }
   switch (s) {
-    case Style::title: return A_BOLD;
-    case Style::header: return pair_attr(kPairHeader) | A_BOLD;
-    case Style::selected: return A_REVERSE;
-    case Style::behind: return pair_attr(kPairBehind) | A_BOLD;
+    case Style::title:
+      return A_BOLD;
+    case Style::header:
+      return pair_attr(kPairHeader) | A_BOLD;
+    case Style::selected:
+      return A_REVERSE;
+    case Style::behind:
+      return pair_attr(kPairBehind) | A_BOLD;
     case Style::dead:
-    case Style::warn: return pair_attr(kPairDead) | A_BOLD;
-    case Style::gone: return pair_attr(kPairGone);
-    case Style::bar_low: return pair_attr(kPairLow);
-    case Style::bar_mid: return pair_attr(kPairMid);
-    case Style::bar_high: return pair_attr(kPairHigh) | A_BOLD;
-    case Style::dim: return A_DIM;
-    default: return A_NORMAL;
+    case Style::warn:
+      return pair_attr(kPairDead) | A_BOLD;
+    case Style::gone:
+      return pair_attr(kPairGone);
+    case Style::bar_low:
+      return pair_attr(kPairLow);
+    case Style::bar_mid:
+      return pair_attr(kPairMid);
+    case Style::bar_high:
+      return pair_attr(kPairHigh) | A_BOLD;
+    case Style::dim:
+      return A_DIM;
+    default:
+      return A_NORMAL;
   }
 }
 
@@ -115,30 +131,44 @@ void draw(const Frame& frame, bool colour) {
 Key key_from(int ch) {
   switch (ch) {
     case KEY_UP:
-    case 'k': return Key::up;
+    case 'k':
+      return Key::up;
     case KEY_DOWN:
-    case 'j': return Key::down;
-    case KEY_PPAGE: return Key::page_up;
-    case KEY_NPAGE: return Key::page_down;
+    case 'j':
+      return Key::down;
+    case KEY_PPAGE:
+      return Key::page_up;
+    case KEY_NPAGE:
+      return Key::page_down;
     case KEY_HOME:
-    case 'g': return Key::home;
+    case 'g':
+      return Key::home;
     case KEY_END:
-    case 'G': return Key::end;
+    case 'G':
+      return Key::end;
     case '\n':
     case '\r':
     case ' ':
-    case KEY_ENTER: return Key::enter;
+    case KEY_ENTER:
+      return Key::enter;
     case '+':
-    case '=': return Key::longer;
+    case '=':
+      return Key::longer;
     case '-':
-    case '_': return Key::shorter;
-    case 's': return Key::sort;
+    case '_':
+      return Key::shorter;
+    case 's':
+      return Key::sort;
     case 'h':
-    case '?': return Key::help;
+    case '?':
+      return Key::help;
     case 'q':
-    case 'Q': return Key::quit;
-    case 27: return Key::escape;
-    default: return Key::other;
+    case 'Q':
+      return Key::quit;
+    case 27:
+      return Key::escape;
+    default:
+      return Key::other;
   }
 }
 
@@ -163,8 +193,7 @@ int run_interactive(Monitor& monitor, const Settings& settings) {
   ::set_escdelay(25);
   const char* no_color_env = std::getenv("NO_COLOR");
   // https://no-color.org: any non-empty NO_COLOR disables colour.
-  const bool colour = !settings.no_color && (no_color_env == nullptr || *no_color_env == '\0') &&
-                      ::has_colors();
+  const bool colour = !settings.no_color && (no_color_env == nullptr || *no_color_env == '\0') && ::has_colors();
   if (colour) {
     ::start_color();
     ::use_default_colors();
@@ -180,8 +209,7 @@ int run_interactive(Monitor& monitor, const Settings& settings) {
   ViewState view;
   view.interval_s = std::max(settings.delay_s, ringcast::top::kMinInteractiveInterval);
   auto interval = [&] {
-    return std::chrono::duration_cast<SteadyClock::duration>(
-        std::chrono::duration<double>(view.interval_s));
+    return std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(view.interval_s));
   };
   Snapshot snap = monitor.refresh();
   ringcast::top::sync_view(view, snap);
@@ -279,11 +307,10 @@ int main(int argc, char** argv) {
         return {};
       },
       "SECONDS");
-  app.add_option("-d,--delay", settings.delay_s, "seconds between refreshes (default 1)")
-      ->check(seconds);
-  auto* n_opt = app.add_option("-n,--iterations", settings.iterations,
-                               "stop after N refreshes (default: until q; 1 with --json)")
-                    ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000'000}));
+  app.add_option("-d,--delay", settings.delay_s, "seconds between refreshes (default 1)")->check(seconds);
+  auto* n_opt =
+      app.add_option("-n,--iterations", settings.iterations, "stop after N refreshes (default: until q; 1 with --json)")
+          ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000'000}));
   app.add_flag("--once", settings.once,
                "print one plain-text snapshot, taken after one interval (-d 0: at once, "
                "without rates), and exit")

@@ -12,10 +12,10 @@
 #include <fmt/format.h>
 
 #include "broker_flags.hpp"
-#include "settings.hpp"
-#include "stop_signals.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/relay/broker_nats_ingress.hpp"
+#include "settings.hpp"
+#include "stop_signals.hpp"
 
 int main(int argc, char** argv) {
   using ringcast::broker::BrokerConfig;
@@ -23,8 +23,7 @@ int main(int argc, char** argv) {
   CLI::App app{"ringcast-broker: Redis-protocol (RESP2/RESP3) pub/sub fan-out broker"};
   ringcast::tools::BrokerFlags flags;
   app.add_option("--bind", cfg.bind_address, "Address to listen on")->capture_default_str();
-  app.add_option("--port", cfg.port, "TCP port; 0 picks a free one (printed at startup)")
-      ->capture_default_str();
+  app.add_option("--port", cfg.port, "TCP port; 0 picks a free one (printed at startup)")->capture_default_str();
   flags.add_to(app, cfg);
   std::string nats_url;
   std::vector<std::string> nats_in_specs;
@@ -92,7 +91,7 @@ int main(int argc, char** argv) {
     auto log = [](ringcast::relay::LogLevel level, std::string_view text) {
       const char* tag = level == ringcast::relay::LogLevel::kError     ? "error: "
                         : level == ringcast::relay::LogLevel::kWarning ? "warning: "
-                                                                      : "";
+                                                                       : "";
       const std::string line = fmt::format("ringcast-broker: {}{}\n", tag, text);
       std::fputs(line.c_str(), stderr);
     };

@@ -17,11 +17,11 @@
 #include <nats/nats.h>
 
 #include "broker_flags.hpp"
+#include "ringcast/relay/metrics_server.hpp"
+#include "ringcast/relay/relay.hpp"
 #include "settings.hpp"
 #include "start_at_flag.hpp"
 #include "stop_signals.hpp"
-#include "ringcast/relay/metrics_server.hpp"
-#include "ringcast/relay/relay.hpp"
 
 namespace {
 
@@ -106,10 +106,12 @@ int main(int argc, char** argv) {
   app.add_option("--stream-subjects", js_subjects,
                  "Subjects the stream captures (default: the rings' subjects; a topic route PREFIX.* gives PREFIX.>)")
       ->delimiter(',');
-  app.add_option("--stream-max-age", js_max_age, "Discard stream messages older than this (250ms, 30s, 15m, 24h, 7d; "
-                                                 "0: no limit)")
+  app.add_option("--stream-max-age", js_max_age,
+                 "Discard stream messages older than this (250ms, 30s, 15m, 24h, 7d; "
+                 "0: no limit)")
       ->capture_default_str();
-  app.add_option("--stream-max-bytes", js_max_bytes, "Discard the oldest stream messages beyond this size (0: no limit)")
+  app.add_option("--stream-max-bytes", js_max_bytes,
+                 "Discard the oldest stream messages beyond this size (0: no limit)")
       ->capture_default_str();
   app.add_option("--stream-duplicate-window", js_dup_window,
                  "How long the stream drops a republished Nats-Msg-Id as a duplicate")
@@ -201,8 +203,10 @@ int main(int argc, char** argv) {
     n.reconnect_wait = std::chrono::milliseconds(nats_reconnect_wait_ms);
     n.batch = nats_batch;
     if (!js_stream.empty()) {
-      if (nats_batch > 1) return usage("--nats-batch is for core NATS; with --jetstream each ring message is one "
-                                       "JetStream message");
+      if (nats_batch > 1)
+        return usage(
+            "--nats-batch is for core NATS; with --jetstream each ring message is one "
+            "JetStream message");
       JetStreamConfig js;
       js.stream = js_stream;
       js.subjects = js_subjects;

@@ -6,8 +6,8 @@
 
 #include <atomic>
 #include <cerrno>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -49,8 +49,8 @@ int report(const std::string& path, const Error& e) {
   return 1;
 }
 
-int cmd_create(const std::string& path, std::uint64_t capacity, const std::string& mode_text, bool lossy,
-               bool wakeups, bool force) {
+int cmd_create(const std::string& path, std::uint64_t capacity, const std::string& mode_text, bool lossy, bool wakeups,
+               bool force) {
   CreateOptions options;
   std::size_t parsed = 0;
   const unsigned long mode = std::stoul(mode_text, &parsed, 8);
@@ -79,8 +79,8 @@ int cmd_pub(const std::string& path) {
   while (!g_stop && std::getline(std::cin, line)) {
     ++line_no;
     if (line.size() > kMaxPayload) {
-      fmt::print(stderr, "ringcast: line {}: {} bytes, over the {}-byte payload limit; not published\n",
-                 line_no, line.size(), kMaxPayload);
+      fmt::print(stderr, "ringcast: line {}: {} bytes, over the {}-byte payload limit; not published\n", line_no,
+                 line.size(), kMaxPayload);
       ++rejected;
       continue;
     }
@@ -153,8 +153,8 @@ nlohmann::json status_json(const std::string& path, const RingStatus& s) {
   for (std::uint32_t i = 0; i < kMaxConsumers; ++i) {
     const ConsumerStatus& c = s.consumers[i];
     if (!c.active) continue;
-    consumers.push_back({{"id", i}, {"cursor", c.cursor}, {"lag", c.lag}, {"owner_pid", c.owner_pid},
-                         {"owner_alive", c.owner_alive}});
+    consumers.push_back(
+        {{"id", i}, {"cursor", c.cursor}, {"lag", c.lag}, {"owner_pid", c.owner_pid}, {"owner_alive", c.owner_alive}});
   }
   return {{"path", path},
           {"capacity", s.capacity},
@@ -186,9 +186,10 @@ int cmd_info(const std::string& path, bool json) {
                               : (s.producer_pid ? fmt::format("none (last pid {}, gone)", s.producer_pid)
                                                 : std::string("none yet")));
   if (s.half_written_slot) {
-    fmt::print("            slot for seq {} is half-written by a producer that died; the next\n"
-               "            producer repairs it on claim, readers get producer_dead until then\n",
-               s.producer_seq);
+    fmt::print(
+        "            slot for seq {} is half-written by a producer that died; the next\n"
+        "            producer repairs it on claim, readers get producer_dead until then\n",
+        s.producer_seq);
   }
   if (s.upstream_gaps > 0) {
     fmt::print("upstream    {} messages lost before the producer, in {} gaps (NATS ingress)\n", s.upstream_lost,
@@ -321,7 +322,8 @@ int main(int argc, char** argv) {
   TokenRequest treq;
   auto* token = app.add_subcommand(
       "token", std::string("Mint an HS256 token for the broker's AUTH <sub> <token>; the secret comes from "
-                           "--token-secret-file or ") + ringcast::tools::kTokenSecretEnv + ", never the command line");
+                           "--token-secret-file or ") +
+                   ringcast::tools::kTokenSecretEnv + ", never the command line");
   token->add_option("--sub", treq.subject, "The client's name (the token's sub claim)")->required();
   auto* tsub = token->add_option("--subscribe", treq.subscribe,
                                  "Channel globs it may subscribe to (PSUBSCRIBE syntax; repeat or list several)");
@@ -329,8 +331,9 @@ int main(int argc, char** argv) {
   token->add_flag("--no-subscribe", treq.no_subscribe, "It may subscribe to nothing")->excludes(tsub);
   token->add_flag("--no-publish", treq.no_publish, "It may publish to nothing")->excludes(tpub);
   token->add_option("--ttl", treq.ttl_seconds, "Lifetime: seconds, or with a unit s, m, h, d (e.g. 1h)")
-      ->transform(CLI::AsNumberWithUnit(std::map<std::string, std::int64_t>{{"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}},
-                                        CLI::AsNumberWithUnit::CASE_SENSITIVE))
+      ->transform(
+          CLI::AsNumberWithUnit(std::map<std::string, std::int64_t>{{"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}},
+                                CLI::AsNumberWithUnit::CASE_SENSITIVE))
       ->default_str("1h");
   token->add_option("--token-secret-file", treq.secret_file, "File whose first line is the secret (>= 32 bytes)")
       ->check(CLI::ExistingFile);

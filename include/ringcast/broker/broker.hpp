@@ -54,8 +54,8 @@ enum class PublishWait : std::uint8_t {
 
 struct [[nodiscard]] PublishResult {
   PublishStatus status = PublishStatus::kPublished;
-  std::size_t published = 0;   // messages published: a prefix of those given
-  std::size_t receivers = 0;   // their deliveries (one message: Redis's PUBLISH reply)
+  std::size_t published = 0;  // messages published: a prefix of those given
+  std::size_t receivers = 0;  // their deliveries (one message: Redis's PUBLISH reply)
 };
 
 // Counters for the whole broker; monotonic unless noted.
@@ -84,10 +84,10 @@ struct BrokerStats {
 // read at one instant, the set of them is not taken atomically.
 struct ConnectionStats {
   std::uint64_t id = 0;
-  std::string peer;  // "127.0.0.1:51234"
-  std::string name;  // CLIENT SETNAME, or empty
-  int resp = 2;           // RESP version; 0 for a WebSocket client
-  std::string protocol;   // "resp2", "resp3" or "ws"
+  std::string peer;      // "127.0.0.1:51234"
+  std::string name;      // CLIENT SETNAME, or empty
+  int resp = 2;          // RESP version; 0 for a WebSocket client
+  std::string protocol;  // "resp2", "resp3" or "ws"
   OverflowPolicy policy = OverflowPolicy::kDisconnect;
   std::uint64_t subscriptions = 0;  // channels + patterns + shard channels
   std::uint64_t queued_bytes = 0;   // queued plus handed to the kernel, not yet written
@@ -110,8 +110,7 @@ class Broker {
   // Validates `config` (validate()), binds the listener and starts the I/O
   // threads. Fails with kInvalidConfig, kBadAddress, kBind (with errno) or
   // kThread (with errno); never throws.
-  [[nodiscard]] static tl::expected<std::unique_ptr<Broker>, BrokerError> start(
-      const BrokerConfig& config);
+  [[nodiscard]] static tl::expected<std::unique_ptr<Broker>, BrokerError> start(const BrokerConfig& config);
 
   Broker(const Broker&) = delete;
   Broker& operator=(const Broker&) = delete;

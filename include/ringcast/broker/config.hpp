@@ -105,9 +105,9 @@ struct BrokerConfig {
   bool dedupe = false;
 
   // Limits against bad or hostile input.
-  std::size_t max_bulk_len = 32u << 20;      // longest argument accepted
+  std::size_t max_bulk_len = 32u << 20;             // longest argument accepted
   std::size_t max_args = std::size_t{1024} * 1024;  // most arguments in one command
-  std::size_t max_subscriptions = 100'000;   // channels + patterns per connection
+  std::size_t max_subscriptions = 100'000;          // channels + patterns per connection
   std::size_t max_connections = 10'000;
   // Connections that have not authenticated within this time are closed. Only
   // applies when requirepass or token_secret is set.

@@ -74,11 +74,11 @@ struct ContinuityResult {
 };
 
 struct ContinuityStats {
-  std::uint64_t sources = 0;      // streams tracked now
-  std::uint64_t checked = 0;      // messages with valid headers (every kind but unsequenced/untracked)
-  std::uint64_t gaps = 0;         // gap events
-  std::uint64_t lost = 0;         // messages missing in those gaps
-  std::uint64_t restarts = 0;     // new instances of known streams
+  std::uint64_t sources = 0;   // streams tracked now
+  std::uint64_t checked = 0;   // messages with valid headers (every kind but unsequenced/untracked)
+  std::uint64_t gaps = 0;      // gap events
+  std::uint64_t lost = 0;      // messages missing in those gaps
+  std::uint64_t restarts = 0;  // new instances of known streams
   std::uint64_t duplicates = 0;
   std::uint64_t unsequenced = 0;  // messages without usable headers
   std::uint64_t untracked = 0;

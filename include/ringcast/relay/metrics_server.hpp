@@ -24,8 +24,8 @@ class MetricsServer {
 
   // Binds host:port (port 0: the kernel chooses). Errors are RelayError::Code::kMetrics.
   [[nodiscard]] static tl::expected<std::unique_ptr<MetricsServer>, RelayError> start(const std::string& host,
-                                                                                       std::uint16_t port,
-                                                                                       Render render);
+                                                                                      std::uint16_t port,
+                                                                                      Render render);
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
   // Stops and joins the thread.

@@ -59,7 +59,7 @@ namespace ringcast::relay {
 // (topic in payload: channel = PREFIX + topic, ringcast/relay/topic.hpp).
 struct RingRoute {
   std::string path;
-  std::string name;               // channel (broker) and subject (NATS); a prefix in topic mode
+  std::string name;  // channel (broker) and subject (NATS); a prefix in topic mode
   bool topic_in_payload = false;
   // Where the reader starts on a ring file it has not relayed before (the
   // first open, and a file replaced at the path): `oldest` relays the ring's
@@ -89,15 +89,15 @@ inline constexpr std::size_t kMaxNatsBatch = 4096;
 // core NATS (docs/scale-out.md, "JetStream"). The stream is created, or its
 // limits updated, when the relay starts.
 struct JetStreamConfig {
-  std::string stream;                          // the stream's name (no '.', '*', '>', space)
+  std::string stream;  // the stream's name (no '.', '*', '>', space)
   // Subjects the stream captures. Empty: the rings' subjects (a fixed subject,
   // or PREFIX> for a topic route whose prefix ends in '.'). Subjects the
   // existing stream already has are kept.
   std::vector<std::string> subjects;
   int replicas = 1;
-  bool memory_storage = false;                 // false: file storage
-  std::chrono::seconds max_age{0};             // 0: no age limit
-  std::int64_t max_bytes = -1;                 // -1: no size limit
+  bool memory_storage = false;      // false: file storage
+  std::chrono::seconds max_age{0};  // 0: no age limit
+  std::int64_t max_bytes = -1;      // -1: no size limit
   // How long the server remembers a Nats-Msg-Id to drop a republished copy.
   std::chrono::milliseconds duplicate_window{120'000};
   // Publishes whose ack has not come back yet; at the limit the relay's reader
@@ -119,7 +119,7 @@ struct JetStreamConfig {
   bool deliver_new = false;
   // Unacked this long, the server delivers a message again.
   std::chrono::milliseconds ack_wait{30'000};
-  int fetch_batch = 256;                       // most messages per pull request
+  int fetch_batch = 256;  // most messages per pull request
 };
 
 // "0", "250ms", "30s", "15m", "24h", "7d" (a whole number and a unit; bare 0
@@ -127,13 +127,13 @@ struct JetStreamConfig {
 [[nodiscard]] tl::expected<std::chrono::milliseconds, std::string> parse_duration(std::string_view s);
 
 struct NatsConfig {
-  std::string url;                             // "nats://host:port", comma-separated for several
+  std::string url;  // "nats://host:port", comma-separated for several
   std::string client_name = "ringcast-relay";
   // Bytes libnats buffers while reconnecting; publishes beyond it fail and are
   // counted as nats_buffer_full (at most once delivery, docs/scale-out.md).
   int reconnect_buffer_bytes = 8 << 20;
   std::chrono::milliseconds reconnect_wait{250};
-  int max_reconnect = -1;                      // -1: forever
+  int max_reconnect = -1;  // -1: forever
   std::chrono::milliseconds connect_timeout{2000};
   // Ring messages per NATS message (`--nats-batch`, 1..kMaxNatsBatch). 1: one NATS message per
   // ring message, readable by any NATS client. More: a fixed-subject ring's
@@ -141,7 +141,7 @@ struct NatsConfig {
   // more), framed as docs/scale-out.md "Batches" says; a ringcast ingress
   // unpacks them. Topic-in-payload rings always publish one by one.
   std::size_t batch = 1;
-  std::optional<JetStreamConfig> jetstream;    // nullopt: core NATS (at most once)
+  std::optional<JetStreamConfig> jetstream;  // nullopt: core NATS (at most once)
 };
 
 enum class LogLevel : std::uint8_t { kInfo, kWarning, kError };
@@ -181,36 +181,36 @@ struct NatsIngressConfig {
 // One ingress subscription's counters (Relay::ingress_stats(), INFO, /metrics).
 struct NatsIngressStats {
   std::string subject;
-  std::string target;                 // the ring path, or the channel (template)
+  std::string target;  // the ring path, or the channel (template)
   bool to_ring = false;
-  std::uint64_t received = 0;         // messages handed over by libnats
-  std::uint64_t delivered = 0;        // pushed into the ring / published to the broker
-  std::uint64_t gaps = 0;             // continuity (ringcast/relay/continuity.hpp)
+  std::uint64_t received = 0;   // messages handed over by libnats
+  std::uint64_t delivered = 0;  // pushed into the ring / published to the broker
+  std::uint64_t gaps = 0;       // continuity (ringcast/relay/continuity.hpp)
   std::uint64_t lost = 0;
   std::uint64_t restarts = 0;
-  std::uint64_t duplicates = 0;       // dropped, not delivered
-  std::uint64_t unsequenced = 0;      // no sequence headers: delivered unchecked
-  std::uint64_t malformed = 0;        // batches whose records do not parse (dropped whole; counted once)
-  std::uint64_t oversize = 0;         // ring: payload over 52 bytes, not delivered
-  std::uint64_t full_waits = 0;       // ring: pushes that found the blocking ring full and waited
-  std::uint64_t refused = 0;          // broker: publishes refused by a `block` subscriber and retried
-  std::uint64_t loss_notices = 0;     // broker: connections told of an upstream gap
-  std::int64_t pending_msgs = 0;      // libnats: waiting for the ingress now
+  std::uint64_t duplicates = 0;    // dropped, not delivered
+  std::uint64_t unsequenced = 0;   // no sequence headers: delivered unchecked
+  std::uint64_t malformed = 0;     // batches whose records do not parse (dropped whole; counted once)
+  std::uint64_t oversize = 0;      // ring: payload over 52 bytes, not delivered
+  std::uint64_t full_waits = 0;    // ring: pushes that found the blocking ring full and waited
+  std::uint64_t refused = 0;       // broker: publishes refused by a `block` subscriber and retried
+  std::uint64_t loss_notices = 0;  // broker: connections told of an upstream gap
+  std::int64_t pending_msgs = 0;   // libnats: waiting for the ingress now
   std::int64_t pending_bytes = 0;
   std::int64_t max_pending_msgs = 0;  // libnats: the most that ever waited
   std::int64_t max_pending_bytes = 0;
   std::int64_t pending_limit_msgs = 0;
   std::int64_t pending_limit_bytes = 0;
-  std::int64_t dropped = 0;           // libnats: dropped over the pending limits (slow consumer)
+  std::int64_t dropped = 0;  // libnats: dropped over the pending limits (slow consumer)
   // --jetstream (a durable consumer instead of a subscription; the pending
   // fields above stay 0). docs/scale-out.md, "JetStream".
   bool jetstream = false;
   std::string js_durable;
-  std::uint64_t js_resumed_at = 0;          // stream sequence this run started from
-  std::uint64_t js_redelivered_bound = 0;   // at most this many reach the target again after a restart
-  std::uint64_t js_redeliveries = 0;        // within this run: already handled, skipped
-  std::uint64_t js_acks = 0;                // AckAll acknowledgements sent
-  std::uint64_t js_fetch_errors = 0;        // pull requests that failed (server away, no responders)
+  std::uint64_t js_resumed_at = 0;         // stream sequence this run started from
+  std::uint64_t js_redelivered_bound = 0;  // at most this many reach the target again after a restart
+  std::uint64_t js_redeliveries = 0;       // within this run: already handled, skipped
+  std::uint64_t js_acks = 0;               // AckAll acknowledgements sent
+  std::uint64_t js_fetch_errors = 0;       // pull requests that failed (server away, no responders)
 };
 
 struct RelayConfig {
@@ -221,7 +221,7 @@ struct RelayConfig {
   std::vector<NatsRingIngressRoute> nats_rings_in;
   std::vector<NatsBrokerIngressRoute> nats_broker_in;
   NatsIngressConfig nats_in;
-  std::size_t batch = 256;                     // most messages per drain (one cursor publish)
+  std::size_t batch = 256;  // most messages per drain (one cursor publish)
   // How often an idle reader looks for a missing ring file, a producer, a
   // replaced file, and the stop flag. Bounds shutdown latency.
   std::chrono::milliseconds poll_interval{50};
@@ -234,8 +234,8 @@ enum class RingState : std::uint8_t {
   kWaitingForRing,      // the file does not exist (or is not initialised) yet
   kWaitingForProducer,  // registered; no live producer has published yet
   kRelaying,
-  kStopped,               // stop() was called; the consumer is unregistered
-  kFailed,                // fatal ring error (see Relay::failure)
+  kStopped,  // stop() was called; the consumer is unregistered
+  kFailed,   // fatal ring error (see Relay::failure)
 };
 [[nodiscard]] std::string_view to_string(RingState s) noexcept;
 
@@ -244,45 +244,44 @@ struct RingStats {
   std::string name;
   bool topic_in_payload = false;
   RingState state = RingState::kWaitingForRing;
-  std::int64_t consumer_id = -1;      // -1 while not registered
-  bool producer_alive = false;        // as of the reader's last idle check
-  std::uint64_t relayed = 0;          // messages taken from the ring and published
-  std::uint64_t batches = 0;          // drains that returned at least one message
-  std::uint64_t lag = 0;              // published on the ring, not yet taken by the relay
-  std::uint64_t lapped = 0;           // lossy ring: messages overwritten before the relay read them
-  std::uint64_t malformed = 0;        // topic mode: payloads that did not parse (not published)
-  std::uint64_t deliveries = 0;       // sum of Broker::publish results (subscriptions reached)
-  std::uint64_t refused = 0;          // broker publishes refused (block policy) and retried
-  std::uint64_t nats_published = 0;   // accepted by libnats (sent or buffered)
-  std::uint64_t nats_failed = 0;      // refused by libnats (buffer full, closed, bad subject)
-  std::uint64_t reopens = 0;          // the ring file was replaced and reopened
+  std::int64_t consumer_id = -1;     // -1 while not registered
+  bool producer_alive = false;       // as of the reader's last idle check
+  std::uint64_t relayed = 0;         // messages taken from the ring and published
+  std::uint64_t batches = 0;         // drains that returned at least one message
+  std::uint64_t lag = 0;             // published on the ring, not yet taken by the relay
+  std::uint64_t lapped = 0;          // lossy ring: messages overwritten before the relay read them
+  std::uint64_t malformed = 0;       // topic mode: payloads that did not parse (not published)
+  std::uint64_t deliveries = 0;      // sum of Broker::publish results (subscriptions reached)
+  std::uint64_t refused = 0;         // broker publishes refused (block policy) and retried
+  std::uint64_t nats_published = 0;  // accepted by libnats (sent or buffered)
+  std::uint64_t nats_failed = 0;     // refused by libnats (buffer full, closed, bad subject)
+  std::uint64_t reopens = 0;         // the ring file was replaced and reopened
 };
 
 struct NatsStats {
   bool enabled = false;
-  std::string status;                 // "connected", "reconnecting", "closed", ...
-  std::uint64_t published = 0;        // accepted by libnats
-  std::uint64_t buffer_full = 0;      // refused: reconnect buffer full
-  std::uint64_t failed = 0;           // refused for any other reason
+  std::string status;             // "connected", "reconnecting", "closed", ...
+  std::uint64_t published = 0;    // accepted by libnats
+  std::uint64_t buffer_full = 0;  // refused: reconnect buffer full
+  std::uint64_t failed = 0;       // refused for any other reason
   std::uint64_t disconnects = 0;
   std::uint64_t reconnects = 0;
-  std::uint64_t out_msgs = 0;         // libnats: messages sent to the server
+  std::uint64_t out_msgs = 0;  // libnats: messages sent to the server
   std::uint64_t out_bytes = 0;
-  std::int64_t buffered_bytes = 0;    // libnats: bytes not yet written (-1: closed)
+  std::int64_t buffered_bytes = 0;  // libnats: bytes not yet written (-1: closed)
   std::string last_error;
   // JetStream (`--jetstream`); all zero without it. Every message the readers
   // hand over ends in exactly one of acked, failed, or still pending:
   // js_published = js_acked + js_failed + js_pending.
   bool jetstream = false;
-  std::uint64_t js_published = 0;     // handed to libnats for the first time
-  std::uint64_t js_acked = 0;         // the stream acknowledged it (stored, or a duplicate of a stored one)
-  std::uint64_t js_duplicates = 0;    // of js_acked: the server had it already (Nats-Msg-Id within the window)
-  std::uint64_t js_retried = 0;       // attempts repeated after an error or an ack timeout
-  std::uint64_t js_failed = 0;        // given up after max_attempts, or unacked when the relay stopped
-  std::uint64_t js_pending = 0;       // published, neither acked nor failed yet
-  std::uint64_t js_stalls = 0;        // a reader waited because max_pending acks were outstanding
+  std::uint64_t js_published = 0;   // handed to libnats for the first time
+  std::uint64_t js_acked = 0;       // the stream acknowledged it (stored, or a duplicate of a stored one)
+  std::uint64_t js_duplicates = 0;  // of js_acked: the server had it already (Nats-Msg-Id within the window)
+  std::uint64_t js_retried = 0;     // attempts repeated after an error or an ack timeout
+  std::uint64_t js_failed = 0;      // given up after max_attempts, or unacked when the relay stopped
+  std::uint64_t js_pending = 0;     // published, neither acked nor failed yet
+  std::uint64_t js_stalls = 0;      // a reader waited because max_pending acks were outstanding
 };
-
 
 class Relay {
  public:

@@ -42,9 +42,9 @@ inline constexpr std::size_t kMaxTopic = kMaxPayload - 1;
 }
 
 struct TopicView {
-  bool ok = false;             // false: malformed, topic and body are empty
+  bool ok = false;  // false: malformed, topic and body are empty
   std::string_view topic;
-  std::string_view body;       // views into the payload passed to decode
+  std::string_view body;  // views into the payload passed to decode
 };
 
 // Splits a payload framed by encode_topic_payload. O(topic length).

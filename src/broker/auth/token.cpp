@@ -150,8 +150,7 @@ std::string_view describe(TokenError e) noexcept {
   return "the token was refused";
 }
 
-tl::expected<Grant, TokenError> verify_token(std::string_view token, std::string_view secret,
-                                             Clock::time_point now) {
+tl::expected<Grant, TokenError> verify_token(std::string_view token, std::string_view secret, Clock::time_point now) {
   if (secret.size() < kMinTokenSecretBytes) return tl::unexpected(TokenError::kWeakSecret);
   if (token.size() > kMaxTokenBytes) return tl::unexpected(TokenError::kMalformed);
   const std::size_t dot1 = token.find('.');

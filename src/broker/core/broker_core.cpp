@@ -58,8 +58,8 @@ BrokerCore::Published BrokerCore::publish_with_id(const Message& m) {
   return p;
 }
 
-std::size_t BrokerCore::publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
-                                bool stop_at_refusal, std::span<std::uint64_t> ids) {
+std::size_t BrokerCore::publish(std::span<const Message> msgs, std::span<std::size_t> receivers, bool stop_at_refusal,
+                                std::span<std::uint64_t> ids) {
   const std::size_t handled = index_.publish(msgs, config_.dedupe, receivers, stop_at_refusal, ids);
   std::size_t deliveries = 0;
   std::size_t published = 0;
@@ -120,14 +120,12 @@ std::string_view resp_field(WireFormat f) noexcept {
 
 std::string BrokerCore::client_line_locked(const Client& c) const {
   const QueueStats q = c.queue().stats();
-  const auto age = std::chrono::duration_cast<std::chrono::seconds>(
-      std::chrono::steady_clock::now() - c.created());
+  const auto age = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - c.created());
   return fmt::format(
       "id={} addr={} name={} age={} sub={} psub={} ssub={} resp={} omem={} oqueue={} policy={} "
       "dropped-hard={} dropped-soft={} dropped-disconnect={} conflated={} loss-notices={}\n",
       c.id(), c.peer(), c.name(), age.count(), c.sub_count(), c.psub_count(), c.ssub_count(),
-      resp_field(c.format_mirror()),
-      q.queued_bytes + q.inflight_bytes, q.queued_frames, to_string(q.policy),
+      resp_field(c.format_mirror()), q.queued_bytes + q.inflight_bytes, q.queued_frames, to_string(q.policy),
       q.dropped[static_cast<std::size_t>(DropReason::kHardLimit)],
       q.dropped[static_cast<std::size_t>(DropReason::kSoftLimit)],
       q.dropped[static_cast<std::size_t>(DropReason::kDisconnect)], q.conflated, q.notices);
@@ -136,8 +134,7 @@ std::string BrokerCore::client_line_locked(const Client& c) const {
 std::string BrokerCore::client_list() const {
   std::lock_guard lock(registry_mu_);
   std::vector<const Client*> sorted(clients_.begin(), clients_.end());
-  std::sort(sorted.begin(), sorted.end(),
-            [](const Client* a, const Client* b) { return a->id() < b->id(); });
+  std::sort(sorted.begin(), sorted.end(), [](const Client* a, const Client* b) { return a->id() < b->id(); });
   std::string out;
   for (const Client* c : sorted) out += client_line_locked(*c);
   return out;
@@ -204,8 +201,7 @@ std::vector<ConnectionStats> BrokerCore::connection_stats() const {
     c.loss_notices = q.notices;
     out.push_back(std::move(c));
   }
-  std::sort(out.begin(), out.end(),
-            [](const ConnectionStats& a, const ConnectionStats& b) { return a.id < b.id; });
+  std::sort(out.begin(), out.end(), [](const ConnectionStats& a, const ConnectionStats& b) { return a.id < b.id; });
   return out;
 }
 
@@ -228,8 +224,7 @@ std::string BrokerCore::info_reply(const std::vector<std::string>& sections) con
   std::vector<std::string> wanted;
   for (const std::string& s : sections) {
     std::string l(s);
-    std::transform(l.begin(), l.end(), l.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     wanted.push_back(std::move(l));
   }
   if (wanted.empty()) wanted.emplace_back();  // bare INFO: the default sections
@@ -252,24 +247,22 @@ std::string BrokerCore::info(std::string_view section) const {
     out += fmt::format("# {}\r\n", title);
   };
   if (all || sec == "server") {
-    const auto up = std::chrono::duration_cast<std::chrono::seconds>(
-        std::chrono::steady_clock::now() - started_);
+    const auto up = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_);
     begin("Server");
     out += fmt::format(
         "ringcast_broker_version:0.1.0\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\n"
         "tcp_port:{}\r\nio_threads:{}\r\nuptime_in_seconds:{}\r\ndedupe:{}\r\n"
         "overflow_policy:{}\r\nhard_limit_bytes:{}\r\nsoft_limit_bytes:{}\r\n"
         "soft_limit_seconds:{}\r\npace_bytes:{}\r\nmax_stall_ms:{}\r\nmax_block_ms:{}\r\n",
-        port_.load(std::memory_order_relaxed), io_threads_.load(std::memory_order_relaxed),
-        up.count(), config_.dedupe ? "yes" : "no", to_string(config_.overflow_policy),
-        config_.queue_limits.hard_bytes, config_.queue_limits.soft_bytes,
+        port_.load(std::memory_order_relaxed), io_threads_.load(std::memory_order_relaxed), up.count(),
+        config_.dedupe ? "yes" : "no", to_string(config_.overflow_policy), config_.queue_limits.hard_bytes,
+        config_.queue_limits.soft_bytes,
         std::chrono::duration_cast<std::chrono::seconds>(config_.queue_limits.soft_duration).count(),
         flow_.pace_bytes(), config_.max_stall.count(), config_.max_block.count());
   }
   if (all || sec == "clients") {
     begin("Clients");
-    out += fmt::format("connected_clients:{}\r\nmaxclients:{}\r\n", st.connected_clients,
-                       config_.max_connections);
+    out += fmt::format("connected_clients:{}\r\nmaxclients:{}\r\n", st.connected_clients, config_.max_connections);
   }
   if (all || sec == "stats") {
     begin("Stats");
@@ -279,15 +272,14 @@ std::string BrokerCore::info(std::string_view section) const {
         "dropped_hard_limit:{}\r\ndropped_soft_limit:{}\r\ndropped_disconnect:{}\r\n"
         "slow_client_disconnects:{}\r\nrefused_publishes:{}\r\npublisher_stalls:{}\r\n"
         "publisher_stall_usec:{}\r\nslow_subscribers:{}\r\nconflated:{}\r\n",
-        st.total_connections, st.rejected_connections, st.commands_processed,
-        st.messages_published, st.deliveries, st.dropped_hard_limit, st.dropped_soft_limit,
-        st.dropped_disconnect, st.slow_disconnects, st.refused_publishes, st.publisher_stalls,
-        st.publisher_stall_ns / 1000, st.slow_subscribers, st.conflated);
+        st.total_connections, st.rejected_connections, st.commands_processed, st.messages_published, st.deliveries,
+        st.dropped_hard_limit, st.dropped_soft_limit, st.dropped_disconnect, st.slow_disconnects, st.refused_publishes,
+        st.publisher_stalls, st.publisher_stall_ns / 1000, st.slow_subscribers, st.conflated);
   }
   if (all || sec == "pubsub") {
     begin("Pubsub");
-    out += fmt::format("pubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\n",
-                       st.channels, st.patterns, st.shard_channels);
+    out += fmt::format("pubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\n", st.channels,
+                       st.patterns, st.shard_channels);
   }
   if (all || sec == "auth") {
     begin("Auth");
@@ -306,9 +298,9 @@ std::string BrokerCore::info(std::string_view section) const {
       const QueueStats q = s->queue().stats();
       const std::uint64_t total = q.dropped[0] + q.dropped[1] + q.dropped[2] + q.conflated;
       if (total == 0) continue;
-      out += fmt::format(
-          "client_{}:name={},policy={},hard_limit={},soft_limit={},disconnect={},conflated={}\r\n",
-          s->id(), s->name(), to_string(q.policy), q.dropped[0], q.dropped[1], q.dropped[2], q.conflated);
+      out +=
+          fmt::format("client_{}:name={},policy={},hard_limit={},soft_limit={},disconnect={},conflated={}\r\n", s->id(),
+                      s->name(), to_string(q.policy), q.dropped[0], q.dropped[1], q.dropped[2], q.conflated);
     }
   }
   return out;

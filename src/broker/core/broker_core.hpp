@@ -114,9 +114,11 @@ class BrokerCore {
   // ids[i], when `ids` is not empty, gets message i's id (its history offset
   // on a retained channel; 0 if refused).
   // REQUIRES: receivers.size() == msgs.size(); ids empty or ids.size() == msgs.size().
-  std::size_t publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
-                      bool stop_at_refusal = false, std::span<std::uint64_t> ids = {});
-  void count_refused(std::uint64_t n) noexcept { refused_.fetch_add(n, std::memory_order_relaxed); }  // relaxed: statistic
+  std::size_t publish(std::span<const Message> msgs, std::span<std::size_t> receivers, bool stop_at_refusal = false,
+                      std::span<std::uint64_t> ids = {});
+  void count_refused(std::uint64_t n) noexcept {
+    refused_.fetch_add(n, std::memory_order_relaxed);
+  }  // relaxed: statistic
   // SPUBLISH: reaches the channel's shard subscriptions only; returns their
   // count, or kRefusedReceivers (a `block` subscriber had no room; not counted here).
   std::size_t publish_shard(std::string_view channel, std::string_view payload);

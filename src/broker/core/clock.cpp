@@ -19,8 +19,7 @@ const Clock& steady_clock_source() noexcept {
 }
 
 std::int64_t wall_clock_ms() noexcept {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 

@@ -20,16 +20,15 @@ std::string_view to_string(DropReason r) noexcept {
   return "unknown";
 }
 
-std::string format_loss_notice(std::uint64_t lost, std::uint64_t total, OverflowPolicy policy,
-                               std::uint64_t conflated, std::uint64_t upstream) {
+std::string format_loss_notice(std::uint64_t lost, std::uint64_t total, OverflowPolicy policy, std::uint64_t conflated,
+                               std::uint64_t upstream) {
   std::string out = fmt::format("lost={} total={} policy={}", lost, total, to_string(policy));
   if (conflated > 0) out += fmt::format(" conflated={}", conflated);
   if (upstream > 0) out += fmt::format(" upstream={}", upstream);
   return out;
 }
 
-ConnectionQueue::ConnectionQueue(QueueLimits limits, OverflowPolicy policy, const Clock& clock,
-                                 FlowControl* flow)
+ConnectionQueue::ConnectionQueue(QueueLimits limits, OverflowPolicy policy, const Clock& clock, FlowControl* flow)
     : limits_(limits), clock_(clock), flow_(flow), policy_(policy), blocking_(policy == OverflowPolicy::kBlock) {}
 
 void ConnectionQueue::append_locked(const FrameRef& block, std::uint32_t i) {
@@ -204,8 +203,7 @@ bool ConnectionQueue::evict_oldest_locked(DropReason reason) noexcept {
     FrameSpan& s = spans_[i];
     if (!s.block || !s.block->droppable()) continue;
     if (conflating_) {  // one frame per span; a tombstone unless it is the front
-      if (auto it = conflation_index_.find(key_locked(s.block->frame(s.first)));
-          it != conflation_index_.end()) {
+      if (auto it = conflation_index_.find(key_locked(s.block->frame(s.first))); it != conflation_index_.end()) {
         it->second = kNotQueued;
       }
       if (i == 0) {
@@ -276,7 +274,7 @@ PushResult ConnectionQueue::overflow_locked(const FrameRef& block, std::uint32_t
         append_locked(block, i);
         return queued_locked();
       }
-      break;  // in-flight bytes and replies alone fill the limit: lose the new one
+      break;                      // in-flight bytes and replies alone fill the limit: lose the new one
     case OverflowPolicy::kBlock:  // room was checked by the publisher; a race overshot the hard limit
     case OverflowPolicy::kDisconnect: {
       ++dropped_[static_cast<std::size_t>(DropReason::kDisconnect)];
@@ -420,8 +418,7 @@ void ConnectionQueue::privatize_locked(const FrameRef& block, std::size_t create
   }
 }
 
-PopResult ConnectionQueue::pop_batch(std::size_t budget, std::size_t max_spans,
-                                     std::vector<FrameSpan>& out) noexcept {
+PopResult ConnectionQueue::pop_batch(std::size_t budget, std::size_t max_spans, std::vector<FrameSpan>& out) noexcept {
   std::lock_guard lock(mu_);
   PopResult r;
   if (closed_) {

@@ -114,7 +114,7 @@ struct QueueStats {
   std::size_t inflight_bytes = 0;
   std::size_t queued_frames = 0;
   std::array<std::uint64_t, kDropReasonCount> dropped{};
-  std::uint64_t notices = 0;  // loss notices queued
+  std::uint64_t notices = 0;    // loss notices queued
   std::uint64_t conflated = 0;  // messages replaced by a newer one of their channel (kConflate)
   OverflowPolicy policy = OverflowPolicy::kDisconnect;
   bool closed = false;
@@ -125,8 +125,7 @@ class ConnectionQueue {
  public:
   // `clock` must outlive the queue; it is read only while over the soft limit or
   // the pace mark. `flow` (may be null: no pacing) must outlive the queue.
-  ConnectionQueue(QueueLimits limits, OverflowPolicy policy, const Clock& clock,
-                  FlowControl* flow = nullptr);
+  ConnectionQueue(QueueLimits limits, OverflowPolicy policy, const Clock& clock, FlowControl* flow = nullptr);
   ConnectionQueue(const ConnectionQueue&) = delete;
   ConnectionQueue& operator=(const ConnectionQueue&) = delete;
 
@@ -202,8 +201,7 @@ class ConnectionQueue {
   // Offers frame i of `block` (invariant 2).
   PushResult push_one_locked(const FrameRef& block, std::uint32_t i) noexcept;
   // Applies the policy for a droppable frame that does not fit under `limit`.
-  PushResult overflow_locked(const FrameRef& block, std::uint32_t i, std::size_t limit,
-                             DropReason reason) noexcept;
+  PushResult overflow_locked(const FrameRef& block, std::uint32_t i, std::size_t limit, DropReason reason) noexcept;
   // Evicts the oldest droppable frame; false if there is none.
   bool evict_oldest_locked(DropReason reason) noexcept;
   // Conflation (invariant 6). enter: keeps only the newest queued message per
@@ -241,12 +239,12 @@ class ConnectionQueue {
   bool armed_ = false;
   bool closed_ = false;
   bool overflowed_ = false;
-  bool paced_ = false;                    // invariant 7
-  bool slow_ = false;                     // invariant 7
+  bool paced_ = false;  // invariant 7
+  bool slow_ = false;   // invariant 7
   std::chrono::nanoseconds over_since_{0};
-  std::atomic<bool> blocking_{false};     // invariant 8
-  std::uint64_t pending_loss_ = 0;  // lost since the last notice
-  std::uint64_t total_loss_ = 0;    // lost over the connection's life
+  std::atomic<bool> blocking_{false};  // invariant 8
+  std::uint64_t pending_loss_ = 0;     // lost since the last notice
+  std::uint64_t total_loss_ = 0;       // lost over the connection's life
   std::uint64_t notices_ = 0;
   std::array<std::uint64_t, kDropReasonCount> dropped_{};
 
@@ -258,7 +256,7 @@ class ConnectionQueue {
   bool conflating_ = false;
   std::size_t dead_ = 0;  // tombstones in spans_
   std::unordered_map<std::string, std::uint64_t, KeyHash, std::equal_to<>> conflation_index_;
-  std::vector<FrameSpan> rebuild_;  // scratch for enter_conflation_locked, keeps its capacity
+  std::vector<FrameSpan> rebuild_;       // scratch for enter_conflation_locked, keeps its capacity
   std::uint64_t conflated_ = 0;          // over the connection's life
   std::uint64_t pending_conflated_ = 0;  // since the last notice (also counted in pending_loss_)
   std::uint64_t pending_upstream_ = 0;   // since the last notice (also counted in pending_loss_)
@@ -266,8 +264,7 @@ class ConnectionQueue {
 
 // The loss-notice payload: "lost=<n> total=<t> policy=<p>", then
 // " conflated=<c>" when c > 0 and " upstream=<u>" when u > 0 (docs/broker.md).
-[[nodiscard]] std::string format_loss_notice(std::uint64_t lost, std::uint64_t total,
-                                             OverflowPolicy policy, std::uint64_t conflated = 0,
-                                             std::uint64_t upstream = 0);
+[[nodiscard]] std::string format_loss_notice(std::uint64_t lost, std::uint64_t total, OverflowPolicy policy,
+                                             std::uint64_t conflated = 0, std::uint64_t upstream = 0);
 
 }  // namespace ringcast::broker

@@ -43,10 +43,10 @@ class PaceWaiter {
 };
 
 struct FlowStats {
-  std::uint64_t stalls = 0;          // publisher pauses
-  std::uint64_t stall_ns = 0;        // their total duration
-  std::uint64_t slow_marked = 0;     // queues over the pace mark for max_stall: excluded from pacing
-  std::uint64_t pressured = 0;       // current: queues over the pace mark
+  std::uint64_t stalls = 0;       // publisher pauses
+  std::uint64_t stall_ns = 0;     // their total duration
+  std::uint64_t slow_marked = 0;  // queues over the pace mark for max_stall: excluded from pacing
+  std::uint64_t pressured = 0;    // current: queues over the pace mark
 };
 
 class FlowControl {
@@ -105,9 +105,9 @@ class FlowControl {
   std::atomic<std::uint32_t> blocked_waiters_{0};
 
   std::mutex mu_;
-  std::condition_variable cv_;             // wait_for / wait_room sleepers
-  std::vector<PaceWaiter*> waiters_;       // guarded by mu_
-  std::uint64_t room_epoch_ = 0;           // guarded by mu_; bumped by notify_room
+  std::condition_variable cv_;        // wait_for / wait_room sleepers
+  std::vector<PaceWaiter*> waiters_;  // guarded by mu_
+  std::uint64_t room_epoch_ = 0;      // guarded by mu_; bumped by notify_room
 };
 
 }  // namespace ringcast::broker

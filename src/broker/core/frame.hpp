@@ -28,7 +28,6 @@
 #include <string_view>
 #include <utility>
 
-
 namespace ringcast::broker {
 
 class FrameRef;
@@ -39,9 +38,7 @@ class FrameBlock {
   FrameBlock& operator=(const FrameBlock&) = delete;
 
   // All frames, back to back.
-  [[nodiscard]] const char* data() const noexcept {
-    return reinterpret_cast<const char*>(ends() + count_);
-  }
+  [[nodiscard]] const char* data() const noexcept { return reinterpret_cast<const char*>(ends() + count_); }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] std::string_view view() const noexcept { return {data(), size_}; }
   [[nodiscard]] std::uint32_t count() const noexcept { return count_; }
@@ -59,9 +56,7 @@ class FrameBlock {
   friend class FrameRef;
   FrameBlock(std::uint32_t count, std::size_t size, bool droppable) noexcept
       : count_(count), size_(static_cast<std::uint32_t>(size)), droppable_(droppable) {}
-  [[nodiscard]] const std::uint32_t* ends() const noexcept {
-    return reinterpret_cast<const std::uint32_t*>(this + 1);
-  }
+  [[nodiscard]] const std::uint32_t* ends() const noexcept { return reinterpret_cast<const std::uint32_t*>(this + 1); }
 
   std::atomic<std::uint32_t> refs_{1};
   std::uint32_t count_;
@@ -115,9 +110,7 @@ struct FrameSpan {
   std::uint32_t count = 0;
 
   [[nodiscard]] const char* data() const noexcept { return block->data() + block->begin(first); }
-  [[nodiscard]] std::size_t size() const noexcept {
-    return block->end(first + count - 1) - block->begin(first);
-  }
+  [[nodiscard]] std::size_t size() const noexcept { return block->end(first + count - 1) - block->begin(first); }
   [[nodiscard]] std::string_view view() const noexcept { return {data(), size()}; }
 };
 

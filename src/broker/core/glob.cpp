@@ -103,8 +103,7 @@ bool match_impl(Cursor pat, Cursor str, bool& skip_longer) noexcept {
 
 bool glob_match(std::string_view pattern, std::string_view str) noexcept {
   bool skip_longer = false;
-  return match_impl(Cursor{pattern.data(), pattern.size()}, Cursor{str.data(), str.size()},
-                    skip_longer);
+  return match_impl(Cursor{pattern.data(), pattern.size()}, Cursor{str.data(), str.size()}, skip_longer);
 }
 
 std::size_t glob_literal_prefix(std::string_view pattern) noexcept {

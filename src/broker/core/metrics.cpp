@@ -20,8 +20,8 @@ constexpr Series kBrokerSeries[] = {
     {"ringcast_broker_connected_clients", "Connected clients.", MetricType::kGauge, &BrokerStats::connected_clients},
     {"ringcast_broker_connections_total", "Connections accepted.", MetricType::kCounter,
      &BrokerStats::total_connections},
-    {"ringcast_broker_rejected_connections_total", "Connections refused over max_connections.",
-     MetricType::kCounter, &BrokerStats::rejected_connections},
+    {"ringcast_broker_rejected_connections_total", "Connections refused over max_connections.", MetricType::kCounter,
+     &BrokerStats::rejected_connections},
     {"ringcast_broker_commands_processed_total", "Client commands processed.", MetricType::kCounter,
      &BrokerStats::commands_processed},
     {"ringcast_broker_messages_published_total", "Messages published into the broker.", MetricType::kCounter,
@@ -43,8 +43,8 @@ constexpr Series kBrokerSeries[] = {
      &BrokerStats::channels},
     {"ringcast_broker_patterns", "Patterns with at least one subscriber (PSUBSCRIBE).", MetricType::kGauge,
      &BrokerStats::patterns},
-    {"ringcast_broker_shard_channels", "Shard channels with at least one subscriber (SSUBSCRIBE).",
-     MetricType::kGauge, &BrokerStats::shard_channels},
+    {"ringcast_broker_shard_channels", "Shard channels with at least one subscriber (SSUBSCRIBE).", MetricType::kGauge,
+     &BrokerStats::shard_channels},
 };
 
 // One labelled series per connection and ConnectionStats field.
@@ -92,7 +92,8 @@ void write_broker_metrics(PrometheusWriter& w, const BrokerStats& stats, std::sp
   w.metric("ringcast_broker_publisher_stall_seconds_total", "Total time publishers were paused for pacing.",
            MetricType::kCounter, static_cast<double>(stats.publisher_stall_ns) / 1e9);
   w.header("ringcast_broker_dropped_total", "Frames lost, by reason.", MetricType::kCounter);
-  for (const Reason& r : kDropReasons) w.sample("ringcast_broker_dropped_total", {{"reason", r.label}}, as_double(stats.*r.total));
+  for (const Reason& r : kDropReasons)
+    w.sample("ringcast_broker_dropped_total", {{"reason", r.label}}, as_double(stats.*r.total));
 
   std::vector<MetricLabels> labels;
   labels.reserve(connections.size());
@@ -101,7 +102,8 @@ void write_broker_metrics(PrometheusWriter& w, const BrokerStats& stats, std::sp
   }
   for (const ConnectionSeries& s : kConnectionSeries) {
     w.header(s.name, s.help, s.type);
-    for (std::size_t i = 0; i < connections.size(); ++i) w.sample(s.name, labels[i], as_double(connections[i].*s.field));
+    for (std::size_t i = 0; i < connections.size(); ++i)
+      w.sample(s.name, labels[i], as_double(connections[i].*s.field));
   }
   w.header("ringcast_broker_connection_dropped_total", "Frames the connection lost, by reason.", MetricType::kCounter);
   for (std::size_t i = 0; i < connections.size(); ++i) {

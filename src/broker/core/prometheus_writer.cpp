@@ -7,8 +7,8 @@
 namespace ringcast::broker {
 
 void PrometheusWriter::header(std::string_view name, std::string_view help, MetricType type) {
-  out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name,
-                      type == MetricType::kCounter ? "counter" : "gauge");
+  out_ +=
+      fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type == MetricType::kCounter ? "counter" : "gauge");
 }
 
 void PrometheusWriter::sample(std::string_view name, const MetricLabels& labels, double value) {

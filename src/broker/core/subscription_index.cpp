@@ -65,9 +65,7 @@ struct Hit {
 // A WebSocket-JSON client gets one delivery per message however many of its
 // subscriptions match (docs/broker.md, "JSON deliveries"); RESP clients get
 // Redis's behaviour, one per matching subscription unless --dedupe.
-bool one_delivery(const Subscriber* s, bool dedupe) noexcept {
-  return dedupe || s->format() == WireFormat::kJson;
-}
+bool one_delivery(const Subscriber* s, bool dedupe) noexcept { return dedupe || s->format() == WireFormat::kJson; }
 
 void deliver(Subscriber* s, const FrameRef& block) noexcept {
   if (s->queue().push(block).wake) s->on_queue_ready();
@@ -134,9 +132,7 @@ SubscriptionIndex::~SubscriptionIndex() = default;
 
 SubscriptionIndex::TrieNode* SubscriptionIndex::TrieNode::child(unsigned char b) const noexcept {
   auto it = std::lower_bound(children.begin(), children.end(), b,
-                             [](const std::unique_ptr<TrieNode>& n, unsigned char v) {
-                               return n->byte < v;
-                             });
+                             [](const std::unique_ptr<TrieNode>& n, unsigned char v) { return n->byte < v; });
   return it != children.end() && (*it)->byte == b ? it->get() : nullptr;
 }
 
@@ -145,9 +141,7 @@ SubscriptionIndex::TrieNode* SubscriptionIndex::trie_find_or_add(std::string_vie
   for (char c : prefix) {
     const auto b = static_cast<unsigned char>(c);
     auto it = std::lower_bound(node->children.begin(), node->children.end(), b,
-                               [](const std::unique_ptr<TrieNode>& n, unsigned char v) {
-                                 return n->byte < v;
-                               });
+                               [](const std::unique_ptr<TrieNode>& n, unsigned char v) { return n->byte < v; });
     if (it == node->children.end() || (*it)->byte != b) {
       auto n = std::make_unique<TrieNode>();
       n->byte = b;
@@ -163,8 +157,8 @@ void SubscriptionIndex::trie_prune(TrieNode* node) noexcept {
   while (node != &root_ && node->patterns.empty() && node->children.empty()) {
     TrieNode* parent = node->parent;
     auto& kids = parent->children;
-    kids.erase(std::find_if(kids.begin(), kids.end(),
-                            [node](const std::unique_ptr<TrieNode>& n) { return n.get() == node; }));
+    kids.erase(
+        std::find_if(kids.begin(), kids.end(), [node](const std::unique_ptr<TrieNode>& n) { return n.get() == node; }));
     node = parent;
   }
 }
@@ -317,7 +311,8 @@ std::size_t SubscriptionIndex::report_upstream_loss(std::string_view channel, st
   if (auto it = channels_.find(channel); it != channels_.end()) {
     told.insert(told.end(), it->second.begin(), it->second.end());
   }
-  for_each_matching_pattern(channel, [&](const PatternEntry& e) { told.insert(told.end(), e.subs.begin(), e.subs.end()); });
+  for_each_matching_pattern(channel,
+                            [&](const PatternEntry& e) { told.insert(told.end(), e.subs.begin(), e.subs.end()); });
   std::sort(told.begin(), told.end());
   told.erase(std::unique(told.begin(), told.end()), told.end());  // one notice per connection
   for (Subscriber* s : told) {
@@ -367,8 +362,8 @@ SubscriptionIndex::IdStripe& SubscriptionIndex::id_stripe(std::string_view chann
   return id_stripes_[StringHash{}(channel) % kIdStripes];
 }
 
-std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool dedupe, bool shard,
-                                          std::size_t& accepted, std::uint64_t& first_id) {
+std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool dedupe, bool shard, std::size_t& accepted,
+                                           std::uint64_t& first_id) {
   // Invariant 4: the ids of this run and its pushes into queues happen under the
   // channel's stripe lock, so two publishers of one channel cannot interleave.
   const std::string_view channel = run.front().channel;
@@ -388,7 +383,7 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
 }
 
 std::size_t SubscriptionIndex::publish_run_locked(std::span<const Message> run, bool dedupe, bool shard,
-                                                 std::uint64_t first_id, std::size_t& accepted) {
+                                                  std::uint64_t first_id, std::size_t& accepted) {
   // Per thread, keeping their capacity: a steady publisher does not allocate here.
   thread_local std::vector<Hit> hits;
   thread_local std::vector<SourceFrames> sources;
@@ -422,11 +417,10 @@ std::size_t SubscriptionIndex::publish_run_locked(std::span<const Message> run, 
   if (sources.size() > 1) {
     std::sort(hits.begin(), hits.end(),
               [](const Hit& a, const Hit& b) { return std::tie(a.sub, a.order) < std::tie(b.sub, b.order); });
-    hits.erase(std::unique(hits.begin(), hits.end(),
-                           [dedupe](const Hit& a, const Hit& b) {
-                             return a.sub == b.sub && one_delivery(a.sub, dedupe);
-                           }),
-               hits.end());
+    hits.erase(
+        std::unique(hits.begin(), hits.end(),
+                    [dedupe](const Hit& a, const Hit& b) { return a.sub == b.sub && one_delivery(a.sub, dedupe); }),
+        hits.end());
   }
   // Seed 002 §5: refuse for the whole channel, never deliver to some and not
   // others. A subscriber matched several times is checked per matching source,

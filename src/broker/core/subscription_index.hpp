@@ -232,9 +232,7 @@ class SubscriptionIndex {
  private:
   struct StringHash {
     using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept {
-      return std::hash<std::string_view>{}(s);
-    }
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
   };
   using ChannelMap = std::unordered_map<std::string, std::vector<Subscriber*>, StringHash, std::equal_to<>>;
   struct PatternEntry {
@@ -245,7 +243,7 @@ class SubscriptionIndex {
     unsigned char byte = 0;
     TrieNode* parent = nullptr;
     std::vector<std::unique_ptr<TrieNode>> children;  // sorted by byte
-    std::vector<PatternEntry*> patterns;  // patterns whose literal prefix ends here
+    std::vector<PatternEntry*> patterns;              // patterns whose literal prefix ends here
     [[nodiscard]] TrieNode* child(unsigned char b) const noexcept;
   };
 
@@ -289,8 +287,7 @@ class SubscriptionIndex {
   std::array<IdStripe, kIdStripes> id_stripes_;
   ChannelMap channels_;
   ChannelMap shard_channels_;
-  std::unordered_map<std::string, std::unique_ptr<PatternEntry>, StringHash, std::equal_to<>>
-      patterns_;
+  std::unordered_map<std::string, std::unique_ptr<PatternEntry>, StringHash, std::equal_to<>> patterns_;
   TrieNode root_;
 };
 

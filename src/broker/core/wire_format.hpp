@@ -43,10 +43,10 @@ enum class DeliveryKind : std::uint8_t { kMessage, kPattern, kShard };
 // may need besides the bytes.
 struct DeliveryRun {
   DeliveryKind kind = DeliveryKind::kMessage;
-  std::string_view pattern;        // kPattern: the matching pattern
-  std::span<const Message> msgs;   // >= 1, all on one channel
-  std::uint64_t first_id = 0;      // message i has id first_id + i (0: no id, e.g. loss notices)
-  std::int64_t timestamp_ms = 0;   // wall clock, ms since the Unix epoch
+  std::string_view pattern;       // kPattern: the matching pattern
+  std::span<const Message> msgs;  // >= 1, all on one channel
+  std::uint64_t first_id = 0;     // message i has id first_id + i (0: no id, e.g. loss notices)
+  std::int64_t timestamp_ms = 0;  // wall clock, ms since the Unix epoch
   // 1: the frames go to a QoS 1 subscriber, who owes an ack for each (only the
   // JSON format carries it; docs/guarantees.md). The run's messages share it.
   std::uint8_t qos = 0;

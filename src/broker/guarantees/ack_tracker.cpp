@@ -9,8 +9,7 @@
 
 namespace ringcast::broker {
 
-std::string format_expiry_notice(std::string_view channel, std::uint64_t id, std::uint32_t sends,
-                                 std::uint64_t total) {
+std::string format_expiry_notice(std::string_view channel, std::uint64_t id, std::uint32_t sends, std::uint64_t total) {
   return fmt::format("expired topic={} message_id={} sends={} total={}", channel, id, sends, total);
 }
 
@@ -242,7 +241,8 @@ bool AckTracker::on_timer(ConnectionQueue& queue) {
       index_.erase(key);
       release_slot_locked(d.slot);
       --stale_deadlines_;  // its deadline was just popped, not left behind
-      wake |= push_notice_locked(queue, format_expiry_notice(channel_names_[key.channel], key.id, sends, stats_.expired));
+      wake |=
+          push_notice_locked(queue, format_expiry_notice(channel_names_[key.channel], key.id, sends, stats_.expired));
       settle_front_locked(key.channel);
       continue;
     }

@@ -60,9 +60,9 @@ namespace ringcast::broker {
 class ConnectionQueue;
 
 struct AckSettings {
-  std::size_t max_in_flight = 1000;                    // JetStream's max_ack_pending
+  std::size_t max_in_flight = 1000;                                // JetStream's max_ack_pending
   std::chrono::nanoseconds ack_timeout = std::chrono::seconds(5);  // AckWait
-  std::uint32_t max_retries = 5;                       // redeliveries; MaxDeliver - 1
+  std::uint32_t max_retries = 5;                                   // redeliveries; MaxDeliver - 1
   // Waiting deliveries (past the window) are held up to this many frame bytes;
   // past it, `policy` decides (docs/guarantees.md, "In-flight window").
   std::size_t max_waiting_bytes = 32u << 20;
@@ -75,8 +75,8 @@ struct AckStats {
   std::uint64_t delivered = 0;    // first sends
   std::uint64_t redelivered = 0;  // sends marked dup
   std::uint64_t acked = 0;
-  std::uint64_t expired = 0;      // sent 1 + max_retries times, never acked
-  std::uint64_t dropped = 0;      // waiting deliveries lost to the overflow policy
+  std::uint64_t expired = 0;  // sent 1 + max_retries times, never acked
+  std::uint64_t dropped = 0;  // waiting deliveries lost to the overflow policy
 };
 
 enum class AckResult : std::uint8_t {

@@ -26,8 +26,8 @@ tl::expected<std::unique_ptr<ChannelHistory>, BrokerError> ChannelHistory::open(
   return std::make_unique<ChannelHistory>(std::move(*store), std::move(rules), true, config);
 }
 
-ChannelHistory::ChannelHistory(std::unique_ptr<HistoryStore> store, std::vector<RetentionRule> rules,
-                               bool persistent, const BrokerConfig& config)
+ChannelHistory::ChannelHistory(std::unique_ptr<HistoryStore> store, std::vector<RetentionRule> rules, bool persistent,
+                               const BrokerConfig& config)
     : store_(std::move(store)),
       rules_(std::move(rules)),
       persistent_(persistent),
@@ -66,7 +66,7 @@ void ChannelHistory::append(std::string_view channel, std::uint64_t first_id, st
     append_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
     std::lock_guard lock(error_mu_);
     last_error_ = r.error().message();
-  } catch (const std::exception& e) {  // std::bad_alloc from the store: counted like any failure
+  } catch (const std::exception& e) {                        // std::bad_alloc from the store: counted like any failure
     append_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
     std::lock_guard lock(error_mu_);
     last_error_ = e.what();
@@ -109,10 +109,9 @@ std::string ChannelHistory::info_fields() const {
       "history_rules:{}\r\nhistory_store:{}\r\nhistory_fsync:{}\r\nhistory_epoch:{}\r\nhistory_channels:{}\r\n"
       "history_messages:{}\r\nhistory_bytes:{}\r\nhistory_appended:{}\r\nhistory_append_errors:{}\r\n"
       "history_pruned_by_timer:{}\r\nhistory_flush_errors:{}\r\nhistory_last_error:{}\r\n",
-      rules, persistent_ ? "lmdb" : "memory", persistent_ ? to_string(fsync_) : "none", store_->epoch(),
-      u.channels, u.messages, u.bytes, appended_.load(std::memory_order_relaxed),
-      append_errors_.load(std::memory_order_relaxed), pruned_by_timer_.load(std::memory_order_relaxed),
-      flush_errors_.load(std::memory_order_relaxed), last);
+      rules, persistent_ ? "lmdb" : "memory", persistent_ ? to_string(fsync_) : "none", store_->epoch(), u.channels,
+      u.messages, u.bytes, appended_.load(std::memory_order_relaxed), append_errors_.load(std::memory_order_relaxed),
+      pruned_by_timer_.load(std::memory_order_relaxed), flush_errors_.load(std::memory_order_relaxed), last);
 }
 
 void ChannelHistory::write_metrics(PrometheusWriter& w) const {
@@ -124,8 +123,8 @@ void ChannelHistory::write_metrics(PrometheusWriter& w) const {
            d(u.bytes));
   w.metric("ringcast_broker_history_appended_total", "Messages stored in history.", MetricType::kCounter,
            d(appended_.load(std::memory_order_relaxed)));
-  w.metric("ringcast_broker_history_append_errors_total", "Publish runs history failed to store.",
-           MetricType::kCounter, d(append_errors_.load(std::memory_order_relaxed)));
+  w.metric("ringcast_broker_history_append_errors_total", "Publish runs history failed to store.", MetricType::kCounter,
+           d(append_errors_.load(std::memory_order_relaxed)));
   w.metric("ringcast_broker_history_pruned_total", "Messages the timer dropped past their TTL or size.",
            MetricType::kCounter, d(pruned_by_timer_.load(std::memory_order_relaxed)));
 }

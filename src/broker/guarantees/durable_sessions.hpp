@@ -56,7 +56,8 @@ class DurableSessions {
     std::lock_guard lock(mu_);
     auto it = sessions_.find(std::string(client_id));
     fresh = it == sessions_.end();
-    if (fresh) it = sessions_.emplace(std::string(client_id), std::make_shared<Session>(std::string(client_id), make())).first;
+    if (fresh)
+      it = sessions_.emplace(std::string(client_id), std::make_shared<Session>(std::string(client_id), make())).first;
     if (it->second->attached) return nullptr;
     it->second->attached = true;
     return it->second;

@@ -14,9 +14,12 @@ std::string HistoryError::message() const {
 
 std::string_view to_string(FsyncMode m) noexcept {
   switch (m) {
-    case FsyncMode::kAlways: return "always";
-    case FsyncMode::kBatch: return "batch";
-    case FsyncMode::kOff: return "off";
+    case FsyncMode::kAlways:
+      return "always";
+    case FsyncMode::kBatch:
+      return "batch";
+    case FsyncMode::kOff:
+      return "off";
   }
   return "?";
 }

@@ -66,8 +66,8 @@ enum class ReadStatus : std::uint8_t {
 
 struct HistoryRead {
   ReadStatus status = ReadStatus::kOk;
-  std::uint64_t top = 0;    // the channel's current top offset (0: nothing ever appended)
-  std::uint64_t floor = 0;  // offsets <= floor are no longer retained
+  std::uint64_t top = 0;                 // the channel's current top offset (0: nothing ever appended)
+  std::uint64_t floor = 0;               // offsets <= floor are no longer retained
   std::vector<HistoryMessage> messages;  // ascending offsets, consecutive
 };
 
@@ -110,19 +110,18 @@ class HistoryStore {
   // kNoRetention if no rule matches the channel, I/O and LMDB errors (LMDB
   // store; nothing of the run is stored). An empty run is a no-op.
   // With FsyncMode::kAlways the run is on disk when this returns.
-  [[nodiscard]] virtual tl::expected<void, HistoryError> append(std::string_view channel,
-                                                                std::uint64_t first_offset,
+  [[nodiscard]] virtual tl::expected<void, HistoryError> append(std::string_view channel, std::uint64_t first_offset,
                                                                 std::span<const HistoryInput> run,
                                                                 std::int64_t now_ms) = 0;
 
   // Up to `count` messages with offset > since, ascending. status says whether
   // messages after `since` are missing (kTruncated) or since is beyond top (kAhead).
   [[nodiscard]] virtual tl::expected<HistoryRead, HistoryError> read_since(std::string_view channel,
-                                                                          std::uint64_t since,
-                                                                          std::size_t count) const = 0;
+                                                                           std::uint64_t since,
+                                                                           std::size_t count) const = 0;
   // The last min(n, retained) messages, ascending; status kOk.
   [[nodiscard]] virtual tl::expected<HistoryRead, HistoryError> read_last(std::string_view channel,
-                                                                         std::size_t n) const = 0;
+                                                                          std::size_t n) const = 0;
   // The channel's top offset (0 if nothing was ever appended). The broker
   // continues its per-channel ids from here after a restart.
   [[nodiscard]] virtual std::uint64_t top(std::string_view channel) const = 0;
@@ -168,8 +167,7 @@ struct HistoryOptions {
 // Opens or creates an LMDB history in options.dir. A directory that is not
 // empty and holds no ringcast history (kForeign), a corrupt one (kCorrupt) or
 // one of a newer format (kNewerFormat) is refused and left untouched.
-[[nodiscard]] tl::expected<std::unique_ptr<HistoryStore>, HistoryError> open_lmdb_history_store(
-    HistoryOptions options);
+[[nodiscard]] tl::expected<std::unique_ptr<HistoryStore>, HistoryError> open_lmdb_history_store(HistoryOptions options);
 
 // A random 16-hex-digit epoch (std::random_device).
 [[nodiscard]] std::string new_history_epoch();

@@ -122,20 +122,21 @@ tl::expected<void, HistoryError> validate_existing(const std::string& dir) {
   if (rc != 0)
     return tl::unexpected(HistoryError{
         Code::kCorrupt, 0,
-        fmt::format("history dir {}: data.mdb is not a readable LMDB environment ({}); refusing to touch it",
-                    dir, rc > 0 ? std::strerror(rc) : mdb_strerror(rc))});
+        fmt::format("history dir {}: data.mdb is not a readable LMDB environment ({}); refusing to touch it", dir,
+                    rc > 0 ? std::strerror(rc) : mdb_strerror(rc))});
   MDB_txn* txn = nullptr;
   rc = mdb_txn_begin(e.env, nullptr, MDB_RDONLY, &txn);
   if (rc != 0)
-    return tl::unexpected(HistoryError{Code::kCorrupt, 0,
-                                       fmt::format("history dir {}: cannot read ({})", dir, mdb_strerror(rc))});
+    return tl::unexpected(
+        HistoryError{Code::kCorrupt, 0, fmt::format("history dir {}: cannot read ({})", dir, mdb_strerror(rc))});
   auto fail = [&](Code code, std::string text) {
     mdb_txn_abort(txn);
     return tl::unexpected(HistoryError{code, 0, fmt::format("history dir {}: {}", dir, text)});
   };
   MDB_dbi meta;
   rc = mdb_dbi_open(txn, "meta", 0, &meta);
-  if (rc == MDB_NOTFOUND) return fail(Code::kForeign, "an LMDB environment without ringcast's meta record; refusing to touch it");
+  if (rc == MDB_NOTFOUND)
+    return fail(Code::kForeign, "an LMDB environment without ringcast's meta record; refusing to touch it");
   if (rc != 0) return fail(Code::kCorrupt, fmt::format("cannot open the meta record ({})", mdb_strerror(rc)));
   MDB_val k = val_of("magic"), v;
   if (mdb_get(txn, meta, &k, &v) != 0 || view_of(v) != kMagic)
@@ -144,11 +145,11 @@ tl::expected<void, HistoryError> validate_existing(const std::string& dir) {
   if (mdb_get(txn, meta, &k, &v) != 0 || v.mv_size != 4)
     return fail(Code::kCorrupt, "the meta record has no valid format version");
   const auto* p = static_cast<const unsigned char*>(v.mv_data);
-  const std::uint32_t format = (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
-                               (std::uint32_t{p[2]} << 8) | p[3];
+  const std::uint32_t format =
+      (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
   if (format > kFormat)
-    return fail(Code::kNewerFormat, fmt::format("written by a newer ringcast (format {}, this one reads up to {})",
-                                                format, kFormat));
+    return fail(Code::kNewerFormat,
+                fmt::format("written by a newer ringcast (format {}, this one reads up to {})", format, kFormat));
   mdb_txn_abort(txn);
   return {};
 }
@@ -262,8 +263,8 @@ class LmdbHistoryStore final : public HistoryStore {
       cur.id = next_id_;
     }
     if (cur.rule == nullptr)  // also a channel kept on disk whose rule is gone from the flags
-      return tl::unexpected(HistoryError{Code::kNoRetention, 0,
-                                         fmt::format("history: no --history rule matches channel '{}'", channel)});
+      return tl::unexpected(
+          HistoryError{Code::kNoRetention, 0, fmt::format("history: no --history rule matches channel '{}'", channel)});
     if (first_offset <= cur.top)
       return tl::unexpected(HistoryError{
           Code::kNotIncreasing, 0,
@@ -356,8 +357,7 @@ class LmdbHistoryStore final : public HistoryStore {
         ChannelState next = it->second;
         if (next.rule == nullptr) continue;
         const std::uint64_t before = dropped;
-        if (next.top - next.floor > next.rule->size)
-          r = drop_through(c, next, next.top - next.rule->size, dropped);
+        if (next.top - next.floor > next.rule->size) r = drop_through(c, next, next.top - next.rule->size, dropped);
         if (r == 0) r = drop_expired(c, next, now_ms, dropped);
         if (r == 0 && dropped != before) {
           r = put_channel(txn, it->first, next);
@@ -515,7 +515,7 @@ class LmdbHistoryStore final : public HistoryStore {
   // Deletes the channel's messages with offset <= through; raises s.floor.
   int drop_through(MDB_cursor* c, ChannelState& s, std::uint64_t through, std::uint64_t& dropped) const {
     if (through <= s.floor) return 0;
-    return drop_while(c, s, dropped, [&](std::uint64_t off, std::int64_t) { return off <= through; }) ;
+    return drop_while(c, s, dropped, [&](std::uint64_t off, std::int64_t) { return off <= through; });
   }
 
   int drop_expired(MDB_cursor* c, ChannelState& s, std::int64_t now_ms, std::uint64_t& dropped) const {
@@ -594,9 +594,9 @@ class LmdbHistoryStore final : public HistoryStore {
   bool ready_ = false;  // open() succeeded: the destructor marks a clean close
   MDB_dbi meta_ = 0, channels_ = 0, messages_ = 0, sessions_ = 0;
   std::string epoch_;
-  mutable std::shared_mutex env_mu_;     // shared: any transaction; exclusive: mdb_env_set_mapsize
-  mutable std::size_t map_bytes_ = 0;    // guarded by env_mu_ (exclusive to change)
-  std::mutex write_mu_;                  // appends and prune: state_, next_id_
+  mutable std::shared_mutex env_mu_;   // shared: any transaction; exclusive: mdb_env_set_mapsize
+  mutable std::size_t map_bytes_ = 0;  // guarded by env_mu_ (exclusive to change)
+  std::mutex write_mu_;                // appends and prune: state_, next_id_
   std::unordered_map<std::string, ChannelState, StringHash, std::equal_to<>> state_;
   std::uint64_t next_id_ = 1;
   std::atomic<std::uint64_t> messages_held_{0};

@@ -40,8 +40,7 @@ void Replay::fail() noexcept {
 void Replay::read() {
   if (mode_ == Mode::kSince && epoch_ != h_->epoch()) return fail();  // history was lost
   if (mode_ == Mode::kLast && n_ == 0) return;
-  auto r = mode_ == Mode::kSince ? h_->store().read_since(channel_, since_, kAll)
-                                 : h_->store().read_last(channel_, n_);
+  auto r = mode_ == Mode::kSince ? h_->store().read_since(channel_, since_, kAll) : h_->store().read_last(channel_, n_);
   if (!r) return fail();
   if (mode_ == Mode::kSince && r->status != ReadStatus::kOk) return fail();  // pruned, or not our offset
   read_to_ = r->messages.empty() ? (mode_ == Mode::kSince ? since_ : r->top) : r->messages.back().offset;

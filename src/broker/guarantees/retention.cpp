@@ -22,8 +22,8 @@ std::optional<std::uint64_t> parse_u64(std::string_view s) {
 
 tl::expected<RetentionRule, std::string> parse_retention(std::string_view spec) {
   auto fail = [&](std::string_view why) {
-    return tl::unexpected(fmt::format("--history '{}': {} (expected GLOB=SIZE[,TTL], e.g. 'chat.*=1000,10m')",
-                                      spec, why));
+    return tl::unexpected(
+        fmt::format("--history '{}': {} (expected GLOB=SIZE[,TTL], e.g. 'chat.*=1000,10m')", spec, why));
   };
   const std::size_t eq = spec.rfind('=');
   if (eq == std::string_view::npos) return fail("no '='");
@@ -54,18 +54,15 @@ tl::expected<RetentionRule, std::string> parse_retention(std::string_view spec) 
     else if (unit == "m") ms_per = 60'000;
     else if (unit == "h") ms_per = 3'600'000;
     else if (unit == "d") ms_per = 86'400'000;
-    if (!n || ms_per == 0)
-      return fail(fmt::format("TTL '{}' is not a number with unit ms, s, m, h or d", ttl_text));
+    if (!n || ms_per == 0) return fail(fmt::format("TTL '{}' is not a number with unit ms, s, m, h or d", ttl_text));
     constexpr std::uint64_t kMaxTtlMs = std::uint64_t{100} * 365 * 86'400'000;  // 100 years
-    if (*n == 0 || *n > kMaxTtlMs / ms_per)
-      return fail(fmt::format("TTL '{}' is outside 1ms..100 years", ttl_text));
+    if (*n == 0 || *n > kMaxTtlMs / ms_per) return fail(fmt::format("TTL '{}' is outside 1ms..100 years", ttl_text));
     rule.ttl = std::chrono::milliseconds(static_cast<std::int64_t>(*n * ms_per));
   }
   return rule;
 }
 
-const RetentionRule* find_retention(std::span<const RetentionRule> rules,
-                                    std::string_view channel) noexcept {
+const RetentionRule* find_retention(std::span<const RetentionRule> rules, std::string_view channel) noexcept {
   for (const RetentionRule& r : rules)
     if (glob_match(r.pattern, channel)) return &r;
   return nullptr;

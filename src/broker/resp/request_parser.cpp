@@ -42,12 +42,8 @@ bool parse_int64(std::string_view s, long long& out) noexcept {
 
 namespace {
 
-bool is_space(char c) noexcept {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-bool is_hex(char c) noexcept {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
+bool is_space(char c) noexcept { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_hex(char c) noexcept { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 int hex_value(char c) noexcept {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -85,12 +81,24 @@ bool split_inline_args(std::string_view line, std::vector<std::string>& out) {
         } else if (c == '\\' && at(p + 1) != '\0') {
           ++p;
           switch (at(p)) {
-            case 'n': cur.push_back('\n'); break;
-            case 'r': cur.push_back('\r'); break;
-            case 't': cur.push_back('\t'); break;
-            case 'b': cur.push_back('\b'); break;
-            case 'a': cur.push_back('\a'); break;
-            default: cur.push_back(at(p)); break;
+            case 'n':
+              cur.push_back('\n');
+              break;
+            case 'r':
+              cur.push_back('\r');
+              break;
+            case 't':
+              cur.push_back('\t');
+              break;
+            case 'b':
+              cur.push_back('\b');
+              break;
+            case 'a':
+              cur.push_back('\a');
+              break;
+            default:
+              cur.push_back(at(p));
+              break;
           }
         } else if (c == '"') {
           // A closing quote must be followed by a space or the end.
@@ -115,7 +123,11 @@ bool split_inline_args(std::string_view line, std::vector<std::string>& out) {
         }
       } else {
         switch (c) {
-          case ' ': case '\n': case '\r': case '\t': case '\0':
+          case ' ':
+          case '\n':
+          case '\r':
+          case '\t':
+          case '\0':
             done = true;
             break;
           case '"':
@@ -221,8 +233,7 @@ RequestParser::Status RequestParser::parse(std::string_view& in) {
           return Status::kNeedMore;
         }
         long long n = 0;
-        if (!parse_int64(line_, n) || n > INT_MAX ||
-            (n > 0 && static_cast<unsigned long long>(n) > limits_.max_args)) {
+        if (!parse_int64(line_, n) || n > INT_MAX || (n > 0 && static_cast<unsigned long long>(n) > limits_.max_args)) {
           return fail("ERR Protocol error: invalid multibulk length");
         }
         crlf_left_ = 2;

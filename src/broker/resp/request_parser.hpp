@@ -70,9 +70,7 @@ class RequestParser {
 
   // The command's arguments after kCommand: the first argc of the parser's reused
   // slots, valid until the next parse() call.
-  [[nodiscard]] std::span<const std::string> args() const noexcept {
-    return {slots_.data(), argc_};
-  }
+  [[nodiscard]] std::span<const std::string> args() const noexcept { return {slots_.data(), argc_}; }
   // The capacities of the argument slots, the slot array and the line buffer:
   // what invariant 1 bounds between commands. O(slots); for tests and diagnostics.
   [[nodiscard]] std::size_t retained_bytes() const noexcept;

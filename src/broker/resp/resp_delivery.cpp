@@ -30,8 +30,7 @@ char* put_bulk(char* p, std::string_view s) noexcept {
 // header, kind and the optional pattern bulk), then channel and payload bulks.
 // The sizes vector is per thread and keeps its capacity: a steady publisher does
 // not allocate for it.
-FrameRef encode_run(bool resp3, std::string_view head, const std::string_view* pattern,
-                    std::span<const Message> run) {
+FrameRef encode_run(bool resp3, std::string_view head, const std::string_view* pattern, std::span<const Message> run) {
   thread_local std::vector<std::uint32_t> sizes;
   sizes.clear();
   const std::size_t fixed = 1 + head.size() + (pattern != nullptr ? bulk_size(pattern->size()) : 0);

@@ -19,10 +19,10 @@ void simple(std::string& out, std::string_view s);  // "+s\r\n"
 // "-s\r\n"; CR and LF in `s` become spaces, as Redis does, so an error that
 // quotes client input cannot break the framing.
 void error(std::string& out, std::string_view s);
-void integer(std::string& out, long long v);        // ":v\r\n"
-void bulk(std::string& out, std::string_view s);    // "$len\r\ns\r\n"
-void null(std::string& out, WireFormat r);                // "$-1\r\n" | "_\r\n"
-void array(std::string& out, std::size_t n);        // "*n\r\n"
+void integer(std::string& out, long long v);                  // ":v\r\n"
+void bulk(std::string& out, std::string_view s);              // "$len\r\ns\r\n"
+void null(std::string& out, WireFormat r);                    // "$-1\r\n" | "_\r\n"
+void array(std::string& out, std::size_t n);                  // "*n\r\n"
 void map(std::string& out, WireFormat r, std::size_t pairs);  // "*2n\r\n" | "%n\r\n"
 void push(std::string& out, WireFormat r, std::size_t n);     // "*n\r\n" | ">n\r\n"
 // INFO-style text: a bulk string in RESP2, a "txt" verbatim string in RESP3.

@@ -18,8 +18,23 @@ namespace ringcast::broker {
 namespace {
 
 enum class Cmd : std::uint8_t {
-  kSubscribe, kUnsubscribe, kPsubscribe, kPunsubscribe, kSsubscribe, kSunsubscribe, kPublish,
-  kSpublish, kPing, kQuit, kReset, kAuth, kHello, kClient, kPubsub, kInfo, kHistory,
+  kSubscribe,
+  kUnsubscribe,
+  kPsubscribe,
+  kPunsubscribe,
+  kSsubscribe,
+  kSunsubscribe,
+  kPublish,
+  kSpublish,
+  kPing,
+  kQuit,
+  kReset,
+  kAuth,
+  kHello,
+  kClient,
+  kPubsub,
+  kInfo,
+  kHistory,
 };
 
 struct CommandSpec {
@@ -60,12 +75,12 @@ struct SubcommandSpec {
 };
 
 constexpr std::array kSubcommands{
-    SubcommandSpec{"client", "setname", 3},  SubcommandSpec{"client", "getname", 2},
-    SubcommandSpec{"client", "id", 2},       SubcommandSpec{"client", "list", -2},
-    SubcommandSpec{"client", "info", 2},     SubcommandSpec{"client", "overflow", -2},
-    SubcommandSpec{"client", "help", 2},     SubcommandSpec{"client", "reply", 3},
-    SubcommandSpec{"pubsub", "channels", -2}, SubcommandSpec{"pubsub", "numsub", -2},
-    SubcommandSpec{"pubsub", "numpat", 2},   SubcommandSpec{"pubsub", "shardchannels", -2},
+    SubcommandSpec{"client", "setname", 3},      SubcommandSpec{"client", "getname", 2},
+    SubcommandSpec{"client", "id", 2},           SubcommandSpec{"client", "list", -2},
+    SubcommandSpec{"client", "info", 2},         SubcommandSpec{"client", "overflow", -2},
+    SubcommandSpec{"client", "help", 2},         SubcommandSpec{"client", "reply", 3},
+    SubcommandSpec{"pubsub", "channels", -2},    SubcommandSpec{"pubsub", "numsub", -2},
+    SubcommandSpec{"pubsub", "numpat", 2},       SubcommandSpec{"pubsub", "shardchannels", -2},
     SubcommandSpec{"pubsub", "shardnumsub", -2}, SubcommandSpec{"pubsub", "help", 2},
 };
 
@@ -86,8 +101,7 @@ std::string upper(std::string_view s) {
 }
 
 bool arity_ok(int arity, std::size_t argc) {
-  return arity >= 0 ? argc == static_cast<std::size_t>(arity)
-                    : argc >= static_cast<std::size_t>(-arity);
+  return arity >= 0 ? argc == static_cast<std::size_t>(arity) : argc >= static_cast<std::size_t>(-arity);
 }
 
 // printf's "%.*s" of a C string: stops at NUL and at `max` bytes.
@@ -229,8 +243,8 @@ void RespSession::execute(std::span<const std::string> args) {
 }
 
 void RespSession::dispatch(const std::string& name, std::span<const std::string> args) {
-  const auto spec = std::find_if(kCommands.begin(), kCommands.end(),
-                                 [&](const CommandSpec& c) { return c.name == name; });
+  const auto spec =
+      std::find_if(kCommands.begin(), kCommands.end(), [&](const CommandSpec& c) { return c.name == name; });
   if (spec == kCommands.end()) {
     std::string list;
     for (std::size_t i = 1; i < args.size() && list.size() < 128; ++i) {
@@ -247,8 +261,8 @@ void RespSession::dispatch(const std::string& name, std::span<const std::string>
       return s.container == spec->name && s.name == sub;
     });
     if (sspec == kSubcommands.end()) {
-      resp::error(reply_, fmt::format("ERR unknown subcommand '{}'. Try {} HELP.",
-                                      c_str_prefix(args[1], 128), upper(spec->name)));
+      resp::error(reply_, fmt::format("ERR unknown subcommand '{}'. Try {} HELP.", c_str_prefix(args[1], 128),
+                                      upper(spec->name)));
       return;
     }
     fullname = fmt::format("{}|{}", spec->name, sspec->name);
@@ -691,10 +705,14 @@ void RespSession::cmd_client(std::span<const std::string> args) {
   } else {  // help
     constexpr std::array<std::string_view, 11> kHelp{
         "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "GETNAME", "    Return the name of the current connection.",
-        "ID", "    Return the ID of the current connection.",
-        "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
-        "SETNAME <name>", "    Assign the name <name> to the current connection.",
+        "GETNAME",
+        "    Return the name of the current connection.",
+        "ID",
+        "    Return the ID of the current connection.",
+        "REPLY (ON|OFF|SKIP)",
+        "    Control the replies sent to the current connection.",
+        "SETNAME <name>",
+        "    Assign the name <name> to the current connection.",
         "LIST | INFO | OVERFLOW [drop-oldest|drop-newest|disconnect|block|conflate]",
         "    Connection details with per-reason drop counts; get or set this connection's overflow policy."};
     resp::array(reply_, kHelp.size());
@@ -798,8 +816,7 @@ void RespSession::cmd_pubsub(std::span<const std::string> args) {
 }
 
 void RespSession::cmd_info(std::span<const std::string> args) {
-  resp::verbatim(reply_, format(),
-                 core().info_reply(std::vector<std::string>(args.begin() + 1, args.end())));
+  resp::verbatim(reply_, format(), core().info_reply(std::vector<std::string>(args.begin() + 1, args.end())));
 }
 
 }  // namespace ringcast::broker

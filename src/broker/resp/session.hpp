@@ -48,8 +48,8 @@
 
 #include "broker/core/broker_core.hpp"
 #include "broker/core/client.hpp"
-#include "broker/resp/request_parser.hpp"
 #include "broker/core/subscription_index.hpp"
+#include "broker/resp/request_parser.hpp"
 
 namespace ringcast::broker {
 
@@ -111,7 +111,7 @@ class RespSession : public Client {
   void noperm_reply(std::string_view name, Permission p);
 
   RequestParser parser_;
-  std::string reply_;  // replies not yet queued (invariant 1)
+  std::string reply_;           // replies not yet queued (invariant 1)
   std::size_t reply_mark_ = 0;  // where the running command's reply starts (invariant 5)
   bool reply_off_ = false;      // CLIENT REPLY OFF
   bool skip_next_ = false;      // CLIENT REPLY SKIP: the next command's reply is dropped
@@ -132,8 +132,8 @@ class RespSession : public Client {
   std::vector<PendingPublish> pending_;
   std::string pending_bytes_;
   bool closing_ = false;
-  bool held_ = false;            // invariant 4
-  bool hold_started_ = false;    // hold_until_ is set
+  bool held_ = false;          // invariant 4
+  bool hold_started_ = false;  // hold_until_ is set
   std::chrono::steady_clock::time_point hold_until_{};
   std::vector<std::string> held_command_;
   std::string held_input_;

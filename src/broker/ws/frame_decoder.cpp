@@ -9,9 +9,7 @@ namespace {
 
 constexpr bool is_control(Opcode op) noexcept { return (static_cast<std::uint8_t>(op) & 0x8) != 0; }
 
-constexpr bool known_opcode(std::uint8_t op) noexcept {
-  return op <= 0x2 || (op >= 0x8 && op <= 0xA);
-}
+constexpr bool known_opcode(std::uint8_t op) noexcept { return op <= 0x2 || (op >= 0x8 && op <= 0xA); }
 
 // dst[i] = src[i] ^ mask[(pos + i) % 4], eight bytes at a time.
 void unmask(char* dst, const char* src, std::size_t n, const std::array<unsigned char, 4>& mask,
@@ -33,9 +31,9 @@ void unmask(char* dst, const char* src, std::size_t n, const std::array<unsigned
 }  // namespace
 
 bool FrameDecoder::valid_close_code(std::uint16_t code) noexcept {
-  if (code >= 3000 && code <= 4999) return true;       // registered and private use
+  if (code >= 3000 && code <= 4999) return true;  // registered and private use
   if (code >= 1000 && code <= 1003) return true;
-  return code >= 1007 && code <= 1014;                  // 1004-1006 and 1015 are never sent
+  return code >= 1007 && code <= 1014;  // 1004-1006 and 1015 are never sent
 }
 
 FrameDecoder::Status FrameDecoder::fail(CloseCode code, std::string_view why) noexcept {
@@ -116,8 +114,7 @@ FrameDecoder::Status FrameDecoder::decode(std::string_view& in) {
         mask_pos_ = (mask_pos_ + n) & 3;
         remaining_ -= n;
         in.remove_prefix(n);
-        if (!is_control(opcode_) && message_opcode_ == Opcode::kText &&
-            !utf8_.feed(std::string_view(dst, n))) {
+        if (!is_control(opcode_) && message_opcode_ == Opcode::kText && !utf8_.feed(std::string_view(dst, n))) {
           return fail(CloseCode::kInvalidPayload, "text message is not valid UTF-8");
         }
         if (remaining_ == 0) {
@@ -181,7 +178,7 @@ FrameDecoder::Status FrameDecoder::finish_frame() noexcept {
       payload_ = {};
       if (control_len_ >= 2) {
         const auto code = static_cast<std::uint16_t>((static_cast<unsigned char>(control_[0]) << 8) |
-                                                      static_cast<unsigned char>(control_[1]));
+                                                     static_cast<unsigned char>(control_[1]));
         if (!valid_close_code(code)) return fail(CloseCode::kProtocolError, "invalid close code");
         const std::string_view reason(control_.data() + 2, control_len_ - 2);
         if (!is_valid_utf8(reason)) return fail(CloseCode::kProtocolError, "close reason is not UTF-8");

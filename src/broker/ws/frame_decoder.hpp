@@ -97,9 +97,9 @@ class FrameDecoder {
   std::uint64_t remaining_ = 0;  // payload bytes of this frame still to come
   std::size_t mask_pos_ = 0;     // payload bytes of this frame read so far, mod 4
   // The data message being reassembled.
-  bool in_message_ = false;      // a data frame without FIN came; continuations follow
+  bool in_message_ = false;  // a data frame without FIN came; continuations follow
   Opcode message_opcode_ = Opcode::kText;
-  bool clear_message_ = false;   // the last event handed out message_: clear it first
+  bool clear_message_ = false;  // the last event handed out message_: clear it first
   std::string message_;
   Utf8Validator utf8_;
   std::array<char, kMaxControl> control_{};

@@ -23,7 +23,7 @@ enum class CloseCode : std::uint16_t {
   kGoingAway = 1001,
   kProtocolError = 1002,
   kUnsupportedData = 1003,
-  kInvalidPayload = 1007,  // e.g. a text message that is not UTF-8
+  kInvalidPayload = 1007,   // e.g. a text message that is not UTF-8
   kPolicyViolation = 1008,  // e.g. a frame before a good auth
   kMessageTooBig = 1009,
   kInternalError = 1011,

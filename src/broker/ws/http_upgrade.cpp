@@ -104,8 +104,7 @@ HttpUpgrade::Status HttpUpgrade::feed(std::string_view& in) {
   in.remove_prefix(n);
   for (;;) {
     boost::beast::error_code ec;
-    const std::size_t used =
-        parser_->p.put(boost::asio::buffer(buf_.data() + consumed_, buf_.size() - consumed_), ec);
+    const std::size_t used = parser_->p.put(boost::asio::buffer(buf_.data() + consumed_, buf_.size() - consumed_), ec);
     consumed_ += used;
     if (ec == http::error::need_more) break;
     if (ec == http::error::header_limit) {
@@ -137,8 +136,8 @@ HttpUpgrade::Status HttpUpgrade::route() {
       return respond(text(400, "Bad request: the Connection header must include \"upgrade\""));
     }
     if (sv(req[http::field::sec_websocket_version]) != "13") {
-      return respond(text(426, "Upgrade required: only WebSocket version 13 is supported",
-                          "Sec-WebSocket-Version: 13\r\n"));
+      return respond(
+          text(426, "Upgrade required: only WebSocket version 13 is supported", "Sec-WebSocket-Version: 13\r\n"));
     }
     const std::string_view key = sv(req[http::field::sec_websocket_key]);
     std::string raw;

@@ -88,7 +88,7 @@ class HttpUpgrade {
 
   const HttpRoutes& routes_;
   std::unique_ptr<Parser> parser_;
-  std::string buf_;          // received bytes not yet consumed by the parser
+  std::string buf_;           // received bytes not yet consumed by the parser
   std::size_t consumed_ = 0;  // bytes of buf_ the parser consumed
   std::string response_;
   std::string target_;

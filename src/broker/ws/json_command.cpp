@@ -23,8 +23,7 @@ std::string field_error(std::string_view type, std::string_view name, std::strin
 }
 
 // The string field `name`: required and non-empty, or an error naming it.
-tl::expected<std::string, std::string> required_string(const json& obj, std::string_view type,
-                                                       const char* name) {
+tl::expected<std::string, std::string> required_string(const json& obj, std::string_view type, const char* name) {
   const auto it = obj.find(name);
   if (it == obj.end()) return Error(field_error(type, name, "is missing"));
   if (!it->is_string()) return Error(field_error(type, name, "must be a string"));
@@ -49,7 +48,8 @@ tl::expected<std::string, std::string> payload(const json& obj) {
     if (!enc->is_string() || enc->get_ref<const std::string&>() != "base64") {
       return Error(field_error("publish", "encoding", "must be \"base64\" (or absent)"));
     }
-    if (!it->is_string()) return Error(field_error("publish", "payload", "must be a string with \"encoding\":\"base64\""));
+    if (!it->is_string())
+      return Error(field_error("publish", "payload", "must be a string with \"encoding\":\"base64\""));
     std::string bytes;
     if (!base64_decode(it->get_ref<const std::string&>(), Base64::kStandard, bytes)) {
       return Error(field_error("publish", "payload", "is not valid base64"));

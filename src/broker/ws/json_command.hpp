@@ -29,14 +29,14 @@ struct JsonCommand {
   enum class Type : std::uint8_t { kAuth, kSubscribe, kUnsubscribe, kPublish, kAck };
 
   Type type = Type::kAuth;
-  std::string token;  // auth
-  std::string topic;  // subscribe, unsubscribe, publish: never empty; ack: optional (empty: none)
+  std::string token;    // auth
+  std::string topic;    // subscribe, unsubscribe, publish: never empty; ack: optional (empty: none)
   std::string payload;  // publish: the bytes to publish
   // publish (optional) and ack (required): a JSON string as is, a non-negative
   // integer as its decimal text. The broker numbers messages per channel itself;
   // a publisher's id is accepted for PopSub's clients and not used.
   std::optional<std::string> message_id;
-  std::uint8_t qos = 0;  // publish, subscribe: 0 or 1
+  std::uint8_t qos = 0;   // publish, subscribe: 0 or 1
   std::string client_id;  // subscribe (optional): the durable session's name (docs/guarantees.md)
   // subscribe (optional, at most one of the two; docs/guarantees.md "Recovery"):
   // recover every message after `since`, or send the last `history` first.

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "broker/core/decimal_digits.hpp"
 #include "broker/core/base64.hpp"
+#include "broker/core/decimal_digits.hpp"
 #include "broker/ws/frame_header.hpp"
 #include "broker/ws/utf8.hpp"
 
@@ -95,14 +95,29 @@ char* put_value(char* p, const Value& v) {
       const auto c = static_cast<unsigned char>(raw[i++]);
       char named = 0;
       switch (c) {
-        case '"': named = '"'; break;
-        case '\\': named = '\\'; break;
-        case '\b': named = 'b'; break;
-        case '\f': named = 'f'; break;
-        case '\n': named = 'n'; break;
-        case '\r': named = 'r'; break;
-        case '\t': named = 't'; break;
-        default: break;
+        case '"':
+          named = '"';
+          break;
+        case '\\':
+          named = '\\';
+          break;
+        case '\b':
+          named = 'b';
+          break;
+        case '\f':
+          named = 'f';
+          break;
+        case '\n':
+          named = 'n';
+          break;
+        case '\r':
+          named = 'r';
+          break;
+        case '\t':
+          named = 't';
+          break;
+        default:
+          break;
       }
       if (named != 0) {
         *p++ = '\\';
@@ -121,7 +136,7 @@ char* put_value(char* p, const Value& v) {
 // `"name":value,` and its flag `"name_encoding":"base64",` when base64.
 std::size_t field_size(std::string_view name, const Value& v) noexcept {
   std::size_t n = name.size() + 4 + v.size;  // quotes, colon, comma
-  if (v.base64) n += name.size() + 21;        // "<name>_encoding":"base64",
+  if (v.base64) n += name.size() + 21;       // "<name>_encoding":"base64",
   return n;
 }
 

@@ -22,7 +22,7 @@ class Utf8Validator {
   void reset() noexcept { *this = Utf8Validator{}; }
 
  private:
-  std::uint8_t need_ = 0;     // continuation bytes still expected
+  std::uint8_t need_ = 0;      // continuation bytes still expected
   std::uint8_t lower_ = 0x80;  // bounds of the next continuation byte
   std::uint8_t upper_ = 0xBF;
   bool failed_ = false;

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "broker/core/glob.hpp"
-#include "broker/ws/json_delivery.hpp"
 #include "broker/guarantees/replay.hpp"
+#include "broker/ws/json_delivery.hpp"
 #include "broker/ws/server_frame.hpp"
 #include "ringcast/broker/token.hpp"
 
@@ -185,8 +185,9 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     return;
   }
   if (!c.client_id.empty() && (c.since || c.history)) {
-    send_error("subscribe: a durable subscription (\"client_id\") resumes where it stood; \"since\" and "
-               "\"history\" are for the others");
+    send_error(
+        "subscribe: a durable subscription (\"client_id\") resumes where it stood; \"since\" and "
+        "\"history\" are for the others");
     return;
   }
   if (!c.client_id.empty() && c.qos != 1) {
@@ -210,7 +211,9 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     settings.max_retries = cfg.max_retries;
     settings.max_waiting_bytes = cfg.queue_limits.hard_bytes;
     settings.policy = cfg.overflow_policy;
-    auto make = [&] { return std::make_unique<AckTracker>(settings, core().clock(), WireFormat::kJson, json_redelivery); };
+    auto make = [&] {
+      return std::make_unique<AckTracker>(settings, core().clock(), WireFormat::kJson, json_redelivery);
+    };
     if (c.client_id.empty()) {
       own_tracker_ = make();
       tracker_ = own_tracker_.get();
@@ -264,7 +267,7 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     reply["offset"] = replay ? replay->offset() : history->store().top(c.topic);
     reply["epoch"] = history->epoch();
   }
-  send_text(to_text(reply));  // under the index lock (invariant 1)
+  send_text(to_text(reply));                    // under the index lock (invariant 1)
   if (replay) push_messages(replay->frames());  // still under it: before every live message
   // Invariant 7: still under the index lock, so no live message of the topic
   // can come before or between the session's redeliveries and what it missed.
@@ -292,8 +295,8 @@ void WsSession::resume_durable(const std::string& topic) {
   if (store == nullptr || from >= top) return;
   auto read = store->read_since(topic, from, static_cast<std::size_t>(top - from));
   if (!read) {
-    send_error("subscribe: cannot read the history of '" + std::string(prefix(topic, 128)) + "': " +
-               read.error().message());
+    send_error("subscribe: cannot read the history of '" + std::string(prefix(topic, 128)) +
+               "': " + read.error().message());
     return;
   }
   if (read->status != ReadStatus::kOk) {
@@ -323,7 +326,8 @@ void WsSession::save_floors() {
   for (const std::string& ch : channels()) {
     // Only channels this session was delivered on: a floor saved for another
     // would make a later durable subscription replay from it.
-    if (tracker_->last_offered(ch) > 0) core().durable().save_floor(session_->client_id, ch, tracker_->resume_floor(ch));
+    if (tracker_->last_offered(ch) > 0)
+      core().durable().save_floor(session_->client_id, ch, tracker_->resume_floor(ch));
   }
   session_->saved = std::chrono::steady_clock::now();
 }
@@ -375,8 +379,8 @@ void WsSession::cmd_ack(const JsonCommand& c) {
   }
   std::string what = "ack: no delivery awaits an ack with message_id " + std::string(prefix(text, 64));
   if (!c.topic.empty()) what += " on '" + std::string(prefix(c.topic, 128)) + "'";
-  if (r == AckResult::kAmbiguous) what = "ack: message_id " + std::string(prefix(text, 64)) +
-                                         " is awaited on several topics; add \"topic\"";
+  if (r == AckResult::kAmbiguous)
+    what = "ack: message_id " + std::string(prefix(text, 64)) + " is awaited on several topics; add \"topic\"";
   send_error(what);
 }
 

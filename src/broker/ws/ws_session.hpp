@@ -99,7 +99,7 @@ class WsSession final : public Client {
 
   std::unique_ptr<HttpUpgrade> http_;  // until the upgrade; freed after it
   FrameDecoder decoder_;
-  std::string frame_;  // the frame being built, reused
+  std::string frame_;              // the frame being built, reused
   AckTracker* tracker_ = nullptr;  // invariant 6: own_tracker_'s, or the durable session's
   std::unique_ptr<AckTracker> own_tracker_;
   std::shared_ptr<DurableSessions::Session> session_;  // with a client_id

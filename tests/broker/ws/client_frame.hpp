@@ -11,8 +11,8 @@ struct ClientFrame {
   std::uint8_t opcode = 0x1;
   bool fin = true;
   bool masked = true;
-  std::uint8_t rsv = 0;           // bits 0x70 of the first byte
-  int len_bytes = 0;              // 0: minimal; 2 or 8: force that extended length
+  std::uint8_t rsv = 0;  // bits 0x70 of the first byte
+  int len_bytes = 0;     // 0: minimal; 2 or 8: force that extended length
   std::uint32_t mask = 0x37fa213d;
 };
 

@@ -141,13 +141,12 @@ TEST(FrameDecoderTest, RejectsANewDataFrameInsideAFragmentedMessage) {
 TEST(FrameDecoderTest, RejectsMessagesOverTheSizeLimit) {
   EXPECT_EQ(error_code_of(client_frame(std::string(101, 'a')), 100), 1009);
   // The limit holds for the reassembled message, not just each frame.
-  EXPECT_EQ(error_code_of(client_frame(std::string(60, 'a'), {.fin = false}) +
-                              client_frame(std::string(41, 'a'), {.opcode = 0}),
-                          100),
-            1009);
-  const auto ev = run_all_splits(client_frame(std::string(60, 'a'), {.fin = false}) +
-                                     client_frame(std::string(40, 'a'), {.opcode = 0}),
-                                 100);
+  EXPECT_EQ(
+      error_code_of(
+          client_frame(std::string(60, 'a'), {.fin = false}) + client_frame(std::string(41, 'a'), {.opcode = 0}), 100),
+      1009);
+  const auto ev = run_all_splits(
+      client_frame(std::string(60, 'a'), {.fin = false}) + client_frame(std::string(40, 'a'), {.opcode = 0}), 100);
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0].payload.size(), 100u);
 }
@@ -164,9 +163,9 @@ TEST(FrameDecoderTest, RejectsAHugeDeclaredLengthBeforeItsPayloadArrives) {
 
 TEST(FrameDecoderTest, RejectsTextThatIsNotUtf8) {
   EXPECT_EQ(error_code_of(client_frame("\xff")), 1007);
-  EXPECT_EQ(error_code_of(client_frame("a\xc3")), 1007);            // truncated at the end
-  EXPECT_EQ(error_code_of(client_frame("\xed\xa0\x80")), 1007);     // a surrogate
-  EXPECT_EQ(error_code_of(client_frame("\xc0\xaf")), 1007);         // overlong
+  EXPECT_EQ(error_code_of(client_frame("a\xc3")), 1007);         // truncated at the end
+  EXPECT_EQ(error_code_of(client_frame("\xed\xa0\x80")), 1007);  // a surrogate
+  EXPECT_EQ(error_code_of(client_frame("\xc0\xaf")), 1007);      // overlong
   // A sequence split across fragments is fine; binary is never checked.
   const auto ev = run_all_splits(client_frame("\xe2\x82", {.fin = false}) + client_frame("\xac", {.opcode = 0}) +
                                  client_frame("\xff", {.opcode = 2}));
@@ -249,7 +248,9 @@ TEST(ServerFrameTest, CloseFramesCarryTheCodeAndReason) {
   EXPECT_EQ(out, std::string("\x88\x09\x03\xf1too big", 11));
   out.clear();
   append_server_frame(out, Opcode::kPong, "abc");
-  EXPECT_EQ(out, "\x8a\x03" "abc");
+  EXPECT_EQ(out,
+            "\x8a\x03"
+            "abc");
 }
 
 TEST(Utf8ValidatorTest, AcceptsValidAndRejectsInvalidSequences) {

@@ -81,10 +81,14 @@ TEST(HttpUpgradeTest, UpgradesAndNeverOffersCompression) {
 }
 
 TEST(HttpUpgradeTest, BytesAfterTheRequestAreLeftForTheFrameDecoder) {
-  const std::string in = std::string(kUpgrade) + "\x81\x80" "abcd";
+  const std::string in = std::string(kUpgrade) +
+                         "\x81\x80"
+                         "abcd";
   const Result r = run(in);
   EXPECT_EQ(r.status, Status::kUpgraded);
-  EXPECT_EQ(r.rest, "\x81\x80" "abcd");
+  EXPECT_EQ(r.rest,
+            "\x81\x80"
+            "abcd");
 }
 
 TEST(HttpUpgradeTest, HeaderNamesAndTokensAreCaseInsensitive) {
@@ -103,10 +107,10 @@ TEST(HttpUpgradeTest, WrongVersionGets426WithTheSupportedVersion) {
 
 TEST(HttpUpgradeTest, MalformedUpgradesGet400) {
   for (const std::string& bad : {
-           with_header("Sec-WebSocket-Key", ""),                                  // no key
-           with_header("Sec-WebSocket-Key", "Sec-WebSocket-Key: c2hvcnQ=\r\n"),   // not 16 bytes
-           with_header("Sec-WebSocket-Key", "Sec-WebSocket-Key: !!!!\r\n"),       // not base64
-           with_header("Connection", "Connection: keep-alive\r\n"),               // no upgrade token
+           with_header("Sec-WebSocket-Key", ""),                                   // no key
+           with_header("Sec-WebSocket-Key", "Sec-WebSocket-Key: c2hvcnQ=\r\n"),    // not 16 bytes
+           with_header("Sec-WebSocket-Key", "Sec-WebSocket-Key: !!!!\r\n"),        // not base64
+           with_header("Connection", "Connection: keep-alive\r\n"),                // no upgrade token
            std::string("POST / HTTP/1.1\r\n") + std::string(kUpgrade.substr(16)),  // not GET
            std::string("GET / HTTP/1.0\r\n") + std::string(kUpgrade.substr(16)),   // not 1.1
            std::string("GARBAGE\r\n\r\n"),
@@ -123,8 +127,7 @@ TEST(HttpUpgradeTest, PlainGetServesTheLivePage) {
   EXPECT_EQ(r.response.rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
   EXPECT_NE(r.response.find("Content-Type: text/html; charset=utf-8\r\n"), std::string::npos);
   EXPECT_NE(r.response.find("Connection: close\r\n"), std::string::npos);
-  EXPECT_NE(r.response.find("Content-Length: " + std::to_string(live_page_html().size()) + "\r\n"),
-            std::string::npos);
+  EXPECT_NE(r.response.find("Content-Length: " + std::to_string(live_page_html().size()) + "\r\n"), std::string::npos);
   EXPECT_EQ(r.response.substr(r.response.size() - live_page_html().size()), live_page_html());
   EXPECT_NE(live_page_html().find("<html"), std::string_view::npos);
 }

@@ -140,8 +140,7 @@ TEST(JsonCommandTest, SubscribeTakesSinceOrHistory) {
   EXPECT_FALSE(last.since.has_value());
   const JsonCommand plain = ok(R"({"type":"subscribe","topic":"t","since":null})");
   EXPECT_FALSE(plain.since || plain.history);
-  const std::string bad_since =
-      R"(subscribe: "since" must be {"offset": a non-negative integer, "epoch": a string})";
+  const std::string bad_since = R"(subscribe: "since" must be {"offset": a non-negative integer, "epoch": a string})";
   EXPECT_EQ(err(R"({"type":"subscribe","topic":"t","since":{"offset":-1,"epoch":"e"}})"), bad_since);
   EXPECT_EQ(err(R"({"type":"subscribe","topic":"t","since":{"offset":1}})"), bad_since);
   EXPECT_EQ(err(R"({"type":"subscribe","topic":"t","since":{"offset":1,"epoch":2}})"), bad_since);

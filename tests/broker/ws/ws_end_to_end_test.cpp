@@ -16,11 +16,11 @@
 
 #include "client_frame.hpp"
 #include "fd_io.hpp"
+#include "prometheus_text.hpp"
+#include "resp_client.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/broker/token.hpp"
 #include "tcp_loopback.hpp"
-#include "prometheus_text.hpp"
-#include "resp_client.hpp"
 #include "ws_client.hpp"
 
 namespace ringcast::broker::ws {
@@ -146,8 +146,8 @@ TEST_F(WsEndToEndTest, WebSocketPublishReachesRespAndWebSocketSubscribers) {
   subscribe(ws_sub, "news");
   WsClient pub(ws_port());
   ASSERT_TRUE(pub.send_json({{"type", "publish"}, {"topic", "news"}, {"payload", "Hello"}}));
-  ASSERT_TRUE(pub.send_json({{"type", "publish"}, {"topic", "news"}, {"payload", {{"px", 1.5}}}, {"qos", 1},
-                             {"message_id", "id-123"}}));
+  ASSERT_TRUE(pub.send_json(
+      {{"type", "publish"}, {"topic", "news"}, {"payload", {{"px", 1.5}}}, {"qos", 1}, {"message_id", "id-123"}}));
   EXPECT_TRUE(sub.expect("*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nHello\r\n"));
   EXPECT_TRUE(sub.expect(ringcast::test::resp_message("news", R"({"px":1.5})")));
   EXPECT_TRUE(psub.expect("*4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$5\r\nHello\r\n"));
@@ -281,7 +281,8 @@ TEST_F(WsEndToEndTest, BadFramesCloseWithTheirCodeAndTouchNothingElse) {
       {"bad close code", client_frame(close_payload(1005), {.opcode = 0x8}), 1002},
       {"one-byte close", client_frame("x", {.opcode = 0x8}), 1002},
       {"invalid UTF-8", client_frame("{\"type\":\"\xff\"}"), 1007},
-      {"truncated UTF-8 across fragments", client_frame("\xe2\x82", {.fin = false}) + client_frame("(", {.opcode = 0}), 1007},
+      {"truncated UTF-8 across fragments", client_frame("\xe2\x82", {.fin = false}) + client_frame("(", {.opcode = 0}),
+       1007},
       {"oversized", client_frame(std::string(kMaxMessage + 1, 'a'), {.opcode = 0x2}), 1009},
       {"oversized when reassembled",
        client_frame(std::string(kMaxMessage / 2, 'a'), {.fin = false}) +

@@ -80,10 +80,9 @@ TEST(WsQos1Test, PubackCarriesTheChannelsMessageIdAndThePublishersOwnId) {
   auto b = start_broker(60s, 5);
   ASSERT_NE(b, nullptr);
   WsClient pub(b->ws_port());
-  ASSERT_TRUE(pub.send_json(
-      {{"type", "publish"}, {"topic", "t"}, {"payload", "x"}, {"qos", 1}, {"message_id", "id-123"}}));
-  EXPECT_EQ(next(pub),
-            (json{{"type", "puback"}, {"topic", "t"}, {"message_id", 1}, {"client_message_id", "id-123"}}));
+  ASSERT_TRUE(
+      pub.send_json({{"type", "publish"}, {"topic", "t"}, {"payload", "x"}, {"qos", 1}, {"message_id", "id-123"}}));
+  EXPECT_EQ(next(pub), (json{{"type", "puback"}, {"topic", "t"}, {"message_id", 1}, {"client_message_id", "id-123"}}));
   EXPECT_EQ(publish_qos1(pub, "t", "y"), 2u);
   ASSERT_TRUE(pub.send_json({{"type", "publish"}, {"topic", "t"}, {"payload", "z"}}));
   EXPECT_TRUE(frames_before_probe(pub).empty()) << "a QoS 0 publish gets no puback";
