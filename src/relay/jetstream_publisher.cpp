@@ -112,6 +112,7 @@ tl::expected<std::unique_ptr<JetStreamPublisher>, std::string> JetStreamPublishe
     }
   }
   std::vector<const char*> subject_ptrs;
+  subject_ptrs.reserve(wanted.size());
   for (const auto& w : wanted) subject_ptrs.push_back(w.c_str());
   jsStreamConfig sc;
   jsStreamConfig_Init(&sc);
@@ -155,6 +156,7 @@ JetStreamPublisher::~JetStreamPublisher() {
   if (js_ != nullptr) jsCtx_Destroy(js_);
 }
 
+// NOLINTNEXTLINE(bugprone-exception-escape): see the header
 bool JetStreamPublisher::publish(const char* subject, std::string_view body, const char* source, std::uint64_t seq,
                                  const std::atomic<bool>& stop) noexcept {
   // relaxed: statistics. Counted before libnats can call on_ack for it, so
@@ -211,6 +213,7 @@ void JetStreamPublisher::on_ack(jsCtx* /*js*/, natsMsg* msg, jsPubAck* pa, jsPub
   self->retry_or_give_up(msg, pae != nullptr ? pae->Err : NATS_ERR, pae != nullptr ? pae->ErrText : nullptr);
 }
 
+// NOLINTNEXTLINE(bugprone-exception-escape): see the header
 void JetStreamPublisher::retry_or_give_up(natsMsg* msg, natsStatus err, const char* text) noexcept {
   const int attempt = attempt_of(msg);
   std::unique_lock lock(mu_);
@@ -244,6 +247,7 @@ void JetStreamPublisher::retry_or_give_up(natsMsg* msg, natsStatus err, const ch
   natsMsg_Destroy(msg);
 }
 
+// NOLINTNEXTLINE(bugprone-exception-escape): see the header
 void JetStreamPublisher::resend_unacked() noexcept {
   natsMsgList unacked{};
   if (js_PublishAsyncGetPendingList(&unacked, js_) != NATS_OK) return;

@@ -74,6 +74,10 @@ class JetStreamPublisher {
   // `stop` is set. True when libnats took the message (its outcome then ends in
   // the counters, invariant 1); false only when it could not be handed over
   // (stop set while waiting, or the connection closed for good), counted failed.
+  // May throw only if a mutex fails or memory runs out (an id past
+  // memory_buffer's 500 inline bytes, queueing a retry): terminating is the
+  // right end then.
+  // NOLINTNEXTLINE(bugprone-exception-escape)
   bool publish(const char* subject, std::string_view body, const char* source, std::uint64_t seq,
                const std::atomic<bool>& stop) noexcept;
 
@@ -100,8 +104,12 @@ class JetStreamPublisher {
   void retry_loop();
   // Queues `msg` for another attempt, or counts it failed and logs it when it
   // has made max_attempts (or the publisher closes). Takes mu_.
+  // May throw only if a mutex fails: terminating is the right end then.
+  // NOLINTNEXTLINE(bugprone-exception-escape)
   void retry_or_give_up(natsMsg* msg, natsStatus err, const char* text) noexcept;
   // Invariant 4: every message libnats still awaits an ack for, retried.
+  // May throw only if a mutex fails: terminating is the right end then.
+  // NOLINTNEXTLINE(bugprone-exception-escape)
   void resend_unacked() noexcept;
   // Outstanding = published - acked - failed (invariant 1).
   [[nodiscard]] std::uint64_t pending() const noexcept;

@@ -9,7 +9,8 @@
 namespace ringcast::relay {
 
 tl::expected<std::unique_ptr<RingTarget>, std::string> RingTarget::open(const std::string& path,
-                                                                        const NatsIngressConfig& config, LogFn log) {
+                                                                        const NatsIngressConfig& config,
+                                                                        const LogFn& log) {
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;
   // reap_on_full: a consumer that died holding its entry must not stall the

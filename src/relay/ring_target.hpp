@@ -30,7 +30,7 @@ class RingTarget final : public IngressTarget {
   // and claims its producer role. Errors name the path and the reason
   // ("has a live producer (pid 123)").
   static tl::expected<std::unique_ptr<RingTarget>, std::string> open(const std::string& path,
-                                                                     const NatsIngressConfig& config, LogFn log);
+                                                                     const NatsIngressConfig& config, const LogFn& log);
 
   void on_gap(std::string_view subject, std::uint64_t lost) noexcept override;
   Outcome deliver(std::string_view subject, std::span<const std::byte> payload,
