@@ -133,6 +133,16 @@ enum class IdleStrategy : std::uint8_t {
   kBlock,          // sleep on the futex at once
 };
 
+// How a producer wakes consumers asleep in recv_wait (set_wake_policy).
+enum class WakePolicy : std::uint8_t {
+  kAuto,     // the default: kChain while the producer wakes sleepers more often than every
+             // 50 us and more of them sleep than it has other CPUs, else kWakeAll
+  kWakeAll,  // the producer wakes every sleeper in its one FUTEX_WAKE: the lowest
+             // latency when it has time to spare (each sleeper costs it ~1 us)
+  kChain,    // the producer wakes one sleeper per other CPU, and the first of them to
+             // run wakes the rest: the producer's cost stays flat however many sleep
+};
+
 // Where a new consumer's cursor starts (register_consumer).
 enum class StartAt : std::uint8_t {
   kLatest,  // the current producer position: only messages published from now on
@@ -271,6 +281,16 @@ class BroadcastRing {
   // rules as try_recv / try_push.
   RecvResult recv_wait(ConsumerId id, std::span<std::byte, kMaxPayload> out, std::chrono::nanoseconds timeout,
                        IdleStrategy idle = IdleStrategy::kSpinThenBlock) noexcept;
+  // How this handle, as the producer, wakes sleeping consumers (docs/memory-ordering.md,
+  // "The wake chain"). Process-local; set it before pushing (producer thread).
+  void set_wake_policy(WakePolicy policy) noexcept { wake_policy_ = policy; }
+  // Waits of this handle that ended on a capped sleep rather than a wake-up:
+  // membarrier(2) refused, or a consumer stopped or killed while it should
+  // have passed a wake-up on. Each was late by up to the cap (1 ms / 100 ms).
+  [[nodiscard]] std::uint64_t late_wakeups() const noexcept {
+    // relaxed: a statistic, read by nobody's protocol.
+    return late_wakeups_.load(std::memory_order_relaxed);
+  }
   [[nodiscard]] Errc push_wait(std::span<const std::byte> payload, std::chrono::nanoseconds timeout,
                                IdleStrategy idle = IdleStrategy::kSpinThenBlock) noexcept;
 
@@ -342,10 +362,10 @@ class BroadcastRing {
   }
   // After an entry is freed (unregister, reap): wakes a producer waiting for room.
   void wake_producer_after_free() noexcept;
-  // Clears the waiting bit of `line`, bumps its epoch and wakes every sleeper;
-  // with `fenced`, also sets kSignalFenced (data_wait, by the producer).
-  void wake(layout::WaitLine& line, bool fenced) noexcept;
-  // The producer found a consumer asleep: wake it and fence from now on.
+  // A consumer advanced or an entry was freed while the producer sleeps for room: wake it.
+  void wake_producer() noexcept;
+  // The producer found consumers asleep: wake the first of them (the rest
+  // follow along the wake chain) and fence from now on.
   void wake_consumers() noexcept;
   // The producer's fenced mode found no sleeper for a while: drop it.
   void leave_fenced() noexcept;
@@ -389,7 +409,10 @@ class BroadcastRing {
   // full fence on itself and spares each sleeper a membarrier.
   bool fenced_ = false;
   std::uint32_t quiet_publishes_ = 0;  // fenced publishes since the last wake
-  WaitState push_wait_;                // push_wait's history
+  std::int64_t last_wake_ns_ = 0;      // when this producer last woke consumers
+  WakePolicy wake_policy_ = WakePolicy::kAuto;
+  std::atomic<std::uint64_t> late_wakeups_{0};  // see late_wakeups()
+  WaitState push_wait_;                         // push_wait's history
   // Consumers registered through this handle, one bit per id (read by every
   // receive, written only by register/unregister): a line of its own too.
   alignas(kCacheLine) std::atomic<std::uint32_t> owned_{0};
@@ -518,7 +541,7 @@ inline void BroadcastRing::advance_cursor(ConsumerId id, std::uint64_t next) noe
   light_barrier();
   // relaxed: ordered by the barrier pair above.
   if ((header_->space_wait.signal.load(std::memory_order_relaxed) & kSignalWaiting) != 0) [[unlikely]] {
-    wake(header_->space_wait, false);
+    wake_producer();
   }
 }
 

@@ -34,7 +34,7 @@ inline constexpr std::uint64_t kMaxCapacity = std::uint64_t{1} << 30;
 inline constexpr std::uint64_t kMagic = 0x5453414347'4E4952;
 // 2: the wait lines (offsets 64 and 128) replace version 1's futex words in the
 // ProducerLine, and blocking works on every ring (docs/memory-ordering.md).
-inline constexpr std::uint32_t kLayoutVersion = 2;
+inline constexpr std::uint32_t kLayoutVersion = 3;
 
 // ProducerLine::flags bits, fixed at creation.
 inline constexpr std::uint32_t kFlagLossy = 1U << 0;    // producer never waits; readers may be lapped
@@ -43,10 +43,13 @@ inline constexpr std::uint32_t kKnownFlags = kFlagLossy | kFlagWakeups;
 
 // WaitLine::signal: bit 0, a waiter is (about to be) asleep on this line;
 // bit 1 (data_wait only), the producer fences after every publish, so a
-// waiter that sees it needs no membarrier; bits 2..31, the wake epoch.
+// waiter that sees it needs no membarrier; bit 2 (data_wait only), the wake
+// that began this epoch woke only some of the previous epoch's sleepers, and
+// each of them passes the wake-up on (the wake chain); bits 3..31, the epoch.
 inline constexpr std::uint32_t kSignalWaiting = 1U;
 inline constexpr std::uint32_t kSignalFenced = 2U;
-inline constexpr std::uint32_t kSignalEpochStep = 4U;
+inline constexpr std::uint32_t kSignalChained = 4U;
+inline constexpr std::uint32_t kSignalEpochStep = 8U;
 
 // ConsumerEntry::state values.
 inline constexpr std::uint32_t kConsumerFree = 0;
@@ -77,9 +80,11 @@ struct alignas(kCacheLine) ProducerLine {
 // its own so that the other side's per-message check (one relaxed load of
 // `signal`) hits a line that is written only when someone goes to sleep.
 struct alignas(kCacheLine) WaitLine {
-  // 0: futex word (kSignal* bits). Waiters set bit 0 (fetch_or); the waking
-  // side clears it and bumps the epoch in one CAS, then calls FUTEX_WAKE once
-  // for every sleeper. Only the producer sets or clears bit 1.
+  // 0: futex word (kSignal* bits). Waiters set bit 0 (fetch_or) and sleep
+  // with the futex bit of their epoch; the waking side clears bit 0 and bumps
+  // the epoch in one CAS, then makes one FUTEX_WAKE for that epoch's sleepers
+  // (on data_wait a busy producer wakes only some and sets bit 2: each of
+  // them wakes the rest). Only the producer sets or clears bits 1 and 2.
   std::atomic<std::uint32_t> signal;
   std::atomic<std::uint32_t> sleepers;  // 4: waiters inside futex_wait (display only)
   std::uint8_t reserved[56];            // 8: zero

@@ -17,6 +17,7 @@
 #include <bit>
 #include <cerrno>
 #include <ctime>
+#include <limits>
 #include <thread>
 #include <utility>
 
@@ -107,6 +108,67 @@ unsigned usable_cpus() noexcept {
     return static_cast<unsigned>(CPU_COUNT(&set));
   }();
   return cpus;
+}
+
+// The wake chain (docs/memory-ordering.md, "The wake chain"). A producer
+// that wakes consumers more often than every kBusyWakeIntervalNs has no time
+// to spare for one wake-up per sleeper (each costs it about a microsecond
+// inside FUTEX_WAKE, and at 100 k msgs/s it has 10): it wakes only as many
+// as can run beside it, and the first of them to run wakes the rest. A
+// producer with time to spare wakes every sleeper itself, so the consumers,
+// who are short of CPU when they outnumber the cores, are spared that work.
+constexpr std::int64_t kBusyWakeIntervalNs = 50'000;
+int producer_chain_wakes() noexcept {
+  static const int wakes = static_cast<int>(std::max(usable_cpus(), 2U) - 1);
+  return wakes;
+}
+
+// The futex bits of the sleepers of one epoch (the epoch modulo 32). A wake
+// passed on reaches only the sleepers of the epoch that ended, not consumers
+// that went back to sleep since; a sleeper 32 epochs older is woken too,
+// which costs one spurious wake-up.
+std::uint32_t epoch_bits(std::uint32_t signal) noexcept { return 1U << ((signal / kSignalEpochStep) % 32U); }
+
+// A consumer asleep on data_wait re-checks at least this often: if the
+// consumer woken before it is stopped (SIGSTOP, a debugger) or killed before
+// it passes the wake-up on, the rest of the chain is this late, not asleep
+// until its timeout. Idle consumers pay one futex round trip per interval.
+constexpr std::int64_t kChainRescueNs = 100'000'000;
+
+// Clears the waiting bit of `line` and bumps its epoch in one step; with
+// `fenced` also sets kSignalFenced, and sets or clears kSignalChained as
+// `chained` says (data_wait, by the producer). Returns the futex bits of the
+// epoch that ended, or 0 when no waiter had set the bit. Waiters only set the
+// bit, wakers only clear it, so of several concurrent wakers (consumers waking
+// the producer) exactly one wins and makes the system call; the rest see the
+// bit clear. release: pairs with the acquire fetch_or in wait(), so a waiter
+// that sees this value (and kSignalFenced) sees every store the waker made
+// before it.
+std::uint32_t end_epoch(layout::WaitLine& line, bool fenced, bool chained) noexcept {
+  // relaxed: the CAS below decides.
+  std::uint32_t v = line.signal.load(std::memory_order_relaxed);
+  while ((v & kSignalWaiting) != 0) {
+    std::uint32_t next = v & ~(kSignalWaiting | kSignalChained);
+    if (fenced) next |= kSignalFenced;
+    if (chained) next |= kSignalChained;
+    if (line.signal.compare_exchange_weak(v, next + kSignalEpochStep, std::memory_order_release,
+                                          std::memory_order_relaxed)) {
+      return epoch_bits(v);
+    }
+  }
+  return 0;
+}
+
+// Whether a consumer woken from the epoch value `slept` must wake the rest of
+// its epoch: yes unless the word shows that the wake which ended that epoch
+// woke every sleeper of it (the next epoch, kSignalChained clear). Only the
+// producer's CAS writes bit 2, and the later modifications within an epoch
+// keep it, so a relaxed load suffices: a stale value shows an older epoch,
+// and the consumer passes the wake on, which is never wrong.
+bool must_pass_on(const layout::WaitLine& line, std::uint32_t slept) noexcept {
+  const std::uint32_t now = line.signal.load(std::memory_order_relaxed);
+  const bool next_epoch = now / kSignalEpochStep == slept / kSignalEpochStep + 1;
+  return !next_epoch || (now & kSignalChained) != 0;
 }
 
 // How often a waiter recounts the ring's processes (16 loads of lines that
@@ -332,6 +394,10 @@ BroadcastRing& BroadcastRing::operator=(BroadcastRing&& other) noexcept {
   reap_clock_ = other.reap_clock_;
   fenced_ = other.fenced_;
   quiet_publishes_ = other.quiet_publishes_;
+  last_wake_ns_ = other.last_wake_ns_;
+  wake_policy_ = other.wake_policy_;
+  // relaxed: the moved-from handle is not in use (move requires exclusive access).
+  late_wakeups_.store(other.late_wakeups_.load(std::memory_order_relaxed), std::memory_order_relaxed);
   // relaxed: a handle is not used while it is moved (the caller's duty), and
   // owned_ is this handle's own bookkeeping, not part of the shared protocol.
   owned_.store(other.owned_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
@@ -392,7 +458,7 @@ Result<void> BroadcastRing::claim_producer() {
   seq_ = seq;
   // A previous producer may have left fenced mode on: consumers that see the
   // bit skip their membarrier, so keep fencing until leave_fenced() clears it.
-  // acquire: pairs with the release CAS that set it (wake()).
+  // acquire: pairs with the release CAS that set it (end_epoch()).
   fenced_ = (header_->data_wait.signal.load(std::memory_order_acquire) & kSignalFenced) != 0;
   quiet_publishes_ = 0;
   // 0 is a lower bound on every cursor; it makes the first push past
@@ -617,16 +683,26 @@ void BroadcastRing::wake_producer_after_free() noexcept {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // relaxed: ordered after the state store by the fence.
   if ((header_->space_wait.signal.load(std::memory_order_relaxed) & kSignalWaiting) != 0) {
-    wake(header_->space_wait, false);
+    wake_producer();
   }
 }
 
 void BroadcastRing::wake_consumers() noexcept {
-  // Set fenced_ first: the CAS in wake() publishes kSignalFenced, and every
+  // Set fenced_ first: the CAS in end_epoch() publishes kSignalFenced, and every
   // later publish of this thread must fence.
   fenced_ = true;
   quiet_publishes_ = 0;
-  wake(header_->data_wait, true);
+  layout::WaitLine& line = header_->data_wait;
+  const std::int64_t now = monotonic_ns();
+  // relaxed: `sleepers` only sizes the wake; kSignalChained keeps it correct.
+  const bool chained =
+      wake_policy_ == WakePolicy::kChain ||
+      (wake_policy_ == WakePolicy::kAuto && now - last_wake_ns_ < kBusyWakeIntervalNs &&
+       line.sleepers.load(std::memory_order_relaxed) > static_cast<std::uint32_t>(producer_chain_wakes()));
+  last_wake_ns_ = now;
+  if (const std::uint32_t bits = end_epoch(line, true, chained); bits != 0) {
+    detail::futex_wake(line.signal, chained ? producer_chain_wakes() : std::numeric_limits<int>::max(), bits);
+  }
 }
 
 void BroadcastRing::leave_fenced() noexcept {
@@ -649,21 +725,9 @@ void BroadcastRing::leave_fenced() noexcept {
   }
 }
 
-void BroadcastRing::wake(layout::WaitLine& line, bool fenced) noexcept {
-  // relaxed: the CAS below decides.
-  std::uint32_t v = line.signal.load(std::memory_order_relaxed);
-  // Clear the waiting bit and bump the epoch in one step. Waiters only set
-  // the bit, wakers only clear it, so of several concurrent wakers (consumers
-  // waking the producer) exactly one wins and makes the system call; the rest
-  // see the bit clear. release: pairs with the acquire fetch_or in wait(), so
-  // a waiter that sees this value (and kSignalFenced) sees every store the
-  // waker made before it.
-  while ((v & kSignalWaiting) != 0) {
-    const std::uint32_t next = ((v & ~kSignalWaiting) | (fenced ? kSignalFenced : 0U)) + kSignalEpochStep;
-    if (line.signal.compare_exchange_weak(v, next, std::memory_order_release, std::memory_order_relaxed)) {
-      detail::futex_wake_all(line.signal);
-      return;
-    }
+void BroadcastRing::wake_producer() noexcept {
+  if (end_epoch(header_->space_wait, false, false) != 0) {
+    detail::futex_wake(header_->space_wait.signal, std::numeric_limits<int>::max(), detail::kFutexAnyBits);
   }
 }
 
@@ -718,7 +782,7 @@ bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idl
     // it: the proof needs a modification of the word by this waiter before
     // its heavy barrier. Reading the word before the re-check is what makes
     // futex_wait return at once if a wake lands between the re-check and the
-    // sleep. acquire: pairs with the release CAS in wake().
+    // sleep. acquire: pairs with the release CAS in end_epoch().
     const std::uint32_t old = line.signal.fetch_or(kSignalWaiting, std::memory_order_acquire);
     const std::uint32_t v = old | kSignalWaiting;
     // Heavy side. seq_cst fence: pairs with the light side's fence where that
@@ -729,13 +793,27 @@ bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idl
     std::atomic_thread_fence(std::memory_order_seq_cst);
     const bool covered = (flags_ & kFlagWakeups) != 0 || (old & kSignalFenced) != 0 || detail::heavy_barrier();
     if ((done = attempt())) break;
+    // Consumers may have to pass a wake-up on (the wake chain); the producer
+    // is the only sleeper on space_wait and is always woken directly.
+    const bool data_side = &line == &header_->data_wait;
     std::int64_t sleep_ns = deadline - now;
     if (!covered) sleep_ns = std::min(sleep_ns, kUncoveredSleepNs);
+    if (data_side) sleep_ns = std::min(sleep_ns, kChainRescueNs);
+    const bool capped = sleep_ns < deadline - now;
     // relaxed: a display counter (ring-top), read by nobody's protocol.
     line.sleepers.fetch_add(1, std::memory_order_relaxed);
-    detail::futex_wait(line.signal, v, std::chrono::nanoseconds(sleep_ns));
+    const bool woken = detail::futex_wait(line.signal, v, epoch_bits(v), now + sleep_ns);
+    // First thing after a wake-up: wake the rest of our epoch if the
+    // producer left them to us.
+    if (woken && data_side && must_pass_on(line, v)) {
+      detail::futex_wake(line.signal, std::numeric_limits<int>::max(), epoch_bits(v));
+    }
     line.sleepers.fetch_sub(1, std::memory_order_relaxed);
     done = attempt();
+    if (done && capped && !woken && monotonic_ns() >= now + sleep_ns) {
+      // relaxed: a statistic (late_wakeups()).
+      late_wakeups_.fetch_add(1, std::memory_order_relaxed);
+    }
   }
   ws.spin_budget_ns = next_spin_budget(ws.spin_budget_ns, monotonic_ns() - start);
   return done;

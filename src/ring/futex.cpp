@@ -4,24 +4,28 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <climits>
 #include <ctime>
 
 namespace ringcast::detail {
 
 static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t),
               "the kernel reads the futex word as a plain 32-bit integer");
+static_assert(kFutexAnyBits == FUTEX_BITSET_MATCH_ANY);
 
-void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::chrono::nanoseconds timeout) noexcept {
-  if (timeout.count() <= 0) return;
+bool futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::uint32_t bits,
+                std::int64_t deadline_ns) noexcept {
+  // FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline.
   struct timespec ts {};
-  ts.tv_sec = static_cast<time_t>(timeout.count() / 1'000'000'000);
-  ts.tv_nsec = static_cast<long>(timeout.count() % 1'000'000'000);
-  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+  ts.tv_sec = static_cast<time_t>(deadline_ns / 1'000'000'000);
+  ts.tv_nsec = static_cast<long>(deadline_ns % 1'000'000'000);
+  return ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_BITSET, expected, &ts, nullptr,
+                   bits) == 0;
 }
 
-void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept {
-  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+int futex_wake(std::atomic<std::uint32_t>& word, int count, std::uint32_t bits) noexcept {
+  const long woken =
+      ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_BITSET, count, nullptr, nullptr, bits);
+  return woken > 0 ? static_cast<int>(woken) : 0;
 }
 
 }  // namespace ringcast::detail

@@ -8,7 +8,8 @@
 //                                                  producer is gone or time is up
 //   ring_test_helper hold PATH                     register a consumer and sleep (to be killed)
 //   ring_test_helper wait-one PATH SECONDS         register, then one recv_wait with the default
-//                                                  strategy; exits 0 if it returns message 0
+//                                                  strategy; exits 0 if it returns message 0 and
+//                                                  was woken, not rescued by a capped sleep
 //   ring_test_helper die-mid-write PATH            claim the producer role, leave the next slot
 //                                                  half-written, and SIGKILL itself
 //   ring_test_helper die-mid-batch PATH            claim, push message 0, then die inside a
@@ -179,7 +180,8 @@ int wait_one(const std::string& path, int seconds) {
   const RecvResult r = ring->recv_wait(*id, buf, std::chrono::seconds(seconds));
   if (r.status != Errc::ok) return fail(std::string("recv_wait: ") + std::string(to_string(r.status)));
   const auto seq = test::check_message(std::span<const std::byte>(buf.data(), r.length));
-  return seq && *seq == 0 ? 0 : fail("wrong message");
+  if (!seq || *seq != 0) return fail("wrong message");
+  return ring->late_wakeups() == 0 ? 0 : fail("the wake-up never came: a capped sleep found the message");
 }
 
 int main(int argc, char** argv) {

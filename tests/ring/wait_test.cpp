@@ -23,15 +23,21 @@ namespace {
 using namespace std::chrono_literals;
 
 // Plain rings rely on membarrier(2) (or the capped sleep it falls back to);
-// wakeups rings on a fence on every side. Both must never lose a wake-up.
+// wakeups rings on a fence on every side. Both must never lose a wake-up,
+// whether the producer wakes every sleeper or leaves most to the wake chain.
 struct WaitCase {
   bool wakeups;
   IdleStrategy idle;
+  WakePolicy wake = WakePolicy::kAuto;
 };
 
 std::string case_name(const ::testing::TestParamInfo<WaitCase>& info) {
+  const WakePolicy w = info.param.wake;
   return std::string(info.param.wakeups ? "Wakeups" : "Plain") +
-         (info.param.idle == IdleStrategy::kBlock ? "Block" : "SpinThenBlock");
+         (info.param.idle == IdleStrategy::kBlock ? "Block" : "SpinThenBlock") +
+         (w == WakePolicy::kChain     ? "Chain"
+          : w == WakePolicy::kWakeAll ? "WakeAll"
+                                      : "");
 }
 
 class WaitTest : public ::testing::TestWithParam<WaitCase> {};
@@ -42,7 +48,8 @@ std::chrono::nanoseconds thread_cpu_time() {
   return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
 }
 
-// 15 consumers asleep, one push: every one of them must get it. Rounds
+// 15 consumers asleep, one push: every one of them must get it, woken (by the
+// producer or along the wake chain), not rescued by a capped sleep. Rounds
 // alternate between pushing once all are asleep and pushing at once, so the
 // push also races consumers on their way to sleep.
 TEST_P(WaitTest, EverySleeperWakesForASinglePush) {
@@ -50,6 +57,7 @@ TEST_P(WaitTest, EverySleeperWakesForASinglePush) {
   constexpr std::uint64_t kRounds = 40;
   auto ring = BroadcastRing::create_anonymous(64, {.wakeups = GetParam().wakeups});
   ASSERT_TRUE(ring);
+  ring->set_wake_policy(GetParam().wake);
   std::vector<ConsumerId> ids;
   for (int i = 0; i < kConsumers; ++i) ids.push_back(*ring->register_consumer());
   std::atomic<int> waiting{0};
@@ -83,6 +91,7 @@ TEST_P(WaitTest, EverySleeperWakesForASinglePush) {
   }
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(ring->late_wakeups(), 0U);
   EXPECT_EQ(ring->status().sleeping_consumers, 0U);
 }
 
@@ -190,7 +199,10 @@ INSTANTIATE_TEST_SUITE_P(Rings, WaitTest,
                          ::testing::Values(WaitCase{false, IdleStrategy::kSpinThenBlock},
                                            WaitCase{false, IdleStrategy::kBlock},
                                            WaitCase{true, IdleStrategy::kSpinThenBlock},
-                                           WaitCase{true, IdleStrategy::kBlock}),
+                                           WaitCase{true, IdleStrategy::kBlock},
+                                           WaitCase{false, IdleStrategy::kBlock, WakePolicy::kChain},
+                                           WaitCase{true, IdleStrategy::kBlock, WakePolicy::kChain},
+                                           WaitCase{false, IdleStrategy::kBlock, WakePolicy::kWakeAll}),
                          case_name);
 
 // The default wait on a ring nobody pushes to: the thread sleeps, it does not
@@ -214,13 +226,18 @@ TEST(IdleWaitTest, IdleConsumerUsesAlmostNoCpu) {
 
 // Across processes: the producer (this process) and each sleeping consumer
 // are different address spaces, so a wake-up depends on the futex being
-// shared and on membarrier(2) reaching this process's CPU.
-TEST(CrossProcessWaitTest, SleepersInOtherProcessesWakeForASinglePush) {
+// shared and on membarrier(2) reaching this process's CPU. With the wake
+// chain, the consumers wake each other; each child fails if a capped sleep,
+// not a wake-up, gave it the message.
+class CrossProcessWaitTest : public ::testing::TestWithParam<WakePolicy> {};
+
+TEST_P(CrossProcessWaitTest, SleepersInOtherProcessesWakeForASinglePush) {
   constexpr int kChildren = 4;
   test::TempDir dir;
   const std::string path = dir.path() + "/ring";
   auto ring = BroadcastRing::create(path, 64);
   ASSERT_TRUE(ring);
+  ring->set_wake_policy(GetParam());
   std::vector<test::ChildProcess> children;
   for (int i = 0; i < kChildren; ++i) {
     children.push_back(test::ChildProcess::spawn({RING_TEST_HELPER, "wait-one", path, "120"}));
@@ -233,6 +250,11 @@ TEST(CrossProcessWaitTest, SleepersInOtherProcessesWakeForASinglePush) {
   ASSERT_EQ(ring->try_push(msg), Errc::ok);
   for (test::ChildProcess& c : children) EXPECT_EQ(test::exit_code(c.wait_exit(test::deadline_in(180s))), 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Policies, CrossProcessWaitTest, ::testing::Values(WakePolicy::kAuto, WakePolicy::kChain),
+                         [](const ::testing::TestParamInfo<WakePolicy>& info) {
+                           return info.param == WakePolicy::kChain ? "Chain" : "Auto";
+                         });
 
 }  // namespace
 }  // namespace ringcast
