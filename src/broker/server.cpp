@@ -48,6 +48,7 @@
 //      linger() closes the queue before flush() starts ignoring wakes, so a
 //      lingering connection owes no turn.
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -77,6 +78,24 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 namespace {
+
+// Asio opens and accepts sockets without close-on-exec, so a process that
+// embeds the broker and starts children would hand them its listeners and
+// clients. Set right after open/accept; a fork by another thread in between
+// can still inherit the descriptor (Asio offers no accept4).
+void set_close_on_exec(int fd) noexcept {
+  const int flags = ::fcntl(fd, F_GETFD);
+  if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+}
+
+// An accept that failed for lack of descriptors or memory fails again at once
+// while nothing closes: retrying at once would spin the acceptor thread.
+bool out_of_resources(const boost::system::error_code& ec) noexcept {
+  const int e = ec.value();
+  return ec.category() == boost::system::system_category() &&
+         (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM);
+}
+constexpr auto kAcceptBackoff = std::chrono::milliseconds(50);
 
 // Spans per writev: Linux's UIO_MAXIOV is 1024.
 constexpr std::size_t kMaxIov = 1024;
@@ -571,8 +590,9 @@ struct Server::Impl {
   Impl(BrokerCore& c, Server& s) : core(c), server(s) {}
 
   struct Acceptor {
-    Acceptor(asio::io_context& ctx, Listener l) : acceptor(ctx), spec(std::move(l)) {}
+    Acceptor(asio::io_context& ctx, Listener l) : acceptor(ctx), backoff(ctx), spec(std::move(l)) {}
     tcp::acceptor acceptor;
+    asio::steady_timer backoff;  // out of descriptors: the next accept waits kAcceptBackoff
     Listener spec;
   };
 
@@ -582,9 +602,20 @@ struct Server::Impl {
     a.acceptor.async_accept(w.context(), [this, &a, &w](const boost::system::error_code& ec, tcp::socket sock) {
       if (ec) {
         if (ec == asio::error::operation_aborted || server.stopped()) return;
-        accept_next(a);  // EMFILE and friends: keep serving the connections we have
+        if (!out_of_resources(ec)) {
+          accept_next(a);  // the peer gave up (ECONNABORTED, ...): next one
+          return;
+        }
+        // Keep serving the connections we have; newcomers wait in the listen
+        // backlog until a descriptor frees up.
+        core.count_accept_backoff();
+        a.backoff.expires_after(kAcceptBackoff);
+        a.backoff.async_wait([this, &a](const boost::system::error_code& wec) {
+          if (!wec && !server.stopped()) accept_next(a);
+        });
         return;
       }
+      set_close_on_exec(sock.native_handle());
       core.count_connection();
       // relaxed: only this acceptor thread increments; the bound is approximate
       // while connections close concurrently, which errs on the side of refusing.
@@ -643,6 +674,7 @@ tl::expected<std::uint16_t, BrokerError> Server::listen(Listener listener) {
   auto a = std::make_unique<Impl::Acceptor>(impl_->accept_ctx, std::move(listener));
   a->acceptor.open(ep.protocol(), ec);
   if (ec) return bind_error(ec);
+  set_close_on_exec(a->acceptor.native_handle());
   a->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
   a->acceptor.bind(ep, ec);
   if (ec) return bind_error(ec);
@@ -675,7 +707,10 @@ void Server::stop() noexcept {
   if (stopped_.exchange(true, std::memory_order_acq_rel)) return;
   asio::post(impl_->accept_ctx, [impl = impl_.get()] {
     boost::system::error_code ec;
-    for (auto& a : impl->acceptors) a->acceptor.close(ec);
+    for (auto& a : impl->acceptors) {
+      a->acceptor.close(ec);
+      a->backoff.cancel();
+    }
   });
   for (auto& w : impl_->workers) {
     IoWorker* wp = w.get();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "child_process.hpp"
@@ -441,6 +442,45 @@ TEST_F(BrokerIntegrationTest, RefusesConnectionsBeyondTheLimit) {
   EXPECT_TRUE(read_to_eof(fd, in, deadline_in(10s)));
   EXPECT_EQ(in, "-ERR max number of clients reached\r\n");
   ::close(fd);
+}
+
+// Out of descriptors, the broker neither spins on accept nor stops accepting:
+// it waits before the next accept (INFO accept_backoffs), keeps serving the
+// connections it has, and takes the clients waiting in the listen backlog once
+// some close.
+TEST_F(BrokerIntegrationTest, OutOfDescriptorsBacksOffAndAcceptsAgainWhenClientsLeave) {
+  constexpr int kLimit = 96;  // the broker's own descriptors are a few dozen at most
+  broker_ = std::make_unique<BrokerProcess>(
+      std::vector<std::string>{},
+      std::vector<std::string>{"/usr/bin/prlimit", fmt::format("--nofile={0}:{0}", kLimit)});
+  const int port = broker_->port();
+  ASSERT_GT(port, 0);
+  Context admin = hiredis_connect(port);
+  ASSERT_TRUE(command(admin.get(), {"PING"}));
+  auto backoffs = [&]() -> long long {
+    Reply r = command(admin.get(), {"INFO", "stats"});
+    if (!r || r->type != REDIS_REPLY_STRING) return -1;
+    const std::string text(r->str, r->len);
+    const auto at = text.find("accept_backoffs:");
+    return at == std::string::npos ? -1 : std::stoll(text.substr(at + 16));
+  };
+  EXPECT_EQ(backoffs(), 0);
+  std::vector<int> fds;
+  for (int i = 0; i < kLimit + 40; ++i) {
+    const int fd = connect_loopback(port);  // the kernel completes it; the broker may not accept it
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+  }
+  EXPECT_TRUE(eventually([&] { return backoffs() > 0; }, 20s, 10ms));
+  ASSERT_TRUE(command(admin.get(), {"PING"}));  // the connections it has are still served
+  const int last = fds.back();                  // it waits in the backlog
+  fds.pop_back();
+  for (const int fd : fds) ::close(fd);  // the others leave
+  ASSERT_TRUE(send_all(last, "*1\r\n$4\r\nPING\r\n"));
+  std::string in;
+  EXPECT_TRUE(read_until(last, in, "\r\n", deadline_in(20s)));
+  EXPECT_EQ(in, "+PONG\r\n");
+  ::close(last);
 }
 
 // A reader that stops reading, under each overflow policy: the broker's memory
