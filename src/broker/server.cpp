@@ -47,6 +47,24 @@
 //      them. teardown() unmarks (b), closes the queue and cancels (c).
 //      linger() closes the queue before flush() starts ignoring wakes, so a
 //      lingering connection owes no turn.
+//
+// Ownership and lifetime (who destroys a Client, and when):
+//   L1. A Connection owns its Client (unique_ptr, declared last, so destroyed
+//       first); nothing else owns or deletes a Client.
+//   L2. A Connection is held by shared_ptr: by its worker's conns_ from
+//       start() until shutdown(), and by every pending handler it armed
+//       (reads, writes, timers); one that runs after teardown() does nothing
+//       (its wait was cancelled, or it checks closed_). The last holder to go
+//       destroys it, on its worker's thread, or after that thread has joined
+//       (the io_context's destructor drops pending handlers).
+//       Raw pointers to it live only in the ready lists (W), which teardown()
+//       removes before it can die; on_room() holds a weak_ptr.
+//   L3. teardown() (from shutdown() or ~Connection, whichever runs first)
+//       detaches the Client before the socket is closed: out of the index and
+//       the registry, so neither a publisher nor CLIENT LIST reaches it
+//       (client.hpp, invariant 1), and ~Client finds it detached.
+// Running out of descriptors changes none of this (docs/broker.md, "Out of
+// descriptors", for the UBSan report that looked like a double destruction).
 
 #include <fcntl.h>
 #include <sys/socket.h>

@@ -28,6 +28,7 @@ class BrokerProcess {
     }
   }
   [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] pid_t pid() const { return child_.pid(); }
   // SIGTERM and reap; the exit status must be a clean 0 (sanitizer reports in
   // the child make it non-zero).
   std::optional<int> stop() { return child_.stop(SIGTERM); }
