@@ -7,6 +7,11 @@
 // thread's ready list; the thread's
 // drain handler gives each ready connection one writev of up to the write budget,
 // then moves on, so one busy connection cannot starve the others on its thread.
+// A drain pass over the ready list runs in slices of kDrainSlice connections,
+// each slice one handler: the rest of the pass is posted behind the handlers
+// queued meanwhile (accepts, other sockets' reads, timers), so a fan-out to
+// tens of thousands of connections does not keep a newcomer waiting for all
+// of it (docs/broker.md, "Delivery").
 // No socket is written while the subscription-index lock is held: publishers only
 // push frame references and mark connections ready.
 //
@@ -16,7 +21,8 @@
 //   W. while the queue is armed, at least one of these owes that turn:
 //      (a) the pusher whose push returned wake and has not yet called
 //          mark_ready; (b) an entry for the connection in its worker's ready_,
-//          or in draining_ after the drain's current index; (c) the pending
+//          or in draining_ at or after drain_pos_ (the pass in progress);
+//          (c) the pending
 //          async_wait(write) of a parked writer (waiting_writable_); (d) a
 //          flush() running on the connection's thread. (Redundant extra ready
 //          entries are allowed: their flush pops nothing and disarms.)
@@ -26,9 +32,14 @@
 //   1. push: only the push that arms a disarmed queue returns wake (also the
 //      one that closes it); the pusher (SubscriptionIndex deliver,
 //      Client::push_reply) calls on_queue_ready -> mark_ready: (a) -> (b).
-//   2. drain swaps ready_ into draining_ and clears drain_posted_ under one
-//      lock: a mark_ready after the swap posts a new drain, so no entry lands
-//      in a list that no drain will visit.
+//   2. each drain clears drain_posted_ and, once the pass in progress is
+//      done (drain_pos_ at its end), swaps ready_ into draining_, under one
+//      lock: a mark_ready after that posts a new drain, so no entry lands in
+//      a list that no drain will visit. A drain ends by making sure one is
+//      posted (posting it itself unless a mark_ready did) while entries
+//      remain after drain_pos_ or in ready_ (a mark_ready that found a
+//      continuation posted did not post); that drain continues the pass
+//      before it swaps.
 //   3. flush while parked returns (c stays); flush that pops nothing disarms
 //      under the queue lock that saw it empty, so the next push wakes (1).
 //   4. a partial write or EAGAIN parks: async_wait(write) (c). Asio starts a
@@ -117,6 +128,12 @@ constexpr auto kAcceptBackoff = std::chrono::milliseconds(50);
 
 // Spans per writev: Linux's UIO_MAXIOV is 1024.
 constexpr std::size_t kMaxIov = 1024;
+// Connections one drain handler flushes (one writev each) before it posts the
+// rest of the pass behind whatever else is queued on the thread: a newcomer
+// (accept, SUBSCRIBE) waits for at most two slices, not a whole fan-out. A
+// slice of 64 sendmsg calls takes a few hundred microseconds; the cost of
+// slicing is one post per 64 connections.
+constexpr std::size_t kDrainSlice = 64;
 // One read buffer per I/O thread, not per connection: a connection's bytes are
 // parsed (and copied where kept) before the thread reads another socket.
 constexpr std::size_t kReadBuffer = std::size_t{256} * 1024;
@@ -171,9 +188,10 @@ class IoWorker {
   // Declaration order matters: ctx_ is destroyed first, and handlers it still
   // holds may destroy connections, which unmark themselves from the lists below.
   std::mutex ready_mu_;
-  std::vector<Connection*> ready_;                                  // guarded by ready_mu_
-  bool drain_posted_ = false;                                       // guarded by ready_mu_
-  std::vector<Connection*> draining_;                               // this worker's thread only
+  std::vector<Connection*> ready_;     // guarded by ready_mu_
+  bool drain_posted_ = false;          // guarded by ready_mu_
+  std::vector<Connection*> draining_;  // this worker's thread only
+  std::size_t drain_pos_ = 0;          // the pass in progress: draining_[drain_pos_...] still owed; this thread only
   std::unordered_set<std::shared_ptr<Connection>> conns_;           // this worker's thread only
   bool stopping_ = false;                                           // this worker's thread only
   std::vector<char> read_buffer_ = std::vector<char>(kReadBuffer);  // this worker's thread only
@@ -585,15 +603,30 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
 void IoWorker::drain() {
   {
     std::lock_guard lock(ready_mu_);
-    draining_.swap(ready_);
     drain_posted_ = false;
+    if (drain_pos_ == draining_.size()) {  // the last pass is done: start the next
+      draining_.clear();
+      drain_pos_ = 0;
+      draining_.swap(ready_);  // ready_ keeps the old capacity: no allocation
+    }
   }
   // Connections in draining_ are alive: each unmarks itself (here too) in
-  // teardown, before it can die.
-  for (std::size_t i = 0; i < draining_.size(); ++i) {
-    if (draining_[i] != nullptr) draining_[i]->flush();
+  // teardown, before it can die. flush() never adds to draining_.
+  const std::size_t end = std::min(draining_.size(), drain_pos_ + kDrainSlice);
+  while (drain_pos_ < end) {
+    Connection* c = draining_[drain_pos_++];
+    if (c != nullptr) c->flush();
   }
-  draining_.clear();
+  // More owed (the rest of this pass, or entries that a mark_ready added to
+  // ready_ while an earlier continuation was posted, so it did not post):
+  // make sure a drain is posted.
+  bool post = false;
+  {
+    std::lock_guard lock(ready_mu_);
+    post = !drain_posted_ && (drain_pos_ < draining_.size() || !ready_.empty());
+    drain_posted_ = drain_posted_ || post;
+  }
+  if (post) asio::post(ctx_, [this] { drain(); });
 }
 
 void IoWorker::close_all() {
