@@ -617,6 +617,10 @@ void IoWorker::drain() {
     Connection* c = draining_[drain_pos_++];
     if (c != nullptr) c->flush();
   }
+  if (drain_pos_ == draining_.size()) {  // pass done: teardown's unmark() has nothing to scan
+    draining_.clear();
+    drain_pos_ = 0;
+  }
   // More owed (the rest of this pass, or entries that a mark_ready added to
   // ready_ while an earlier continuation was posted, so it did not post):
   // make sure a drain is posted.
