@@ -7,6 +7,11 @@
 // thread's ready list; the thread's
 // drain handler gives each ready connection one writev of up to the write budget,
 // then moves on, so one busy connection cannot starve the others on its thread.
+// A drain pass over the ready list runs in slices of kDrainSlice connections,
+// each slice one handler: the rest of the pass is posted behind the handlers
+// queued meanwhile (accepts, other sockets' reads, timers), so a fan-out to
+// tens of thousands of connections does not keep a newcomer waiting for all
+// of it (docs/broker.md, "Delivery").
 // No socket is written while the subscription-index lock is held: publishers only
 // push frame references and mark connections ready.
 //
@@ -16,7 +21,8 @@
 //   W. while the queue is armed, at least one of these owes that turn:
 //      (a) the pusher whose push returned wake and has not yet called
 //          mark_ready; (b) an entry for the connection in its worker's ready_,
-//          or in draining_ after the drain's current index; (c) the pending
+//          or in draining_ at or after drain_pos_ (the pass in progress);
+//          (c) the pending
 //          async_wait(write) of a parked writer (waiting_writable_); (d) a
 //          flush() running on the connection's thread. (Redundant extra ready
 //          entries are allowed: their flush pops nothing and disarms.)
@@ -26,9 +32,14 @@
 //   1. push: only the push that arms a disarmed queue returns wake (also the
 //      one that closes it); the pusher (SubscriptionIndex deliver,
 //      Client::push_reply) calls on_queue_ready -> mark_ready: (a) -> (b).
-//   2. drain swaps ready_ into draining_ and clears drain_posted_ under one
-//      lock: a mark_ready after the swap posts a new drain, so no entry lands
-//      in a list that no drain will visit.
+//   2. each drain clears drain_posted_ and, once the pass in progress is
+//      done (drain_pos_ at its end), swaps ready_ into draining_, under one
+//      lock: a mark_ready after that posts a new drain, so no entry lands in
+//      a list that no drain will visit. A drain ends by making sure one is
+//      posted (posting it itself unless a mark_ready did) while entries
+//      remain after drain_pos_ or in ready_ (a mark_ready that found a
+//      continuation posted did not post); that drain continues the pass
+//      before it swaps.
 //   3. flush while parked returns (c stays); flush that pops nothing disarms
 //      under the queue lock that saw it empty, so the next push wakes (1).
 //   4. a partial write or EAGAIN parks: async_wait(write) (c). Asio starts a
@@ -47,7 +58,26 @@
 //      them. teardown() unmarks (b), closes the queue and cancels (c).
 //      linger() closes the queue before flush() starts ignoring wakes, so a
 //      lingering connection owes no turn.
+//
+// Ownership and lifetime (who destroys a Client, and when):
+//   L1. A Connection owns its Client (unique_ptr, declared last, so destroyed
+//       first); nothing else owns or deletes a Client.
+//   L2. A Connection is held by shared_ptr: by its worker's conns_ from
+//       start() until shutdown(), and by every pending handler it armed
+//       (reads, writes, timers); one that runs after teardown() does nothing
+//       (its wait was cancelled, or it checks closed_). The last holder to go
+//       destroys it, on its worker's thread, or after that thread has joined
+//       (the io_context's destructor drops pending handlers).
+//       Raw pointers to it live only in the ready lists (W), which teardown()
+//       removes before it can die; on_room() holds a weak_ptr.
+//   L3. teardown() (from shutdown() or ~Connection, whichever runs first)
+//       detaches the Client before the socket is closed: out of the index and
+//       the registry, so neither a publisher nor CLIENT LIST reaches it
+//       (client.hpp, invariant 1), and ~Client finds it detached.
+// Running out of descriptors changes none of this (docs/broker.md, "Out of
+// descriptors", for the UBSan report that looked like a double destruction).
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -78,8 +108,32 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
+// Asio opens and accepts sockets without close-on-exec, so a process that
+// embeds the broker and starts children would hand them its listeners and
+// clients. Set right after open/accept; a fork by another thread in between
+// can still inherit the descriptor (Asio offers no accept4).
+void set_close_on_exec(int fd) noexcept {
+  const int flags = ::fcntl(fd, F_GETFD);
+  if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+}
+
+// An accept that failed for lack of descriptors or memory fails again at once
+// while nothing closes: retrying at once would spin the acceptor thread.
+bool out_of_resources(const boost::system::error_code& ec) noexcept {
+  const int e = ec.value();
+  return ec.category() == boost::system::system_category() &&
+         (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM);
+}
+constexpr auto kAcceptBackoff = std::chrono::milliseconds(50);
+
 // Spans per writev: Linux's UIO_MAXIOV is 1024.
 constexpr std::size_t kMaxIov = 1024;
+// Connections one drain handler flushes (one writev each) before it posts the
+// rest of the pass behind whatever else is queued on the thread: a newcomer
+// (accept, SUBSCRIBE) waits for at most two slices, not a whole fan-out. A
+// slice of 64 sendmsg calls takes a few hundred microseconds; the cost of
+// slicing is one post per 64 connections.
+constexpr std::size_t kDrainSlice = 64;
 // One read buffer per I/O thread, not per connection: a connection's bytes are
 // parsed (and copied where kept) before the thread reads another socket.
 constexpr std::size_t kReadBuffer = std::size_t{256} * 1024;
@@ -134,9 +188,10 @@ class IoWorker {
   // Declaration order matters: ctx_ is destroyed first, and handlers it still
   // holds may destroy connections, which unmark themselves from the lists below.
   std::mutex ready_mu_;
-  std::vector<Connection*> ready_;                                  // guarded by ready_mu_
-  bool drain_posted_ = false;                                       // guarded by ready_mu_
-  std::vector<Connection*> draining_;                               // this worker's thread only
+  std::vector<Connection*> ready_;     // guarded by ready_mu_
+  bool drain_posted_ = false;          // guarded by ready_mu_
+  std::vector<Connection*> draining_;  // this worker's thread only
+  std::size_t drain_pos_ = 0;          // the pass in progress: draining_[drain_pos_...] still owed; this thread only
   std::unordered_set<std::shared_ptr<Connection>> conns_;           // this worker's thread only
   bool stopping_ = false;                                           // this worker's thread only
   std::vector<char> read_buffer_ = std::vector<char>(kReadBuffer);  // this worker's thread only
@@ -548,15 +603,34 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
 void IoWorker::drain() {
   {
     std::lock_guard lock(ready_mu_);
-    draining_.swap(ready_);
     drain_posted_ = false;
+    if (drain_pos_ == draining_.size()) {  // the last pass is done: start the next
+      draining_.clear();
+      drain_pos_ = 0;
+      draining_.swap(ready_);  // ready_ keeps the old capacity: no allocation
+    }
   }
   // Connections in draining_ are alive: each unmarks itself (here too) in
-  // teardown, before it can die.
-  for (std::size_t i = 0; i < draining_.size(); ++i) {
-    if (draining_[i] != nullptr) draining_[i]->flush();
+  // teardown, before it can die. flush() never adds to draining_.
+  const std::size_t end = std::min(draining_.size(), drain_pos_ + kDrainSlice);
+  while (drain_pos_ < end) {
+    Connection* c = draining_[drain_pos_++];
+    if (c != nullptr) c->flush();
   }
-  draining_.clear();
+  if (drain_pos_ == draining_.size()) {  // pass done: teardown's unmark() has nothing to scan
+    draining_.clear();
+    drain_pos_ = 0;
+  }
+  // More owed (the rest of this pass, or entries that a mark_ready added to
+  // ready_ while an earlier continuation was posted, so it did not post):
+  // make sure a drain is posted.
+  bool post = false;
+  {
+    std::lock_guard lock(ready_mu_);
+    post = !drain_posted_ && (drain_pos_ < draining_.size() || !ready_.empty());
+    drain_posted_ = drain_posted_ || post;
+  }
+  if (post) asio::post(ctx_, [this] { drain(); });
 }
 
 void IoWorker::close_all() {
@@ -571,8 +645,9 @@ struct Server::Impl {
   Impl(BrokerCore& c, Server& s) : core(c), server(s) {}
 
   struct Acceptor {
-    Acceptor(asio::io_context& ctx, Listener l) : acceptor(ctx), spec(std::move(l)) {}
+    Acceptor(asio::io_context& ctx, Listener l) : acceptor(ctx), backoff(ctx), spec(std::move(l)) {}
     tcp::acceptor acceptor;
+    asio::steady_timer backoff;  // out of descriptors: the next accept waits kAcceptBackoff
     Listener spec;
   };
 
@@ -582,9 +657,20 @@ struct Server::Impl {
     a.acceptor.async_accept(w.context(), [this, &a, &w](const boost::system::error_code& ec, tcp::socket sock) {
       if (ec) {
         if (ec == asio::error::operation_aborted || server.stopped()) return;
-        accept_next(a);  // EMFILE and friends: keep serving the connections we have
+        if (!out_of_resources(ec)) {
+          accept_next(a);  // the peer gave up (ECONNABORTED, ...): next one
+          return;
+        }
+        // Keep serving the connections we have; newcomers wait in the listen
+        // backlog until a descriptor frees up.
+        core.count_accept_backoff();
+        a.backoff.expires_after(kAcceptBackoff);
+        a.backoff.async_wait([this, &a](const boost::system::error_code& wec) {
+          if (!wec && !server.stopped()) accept_next(a);
+        });
         return;
       }
+      set_close_on_exec(sock.native_handle());
       core.count_connection();
       // relaxed: only this acceptor thread increments; the bound is approximate
       // while connections close concurrently, which errs on the side of refusing.
@@ -643,6 +729,7 @@ tl::expected<std::uint16_t, BrokerError> Server::listen(Listener listener) {
   auto a = std::make_unique<Impl::Acceptor>(impl_->accept_ctx, std::move(listener));
   a->acceptor.open(ep.protocol(), ec);
   if (ec) return bind_error(ec);
+  set_close_on_exec(a->acceptor.native_handle());
   a->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
   a->acceptor.bind(ep, ec);
   if (ec) return bind_error(ec);
@@ -675,7 +762,10 @@ void Server::stop() noexcept {
   if (stopped_.exchange(true, std::memory_order_acq_rel)) return;
   asio::post(impl_->accept_ctx, [impl = impl_.get()] {
     boost::system::error_code ec;
-    for (auto& a : impl->acceptors) a->acceptor.close(ec);
+    for (auto& a : impl->acceptors) {
+      a->acceptor.close(ec);
+      a->backoff.cancel();
+    }
   });
   for (auto& w : impl_->workers) {
     IoWorker* wp = w.get();

@@ -1,8 +1,13 @@
 // The library API a relay uses: start a broker in-process and publish() to its
 // network subscribers from a thread the broker does not own.
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <atomic>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,6 +83,35 @@ TEST(BrokerEmbedTest, PublishFromForeignThreadReachesNetworkSubscriber) {
   const PublishResult late = broker.publish("relay", "late");
   EXPECT_EQ(late.status, PublishStatus::kStopped) << "publish after stop is a no-op";
   EXPECT_EQ(late.published, 0u);
+}
+
+// The broker's sockets are close-on-exec: a process that embeds it and starts
+// children does not hand them its listener or its clients.
+TEST(BrokerEmbedTest, ListenerAndClientSocketsAreCloseOnExec) {
+  auto started = Broker::start(loopback_config());
+  ASSERT_TRUE(started.has_value()) << started.error().message();
+  Broker& broker = **started;
+  const timeval tv{5, 0};
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", broker.port(), tv);
+  ASSERT_TRUE(c != nullptr && c->err == 0);
+  redisSetTimeout(c, tv);
+  auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));  // accepted by now
+  ASSERT_TRUE(r != nullptr && r->type == REDIS_REPLY_STATUS);
+  freeReplyObject(r);
+
+  // The broker's descriptors are the sockets whose local port is its port.
+  int broker_sockets = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::stoi(entry.path().filename().string());
+    sockaddr_in local{};
+    socklen_t len = sizeof local;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0 || local.sin_family != AF_INET) continue;
+    if (ntohs(local.sin_port) != broker.port()) continue;
+    ++broker_sockets;
+    EXPECT_NE(::fcntl(fd, F_GETFD) & FD_CLOEXEC, 0) << "fd " << fd;
+  }
+  EXPECT_EQ(broker_sockets, 2);  // the listener and the accepted client
+  redisFree(c);
 }
 
 TEST(BrokerEmbedTest, StartReportsBindFailuresWithErrno) {

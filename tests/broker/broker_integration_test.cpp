@@ -1,14 +1,18 @@
 // The broker executable against real clients: redis-cli (Debian redis-tools),
 // hiredis (libhiredis-dev 0.14, RESP2 only) and raw sockets for RESP3 bytes.
 #include <hiredis/hiredis.h>
+#include <sys/resource.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "child_process.hpp"
@@ -441,6 +445,61 @@ TEST_F(BrokerIntegrationTest, RefusesConnectionsBeyondTheLimit) {
   EXPECT_TRUE(read_to_eof(fd, in, deadline_in(10s)));
   EXPECT_EQ(in, "-ERR max number of clients reached\r\n");
   ::close(fd);
+}
+
+// Out of descriptors, the broker neither spins on accept nor stops accepting:
+// it waits before the next accept (INFO accept_backoffs), keeps serving the
+// connections it has, and takes the clients waiting in the listen backlog once
+// descriptors free up.
+//
+// They free up here by raising the broker's soft limit (prlimit(2)), not by
+// clients leaving: a connection closed at the limit leaves the broker one free
+// descriptor, and in the ASan+UBSan build the vptr check in the first ~Client
+// (a miss in UBSan's type cache) validates the vtable with a pipe(), which
+// fails with EMFILE, so UBSan reports a valid object as having an "invalid
+// vptr". A false positive of the sanitizer runtime (GCC 12's
+// IsAccessibleMemoryRange), not a broker fault: see docs/broker.md, "Out of
+// descriptors". Clients leave once the broker has room again.
+TEST_F(BrokerIntegrationTest, OutOfDescriptorsBacksOffAndAcceptsAgainWhenDescriptorsFreeUp) {
+  constexpr rlim_t kLimit = 96;  // the broker's own descriptors are a few dozen at most
+  rlimit ours{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &ours), 0);
+  constexpr rlim_t kRaised = 2 * kLimit + 64;  // room for every client below, whatever the broker's own use
+  ASSERT_GE(ours.rlim_max, kRaised);
+  broker_ = std::make_unique<BrokerProcess>(
+      std::vector<std::string>{},
+      std::vector<std::string>{"/usr/bin/prlimit", fmt::format("--nofile={}:{}", kLimit, ours.rlim_max)});
+  const int port = broker_->port();
+  ASSERT_GT(port, 0);
+  Context admin = hiredis_connect(port);
+  ASSERT_TRUE(command(admin.get(), {"PING"}));
+  auto backoffs = [&]() -> long long {
+    Reply r = command(admin.get(), {"INFO", "stats"});
+    if (!r || r->type != REDIS_REPLY_STRING) return -1;
+    const std::string text(r->str, r->len);
+    const auto at = text.find("accept_backoffs:");
+    return at == std::string::npos ? -1 : std::stoll(text.substr(at + 16));
+  };
+  EXPECT_EQ(backoffs(), 0);
+  constexpr int kClients = static_cast<int>(kLimit) + 40;
+  std::vector<int> fds;
+  for (int i = 0; i < kClients; ++i) {
+    const int fd = connect_loopback(port);  // the kernel completes it; the broker may not accept it
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+  }
+  EXPECT_TRUE(eventually([&] { return backoffs() > 0; }, 20s, 10ms));
+  ASSERT_TRUE(command(admin.get(), {"PING"}));  // the connections it has are still served
+  const int last = fds.back();                  // it waits in the backlog
+  ASSERT_TRUE(send_all(last, "*1\r\n$4\r\nPING\r\n"));
+
+  const rlimit raised{kRaised, ours.rlim_max};
+  ASSERT_EQ(::prlimit(broker_->pid(), RLIMIT_NOFILE, &raised, nullptr), 0) << std::strerror(errno);
+  std::string in;
+  EXPECT_TRUE(read_until(last, in, "\r\n", deadline_in(20s)));
+  EXPECT_EQ(in, "+PONG\r\n");
+  ASSERT_TRUE(command(admin.get(), {"PING"}));
+  for (const int fd : fds) ::close(fd);  // the clients leave; TearDown checks the broker exits 0
 }
 
 // A reader that stops reading, under each overflow policy: the broker's memory

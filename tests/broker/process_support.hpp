@@ -15,8 +15,10 @@ namespace ringcast::broker::testing {
 
 class BrokerProcess {
  public:
-  explicit BrokerProcess(std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv{BROKER_EXE, "--port", "0", "--io-threads", "2"};
+  // `wrapper`: a command the broker runs under (e.g. prlimit and its flags).
+  explicit BrokerProcess(std::vector<std::string> extra = {}, std::vector<std::string> wrapper = {}) {
+    std::vector<std::string> argv = std::move(wrapper);
+    for (const char* a : {BROKER_EXE, "--port", "0", "--io-threads", "2"}) argv.emplace_back(a);
     argv.insert(argv.end(), extra.begin(), extra.end());
     child_ = test::ChildProcess::spawn(argv);
     if (child_.read_stdout_until("\n", test::deadline_in(std::chrono::seconds(20)))) {
@@ -26,6 +28,7 @@ class BrokerProcess {
     }
   }
   [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] pid_t pid() const { return child_.pid(); }
   // SIGTERM and reap; the exit status must be a clean 0 (sanitizer reports in
   // the child make it non-zero).
   std::optional<int> stop() { return child_.stop(SIGTERM); }

@@ -5,11 +5,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -26,7 +30,7 @@ namespace {
 // A toy protocol: each input line "SUB <channel>" or "PUB <channel> <payload>"
 // becomes a core call; deliveries arrive in the client's wire format (RESP2
 // here, to read them easily).
-class LineClient final : public Client {
+class LineClient : public Client {
  public:
   LineClient(BrokerCore& core, std::string peer, Waker& waker)
       : Client(core, std::move(peer), WireFormat::kResp2, waker, /*authenticated=*/true) {}
@@ -182,6 +186,106 @@ TEST(ServerTest, ALingeringConnectionEndsWithoutTheClientsEof) {
   EXPECT_EQ(got, "bye\n");
   EXPECT_TRUE(all_closed_within_20s(core));
   ::close(fd);
+}
+
+// A fan-out pass yields to the thread's other work (server.cpp, kDrainSlice):
+// input that reaches a newcomer's socket in the middle of a pass over many
+// subscribers is handled before the pass ends, not after all of it. The
+// subscribers' clients count their writer turns (Client::next_timer runs at
+// the start of each flush) and, at the first turn of the pass, write the
+// newcomer's SUB to its socket: the order is fixed by construction, not by
+// timing. That turn also publishes to a watcher on the same thread, so a
+// connection is marked ready in the middle of a pass: it must get its turn
+// too (the drain that ends the pass must not forget the ready list).
+struct PassProbe {
+  std::atomic<bool> armed{false};
+  std::atomic<int> turns{0};            // subscribers' flushes since armed
+  std::atomic<int> turns_at_input{-1};  // when the newcomer's input was handled
+  int newcomer_fd = -1;                 // the test's end of the newcomer's socket
+  BrokerCore* core = nullptr;
+};
+
+class ProbedClient final : public LineClient {
+ public:
+  enum class Role : std::uint8_t { kPublisher, kNewcomer, kWatcher, kSubscriber };
+  ProbedClient(BrokerCore& core, std::string peer, Waker& waker, PassProbe& probe, Role role)
+      : LineClient(core, std::move(peer), waker), probe_(probe), role_(role) {}
+
+  InputResult on_input(std::string_view bytes) override {
+    if (role_ == Role::kNewcomer && probe_.armed.load()) probe_.turns_at_input.store(probe_.turns.load());
+    return LineClient::on_input(bytes);
+  }
+  [[nodiscard]] std::optional<std::chrono::nanoseconds> next_timer() const override {
+    if (role_ == Role::kSubscriber && probe_.armed.load() && probe_.turns.fetch_add(1) == 0) {
+      EXPECT_TRUE(test::send_all(probe_.newcomer_fd, "SUB late\n"));
+      EXPECT_EQ(probe_.core->publish("aside", "meanwhile"), 1u);
+    }
+    return std::nullopt;
+  }
+
+ private:
+  PassProbe& probe_;
+  Role role_;
+};
+
+TEST(ServerTest, ANewcomerIsServedBeforeAFanOutPassToManySubscribersEndsAndNoTurnIsLost) {
+  constexpr int kSubscribers = 300;  // well over two slices of kDrainSlice (64)
+  PassProbe probe;
+  std::atomic<int> made{0};
+  BrokerCore core{BrokerConfig{}};
+  Server server(core, 1);  // one thread: the newcomer and the pass share it
+  const auto port =
+      server.listen(Listener{"127.0.0.1", 0,
+                             [&](BrokerCore& c, std::string peer, Waker& waker) -> std::unique_ptr<Client> {
+                               const int i = made.fetch_add(1);  // accepted in the order the test connects
+                               const auto role = i == 0   ? ProbedClient::Role::kPublisher
+                                                 : i == 1 ? ProbedClient::Role::kNewcomer
+                                                 : i == 2 ? ProbedClient::Role::kWatcher
+                                                          : ProbedClient::Role::kSubscriber;
+                               return std::make_unique<ProbedClient>(c, std::move(peer), waker, probe, role);
+                             },
+                             "full\n"});
+  ASSERT_TRUE(port);
+  ASSERT_TRUE(server.start());
+  auto connect_served = [&](std::string_view first) {
+    const int fd = test::connect_loopback(*port);
+    EXPECT_GE(fd, 0);
+    EXPECT_TRUE(test::send_all(fd, first));
+    EXPECT_EQ(read_until(fd, "ok\n"), "ok\n");  // accepted and started before the next connects
+    return fd;
+  };
+  const int publisher = connect_served("SUB p\n");
+  const int newcomer = connect_served("SUB n\n");
+  const int watcher = connect_served("SUB aside\n");
+  probe.newcomer_fd = newcomer;
+  probe.core = &core;
+  std::vector<int> subscribers;
+  for (int i = 0; i < kSubscribers; ++i) subscribers.push_back(connect_served("SUB news\n"));
+
+  // A read handler's own flush leaves a redundant ready entry behind
+  // (server.cpp, W 6), drained by a handler queued before the publisher's
+  // next input: one more round trip, and no subscriber turn is left but the
+  // pass's.
+  EXPECT_TRUE(test::send_all(publisher, "SUB q\n"));
+  EXPECT_EQ(read_until(publisher, "ok\n"), "ok\n");
+  probe.armed.store(true);
+  ASSERT_TRUE(test::send_all(publisher, "PUB news hello\n"));
+  EXPECT_EQ(read_until(publisher, "\n"), std::to_string(kSubscribers) + "\n");
+  for (const int fd : subscribers) {
+    EXPECT_EQ(read_until(fd, "hello\r\n"), "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n");
+  }
+  EXPECT_EQ(read_until(newcomer, "ok\n"), "ok\n");
+  EXPECT_EQ(read_until(watcher, "meanwhile\r\n"), "*3\r\n$7\r\nmessage\r\n$5\r\naside\r\n$9\r\nmeanwhile\r\n");
+  EXPECT_EQ(probe.turns.load(), kSubscribers);  // one turn each: the pass
+  const int at = probe.turns_at_input.load();
+  EXPECT_GE(at, 1);
+  EXPECT_LT(at, kSubscribers) << "the newcomer waited for the whole pass";
+  for (const int fd : subscribers) ::close(fd);
+  ::close(publisher);
+  ::close(newcomer);
+  ::close(watcher);
+  server.stop();
+  server.wait();
 }
 
 TEST(ServerTest, ListenReportsBadAddressesAndBindFailures) {

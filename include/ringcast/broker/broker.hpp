@@ -63,6 +63,7 @@ struct BrokerStats {
   std::uint64_t connected_clients = 0;  // current, not monotonic
   std::uint64_t total_connections = 0;
   std::uint64_t rejected_connections = 0;  // over max_connections
+  std::uint64_t accept_backoffs = 0;       // accepts that failed for lack of descriptors (EMFILE, ...)
   std::uint64_t commands_processed = 0;
   std::uint64_t messages_published = 0;  // PUBLISH and SPUBLISH commands plus publish() calls
   std::uint64_t deliveries = 0;          // frames offered to connection queues

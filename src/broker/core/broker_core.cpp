@@ -149,6 +149,7 @@ BrokerStats BrokerCore::stats() const {
   BrokerStats st;
   st.total_connections = total_connections_.load(std::memory_order_relaxed);
   st.rejected_connections = rejected_.load(std::memory_order_relaxed);
+  st.accept_backoffs = accept_backoffs_.load(std::memory_order_relaxed);
   st.commands_processed = commands_.load(std::memory_order_relaxed);
   st.messages_published = published_.load(std::memory_order_relaxed);
   st.deliveries = deliveries_.load(std::memory_order_relaxed);
@@ -267,14 +268,14 @@ std::string BrokerCore::info(std::string_view section) const {
   if (all || sec == "stats") {
     begin("Stats");
     out += fmt::format(
-        "total_connections_received:{}\r\nrejected_connections:{}\r\n"
+        "total_connections_received:{}\r\nrejected_connections:{}\r\naccept_backoffs:{}\r\n"
         "total_commands_processed:{}\r\nmessages_published:{}\r\ndeliveries:{}\r\n"
         "dropped_hard_limit:{}\r\ndropped_soft_limit:{}\r\ndropped_disconnect:{}\r\n"
         "slow_client_disconnects:{}\r\nrefused_publishes:{}\r\npublisher_stalls:{}\r\n"
         "publisher_stall_usec:{}\r\nslow_subscribers:{}\r\nconflated:{}\r\n",
-        st.total_connections, st.rejected_connections, st.commands_processed, st.messages_published, st.deliveries,
-        st.dropped_hard_limit, st.dropped_soft_limit, st.dropped_disconnect, st.slow_disconnects, st.refused_publishes,
-        st.publisher_stalls, st.publisher_stall_ns / 1000, st.slow_subscribers, st.conflated);
+        st.total_connections, st.rejected_connections, st.accept_backoffs, st.commands_processed, st.messages_published,
+        st.deliveries, st.dropped_hard_limit, st.dropped_soft_limit, st.dropped_disconnect, st.slow_disconnects,
+        st.refused_publishes, st.publisher_stalls, st.publisher_stall_ns / 1000, st.slow_subscribers, st.conflated);
   }
   if (all || sec == "pubsub") {
     begin("Pubsub");

@@ -157,6 +157,8 @@ class BrokerCore {
 
   void count_connection() noexcept { total_connections_.fetch_add(1, std::memory_order_relaxed); }
   void count_rejected() noexcept { rejected_.fetch_add(1, std::memory_order_relaxed); }
+  // relaxed: statistics, like the counters around it.
+  void count_accept_backoff() noexcept { accept_backoffs_.fetch_add(1, std::memory_order_relaxed); }
   void count_command() noexcept { commands_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
@@ -174,6 +176,7 @@ class BrokerCore {
   std::atomic<unsigned> io_threads_{0};
   std::atomic<std::uint64_t> total_connections_{0};
   std::atomic<std::uint64_t> rejected_{0};
+  std::atomic<std::uint64_t> accept_backoffs_{0};
   std::atomic<std::uint64_t> commands_{0};
   std::atomic<std::uint64_t> published_{0};
   std::atomic<std::uint64_t> deliveries_{0};
