@@ -65,6 +65,7 @@ std::size_t BrokerCore::publish(std::span<const Message> msgs, std::span<std::si
   std::size_t published = 0;
   for (std::size_t i = 0; i < handled; ++i) {
     if (receivers[i] == kRefusedReceivers) continue;
+    if (receivers[i] == kUnstoredReceivers) continue;
     deliveries += receivers[i];
     ++published;
   }

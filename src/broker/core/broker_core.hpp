@@ -102,15 +102,17 @@ class BrokerCore {
   std::size_t publish(std::string_view channel, std::string_view payload);
   // A publish with its QoS (Message::qos) that also returns the message's id
   // (0 if refused): a WebSocket `publish`, answered by `puback {message_id}`
-  // at QoS 1.
+  // at QoS 1, or by an error when the history failed to store it.
   struct Published {
-    std::size_t receivers = 0;  // or kRefusedReceivers
+    std::size_t receivers = 0;  // or kRefusedReceivers, or kUnstoredReceivers (QoS 1)
     std::uint64_t id = 0;
   };
   Published publish_with_id(const Message& m);
   // Several PUBLISHes in order (SubscriptionIndex::publish, same return value);
   // receivers[i] gets message i's reply or kRefusedReceivers. Refusals are not counted
-  // here: the caller may retry (count_refused once it gives up).
+  // here: the caller may retry (count_refused once it gives up). A QoS 1
+  // message that history failed to store gets kUnstoredReceivers (counted in
+  // the qos1 stats).
   // ids[i], when `ids` is not empty, gets message i's id (its history offset
   // on a retained channel; 0 if refused).
   // REQUIRES: receivers.size() == msgs.size(); ids empty or ids.size() == msgs.size().

@@ -352,6 +352,19 @@ void WsSession::cmd_publish(const JsonCommand& c) {
                "' with the block overflow policy has no room; nothing was delivered, retry later");
     return;
   }
+  if (p.receivers == kUnstoredReceivers) {
+    // puback means stored: a QoS 1 message history could not store reached
+    // nobody and took no id (docs/guarantees.md, "When history cannot store").
+    const ChannelHistory* h = core().history();
+    json e{{"type", "error"},
+           {"topic", c.topic},
+           {"message", "not stored: the history of '" + std::string(prefix(c.topic, 128)) +
+                           "' could not store the message (" + (h != nullptr ? h->last_error() : std::string()) +
+                           "); nothing was delivered, retry later"}};
+    if (c.message_id) e["client_message_id"] = *c.message_id;
+    send_text(to_text(e));
+    return;
+  }
   if (c.qos == 1) {
     // Stored: every QoS 1 subscriber's tracker holds it (and, with history,
     // the store; docs/guarantees.md).

@@ -6,7 +6,11 @@
 // No test asserts a duration: a timeout only decides when a redelivery comes,
 // and each test waits for the frames it expects (bounded by the client's
 // 20 s read deadline).
+#include <sys/resource.h>
+#include <sys/stat.h>
+
 #include <chrono>
+#include <csignal>
 #include <memory>
 #include <string>
 #include <thread>
@@ -16,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ringcast/broker/broker.hpp"
+#include "temp_dir.hpp"
 #include "ws_client.hpp"
 
 namespace ringcast::broker::ws {
@@ -324,6 +329,94 @@ TEST(WsQos1Test, AClientIdIsHeldByOneConnectionAtATime) {
   EXPECT_EQ(next(other)["type"], "error") << "client_id without qos 1";
   ASSERT_TRUE(other.send_json({{"type", "subscribe"}, {"topic", "t"}, {"qos", 1}, {"client_id", "x"}, {"history", 5}}));
   EXPECT_EQ(next(other)["type"], "error") << "a durable subscription resumes; history: N is for the others";
+}
+
+// The value of an unlabelled series in Broker::metrics_text(); -1 if absent.
+double metric(const Broker& b, std::string_view name) {
+  const std::string text = b.metrics_text();
+  const std::string key = "\n" + std::string(name) + " ";
+  const auto at = text.find(key);
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + key.size()));
+}
+
+// Keeps this process's files from growing past `bytes` (RLIMIT_FSIZE: a write
+// past it fails with EFBIG, as a full disk fails with ENOSPC) until destroyed.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    (void)std::signal(SIGXFSZ, SIG_IGN);  // the write fails instead of killing the process
+    EXPECT_EQ(::getrlimit(RLIMIT_FSIZE, &saved_), 0);
+    rlimit l = saved_;
+    l.rlim_cur = bytes;
+    EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &l), 0);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+  ~FileSizeLimit() { (void)::setrlimit(RLIMIT_FSIZE, &saved_); }
+
+ private:
+  rlimit saved_{};
+};
+
+// puback means stored (docs/guarantees.md, "When history cannot store"): a
+// real LMDB store whose file may not grow fails the append. The publisher gets
+// an error naming its publish and no puback; no subscriber gets the message;
+// it takes no id, so the next message follows without a gap and a recovery
+// across it is complete.
+TEST(WsQos1Test, PublishHistoryCannotStoreGetsAnErrorNoPubackAndReachesNobody) {
+  ::ringcast::test::TempDir dir;
+  BrokerConfig cfg;
+  cfg.port = 0;
+  cfg.ws_port = 0;
+  cfg.io_threads = 2;
+  cfg.ack_timeout = 60s;
+  cfg.history = {"t=1000"};
+  cfg.data_dir = dir.file("data");
+  cfg.fsync = FsyncMode::kAlways;
+  auto started = Broker::start(cfg);
+  ASSERT_TRUE(started.has_value()) << started.error().message();
+  Broker& b = **started;
+  WsClient s1(b.ws_port()), s0(b.ws_port()), pub(b.ws_port());
+  ASSERT_TRUE(s1.send_json({{"type", "subscribe"}, {"topic", "t"}, {"qos", 1}}));
+  const json sub = next(s1);
+  EXPECT_EQ(sub["type"], "subscribed");
+  const std::string epoch = sub.value("epoch", "");
+  ASSERT_TRUE(s0.send_json({{"type", "subscribe"}, {"topic", "t"}}));
+  EXPECT_EQ(next(s0)["type"], "subscribed");
+  EXPECT_EQ(publish_qos1(pub, "t", "stored"), 1u);
+  EXPECT_EQ(next(s1)["message_id"], 1);
+  EXPECT_EQ(next(s0)["message_id"], 1);
+  {
+    struct stat st {};
+    ASSERT_EQ(::stat((cfg.data_dir + "/data.mdb").c_str(), &st), 0);
+    const FileSizeLimit limit(static_cast<rlim_t>(st.st_size));
+    // 256 KiB needs new pages past the end of data.mdb: the commit fails.
+    ASSERT_TRUE(pub.send_json({{"type", "publish"},
+                               {"topic", "t"},
+                               {"payload", std::string(256 * 1024, 'x')},
+                               {"qos", 1},
+                               {"message_id", "big-1"}}));
+    const json e = next(pub);
+    EXPECT_EQ(e["type"], "error");
+    EXPECT_EQ(e["topic"], "t");
+    EXPECT_EQ(e["client_message_id"], "big-1");
+    EXPECT_EQ(e["message"].get<std::string>().rfind("not stored: the history of 't' could not store the message", 0),
+              0u)
+        << e;
+    EXPECT_TRUE(frames_before_probe(pub).empty()) << "no puback after the error";
+  }
+  EXPECT_TRUE(frames_before_probe(s1).empty()) << "a QoS 1 subscriber never sees the message";
+  EXPECT_TRUE(frames_before_probe(s0).empty()) << "nor does a QoS 0 one";
+  EXPECT_EQ(metric(b, "ringcast_broker_history_append_errors_total"), 1);
+  EXPECT_EQ(publish_qos1(pub, "t", "after"), 2u) << "the refused message took no id";
+  EXPECT_EQ(next(s1)["message_id"], 2);
+  EXPECT_EQ(next(s0)["message_id"], 2);
+  WsClient late(b.ws_port());
+  ASSERT_TRUE(late.send_json({{"type", "subscribe"}, {"topic", "t"}, {"since", {{"offset", 0}, {"epoch", epoch}}}}));
+  const json r = next(late);
+  EXPECT_EQ(r["recovered"], true) << r;
+  EXPECT_EQ(r["offset"], 2);
+  EXPECT_EQ(ids_of(frames_before_probe(late)), (std::vector<int>{1, 2}));
 }
 
 }  // namespace
