@@ -34,6 +34,7 @@
 #include "broker/core/subscription_index.hpp"
 #include "broker/guarantees/channel_history.hpp"
 #include "broker/guarantees/durable_sessions.hpp"
+#include "broker/guarantees/qos1_stats.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/broker/config.hpp"
 #include "ringcast/broker/metrics.hpp"
@@ -89,6 +90,8 @@ class BrokerCore {
   [[nodiscard]] const ChannelHistory* history() const noexcept { return history_.get(); }
   // Durable QoS 1 subscribers' sessions (guarantees/durable_sessions.hpp).
   [[nodiscard]] DurableSessions& durable() noexcept { return durable_; }
+  // QoS 1 counters (guarantees/qos1_stats.hpp): every AckTracker registers here.
+  [[nodiscard]] Qos1Stats& qos1() noexcept { return qos1_; }
   [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
   [[nodiscard]] FlowControl& flow() noexcept { return flow_; }
   // Authentication and permission counters, counted by every transport's session.
@@ -144,7 +147,7 @@ class BrokerCore {
   [[nodiscard]] std::string client_list() const;
   [[nodiscard]] std::string client_info(const Client& c) const;
   // INFO text for `section` ("", "all", "default", "everything", "server",
-  // "clients", "stats", "pubsub", "auth", "drops", "history"); unknown sections give "".
+  // "clients", "stats", "pubsub", "auth", "qos1", "drops", "history"); unknown sections give "".
   [[nodiscard]] std::string info(std::string_view section) const;
   [[nodiscard]] BrokerStats stats() const;
   [[nodiscard]] std::vector<ConnectionStats> connection_stats() const;
@@ -168,6 +171,7 @@ class BrokerCore {
   const Clock& clock_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   const std::unique_ptr<ChannelHistory> history_;  // before index_: it logs into it
+  Qos1Stats qos1_;                                 // before durable_: its sessions' trackers register here
   DurableSessions durable_{history_ != nullptr ? &history_->store() : nullptr};
   SubscriptionIndex index_;
 

@@ -29,6 +29,7 @@
 #include <unordered_map>
 
 #include "broker/guarantees/ack_tracker.hpp"
+#include "broker/guarantees/qos1_stats.hpp"
 
 namespace ringcast::broker {
 
@@ -66,6 +67,14 @@ class DurableSessions {
   void detach(Session& s) {
     std::lock_guard lock(mu_);
     s.attached = false;
+  }
+
+  // For INFO and /metrics.
+  [[nodiscard]] SessionCounts counts() const {
+    std::lock_guard lock(mu_);
+    SessionCounts c;
+    for (const auto& [id, s] : sessions_) ++(s->attached ? c.attached : c.detached);
+    return c;
   }
 
   // Where `client_id` resumes on `channel` after a restart: its saved floor;

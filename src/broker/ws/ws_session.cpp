@@ -212,7 +212,7 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     settings.max_waiting_bytes = cfg.queue_limits.hard_bytes;
     settings.policy = cfg.overflow_policy;
     auto make = [&] {
-      return std::make_unique<AckTracker>(settings, core().clock(), WireFormat::kJson, json_redelivery);
+      return std::make_unique<AckTracker>(settings, core().clock(), WireFormat::kJson, json_redelivery, &core().qos1());
     };
     if (c.client_id.empty()) {
       own_tracker_ = make();
@@ -371,6 +371,7 @@ void WsSession::cmd_publish(const JsonCommand& c) {
     json r{{"type", "puback"}, {"topic", c.topic}, {"message_id", p.id}};
     if (c.message_id) r["client_message_id"] = *c.message_id;
     send_text(to_text(r));
+    core().qos1().count_puback();
   }
 }
 
@@ -390,6 +391,7 @@ void WsSession::cmd_ack(const JsonCommand& c) {
     if (session_ != nullptr && std::chrono::steady_clock::now() - session_->saved >= kFloorSaveInterval) save_floors();
     return;
   }
+  if (r == AckResult::kUnknown) core().qos1().count_unknown_ack();
   std::string what = "ack: no delivery awaits an ack with message_id " + std::string(prefix(text, 64));
   if (!c.topic.empty()) what += " on '" + std::string(prefix(c.topic, 128)) + "'";
   if (r == AckResult::kAmbiguous)

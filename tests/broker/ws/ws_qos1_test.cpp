@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "resp_client.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "temp_dir.hpp"
 #include "ws_client.hpp"
@@ -339,6 +340,90 @@ double metric(const Broker& b, std::string_view name) {
   return at == std::string::npos ? -1 : std::stod(text.substr(at + key.size()));
 }
 
+// The value of `field` in `INFO section`, asked over RESP.
+std::string info_field(const Broker& b, std::string_view section, std::string_view field) {
+  ::ringcast::test::RespClient r(b.port());
+  const auto reply = r.call({"INFO", section});
+  if (!reply) return {};
+  const std::string text(reply->str);
+  const auto at = text.find("\r\n" + std::string(field) + ":");
+  if (at == std::string::npos) return {};
+  const auto begin = at + field.size() + 3;
+  return text.substr(begin, text.find("\r\n", begin) - begin);
+}
+
+// Polls `metric` until it reads `want`, at most 20 s (a connection's close, a
+// session's expiry, runs on the broker's threads); returns the last value.
+double await_metric(const Broker& b, std::string_view name, double want) {
+  double v = metric(b, name);
+  for (int i = 0; i < 2000 && v != want; ++i) {
+    std::this_thread::sleep_for(10ms);
+    v = metric(b, name);
+  }
+  return v;
+}
+
+// What a user debugging "my subscriber misses messages" reads: where each
+// QoS 1 delivery is (in flight, waiting, acked, redelivered, expired,
+// abandoned with its subscriber), in INFO qos1 and /metrics, after a scenario
+// that puts deliveries in each place.
+TEST(WsQos1Test, InfoAndMetricsCountWhereEveryQosOneDeliveryIs) {
+  auto b = start_broker(60s, 5, /*max_in_flight=*/1);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(metric(*b, "ringcast_broker_qos1_trackers"), 0);
+  WsClient pub(b->ws_port());
+  {
+    WsClient s(b->ws_port());
+    subscribe_qos1(s, "t");
+    for (int i = 0; i < 3; ++i) (void)publish_qos1(pub, "t", "m");
+    EXPECT_EQ(next(s)["message_id"], 1);
+    EXPECT_EQ(metric(*b, "ringcast_broker_qos1_trackers"), 1);
+    EXPECT_EQ(metric(*b, "ringcast_broker_qos1_in_flight"), 1);
+    EXPECT_EQ(metric(*b, "ringcast_broker_qos1_waiting"), 2) << "past the window of 1";
+    EXPECT_EQ(metric(*b, "ringcast_broker_qos1_pubacks_total"), 3);
+    ack(s, "t", 1);
+    EXPECT_EQ(next(s)["message_id"], 2);
+    ASSERT_TRUE(s.send_json({{"type", "ack"}, {"topic", "t"}, {"message_id", 99}}));
+    EXPECT_EQ(next(s)["type"], "error");
+    EXPECT_EQ(metric(*b, "ringcast_broker_qos1_acked_total"), 1);
+    EXPECT_EQ(metric(*b, "ringcast_broker_qos1_delivered_total"), 2);
+    EXPECT_EQ(metric(*b, "ringcast_broker_qos1_unknown_acks_total"), 1);
+    EXPECT_EQ(info_field(*b, "qos1", "qos1_in_flight"), "1");
+    EXPECT_EQ(info_field(*b, "qos1", "qos1_waiting"), "1");
+    EXPECT_EQ(info_field(*b, "qos1", "qos1_max_in_flight"), "1");
+  }  // gone with message 2 in flight and 3 waiting: both abandoned
+  EXPECT_EQ(await_metric(*b, "ringcast_broker_qos1_trackers", 0), 0);
+  EXPECT_EQ(metric(*b, "ringcast_broker_qos1_abandoned_total"), 2);
+  EXPECT_EQ(metric(*b, "ringcast_broker_qos1_in_flight"), 0);
+  EXPECT_EQ(metric(*b, "ringcast_broker_qos1_waiting"), 0);
+  EXPECT_EQ(metric(*b, "ringcast_broker_qos1_acked_total"), 1) << "a gone tracker's counters stay in the totals";
+  EXPECT_EQ(info_field(*b, "qos1", "qos1_abandoned"), "2");
+  EXPECT_EQ(info_field(*b, "", "qos1_abandoned"), "2") << "in the default sections";
+}
+
+TEST(WsQos1Test, InfoAndMetricsCountRedeliveriesExpiriesAndDurableSessions) {
+  auto b = start_broker(50ms, 1, 1000, {"*=100"});
+  ASSERT_NE(b, nullptr);
+  WsClient pub(b->ws_port());
+  {
+    WsClient s(b->ws_port());
+    EXPECT_EQ(subscribe_durable(s, "t", "d1")["type"], "subscribed");
+    EXPECT_EQ(metric(*b, "ringcast_broker_qos1_durable_sessions{state=\"attached\"}"), 1);
+    const std::uint64_t id = publish_qos1(pub, "t", "never acked");
+    EXPECT_FALSE(next(s).contains("dup"));
+    EXPECT_EQ(next(s)["dup"], true);
+    const json notice = next(s);
+    EXPECT_EQ(notice["payload"], "expired topic=t message_id=" + std::to_string(id) + " sends=2 total=1");
+    EXPECT_EQ(metric(*b, "ringcast_broker_qos1_redelivered_total"), 1);
+    EXPECT_EQ(metric(*b, "ringcast_broker_qos1_expired_total"), 1);
+    EXPECT_EQ(info_field(*b, "qos1", "qos1_expired"), "1");
+  }
+  EXPECT_EQ(await_metric(*b, "ringcast_broker_qos1_durable_sessions{state=\"detached\"}", 1), 1);
+  EXPECT_EQ(metric(*b, "ringcast_broker_qos1_durable_sessions{state=\"attached\"}"), 0);
+  EXPECT_EQ(metric(*b, "ringcast_broker_qos1_trackers"), 1) << "a detached session keeps its tracker";
+  EXPECT_EQ(info_field(*b, "qos1", "qos1_durable_detached"), "1");
+}
+
 // Keeps this process's files from growing past `bytes` (RLIMIT_FSIZE: a write
 // past it fails with EFBIG, as a full disk fails with ENOSPC) until destroyed.
 class FileSizeLimit {
@@ -408,6 +493,8 @@ TEST(WsQos1Test, PublishHistoryCannotStoreGetsAnErrorNoPubackAndReachesNobody) {
   EXPECT_TRUE(frames_before_probe(s1).empty()) << "a QoS 1 subscriber never sees the message";
   EXPECT_TRUE(frames_before_probe(s0).empty()) << "nor does a QoS 0 one";
   EXPECT_EQ(metric(b, "ringcast_broker_history_append_errors_total"), 1);
+  EXPECT_EQ(metric(b, "ringcast_broker_qos1_not_stored_total"), 1);
+  EXPECT_EQ(metric(b, "ringcast_broker_qos1_pubacks_total"), 1);
   EXPECT_EQ(publish_qos1(pub, "t", "after"), 2u) << "the refused message took no id";
   EXPECT_EQ(next(s1)["message_id"], 2);
   EXPECT_EQ(next(s0)["message_id"], 2);
