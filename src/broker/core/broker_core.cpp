@@ -292,8 +292,9 @@ std::string BrokerCore::info(std::string_view section) const {
   }
   if (all || sec == "qos1") {
     begin("Qos1");
-    out += fmt::format("qos1_ack_timeout_ms:{}\r\nqos1_max_retries:{}\r\nqos1_max_in_flight:{}\r\n",
-                       config_.ack_timeout.count(), config_.max_retries, config_.max_in_flight);
+    out += fmt::format(
+        "qos1_ack_timeout_ms:{}\r\nqos1_max_retries:{}\r\nqos1_max_in_flight:{}\r\nqos1_session_ttl_ms:{}\r\n",
+        config_.ack_timeout.count(), config_.max_retries, config_.max_in_flight, config_.session_ttl.count());
     out += qos1_.info_fields(durable_.counts());
   }
   if (history_ && (all || sec == "history")) {

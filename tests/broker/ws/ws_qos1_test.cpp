@@ -424,6 +424,77 @@ TEST(WsQos1Test, InfoAndMetricsCountRedeliveriesExpiriesAndDurableSessions) {
   EXPECT_EQ(info_field(*b, "qos1", "qos1_durable_detached"), "1");
 }
 
+std::unique_ptr<Broker> start_broker_with_ttl(std::chrono::milliseconds ttl, std::string data_dir = {}) {
+  BrokerConfig cfg;
+  cfg.history = {"*=1000"};
+  cfg.data_dir = std::move(data_dir);
+  cfg.port = 0;
+  cfg.ws_port = 0;
+  cfg.io_threads = 2;
+  cfg.ack_timeout = 60s;
+  cfg.session_ttl = ttl;
+  auto b = Broker::start(cfg);
+  EXPECT_TRUE(b.has_value()) << (b ? "" : b.error().message());
+  return b ? std::move(*b) : nullptr;
+}
+
+// --session-ttl: a detached session is dropped with its unacked deliveries
+// and its floors; a held one never is. Each wait polls /metrics until the
+// state changes (bounded), never a sleep in place of it.
+TEST(WsQos1Test, DetachedDurableSessionExpiresAfterItsTtlAndItsClientIdStartsAfresh) {
+  auto b = start_broker_with_ttl(200ms);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(info_field(*b, "qos1", "qos1_session_ttl_ms"), "200");
+  WsClient keep(b->ws_port()), pub(b->ws_port());
+  EXPECT_EQ(subscribe_durable(keep, "t", "keep")["type"], "subscribed");
+  {
+    WsClient gone(b->ws_port());
+    EXPECT_EQ(subscribe_durable(gone, "t", "gone")["type"], "subscribed");
+    EXPECT_EQ(publish_qos1(pub, "t", "m1"), 1u);
+    EXPECT_EQ(next(gone)["message_id"], 1);  // never acked
+  }
+  EXPECT_EQ(next(keep)["message_id"], 1);
+  ack(keep, "t", 1);
+  EXPECT_EQ(await_metric(*b, "ringcast_broker_qos1_durable_expired_total", 1), 1);
+  EXPECT_EQ(metric(*b, "ringcast_broker_qos1_durable_sessions{state=\"detached\"}"), 0);
+  EXPECT_EQ(metric(*b, "ringcast_broker_qos1_durable_sessions{state=\"attached\"}"), 1)
+      << "held longer than the TTL, but held: kept";
+  EXPECT_EQ(metric(*b, "ringcast_broker_qos1_abandoned_total"), 1) << "message 1 expired with the session";
+  EXPECT_EQ(info_field(*b, "qos1", "qos1_durable_expired"), "1");
+  EXPECT_EQ(publish_qos1(pub, "t", "m2"), 2u);
+  EXPECT_EQ(next(keep)["message_id"], 2);
+  WsClient back(b->ws_port());
+  const json r = subscribe_durable(back, "t", "gone");
+  EXPECT_EQ(r["type"], "subscribed");
+  EXPECT_EQ(r["offset"], 2);
+  EXPECT_TRUE(frames_before_probe(back).empty()) << "a new session: no redelivery of 1, no replay of 2";
+  EXPECT_EQ(publish_qos1(pub, "t", "m3"), 3u);
+  EXPECT_EQ(next(back)["message_id"], 3);
+}
+
+// After a restart the floors in LMDB are detached sessions too: they expire
+// after the TTL, counted from the start.
+TEST(WsQos1Test, StoredSessionsOfAnEarlierRunExpireAfterTheTtl) {
+  ::ringcast::test::TempDir dir;
+  {
+    auto b = start_broker_with_ttl(0ms, dir.file("data"));
+    ASSERT_NE(b, nullptr);
+    WsClient s(b->ws_port()), pub(b->ws_port());
+    EXPECT_EQ(subscribe_durable(s, "t", "old")["type"], "subscribed");
+    EXPECT_EQ(publish_qos1(pub, "t", "m1"), 1u);
+    EXPECT_EQ(next(s)["message_id"], 1);  // never acked: its floor stays 0
+  }
+  auto b = start_broker_with_ttl(300ms, dir.file("data"));
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(await_metric(*b, "ringcast_broker_qos1_durable_expired_total", 1), 1);
+  EXPECT_EQ(metric(*b, "ringcast_broker_qos1_durable_sessions{state=\"detached\"}"), 0);
+  WsClient pub(b->ws_port());
+  EXPECT_EQ(publish_qos1(pub, "t", "m2"), 2u);
+  WsClient s(b->ws_port());
+  EXPECT_EQ(subscribe_durable(s, "t", "old")["type"], "subscribed");
+  EXPECT_TRUE(frames_before_probe(s).empty()) << "its floor is gone: nothing is replayed";
+}
+
 // Keeps this process's files from growing past `bytes` (RLIMIT_FSIZE: a write
 // past it fails with EFBIG, as a full disk fails with ENOSPC) until destroyed.
 class FileSizeLimit {
