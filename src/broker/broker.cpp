@@ -116,6 +116,10 @@ PublishResult Broker::publish(std::span<const Message> msgs, std::span<std::size
     for (std::size_t i = r.published; i < r.published + done; ++i) r.receivers += receivers[i];
     r.published += done;
     if (r.published == msgs.size()) break;
+    if (receivers[r.published] == kUnstoredReceivers) {  // retrying cannot help a failing store now
+      r.status = PublishStatus::kNotStored;
+      return r;
+    }
     // Refused: hold the caller up to max_block (woken when a `block` queue drains).
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline || wait == PublishWait::kNoWait || impl_->server.stopped()) {

@@ -102,6 +102,24 @@ tl::expected<void, BrokerError> validate(const BrokerConfig& config) {
   return {};
 }
 
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  const std::string_view unit = text.substr(digits);
+  std::uint64_t ms_per = 0;
+  if (unit == "ms") ms_per = 1;
+  else if (unit.empty() || unit == "s") ms_per = 1000;
+  else if (unit == "m") ms_per = 60'000;
+  else if (unit == "h") ms_per = 3'600'000;
+  else if (unit == "d") ms_per = 86'400'000;
+  std::uint64_t n = 0;
+  const auto r = std::from_chars(text.data(), text.data() + digits, n);
+  if (digits == 0 || ms_per == 0 || r.ec != std::errc() || r.ptr != text.data() + digits) return std::nullopt;
+  constexpr std::uint64_t kMaxMs = std::uint64_t{100} * 365 * 86'400'000;  // 100 years
+  if (n > kMaxMs / ms_per) return std::nullopt;
+  return std::chrono::milliseconds(static_cast<std::int64_t>(n * ms_per));
+}
+
 std::optional<std::size_t> parse_size(std::string_view text) {
   std::string s(text);
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });

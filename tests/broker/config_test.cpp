@@ -16,6 +16,22 @@ TEST(ConfigTest, SizesTakeRedisSuffixes) {
   EXPECT_FALSE(parse_size("99999999999999999999gb"));
 }
 
+TEST(ConfigTest, DurationsTakeUnitsFromMillisecondsToDays) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(parse_duration("250ms"), milliseconds(250));
+  EXPECT_EQ(parse_duration("30"), milliseconds(30'000)) << "bare: seconds";
+  EXPECT_EQ(parse_duration("30s"), milliseconds(30'000));
+  EXPECT_EQ(parse_duration("10m"), milliseconds(600'000));
+  EXPECT_EQ(parse_duration("24h"), milliseconds(86'400'000));
+  EXPECT_EQ(parse_duration("7d"), milliseconds(7 * 86'400'000LL));
+  EXPECT_EQ(parse_duration("0"), milliseconds(0));
+  EXPECT_FALSE(parse_duration(""));
+  EXPECT_FALSE(parse_duration("h"));
+  EXPECT_FALSE(parse_duration("5w"));
+  EXPECT_FALSE(parse_duration("-5s"));
+  EXPECT_FALSE(parse_duration("36501d")) << "past 100 years";
+}
+
 TEST(ConfigTest, OverflowPolicyNamesRoundTripCaseInsensitively) {
   for (OverflowPolicy p : {OverflowPolicy::kDropOldest, OverflowPolicy::kDropNewest, OverflowPolicy::kDisconnect,
                            OverflowPolicy::kBlock, OverflowPolicy::kConflate}) {

@@ -259,6 +259,26 @@ TEST_P(HistoryStoreTest, ResumeFloorsArePerClientAndChannelAndNeverMoveBack) {
   EXPECT_EQ(s->usage().channels, 0u) << "floors are not history";
 }
 
+// --session-ttl drops an expired session's floors, and after a restart the
+// broker learns from session_clients() which sessions the store holds.
+TEST_P(HistoryStoreTest, EraseSessionDropsEveryFloorOfThatClientOnly) {
+  auto s = open(rules({"*=10"}));
+  EXPECT_TRUE(s->session_clients().empty());
+  // Enough channels to fill several LMDB pages: the erase walks past page ends.
+  for (int i = 0; i < 600; ++i) ASSERT_TRUE(s->put_resume_floor("a", "channel-" + std::to_string(i), 5));
+  ASSERT_TRUE(s->put_resume_floor("ab", "t", 1));
+  ASSERT_TRUE(s->put_resume_floor("b", "t", 2));
+  EXPECT_EQ(s->session_clients(), (std::vector<std::string>{"a", "ab", "b"}));
+  ASSERT_TRUE(s->erase_session("a"));
+  EXPECT_EQ(s->session_clients(), (std::vector<std::string>{"ab", "b"}));
+  EXPECT_EQ(s->resume_floor("a", "channel-0"), 0u);
+  EXPECT_EQ(s->resume_floor("a", "channel-599"), 0u);
+  EXPECT_EQ(s->resume_floor("ab", "t"), 1u) << "a client id that extends the erased one is another client";
+  EXPECT_EQ(s->resume_floor("b", "t"), 2u);
+  ASSERT_TRUE(s->erase_session("nobody"));
+  EXPECT_EQ(s->session_clients().size(), 2u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, HistoryStoreTest, ::testing::Values(Kind::kMemory, Kind::kLmdb),
                          [](const auto& p) { return p.param == Kind::kMemory ? "Memory" : "Lmdb"; });
 

@@ -356,10 +356,11 @@ class RecordingLog final : public RunLog {
     asked.emplace_back(channel);
     return channel == "kept" ? last_ : 0;
   }
-  void append(std::string_view channel, std::uint64_t first_id, std::span<const Message> run,
+  bool append(std::string_view channel, std::uint64_t first_id, std::span<const Message> run,
               std::int64_t /*time_ms*/) noexcept override {
     runs.push_back(
         {std::string(channel), first_id, run.size(), watched == nullptr ? 0 : watched->queue().stats().queued_frames});
+    return !failing;
   }
   struct Run {
     std::string channel;
@@ -370,6 +371,7 @@ class RecordingLog final : public RunLog {
   std::vector<std::string> asked;
   std::vector<Run> runs;
   FakeSubscriber* watched = nullptr;
+  bool failing = false;  // append() reports that the run was not stored
 
  private:
   std::uint64_t last_;
@@ -402,6 +404,38 @@ TEST(SubscriptionIndexRunLogTest, IdsContinueFromTheLogAndEachRunIsLoggedBeforeA
   std::size_t r = 0;
   index.publish_shard({&s, 1}, {&r, 1});
   EXPECT_EQ(log.runs.size(), 3u);
+  auto lock = index.lock_for_update();
+  index.remove_all(a);
+}
+
+TEST(SubscriptionIndexRunLogTest, QosOneRunTheLogCannotStoreIsRefusedTakesNoIdsAndReachesNobody) {
+  RecordingLog log(0);
+  SubscriptionIndex index(&log);
+  FakeSubscriber a(WireFormat::kJson);
+  {
+    auto lock = index.lock_for_update();
+    index.add_channel(a, "kept");
+  }
+  std::vector<std::size_t> receivers(2);
+  std::vector<std::uint64_t> ids(2);
+  log.failing = true;
+  const std::vector<Message> q1{{"kept", "a", 1}, {"kept", "b", 1}};
+  EXPECT_EQ(index.publish(q1, false, receivers, false, ids), 2u);
+  EXPECT_EQ(receivers, (std::vector<std::size_t>{kUnstoredReceivers, kUnstoredReceivers}));
+  EXPECT_EQ(ids, (std::vector<std::uint64_t>{0, 0}));
+  EXPECT_EQ(a.queue().stats().queued_frames, 0u) << "nobody is offered a QoS 1 run that is not stored";
+  // With stop_at_refusal the call stops at it, as at a `block` refusal.
+  EXPECT_EQ(index.publish(q1, false, receivers, true, ids), 0u);
+  EXPECT_EQ(receivers[0], kUnstoredReceivers);
+  // A QoS 0 run is delivered all the same (the log counts the failure).
+  const std::vector<Message> q0{{"kept", "c"}, {"kept", "d"}};
+  EXPECT_EQ(index.publish(q0, false, receivers, false, ids), 2u);
+  EXPECT_EQ(receivers, (std::vector<std::size_t>{1, 1}));
+  EXPECT_EQ(ids, (std::vector<std::uint64_t>{1, 2})) << "the refused QoS 1 run took no ids";
+  log.failing = false;
+  EXPECT_EQ(index.publish(q1, false, receivers, false, ids), 2u);
+  EXPECT_EQ(ids, (std::vector<std::uint64_t>{3, 4}));
+  EXPECT_EQ(a.queue().stats().queued_frames, 4u);
   auto lock = index.lock_for_update();
   index.remove_all(a);
 }

@@ -73,6 +73,10 @@ class BrokerFlags {
                    "QoS 1: unacked deliveries per subscriber; later ones wait (JetStream's max_ack_pending)")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
+    app.add_option("--session-ttl", session_ttl_,
+                   "QoS 1: drop a durable session (client_id) no connection holds, with its unacked deliveries and "
+                   "resume floors, after this long: ms, s, m, h or d (bare: seconds); 0 = never")
+        ->capture_default_str();
     add_token_flag(app);
     app.add_option("--history", cfg.history,
                    "Keep per-channel history: GLOB=SIZE[,TTL] (repeatable, first match wins), e.g. 'chat.*=1000,10m'; "
@@ -122,6 +126,9 @@ class BrokerFlags {
     if (!ack_timeout || *ack_timeout == 0)
       return "--ack-timeout must be a positive number with ms or s (bare: seconds)";
     cfg.ack_timeout = std::chrono::milliseconds(*ack_timeout);
+    const auto session_ttl = broker::parse_duration(session_ttl_);
+    if (!session_ttl) return "--session-ttl must be a number with ms, s, m, h or d (bare: seconds), or 0 for never";
+    cfg.session_ttl = *session_ttl;
     if (!password_file_.empty()) {
       std::ifstream in(password_file_);
       std::getline(in, cfg.requirepass);
@@ -158,6 +165,7 @@ class BrokerFlags {
 
   int ws_port_ = -1;  // -1: no WebSocket listener
   std::string ack_timeout_ = "5s";
+  std::string session_ttl_ = "24h";
   std::string ws_max_message_ = "1mb";
   std::string policy_ = "disconnect";
   std::string hard_ = "32mb";

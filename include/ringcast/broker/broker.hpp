@@ -43,6 +43,9 @@ enum class PublishStatus : std::uint8_t {
   kRefused,     // message `published` was refused: a `block` subscriber of its channel had
                 // no room, even after BrokerConfig::max_block; it and the later ones were not published
   kStopped,     // the broker is stopped: nothing was published
+  kNotStored,   // message `published` is QoS 1 (Message::qos) and its channel's history
+                // failed to store it (docs/guarantees.md): it reached nobody and took no
+                // id; it and the later ones were not published
 };
 
 // What Broker::publish does while publishers are paced (docs/broker.md,

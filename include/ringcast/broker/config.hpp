@@ -46,6 +46,10 @@ enum class OverflowPolicy : std::uint8_t {
 // the limits are written in redis.conf. nullopt for anything else or on overflow.
 [[nodiscard]] std::optional<std::size_t> parse_size(std::string_view s);
 
+// "250ms", "30s", "10m", "24h", "7d"; a bare number is seconds. nullopt for
+// anything else or past 100 years. 0 is allowed (callers give it a meaning).
+[[nodiscard]] std::optional<std::chrono::milliseconds> parse_duration(std::string_view s);
+
 // Output-queue limits of one connection, in bytes of queued frames (including
 // frames handed to the kernel but not yet acknowledged as written).
 struct QueueLimits {
@@ -121,6 +125,10 @@ struct BrokerConfig {
   std::chrono::milliseconds ack_timeout = std::chrono::seconds(5);
   std::uint32_t max_retries = 5;
   std::size_t max_in_flight = 1000;
+  // A durable QoS 1 session (a client_id) no connection holds is dropped,
+  // with its unacked deliveries and its resume floors, after this long (MQTT
+  // 5's session expiry interval). 0: never.
+  std::chrono::milliseconds session_ttl = std::chrono::hours(24);
 
   // Non-empty: clients must AUTH (or HELLO ... AUTH default <pass>) first.
   std::string requirepass;

@@ -65,6 +65,10 @@ std::size_t BrokerCore::publish(std::span<const Message> msgs, std::span<std::si
   std::size_t published = 0;
   for (std::size_t i = 0; i < handled; ++i) {
     if (receivers[i] == kRefusedReceivers) continue;
+    if (receivers[i] == kUnstoredReceivers) {
+      qos1_.count_not_stored();
+      continue;
+    }
     deliveries += receivers[i];
     ++published;
   }
@@ -210,6 +214,7 @@ std::string BrokerCore::metrics_text() const {
   PrometheusWriter w;
   write_broker_metrics(w, stats(), connection_stats());
   if (history_) history_->write_metrics(w);
+  qos1_.write_metrics(w, durable_.counts());
   if (const auto provider = metrics_provider_.get()) (*provider)(w);
   return w.take();
 }
@@ -285,6 +290,13 @@ std::string BrokerCore::info(std::string_view section) const {
   if (all || sec == "auth") {
     begin("Auth");
     out += auth_stats_.info_fields();
+  }
+  if (all || sec == "qos1") {
+    begin("Qos1");
+    out += fmt::format(
+        "qos1_ack_timeout_ms:{}\r\nqos1_max_retries:{}\r\nqos1_max_in_flight:{}\r\nqos1_session_ttl_ms:{}\r\n",
+        config_.ack_timeout.count(), config_.max_retries, config_.max_in_flight, config_.session_ttl.count());
+    out += qos1_.info_fields(durable_.counts());
   }
   if (history_ && (all || sec == "history")) {
     begin("History");

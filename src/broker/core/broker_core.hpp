@@ -34,6 +34,7 @@
 #include "broker/core/subscription_index.hpp"
 #include "broker/guarantees/channel_history.hpp"
 #include "broker/guarantees/durable_sessions.hpp"
+#include "broker/guarantees/qos1_stats.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/broker/config.hpp"
 #include "ringcast/broker/metrics.hpp"
@@ -89,6 +90,8 @@ class BrokerCore {
   [[nodiscard]] const ChannelHistory* history() const noexcept { return history_.get(); }
   // Durable QoS 1 subscribers' sessions (guarantees/durable_sessions.hpp).
   [[nodiscard]] DurableSessions& durable() noexcept { return durable_; }
+  // QoS 1 counters (guarantees/qos1_stats.hpp): every AckTracker registers here.
+  [[nodiscard]] Qos1Stats& qos1() noexcept { return qos1_; }
   [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
   [[nodiscard]] FlowControl& flow() noexcept { return flow_; }
   // Authentication and permission counters, counted by every transport's session.
@@ -102,15 +105,17 @@ class BrokerCore {
   std::size_t publish(std::string_view channel, std::string_view payload);
   // A publish with its QoS (Message::qos) that also returns the message's id
   // (0 if refused): a WebSocket `publish`, answered by `puback {message_id}`
-  // at QoS 1.
+  // at QoS 1, or by an error when the history failed to store it.
   struct Published {
-    std::size_t receivers = 0;  // or kRefusedReceivers
+    std::size_t receivers = 0;  // or kRefusedReceivers, or kUnstoredReceivers (QoS 1)
     std::uint64_t id = 0;
   };
   Published publish_with_id(const Message& m);
   // Several PUBLISHes in order (SubscriptionIndex::publish, same return value);
   // receivers[i] gets message i's reply or kRefusedReceivers. Refusals are not counted
-  // here: the caller may retry (count_refused once it gives up).
+  // here: the caller may retry (count_refused once it gives up). A QoS 1
+  // message that history failed to store gets kUnstoredReceivers (counted in
+  // the qos1 stats).
   // ids[i], when `ids` is not empty, gets message i's id (its history offset
   // on a retained channel; 0 if refused).
   // REQUIRES: receivers.size() == msgs.size(); ids empty or ids.size() == msgs.size().
@@ -142,7 +147,7 @@ class BrokerCore {
   [[nodiscard]] std::string client_list() const;
   [[nodiscard]] std::string client_info(const Client& c) const;
   // INFO text for `section` ("", "all", "default", "everything", "server",
-  // "clients", "stats", "pubsub", "auth", "drops", "history"); unknown sections give "".
+  // "clients", "stats", "pubsub", "auth", "qos1", "drops", "history"); unknown sections give "".
   [[nodiscard]] std::string info(std::string_view section) const;
   [[nodiscard]] BrokerStats stats() const;
   [[nodiscard]] std::vector<ConnectionStats> connection_stats() const;
@@ -168,7 +173,8 @@ class BrokerCore {
   const Clock& clock_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   const std::unique_ptr<ChannelHistory> history_;  // before index_: it logs into it
-  DurableSessions durable_{history_ != nullptr ? &history_->store() : nullptr};
+  Qos1Stats qos1_;                                 // before durable_: its sessions' trackers register here
+  DurableSessions durable_{history_ != nullptr ? &history_->store() : nullptr, config_.session_ttl};
   SubscriptionIndex index_;
 
   std::atomic<std::uint64_t> next_id_{1};

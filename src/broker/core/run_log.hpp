@@ -30,9 +30,11 @@ class RunLog {
   // log). Called once per run, before any subscriber is offered it, while every
   // subscription change waits (the index lock is held shared): a subscriber
   // that joins later finds the run in the log, one that joined earlier gets it
-  // live. Must not throw; a failure is the log's to count.
-  virtual void append(std::string_view channel, std::uint64_t first_id, std::span<const Message> run,
-                      std::int64_t time_ms) noexcept = 0;
+  // live. Must not throw; a failure is the log's to count. Returns false iff
+  // the channel is logged and the run could not be stored: a QoS 1 run is then
+  // refused (puback means stored; subscription_index.hpp, invariant 5).
+  [[nodiscard]] virtual bool append(std::string_view channel, std::uint64_t first_id, std::span<const Message> run,
+                                    std::int64_t time_ms) noexcept = 0;
 };
 
 }  // namespace ringcast::broker

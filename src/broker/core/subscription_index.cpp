@@ -340,7 +340,9 @@ std::size_t SubscriptionIndex::publish_runs(std::span<const Message> msgs, bool 
     }
     std::size_t accepted = 0;
     std::uint64_t first_id = 0;
-    const std::size_t n = publish_run(msgs.subspan(i, j - i), dedupe, shard, accepted, first_id);
+    bool unstored = false;
+    const std::size_t n = publish_run(msgs.subspan(i, j - i), dedupe, shard, accepted, first_id, unstored);
+    const std::size_t refused = unstored ? kUnstoredReceivers : kRefusedReceivers;
     const auto at = [&](std::size_t k) { return receivers.begin() + static_cast<std::ptrdiff_t>(k); };
     std::fill(at(i), at(i + accepted), n);
     if (!ids.empty()) {
@@ -348,10 +350,10 @@ std::size_t SubscriptionIndex::publish_runs(std::span<const Message> msgs, bool 
     }
     if (accepted < j - i) {
       if (stop_at_refusal) {
-        receivers[i + accepted] = kRefusedReceivers;
+        receivers[i + accepted] = refused;
         return i + accepted;
       }
-      std::fill(at(i + accepted), at(j), kRefusedReceivers);
+      std::fill(at(i + accepted), at(j), refused);
     }
     i = j;
   }
@@ -363,7 +365,7 @@ SubscriptionIndex::IdStripe& SubscriptionIndex::id_stripe(std::string_view chann
 }
 
 std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool dedupe, bool shard, std::size_t& accepted,
-                                           std::uint64_t& first_id) {
+                                           std::uint64_t& first_id, bool& unstored) {
   // Invariant 4: the ids of this run and its pushes into queues happen under the
   // channel's stripe lock, so two publishers of one channel cannot interleave.
   const std::string_view channel = run.front().channel;
@@ -374,7 +376,7 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
   // Invariant 5: a logged channel continues from its log after a restart.
   const std::uint64_t last = it != ids.end() ? it->second : log_ != nullptr && !shard ? log_->last_id(channel) : 0;
   first_id = last + 1;
-  const std::size_t receivers = publish_run_locked(run, dedupe, shard, first_id, accepted);
+  const std::size_t receivers = publish_run_locked(run, dedupe, shard, first_id, accepted, unstored);
   if (accepted > 0) {
     if (it == ids.end()) it = ids.emplace(std::string(channel), 0).first;
     it->second = last + accepted;
@@ -383,7 +385,7 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
 }
 
 std::size_t SubscriptionIndex::publish_run_locked(std::span<const Message> run, bool dedupe, bool shard,
-                                                  std::uint64_t first_id, std::size_t& accepted) {
+                                                  std::uint64_t first_id, std::size_t& accepted, bool& unstored) {
   // Per thread, keeping their capacity: a steady publisher does not allocate here.
   thread_local std::vector<Hit> hits;
   thread_local std::vector<SourceFrames> sources;
@@ -437,11 +439,21 @@ std::size_t SubscriptionIndex::publish_run_locked(std::span<const Message> run, 
     sources.clear();
     accepted = allowed;
     std::size_t all = 0;
-    return allowed == 0 ? 0 : publish_run_locked(run.first(allowed), dedupe, shard, first_id, all);
+    if (allowed == 0) return 0;
+    const std::size_t n = publish_run_locked(run.first(allowed), dedupe, shard, first_id, all, unstored);
+    if (unstored) accepted = 0;
+    return n;
   }
   accepted = run.size();
-  // Invariant 5: logged before any subscriber is offered the run.
-  if (log_ != nullptr && !shard) log_->append(channel, first_id, run, base.timestamp_ms);
+  // Invariant 5: logged before any subscriber is offered the run; a QoS 1 run
+  // that is not stored is offered to nobody.
+  if (log_ != nullptr && !shard && !log_->append(channel, first_id, run, base.timestamp_ms) && base.qos == 1) {
+    hits.clear();
+    sources.clear();
+    accepted = 0;
+    unstored = true;
+    return 0;
+  }
   for (std::size_t g = 0; g < hits.size();) {
     Subscriber* s = hits[g].sub;
     std::size_t end = g + 1;

@@ -44,7 +44,10 @@
 //     before any queue is offered it. So while lock_for_update() is held the
 //     log holds exactly the runs every current subscriber was offered: a
 //     subscriber added then may replay the log and take live runs after it
-//     with no gap and no duplicate (docs/guarantees.md, "Recovery").
+//     with no gap and no duplicate (docs/guarantees.md, "Recovery"). A QoS 1
+//     run the log fails to store is refused whole (kUnstoredReceivers): it
+//     takes no ids and no subscriber is offered it, so a puback always means
+//     stored; a QoS 0 run is delivered anyway (the log counts the failure).
 #pragma once
 
 #include <array>
@@ -132,6 +135,9 @@ class Subscriber {
 
 // A publish's reply slot for a message that a `block` subscriber refused.
 inline constexpr std::size_t kRefusedReceivers = static_cast<std::size_t>(-1);
+// A publish's reply slot for a QoS 1 message that the RunLog failed to store
+// (invariant 5): it took no id and reached nobody.
+inline constexpr std::size_t kUnstoredReceivers = static_cast<std::size_t>(-2);
 
 class SubscriptionIndex {
  public:
@@ -184,7 +190,8 @@ class SubscriptionIndex {
   // refused message, leaving the later receivers untouched; it returns the
   // number of messages published before it (msgs.size() when none was refused
   // or without stop_at_refusal). Costs one relaxed load per delivery, plus one
-  // queue lock per blocking subscriber.
+  // queue lock per blocking subscriber. A QoS 1 run the RunLog cannot store is
+  // refused the same way, with kUnstoredReceivers (invariant 5).
   //
   // Consecutive messages on one channel form a run (at most 1024 messages or
   // 1 MiB of payload): the run is encoded once per wire format that has
@@ -258,13 +265,14 @@ class SubscriptionIndex {
   // pattern subscriptions, or with `shard` to its shard subscriptions only, or
   // the prefix of it that every blocking subscriber has room for; stores that
   // prefix's length in `accepted` and its first id in `first_id`, and returns
-  // its reply count.
+  // its reply count. `unstored`: the run was refused because the log could not
+  // store it (invariant 5; accepted is 0).
   // REQUIRES: mu_ held shared.
   std::size_t publish_run(std::span<const Message> run, bool dedupe, bool shard, std::size_t& accepted,
-                          std::uint64_t& first_id);
+                          std::uint64_t& first_id, bool& unstored);
   // publish_run once the stripe lock is held and the first id known.
   std::size_t publish_run_locked(std::span<const Message> run, bool dedupe, bool shard, std::uint64_t first_id,
-                                 std::size_t& accepted);
+                                 std::size_t& accepted, bool& unstored);
   static bool add_to(ChannelMap& map, std::vector<std::string>& mine, Subscriber& s, std::string_view channel);
   static bool remove_from(ChannelMap& map, std::vector<std::string>& mine, Subscriber& s, std::string_view channel);
   [[nodiscard]] std::vector<std::string> names_of(const ChannelMap& map, std::optional<std::string_view> pattern) const;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "broker/core/connection_queue.hpp"
+#include "broker/guarantees/qos1_stats.hpp"
 
 namespace ringcast::broker {
 
@@ -13,10 +14,16 @@ std::string format_expiry_notice(std::string_view channel, std::uint64_t id, std
   return fmt::format("expired topic={} message_id={} sends={} total={}", channel, id, sends, total);
 }
 
-AckTracker::AckTracker(AckSettings settings, const Clock& clock, WireFormat format, Redeliver redeliver)
-    : settings_(settings), clock_(clock), format_(format), redeliver_(redeliver) {
+AckTracker::AckTracker(AckSettings settings, const Clock& clock, WireFormat format, Redeliver redeliver,
+                       Qos1Stats* registry)
+    : settings_(settings), clock_(clock), format_(format), redeliver_(redeliver), registry_(registry) {
   slots_.reserve(std::min<std::size_t>(settings_.max_in_flight, 4096));
   index_.reserve(std::min<std::size_t>(settings_.max_in_flight, 4096));
+  if (registry_ != nullptr) registry_->add(*this);
+}
+
+AckTracker::~AckTracker() {
+  if (registry_ != nullptr) registry_->remove(*this);
 }
 
 std::uint32_t AckTracker::intern_locked(std::string_view channel) {

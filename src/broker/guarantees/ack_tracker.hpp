@@ -58,6 +58,7 @@
 namespace ringcast::broker {
 
 class ConnectionQueue;
+class Qos1Stats;
 
 struct AckSettings {
   std::size_t max_in_flight = 1000;                                // JetStream's max_ack_pending
@@ -92,7 +93,13 @@ class AckTracker {
   using Redeliver = FrameRef (*)(std::string_view frame);
 
   // `clock` must outlive the tracker. `format` encodes its loss notices.
-  AckTracker(AckSettings settings, const Clock& clock, WireFormat format, Redeliver redeliver);
+  // `registry` (may be null; must outlive the tracker) sums its counters into
+  // the broker's INFO and /metrics (qos1_stats.hpp).
+  AckTracker(AckSettings settings, const Clock& clock, WireFormat format, Redeliver redeliver,
+             Qos1Stats* registry = nullptr);
+  // Folds its counters into the registry's totals. REQUIRES: no publisher can
+  // reach the tracker any more (its subscriber left the index).
+  ~AckTracker();
   AckTracker(const AckTracker&) = delete;
   AckTracker& operator=(const AckTracker&) = delete;
 
@@ -187,6 +194,7 @@ class AckTracker {
   const Clock& clock_;
   const WireFormat format_;
   const Redeliver redeliver_;
+  Qos1Stats* const registry_;
 
   mutable std::mutex mu_;
   // Per channel: its name, the highest id offered, and the ids offered in

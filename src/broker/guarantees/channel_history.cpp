@@ -49,9 +49,9 @@ std::uint64_t ChannelHistory::last_id(std::string_view channel) noexcept {
   return rule(channel) == nullptr ? 0 : store_->top(channel);
 }
 
-void ChannelHistory::append(std::string_view channel, std::uint64_t first_id, std::span<const Message> run,
+bool ChannelHistory::append(std::string_view channel, std::uint64_t first_id, std::span<const Message> run,
                             std::int64_t time_ms) noexcept {
-  if (rule(channel) == nullptr) return;
+  if (rule(channel) == nullptr) return true;  // nothing to store
   // Per thread, keeping its capacity: a steady publisher does not allocate here
   // (the store copies the payloads it keeps).
   thread_local std::vector<HistoryInput> inputs;
@@ -61,7 +61,7 @@ void ChannelHistory::append(std::string_view channel, std::uint64_t first_id, st
     auto r = store_->append(channel, first_id, inputs, time_ms);
     if (r) {
       appended_.fetch_add(run.size(), std::memory_order_relaxed);  // relaxed: statistic
-      return;
+      return true;
     }
     append_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
     std::lock_guard lock(error_mu_);
@@ -71,6 +71,7 @@ void ChannelHistory::append(std::string_view channel, std::uint64_t first_id, st
     std::lock_guard lock(error_mu_);
     last_error_ = e.what();
   }
+  return false;
 }
 
 void ChannelHistory::timer_loop() {
@@ -89,6 +90,11 @@ void ChannelHistory::timer_loop() {
   }
 }
 
+std::string ChannelHistory::last_error() const {
+  std::lock_guard lock(error_mu_);
+  return last_error_;
+}
+
 std::string ChannelHistory::info_fields() const {
   const HistoryUsage u = store_->usage();
   std::string rules;
@@ -97,11 +103,7 @@ std::string ChannelHistory::info_fields() const {
     rules += r.ttl.count() > 0 ? fmt::format("{}={},{}ms", r.pattern, r.size, r.ttl.count())
                                : fmt::format("{}={}", r.pattern, r.size);
   }
-  std::string last;
-  {
-    std::lock_guard lock(error_mu_);
-    last = last_error_;
-  }
+  std::string last = last_error();
   for (char& c : last) {
     if (c == '\r' || c == '\n') c = ' ';
   }

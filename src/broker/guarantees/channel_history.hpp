@@ -12,9 +12,11 @@
 // Invariants:
 //  1. A channel is retained iff a rule matches it (first match wins); only
 //     retained channels reach the store, so store offsets == message ids.
-//  2. A failed append is counted and the run is not stored; the next stored
-//     run skips its ids, which the store reports as truncation (floor rises),
-//     so a recovery across it answers recovered: false rather than a gap.
+//  2. A failed append is counted and the run is not stored. A QoS 0 run is
+//     still delivered and the next stored run skips its ids, which the store
+//     reports as truncation (floor rises), so a recovery across it answers
+//     recovered: false rather than a gap. A QoS 1 run is refused by the index
+//     (append returns false): it takes no ids and reaches nobody.
 //  3. The timer thread runs from construction to destruction; the destructor
 //     stops it, then the store's own destructor syncs and closes.
 #pragma once
@@ -66,9 +68,11 @@ class ChannelHistory final : public RunLog {
 
   // RunLog.
   [[nodiscard]] std::uint64_t last_id(std::string_view channel) noexcept override;
-  void append(std::string_view channel, std::uint64_t first_id, std::span<const Message> run,
-              std::int64_t time_ms) noexcept override;
+  [[nodiscard]] bool append(std::string_view channel, std::uint64_t first_id, std::span<const Message> run,
+                            std::int64_t time_ms) noexcept override;
 
+  // The reason the last failed append gave (empty: none failed).
+  [[nodiscard]] std::string last_error() const;
   // INFO's "# History" fields.
   [[nodiscard]] std::string info_fields() const;
   // The ringcast_broker_history_* series of /metrics.

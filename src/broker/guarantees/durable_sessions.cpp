@@ -1,8 +1,98 @@
 #include "broker/guarantees/durable_sessions.hpp"
 
+#include <vector>
+
 #include "broker/guarantees/history_store.hpp"
 
 namespace ringcast::broker {
+
+DurableSessions::DurableSessions(HistoryStore* store, std::chrono::milliseconds ttl) : store_(store), ttl_(ttl) {
+  if (store_ != nullptr) {
+    const auto now = std::chrono::steady_clock::now();
+    for (std::string& id : store_->session_clients()) ghosts_.emplace(std::move(id), now);
+  }
+  if (ttl_.count() > 0) expiry_ = std::thread([this] { expiry_loop(); });
+}
+
+DurableSessions::~DurableSessions() {
+  if (!expiry_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_one();
+  expiry_.join();
+}
+
+void DurableSessions::detach(Session& s) {
+  bool wake = false;
+  {
+    std::lock_guard lock(mu_);
+    s.attached = false;
+    s.detached_at = std::chrono::steady_clock::now();
+    // Every deadline is detached_at + ttl, so a new one is never earlier than
+    // those the thread waits for: it needs waking only when it waits for none.
+    wake = idle_;
+  }
+  if (wake) cv_.notify_one();
+}
+
+std::optional<std::chrono::steady_clock::time_point> DurableSessions::expire_locked(
+    std::chrono::steady_clock::time_point now, std::vector<std::shared_ptr<Session>>& dead) {
+  std::optional<std::chrono::steady_clock::time_point> next;
+  const auto consider = [&](std::chrono::steady_clock::time_point since, const std::string& id) {
+    const auto due = since + ttl_;
+    if (due <= now) {
+      if (store_ != nullptr) (void)store_->erase_session(id);  // a failure leaves floors: duplicates, never loss
+      ++expired_;
+      return true;
+    }
+    if (!next || due < *next) next = due;
+    return false;
+  };
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    if (!it->second->attached && consider(it->second->detached_at, it->first)) {
+      dead.push_back(std::move(it->second));
+      it = sessions_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = ghosts_.begin(); it != ghosts_.end();) {
+    it = consider(it->second, it->first) ? ghosts_.erase(it) : std::next(it);
+  }
+  return next;
+}
+
+void DurableSessions::expiry_loop() {
+  std::vector<std::shared_ptr<Session>> dead;
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    const auto next = expire_locked(std::chrono::steady_clock::now(), dead);
+    if (!dead.empty()) {
+      lock.unlock();
+      dead.clear();  // the trackers go outside mu_ (they fold into the QoS 1 totals)
+      lock.lock();
+      continue;  // a detach may have come meanwhile
+    }
+    idle_ = !next;
+    if (next) {
+      cv_.wait_until(lock, *next, [this] { return stopping_; });
+    } else {
+      cv_.wait(lock);  // woken by a detach or by stop; spurious wakeups only rescan
+    }
+    idle_ = false;
+  }
+}
+
+SessionCounts DurableSessions::counts() const {
+  std::lock_guard lock(mu_);
+  SessionCounts c;
+  for (const auto& [id, s] : sessions_) ++(s->attached ? c.attached : c.detached);
+  c.detached += ghosts_.size();
+  c.expired = expired_;
+  return c;
+}
 
 // The store keeps floor + 1, so that its 0 ("none kept") differs from a floor
 // of 0 (a subscription made before the channel's first message).

@@ -147,6 +147,11 @@ class HistoryStore {
   virtual tl::expected<void, HistoryError> put_resume_floor(std::string_view client_id, std::string_view channel,
                                                             std::uint64_t floor) = 0;
   [[nodiscard]] virtual std::uint64_t resume_floor(std::string_view client_id, std::string_view channel) const = 0;
+  // The client ids with at least one floor kept, each once (sorted in LMDB).
+  [[nodiscard]] virtual std::vector<std::string> session_clients() const = 0;
+  // Drops every floor of `client_id` (its session expired: --session-ttl),
+  // in one transaction; committed like an append.
+  virtual tl::expected<void, HistoryError> erase_session(std::string_view client_id) = 0;
 };
 
 // A store in memory: a new random epoch per instance; `rules` decide which

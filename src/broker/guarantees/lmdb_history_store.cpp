@@ -416,6 +416,45 @@ class LmdbHistoryStore final : public HistoryStore {
     return floor;
   }
 
+  // Keys are client id ++ NUL ++ channel and a client id holds no NUL, so one
+  // client's keys are adjacent in key order.
+  std::vector<std::string> session_clients() const override {
+    std::vector<std::string> out;
+    std::shared_lock env_lock(env_mu_);
+    MDB_txn* txn = nullptr;
+    if (mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn) != 0) return out;
+    MDB_cursor* cur = nullptr;
+    if (mdb_cursor_open(txn, sessions_, &cur) == 0) {
+      MDB_val k, v;
+      for (int r = mdb_cursor_get(cur, &k, &v, MDB_FIRST); r == 0; r = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        const std::string_view key(static_cast<const char*>(k.mv_data), k.mv_size);
+        const std::string_view id = key.substr(0, key.find('\0'));
+        if (out.empty() || out.back() != id) out.emplace_back(id);
+      }
+      mdb_cursor_close(cur);
+    }
+    mdb_txn_abort(txn);
+    return out;
+  }
+
+  tl::expected<void, HistoryError> erase_session(std::string_view client_id) override {
+    const std::string prefix = session_key(client_id, {});
+    std::lock_guard lock(write_mu_);
+    return write_txn([&](MDB_txn* txn) {
+      MDB_cursor* cur = nullptr;
+      int r = mdb_cursor_open(txn, sessions_, &cur);
+      if (r != 0) return r;
+      MDB_val k = val_of(prefix), v;
+      for (r = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); r == 0; r = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size < prefix.size() || std::memcmp(k.mv_data, prefix.data(), prefix.size()) != 0) break;
+        r = mdb_cursor_del(cur, 0);  // the cursor then stands before the next key: MDB_NEXT reaches it
+        if (r != 0) break;
+      }
+      mdb_cursor_close(cur);
+      return r == MDB_NOTFOUND ? 0 : r;
+    });
+  }
+
  private:
   static std::string session_key(std::string_view client_id, std::string_view channel) {
     std::string k(client_id);

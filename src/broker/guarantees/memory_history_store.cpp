@@ -184,6 +184,24 @@ class MemoryHistoryStore final : public HistoryStore {
     return it == sessions_.end() ? 0 : it->second;
   }
 
+  std::vector<std::string> session_clients() const override {
+    std::vector<std::string> out;
+    {
+      std::lock_guard lock(sessions_mu_);
+      for (const auto& [key, floor] : sessions_) out.emplace_back(key.substr(0, key.find('\0')));
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+  tl::expected<void, HistoryError> erase_session(std::string_view client_id) override {
+    const std::string prefix = session_key(client_id, {});
+    std::lock_guard lock(sessions_mu_);
+    std::erase_if(sessions_, [&](const auto& kv) { return kv.first.compare(0, prefix.size(), prefix) == 0; });
+    return {};
+  }
+
  private:
   Shard& shard(std::string_view channel) { return shards_[StringHash{}(channel) % kShards]; }
   const Shard& shard(std::string_view channel) const { return shards_[StringHash{}(channel) % kShards]; }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "broker/core/glob.hpp"
+#include "ringcast/broker/config.hpp"
 
 namespace ringcast::broker {
 namespace {
@@ -46,18 +47,12 @@ tl::expected<RetentionRule, std::string> parse_retention(std::string_view spec) 
   if (has_ttl) {
     std::size_t digits = 0;
     while (digits < ttl_text.size() && ttl_text[digits] >= '0' && ttl_text[digits] <= '9') ++digits;
-    const auto n = parse_u64(ttl_text.substr(0, digits));
-    const std::string_view unit = ttl_text.substr(digits);
-    std::uint64_t ms_per = 0;
-    if (unit == "ms") ms_per = 1;
-    else if (unit.empty() || unit == "s") ms_per = 1000;
-    else if (unit == "m") ms_per = 60'000;
-    else if (unit == "h") ms_per = 3'600'000;
-    else if (unit == "d") ms_per = 86'400'000;
-    if (!n || ms_per == 0) return fail(fmt::format("TTL '{}' is not a number with unit ms, s, m, h or d", ttl_text));
-    constexpr std::uint64_t kMaxTtlMs = std::uint64_t{100} * 365 * 86'400'000;  // 100 years
-    if (*n == 0 || *n > kMaxTtlMs / ms_per) return fail(fmt::format("TTL '{}' is outside 1ms..100 years", ttl_text));
-    rule.ttl = std::chrono::milliseconds(static_cast<std::int64_t>(*n * ms_per));
+    // Well formed: digits, then a unit parse_duration knows (tried on 0).
+    if (!parse_u64(ttl_text.substr(0, digits)) || !parse_duration("0" + std::string(ttl_text.substr(digits))))
+      return fail(fmt::format("TTL '{}' is not a number with unit ms, s, m, h or d", ttl_text));
+    const auto ttl = parse_duration(ttl_text);
+    if (!ttl || ttl->count() == 0) return fail(fmt::format("TTL '{}' is outside 1ms..100 years", ttl_text));
+    rule.ttl = *ttl;
   }
   return rule;
 }

@@ -132,8 +132,9 @@ tl::expected<JsonCommand, std::string> parse_json_command(std::string_view text)
     }
     if (cmd.type == JsonCommand::Type::kSubscribe) {
       if (const auto id = msg.find("client_id"); id != msg.end() && !id->is_null()) {
-        if (!id->is_string() || id->get_ref<const std::string&>().empty()) {
-          return Error(field_error(type, "client_id", "must be a non-empty string"));
+        if (!id->is_string() || id->get_ref<const std::string&>().empty() ||
+            id->get_ref<const std::string&>().find('\0') != std::string::npos) {
+          return Error(field_error(type, "client_id", "must be a non-empty string without NUL"));
         }
         cmd.client_id = id->get<std::string>();
       }

@@ -212,7 +212,7 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     settings.max_waiting_bytes = cfg.queue_limits.hard_bytes;
     settings.policy = cfg.overflow_policy;
     auto make = [&] {
-      return std::make_unique<AckTracker>(settings, core().clock(), WireFormat::kJson, json_redelivery);
+      return std::make_unique<AckTracker>(settings, core().clock(), WireFormat::kJson, json_redelivery, &core().qos1());
     };
     if (c.client_id.empty()) {
       own_tracker_ = make();
@@ -251,6 +251,16 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     replay->read();  // before the lock: publishers run on meanwhile
     replay->encode(format());
   }
+  // Invariant 7: a durable session's missed messages, read before the lock
+  // too (a long backlog must not hold publishers up).
+  std::optional<Replay> resume;
+  if (session_ != nullptr && c.qos == 1 && !pattern && fresh && history != nullptr) {
+    if (const std::optional<std::uint64_t> floor = durable_floor(c.topic)) {
+      resume = Replay::resume(*history, c.topic, *floor);
+      resume->read();
+      resume->encode(WireFormat::kJson);
+    }
+  }
   json reply{{"type", "subscribed"}, {"topic", c.topic}};
   if (c.qos == 1) reply["qos"] = 1;
   if (session_ != nullptr && c.qos == 1) reply["client_id"] = session_->client_id;
@@ -272,53 +282,50 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
   // Invariant 7: still under the index lock, so no live message of the topic
   // can come before or between the session's redeliveries and what it missed.
   if (attached_now && tracker_->redeliver_all(queue())) on_queue_ready();
-  if (session_ != nullptr && c.qos == 1 && !pattern) resume_durable(c.topic);
+  if (session_ != nullptr && c.qos == 1 && !pattern) resume_durable(c.topic, resume);
 }
 
-void WsSession::resume_durable(const std::string& topic) {
+std::optional<std::uint64_t> WsSession::durable_floor(const std::string& topic) const {
+  // The tracker's last delivery: everything after it was missed (the unacked
+  // ones up to it are redelivered from the tracker). Else the floor saved
+  // before a restart: everything after it is unacked or missed.
+  if (const std::uint64_t last = tracker_->last_offered(topic); last > 0) return last;
+  return core().durable().saved_floor(session_->client_id, topic);
+}
+
+void WsSession::resume_durable(const std::string& topic, std::optional<Replay>& pre) {
   const ChannelHistory* history = core().history();
-  const HistoryStore* store = history != nullptr && history->rule(topic) != nullptr ? &history->store() : nullptr;
-  const std::uint64_t top = store != nullptr ? store->top(topic) : 0;
-  // Where this session stands on the topic: its tracker's last delivery (the
-  // unacked ones were just sent again), else the floor saved before a restart
-  // (everything after it is unacked or missed), else nowhere: a first
-  // subscription starts at the channel's end, like any other.
-  std::uint64_t from = tracker_->last_offered(topic);
-  if (from == 0) {
-    const std::optional<std::uint64_t> saved = core().durable().saved_floor(session_->client_id, topic);
-    if (!saved) {
-      core().durable().save_floor(session_->client_id, topic, top);
-      return;
-    }
-    from = *saved;
-  }
-  if (store == nullptr || from >= top) return;
-  auto read = store->read_since(topic, from, static_cast<std::size_t>(top - from));
-  if (!read) {
-    send_error("subscribe: cannot read the history of '" + std::string(prefix(topic, 128)) +
-               "': " + read.error().message());
+  if (history != nullptr && history->rule(topic) == nullptr) history = nullptr;
+  const std::uint64_t top = history != nullptr ? history->store().top(topic) : 0;
+  const std::optional<std::uint64_t> floor = durable_floor(topic);
+  if (!floor) {
+    // A first subscription starts at the channel's end, like any other.
+    core().durable().save_floor(session_->client_id, topic, top);
     return;
   }
-  if (read->status != ReadStatus::kOk) {
-    // Pruned (or another epoch): say what cannot be resent, as a loss notice.
-    const std::uint64_t first = read->messages.empty() ? read->top + 1 : read->messages.front().offset;
+  if (history == nullptr || *floor >= top) return;
+  if (pre) {
+    pre->advance(*floor);  // the floor only grew since step 1 (invariant 7)
+  } else {
+    pre = Replay::resume(*history, topic, *floor);  // not read before the lock (rare): read it all now
+    pre->read();
+  }
+  pre->complete();  // what was appended since step 1; nothing can be appended now
+  if (pre->failed()) {
+    send_error("subscribe: cannot read the history of '" + std::string(prefix(topic, 128)) + "': " + pre->error());
+    return;
+  }
+  pre->encode(WireFormat::kJson);
+  for (const auto& [first, last] : pre->lost()) {
+    // Pruned: say what cannot be resent, as a loss notice.
     const FrameRef notice = encode_message(
         WireFormat::kJson, kLossChannel,
-        fmt::format("history-lost topic={} from={} to={} (pruned from the history)", topic, from + 1, first - 1));
+        fmt::format("history-lost topic={} from={} to={} (pruned from the history)", topic, first, last));
     push_reply(notice->view());
   }
-  thread_local std::vector<Message> msgs;
-  const auto& got = read->messages;
   bool wake = false;
-  for (std::size_t i = 0; i < got.size();) {
-    const std::size_t n = std::min<std::size_t>(got.size() - i, 1024);
-    msgs.clear();
-    for (std::size_t k = i; k < i + n; ++k) msgs.push_back(Message{topic, got[k].payload, 1});
-    const DeliveryRun run{DeliveryKind::kMessage, {}, msgs, got[i].offset, got[i].time_ms, 1};
-    wake |= tracker_->offer(topic, got[i].offset, wire_codec(WireFormat::kJson).encode(run), queue());
-    i += n;
-  }
-  msgs.clear();
+  for (std::size_t i = 0; i < pre->frames().size(); ++i)
+    wake |= tracker_->offer(topic, pre->frame_offsets()[i], pre->frames()[i], queue());
   if (wake) on_queue_ready();
 }
 
@@ -352,12 +359,26 @@ void WsSession::cmd_publish(const JsonCommand& c) {
                "' with the block overflow policy has no room; nothing was delivered, retry later");
     return;
   }
+  if (p.receivers == kUnstoredReceivers) {
+    // puback means stored: a QoS 1 message history could not store reached
+    // nobody and took no id (docs/guarantees.md, "When history cannot store").
+    const ChannelHistory* h = core().history();
+    json e{{"type", "error"},
+           {"topic", c.topic},
+           {"message", "not stored: the history of '" + std::string(prefix(c.topic, 128)) +
+                           "' could not store the message (" + (h != nullptr ? h->last_error() : std::string()) +
+                           "); nothing was delivered, retry later"}};
+    if (c.message_id) e["client_message_id"] = *c.message_id;
+    send_text(to_text(e));
+    return;
+  }
   if (c.qos == 1) {
     // Stored: every QoS 1 subscriber's tracker holds it (and, with history,
     // the store; docs/guarantees.md).
     json r{{"type", "puback"}, {"topic", c.topic}, {"message_id", p.id}};
     if (c.message_id) r["client_message_id"] = *c.message_id;
     send_text(to_text(r));
+    core().qos1().count_puback();
   }
 }
 
@@ -377,6 +398,7 @@ void WsSession::cmd_ack(const JsonCommand& c) {
     if (session_ != nullptr && std::chrono::steady_clock::now() - session_->saved >= kFloorSaveInterval) save_floors();
     return;
   }
+  if (r == AckResult::kUnknown) core().qos1().count_unknown_ack();
   std::string what = "ack: no delivery awaits an ack with message_id " + std::string(prefix(text, 64));
   if (!c.topic.empty()) what += " on '" + std::string(prefix(c.topic, 128)) + "'";
   if (r == AckResult::kAmbiguous)

@@ -37,14 +37,18 @@
 //  7. Durable (subscribe with client_id; guarantees/durable_sessions.hpp):
 //     the session is held by this connection from its first such subscribe
 //     until the destructor, which detaches from the index before letting it
-//     go. A subscribe's subscription and confirmation, the redelivery of the
-//     session's unacked deliveries and its missed messages from history all
-//     happen under the index update lock, in that order: no live message can
-//     come before or between them, so there is no gap and no duplicate at the
-//     seam (beyond the dup redeliveries).
+//     go. The missed messages are read from history as in invariant 5: the
+//     bulk before the index lock (from the session's floor then), the rest
+//     under it, from the floor it has then (which can only have grown: what
+//     was read up to it is dropped). A subscribe's subscription and
+//     confirmation, the redelivery of the session's unacked deliveries and
+//     the offer of its missed messages all happen under the index update lock,
+//     in that order: no live message can come before or between them, so there
+//     is no gap and no duplicate at the seam (beyond the dup redeliveries).
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -52,6 +56,7 @@
 #include "broker/core/client.hpp"
 #include "broker/guarantees/ack_tracker.hpp"
 #include "broker/guarantees/durable_sessions.hpp"
+#include "broker/guarantees/replay.hpp"
 #include "broker/ws/frame_decoder.hpp"
 #include "broker/ws/http_upgrade.hpp"
 #include "broker/ws/json_command.hpp"
@@ -83,9 +88,14 @@ class WsSession final : public Client {
   void cmd_unsubscribe(const JsonCommand& c);
   void cmd_publish(const JsonCommand& c);
   void cmd_ack(const JsonCommand& c);
-  // Durable session (invariant 7): queues what it missed on `topic` since
-  // its floor, from the channel's history. REQUIRES: the index update lock.
-  void resume_durable(const std::string& topic);
+  // Durable session (invariant 7): where the session stands on `topic`: its
+  // tracker's last delivery (the unacked ones are sent again), else the floor
+  // saved before a restart; nullopt: nowhere (a first subscription).
+  [[nodiscard]] std::optional<std::uint64_t> durable_floor(const std::string& topic) const;
+  // Queues what the session missed on `topic` since its floor, from the
+  // channel's history, completing `pre` (read before the lock from the floor
+  // then) or reading it all. REQUIRES: the index update lock.
+  void resume_durable(const std::string& topic, std::optional<Replay>& pre);
   // Saves the durable session's resume floor of each of its channels.
   void save_floors();
 

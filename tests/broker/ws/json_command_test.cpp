@@ -60,7 +60,10 @@ TEST(JsonCommandTest, ParsesQosOneSubscribesAndTopicsOfAcks) {
   EXPECT_EQ(ok(R"({"type":"ack","message_id":7})").topic, "");
   EXPECT_EQ(err(R"({"type":"subscribe","topic":"t","qos":2})"), "subscribe: \"qos\" must be 0 or 1");
   EXPECT_EQ(err(R"({"type":"subscribe","topic":"t","client_id":""})"),
-            "subscribe: \"client_id\" must be a non-empty string");
+            "subscribe: \"client_id\" must be a non-empty string without NUL");
+  EXPECT_EQ(err(R"({"type":"subscribe","topic":"t","client_id":"a\u0000b"})"),
+            "subscribe: \"client_id\" must be a non-empty string without NUL")
+      << "the store's session keys are client id ++ NUL ++ channel";
   EXPECT_EQ(err(R"({"type":"ack","message_id":7,"topic":3})"), "ack: \"topic\" must be a string");
 }
 
