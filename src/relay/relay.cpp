@@ -251,12 +251,12 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
   // With --jetstream each route reads the stream through its durable consumer.
   const JetStreamConfig* const jetstream_in =
       im.config.nats && im.config.nats->jetstream ? &*im.config.nats->jetstream : nullptr;
-  if (jetstream_in != nullptr && !jetstream_in->durable.empty() &&
-      im.config.nats_rings_in.size() + im.config.nats_broker_in.size() > 1) {
-    im.do_stop();
-    return tl::unexpected(RelayError{Code::kInvalidConfig, 0,
-                                     "--jetstream-durable names one durable consumer, for one --nats-in route; with "
-                                     "several, leave it out (each route gets its own default name)"});
+  if (jetstream_in != nullptr) {
+    if (auto wrong = JetStreamIngress::check_routes(*jetstream_in,
+                                                    im.config.nats_rings_in.size() + im.config.nats_broker_in.size())) {
+      im.do_stop();
+      return tl::unexpected(RelayError{Code::kInvalidConfig, 0, std::move(*wrong)});
+    }
   }
   for (const NatsRingIngressRoute& route : im.config.nats_rings_in) {
     auto in = start_ring_ingress(im.nats->connection(), route, im.config.nats_in, im.log, jetstream_in);

@@ -13,7 +13,10 @@
 #include "relay/jetstream_publisher.hpp"
 #include "relay_fixture.hpp"
 #include "relay_test_support.hpp"
+#include "resp_client.hpp"
 #include "ringcast/broadcast_ring.hpp"
+#include "ringcast/broker/broker.hpp"
+#include "ringcast/relay/broker_nats_ingress.hpp"
 
 namespace ringcast::relay {
 namespace {
@@ -299,6 +302,62 @@ TEST_F(JetStreamPublisherTest, DurableIngressResumesAfterItsLastAckedMessageInOr
   std::lock_guard lock(got_mu);
   ASSERT_EQ(got.size(), n);  // nothing twice: 1234 was acked before the stop
   for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], i);
+}
+
+// Issue 16's heap corruption: libnats 3.4.1's fetch wrote past its message
+// array when messages of an earlier pull request were still queued as the
+// next fetch began (docs/scale-out.md, "Ingress side"); the ingress now makes
+// its own pull requests. Here they keep expiring (100 ms) while the ingress
+// idles between bursts and while a slow target holds it mid-batch (a batch of
+// 3): every message still arrives once, in order, and is acked.
+TEST_F(JetStreamPublisherTest, SlowTargetGetsEveryMessageOnceInOrderAcrossExpiringPullRequests) {
+  auto p = JetStreamPublisher::create(client_->conn(), config("SLOW"), {"slow"}, log());
+  ASSERT_TRUE(p) << p.error();
+  JetStreamConfig c = config("SLOW");
+  c.fetch_batch = 3;
+  c.pull_wait = 100ms;
+  std::vector<std::uint64_t> got;
+  std::mutex got_mu;
+  const auto handler = [&](natsMsg* m) {
+    std::size_t n = 0;
+    {
+      std::lock_guard lock(got_mu);
+      got.push_back(seq_of(m));
+      n = got.size();
+    }
+    // A slow target: held longer than a pull request lives, mid-batch.
+    if (n == 2 || n == 50 || n == 51 || n == 200) std::this_thread::sleep_for(250ms);
+    return true;
+  };
+  const auto count = [&] {
+    std::lock_guard lock(got_mu);
+    return got.size();
+  };
+  auto in = JetStreamIngress::start(client_->conn(), c, "slow", "host-b-slow", handler, log());
+  ASSERT_TRUE(in) << in.error();
+  const std::uint64_t bursts = 4, per_burst = 100;
+  for (std::uint64_t b = 0; b < bursts; ++b) {
+    for (std::uint64_t i = 0; i < per_burst; ++i) {
+      ASSERT_TRUE((*p)->publish("slow", "x", "hostA:/r@1.2", b * per_burst + i, stop_));
+    }
+    ASSERT_TRUE(eventually([&] { return count() >= (b + 1) * per_burst; }, 60s)) << count() << "\n" << lines();
+  }
+  ASSERT_TRUE(eventually([&] {
+    jsConsumerInfo* ci = nullptr;
+    if (js_GetConsumerInfo(&ci, client_->js(), "SLOW", "host-b-slow", nullptr, nullptr) != NATS_OK) return false;
+    const bool acked = ci->AckFloor.Stream == bursts * per_burst;
+    jsConsumerInfo_Destroy(ci);
+    return acked;
+  }));
+  const JetStreamIngressStats st = (*in)->stats();
+  (*in)->stop();
+  EXPECT_EQ(st.fetched, bursts * per_burst);
+  EXPECT_EQ(st.redeliveries, 0u);
+  EXPECT_EQ(st.fetch_errors, 0u) << lines();
+  EXPECT_GT(st.acks, 0u);
+  std::lock_guard lock(got_mu);
+  ASSERT_EQ(got.size(), bursts * per_burst);
+  for (std::uint64_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], i);
 }
 
 // A ring relayed with --jetstream: the relay creates the stream and every
