@@ -39,12 +39,18 @@ tl::expected<std::unique_ptr<BrokerNatsIngress>, RelayError> BrokerNatsIngress::
     const NatsIngressConfig& config, LogFn log) {
   using Code = RelayError::Code;
   if (routes.empty()) return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "no --nats-in given"});
+  const JetStreamConfig* const jetstream = nats.jetstream ? &*nats.jetstream : nullptr;
+  if (jetstream != nullptr) {
+    if (auto wrong = JetStreamIngress::check_routes(*jetstream, routes.size())) {
+      return tl::unexpected(RelayError{Code::kInvalidConfig, 0, std::move(*wrong)});
+    }
+  }
   auto impl = std::make_unique<Impl>();
-  auto sink = NatsSink::connect(nats, std::move(log));
-  if (!sink) return tl::unexpected(RelayError{Code::kNats, 0, sink.error()});
-  impl->nats = std::move(*sink);
+  auto conn = NatsSink::connect(nats, log);
+  if (!conn) return tl::unexpected(RelayError{Code::kNats, 0, conn.error()});
+  impl->nats = std::move(*conn);
   for (const NatsBrokerIngressRoute& route : routes) {
-    auto in = start_broker_ingress(impl->nats->connection(), broker, route, config);
+    auto in = start_broker_ingress(impl->nats->connection(), broker, route, config, jetstream, log);
     if (!in) {
       impl->stop();
       return tl::unexpected(RelayError{Code::kNats, 0, in.error()});

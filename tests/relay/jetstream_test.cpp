@@ -360,6 +360,69 @@ TEST_F(JetStreamPublisherTest, SlowTargetGetsEveryMessageOnceInOrderAcrossExpiri
   for (std::uint64_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], i);
 }
 
+// The broker's NATS ingress with JetStream (ringcast-broker --nats-in
+// --jetstream, and the relay's --nats-in-broker): what the stream stored while
+// the ingress was not running reaches the broker's subscribers when it starts,
+// in order; a restarted ingress resumes after what the last one acked, so a
+// clean stop and start repeats nothing.
+TEST_F(JetStreamPublisherTest, BrokerIngressDeliversWhatWasStoredWhileItWasDownAndResumesAfterItsAcks) {
+  auto p = JetStreamPublisher::create(client_->conn(), config("BRK"), {"md.eu"}, log());
+  ASSERT_TRUE(p) << p.error();
+  const auto publish = [&](std::uint64_t from, std::uint64_t to) {
+    for (std::uint64_t i = from; i < to; ++i) {
+      ASSERT_TRUE((*p)->publish("md.eu", std::to_string(i), "hostA:/dev/shm/md.ring@1.2", i, stop_));
+    }
+    ASSERT_TRUE(settled(**p));
+  };
+  ASSERT_NO_FATAL_FAILURE(publish(0, 100));  // stored before any ingress runs
+
+  auto b = broker::Broker::start(testing::loopback_broker());
+  ASSERT_TRUE(b) << b.error().message();
+  test::RespClient sub((*b)->port());
+  ASSERT_TRUE(sub.subscribe("md.eu"));
+  NatsConfig n = testing::nats_sink(server_->url());
+  n.jetstream = config("BRK");
+  n.jetstream->durable = "broker-b";
+  // An explicit durable names one route only.
+  auto two = BrokerNatsIngress::start(**b, n, {{"md.eu", ""}, {"md.us", ""}}, {}, log());
+  ASSERT_FALSE(two);
+  EXPECT_NE(two.error().message().find("--jetstream-durable"), std::string::npos) << two.error().message();
+
+  const auto expect_messages = [&](std::uint64_t from, std::uint64_t to) {
+    for (std::uint64_t i = from; i < to; ++i) {
+      auto r = sub.next(testing::deadline_in(20s));
+      ASSERT_TRUE(r) << "waiting for " << i << "\n" << lines();
+      ASSERT_TRUE(r->is_message("md.eu"));
+      ASSERT_EQ(r->elems[2].str, std::to_string(i));
+    }
+  };
+  {
+    auto in = BrokerNatsIngress::start(**b, n, {{"md.eu", ""}}, {}, log());
+    ASSERT_TRUE(in) << in.error().message();
+    ASSERT_NO_FATAL_FAILURE(expect_messages(0, 100));
+    ASSERT_NO_FATAL_FAILURE(publish(100, 150));  // and live ones
+    ASSERT_NO_FATAL_FAILURE(expect_messages(100, 150));
+    const NatsIngressStats st = (*in)->stats().at(0);
+    EXPECT_TRUE(st.jetstream);
+    EXPECT_EQ(st.js_durable, "broker-b");
+    EXPECT_EQ(st.js_resumed_at, 1u);
+    EXPECT_EQ(st.delivered, 150u);
+    EXPECT_EQ(st.gaps, 0u);
+    EXPECT_NE((*in)->info_text().find("nats_in_0_jetstream:durable=broker-b,resumed_at=1,"), std::string::npos)
+        << (*in)->info_text();
+    // Everything handed to the broker is acked before a clean stop returns.
+    (*in)->stop();
+  }
+  ASSERT_NO_FATAL_FAILURE(publish(150, 250));  // stored while the ingress is down
+  auto in = BrokerNatsIngress::start(**b, n, {{"md.eu", ""}}, {}, log());
+  ASSERT_TRUE(in) << in.error().message();
+  ASSERT_NO_FATAL_FAILURE(expect_messages(150, 250));  // none of 0..149 again
+  EXPECT_EQ((*in)->stats().at(0).js_resumed_at, 151u);
+  (*in)->stop();
+  (*b)->stop();
+  (*b)->wait();
+}
+
 // A ring relayed with --jetstream: the relay creates the stream and every
 // ring message is stored once, in ring order, with its sequence headers.
 class RelayJetStreamTest : public testing::RingRelayTest {};
