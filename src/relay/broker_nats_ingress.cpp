@@ -4,13 +4,13 @@
 
 #include "relay/broker_target.hpp"
 #include "relay/metrics.hpp"
+#include "relay/nats_connection.hpp"
 #include "relay/nats_ingress.hpp"
-#include "relay/nats_sink.hpp"
 
 namespace ringcast::relay {
 
 struct BrokerNatsIngress::Impl {
-  std::unique_ptr<NatsSink> nats;  // the connection (nothing is published through it)
+  std::unique_ptr<NatsConnection> nats;  // the connection (nothing is published through it)
   std::vector<std::unique_ptr<NatsIngress>> ingress;
   bool stopped = false;
 
@@ -46,7 +46,7 @@ tl::expected<std::unique_ptr<BrokerNatsIngress>, RelayError> BrokerNatsIngress::
     }
   }
   auto impl = std::make_unique<Impl>();
-  auto conn = NatsSink::connect(nats, log);
+  auto conn = NatsConnection::connect(nats, log);
   if (!conn) return tl::unexpected(RelayError{Code::kNats, 0, conn.error()});
   impl->nats = std::move(*conn);
   for (const NatsBrokerIngressRoute& route : routes) {

@@ -12,8 +12,8 @@
 #include "relay/broker_target.hpp"
 #include "relay/jetstream_publisher.hpp"
 #include "relay/metrics.hpp"
+#include "relay/nats_connection.hpp"
 #include "relay/nats_ingress.hpp"
-#include "relay/nats_sink.hpp"
 #include "relay/ring_reader.hpp"
 #include "relay/ring_target.hpp"
 #include "ringcast/relay/topic.hpp"
@@ -24,7 +24,7 @@ struct Relay::Impl {
   RelayConfig config;
   LogFn log;
   std::unique_ptr<broker::Broker> broker;
-  std::unique_ptr<NatsSink> nats;
+  std::unique_ptr<NatsConnection> nats;
   // After nats: destroyed first, so its JetStream context goes before the connection.
   std::unique_ptr<JetStreamPublisher> jetstream;
   std::vector<std::unique_ptr<RingReader>> readers;
@@ -197,7 +197,7 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     im.broker = std::move(*b);
   }
   if (im.config.nats) {
-    auto n = NatsSink::connect(*im.config.nats, im.log);
+    auto n = NatsConnection::connect(*im.config.nats, im.log);
     if (!n) {
       if (im.broker) {
         im.broker->stop();
