@@ -159,6 +159,17 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     return tl::unexpected(
         RelayError{Code::kInvalidConfig, 0, fmt::format("--nats-batch must be 1..{}", kMaxNatsBatch)});
   }
+  if (config.nats && config.nats->jetstream && config.nats->batch > 1) {
+    // JetStream deduplicates (Nats-Msg-Id) and acknowledges whole stored
+    // messages: a batch would share one id and one ack among its ring
+    // messages, and batches republished after a relay restart need not line
+    // up with the stored ones, so the dedupe would let them in twice.
+    return tl::unexpected(RelayError{
+        Code::kInvalidConfig, 0,
+        "--nats-batch over 1 is for core NATS: with --jetstream every ring message is its own JetStream message, "
+        "with its own Nats-Msg-Id and ack (a batch would share one; republished batches need not match the stored "
+        "ones, so duplicates would pass the dedupe)"});
+  }
   if (ingress && !config.nats) {
     return tl::unexpected(
         RelayError{Code::kInvalidConfig, 0, "--nats-in needs --nats URL (the server to subscribe to)"});

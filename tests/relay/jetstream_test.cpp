@@ -476,5 +476,20 @@ TEST_F(RelayJetStreamTest, StartFailsWithTheReasonWhenTheServerHasNoJetStream) {
   EXPECT_NE(relay.error().message().find("NOPE"), std::string::npos) << relay.error().message();
 }
 
+// --nats-batch over 1 with --jetstream is refused before anything starts,
+// with the reason: one Nats-Msg-Id and one ack per ring message.
+TEST_F(RelayJetStreamTest, NatsBatchOverOneIsRefusedWithJetStreamSayingWhy) {
+  RelayConfig cfg = testing::relay_config({{dir_.file("x.ring"), "x", false}}, log_);
+  cfg.nats = testing::nats_sink("nats://127.0.0.1:1");
+  cfg.nats->batch = 16;
+  JetStreamConfig js;
+  js.stream = "S";
+  cfg.nats->jetstream = js;
+  auto relay = Relay::start(cfg);
+  ASSERT_FALSE(relay);
+  EXPECT_EQ(relay.error().code, RelayError::Code::kInvalidConfig);
+  EXPECT_NE(relay.error().message().find("own Nats-Msg-Id and ack"), std::string::npos) << relay.error().message();
+}
+
 }  // namespace
 }  // namespace ringcast::relay

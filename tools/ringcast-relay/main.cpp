@@ -179,10 +179,6 @@ int main(int argc, char** argv) {
     n.reconnect_wait = std::chrono::milliseconds(nats_reconnect_wait_ms);
     n.batch = nats_batch;
     if (!js_stream.empty()) {
-      if (nats_batch > 1)
-        return usage(
-            "--nats-batch is for core NATS; with --jetstream each ring message is one "
-            "JetStream message");
       JetStreamConfig js;
       js.stream = js_stream;
       js.subjects = js_subjects;

@@ -143,7 +143,9 @@ struct NatsConfig {
   // ring message, readable by any NATS client. More: a fixed-subject ring's
   // messages travel in batches of up to `batch` (fewer when the ring has no
   // more), framed as docs/scale-out.md "Batches" says; a ringcast ingress
-  // unpacks them. Topic-in-payload rings always publish one by one.
+  // unpacks them. Topic-in-payload rings always publish one by one. With
+  // `jetstream` it must be 1 (Relay::start refuses more, saying why:
+  // docs/scale-out.md, "One JetStream message per ring message").
   std::size_t batch = 1;
   std::optional<JetStreamConfig> jetstream;  // nullopt: core NATS (at most once)
 };
