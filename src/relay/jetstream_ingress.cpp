@@ -154,11 +154,15 @@ void JetStreamIngress::stop() noexcept {
   if (thread_.joinable()) thread_.join();
 }
 
-void JetStreamIngress::warn(std::string_view what, natsStatus s) noexcept {
+void JetStreamIngress::warn(std::string_view what, std::string_view why) noexcept {
   fetch_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
   try {
-    log_(LogLevel::kWarning, fmt::format("JetStream ingress '{}': {}: {}; retrying", durable_, what,
-                                         s == NATS_OK ? "no answer" : natsStatus_GetText(s)));
+    // Once per kind of trouble until a message comes again (no log flood
+    // while the server is away); the count is in the statistics.
+    std::string text = fmt::format("JetStream ingress '{}': {}: {}; retrying", durable_, what, why);
+    if (text == last_warning_) return;
+    log_(LogLevel::kWarning, text);
+    last_warning_ = std::move(text);
   } catch (...) {
     // Logging failed (out of memory); the count is in the statistics.
   }
@@ -167,7 +171,7 @@ void JetStreamIngress::warn(std::string_view what, natsStatus s) noexcept {
 bool JetStreamIngress::request_more() noexcept {
   const natsStatus s = natsConnection_PublishRequest(conn_, next_subject_.c_str(), inbox_subject_.c_str(),
                                                      request_.data(), static_cast<int>(request_.size()));
-  if (s != NATS_OK) warn("pull request", s);
+  if (s != NATS_OK) warn("pull request", natsStatus_GetText(s));
   return s == NATS_OK;
 }
 
@@ -216,13 +220,13 @@ void JetStreamIngress::run() noexcept {
       // Nothing queued and the open request past its life: lost (server
       // away, reconnect); the next one goes out.
       if (Clock::now() >= deadline) {
-        warn("pull request", NATS_OK);
+        warn("pull request", "no answer");
         open = 0;
       }
       continue;
     }
     if (s != NATS_OK) {
-      warn("reading the pull responses", s);  // connection closed: stop is near
+      warn("reading the pull responses", natsStatus_GetText(s));
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
@@ -238,12 +242,10 @@ void JetStreamIngress::run() noexcept {
         const char* text = nullptr;
         (void)natsMsgHeader_Get(m, "Description", &text);
         try {
-          log_(LogLevel::kWarning, fmt::format("JetStream ingress '{}': pull request ended with status {} {}", durable_,
-                                               code, text != nullptr ? text : ""));
+          warn("pull request ended", fmt::format("status {} {}", code, text != nullptr ? text : ""));
         } catch (...) {
-          // Logging failed (out of memory); the count is in the statistics.
+          // Out of memory for the text: not counted, the next is.
         }
-        fetch_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
       }
       if (std::strncmp(code, "100", 3) != 0) open = 0;
       natsMsg_Destroy(m);
@@ -252,6 +254,7 @@ void JetStreamIngress::run() noexcept {
     }
     if (open > 0) --open;
     deadline = Clock::now() + request_life;            // the request is alive
+    last_warning_.clear();                             // trouble over: the next is logged
     fetched_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
     // Invariant 4: a redelivery (stream sequence already handled) is skipped;
     // anything newer goes to the handler, whatever its ring sequence says (a

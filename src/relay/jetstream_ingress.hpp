@@ -114,7 +114,9 @@ class JetStreamIngress {
   static bool is_status(natsMsg* m, const char*& code) noexcept;
   // AckAll for the last message done (held_), then destroys it.
   void ack_held() noexcept;
-  void warn(std::string_view what, natsStatus s) noexcept;
+  // Counts a failed or refused pull request in fetch_errors and logs it,
+  // unless it is the same trouble as the last logged one.
+  void warn(std::string_view what, std::string_view why) noexcept;
 
   const JetStreamConfig config_;
   const std::string durable_;
@@ -126,7 +128,8 @@ class JetStreamIngress {
   std::string next_subject_;           // $JS.API.CONSUMER.MSG.NEXT.<stream>.<durable>
   std::string request_;                // {"batch":N,"expires":NANOS}, built once
   std::string inbox_subject_;
-  natsMsg* held_ = nullptr;  // fetch thread only: the last message done, not yet acked (invariant 6)
+  natsMsg* held_ = nullptr;   // fetch thread only: the last message done, not yet acked (invariant 6)
+  std::string last_warning_;  // fetch thread only: the last warning logged, until a message comes
   std::thread thread_;
   std::atomic<bool> stop_{false};
 
