@@ -36,7 +36,7 @@ BrokerNatsIngress::~BrokerNatsIngress() {
 
 tl::expected<std::unique_ptr<BrokerNatsIngress>, RelayError> BrokerNatsIngress::start(
     broker::Broker& broker, const NatsConfig& nats, const std::vector<NatsBrokerIngressRoute>& routes,
-    const NatsIngressConfig& config, LogFn log) {
+    const NatsIngressConfig& config, const LogFn& log) {
   using Code = RelayError::Code;
   if (routes.empty()) return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "no --nats-in given"});
   const JetStreamConfig* const jetstream = nats.jetstream ? &*nats.jetstream : nullptr;

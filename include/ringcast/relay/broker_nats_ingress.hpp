@@ -40,7 +40,7 @@ class BrokerNatsIngress {
   // fetch_batch).
   [[nodiscard]] static tl::expected<std::unique_ptr<BrokerNatsIngress>, RelayError> start(
       broker::Broker& broker, const NatsConfig& nats, const std::vector<NatsBrokerIngressRoute>& routes,
-      const NatsIngressConfig& config, LogFn log);
+      const NatsIngressConfig& config, const LogFn& log);
   BrokerNatsIngress(const BrokerNatsIngress&) = delete;
   BrokerNatsIngress& operator=(const BrokerNatsIngress&) = delete;
   ~BrokerNatsIngress();
