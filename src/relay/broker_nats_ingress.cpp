@@ -4,13 +4,13 @@
 
 #include "relay/broker_target.hpp"
 #include "relay/metrics.hpp"
+#include "relay/nats_connection.hpp"
 #include "relay/nats_ingress.hpp"
-#include "relay/nats_sink.hpp"
 
 namespace ringcast::relay {
 
 struct BrokerNatsIngress::Impl {
-  std::unique_ptr<NatsSink> nats;  // the connection (nothing is published through it)
+  std::unique_ptr<NatsConnection> nats;  // the connection (nothing is published through it)
   std::vector<std::unique_ptr<NatsIngress>> ingress;
   bool stopped = false;
 
@@ -36,15 +36,21 @@ BrokerNatsIngress::~BrokerNatsIngress() {
 
 tl::expected<std::unique_ptr<BrokerNatsIngress>, RelayError> BrokerNatsIngress::start(
     broker::Broker& broker, const NatsConfig& nats, const std::vector<NatsBrokerIngressRoute>& routes,
-    const NatsIngressConfig& config, LogFn log) {
+    const NatsIngressConfig& config, const LogFn& log) {
   using Code = RelayError::Code;
   if (routes.empty()) return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "no --nats-in given"});
+  const JetStreamConfig* const jetstream = nats.jetstream ? &*nats.jetstream : nullptr;
+  if (jetstream != nullptr) {
+    if (auto wrong = JetStreamIngress::check_routes(*jetstream, routes.size())) {
+      return tl::unexpected(RelayError{Code::kInvalidConfig, 0, std::move(*wrong)});
+    }
+  }
   auto impl = std::make_unique<Impl>();
-  auto sink = NatsSink::connect(nats, std::move(log));
-  if (!sink) return tl::unexpected(RelayError{Code::kNats, 0, sink.error()});
-  impl->nats = std::move(*sink);
+  auto conn = NatsConnection::connect(nats, log);
+  if (!conn) return tl::unexpected(RelayError{Code::kNats, 0, conn.error()});
+  impl->nats = std::move(*conn);
   for (const NatsBrokerIngressRoute& route : routes) {
-    auto in = start_broker_ingress(impl->nats->connection(), broker, route, config);
+    auto in = start_broker_ingress(impl->nats->connection(), broker, route, config, jetstream, log);
     if (!in) {
       impl->stop();
       return tl::unexpected(RelayError{Code::kNats, 0, in.error()});

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -35,6 +36,13 @@ std::string JetStreamIngress::default_durable(std::string_view what) {
     if (!ok) c = '_';
   }
   return name;
+}
+
+std::optional<std::string> JetStreamIngress::check_routes(const JetStreamConfig& config, std::size_t routes) {
+  if (config.durable.empty() || routes <= 1) return std::nullopt;
+  return std::string(
+      "--jetstream-durable names one durable consumer, for one --nats-in route; with several, leave it out (each "
+      "route gets its own default name)");
 }
 
 JetStreamIngress::JetStreamIngress(const JetStreamConfig& config, std::string durable, Handler handler, LogFn log)
@@ -107,13 +115,22 @@ tl::expected<std::unique_ptr<JetStreamIngress>, std::string> JetStreamIngress::s
         js_error(fmt::format("creating durable '{}' on stream '{}'", in->durable_, config.stream), s, jerr));
   }
   jsConsumerInfo_Destroy(ci);
-  jsSubOptions so;
-  jsSubOptions_Init(&so);
-  so.Stream = stream;
-  so.Consumer = name;
-  if ((s = js_PullSubscribe(&in->sub_, in->js_, subject.c_str(), name, nullptr, &so, &jerr)) != NATS_OK) {
-    return tl::unexpected(js_error(fmt::format("binding to durable '{}'", in->durable_), s, jerr));
+  // Our own pull requests (see the header: not libnats' fetch), answered on a
+  // private inbox. The same pending limits as any subscription: at most one
+  // batch plus a late one's messages wait there.
+  in->conn_ = conn;
+  natsInbox* inbox = nullptr;
+  if ((s = natsInbox_Create(&inbox)) != NATS_OK) return tl::unexpected(js_error("inbox", s, jerr));
+  in->inbox_subject_ = inbox;
+  natsInbox_Destroy(inbox);
+  if ((s = natsConnection_SubscribeSync(&in->inbox_, conn, in->inbox_subject_.c_str())) != NATS_OK) {
+    in->inbox_ = nullptr;
+    return tl::unexpected(js_error(fmt::format("subscribing for durable '{}'", in->durable_), s, jerr));
   }
+  in->next_subject_ = fmt::format("$JS.API.CONSUMER.MSG.NEXT.{}.{}", config.stream, in->durable_);
+  // The server ends the request at "expires" with a 408 status if it could not
+  // fill the batch; our deadline (run) allows for that status to arrive.
+  in->request_ = fmt::format(R"({{"batch":{},"expires":{}}})", config.fetch_batch, nanos(config.pull_wait));
   in->log_(LogLevel::kInfo,
            fmt::format("JetStream ingress: durable '{}' on stream '{}' ({}) resumes at stream sequence {}{}", name,
                        config.stream, subject, start,
@@ -127,7 +144,7 @@ tl::expected<std::unique_ptr<JetStreamIngress>, std::string> JetStreamIngress::s
 
 JetStreamIngress::~JetStreamIngress() {
   stop();
-  if (sub_ != nullptr) natsSubscription_Destroy(sub_);  // the durable stays on the server
+  if (inbox_ != nullptr) natsSubscription_Destroy(inbox_);  // the durable stays on the server
   if (js_ != nullptr) jsCtx_Destroy(js_);
 }
 
@@ -137,77 +154,140 @@ void JetStreamIngress::stop() noexcept {
   if (thread_.joinable()) thread_.join();
 }
 
+void JetStreamIngress::warn(std::string_view what, std::string_view why) noexcept {
+  fetch_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+  try {
+    // Once per kind of trouble until a message comes again (no log flood
+    // while the server is away); the count is in the statistics.
+    std::string text = fmt::format("JetStream ingress '{}': {}: {}; retrying", durable_, what, why);
+    if (text == last_warning_) return;
+    log_(LogLevel::kWarning, text);
+    last_warning_ = std::move(text);
+  } catch (...) {
+    // Logging failed (out of memory); the count is in the statistics.
+  }
+}
+
+bool JetStreamIngress::request_more() noexcept {
+  const natsStatus s = natsConnection_PublishRequest(conn_, next_subject_.c_str(), inbox_subject_.c_str(),
+                                                     request_.data(), static_cast<int>(request_.size()));
+  if (s != NATS_OK) warn("pull request", natsStatus_GetText(s));
+  return s == NATS_OK;
+}
+
+bool JetStreamIngress::is_status(natsMsg* m, const char*& code) noexcept {
+  code = nullptr;
+  return natsMsg_GetDataLength(m) == 0 && natsMsgHeader_Get(m, "Status", &code) == NATS_OK && code != nullptr;
+}
+
+void JetStreamIngress::ack_held() noexcept {
+  if (held_ == nullptr) return;
+  // AckAll: "+ACK" to the message's reply subject covers it and every earlier
+  // one (invariant 1). A lost ack costs a redelivery (a duplicate), never a loss.
+  const char* reply = natsMsg_GetReply(held_);
+  if (reply != nullptr && natsConnection_PublishString(conn_, reply, "+ACK") == NATS_OK) {
+    acks_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+  }
+  natsMsg_Destroy(held_);
+  held_ = nullptr;
+}
+
 void JetStreamIngress::run() noexcept {
-  natsStatus last_error = NATS_OK;
+  using Clock = std::chrono::steady_clock;
+  // Invariant 5: one open request. Its deadline leaves the server's 408 time
+  // to arrive; past it with nothing queued (server away, request lost) the
+  // next one is sent. Queued messages are always handled before a new
+  // request goes out, except when a request was lost.
+  const auto request_life = config_.pull_wait + std::chrono::milliseconds(1000);
+  int open = 0;  // messages the open request may still deliver; 0: none open
+  Clock::time_point deadline{};
+  int since_ack = 0;  // messages done since the last ack
   // acquire: pairs with the release store in stop().
   while (!stop_.load(std::memory_order_acquire)) {
-    natsMsgList list{};
-    // What is there now, up to a batch, without waiting for the batch to fill
-    // (a plain Fetch holds a trickle until the batch fills or it times out:
-    // latency). Nothing there: wait for the next message, at most 200 ms so
-    // stop stays prompt.
-    jsFetchRequest req;
-    jsFetchRequest_Init(&req);
-    req.Batch = config_.fetch_batch;
-    req.NoWait = true;
-    req.Expires = std::chrono::nanoseconds(std::chrono::milliseconds(200)).count();
-    natsStatus s = natsSubscription_FetchRequest(&list, sub_, &req);
-    if ((s == NATS_OK && list.Count == 0) || s == NATS_NOT_FOUND || s == NATS_TIMEOUT) {
-      natsMsgList_Destroy(&list);
-      list = natsMsgList{};  // a failed fetch leaves it as it is: never destroy it twice
-      req.NoWait = false;
-      req.Batch = 1;
-      s = natsSubscription_FetchRequest(&list, sub_, &req);
+    if (open == 0) {
+      if (!request_more()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
+      }
+      open = config_.fetch_batch;
+      deadline = Clock::now() + request_life;
     }
-    if (s == NATS_TIMEOUT || s == NATS_NOT_FOUND) {
-      natsMsgList_Destroy(&list);
+    // Short waits, so that stop stays prompt.
+    natsMsg* m = nullptr;
+    const natsStatus s = natsSubscription_NextMsg(&m, inbox_, 200);
+    if (s == NATS_TIMEOUT) {
+      ack_held();  // idle: ack what is done
+      // Nothing queued and the open request past its life: lost (server
+      // away, reconnect); the next one goes out.
+      if (Clock::now() >= deadline) {
+        warn("pull request", "no answer");
+        open = 0;
+      }
       continue;
     }
     if (s != NATS_OK) {
-      fetch_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
-      if (s != last_error) {
-        try {
-          log_(LogLevel::kWarning,
-               fmt::format("JetStream ingress '{}': fetch: {}; retrying", durable_, natsStatus_GetText(s)));
-        } catch (...) {
-          // Logging failed (out of memory); the count is in the statistics.
-        }
-        last_error = s;
-      }
-      natsMsgList_Destroy(&list);
+      warn("reading the pull responses", natsStatus_GetText(s));
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
-    last_error = NATS_OK;
-    fetched_.fetch_add(static_cast<std::uint64_t>(list.Count), std::memory_order_relaxed);  // relaxed: statistics
-    natsMsg* done = nullptr;
-    for (int i = 0; i < list.Count; ++i) {
-      natsMsg* m = list.Msgs[i];
-      // Invariant 4: a redelivery (stream sequence already handled) is
-      // skipped; anything newer goes to the handler, whatever its ring
-      // sequence says (a retried publish is stored late, never twice).
-      std::uint64_t stream_seq = 0;
-      jsMsgMetaData* meta = nullptr;
-      if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
-        stream_seq = meta->Sequence.Stream;
-        jsMsgMetaData_Destroy(meta);
+    const char* code = nullptr;
+    if (is_status(m, code)) {
+      // 404/408: no (more) messages for this request; 409: the server ended
+      // it (too many waiting requests, consumer deleted); 503: no responders
+      // (stream leader away). The request is over either way. A status of a
+      // request that already passed its deadline may end the current one
+      // early: that costs one more request, never a message.
+      const bool empty = std::strncmp(code, "404", 3) == 0 || std::strncmp(code, "408", 3) == 0;
+      if (!empty && std::strncmp(code, "100", 3) != 0) {
+        const char* text = nullptr;
+        (void)natsMsgHeader_Get(m, "Description", &text);
+        try {
+          warn("pull request ended", fmt::format("status {} {}", code, text != nullptr ? text : ""));
+        } catch (...) {
+          // Out of memory for the text: not counted, the next is.
+        }
       }
-      if (stream_seq != 0 && stream_seq <= last_stream_seq_) {
-        redeliveries_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
-        done = m;
-        continue;
-      }
-      if (!handler_(m)) break;
-      if (stream_seq != 0) last_stream_seq_ = stream_seq;
-      done = m;
+      if (std::strncmp(code, "100", 3) != 0) open = 0;
+      natsMsg_Destroy(m);
+      if (!empty) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
     }
-    // Invariant 1: AckAll on the last message done acks it and all before it.
-    // A lost ack costs a redelivery (a duplicate), never a loss.
-    if (done != nullptr && natsMsg_Ack(done, nullptr) == NATS_OK) {
-      acks_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+    if (open > 0) --open;
+    deadline = Clock::now() + request_life;            // the request is alive
+    last_warning_.clear();                             // trouble over: the next is logged
+    fetched_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+    // Invariant 4: a redelivery (stream sequence already handled) is skipped;
+    // anything newer goes to the handler, whatever its ring sequence says (a
+    // retried publish is stored late, never twice).
+    std::uint64_t stream_seq = 0;
+    jsMsgMetaData* meta = nullptr;
+    if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
+      stream_seq = meta->Sequence.Stream;
+      jsMsgMetaData_Destroy(meta);
     }
-    natsMsgList_Destroy(&list);
+    if (stream_seq != 0 && stream_seq <= last_stream_seq_) {
+      redeliveries_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+      natsMsg_Destroy(m);
+      continue;
+    }
+    if (!handler_(m)) {  // stopping: this one stays unacked (invariant 1)
+      natsMsg_Destroy(m);
+      break;
+    }
+    if (stream_seq != 0) last_stream_seq_ = stream_seq;
+    // Invariant 6: m replaces the held message as the one the next ack names.
+    if (held_ != nullptr) natsMsg_Destroy(held_);
+    held_ = m;
+    // Ack once per batch, and whenever nothing more is waiting.
+    int waiting = 0;
+    int waiting_bytes = 0;
+    if (++since_ack >= config_.fetch_batch ||
+        natsSubscription_GetPending(inbox_, &waiting, &waiting_bytes) != NATS_OK || waiting == 0) {
+      ack_held();
+      since_ack = 0;
+    }
   }
+  ack_held();  // what was done before the stop
 }
 
 JetStreamIngressStats JetStreamIngress::stats() const {

@@ -1,6 +1,6 @@
 // JetStreamPublisher: the relay's at-least-once publisher into a JetStream
 // stream (`--jetstream STREAM`, docs/scale-out.md "JetStream"), over the
-// NatsSink's connection.
+// NatsConnection's connection.
 //
 // Thread safety
 //  * publish() may be called from any number of reader threads at once

@@ -12,8 +12,8 @@
 #include "relay/broker_target.hpp"
 #include "relay/jetstream_publisher.hpp"
 #include "relay/metrics.hpp"
+#include "relay/nats_connection.hpp"
 #include "relay/nats_ingress.hpp"
-#include "relay/nats_sink.hpp"
 #include "relay/ring_reader.hpp"
 #include "relay/ring_target.hpp"
 #include "ringcast/relay/topic.hpp"
@@ -24,7 +24,7 @@ struct Relay::Impl {
   RelayConfig config;
   LogFn log;
   std::unique_ptr<broker::Broker> broker;
-  std::unique_ptr<NatsSink> nats;
+  std::unique_ptr<NatsConnection> nats;
   // After nats: destroyed first, so its JetStream context goes before the connection.
   std::unique_ptr<JetStreamPublisher> jetstream;
   std::vector<std::unique_ptr<RingReader>> readers;
@@ -159,6 +159,17 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     return tl::unexpected(
         RelayError{Code::kInvalidConfig, 0, fmt::format("--nats-batch must be 1..{}", kMaxNatsBatch)});
   }
+  if (config.nats && config.nats->jetstream && config.nats->batch > 1) {
+    // JetStream deduplicates (Nats-Msg-Id) and acknowledges whole stored
+    // messages: a batch would share one id and one ack among its ring
+    // messages, and batches republished after a relay restart need not line
+    // up with the stored ones, so the dedupe would let them in twice.
+    return tl::unexpected(RelayError{
+        Code::kInvalidConfig, 0,
+        "--nats-batch over 1 is for core NATS: with --jetstream every ring message is its own JetStream message, "
+        "with its own Nats-Msg-Id and ack (a batch would share one; republished batches need not match the stored "
+        "ones, so duplicates would pass the dedupe)"});
+  }
   if (ingress && !config.nats) {
     return tl::unexpected(
         RelayError{Code::kInvalidConfig, 0, "--nats-in needs --nats URL (the server to subscribe to)"});
@@ -197,7 +208,7 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     im.broker = std::move(*b);
   }
   if (im.config.nats) {
-    auto n = NatsSink::connect(*im.config.nats, im.log);
+    auto n = NatsConnection::connect(*im.config.nats, im.log);
     if (!n) {
       if (im.broker) {
         im.broker->stop();
@@ -251,12 +262,12 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
   // With --jetstream each route reads the stream through its durable consumer.
   const JetStreamConfig* const jetstream_in =
       im.config.nats && im.config.nats->jetstream ? &*im.config.nats->jetstream : nullptr;
-  if (jetstream_in != nullptr && !jetstream_in->durable.empty() &&
-      im.config.nats_rings_in.size() + im.config.nats_broker_in.size() > 1) {
-    im.do_stop();
-    return tl::unexpected(RelayError{Code::kInvalidConfig, 0,
-                                     "--jetstream-durable names one durable consumer, for one --nats-in route; with "
-                                     "several, leave it out (each route gets its own default name)"});
+  if (jetstream_in != nullptr) {
+    if (auto wrong = JetStreamIngress::check_routes(*jetstream_in,
+                                                    im.config.nats_rings_in.size() + im.config.nats_broker_in.size())) {
+      im.do_stop();
+      return tl::unexpected(RelayError{Code::kInvalidConfig, 0, std::move(*wrong)});
+    }
   }
   for (const NatsRingIngressRoute& route : im.config.nats_rings_in) {
     auto in = start_ring_ingress(im.nats->connection(), route, im.config.nats_in, im.log, jetstream_in);

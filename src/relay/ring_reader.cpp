@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "relay/jetstream_publisher.hpp"
-#include "relay/nats_sink.hpp"
+#include "relay/nats_connection.hpp"
 #include "ringcast/relay/continuity.hpp"
 #include "ringcast/relay/topic.hpp"
 
@@ -28,7 +28,7 @@ std::string host_name() {
 
 }  // namespace
 
-RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, JetStreamPublisher* jetstream,
+RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsConnection* nats, JetStreamPublisher* jetstream,
                        std::size_t batch, std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop,
                        FailFn fail, std::size_t nats_batch)
     : route_(std::move(route)),

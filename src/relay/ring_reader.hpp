@@ -42,7 +42,7 @@
 
 namespace ringcast::relay {
 
-class NatsSink;
+class NatsConnection;
 class JetStreamPublisher;
 
 class RingReader {
@@ -51,8 +51,8 @@ class RingReader {
   // `jetstream`, when not null, publishes to NATS instead of `nats`'s core
   // publish (same connection; `--jetstream`; one JetStream message per ring
   // message). `nats_batch`: ring messages per core NATS message (NatsConfig::batch).
-  RingReader(RingRoute route, broker::Broker* broker, NatsSink* nats, JetStreamPublisher* jetstream, std::size_t batch,
-             std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop, FailFn fail,
+  RingReader(RingRoute route, broker::Broker* broker, NatsConnection* nats, JetStreamPublisher* jetstream,
+             std::size_t batch, std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop, FailFn fail,
              std::size_t nats_batch = 1);
   RingReader(const RingReader&) = delete;
   RingReader& operator=(const RingReader&) = delete;
@@ -103,7 +103,7 @@ class RingReader {
 
   const RingRoute route_;
   broker::Broker* const broker_;
-  NatsSink* const nats_;
+  NatsConnection* const nats_;
   JetStreamPublisher* const jetstream_;
   const std::size_t batch_;
   const std::chrono::milliseconds poll_;

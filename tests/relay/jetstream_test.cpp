@@ -13,7 +13,10 @@
 #include "relay/jetstream_publisher.hpp"
 #include "relay_fixture.hpp"
 #include "relay_test_support.hpp"
+#include "resp_client.hpp"
 #include "ringcast/broadcast_ring.hpp"
+#include "ringcast/broker/broker.hpp"
+#include "ringcast/relay/broker_nats_ingress.hpp"
 
 namespace ringcast::relay {
 namespace {
@@ -301,6 +304,127 @@ TEST_F(JetStreamPublisherTest, DurableIngressResumesAfterItsLastAckedMessageInOr
   for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], i);
 }
 
+// Issue 16's heap corruption: libnats 3.4.1's fetch wrote past its message
+// array when messages of an earlier pull request were still queued as the
+// next fetch began (docs/scale-out.md, "Ingress side"); the ingress now makes
+// its own pull requests. Here they keep expiring (100 ms) while the ingress
+// idles between bursts and while a slow target holds it mid-batch (a batch of
+// 3): every message still arrives once, in order, and is acked.
+TEST_F(JetStreamPublisherTest, SlowTargetGetsEveryMessageOnceInOrderAcrossExpiringPullRequests) {
+  auto p = JetStreamPublisher::create(client_->conn(), config("SLOW"), {"slow"}, log());
+  ASSERT_TRUE(p) << p.error();
+  JetStreamConfig c = config("SLOW");
+  c.fetch_batch = 3;
+  c.pull_wait = 100ms;
+  std::vector<std::uint64_t> got;
+  std::mutex got_mu;
+  const auto handler = [&](natsMsg* m) {
+    std::size_t n = 0;
+    {
+      std::lock_guard lock(got_mu);
+      got.push_back(seq_of(m));
+      n = got.size();
+    }
+    // A slow target: held longer than a pull request lives, mid-batch.
+    if (n == 2 || n == 50 || n == 51 || n == 200) std::this_thread::sleep_for(250ms);
+    return true;
+  };
+  const auto count = [&] {
+    std::lock_guard lock(got_mu);
+    return got.size();
+  };
+  auto in = JetStreamIngress::start(client_->conn(), c, "slow", "host-b-slow", handler, log());
+  ASSERT_TRUE(in) << in.error();
+  const std::uint64_t bursts = 4, per_burst = 100;
+  for (std::uint64_t b = 0; b < bursts; ++b) {
+    for (std::uint64_t i = 0; i < per_burst; ++i) {
+      ASSERT_TRUE((*p)->publish("slow", "x", "hostA:/r@1.2", b * per_burst + i, stop_));
+    }
+    ASSERT_TRUE(eventually([&] { return count() >= (b + 1) * per_burst; }, 60s)) << count() << "\n" << lines();
+  }
+  ASSERT_TRUE(eventually([&] {
+    jsConsumerInfo* ci = nullptr;
+    if (js_GetConsumerInfo(&ci, client_->js(), "SLOW", "host-b-slow", nullptr, nullptr) != NATS_OK) return false;
+    const bool acked = ci->AckFloor.Stream == bursts * per_burst;
+    jsConsumerInfo_Destroy(ci);
+    return acked;
+  }));
+  const JetStreamIngressStats st = (*in)->stats();
+  (*in)->stop();
+  EXPECT_EQ(st.fetched, bursts * per_burst);
+  EXPECT_EQ(st.redeliveries, 0u);
+  EXPECT_EQ(st.fetch_errors, 0u) << lines();
+  EXPECT_GT(st.acks, 0u);
+  std::lock_guard lock(got_mu);
+  ASSERT_EQ(got.size(), bursts * per_burst);
+  for (std::uint64_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], i);
+}
+
+// The broker's NATS ingress with JetStream (ringcast-broker --nats-in
+// --jetstream, and the relay's --nats-in-broker): what the stream stored while
+// the ingress was not running reaches the broker's subscribers when it starts,
+// in order; a restarted ingress resumes after what the last one acked, so a
+// clean stop and start repeats nothing.
+TEST_F(JetStreamPublisherTest, BrokerIngressDeliversWhatWasStoredWhileItWasDownAndResumesAfterItsAcks) {
+  auto p = JetStreamPublisher::create(client_->conn(), config("BRK"), {"md.eu"}, log());
+  ASSERT_TRUE(p) << p.error();
+  const auto publish = [&](std::uint64_t from, std::uint64_t to) {
+    for (std::uint64_t i = from; i < to; ++i) {
+      ASSERT_TRUE((*p)->publish("md.eu", std::to_string(i), "hostA:/dev/shm/md.ring@1.2", i, stop_));
+    }
+    ASSERT_TRUE(settled(**p));
+  };
+  ASSERT_NO_FATAL_FAILURE(publish(0, 100));  // stored before any ingress runs
+
+  auto b = broker::Broker::start(testing::loopback_broker());
+  ASSERT_TRUE(b) << b.error().message();
+  test::RespClient sub((*b)->port());
+  ASSERT_TRUE(sub.subscribe("md.eu"));
+  NatsConfig n = testing::nats_sink(server_->url());
+  n.jetstream = config("BRK");
+  n.jetstream->durable = "broker-b";
+  // An explicit durable names one route only.
+  auto two = BrokerNatsIngress::start(**b, n, {{"md.eu", ""}, {"md.us", ""}}, {}, log());
+  ASSERT_FALSE(two);
+  EXPECT_NE(two.error().message().find("--jetstream-durable"), std::string::npos) << two.error().message();
+
+  const auto expect_messages = [&](std::uint64_t from, std::uint64_t to) {
+    for (std::uint64_t i = from; i < to; ++i) {
+      auto r = sub.next(testing::deadline_in(20s));
+      ASSERT_TRUE(r) << "waiting for " << i << "\n" << lines();
+      ASSERT_TRUE(r->is_message("md.eu"));
+      ASSERT_EQ(r->elems[2].str, std::to_string(i));
+    }
+  };
+  {
+    auto in = BrokerNatsIngress::start(**b, n, {{"md.eu", ""}}, {}, log());
+    ASSERT_TRUE(in) << in.error().message();
+    ASSERT_NO_FATAL_FAILURE(expect_messages(0, 100));
+    ASSERT_NO_FATAL_FAILURE(publish(100, 150));  // and live ones
+    ASSERT_NO_FATAL_FAILURE(expect_messages(100, 150));
+    // Counted once Broker::publish returned, which may be after the
+    // subscriber read the message.
+    ASSERT_TRUE(eventually([&] { return (*in)->stats().at(0).delivered == 150; }));
+    const NatsIngressStats st = (*in)->stats().at(0);
+    EXPECT_TRUE(st.jetstream);
+    EXPECT_EQ(st.js_durable, "broker-b");
+    EXPECT_EQ(st.js_resumed_at, 1u);
+    EXPECT_EQ(st.gaps, 0u);
+    EXPECT_NE((*in)->info_text().find("nats_in_0_jetstream:durable=broker-b,resumed_at=1,"), std::string::npos)
+        << (*in)->info_text();
+    // Everything handed to the broker is acked before a clean stop returns.
+    (*in)->stop();
+  }
+  ASSERT_NO_FATAL_FAILURE(publish(150, 250));  // stored while the ingress is down
+  auto in = BrokerNatsIngress::start(**b, n, {{"md.eu", ""}}, {}, log());
+  ASSERT_TRUE(in) << in.error().message();
+  ASSERT_NO_FATAL_FAILURE(expect_messages(150, 250));  // none of 0..149 again
+  EXPECT_EQ((*in)->stats().at(0).js_resumed_at, 151u);
+  (*in)->stop();
+  (*b)->stop();
+  (*b)->wait();
+}
+
 // A ring relayed with --jetstream: the relay creates the stream and every
 // ring message is stored once, in ring order, with its sequence headers.
 class RelayJetStreamTest : public testing::RingRelayTest {};
@@ -352,6 +476,21 @@ TEST_F(RelayJetStreamTest, StartFailsWithTheReasonWhenTheServerHasNoJetStream) {
   ASSERT_FALSE(relay);
   EXPECT_EQ(relay.error().code, RelayError::Code::kNats);
   EXPECT_NE(relay.error().message().find("NOPE"), std::string::npos) << relay.error().message();
+}
+
+// --nats-batch over 1 with --jetstream is refused before anything starts,
+// with the reason: one Nats-Msg-Id and one ack per ring message.
+TEST_F(RelayJetStreamTest, NatsBatchOverOneIsRefusedWithJetStreamSayingWhy) {
+  RelayConfig cfg = testing::relay_config({{dir_.file("x.ring"), "x", false}}, log_);
+  cfg.nats = testing::nats_sink("nats://127.0.0.1:1");
+  cfg.nats->batch = 16;
+  JetStreamConfig js;
+  js.stream = "S";
+  cfg.nats->jetstream = js;
+  auto relay = Relay::start(cfg);
+  ASSERT_FALSE(relay);
+  EXPECT_EQ(relay.error().code, RelayError::Code::kInvalidConfig);
+  EXPECT_NE(relay.error().message().find("own Nats-Msg-Id and ack"), std::string::npos) << relay.error().message();
 }
 
 }  // namespace

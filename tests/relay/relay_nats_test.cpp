@@ -250,7 +250,7 @@ TEST_F(RelayNatsTest, MessagesPublishedWhileTheServerIsDownArriveAfterItRestarts
   EXPECT_EQ(up.reconnects, 1u);
   EXPECT_EQ(up.published, 300u);
   EXPECT_EQ(up.buffer_full + up.failed, 0u);
-  // Counted, then logged (nats_sink.cpp): wait for the line.
+  // Counted, then logged (nats_connection.cpp): wait for the line.
   EXPECT_TRUE(eventually([&] { return log_.contains("NATS reconnected"); })) << log_.all();
 }
 

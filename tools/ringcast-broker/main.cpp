@@ -5,13 +5,16 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nats/nats.h>
 
 #include "broker_flags.hpp"
+#include "nats_in_flags.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/relay/broker_nats_ingress.hpp"
 #include "settings.hpp"
@@ -28,19 +31,19 @@ int main(int argc, char** argv) {
   std::string nats_url;
   std::vector<std::string> nats_in_specs;
   ringcast::relay::NatsIngressConfig ingress;
-  std::string nats_in_pending_bytes = "64mb";
+  ringcast::tools::NatsInFlags nats_in_flags;
+  std::string js_stream;
   app.add_option("--nats", nats_url, "NATS server(s) for --nats-in: nats://HOST:PORT[,nats://...]");
   app.add_option("--nats-in", nats_in_specs,
                  "SUBJECT[=CHANNEL]: publish every message of the NATS subscription SUBJECT (wildcards allowed) "
                  "on CHANNEL ('{subject}' in it, or no CHANNEL: the message's subject). Repeatable; needs --nats. "
                  "docs/scale-out.md");
-  app.add_option("--nats-in-pending-msgs", ingress.pending_msgs,
-                 "libnats pending limit per --nats-in subscription, messages (-1: none); beyond it libnats drops "
-                 "(counted, and seen as a gap)")
-      ->capture_default_str();
-  app.add_option("--nats-in-pending-bytes", nats_in_pending_bytes,
-                 "libnats pending limit per --nats-in subscription, bytes")
-      ->capture_default_str();
+  nats_in_flags.add_pending(app, ingress);
+  app.add_option("--jetstream", js_stream,
+                 "Read every --nats-in from this JetStream stream (made by the publishing relay's --jetstream) "
+                 "through a durable consumer instead of a core NATS subscription: at least once, a message is acked "
+                 "once the broker took it, and a restarted broker resumes after the last acked one");
+  nats_in_flags.add_jetstream(app);
   if (const auto exit_status = ringcast::tools::parse_settings(app, argc, argv)) return *exit_status;
   std::vector<ringcast::relay::NatsBrokerIngressRoute> nats_routes;
   for (const auto& spec : nats_in_specs) {
@@ -55,12 +58,22 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "ringcast-broker: --nats-in needs --nats URL\n");
     return 2;
   }
-  if (const auto bytes = ringcast::broker::parse_size(nats_in_pending_bytes);
-      bytes && *bytes <= static_cast<std::size_t>(INT32_MAX)) {
-    ingress.pending_bytes = static_cast<int>(*bytes);
-  } else {
-    fmt::print(stderr, "ringcast-broker: --nats-in-pending-bytes: bad size\n");
+  if (!js_stream.empty() && nats_routes.empty()) {
+    fmt::print(stderr, "ringcast-broker: --jetstream reads the --nats-in routes: give --nats-in\n");
     return 2;
+  }
+  if (const auto wrong = nats_in_flags.apply(ingress)) {
+    fmt::print(stderr, "ringcast-broker: {}\n", *wrong);
+    return 2;
+  }
+  std::optional<ringcast::relay::JetStreamConfig> jetstream;
+  if (!js_stream.empty()) {
+    jetstream.emplace();
+    jetstream->stream = js_stream;
+    if (const auto wrong = nats_in_flags.apply(*jetstream)) {
+      fmt::print(stderr, "ringcast-broker: {}\n", *wrong);
+      return 2;
+    }
   }
 
   if (const auto wrong = flags.apply(cfg)) {
@@ -88,6 +101,7 @@ int main(int argc, char** argv) {
     ringcast::relay::NatsConfig n;
     n.url = nats_url;
     n.client_name = "ringcast-broker";
+    n.jetstream = jetstream;
     auto log = [](ringcast::relay::LogLevel level, std::string_view text) {
       const char* tag = level == ringcast::relay::LogLevel::kError     ? "error: "
                         : level == ringcast::relay::LogLevel::kWarning ? "warning: "
@@ -100,6 +114,9 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "ringcast-broker: {}\n", in.error().message());
       (*broker)->stop();
       (*broker)->wait();
+      // libnats' threads may still hold a late reply (a JetStream API call
+      // that timed out): let them finish before the process exits.
+      nats_CloseAndWait(2000);
       return 1;
     }
     nats_in = std::move(*in);
@@ -114,8 +131,13 @@ int main(int argc, char** argv) {
     });
     (*broker)->set_metrics_provider([&ni](ringcast::broker::PrometheusWriter& w) { ni.write_metrics(w); });
     for (const auto& r : nats_routes) {
-      fmt::print("ringcast-broker subscribed to NATS {} into channel {}\n", r.subject,
-                 r.channel.empty() ? "{subject}" : r.channel);
+      if (jetstream) {
+        fmt::print("ringcast-broker subscribed to NATS {} (JetStream stream {}) into channel {}\n", r.subject,
+                   jetstream->stream, r.channel.empty() ? "{subject}" : r.channel);
+      } else {
+        fmt::print("ringcast-broker subscribed to NATS {} into channel {}\n", r.subject,
+                   r.channel.empty() ? "{subject}" : r.channel);
+      }
     }
   }
   std::fflush(stdout);
@@ -125,5 +147,9 @@ int main(int argc, char** argv) {
   if (nats_in) nats_in->stop();  // nothing more is published; the providers stay valid until wait()
   (*broker)->stop();
   (*broker)->wait();
+  if (nats_in) {
+    nats_in.reset();
+    nats_CloseAndWait(2000);  // libnats' threads end before the process does
+  }
   return 0;
 }

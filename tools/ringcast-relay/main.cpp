@@ -17,6 +17,7 @@
 #include <nats/nats.h>
 
 #include "broker_flags.hpp"
+#include "nats_in_flags.hpp"
 #include "ringcast/relay/metrics_server.hpp"
 #include "ringcast/relay/relay.hpp"
 #include "settings.hpp"
@@ -43,7 +44,6 @@ int main(int argc, char** argv) {
   std::vector<std::string> nats_in_specs;
   std::vector<std::string> nats_in_broker_specs;
   NatsIngressConfig ingress;
-  std::string nats_in_pending_bytes = "64mb";
   std::string listen = "127.0.0.1:6390";
   std::string nats_url;
   std::string nats_buffer = "8mb";
@@ -68,13 +68,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--nats-in-lossy", ingress.ring_lossy,
                "A ring --nats-in creates is lossy (never blocks NATS delivery; slow readers are lapped)");
-  app.add_option("--nats-in-pending-msgs", ingress.pending_msgs,
-                 "libnats pending limit per --nats-in subscription, messages (-1: none); beyond it libnats drops "
-                 "(counted, and seen as a gap)")
-      ->capture_default_str();
-  app.add_option("--nats-in-pending-bytes", nats_in_pending_bytes,
-                 "libnats pending limit per --nats-in subscription, bytes")
-      ->capture_default_str();
+  tools::NatsInFlags nats_in_flags;
+  nats_in_flags.add_pending(app, ingress);
   auto* listen_opt =
       app.add_option("--listen", listen, "Broker listen address HOST:PORT (port 0: the kernel chooses, printed)")
           ->capture_default_str();
@@ -129,22 +124,7 @@ int main(int argc, char** argv) {
   app.add_option("--jetstream-max-attempts", js_max_attempts,
                  "Attempts per message before it is given up (counted in js_failed, logged); 0: until stopped")
       ->capture_default_str();
-  std::string js_durable;
-  std::string js_deliver = "all";
-  std::string js_ack_wait = "30s";
-  int js_fetch_batch = 256;
-  app.add_option("--jetstream-durable", js_durable,
-                 "Ingress (--nats-in with --jetstream): the durable consumer's name "
-                 "(default ringcast-<host>-<ring path>, one ingress process per durable)");
-  app.add_option("--jetstream-deliver", js_deliver,
-                 "Ingress: where a durable created for the first time starts: all (the stream's first message) or new")
-      ->check(CLI::IsMember({"all", "new"}))
-      ->capture_default_str();
-  app.add_option("--jetstream-ack-wait", js_ack_wait, "Ingress: unacked this long, the server delivers a message again")
-      ->capture_default_str();
-  app.add_option("--jetstream-fetch-batch", js_fetch_batch,
-                 "Ingress: most messages per pull request (one AckAll ack per batch)")
-      ->capture_default_str();
+  nats_in_flags.add_jetstream(app);
   app.add_option("--metrics", metrics, "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9390)");
   app.add_option("--batch", batch, "Most messages taken from a ring per drain")->capture_default_str();
   StartAt start = StartAt::kLatest;
@@ -177,11 +157,7 @@ int main(int argc, char** argv) {
     if (!route) return usage(route.error().detail);
     config.nats_broker_in.push_back(std::move(*route));
   }
-  {
-    const auto bytes = broker::parse_size(nats_in_pending_bytes);
-    if (!bytes || *bytes > static_cast<std::size_t>(INT32_MAX)) return usage("--nats-in-pending-bytes: bad size");
-    ingress.pending_bytes = static_cast<int>(*bytes);
-  }
+  if (const auto wrong = nats_in_flags.apply(ingress)) return usage(*wrong);
   config.nats_in = ingress;
   // The broker runs unless NATS is the only sink: --nats without --listen,
   // and no --nats-in-broker.
@@ -203,10 +179,6 @@ int main(int argc, char** argv) {
     n.reconnect_wait = std::chrono::milliseconds(nats_reconnect_wait_ms);
     n.batch = nats_batch;
     if (!js_stream.empty()) {
-      if (nats_batch > 1)
-        return usage(
-            "--nats-batch is for core NATS; with --jetstream each ring message is one "
-            "JetStream message");
       JetStreamConfig js;
       js.stream = js_stream;
       js.subjects = js_subjects;
@@ -224,13 +196,7 @@ int main(int argc, char** argv) {
       js.max_pending = js_max_pending;
       js.ack_timeout = std::chrono::milliseconds(js_ack_timeout_ms);
       js.max_attempts = js_max_attempts;
-      js.durable = js_durable;
-      js.deliver_new = js_deliver == "new";
-      const auto ack_wait = parse_duration(js_ack_wait);
-      if (!ack_wait || ack_wait->count() < 1000) return usage("--jetstream-ack-wait: a duration of at least 1s");
-      js.ack_wait = *ack_wait;
-      if (js_fetch_batch < 1) return usage("--jetstream-fetch-batch must be at least 1");
-      js.fetch_batch = js_fetch_batch;
+      if (const auto wrong = nats_in_flags.apply(js)) return usage(*wrong);
       n.jetstream = js;
     }
     config.nats = n;

@@ -9,7 +9,8 @@
 // Thread safety: start() from any thread; stats(), info_text() and
 // write_metrics() from any thread, concurrently; stop() from any thread,
 // idempotent; the destructor stops and must not race other calls. Each
-// subscription is served by its own libnats delivery thread.
+// subscription is served by its own libnats delivery thread (with JetStream,
+// each route by its own fetch thread).
 #pragma once
 
 #include <memory>
@@ -30,9 +31,16 @@ class BrokerNatsIngress {
   // Connects to `nats` (retrying in the background if no server answers yet)
   // and subscribes to every route. `broker` must outlive the ingress. Fails on
   // bad options or a subject NATS refuses.
+  // With nats.jetstream (`--jetstream STREAM`), each route instead reads that
+  // stream through a durable pull consumer and acknowledges a message once
+  // Broker::publish has taken it: at least once, resuming after a restart at
+  // the durable's ack floor + 1 (docs/scale-out.md, "JetStream"). The stream
+  // must exist (the publishing relay creates it); only the ingress-side
+  // settings of nats.jetstream are used (durable, deliver_new, ack_wait,
+  // fetch_batch).
   [[nodiscard]] static tl::expected<std::unique_ptr<BrokerNatsIngress>, RelayError> start(
       broker::Broker& broker, const NatsConfig& nats, const std::vector<NatsBrokerIngressRoute>& routes,
-      const NatsIngressConfig& config, LogFn log);
+      const NatsIngressConfig& config, const LogFn& log);
   BrokerNatsIngress(const BrokerNatsIngress&) = delete;
   BrokerNatsIngress& operator=(const BrokerNatsIngress&) = delete;
   ~BrokerNatsIngress();

@@ -120,6 +120,10 @@ struct JetStreamConfig {
   // Unacked this long, the server delivers a message again.
   std::chrono::milliseconds ack_wait{30'000};
   int fetch_batch = 256;  // most messages per pull request
+  // How long one pull request stays open on the server waiting for messages
+  // (it ends sooner once fetch_batch messages were delivered); then the next
+  // is sent. An idle ingress sends one request per pull_wait.
+  std::chrono::milliseconds pull_wait{1000};
 };
 
 // "0", "250ms", "30s", "15m", "24h", "7d" (a whole number and a unit; bare 0
@@ -139,7 +143,9 @@ struct NatsConfig {
   // ring message, readable by any NATS client. More: a fixed-subject ring's
   // messages travel in batches of up to `batch` (fewer when the ring has no
   // more), framed as docs/scale-out.md "Batches" says; a ringcast ingress
-  // unpacks them. Topic-in-payload rings always publish one by one.
+  // unpacks them. Topic-in-payload rings always publish one by one. With
+  // `jetstream` it must be 1 (Relay::start refuses more, saying why:
+  // docs/scale-out.md, "One JetStream message per ring message").
   std::size_t batch = 1;
   std::optional<JetStreamConfig> jetstream;  // nullopt: core NATS (at most once)
 };

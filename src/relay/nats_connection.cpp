@@ -1,4 +1,4 @@
-#include "relay/nats_sink.hpp"
+#include "relay/nats_connection.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -39,25 +39,26 @@ std::string connected_url(natsConnection* nc) {
 
 }  // namespace
 
-NatsSink::NatsSink(LogFn log) : callbacks_(std::make_shared<Callbacks>()) {
+NatsConnection::NatsConnection(LogFn log) : callbacks_(std::make_shared<Callbacks>()) {
   callbacks_->log = std::move(log);
   closure_ = new Holder(callbacks_);
 }
 
-void NatsSink::Callbacks::say(LogLevel level, const std::string& text) {
+void NatsConnection::Callbacks::say(LogLevel level, const std::string& text) {
   std::lock_guard lock(mu);
   if (!closed) log(level, text);
 }
 
-tl::expected<std::unique_ptr<NatsSink>, std::string> NatsSink::connect(const NatsConfig& config, LogFn log) {
-  std::unique_ptr<NatsSink> sink(new NatsSink(std::move(log)));
+tl::expected<std::unique_ptr<NatsConnection>, std::string> NatsConnection::connect(const NatsConfig& config,
+                                                                                   LogFn log) {
+  std::unique_ptr<NatsConnection> nc(new NatsConnection(std::move(log)));
   natsOptions* o = nullptr;
   auto fail = [&](std::string_view step, natsStatus s) {
     return tl::unexpected(fmt::format("{}: {}", step, natsStatus_GetText(s)));
   };
   if (natsStatus s = natsOptions_Create(&o); s != NATS_OK) return fail("natsOptions_Create", s);
-  sink->options_ = o;
-  void* closure = sink->closure_;
+  nc->options_ = o;
+  void* closure = nc->closure_;
   // "nats://a:4222,nats://b:4222": libnats tries the servers in random order.
   std::vector<std::string> urls;
   for (std::size_t pos = 0; pos <= config.url.size();) {
@@ -80,28 +81,29 @@ tl::expected<std::unique_ptr<NatsSink>, std::string> NatsSink::connect(const Nat
   }
   if ((s = natsOptions_SetTimeout(o, config.connect_timeout.count())) != NATS_OK) return fail("timeout", s);
   if ((s = natsOptions_SetNoEcho(o, true)) != NATS_OK) return fail("no echo", s);
-  if ((s = natsOptions_SetDisconnectedCB(o, &NatsSink::on_disconnected, closure)) != NATS_OK) return fail("cb", s);
-  if ((s = natsOptions_SetReconnectedCB(o, &NatsSink::on_reconnected, closure)) != NATS_OK) return fail("cb", s);
-  if ((s = natsOptions_SetClosedCB(o, &NatsSink::on_closed, closure)) != NATS_OK) return fail("cb", s);
-  if ((s = natsOptions_SetErrorHandler(o, &NatsSink::on_error, closure)) != NATS_OK) return fail("cb", s);
+  if ((s = natsOptions_SetDisconnectedCB(o, &NatsConnection::on_disconnected, closure)) != NATS_OK)
+    return fail("cb", s);
+  if ((s = natsOptions_SetReconnectedCB(o, &NatsConnection::on_reconnected, closure)) != NATS_OK) return fail("cb", s);
+  if ((s = natsOptions_SetClosedCB(o, &NatsConnection::on_closed, closure)) != NATS_OK) return fail("cb", s);
+  if ((s = natsOptions_SetErrorHandler(o, &NatsConnection::on_error, closure)) != NATS_OK) return fail("cb", s);
   // An unreachable server at start is retried like a lost one; publishes buffer.
-  if ((s = natsOptions_SetRetryOnFailedConnect(o, true, &NatsSink::on_connected, closure)) != NATS_OK) {
+  if ((s = natsOptions_SetRetryOnFailedConnect(o, true, &NatsConnection::on_connected, closure)) != NATS_OK) {
     return fail("retry on failed connect", s);
   }
-  s = natsConnection_Connect(&sink->conn_, o);
+  s = natsConnection_Connect(&nc->conn_, o);
   if (s == NATS_NOT_YET_CONNECTED) {
-    sink->callbacks_->say(LogLevel::kWarning,
-                          fmt::format("NATS {} not reachable yet; retrying in the background", config.url));
+    nc->callbacks_->say(LogLevel::kWarning,
+                        fmt::format("NATS {} not reachable yet; retrying in the background", config.url));
   } else if (s != NATS_OK) {
-    sink->conn_ = nullptr;
+    nc->conn_ = nullptr;
     return fail(fmt::format("connect {}", config.url), s);
   } else {
-    sink->callbacks_->say(LogLevel::kInfo, fmt::format("NATS connected to {}", connected_url(sink->conn_)));
+    nc->callbacks_->say(LogLevel::kInfo, fmt::format("NATS connected to {}", connected_url(nc->conn_)));
   }
-  return sink;
+  return nc;
 }
 
-NatsSink::~NatsSink() {
+NatsConnection::~NatsConnection() {
   close(std::chrono::milliseconds(1000));
   if (conn_ != nullptr) {
     natsConnection_Destroy(conn_);  // libnats still owns closure_: on_closed deletes it
@@ -111,7 +113,7 @@ NatsSink::~NatsSink() {
   if (options_ != nullptr) natsOptions_Destroy(options_);
 }
 
-void NatsSink::close(std::chrono::milliseconds flush_timeout) noexcept {
+void NatsConnection::close(std::chrono::milliseconds flush_timeout) noexcept {
   // acq_rel: one caller closes; the others see it done.
   if (closed_.exchange(true, std::memory_order_acq_rel)) return;
   if (conn_ != nullptr && natsConnection_Status(conn_) == NATS_CONN_STATUS_CONNECTED) {
@@ -128,8 +130,8 @@ void NatsSink::close(std::chrono::milliseconds flush_timeout) noexcept {
   if (conn_ != nullptr) natsConnection_Close(conn_);
 }
 
-bool NatsSink::publish(const char* subject, std::string_view body, const char* source, std::uint64_t seq,
-                       std::uint64_t count) noexcept {
+bool NatsConnection::publish(const char* subject, std::string_view body, const char* source, std::uint64_t seq,
+                             std::uint64_t count) noexcept {
   char seq_text[24];
   *std::to_chars(seq_text, seq_text + sizeof seq_text - 1, seq).ptr = '\0';
   char count_text[24];
@@ -150,7 +152,7 @@ bool NatsSink::publish(const char* subject, std::string_view body, const char* s
   return false;
 }
 
-void NatsSink::count_failure(natsStatus s) noexcept {
+void NatsConnection::count_failure(natsStatus s) noexcept {
   // relaxed: statistics; last_failure_ is a hint for stats(), not ordered with anything.
   if (s == NATS_INSUFFICIENT_BUFFER) {
     buffer_full_.fetch_add(1, std::memory_order_relaxed);
@@ -160,7 +162,7 @@ void NatsSink::count_failure(natsStatus s) noexcept {
   last_failure_.store(static_cast<std::uint32_t>(s), std::memory_order_relaxed);
 }
 
-NatsStats NatsSink::stats() const {
+NatsStats NatsConnection::stats() const {
   NatsStats st;
   st.enabled = true;
   // relaxed: statistics.
@@ -188,29 +190,29 @@ NatsStats NatsSink::stats() const {
   return st;
 }
 
-void NatsSink::on_connected(natsConnection* nc, void* closure) {
+void NatsConnection::on_connected(natsConnection* nc, void* closure) {
   state(closure).say(LogLevel::kInfo, fmt::format("NATS connected to {}", connected_url(nc)));
 }
 
-void NatsSink::on_disconnected(natsConnection* /*nc*/, void* closure) {
+void NatsConnection::on_disconnected(natsConnection* /*nc*/, void* closure) {
   Callbacks& cb = state(closure);
   cb.disconnects.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
   cb.say(LogLevel::kWarning, "NATS disconnected; libnats buffers publishes and reconnects");
 }
 
-void NatsSink::on_reconnected(natsConnection* nc, void* closure) {
+void NatsConnection::on_reconnected(natsConnection* nc, void* closure) {
   Callbacks& cb = state(closure);
   cb.reconnects.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
   cb.say(LogLevel::kInfo, fmt::format("NATS reconnected to {}", connected_url(nc)));
 }
 
-void NatsSink::on_closed(natsConnection* /*nc*/, void* closure) {
+void NatsConnection::on_closed(natsConnection* /*nc*/, void* closure) {
   auto* holder = static_cast<Holder*>(closure);
   (*holder)->say(LogLevel::kError, "NATS connection closed (reconnect attempts exhausted); NATS publishes now fail");
   delete holder;  // the last callback libnats makes for this connection
 }
 
-void NatsSink::on_error(natsConnection* /*nc*/, natsSubscription* /*sub*/, natsStatus err, void* closure) {
+void NatsConnection::on_error(natsConnection* /*nc*/, natsSubscription* /*sub*/, natsStatus err, void* closure) {
   Callbacks& cb = state(closure);
   {
     std::lock_guard lock(cb.mu);

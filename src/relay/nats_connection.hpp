@@ -1,4 +1,8 @@
-// NatsSink: the relay's publisher to a NATS server through libnats.
+// NatsConnection: the relay's and the broker's connection to NATS through
+// libnats (reconnecting, logging its state), shared by everything that talks
+// to NATS in the process: the core NATS publisher (publish() here), the
+// JetStream publisher, and the ingress's subscriptions and pull consumers
+// (connection()).
 //
 // Thread safety
 //  * publish() may be called from any number of reader threads at once:
@@ -30,15 +34,15 @@
 
 namespace ringcast::relay {
 
-class NatsSink {
+class NatsConnection {
  public:
   // Creates the connection. If no server answers yet, libnats keeps retrying in
   // the background (publishes are buffered meanwhile) and this still succeeds;
   // it fails only on bad options (e.g. a malformed URL).
-  static tl::expected<std::unique_ptr<NatsSink>, std::string> connect(const NatsConfig& config, LogFn log);
-  NatsSink(const NatsSink&) = delete;
-  NatsSink& operator=(const NatsSink&) = delete;
-  ~NatsSink();
+  static tl::expected<std::unique_ptr<NatsConnection>, std::string> connect(const NatsConfig& config, LogFn log);
+  NatsConnection(const NatsConnection&) = delete;
+  NatsConnection& operator=(const NatsConnection&) = delete;
+  ~NatsConnection();
 
   // Hot path. `subject` and `source` are NUL-terminated. Publishes `body` with
   // the headers Ringcast-Source: `source` and Ringcast-Seq: `seq`
@@ -53,8 +57,8 @@ class NatsSink {
 
   [[nodiscard]] NatsStats stats() const;
   // The libnats connection, for the ingress's subscriptions (nats_ingress.hpp)
-  // and the JetStream publisher and consumers that share it; valid until the sink is destroyed. Stop every ingress
-  // before close().
+  // and the JetStream publisher and consumers that share it; valid until this
+  // object is destroyed. Stop every ingress before close().
   [[nodiscard]] natsConnection* connection() const noexcept { return conn_; }
   // Flushes what is buffered (bounded by `flush_timeout` when connected), then
   // closes the connection. Later publishes fail (counted).
@@ -63,7 +67,7 @@ class NatsSink {
  private:
   // State libnats' callback thread uses. libnats delivers callbacks
   // asynchronously, possibly after natsConnection_Close/Destroy return, so this
-  // outlives the sink: the closure handed to libnats is a heap shared_ptr that
+  // outlives this object: the closure handed to libnats is a heap shared_ptr that
   // on_closed (always the last callback) deletes.
   //  * mu guards closed, log use and last_error: close() sets closed under mu, so
   //    once it returns no callback is inside log (whose target may be gone).
@@ -79,7 +83,7 @@ class NatsSink {
   };
   using Holder = std::shared_ptr<Callbacks>;
 
-  explicit NatsSink(LogFn log);
+  explicit NatsConnection(LogFn log);
   void count_failure(natsStatus s) noexcept;
   static Callbacks& state(void* closure) { return **static_cast<Holder*>(closure); }
   static void on_connected(natsConnection* nc, void* closure);
