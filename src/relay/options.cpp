@@ -2,12 +2,12 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cstring>
 #include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "ringcast/error.hpp"
 #include "ringcast/relay/relay.hpp"
 
 namespace ringcast::relay {
@@ -125,7 +125,7 @@ std::string RelayError::message() const {
       what = "invalid configuration";
       break;
     case Code::kBroker:
-      return "broker: " + detail;  // the broker's message names its errno
+      return error_message("broker", detail, 0);  // the broker's message names its errno
     case Code::kNats:
       what = "nats";
       break;
@@ -136,8 +136,7 @@ std::string RelayError::message() const {
       what = "metrics";
       break;
   }
-  if (sys_errno != 0) return fmt::format("{}: {}: {}", what, detail, std::strerror(sys_errno));
-  return fmt::format("{}: {}", what, detail);
+  return error_message(what, detail, sys_errno);
 }
 
 }  // namespace ringcast::relay
