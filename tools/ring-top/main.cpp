@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <thread>
 #include <vector>
@@ -284,9 +285,8 @@ int run_scripted(Monitor& monitor, const Settings& settings, bool json, std::siz
   return report_named_gone(snap);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// main's body; main turns an exception that escapes it into a message.
+int run(int argc, char** argv) {
   Settings settings;
   CLI::App app{
       "ring-top: a live view of ringcast rings, their rates, and each consumer's lag and liveness.\n"
@@ -339,4 +339,20 @@ int main(int argc, char** argv) {
     return run_scripted(*monitor, settings, false, settings.iterations);
   }
   return run_interactive(*monitor, settings);
+}
+
+}  // namespace
+
+// Every expected failure returns a status; this catches the unexpected (out of
+// memory, a failed write) so that the tool exits 1 with a message instead of
+// aborting through std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "ring-top: {}\n", e.what());
+  } catch (...) {
+    fmt::print(stderr, "ring-top: unexpected error\n");
+  }
+  return 1;
 }
