@@ -43,6 +43,7 @@
 #include <fmt/format.h>
 
 #include "alternate.hpp"
+#include "epoll_set.hpp"
 #include "loopback.hpp"
 #include "resp_client.hpp"
 
@@ -189,18 +190,12 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
   latencies.reserve(latency_mode ? static_cast<std::size_t>(rate * seconds * subscribers) + 1024 : 0);
   FanoutTimeline timeline(latency_mode ? static_cast<std::size_t>(rate * seconds) + 1024 : 0);
   std::thread reader([&] {
-    const int ep = ::epoll_create1(EPOLL_CLOEXEC);
-    for (std::size_t i = 0; i < subs.size(); ++i) {
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      ev.data.u64 = i;
-      ::epoll_ctl(ep, EPOLL_CTL_ADD, subs[i]->fd, &ev);
-    }
+    EpollSet ep(subs.size(), [&](std::size_t i) { return subs[i]->fd; });
     std::vector<epoll_event> evs(256);
     std::vector<char> tmp(1 << 18);
     // relaxed: a stop flag.
     while (!stop_readers.load(std::memory_order_relaxed)) {
-      const int n = ::epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), 20);
+      const int n = ep.wait(evs, 20);
       for (int k = 0; k < n; ++k) {
         Sub& s = *subs[evs[static_cast<std::size_t>(k)].data.u64];
         for (;;) {
@@ -208,7 +203,7 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
           if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
             // relaxed: read after the join.
             s.disconnected.store(true, std::memory_order_relaxed);
-            ::epoll_ctl(ep, EPOLL_CTL_DEL, s.fd, nullptr);
+            ep.remove(s.fd);
             break;
           }
           if (r < 0) break;
@@ -243,7 +238,6 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
         }
       }
     }
-    ::close(ep);
   });
 
   std::uint64_t published = 0;
@@ -374,11 +368,7 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
 
 int main(int argc, char** argv) {
   CLI::App app{"ringcast-broker vs redis-server: one publisher, N subscribers, loopback"};
-#ifdef BROKER_EXE
-  std::string broker_exe = BROKER_EXE;
-#else
-  std::string broker_exe = "ringcast-broker";
-#endif
+  std::string broker_exe = kDefaultBrokerExe;
   std::string redis_exe = "/usr/bin/redis-server";
   std::vector<int> subscribers{1, 10, 100};
   std::vector<std::size_t> payloads{52, 512, 4096};

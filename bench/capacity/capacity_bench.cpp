@@ -837,11 +837,7 @@ int main(int argc, char** argv) {
       "the time to fan one message out to all of them, sustained messages/s at that N, and a new client's round "
       "trips during the fan-out. Loopback only. Prints the descriptor limit that caps the count."};
   Settings s;
-#ifdef BROKER_EXE
-  s.broker_exe = BROKER_EXE;
-#else
-  s.broker_exe = "ringcast-broker";
-#endif
+  s.broker_exe = kDefaultBrokerExe;
   std::vector<std::string> protocols{"resp", "ws"};
   bool smoke = false;
   app.add_option("--protocols", protocols, "Which listeners to fill, in this order")

@@ -29,6 +29,20 @@ using test::wait_accepting;
 // benchmark and is stopped and reaped when it goes away.
 inline const test::SpawnOptions kQuiet{.out = test::Stream::kDiscard, .err = test::Stream::kDiscard};
 
+// The servers a load generator starts unless told otherwise (--broker and the
+// like): the ones built with it, whose paths CMake passes as BROKER_EXE and
+// RELAY_EXE, else the ones on PATH.
+#ifdef BROKER_EXE
+inline constexpr const char* kDefaultBrokerExe = BROKER_EXE;
+#else
+inline constexpr const char* kDefaultBrokerExe = "ringcast-broker";
+#endif
+#ifdef RELAY_EXE
+inline constexpr const char* kDefaultRelayExe = RELAY_EXE;
+#else
+inline constexpr const char* kDefaultRelayExe = "ringcast-relay";
+#endif
+
 // 1.23 M, 4.5 k, 12.
 inline std::string si(double v) {
   if (v >= 1e6) return fmt::format("{:.2f} M", v / 1e6);

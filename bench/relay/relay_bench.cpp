@@ -38,6 +38,7 @@
 #include <fmt/format.h>
 
 #include "alternate.hpp"
+#include "epoll_set.hpp"
 #include "loopback.hpp"
 #include "resp_client.hpp"
 #include "ringcast/broadcast_ring.hpp"
@@ -88,17 +89,11 @@ class Subscribers {
     std::atomic<std::uint64_t> received{0};
   };
   void run() {
-    const int ep = ::epoll_create1(EPOLL_CLOEXEC);
-    for (std::size_t i = 0; i < subs_.size(); ++i) {
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      ev.data.u64 = i;
-      ::epoll_ctl(ep, EPOLL_CTL_ADD, subs_[i]->fd, &ev);
-    }
+    EpollSet ep(subs_.size(), [&](std::size_t i) { return subs_[i]->fd; });
     std::vector<epoll_event> evs(256);
     std::vector<char> tmp(1 << 18);
     while (!stop_.load(std::memory_order_relaxed)) {  // relaxed: a stop flag
-      const int n = ::epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), 20);
+      const int n = ep.wait(evs, 20);
       for (int k = 0; k < n; ++k) {
         Sub& s = *subs_[evs[static_cast<std::size_t>(k)].data.u64];
         for (;;) {
@@ -111,7 +106,6 @@ class Subscribers {
         }
       }
     }
-    ::close(ep);
   }
   const std::size_t frame_size_;
   std::vector<std::unique_ptr<Sub>> subs_;
@@ -237,13 +231,8 @@ Result run_relay(const std::string& exe, int n, std::size_t payload, double seco
 
 int main(int argc, char** argv) {
   CLI::App app{"ring -> ringcast-relay -> N TCP subscribers vs TCP publisher -> ringcast-broker -> N subscribers"};
-#ifdef BROKER_EXE
-  std::string broker_exe = BROKER_EXE;
-  std::string relay_exe = RELAY_EXE;
-#else
-  std::string broker_exe = "ringcast-broker";
-  std::string relay_exe = "ringcast-relay";
-#endif
+  std::string broker_exe = kDefaultBrokerExe;
+  std::string relay_exe = kDefaultRelayExe;
   int subscribers = 10;
   std::size_t payload = 52;
   double seconds = 3.0;

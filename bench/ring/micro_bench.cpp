@@ -299,7 +299,7 @@ void Threads(benchmark::State& state) {
   state.counters["msgs_per_s"] = static_cast<double>(messages) / seconds;
   state.counters["full_share"] = push_calls ? static_cast<double>(full_hits) / static_cast<double>(push_calls) : 0;
   state.counters["bad"] = static_cast<double>(bad.load());
-  state.counters["idle_yield"] = idle == Idle::yield ? 1 : 0;
+  state.counters["idle_yield"] = idle == Idle::kYield ? 1 : 0;
   if (bad.load() != 0) state.SkipWithError("a message failed verification");
 }
 

@@ -88,13 +88,13 @@ inline void cpu_relax() noexcept {
 // with more busy threads than cores a spinner holds the core its peer needs,
 // so after a short spin it yields (Backoff) or, in the cross-process harness,
 // sleeps on the ring's futex (block: recv_wait/push_wait, the default wait).
-enum class Idle : std::uint8_t { spin, yield, block };
+enum class Idle : std::uint8_t { kSpin, kYield, kBlock };
 
 class Backoff {
  public:
   explicit Backoff(Idle idle) noexcept : idle_(idle) {}
   void pause() noexcept {
-    if (idle_ != Idle::spin && ++spins_ >= kSpinsBeforeYield) {
+    if (idle_ != Idle::kSpin && ++spins_ >= kSpinsBeforeYield) {
       spins_ = 0;
       std::this_thread::yield();
       return;
@@ -112,7 +112,7 @@ class Backoff {
 // Default idle strategy: spin only when every busy thread/process can have a core.
 [[nodiscard]] inline Idle default_idle(unsigned busy) noexcept {
   const unsigned cores = std::thread::hardware_concurrency();
-  return (cores != 0 && busy <= cores) ? Idle::spin : Idle::yield;
+  return (cores != 0 && busy <= cores) ? Idle::kSpin : Idle::kYield;
 }
 
 // Pins the calling thread to `cpu`; returns false (and leaves it unpinned) on error.

@@ -62,14 +62,16 @@ constexpr std::size_t kPushBatch = 32;    // messages built (and stamped) togeth
 constexpr std::size_t kDrainMax = 256;    // drain() budget per call
 constexpr int kReportFd = STDOUT_FILENO;  // consumer -> harness: a pipe the harness reads
 
-enum class Transport { ringcast, zmq, boost };
-enum class Api { batch, single };
-enum class Mode { saturation, rate };
+enum class Transport { kRingcast, kZmq, kBoost };
+enum class Api { kBatch, kSingle };
+enum class Mode { kSaturation, kRate };
 
-const char* name(Transport t) { return t == Transport::ringcast ? "ringcast" : t == Transport::zmq ? "zmq" : "boost"; }
-const char* name(Api a) { return a == Api::batch ? "batch" : "single"; }
-const char* name(Mode m) { return m == Mode::saturation ? "saturation" : "rate"; }
-const char* name(Idle i) { return i == Idle::spin ? "spin" : i == Idle::yield ? "yield" : "block"; }
+const char* name(Transport t) {
+  return t == Transport::kRingcast ? "ringcast" : t == Transport::kZmq ? "zmq" : "boost";
+}
+const char* name(Api a) { return a == Api::kBatch ? "batch" : "single"; }
+const char* name(Mode m) { return m == Mode::kSaturation ? "saturation" : "rate"; }
+const char* name(Idle i) { return i == Idle::kSpin ? "spin" : i == Idle::kYield ? "yield" : "block"; }
 constexpr auto kWaitTimeout = std::chrono::seconds(1);  // recv_wait/push_wait slice (block mode)
 
 [[noreturn]] void fail(const std::string& what) {
@@ -123,10 +125,10 @@ struct Names {
 // ===========================================================================
 
 struct ConsumerArgs {
-  Transport transport = Transport::ringcast;
-  Api api = Api::batch;
-  Mode mode = Mode::saturation;
-  Idle idle = Idle::spin;
+  Transport transport = Transport::kRingcast;
+  Api api = Api::kBatch;
+  Mode mode = Mode::kSaturation;
+  Idle idle = Idle::kSpin;
   std::uint64_t messages = 0;
   std::uint64_t sample_every = 64;
   std::uint64_t capacity = 4096;
@@ -145,7 +147,7 @@ class Receiver {
       if (r_.bad++ == 0) r_.first_bad_seq = expected_;
       expected_ = m.size() >= 8 ? message_seq(m) : expected_;
     }
-    if (a_.mode == Mode::rate || expected_ % a_.sample_every == 0) {
+    if (a_.mode == Mode::kRate || expected_ % a_.sample_every == 0) {
       const std::uint64_t now = monotonic_ns();
       const std::uint64_t stamp = message_stamp(m);
       r_.latency.record(now > stamp ? now - stamp : 0);
@@ -181,9 +183,9 @@ void consume_ringcast(const ConsumerArgs& a, ConsumerReport& report) {
   bool done = false;
   alignas(8) std::array<std::byte, kMaxPayload> out{};
   while (!done) {
-    if (a.idle == Idle::block) {
+    if (a.idle == Idle::kBlock) {
       // Drain what is there; when nothing is, sleep on the futex for the next one.
-      if (a.api == Api::batch) {
+      if (a.api == Api::kBatch) {
         const BatchResult r = ring->drain(
             *id, [&](std::span<const std::byte> m) noexcept { done = rx.on_message(m) || done; }, kDrainMax);
         if (r.count != 0 || done) continue;
@@ -198,7 +200,7 @@ void consume_ringcast(const ConsumerArgs& a, ConsumerReport& report) {
       }
       continue;
     }
-    if (a.api == Api::batch) {
+    if (a.api == Api::kBatch) {
       const BatchResult r = ring->drain(
           *id, [&](std::span<const std::byte> m) noexcept { done = rx.on_message(m) || done; }, kDrainMax);
       if (r.count == 0) {
@@ -265,13 +267,13 @@ int consumer_main(const ConsumerArgs& a) {
   auto report = std::make_unique<ConsumerReport>();
   try {
     switch (a.transport) {
-      case Transport::ringcast:
+      case Transport::kRingcast:
         consume_ringcast(a, *report);
         break;
-      case Transport::zmq:
+      case Transport::kZmq:
         consume_zmq(a, *report);
         break;
-      case Transport::boost:
+      case Transport::kBoost:
         consume_boost(a, *report);
         break;
     }
@@ -324,7 +326,7 @@ struct Options {
 struct RunResult {
   Scenario s;
   int repetition = 0;
-  Idle idle = Idle::spin;
+  Idle idle = Idle::kSpin;
   double seconds = 0;           // first send -> last consumer's last receive
   double producer_seconds = 0;  // first send -> last send returned
   std::uint64_t received = 0;   // over all consumers
@@ -365,12 +367,12 @@ class RingcastProducer final : public Producer {
  public:
   RingcastProducer(BroadcastRing& ring, Api api, Idle idle) : ring_(ring), api_(api), idle_(idle), backoff_(idle) {}
   void send(std::span<const Message> msgs) override {
-    if (api_ == Api::single) {
+    if (api_ == Api::kSingle) {
       for (const Message& m : msgs) {
         ++send_calls;
         if (ring_.try_push(m.span()) == Errc::ok) continue;
         ++full_hits;
-        if (idle_ == Idle::block) {
+        if (idle_ == Idle::kBlock) {
           wait_push(m);
           continue;
         }
@@ -393,7 +395,7 @@ class RingcastProducer final : public Producer {
       done += r.count;
       if (r.status == Errc::full) {
         ++full_hits;
-        if (idle_ == Idle::block) {
+        if (idle_ == Idle::kBlock) {
           wait_push(msgs[done]);  // sleeps until there is room, pushes one
           ++done;
         } else {
@@ -442,7 +444,7 @@ class ZmqProducer final : public Producer {
 
  private:
   void* socket_;
-  Backoff backoff_{Idle::yield};  // the I/O thread needs the core to drain
+  Backoff backoff_{Idle::kYield};  // the I/O thread needs the core to drain
 };
 
 class BoostProducer final : public Producer {
@@ -475,12 +477,12 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
   res.s = s;
   res.repetition = repetition;
   const unsigned busy = static_cast<unsigned>(s.consumers) + 1;
-  res.idle = o.idle == "spin"                   ? Idle::spin
-             : o.idle == "yield"                ? Idle::yield
-             : o.idle == "block"                ? Idle::block
-             : default_idle(busy) == Idle::spin ? Idle::spin
-                                                : Idle::block;
-  if (s.transport != Transport::ringcast && res.idle == Idle::block) res.idle = Idle::yield;  // peers block anyway
+  res.idle = o.idle == "spin"                    ? Idle::kSpin
+             : o.idle == "yield"                 ? Idle::kYield
+             : o.idle == "block"                 ? Idle::kBlock
+             : default_idle(busy) == Idle::kSpin ? Idle::kSpin
+                                                 : Idle::kBlock;
+  if (s.transport != Transport::kRingcast && res.idle == Idle::kBlock) res.idle = Idle::kYield;  // peers block anyway
   const Names names = Names::make(static_cast<long>(::getpid()), run_index);
 
   // --- the transport, created before any consumer attaches ---------------
@@ -490,7 +492,7 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
   std::vector<std::unique_ptr<bip::message_queue>> queues;
   std::unique_ptr<Producer> producer;
   switch (s.transport) {
-    case Transport::ringcast: {
+    case Transport::kRingcast: {
       CreateOptions co;
       co.replace = true;
       co.wakeups = o.wakeups;  // blocking works without it (membarrier); see docs/memory-ordering.md
@@ -500,7 +502,7 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
       producer = std::make_unique<RingcastProducer>(*ring, s.api, res.idle);
       break;
     }
-    case Transport::zmq: {
+    case Transport::kZmq: {
       zctx = zmq_ctx_new();
       zpub = zmq_socket(zctx, ZMQ_XPUB);
       const int one = 1;
@@ -514,7 +516,7 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
       producer = std::make_unique<ZmqProducer>(zpub);
       break;
     }
-    case Transport::boost:
+    case Transport::kBoost:
       for (int i = 0; i < s.consumers; ++i) {
         bip::message_queue::remove(names.queue(i).c_str());
         queues.push_back(
@@ -567,7 +569,7 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
   for (test::ChildProcess& c : children) {
     if (!c.read_stdout_until("R", deadline)) fail("a consumer failed to attach (see its message above)");
   }
-  if (s.transport == Transport::zmq) {
+  if (s.transport == Transport::kZmq) {
     // One subscription message per subscriber (XPUB_VERBOSE): after these,
     // nothing the producer sends can be lost to the slow-joiner race.
     for (int i = 0; i < s.consumers; ++i) {
@@ -580,7 +582,7 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
   if (!pin_to_cpu(o.producer_cpu)) fail(fmt::format("cannot pin the producer to cpu {}", o.producer_cpu));
   std::array<Message, kPushBatch> batch;
   const std::uint64_t t0 = monotonic_ns();
-  if (s.mode == Mode::saturation) {
+  if (s.mode == Mode::kSaturation) {
     for (std::uint64_t seq = 0; seq < s.messages;) {
       const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kPushBatch, s.messages - seq));
       const std::uint64_t stamp = monotonic_ns();
@@ -650,22 +652,22 @@ std::vector<Scenario> scenarios(const Options& o) {
   };
   for (const char* mode : {"saturation", "rate"}) {
     if (!has(o.modes, mode)) continue;
-    const Mode m = std::string(mode) == "rate" ? Mode::rate : Mode::saturation;
+    const Mode m = std::string(mode) == "rate" ? Mode::kRate : Mode::kSaturation;
     for (const auto& t : o.transports) {
-      const Transport tr = t == "ringcast" ? Transport::ringcast : t == "zmq" ? Transport::zmq : Transport::boost;
+      const Transport tr = t == "ringcast" ? Transport::kRingcast : t == "zmq" ? Transport::kZmq : Transport::kBoost;
       for (const int n : o.consumer_counts) {
         // ringcast has two APIs; the peers have one each (reported as single).
         // Rate runs send one message at a time, so they use the single API.
         std::vector<Api> apis;
-        if (tr == Transport::ringcast && m == Mode::saturation) {
-          if (has(o.apis, "batch")) apis.push_back(Api::batch);
-          if (has(o.apis, "single")) apis.push_back(Api::single);
+        if (tr == Transport::kRingcast && m == Mode::kSaturation) {
+          if (has(o.apis, "batch")) apis.push_back(Api::kBatch);
+          if (has(o.apis, "single")) apis.push_back(Api::kSingle);
         } else {
-          apis.push_back(Api::single);
+          apis.push_back(Api::kSingle);
         }
         for (const Api a : apis) {
-          if (m == Mode::saturation) {
-            out.push_back({tr, a, m, n, 0.0, tr == Transport::ringcast ? o.messages : o.peer_messages});
+          if (m == Mode::kSaturation) {
+            out.push_back({tr, a, m, n, 0.0, tr == Transport::kRingcast ? o.messages : o.peer_messages});
             continue;
           }
           for (const double rate : o.rates) {
@@ -757,7 +759,7 @@ int harness_main(const Options& o, const std::string& command_line) {
     }
     fmt::print("{:<9} {:<6} {:<10} {:>3} {:>9} {:>8} {:>13.0f} {:>7.2f} {:>9} {:>9} {:>9} {:>10} {:>6.1f} {:>4}\n",
                name(s.transport), name(s.api), name(s.mode), s.consumers,
-               s.mode == Mode::rate ? fmt::format("{:.0f}", s.rate) : "-", name(reps.front().idle), median(mps),
+               s.mode == Mode::kRate ? fmt::format("{:.0f}", s.rate) : "-", name(reps.front().idle), median(mps),
                median(full), median(p50), median(p99), median(p999), median(mx), median(cpu), bad);
     std::fflush(stdout);
     for (RunResult& r : reps) {
@@ -836,10 +838,12 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (role == "consumer") {
-    c.transport = transport == "zmq" ? Transport::zmq : transport == "boost" ? Transport::boost : Transport::ringcast;
-    c.api = api == "single" ? Api::single : Api::batch;
-    c.mode = mode == "rate" ? Mode::rate : Mode::saturation;
-    c.idle = o.idle == "yield" ? Idle::yield : o.idle == "block" ? Idle::block : Idle::spin;
+    c.transport = transport == "zmq"     ? Transport::kZmq
+                  : transport == "boost" ? Transport::kBoost
+                                         : Transport::kRingcast;
+    c.api = api == "single" ? Api::kSingle : Api::kBatch;
+    c.mode = mode == "rate" ? Mode::kRate : Mode::kSaturation;
+    c.idle = o.idle == "yield" ? Idle::kYield : o.idle == "block" ? Idle::kBlock : Idle::kSpin;
     c.messages = o.messages;
     c.sample_every = std::max<std::uint64_t>(o.sample_every, 1);
     c.capacity = o.capacity;

@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "epoll_set.hpp"
 #include "fd_io.hpp"
 #include "histogram.hpp"
 #include "stamp.hpp"
@@ -120,20 +121,14 @@ inline Qos1Result run_qos1(int ws_port, int subscribers, std::size_t payload, st
   std::atomic<std::int64_t> last_delivery{0};
   std::uint64_t redelivered = 0;  // reader-written, read after the join
   std::thread reader([&] {
-    const int ep = ::epoll_create1(EPOLL_CLOEXEC);
-    for (std::size_t i = 0; i < subs.size(); ++i) {
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      ev.data.u64 = i;
-      ::epoll_ctl(ep, EPOLL_CTL_ADD, subs[i]->fd, &ev);
-    }
+    EpollSet ep(subs.size(), [&](std::size_t i) { return subs[i]->fd; });
     std::vector<epoll_event> evs(64);
     std::vector<char> buf(1 << 18);
     std::string acks;
     std::uint64_t total = 0;
     // relaxed: a stop flag; the results are read after the join.
     while (!stop.load(std::memory_order_relaxed)) {
-      const int n = ::epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), 20);
+      const int n = ep.wait(evs, 20);
       for (int k = 0; k < n; ++k) {
         Conn& c = *subs[evs[static_cast<std::size_t>(k)].data.u64];
         const ssize_t r = ::read(c.fd, buf.data(), buf.size());
@@ -165,7 +160,6 @@ inline Qos1Result run_qos1(int ws_port, int subscribers, std::size_t payload, st
         last_delivery.store(t, std::memory_order_relaxed);
       }
     }
-    ::close(ep);
   });
 
   // The publisher: up to `window` publishes without a puback.

@@ -46,6 +46,7 @@
 #include <fmt/format.h>
 
 #include "alternate.hpp"
+#include "epoll_set.hpp"
 #include "histogram.hpp"
 #include "loopback.hpp"
 #include "qos1_run.hpp"
@@ -232,20 +233,14 @@ Result run(const Server& server, const Cell& cell, const Options& o) {
   std::thread reader([&] {
     const double cpu0 = thread_cpu_seconds();
     const std::int64_t wall0 = now_ns();
-    const int ep = ::epoll_create1(EPOLL_CLOEXEC);
-    for (std::size_t i = 0; i < subs.size(); ++i) {
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      ev.data.u64 = i;
-      ::epoll_ctl(ep, EPOLL_CTL_ADD, subs[i]->fd(), &ev);
-    }
+    EpollSet ep(subs.size(), [&](std::size_t i) { return subs[i]->fd(); });
     std::vector<epoll_event> evs(256);
     std::vector<char> buf(1 << 18);
     std::uint64_t total = 0;
     std::int64_t last_progress = 0;
     // relaxed: a stop flag; the results are read after the join.
     while (!stop.load(std::memory_order_relaxed)) {
-      const int n = ::epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), 20);
+      const int n = ep.wait(evs, 20);
       for (int k = 0; k < n; ++k) {
         const std::size_t i = evs[static_cast<std::size_t>(k)].data.u64;
         Subscriber& s = *subs[i];
@@ -259,7 +254,7 @@ Result run(const Server& server, const Cell& cell, const Options& o) {
           const std::uint64_t before = s.tally().received;
           if (r <= 0 || !s.feed(buf.data(), static_cast<std::size_t>(r), t)) {
             dead[i] = true;
-            ::epoll_ctl(ep, EPOLL_CTL_DEL, s.fd(), nullptr);
+            ep.remove(s.fd());
             break;
           }
           if (s.tally().received != before) {
@@ -274,7 +269,6 @@ Result run(const Server& server, const Cell& cell, const Options& o) {
         }
       }
     }
-    ::close(ep);
     reader_cpu = (thread_cpu_seconds() - cpu0) / (static_cast<double>(now_ns() - wall0) / 1e9);
   });
 
@@ -444,11 +438,7 @@ int main(int argc, char** argv) {
       "ringcast-broker vs nats-server over WebSocket: fan-out to N subscribers (publisher on each server's native "
       "TCP protocol) and memory per idle subscribed connection, same client, one run"};
   Options o;
-#ifdef BROKER_EXE
-  o.broker_exe = BROKER_EXE;
-#else
-  o.broker_exe = "ringcast-broker";
-#endif
+  o.broker_exe = kDefaultBrokerExe;
   std::vector<std::string> servers{"ringcast", "nats"};
   std::string mode = "all";
   std::vector<int> subscribers{1, 10, 100};

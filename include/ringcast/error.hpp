@@ -61,6 +61,12 @@ struct Error {
 template <class T>
 using Result = tl::expected<T, Error>;
 
+// "<what>: <detail>: <strerror(sys_errno)>", leaving out an empty part and the
+// strerror when sys_errno is 0: the text every setup error of the public
+// headers builds in message() (Error, broker::BrokerError, relay::RelayError;
+// docs/design.md, "Error model"). Allocates; for messages, never a hot path.
+[[nodiscard]] std::string error_message(std::string_view what, std::string_view detail, int sys_errno);
+
 [[nodiscard]] inline tl::unexpected<Error> make_error(Errc code, const char* what, int sys_errno = 0) noexcept {
   return tl::unexpected<Error>(Error{code, sys_errno, what});
 }

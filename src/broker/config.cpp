@@ -2,7 +2,6 @@
 #include <cctype>
 #include <charconv>
 #include <cstdint>
-#include <cstring>
 #include <string>
 
 #include <fmt/format.h>
@@ -11,6 +10,7 @@
 #include "ringcast/broker/config.hpp"
 #include "ringcast/broker/error.hpp"
 #include "ringcast/broker/token.hpp"
+#include "ringcast/error.hpp"
 
 namespace ringcast::broker {
 
@@ -65,8 +65,10 @@ std::string BrokerError::message() const {
       what = "cannot open history";
       break;
   }
-  if (sys_errno != 0) return fmt::format("{} {}: {}", what, detail, std::strerror(sys_errno));
-  return fmt::format("{}: {}", what, detail);
+  // With an errno the detail names what the call was about ("cannot listen
+  // 127.0.0.1:6390: Address already in use"); without, it is the reason.
+  if (sys_errno != 0) return error_message(fmt::format("{} {}", what, detail), {}, sys_errno);
+  return error_message(what, detail, 0);
 }
 
 tl::expected<void, BrokerError> validate(const BrokerConfig& config) {

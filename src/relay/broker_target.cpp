@@ -61,12 +61,12 @@ IngressTarget::Outcome BrokerTarget::deliver(std::string_view subject, std::span
     // `block` subscriber has no room (at most max_block): NATS delivery waits
     // with it, bounded by the subscription's pending limits.
     const broker::PublishResult r = broker_.publish(channel, body);
-    if (r.status == broker::PublishStatus::kPublished) return Outcome::delivered;
-    if (r.status == broker::PublishStatus::kStopped) return Outcome::stopped;
+    if (r.status == broker::PublishStatus::kPublished) return Outcome::kDelivered;
+    if (r.status == broker::PublishStatus::kStopped) return Outcome::kStopped;
     // kRefused: offer it again, in order, as the relay's ring reader does.
     refused_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
     // acquire: pairs with the release store in NatsIngress::stop().
-    if (stopping.load(std::memory_order_acquire)) return Outcome::stopped;
+    if (stopping.load(std::memory_order_acquire)) return Outcome::kStopped;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }

@@ -19,19 +19,19 @@ std::string format_source(std::string_view host, std::string_view path, std::uin
 
 std::string_view to_string(Continuity c) noexcept {
   switch (c) {
-    case Continuity::in_order:
+    case Continuity::kInOrder:
       return "in_order";
-    case Continuity::first:
+    case Continuity::kFirst:
       return "first";
-    case Continuity::gap:
+    case Continuity::kGap:
       return "gap";
-    case Continuity::restart:
+    case Continuity::kRestart:
       return "restart";
-    case Continuity::duplicate:
+    case Continuity::kDuplicate:
       return "duplicate";
-    case Continuity::unsequenced:
+    case Continuity::kUnsequenced:
       return "unsequenced";
-    case Continuity::untracked:
+    case Continuity::kUntracked:
       return "untracked";
   }
   return "unknown";
@@ -41,7 +41,7 @@ ContinuityResult ContinuityChecker::check(std::string_view source, std::uint64_t
   if (count == 0) count = 1;
   if (source.empty()) {
     stats_.unsequenced += count;
-    return {Continuity::unsequenced};
+    return {Continuity::kUnsequenced};
   }
   const std::uint64_t end = seq + count - 1;  // the batch's last sequence
   const SourceName name = split_source(source);
@@ -49,12 +49,12 @@ ContinuityResult ContinuityChecker::check(std::string_view source, std::uint64_t
   if (it == streams_.end()) {
     if (streams_.size() >= max_sources_) {
       stats_.untracked += count;
-      return {Continuity::untracked};
+      return {Continuity::kUntracked};
     }
     streams_.emplace(std::string(name.stream), Stream{std::string(name.instance), end});
     stats_.sources = streams_.size();
     stats_.checked += count;
-    return {Continuity::first};
+    return {Continuity::kFirst};
   }
   stats_.checked += count;
   Stream& s = it->second;
@@ -62,27 +62,27 @@ ContinuityResult ContinuityChecker::check(std::string_view source, std::uint64_t
     s.instance.assign(name.instance);
     s.last = end;
     ++stats_.restarts;
-    return {Continuity::restart};
+    return {Continuity::kRestart};
   }
   if (seq == s.last + 1) {
     s.last = end;
-    return {Continuity::in_order};
+    return {Continuity::kInOrder};
   }
   if (end <= s.last) {  // invariant 2
     stats_.duplicates += count;
-    return {Continuity::duplicate, 0, count};
+    return {Continuity::kDuplicate, 0, count};
   }
   if (seq <= s.last) {  // overlaps what was seen: deliver the new tail
     const std::uint64_t skip = s.last - seq + 1;
     stats_.duplicates += skip;
     s.last = end;
-    return {Continuity::in_order, 0, skip};
+    return {Continuity::kInOrder, 0, skip};
   }
   const std::uint64_t lost = seq - s.last - 1;
   s.last = end;
   ++stats_.gaps;
   stats_.lost += lost;
-  return {Continuity::gap, lost};
+  return {Continuity::kGap, lost};
 }
 
 namespace {

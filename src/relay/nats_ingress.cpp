@@ -140,7 +140,7 @@ bool NatsIngress::handle(natsMsg* msg, bool keep_duplicates) noexcept {
   try {
     r = checker_.check_headers(source, seq, count);
   } catch (...) {
-    r = {Continuity::untracked};  // out of memory for a new stream: deliver unchecked
+    r = {Continuity::kUntracked};  // out of memory for a new stream: deliver unchecked
   }
   const ContinuityStats& cs = checker_.stats();
   gaps_.store(cs.gaps, std::memory_order_relaxed);
@@ -148,12 +148,12 @@ bool NatsIngress::handle(natsMsg* msg, bool keep_duplicates) noexcept {
   restarts_.store(cs.restarts, std::memory_order_relaxed);
   duplicates_.store(cs.duplicates, std::memory_order_relaxed);
   unsequenced_.store(cs.unsequenced + cs.untracked, std::memory_order_relaxed);
-  if (r.kind == Continuity::gap) target_->on_gap(subject, r.lost);  // invariant 2
+  if (r.kind == Continuity::kGap) target_->on_gap(subject, r.lost);  // invariant 2
   if (r.deliver() || keep_duplicates) {
     if (count == nullptr) {
       const IngressTarget::Outcome o = target_->deliver(subject, body, stopping_);
-      if (o == IngressTarget::Outcome::stopped) return false;
-      if (o == IngressTarget::Outcome::delivered) delivered_.fetch_add(1, std::memory_order_relaxed);
+      if (o == IngressTarget::Outcome::kStopped) return false;
+      if (o == IngressTarget::Outcome::kDelivered) delivered_.fetch_add(1, std::memory_order_relaxed);
     } else {
       const std::size_t skip = r.deliver() ? r.skip : 0;
       const std::span<const std::span<const std::byte>> rest(records_.data() + skip, records_.size() - skip);

@@ -45,7 +45,7 @@ namespace ringcast::relay {
 // Where an ingress puts what it receives. Called on the delivery thread only.
 class IngressTarget {
  public:
-  enum class Outcome : std::uint8_t { delivered, refused, stopped };
+  enum class Outcome : std::uint8_t { kDelivered, kRefused, kStopped };
   virtual ~IngressTarget() = default;
   // `lost` messages of `subject` never arrived (a gap); called before the
   // message that revealed it is delivered.

@@ -2,12 +2,12 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cstring>
 #include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "ringcast/error.hpp"
 #include "ringcast/relay/relay.hpp"
 
 namespace ringcast::relay {
@@ -91,12 +91,11 @@ tl::expected<std::chrono::milliseconds, std::string> parse_duration(std::string_
   };
   if (r.ec != std::errc() || r.ptr == s.data()) return bad();
   std::uint64_t ms_per = 0;
-  if (unit == "ms") ms_per = 1;
+  if (unit == "ms" || (unit.empty() && value == 0)) ms_per = 1;
   else if (unit == "s") ms_per = 1000;
   else if (unit == "m") ms_per = 60'000;
   else if (unit == "h") ms_per = 3'600'000;
   else if (unit == "d") ms_per = 86'400'000;
-  else if (unit.empty() && value == 0) ms_per = 1;
   else return bad();
   if (value > (std::uint64_t{1} << 62) / ms_per) return bad();
   return std::chrono::milliseconds(static_cast<std::int64_t>(value * ms_per));
@@ -125,7 +124,7 @@ std::string RelayError::message() const {
       what = "invalid configuration";
       break;
     case Code::kBroker:
-      return "broker: " + detail;  // the broker's message names its errno
+      return error_message("broker", detail, 0);  // the broker's message names its errno
     case Code::kNats:
       what = "nats";
       break;
@@ -136,8 +135,7 @@ std::string RelayError::message() const {
       what = "metrics";
       break;
   }
-  if (sys_errno != 0) return fmt::format("{}: {}: {}", what, detail, std::strerror(sys_errno));
-  return fmt::format("{}: {}", what, detail);
+  return error_message(what, detail, sys_errno);
 }
 
 }  // namespace ringcast::relay

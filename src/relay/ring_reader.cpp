@@ -79,12 +79,12 @@ void RingReader::run() noexcept {
         }
       }
       const Step step = relay_until_stopped();
-      if (step == Step::reopen) {
+      if (step == Step::kReopen) {
         unregister();
         ring_.reset();
         ++local_.reopens;
         flush_counters();
-      } else if (step == Step::fatal) {
+      } else if (step == Step::kFatal) {
         unregister();
         ring_.reset();
         flush_counters();
@@ -297,9 +297,9 @@ RingReader::Step RingReader::relay_until_stopped() {
     }
     if (status == Errc::ok) continue;
     const Step step = handle_status(status);
-    if (step != Step::again) return step;
+    if (step != Step::kAgain) return step;
   }
-  return Step::again;
+  return Step::kAgain;
 }
 
 RingReader::Step RingReader::handle_status(Errc status) {
@@ -318,12 +318,12 @@ RingReader::Step RingReader::handle_status(Errc status) {
         ++local_.batches;
         set_state(RingState::kRelaying);
         flush_counters();
-        return Step::again;
+        return Step::kAgain;
       }
       if (r.status == Errc::lapped) {
         local_.lapped += r.missed;
         flush_counters();
-        return Step::again;
+        return Step::kAgain;
       }
       if (r.status == Errc::timed_out || r.status == Errc::empty || r.status == Errc::stalled) {
         return housekeeping();
@@ -347,19 +347,19 @@ RingReader::Step RingReader::handle_status(Errc status) {
       if (!id) {
         log(LogLevel::kWarning, fmt::format("registering again: {}", id.error().message()));
         consumer_id_.store(-1, std::memory_order_relaxed);  // relaxed: statistic
-        return Step::reopen;
+        return Step::kReopen;
       }
       id_ = *id;
       consumer_id_.store(static_cast<std::int64_t>(id_), std::memory_order_relaxed);  // relaxed: statistic
-      return Step::again;
+      return Step::kAgain;
     }
     case Errc::layout_mismatch:
       fail_(fmt::format("ring {}: slot {} is corrupt (layout_mismatch); stopping this ring", route_.path,
                         ring_->producer_position()));
-      return Step::fatal;
+      return Step::kFatal;
     default:
       fail_(fmt::format("ring {}: unexpected receive status {}; stopping this ring", route_.path, to_string(status)));
-      return Step::fatal;
+      return Step::kFatal;
   }
 }
 
@@ -379,9 +379,9 @@ RingReader::Step RingReader::housekeeping() {
   struct stat now {};
   if (::stat(route_.path.c_str(), &now) == 0 && (now.st_ino != ino_ || now.st_dev != dev_)) {
     log(LogLevel::kInfo, "the ring file was replaced; reopening");
-    return Step::reopen;
+    return Step::kReopen;
   }
-  return Step::again;
+  return Step::kAgain;
 }
 
 RingStats RingReader::stats() const {

@@ -70,7 +70,7 @@ class RingReader {
   // Most messages held for one broker call; bounds the buffer when --batch is huge.
   static constexpr std::size_t kMaxPending = 1024;
 
-  enum class Step : std::uint8_t { again, reopen, fatal };
+  enum class Step : std::uint8_t { kAgain, kReopen, kFatal };
 
   bool open_and_register();
   Step relay_until_stopped();

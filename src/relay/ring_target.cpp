@@ -36,20 +36,20 @@ void RingTarget::on_gap(std::string_view /*subject*/, std::uint64_t lost) noexce
 IngressTarget::Outcome RingTarget::deliver(std::string_view /*subject*/, std::span<const std::byte> payload,
                                            const std::atomic<bool>& stopping) noexcept {
   Errc e = ring_.try_push(payload);
-  if (e == Errc::ok) return Outcome::delivered;
+  if (e == Errc::ok) return Outcome::kDelivered;
   if (e == Errc::full) {
     // relaxed: statistic, single writer.
     full_waits_.fetch_add(1, std::memory_order_relaxed);
     // acquire: pairs with the release store in NatsIngress::stop().
     while (e == Errc::full || e == Errc::timed_out) {
-      if (stopping.load(std::memory_order_acquire)) return Outcome::stopped;
+      if (stopping.load(std::memory_order_acquire)) return Outcome::kStopped;
       e = ring_.push_wait(payload, std::chrono::milliseconds(50));
     }
-    if (e == Errc::ok) return Outcome::delivered;
+    if (e == Errc::ok) return Outcome::kDelivered;
   }
   // payload_too_large (over 52 bytes), or a lost producer role: not deliverable.
   oversize_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
-  return Outcome::refused;
+  return Outcome::kRefused;
 }
 
 std::size_t RingTarget::deliver_batch(std::string_view subject, std::span<const std::span<const std::byte>> payloads,
@@ -62,7 +62,7 @@ std::size_t RingTarget::deliver_batch(std::string_view subject, std::span<const 
     payloads = payloads.subspan(b.count);
     if (payloads.empty()) break;
     // The first that did not fit: full (wait, as deliver does) or refused.
-    if (deliver(subject, payloads.front(), stopping) == Outcome::delivered) {
+    if (deliver(subject, payloads.front(), stopping) == Outcome::kDelivered) {
       ++delivered;
     } else if (stopping.load(std::memory_order_acquire)) {  // acquire: pairs with NatsIngress::stop()
       break;

@@ -44,14 +44,22 @@ std::string_view to_string(Errc code) noexcept {
   return "unknown";
 }
 
+std::string error_message(std::string_view what, std::string_view detail, int sys_errno) {
+  std::string text(what);
+  auto append = [&text](std::string_view part) {
+    if (part.empty()) return;
+    if (!text.empty()) text += ": ";
+    text += part;
+  };
+  append(detail);
+  if (sys_errno != 0) append(std::strerror(sys_errno));
+  return text;
+}
+
 std::string Error::message() const {
-  if (sys_errno != 0) {
-    return fmt::format("{}: {}: {}", what, to_string(code), std::strerror(sys_errno));
-  }
-  if (found != 0 || expected != 0) {
-    return fmt::format("{}: {} (found {}, expected {})", what, to_string(code), found, expected);
-  }
-  return fmt::format("{}: {}", what, to_string(code));
+  std::string text = error_message(what, to_string(code), sys_errno);
+  if (sys_errno == 0 && (found != 0 || expected != 0)) text += fmt::format(" (found {}, expected {})", found, expected);
+  return text;
 }
 
 }  // namespace ringcast

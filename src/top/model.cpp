@@ -213,7 +213,7 @@ RingView Monitor::sample(Entry& e, TimePoint now) {
   v.path = e.path;
   v.name = base_name(e.path);
   v.named = e.named;
-  v.state = RingPresence::live;
+  v.state = RingPresence::kLive;
   v.capacity = st.capacity;
   v.lossy = (st.flags & kFlagLossy) != 0;
   v.wakeups = (st.flags & kFlagWakeups) != 0;
@@ -353,7 +353,7 @@ Snapshot Monitor::refresh() {
     v.path = e->path;
     v.name = e->last.name;
     v.named = e->named;
-    v.state = RingPresence::gone;
+    v.state = RingPresence::kGone;
     v.gone_reason = e->gone_reason;
     v.capacity = e->last.capacity;
     v.lossy = e->last.lossy;

@@ -50,8 +50,8 @@ struct ConsumerView {
 };
 
 enum class RingPresence : std::uint8_t {
-  live,  // mapped and sampled in this refresh
-  gone,  // the file was removed, replaced, truncated, or (named rings) cannot be opened
+  kLive,  // mapped and sampled in this refresh
+  kGone,  // the file was removed, replaced, truncated, or (named rings) cannot be opened
 };
 
 struct RingView {
@@ -59,7 +59,7 @@ struct RingView {
   std::string path;
   std::string name;    // last path component
   bool named = false;  // given on the command line (not found by a directory scan)
-  RingPresence state = RingPresence::live;
+  RingPresence state = RingPresence::kLive;
   std::string gone_reason;     // "removed", "replaced", "truncated" or an open error
   std::uint64_t capacity = 0;  // kept from the last live sample when gone
   bool lossy = false;

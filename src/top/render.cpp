@@ -45,13 +45,13 @@ std::string format_pct(double pct) {
 }
 
 Style bar_style(double fill) {
-  if (fill >= 0.9) return Style::bar_high;
-  if (fill >= 0.5) return Style::bar_mid;
-  return Style::bar_low;
+  if (fill >= 0.9) return Style::kBarHigh;
+  if (fill >= 0.5) return Style::kBarMid;
+  return Style::kBarLow;
 }
 
 std::string ring_state_word(const RingView& r) {
-  if (r.state == RingPresence::gone) return "GONE";
+  if (r.state == RingPresence::kGone) return "GONE";
   if (r.blocked) return "BLOCKED";
   return r.drained ? "drained" : "pending";
 }
@@ -68,10 +68,10 @@ void clip(Line& line, std::size_t cols) {
   }
 }
 
-Line text_line(std::string s, Style style = Style::plain) {
+Line text_line(std::string s, Style style = Style::kPlain) {
   Line l;
   l.style = style;
-  l.spans.push_back({std::move(s), Style::plain});
+  l.spans.push_back({std::move(s), Style::kPlain});
   return l;
 }
 
@@ -88,69 +88,69 @@ Widths widths_for(std::size_t cols) {
 Line ring_header(const Widths& w) {
   return text_line(fmt::format("  {:<{}} {:>7} {:>10} {:>7} {:<10} {:>4} {:>5} {:<7}", "RING", w.name, "CAP",
                                "POSITION", "PUSH/s", " FILL", "", "CONS", "STATE"),
-                   Style::header);
+                   Style::kHeader);
 }
 
 Line consumer_header() {
   return text_line(fmt::format("    {:>2} {:>7} {:<{}} {:<6} {:>11} {:>9} {:>6} {:>7} {:>7}", "#", "PID", "PROCESS",
                                kProcessWidth, "STATE", "CURSOR", "LAG", "LAG%", "RECV/s", "IDLE"),
-                   Style::header);
+                   Style::kHeader);
 }
 
 Line ring_row(const RingView& r, bool selected, bool marker, const Widths& w) {
   Line l;
-  const bool gone = r.state == RingPresence::gone;
-  l.style = selected ? Style::selected : (gone ? Style::gone : Style::plain);
+  const bool gone = r.state == RingPresence::kGone;
+  l.style = selected ? Style::kSelected : (gone ? Style::kGone : Style::kPlain);
   const std::string mark = marker && selected ? "> " : "  ";
   const std::string name = fmt::format("{}{:<{}} ", mark, fit_middle(r.name, w.name), w.name);
   if (gone) {
     l.spans.push_back({fmt::format("{}{:>7} {:>10} {:>7} {:<10} {:>4} {:>5} ", name,
                                    r.capacity > 0 ? format_count(r.capacity, 7) : "-", "-", "-", "", "", "-"),
-                       Style::plain});
-    l.spans.push_back({"GONE", Style::gone});
+                       Style::kPlain});
+    l.spans.push_back({"GONE", Style::kGone});
     return l;
   }
   l.spans.push_back({fmt::format("{}{:>7} {:>10} {:>7} [", name, format_count(r.capacity, 7),
                                  format_count(r.producer_seq, 10), format_rate(r.push_rate)),
-                     Style::plain});
+                     Style::kPlain});
   const auto filled = static_cast<std::size_t>(std::lround(r.fill * static_cast<double>(kBarWidth)));
   const std::size_t hashes = std::min(kBarWidth, r.fill > 0 && filled == 0 ? std::size_t{1} : filled);
   l.spans.push_back({std::string(hashes, '#'), bar_style(r.fill)});
-  l.spans.push_back({std::string(kBarWidth - hashes, '.'), Style::dim});
+  l.spans.push_back({std::string(kBarWidth - hashes, '.'), Style::kDim});
   l.spans.push_back(
       {fmt::format("] {:>3.0f}% {:>5} ", r.fill * 100.0, fmt::format("{}/{}", r.active_consumers, kMaxConsumers)),
-       Style::plain});
-  l.spans.push_back({ring_state_word(r), r.blocked ? Style::warn : Style::plain});
+       Style::kPlain});
+  l.spans.push_back({ring_state_word(r), r.blocked ? Style::kWarn : Style::kPlain});
   return l;
 }
 
 Line ring_detail(const RingView& r) {
-  if (r.state == RingPresence::gone) {
-    return text_line(fmt::format("    gone: {}", r.gone_reason), Style::gone);
+  if (r.state == RingPresence::kGone) {
+    return text_line(fmt::format("    gone: {}", r.gone_reason), Style::kGone);
   }
   // drained and blocked are the ring row's STATE; this line adds the producer
   // and the ring's mode.
   Line l;
   if (r.producer_pid == 0) {
-    l.spans.push_back({"    producer none", Style::plain});
+    l.spans.push_back({"    producer none", Style::kPlain});
   } else {
     l.spans.push_back({fmt::format("    producer {} {} ", r.producer_pid,
                                    r.producer_process.empty() ? "-" : fit(r.producer_process, kProcessWidth)),
-                       Style::plain});
+                       Style::kPlain});
     if (r.producer_alive) {
       // "waiting": asleep in push_wait, i.e. blocked until a consumer moves.
-      l.spans.push_back({r.producer_sleeping ? "waiting" : "alive", Style::plain});
+      l.spans.push_back({r.producer_sleeping ? "waiting" : "alive", Style::kPlain});
     } else {
       // A live producer can be caught mid-write; a dead one left the slot torn
       // until the next producer repairs it.
-      l.spans.push_back({r.half_written_slot ? "DEAD mid-write" : "DEAD", Style::warn});
+      l.spans.push_back({r.half_written_slot ? "DEAD mid-write" : "DEAD", Style::kWarn});
     }
   }
   std::string mode = r.lossy ? "lossy" : "blocking";
   if (r.wakeups) mode += ", wakeups";
   // Consumers can sleep in recv_wait on every ring, not only wakeups rings.
   if (r.sleeping_consumers > 0) mode += fmt::format(" ({} asleep)", r.sleeping_consumers);
-  l.spans.push_back({"  " + mode, Style::plain});
+  l.spans.push_back({"  " + mode, Style::kPlain});
   return l;
 }
 
@@ -160,7 +160,7 @@ Line upstream_line(const RingView& r) {
   return text_line(
       fmt::format("    upstream lost {} in {} gap{} (before the producer)", format_count(r.upstream_lost, 11),
                   format_count(r.upstream_gaps, 11), r.upstream_gaps == 1 ? "" : "s"),
-      Style::warn);
+      Style::kWarn);
 }
 
 Line consumer_row(const ConsumerView& c) {
@@ -170,7 +170,7 @@ Line consumer_row(const ConsumerView& c) {
                                  kProcessWidth, state, format_count(c.cursor, 11), format_count(c.lag, 9),
                                  format_pct(c.lag_pct), format_rate(c.recv_rate),
                                  format_age(c.since_advance_s, c.since_advance_is_lower_bound)));
-  l.style = !c.alive ? Style::dead : (c.behind ? Style::behind : Style::plain);
+  l.style = !c.alive ? Style::kDead : (c.behind ? Style::kBehind : Style::kPlain);
   return l;
 }
 
@@ -183,7 +183,7 @@ Line title_line(const Snapshot& snap, SortKey sort, double interval_s, std::size
     consumers += r.active_consumers;
     dead += r.dead_consumers;
     behind += r.behind_consumers;
-    if (r.state == RingPresence::gone) ++gone;
+    if (r.state == RingPresence::kGone) ++gone;
   }
   std::string s = fmt::format("ring-top  {} ring{}", snap.rings.size(), snap.rings.size() == 1 ? "" : "s");
   if (gone > 0) s += fmt::format(" ({} gone)", gone);
@@ -192,7 +192,7 @@ Line title_line(const Snapshot& snap, SortKey sort, double interval_s, std::size
   if (s.size() + tail.size() > cols) {
     tail = fmt::format("  {}  sort: {}", format_interval(interval_s), to_string(sort));
   }
-  return text_line(s + tail, Style::title);
+  return text_line(s + tail, Style::kTitle);
 }
 
 std::string watched_text(const Snapshot& snap) {
@@ -228,8 +228,8 @@ Body build_body(const Snapshot& snap, const ViewState* view, SortKey sort, const
     b.lines.push_back(ring_row(r, selected, view != nullptr, w));
     if (expanded) {
       b.lines.push_back(ring_detail(r));
-      if (r.state == RingPresence::live && r.upstream_gaps > 0) b.lines.push_back(upstream_line(r));
-      if (r.state == RingPresence::live && !r.consumers.empty()) {
+      if (r.state == RingPresence::kLive && r.upstream_gaps > 0) b.lines.push_back(upstream_line(r));
+      if (r.state == RingPresence::kLive && !r.consumers.empty()) {
         b.lines.push_back(consumer_header());
         for (const ConsumerView& c : sorted_consumers(r, sort)) b.lines.push_back(consumer_row(c));
       }
@@ -272,11 +272,11 @@ std::vector<Line> help_lines(const Snapshot& snap, const ViewState& view) {
 
 std::string_view to_string(SortKey key) noexcept {
   switch (key) {
-    case SortKey::index:
+    case SortKey::kIndex:
       return "index";
-    case SortKey::lag:
+    case SortKey::kLag:
       return "lag";
-    case SortKey::rate:
+    case SortKey::kRate:
       return "rate";
   }
   return "index";
@@ -345,10 +345,10 @@ std::string format_age(double seconds, bool lower_bound) {
 std::vector<ConsumerView> sorted_consumers(const RingView& ring, SortKey key) {
   std::vector<ConsumerView> out = ring.consumers;
   std::sort(out.begin(), out.end(), [](const ConsumerView& a, const ConsumerView& b) { return a.index < b.index; });
-  if (key == SortKey::lag) {
+  if (key == SortKey::kLag) {
     std::stable_sort(out.begin(), out.end(),
                      [](const ConsumerView& a, const ConsumerView& b) { return a.lag > b.lag; });
-  } else if (key == SortKey::rate) {
+  } else if (key == SortKey::kRate) {
     std::stable_sort(out.begin(), out.end(), [](const ConsumerView& a, const ConsumerView& b) {
       if (a.recv_rate.has_value() != b.recv_rate.has_value()) return a.recv_rate.has_value();
       return a.recv_rate.has_value() && *a.recv_rate < *b.recv_rate;
@@ -384,7 +384,7 @@ void sync_view(ViewState& view, const Snapshot& snap) {
 
 Action handle_key(ViewState& view, Key key, const Snapshot& snap) {
   auto select_at = [&](std::ptrdiff_t delta, bool absolute) {
-    if (snap.rings.empty()) return Action::none;
+    if (snap.rings.empty()) return Action::kNone;
     std::ptrdiff_t pos = 0;
     for (std::size_t i = 0; i < snap.rings.size(); ++i) {
       if (snap.rings[i].id == view.selected) pos = static_cast<std::ptrdiff_t>(i);
@@ -392,65 +392,65 @@ Action handle_key(ViewState& view, Key key, const Snapshot& snap) {
     const auto last = static_cast<std::ptrdiff_t>(snap.rings.size()) - 1;
     pos = std::clamp(absolute ? delta : pos + delta, std::ptrdiff_t{0}, last);
     const RingView& r = snap.rings[static_cast<std::size_t>(pos)];
-    if (r.id == view.selected) return Action::none;
+    if (r.id == view.selected) return Action::kNone;
     view.selected = r.id;
     view.selected_path = r.path;
-    return Action::redraw;
+    return Action::kRedraw;
   };
   constexpr std::ptrdiff_t kPage = 5;
   switch (key) {
-    case Key::quit:
-      return Action::quit;
-    case Key::help:
+    case Key::kQuit:
+      return Action::kQuit;
+    case Key::kHelp:
       view.help = !view.help;
-      return Action::redraw;
-    case Key::escape:
-      if (!view.help) return Action::none;
+      return Action::kRedraw;
+    case Key::kEscape:
+      if (!view.help) return Action::kNone;
       view.help = false;
-      return Action::redraw;
-    case Key::sort:
-      view.sort = view.sort == SortKey::index ? SortKey::lag
-                  : view.sort == SortKey::lag ? SortKey::rate
-                                              : SortKey::index;
-      return Action::redraw;
-    case Key::longer:
+      return Action::kRedraw;
+    case Key::kSort:
+      view.sort = view.sort == SortKey::kIndex ? SortKey::kLag
+                  : view.sort == SortKey::kLag ? SortKey::kRate
+                                               : SortKey::kIndex;
+      return Action::kRedraw;
+    case Key::kLonger:
       for (const double step : kIntervalSteps) {
         if (step > view.interval_s + 1e-9) {
           view.interval_s = step;
-          return Action::reschedule;
+          return Action::kReschedule;
         }
       }
-      return Action::none;
-    case Key::shorter: {
+      return Action::kNone;
+    case Key::kShorter: {
       double best = 0;
       for (const double step : kIntervalSteps) {
         if (step < view.interval_s - 1e-9) best = step;
       }
-      if (best < kMinInteractiveInterval) return Action::none;
+      if (best < kMinInteractiveInterval) return Action::kNone;
       view.interval_s = best;
-      return Action::reschedule;
+      return Action::kReschedule;
     }
-    case Key::up:
+    case Key::kUp:
       return select_at(-1, false);
-    case Key::down:
+    case Key::kDown:
       return select_at(1, false);
-    case Key::page_up:
+    case Key::kPageUp:
       return select_at(-kPage, false);
-    case Key::page_down:
+    case Key::kPageDown:
       return select_at(kPage, false);
-    case Key::home:
+    case Key::kHome:
       return select_at(0, true);
-    case Key::end:
+    case Key::kEnd:
       return select_at(static_cast<std::ptrdiff_t>(snap.rings.size()), true);
-    case Key::enter: {
-      if (snap.rings.empty() || view.selected_path.empty()) return Action::none;
+    case Key::kEnter: {
+      if (snap.rings.empty() || view.selected_path.empty()) return Action::kNone;
       if (view.expanded.erase(view.selected_path) == 0) view.expanded.insert(view.selected_path);
-      return Action::redraw;
+      return Action::kRedraw;
     }
-    case Key::other:
-      return Action::none;
+    case Key::kOther:
+      return Action::kNone;
   }
-  return Action::none;
+  return Action::kNone;
 }
 
 Frame render_screen(const Snapshot& snap, ViewState& view, int rows, int cols) {
@@ -495,7 +495,7 @@ Frame render_screen(const Snapshot& snap, ViewState& view, int rows, int cols) {
     // The footer sits on the last row, like top's and htop's.
     while (f.lines.size() + 1 < nrows) f.lines.push_back(Line{});
     f.lines.push_back(
-        text_line("h help  q quit  s sort  +/- interval  up/down select  enter expand" + footer_extra, Style::dim));
+        text_line("h help  q quit  s sort  +/- interval  up/down select  enter expand" + footer_extra, Style::kDim));
   }
   if (f.lines.size() > nrows) f.lines.resize(nrows);
   for (Line& l : f.lines) clip(l, ncols);
@@ -538,9 +538,9 @@ std::string render_json(const Snapshot& snap, double interval_s) {
                  {"path", r.path},
                  {"name", r.name},
                  {"named", r.named},
-                 {"state", r.state == RingPresence::live ? "live" : "gone"},
+                 {"state", r.state == RingPresence::kLive ? "live" : "gone"},
                  {"capacity", r.capacity}};
-    if (r.state == RingPresence::gone) {
+    if (r.state == RingPresence::kGone) {
       ring["gone_reason"] = r.gone_reason;
       rings.push_back(std::move(ring));
       continue;

@@ -26,34 +26,34 @@
 namespace ringcast::top {
 
 enum class SortKey : std::uint8_t {
-  index,  // consumer id order
-  lag,    // largest lag first
-  rate,   // slowest receive rate first (unknown rates last)
+  kIndex,  // consumer id order
+  kLag,    // largest lag first
+  kRate,   // slowest receive rate first (unknown rates last)
 };
 [[nodiscard]] std::string_view to_string(SortKey key) noexcept;
 
 enum class Style : std::uint8_t {
-  plain,
-  title,     // the summary line
-  header,    // column headings
-  selected,  // the selected ring's row
-  behind,    // a consumer at or above the behind threshold
-  dead,      // a consumer whose owner died without unregistering
-  gone,      // a ring whose file went away
-  warn,      // BLOCKED, a dead producer
-  bar_low,   // fill bar below 50%
-  bar_mid,   // fill bar 50% to 90%
-  bar_high,  // fill bar 90% and above
-  dim,       // the empty part of a bar, footers
+  kPlain,
+  kTitle,     // the summary line
+  kHeader,    // column headings
+  kSelected,  // the selected ring's row
+  kBehind,    // a consumer at or above the behind threshold
+  kDead,      // a consumer whose owner died without unregistering
+  kGone,      // a ring whose file went away
+  kWarn,      // BLOCKED, a dead producer
+  kBarLow,    // fill bar below 50%
+  kBarMid,    // fill bar 50% to 90%
+  kBarHigh,   // fill bar 90% and above
+  kDim,       // the empty part of a bar, footers
 };
 
 struct Span {
   std::string text;
-  Style style = Style::plain;  // drawn over the line's style
+  Style style = Style::kPlain;  // drawn over the line's style
 };
 
 struct Line {
-  Style style = Style::plain;
+  Style style = Style::kPlain;
   std::vector<Span> spans;
   [[nodiscard]] std::string text() const;
 };
@@ -64,7 +64,7 @@ struct Frame {
 };
 
 struct ViewState {
-  SortKey sort = SortKey::index;
+  SortKey sort = SortKey::kIndex;
   std::uint64_t selected = 0;      // RingView::id; 0 before any ring was seen
   std::string selected_path;       // to reselect a replaced ring at the same path
   std::set<std::string> expanded;  // paths of the rings showing their consumers
@@ -79,26 +79,26 @@ inline constexpr double kIntervalSteps[] = {0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60};
 inline constexpr double kMinInteractiveInterval = 0.1;
 
 enum class Key : std::uint8_t {
-  other,
-  up,
-  down,
-  page_up,
-  page_down,
-  home,
-  end,
-  enter,
-  longer,
-  shorter,
-  sort,
-  help,
-  quit,
-  escape,
+  kOther,
+  kUp,
+  kDown,
+  kPageUp,
+  kPageDown,
+  kHome,
+  kEnd,
+  kEnter,
+  kLonger,
+  kShorter,
+  kSort,
+  kHelp,
+  kQuit,
+  kEscape,
 };
 enum class Action : std::uint8_t {
-  none,        // nothing changed
-  redraw,      // the view changed; draw the same snapshot again
-  reschedule,  // the interval changed; redraw and re-time the next refresh
-  quit,
+  kNone,        // nothing changed
+  kRedraw,      // the view changed; draw the same snapshot again
+  kReschedule,  // the interval changed; redraw and re-time the next refresh
+  kQuit,
 };
 
 // Keeps the selection on a ring that exists (the nearest one when it went

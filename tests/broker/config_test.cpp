@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
+#include <string>
+
 #include "ringcast/broker/config.hpp"
+#include "ringcast/broker/error.hpp"
 
 namespace ringcast::broker {
 namespace {
@@ -30,6 +35,13 @@ TEST(ConfigTest, DurationsTakeUnitsFromMillisecondsToDays) {
   EXPECT_FALSE(parse_duration("5w"));
   EXPECT_FALSE(parse_duration("-5s"));
   EXPECT_FALSE(parse_duration("36501d")) << "past 100 years";
+}
+
+TEST(ConfigTest, ErrorMessageNamesWhatFailedTheDetailAndTheErrno) {
+  EXPECT_EQ((BrokerError{BrokerError::Code::kBind, EADDRINUSE, "127.0.0.1:6390"}.message()),
+            std::string("cannot listen 127.0.0.1:6390: ") + std::strerror(EADDRINUSE));
+  EXPECT_EQ((BrokerError{BrokerError::Code::kInvalidConfig, 0, "hard limit must be > 0"}.message()),
+            "invalid configuration: hard limit must be > 0");
 }
 
 TEST(ConfigTest, OverflowPolicyNamesRoundTripCaseInsensitively) {

@@ -11,9 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -469,17 +467,6 @@ TEST(HistoryBrokerTest, KillNineKeepsEveryAnsweredPublishAndTheEpochAndOffsetsCo
   }
 }
 
-std::map<std::string, std::string> snapshot(const std::string& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    std::ifstream f(e.path(), std::ios::binary);
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    files[e.path().filename().string()] = ss.str();
-  }
-  return files;
-}
-
 TEST(HistoryBrokerTest, TheExecutableRefusesACorruptOrForeignDataDirWithoutTouchingIt) {
   test::TempDir dir;
   const std::string corrupt = dir.file("corrupt");
@@ -490,7 +477,7 @@ TEST(HistoryBrokerTest, TheExecutableRefusesACorruptOrForeignDataDirWithoutTouch
   std::ofstream(foreign + "/notes.txt") << "mine";
   for (const auto& [path, what] : {std::pair{corrupt, std::string("not a readable LMDB")},
                                    std::pair{foreign, std::string("no ringcast history")}}) {
-    const auto before = snapshot(path);
+    const auto before = test::file_contents(path);
     BrokerExe b({"--history", "a=1", "--data-dir", path});
     EXPECT_EQ(b.port, 0);
     const auto status = b.child.wait_exit(test::deadline_in(20s));
@@ -498,7 +485,7 @@ TEST(HistoryBrokerTest, TheExecutableRefusesACorruptOrForeignDataDirWithoutTouch
     EXPECT_EQ(test::exit_code(status), 1);
     EXPECT_NE(b.child.stderr_text().find("cannot open history"), std::string::npos) << b.child.stderr_text();
     EXPECT_NE(b.child.stderr_text().find(what), std::string::npos) << b.child.stderr_text();
-    EXPECT_EQ(snapshot(path), before);
+    EXPECT_EQ(test::file_contents(path), before);
   }
 }
 

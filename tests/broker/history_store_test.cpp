@@ -8,11 +8,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <filesystem>
 #include <fstream>
-#include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -291,17 +288,6 @@ TEST(MemoryHistoryStoreTest, EachStartHasANewEpoch) {
 
 // --- LMDB only ---------------------------------------------------------------
 
-std::map<std::string, std::string> snapshot(const std::string& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    std::ifstream f(e.path(), std::ios::binary);
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    files[e.path().filename().string()] = ss.str();
-  }
-  return files;
-}
-
 HistoryOptions lmdb_options(const std::string& dir, FsyncMode fsync = FsyncMode::kAlways) {
   HistoryOptions o;
   o.dir = dir;
@@ -491,32 +477,32 @@ TEST(LmdbHistoryStoreTest, KeepsEveryReturnedRunAfterKillNine) {
 TEST(LmdbHistoryStoreTest, RefusesACorruptDirectoryWithoutTouchingIt) {
   TempDir dir;
   { std::ofstream(dir.file("data.mdb"), std::ios::binary) << std::string(8192, 'x'); }
-  const auto before = snapshot(dir.path());
+  const auto before = test::file_contents(dir.path());
   auto s = open_lmdb_history_store(lmdb_options(dir.path()));
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().code, HistoryError::Code::kCorrupt) << s.error().message();
   EXPECT_NE(s.error().message().find(dir.path()), std::string::npos);
-  EXPECT_EQ(snapshot(dir.path()), before);
+  EXPECT_EQ(test::file_contents(dir.path()), before);
 }
 
 TEST(LmdbHistoryStoreTest, RefusesADirectoryOfOtherFilesWithoutTouchingIt) {
   TempDir dir;
   { std::ofstream(dir.file("notes.txt")) << "mine"; }
-  const auto before = snapshot(dir.path());
+  const auto before = test::file_contents(dir.path());
   auto s = open_lmdb_history_store(lmdb_options(dir.path()));
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().code, HistoryError::Code::kForeign) << s.error().message();
-  EXPECT_EQ(snapshot(dir.path()), before);
+  EXPECT_EQ(test::file_contents(dir.path()), before);
 }
 
 TEST(LmdbHistoryStoreTest, RefusesAForeignLmdbEnvironmentWithoutTouchingIt) {
   TempDir dir;
   write_raw_lmdb(dir.path(), nullptr, "someone", "else");
-  const auto before = snapshot(dir.path());
+  const auto before = test::file_contents(dir.path());
   auto s = open_lmdb_history_store(lmdb_options(dir.path()));
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().code, HistoryError::Code::kForeign) << s.error().message();
-  EXPECT_EQ(snapshot(dir.path()), before);
+  EXPECT_EQ(test::file_contents(dir.path()), before);
 }
 
 TEST(LmdbHistoryStoreTest, RefusesANewerFormatWithoutTouchingIt) {
@@ -527,12 +513,12 @@ TEST(LmdbHistoryStoreTest, RefusesANewerFormatWithoutTouchingIt) {
     ASSERT_TRUE(s->append("c", 1, run.inputs, 0));
   }
   write_raw_lmdb(dir.path(), "meta", "format", std::string("\0\0\0\2", 4));
-  const auto before = snapshot(dir.path());
+  const auto before = test::file_contents(dir.path());
   auto s = open_lmdb_history_store(lmdb_options(dir.path()));
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().code, HistoryError::Code::kNewerFormat);
   EXPECT_NE(s.error().message().find("format 2, this one reads up to 1"), std::string::npos) << s.error().message();
-  EXPECT_EQ(snapshot(dir.path()), before);
+  EXPECT_EQ(test::file_contents(dir.path()), before);
 }
 
 TEST(LmdbHistoryStoreTest, GrowsTheMapThenReportsFullAtTheMaximum) {

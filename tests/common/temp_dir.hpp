@@ -6,6 +6,9 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -36,5 +39,18 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// Each file directly in `dir`, by name, with its bytes: two of these compared
+// show that something left a directory as it was.
+inline std::map<std::string, std::string> file_contents(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::ifstream f(e.path(), std::ios::binary);
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    files[e.path().filename().string()] = ss.str();
+  }
+  return files;
+}
 
 }  // namespace ringcast::test

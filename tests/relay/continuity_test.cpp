@@ -2,6 +2,9 @@
 // headers (include/ringcast/relay/continuity.hpp).
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <initializer_list>
+
 #include "ringcast/relay/continuity.hpp"
 
 namespace ringcast::relay {
@@ -10,6 +13,12 @@ namespace {
 constexpr const char* kA = "hostA:/dev/shm/ticks.ring@803.10";
 constexpr const char* kARecreated = "hostA:/dev/shm/ticks.ring@803.11";
 constexpr const char* kB = "hostB:/dev/shm/ticks.ring@803.10";
+
+// Feeds the messages that set up a test's scenario (the stream's baseline);
+// their verdicts are checked by the tests about them, not here.
+void feed(ContinuityChecker& c, const char* source, std::initializer_list<std::uint64_t> seqs) {
+  for (const std::uint64_t seq : seqs) (void)c.check(source, seq);
+}
 
 TEST(ContinuityTest, SourceSplitsAtTheLastAt) {
   const SourceName n = split_source("h:/dev/shm/a@b.ring@803.1f");
@@ -21,8 +30,8 @@ TEST(ContinuityTest, SourceSplitsAtTheLastAt) {
 
 TEST(ContinuityTest, ConsecutiveSequencesAreInOrder) {
   ContinuityChecker c;
-  EXPECT_EQ(c.check(kA, 7).kind, Continuity::first);  // a late joiner: no gap before its first
-  for (std::uint64_t s = 8; s < 100; ++s) EXPECT_EQ(c.check(kA, s).kind, Continuity::in_order);
+  EXPECT_EQ(c.check(kA, 7).kind, Continuity::kFirst);  // a late joiner: no gap before its first
+  for (std::uint64_t s = 8; s < 100; ++s) EXPECT_EQ(c.check(kA, s).kind, Continuity::kInOrder);
   EXPECT_EQ(c.stats().gaps, 0u);
   EXPECT_EQ(c.stats().checked, 93u);
   EXPECT_EQ(c.stats().sources, 1u);
@@ -30,48 +39,46 @@ TEST(ContinuityTest, ConsecutiveSequencesAreInOrder) {
 
 TEST(ContinuityTest, SkippedSequenceIsOneGapOfTheMissingCount) {
   ContinuityChecker c;
-  (void)c.check(kA, 0);
-  (void)c.check(kA, 1);
+  feed(c, kA, {0, 1});
   const ContinuityResult r = c.check(kA, 5);
-  EXPECT_EQ(r.kind, Continuity::gap);
+  EXPECT_EQ(r.kind, Continuity::kGap);
   EXPECT_EQ(r.lost, 3u);
   EXPECT_TRUE(r.deliver());
-  EXPECT_EQ(c.check(kA, 6).kind, Continuity::in_order);
+  EXPECT_EQ(c.check(kA, 6).kind, Continuity::kInOrder);
   EXPECT_EQ(c.stats().gaps, 1u);
   EXPECT_EQ(c.stats().lost, 3u);
 }
 
 TEST(ContinuityTest, OldOrRepeatedSequenceIsADuplicateAndKeepsTheBaseline) {
   ContinuityChecker c;
-  (void)c.check(kA, 10);
-  (void)c.check(kA, 11);
+  feed(c, kA, {10, 11});
   const ContinuityResult r = c.check(kA, 11);
-  EXPECT_EQ(r.kind, Continuity::duplicate);
+  EXPECT_EQ(r.kind, Continuity::kDuplicate);
   EXPECT_FALSE(r.deliver());
-  EXPECT_EQ(c.check(kA, 3).kind, Continuity::duplicate);
-  EXPECT_EQ(c.check(kA, 12).kind, Continuity::in_order);
+  EXPECT_EQ(c.check(kA, 3).kind, Continuity::kDuplicate);
+  EXPECT_EQ(c.check(kA, 12).kind, Continuity::kInOrder);
   EXPECT_EQ(c.stats().duplicates, 2u);
   EXPECT_EQ(c.stats().gaps, 0u);
 }
 
 TEST(ContinuityTest, NewInstanceOfAStreamIsARestartNotAGap) {
   ContinuityChecker c;
-  (void)c.check(kA, 1000);
+  feed(c, kA, {1000});
   const ContinuityResult r = c.check(kARecreated, 0);  // the ring was recreated: sequences start over
-  EXPECT_EQ(r.kind, Continuity::restart);
+  EXPECT_EQ(r.kind, Continuity::kRestart);
   EXPECT_EQ(r.lost, 0u);
-  EXPECT_EQ(c.check(kARecreated, 1).kind, Continuity::in_order);
-  EXPECT_EQ(c.check(kARecreated, 3).kind, Continuity::gap);
+  EXPECT_EQ(c.check(kARecreated, 1).kind, Continuity::kInOrder);
+  EXPECT_EQ(c.check(kARecreated, 3).kind, Continuity::kGap);
   EXPECT_EQ(c.stats().restarts, 1u);
   EXPECT_EQ(c.stats().sources, 1u);
 }
 
 TEST(ContinuityTest, StreamsAreTrackedSeparately) {
   ContinuityChecker c;
-  (void)c.check(kA, 0);
-  (void)c.check(kB, 50);
-  EXPECT_EQ(c.check(kA, 1).kind, Continuity::in_order);
-  EXPECT_EQ(c.check(kB, 51).kind, Continuity::in_order);
+  feed(c, kA, {0});
+  feed(c, kB, {50});
+  EXPECT_EQ(c.check(kA, 1).kind, Continuity::kInOrder);
+  EXPECT_EQ(c.check(kB, 51).kind, Continuity::kInOrder);
   EXPECT_EQ(c.check(kB, 53).lost, 1u);
   EXPECT_EQ(c.stats().sources, 2u);
   EXPECT_EQ(c.stats().lost, 1u);
@@ -79,43 +86,43 @@ TEST(ContinuityTest, StreamsAreTrackedSeparately) {
 
 TEST(ContinuityTest, MissingOrBadHeadersAreUnsequencedAndDelivered) {
   ContinuityChecker c;
-  EXPECT_EQ(c.check_headers(nullptr, "1").kind, Continuity::unsequenced);
-  EXPECT_EQ(c.check_headers(kA, nullptr).kind, Continuity::unsequenced);
-  EXPECT_EQ(c.check_headers(kA, "").kind, Continuity::unsequenced);
-  EXPECT_EQ(c.check_headers(kA, "12x").kind, Continuity::unsequenced);
-  EXPECT_EQ(c.check_headers(kA, "-1").kind, Continuity::unsequenced);
+  EXPECT_EQ(c.check_headers(nullptr, "1").kind, Continuity::kUnsequenced);
+  EXPECT_EQ(c.check_headers(kA, nullptr).kind, Continuity::kUnsequenced);
+  EXPECT_EQ(c.check_headers(kA, "").kind, Continuity::kUnsequenced);
+  EXPECT_EQ(c.check_headers(kA, "12x").kind, Continuity::kUnsequenced);
+  EXPECT_EQ(c.check_headers(kA, "-1").kind, Continuity::kUnsequenced);
   EXPECT_TRUE(c.check_headers(kA, "-1").deliver());
-  EXPECT_EQ(c.check_headers(kA, "41").kind, Continuity::first);
-  EXPECT_EQ(c.check_headers(kA, "42").kind, Continuity::in_order);
+  EXPECT_EQ(c.check_headers(kA, "41").kind, Continuity::kFirst);
+  EXPECT_EQ(c.check_headers(kA, "42").kind, Continuity::kInOrder);
   EXPECT_EQ(c.stats().unsequenced, 6u);
 }
 
 TEST(ContinuityTest, BatchesAdvanceByTheirCountAndOverlapsSkipWhatWasSeen) {
   ContinuityChecker c;
-  EXPECT_EQ(c.check(kA, 0, 10).kind, Continuity::first);     // 0..9
-  EXPECT_EQ(c.check(kA, 10, 5).kind, Continuity::in_order);  // 10..14
+  EXPECT_EQ(c.check(kA, 0, 10).kind, Continuity::kFirst);    // 0..9
+  EXPECT_EQ(c.check(kA, 10, 5).kind, Continuity::kInOrder);  // 10..14
   const ContinuityResult gap = c.check(kA, 20, 5);           // 15..19 missing
-  EXPECT_EQ(gap.kind, Continuity::gap);
+  EXPECT_EQ(gap.kind, Continuity::kGap);
   EXPECT_EQ(gap.lost, 5u);
   const ContinuityResult overlap = c.check(kA, 22, 6);  // 22..24 seen, 25..27 new
-  EXPECT_EQ(overlap.kind, Continuity::in_order);
+  EXPECT_EQ(overlap.kind, Continuity::kInOrder);
   EXPECT_EQ(overlap.skip, 3u);
   const ContinuityResult dup = c.check(kA, 20, 8);
-  EXPECT_EQ(dup.kind, Continuity::duplicate);
+  EXPECT_EQ(dup.kind, Continuity::kDuplicate);
   EXPECT_EQ(dup.skip, 8u);
-  EXPECT_EQ(c.check_headers(kA, "28", "2").kind, Continuity::in_order);
-  EXPECT_EQ(c.check_headers(kA, "30", "0").kind, Continuity::unsequenced);
-  EXPECT_EQ(c.check_headers(kA, "30", "x").kind, Continuity::unsequenced);
+  EXPECT_EQ(c.check_headers(kA, "28", "2").kind, Continuity::kInOrder);
+  EXPECT_EQ(c.check_headers(kA, "30", "0").kind, Continuity::kUnsequenced);
+  EXPECT_EQ(c.check_headers(kA, "30", "x").kind, Continuity::kUnsequenced);
   EXPECT_EQ(c.stats().duplicates, 11u);
   EXPECT_EQ(c.stats().lost, 5u);
 }
 
 TEST(ContinuityTest, StreamsBeyondTheLimitAreUntracked) {
   ContinuityChecker c(1);
-  (void)c.check(kA, 0);
-  EXPECT_EQ(c.check(kB, 0).kind, Continuity::untracked);
-  EXPECT_EQ(c.check(kB, 9).kind, Continuity::untracked);
-  EXPECT_EQ(c.check(kA, 1).kind, Continuity::in_order);
+  feed(c, kA, {0});
+  EXPECT_EQ(c.check(kB, 0).kind, Continuity::kUntracked);
+  EXPECT_EQ(c.check(kB, 9).kind, Continuity::kUntracked);
+  EXPECT_EQ(c.check(kA, 1).kind, Continuity::kInOrder);
   EXPECT_EQ(c.stats().untracked, 2u);
 }
 

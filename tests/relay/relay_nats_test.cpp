@@ -174,7 +174,7 @@ TEST_F(RelayNatsTest, PublishesCarryTheRingSourceAndConsecutiveRingSequences) {
   ASSERT_TRUE(first);
   push_all(*ring_, 3, 200);
   ContinuityChecker checker;
-  EXPECT_EQ(checker.check(first->first, std::stoull(first->second)).kind, Continuity::first);
+  EXPECT_EQ(checker.check(first->first, std::stoull(first->second)).kind, Continuity::kFirst);
   EXPECT_EQ(first->second, "0");
   const SourceName name = split_source(first->first);
   EXPECT_NE(name.stream.find(":" + path_), std::string_view::npos) << first->first;
@@ -184,7 +184,7 @@ TEST_F(RelayNatsTest, PublishesCarryTheRingSourceAndConsecutiveRingSequences) {
     ASSERT_TRUE(h) << "missing message " << i;
     EXPECT_EQ(h->first, first->first);
     ASSERT_EQ(h->second, std::to_string(i));
-    EXPECT_EQ(checker.check_headers(h->first.c_str(), h->second.c_str()).kind, Continuity::in_order);
+    EXPECT_EQ(checker.check_headers(h->first.c_str(), h->second.c_str()).kind, Continuity::kInOrder);
   }
   EXPECT_EQ(checker.stats().gaps, 0u);
 }

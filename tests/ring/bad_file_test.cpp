@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstring>
 #include <random>
 #include <string>
@@ -83,6 +84,16 @@ TEST_F(BadFileTest, WrongSlotSizeIsLayoutMismatchNamingBothSizes) {
   const auto ring = BroadcastRing::open(path_);
   ASSERT_FALSE(ring);
   EXPECT_EQ(ring.error().message(), "open: slot size is not 64: layout_mismatch (found 128, expected 64)");
+}
+
+TEST(ErrorMessageTest, JoinsWhatDetailAndStrerrorLeavingOutEmptyParts) {
+  EXPECT_EQ(error_message("create", "open", EACCES), std::string("create: open: ") + std::strerror(EACCES));
+  EXPECT_EQ(error_message("metrics", "address 'x'", 0), "metrics: address 'x'");
+  EXPECT_EQ(error_message({}, "history dir /x: corrupt", 0), "history dir /x: corrupt");
+  EXPECT_EQ(error_message("bind 127.0.0.1:1", {}, EADDRINUSE),
+            std::string("bind 127.0.0.1:1: ") + std::strerror(EADDRINUSE));
+  EXPECT_EQ((Error{Errc::io_error, EACCES, "create: open"}.message()),
+            std::string("create: open: io_error: ") + std::strerror(EACCES));
 }
 
 TEST_F(BadFileTest, CapacityLargerThanFileIsLayoutMismatch) {

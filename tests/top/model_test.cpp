@@ -108,7 +108,7 @@ TEST_F(MonitorTest, LagFillAndBehindFollowTheSlowestConsumer) {
   receive(ring, *fast, 40);
   Monitor m = monitor({path()});
   const RingView r = m.refresh().rings.at(0);
-  EXPECT_EQ(r.state, RingPresence::live);
+  EXPECT_EQ(r.state, RingPresence::kLive);
   EXPECT_EQ(r.capacity, 64U);
   EXPECT_EQ(r.producer_seq, 40U);
   EXPECT_EQ(r.active_consumers, 2U);
@@ -372,18 +372,18 @@ TEST_F(MonitorTest, RemovedNamedRingStaysListedAsGone) {
   {
     BroadcastRing ring = make_ring(path(), 16);
     Monitor m = monitor({path()}, 5s);
-    EXPECT_EQ(m.refresh().rings.at(0).state, RingPresence::live);
+    EXPECT_EQ(m.refresh().rings.at(0).state, RingPresence::kLive);
     ASSERT_EQ(::unlink(path().c_str()), 0);
     now_ += 1s;
     Snapshot s = m.refresh();
     ASSERT_EQ(s.rings.size(), 1U);
-    EXPECT_EQ(s.rings[0].state, RingPresence::gone);
+    EXPECT_EQ(s.rings[0].state, RingPresence::kGone);
     EXPECT_EQ(s.rings[0].gone_reason, "removed");
     EXPECT_EQ(s.rings[0].capacity, 16U);
     now_ += 1min;
     s = m.refresh();
     ASSERT_EQ(s.rings.size(), 1U);  // named: listed until something is back at its path
-    EXPECT_EQ(s.rings[0].state, RingPresence::gone);
+    EXPECT_EQ(s.rings[0].state, RingPresence::kGone);
   }
 }
 
@@ -399,9 +399,9 @@ TEST_F(MonitorTest, ReplacedRingIsGoneAndTheNewFileIsWatchedFresh) {
   Snapshot s = m.refresh();
   ASSERT_EQ(s.rings.size(), 2U);
   EXPECT_EQ(s.rings[0].id, before.rings[0].id);
-  EXPECT_EQ(s.rings[0].state, RingPresence::gone);
+  EXPECT_EQ(s.rings[0].state, RingPresence::kGone);
   EXPECT_EQ(s.rings[0].gone_reason, "replaced");
-  EXPECT_EQ(s.rings[1].state, RingPresence::live);
+  EXPECT_EQ(s.rings[1].state, RingPresence::kLive);
   EXPECT_EQ(s.rings[1].capacity, 32U);
   EXPECT_FALSE(s.rings[1].push_rate.has_value());  // a new ring: no history
   now_ += 5s;
@@ -416,7 +416,7 @@ TEST_F(MonitorTest, RingRemovedFromAWatchedDirectoryIsForgottenAfterTheLinger) {
   ASSERT_EQ(m.refresh().rings.size(), 1U);
   ASSERT_EQ(::unlink(path().c_str()), 0);
   now_ += 1s;
-  EXPECT_EQ(m.refresh().rings.at(0).state, RingPresence::gone);
+  EXPECT_EQ(m.refresh().rings.at(0).state, RingPresence::kGone);
   now_ += 5s;
   EXPECT_TRUE(m.refresh().rings.empty());
 }
@@ -436,11 +436,11 @@ TEST_F(MonitorTest, NewRingInAWatchedDirectoryAppears) {
 TEST_F(MonitorTest, TruncatedRingIsGoneWithoutBeingRead) {
   BroadcastRing ring = make_ring(path(), 64);
   Monitor m = monitor({path()});
-  ASSERT_EQ(m.refresh().rings.at(0).state, RingPresence::live);
+  ASSERT_EQ(m.refresh().rings.at(0).state, RingPresence::kLive);
   ASSERT_EQ(::truncate(path().c_str(), static_cast<off_t>(layout::kHeaderBytes)), 0);
   const Snapshot s = m.refresh();
   ASSERT_EQ(s.rings.size(), 1U);
-  EXPECT_EQ(s.rings[0].state, RingPresence::gone);
+  EXPECT_EQ(s.rings[0].state, RingPresence::kGone);
   EXPECT_EQ(s.rings[0].gone_reason, "truncated");
 }
 

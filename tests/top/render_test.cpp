@@ -88,11 +88,11 @@ TEST(RenderTest, SlowAndDeadConsumersAreMarkedAndHighlighted) {
   const Line* fast = find_line(f, "reader-0");
   ASSERT_TRUE(slow && dead && fast) << f.text();
   EXPECT_NE(slow->text().find("BEHIND"), std::string::npos);
-  EXPECT_EQ(slow->style, Style::behind);
-  EXPECT_EQ(dead->style, Style::dead);
+  EXPECT_EQ(slow->style, Style::kBehind);
+  EXPECT_EQ(dead->style, Style::kDead);
   EXPECT_NE(dead->text().find(" - "), std::string::npos);  // no process name for a dead owner
   EXPECT_NE(fast->text().find("alive"), std::string::npos);
-  EXPECT_EQ(fast->style, Style::plain);
+  EXPECT_EQ(fast->style, Style::kPlain);
   EXPECT_NE(f.lines[0].text().find("4 consumers  1 dead"), std::string::npos) << f.lines[0].text();
   EXPECT_NE(f.lines[0].text().find("1 behind"), std::string::npos);
 }
@@ -104,7 +104,7 @@ TEST(RenderTest, FirstRingIsSelectedAndExpandedOthersCollapsed) {
   const Frame f = render_screen(s, view, 24, 80);
   const Line* ticks = find_line(f, "> ticks");
   ASSERT_NE(ticks, nullptr) << f.text();
-  EXPECT_EQ(ticks->style, Style::selected);
+  EXPECT_EQ(ticks->style, Style::kSelected);
   EXPECT_NE(find_line(f, "producer 42 ticker alive  blocking"), nullptr) << f.text();
   EXPECT_NE(find_line(f, "  trades"), nullptr);
   // trades is collapsed: only ticks' three consumers are listed.
@@ -117,20 +117,20 @@ TEST(RenderTest, ArrowsMoveTheSelectionAndEnterTogglesExpansion) {
   Snapshot s = sample_snapshot();
   ViewState view;
   sync_view(view, s);
-  EXPECT_EQ(handle_key(view, Key::down, s), Action::redraw);
+  EXPECT_EQ(handle_key(view, Key::kDown, s), Action::kRedraw);
   EXPECT_EQ(view.selected, 2U);
-  EXPECT_EQ(handle_key(view, Key::down, s), Action::none);  // already the last
-  EXPECT_EQ(handle_key(view, Key::enter, s), Action::redraw);
+  EXPECT_EQ(handle_key(view, Key::kDown, s), Action::kNone);  // already the last
+  EXPECT_EQ(handle_key(view, Key::kEnter, s), Action::kRedraw);
   Frame f = render_screen(s, view, 24, 80);
   EXPECT_NE(find_line(f, "> trades"), nullptr) << f.text();
   EXPECT_NE(find_line(f, "reader-0"), nullptr);
-  EXPECT_EQ(handle_key(view, Key::up, s), Action::redraw);
-  EXPECT_EQ(handle_key(view, Key::enter, s), Action::redraw);  // collapse ticks
+  EXPECT_EQ(handle_key(view, Key::kUp, s), Action::kRedraw);
+  EXPECT_EQ(handle_key(view, Key::kEnter, s), Action::kRedraw);  // collapse ticks
   f = render_screen(s, view, 24, 80);
   EXPECT_EQ(find_line(f, "BEHIND"), nullptr) << f.text();
-  EXPECT_EQ(handle_key(view, Key::end, s), Action::redraw);
+  EXPECT_EQ(handle_key(view, Key::kEnd, s), Action::kRedraw);
   EXPECT_EQ(view.selected, 2U);
-  EXPECT_EQ(handle_key(view, Key::home, s), Action::redraw);
+  EXPECT_EQ(handle_key(view, Key::kHome, s), Action::kRedraw);
   EXPECT_EQ(view.selected, 1U);
 }
 
@@ -145,24 +145,24 @@ TEST(RenderTest, SortCyclesIndexLagAndRate) {
   auto o = order();
   EXPECT_LT(o[0], o[1]);
   EXPECT_LT(o[1], o[2]);
-  EXPECT_EQ(handle_key(view, Key::sort, s), Action::redraw);
-  EXPECT_EQ(view.sort, SortKey::lag);
+  EXPECT_EQ(handle_key(view, Key::kSort, s), Action::kRedraw);
+  EXPECT_EQ(view.sort, SortKey::kLag);
   EXPECT_NE(render_screen(s, view, 24, 80).lines[0].text().find("sort: lag"), std::string::npos);
   o = order();  // lag 600, 300, 0
   EXPECT_LT(o[1], o[2]);
   EXPECT_LT(o[2], o[0]);
-  handle_key(view, Key::sort, s);
-  EXPECT_EQ(view.sort, SortKey::rate);
+  handle_key(view, Key::kSort, s);
+  EXPECT_EQ(view.sort, SortKey::kRate);
   o = order();  // rate 0 (dead), 20, 100
   EXPECT_LT(o[2], o[1]);
   EXPECT_LT(o[1], o[0]);
-  handle_key(view, Key::sort, s);
-  EXPECT_EQ(view.sort, SortKey::index);
+  handle_key(view, Key::kSort, s);
+  EXPECT_EQ(view.sort, SortKey::kIndex);
 }
 
 TEST(RenderTest, UnknownRatesSortLast) {
   RingView r = ring(1, "r", {consumer(0, 0, std::nullopt), consumer(1, 0, 5.0), consumer(2, 0, 1.0)});
-  const auto sorted = sorted_consumers(r, SortKey::rate);
+  const auto sorted = sorted_consumers(r, SortKey::kRate);
   ASSERT_EQ(sorted.size(), 3U);
   EXPECT_EQ(sorted[0].index, 2U);
   EXPECT_EQ(sorted[1].index, 1U);
@@ -173,33 +173,33 @@ TEST(RenderTest, PlusAndMinusStepTheIntervalWithinBounds) {
   Snapshot s;
   ViewState view;
   view.interval_s = 1.0;
-  EXPECT_EQ(handle_key(view, Key::longer, s), Action::reschedule);
+  EXPECT_EQ(handle_key(view, Key::kLonger, s), Action::kReschedule);
   EXPECT_DOUBLE_EQ(view.interval_s, 2.0);
-  EXPECT_EQ(handle_key(view, Key::shorter, s), Action::reschedule);
-  EXPECT_EQ(handle_key(view, Key::shorter, s), Action::reschedule);
+  EXPECT_EQ(handle_key(view, Key::kShorter, s), Action::kReschedule);
+  EXPECT_EQ(handle_key(view, Key::kShorter, s), Action::kReschedule);
   EXPECT_DOUBLE_EQ(view.interval_s, 0.5);
-  handle_key(view, Key::shorter, s);
-  handle_key(view, Key::shorter, s);
+  handle_key(view, Key::kShorter, s);
+  handle_key(view, Key::kShorter, s);
   EXPECT_DOUBLE_EQ(view.interval_s, 0.1);
-  EXPECT_EQ(handle_key(view, Key::shorter, s), Action::none);
+  EXPECT_EQ(handle_key(view, Key::kShorter, s), Action::kNone);
   view.interval_s = 60;
-  EXPECT_EQ(handle_key(view, Key::longer, s), Action::none);
+  EXPECT_EQ(handle_key(view, Key::kLonger, s), Action::kNone);
   view.interval_s = 0.3;  // from -d: steps to the neighbours
-  handle_key(view, Key::longer, s);
+  handle_key(view, Key::kLonger, s);
   EXPECT_DOUBLE_EQ(view.interval_s, 0.5);
 }
 
 TEST(RenderTest, HelpListsTheKeysAndQuitQuits) {
   Snapshot s = sample_snapshot();
   ViewState view;
-  EXPECT_EQ(handle_key(view, Key::help, s), Action::redraw);
+  EXPECT_EQ(handle_key(view, Key::kHelp, s), Action::kRedraw);
   const Frame f = render_screen(s, view, 24, 80);
   for (const char* needle : {"Keys", "sort", "quit", "+ / -", "Enter"}) {
     EXPECT_NE(f.text().find(needle), std::string::npos) << needle;
   }
-  EXPECT_EQ(handle_key(view, Key::escape, s), Action::redraw);
+  EXPECT_EQ(handle_key(view, Key::kEscape, s), Action::kRedraw);
   EXPECT_FALSE(view.help);
-  EXPECT_EQ(handle_key(view, Key::quit, s), Action::quit);
+  EXPECT_EQ(handle_key(view, Key::kQuit, s), Action::kQuit);
 }
 
 TEST(RenderTest, ScreenFitsEightyByTwentyFourWithFullRings) {
@@ -248,14 +248,14 @@ TEST(RenderTest, ExtremeValuesStayInsideEightyColumns) {
   Snapshot s;
   s.rings = {r};
   // Text keeps the whole name: its column grows by what the name needs.
-  const std::string text = render_text(s, SortKey::index, 3600);
+  const std::string text = render_text(s, SortKey::kIndex, 3600);
   EXPECT_NE(text.find(r.name), std::string::npos) << text;
   for (const std::string& line : test::split_lines(text)) {
     EXPECT_LE(line.size(), 80U + r.name.size() - 20U) << "[" << line << "]";
   }
   r.name = "short";
   s.rings = {r};
-  for (const std::string& line : test::split_lines(render_text(s, SortKey::index, 3600))) {
+  for (const std::string& line : test::split_lines(render_text(s, SortKey::kIndex, 3600))) {
     EXPECT_LE(line.size(), 80U) << "[" << line << "]";
   }
   ViewState view;
@@ -304,7 +304,7 @@ TEST(RenderTest, TitleDropsWordsBeforeItIsCut) {
   for (std::uint32_t i = 3; i < 16; ++i) s.rings[0].consumers.push_back(consumer(i, 0, 1.0));
   s.rings[0].active_consumers = 16;
   s.rings.push_back(RingView{});
-  s.rings.back().state = RingPresence::gone;
+  s.rings.back().state = RingPresence::kGone;
   s.rings.back().id = 3;
   ViewState view;
   sync_view(view, s);
@@ -318,12 +318,12 @@ TEST(RenderTest, SleepingProducerShowsAsWaitingAndSleepersAreCounted) {
   s.rings[0].wakeups = true;
   s.rings[0].producer_sleeping = true;
   s.rings[0].sleeping_consumers = 2;
-  const std::string text = render_text(s, SortKey::index, 1.0);
+  const std::string text = render_text(s, SortKey::kIndex, 1.0);
   EXPECT_NE(text.find("producer 42 ticker waiting  blocking, wakeups (2 asleep)"), std::string::npos) << text;
   // Any ring can have sleepers, not only one created with wakeups.
   Snapshot plain = s;
   plain.rings[0].wakeups = false;
-  const std::string plain_text = render_text(plain, SortKey::index, 1.0);
+  const std::string plain_text = render_text(plain, SortKey::kIndex, 1.0);
   EXPECT_NE(plain_text.find("producer 42 ticker waiting  blocking (2 asleep)"), std::string::npos) << plain_text;
   const auto json = test::parse_json(render_json(s, 1.0));
   ASSERT_TRUE(json);
@@ -333,10 +333,10 @@ TEST(RenderTest, SleepingProducerShowsAsWaitingAndSleepersAreCounted) {
 
 TEST(RenderTest, UpstreamLossShowsOnItsOwnLineOnlyWhenThereWasAGap) {
   Snapshot s = sample_snapshot();
-  EXPECT_EQ(render_text(s, SortKey::index, 1.0).find("upstream"), std::string::npos);
+  EXPECT_EQ(render_text(s, SortKey::kIndex, 1.0).find("upstream"), std::string::npos);
   s.rings[0].upstream_lost = 7;
   s.rings[0].upstream_gaps = 2;
-  const std::string text = render_text(s, SortKey::index, 1.0);
+  const std::string text = render_text(s, SortKey::kIndex, 1.0);
   EXPECT_NE(text.find("upstream lost 7 in 2 gaps (before the producer)"), std::string::npos) << text;
   const auto json = test::parse_json(render_json(s, 1.0));
   ASSERT_TRUE(json);
@@ -350,9 +350,9 @@ TEST(RenderTest, GoneRingShowsGoneAndItsReason) {
   s.rings[1].id = 2;
   s.rings[1].name = "trades";
   s.rings[1].path = "/dev/shm/trades";
-  s.rings[1].state = RingPresence::gone;
+  s.rings[1].state = RingPresence::kGone;
   s.rings[1].gone_reason = "replaced";
-  const std::string text = render_text(s, SortKey::index, 1.0);
+  const std::string text = render_text(s, SortKey::kIndex, 1.0);
   EXPECT_NE(text.find("GONE"), std::string::npos) << text;
   EXPECT_NE(text.find("gone: replaced"), std::string::npos) << text;
   EXPECT_NE(text.find("(1 gone)"), std::string::npos) << text;
@@ -361,21 +361,21 @@ TEST(RenderTest, GoneRingShowsGoneAndItsReason) {
   const Frame f = render_screen(s, view, 24, 80);
   const Line* row = find_line(f, "trades");
   ASSERT_NE(row, nullptr);
-  EXPECT_EQ(row->style, Style::gone);
+  EXPECT_EQ(row->style, Style::kGone);
 }
 
 TEST(RenderTest, SelectionMovesToTheReplacementOfASelectedRing) {
   Snapshot s = sample_snapshot();
   ViewState view;
   sync_view(view, s);
-  handle_key(view, Key::down, s);  // trades (id 2)
-  s.rings[1].id = 7;               // replaced: new id, same path
+  handle_key(view, Key::kDown, s);  // trades (id 2)
+  s.rings[1].id = 7;                // replaced: new id, same path
   sync_view(view, s);
   EXPECT_EQ(view.selected, 7U);
 }
 
 TEST(RenderTest, TextListsEveryRingExpandedWithoutSelection) {
-  const std::string text = render_text(sample_snapshot(), SortKey::index, 1.0);
+  const std::string text = render_text(sample_snapshot(), SortKey::kIndex, 1.0);
   EXPECT_EQ(text.find("> "), std::string::npos);
   EXPECT_NE(text.find("reader-0"), std::string::npos);
   EXPECT_NE(text.find("trades"), std::string::npos);
@@ -388,7 +388,7 @@ TEST(RenderTest, TextListsEveryRingExpandedWithoutSelection) {
 TEST(RenderTest, EmptySnapshotSaysWhereItLooked) {
   Snapshot s;
   s.watched = {"/dev/shm"};
-  EXPECT_NE(render_text(s, SortKey::index, 1.0).find("no ringcast rings under /dev/shm"), std::string::npos);
+  EXPECT_NE(render_text(s, SortKey::kIndex, 1.0).find("no ringcast rings under /dev/shm"), std::string::npos);
 }
 
 TEST(RenderTest, JsonIsOneValidObjectWithEveryField) {

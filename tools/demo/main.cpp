@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <exception>
 #include <thread>
 
 #include "child_process.hpp"
@@ -183,9 +184,8 @@ int run_demo(std::uint64_t count, std::uint64_t capacity, int slow_pause_us) {
   return ok ? 0 : 1;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// main's body; main turns an exception that escapes it into a message.
+int run(int argc, char** argv) {
   CLI::App app{"ringcast-demo: producer process -> ring -> 2 consumer processes + relay -> TCP subscriber"};
   std::string role = "demo";
   std::string path;
@@ -205,4 +205,21 @@ int main(int argc, char** argv) {
   // which becomes the name ring-top, top and ps -o comm show.
   ::prctl(PR_SET_NAME, argv[0]);
   return run_child(role, path, count, pause_us);
+}
+
+}  // namespace
+
+// Every expected failure returns a status; this catches the unexpected (out of
+// memory, a failed write) so that the stack unwinds (the children are stopped
+// and reaped by their owners) and the tool exits 1 with a message instead of
+// aborting through std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "ringcast-demo: {}\n", e.what());
+  } catch (...) {
+    fmt::print(stderr, "ringcast-demo: unexpected error\n");
+  }
+  return 1;
 }

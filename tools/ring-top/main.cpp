@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <thread>
 #include <vector>
@@ -65,44 +66,44 @@ attr_t style_attr(Style s, bool colour) {
   if (!colour) {
     // Monochrome: the textual markers carry the meaning; attributes add weight.
     switch (s) {
-      case Style::title:
-      case Style::header:
-      case Style::behind:
-      case Style::warn:
-      case Style::bar_high:
+      case Style::kTitle:
+      case Style::kHeader:
+      case Style::kBehind:
+      case Style::kWarn:
+      case Style::kBarHigh:
         return A_BOLD;
-      case Style::dead:
+      case Style::kDead:
         return A_BOLD | A_UNDERLINE;
-      case Style::selected:
+      case Style::kSelected:
         return A_REVERSE;
-      case Style::gone:
-      case Style::dim:
+      case Style::kGone:
+      case Style::kDim:
         return A_DIM;
       default:
         return A_NORMAL;
     }
   }
   switch (s) {
-    case Style::title:
+    case Style::kTitle:
       return A_BOLD;
-    case Style::header:
+    case Style::kHeader:
       return pair_attr(kPairHeader) | A_BOLD;
-    case Style::selected:
+    case Style::kSelected:
       return A_REVERSE;
-    case Style::behind:
+    case Style::kBehind:
       return pair_attr(kPairBehind) | A_BOLD;
-    case Style::dead:
-    case Style::warn:
+    case Style::kDead:
+    case Style::kWarn:
       return pair_attr(kPairDead) | A_BOLD;
-    case Style::gone:
+    case Style::kGone:
       return pair_attr(kPairGone);
-    case Style::bar_low:
+    case Style::kBarLow:
       return pair_attr(kPairLow);
-    case Style::bar_mid:
+    case Style::kBarMid:
       return pair_attr(kPairMid);
-    case Style::bar_high:
+    case Style::kBarHigh:
       return pair_attr(kPairHigh) | A_BOLD;
-    case Style::dim:
+    case Style::kDim:
       return A_DIM;
     default:
       return A_NORMAL;
@@ -132,43 +133,43 @@ Key key_from(int ch) {
   switch (ch) {
     case KEY_UP:
     case 'k':
-      return Key::up;
+      return Key::kUp;
     case KEY_DOWN:
     case 'j':
-      return Key::down;
+      return Key::kDown;
     case KEY_PPAGE:
-      return Key::page_up;
+      return Key::kPageUp;
     case KEY_NPAGE:
-      return Key::page_down;
+      return Key::kPageDown;
     case KEY_HOME:
     case 'g':
-      return Key::home;
+      return Key::kHome;
     case KEY_END:
     case 'G':
-      return Key::end;
+      return Key::kEnd;
     case '\n':
     case '\r':
     case ' ':
     case KEY_ENTER:
-      return Key::enter;
+      return Key::kEnter;
     case '+':
     case '=':
-      return Key::longer;
+      return Key::kLonger;
     case '-':
     case '_':
-      return Key::shorter;
+      return Key::kShorter;
     case 's':
-      return Key::sort;
+      return Key::kSort;
     case 'h':
     case '?':
-      return Key::help;
+      return Key::kHelp;
     case 'q':
     case 'Q':
-      return Key::quit;
+      return Key::kQuit;
     case 27:
-      return Key::escape;
+      return Key::kEscape;
     default:
-      return Key::other;
+      return Key::kOther;
   }
 }
 
@@ -227,8 +228,8 @@ int run_interactive(Monitor& monitor, const Settings& settings) {
       if (ch == KEY_RESIZE) continue;  // LINES/COLS are updated: draw again
       if (ch != ERR) {
         const Action a = ringcast::top::handle_key(view, key_from(ch), snap);
-        if (a == Action::quit) break;
-        if (a == Action::reschedule) next = last + interval();
+        if (a == Action::kQuit) break;
+        if (a == Action::kReschedule) next = last + interval();
         continue;
       }
       if (SteadyClock::now() < next) continue;
@@ -250,10 +251,10 @@ int run_interactive(Monitor& monitor, const Settings& settings) {
 int report_named_gone(const Snapshot& snap) {
   int status = 0;
   for (const auto& r : snap.rings) {
-    if (!r.named || r.state != RingPresence::gone) continue;
+    if (!r.named || r.state != RingPresence::kGone) continue;
     bool replaced_by_live = false;
     for (const auto& other : snap.rings) {
-      if (other.path == r.path && other.state == RingPresence::live) replaced_by_live = true;
+      if (other.path == r.path && other.state == RingPresence::kLive) replaced_by_live = true;
     }
     if (replaced_by_live) continue;
     fmt::print(stderr, "ring-top: {}: gone: {}\n", r.path, r.gone_reason);
@@ -277,16 +278,15 @@ int run_scripted(Monitor& monitor, const Settings& settings, bool json, std::siz
       fmt::print("{}", ringcast::top::render_json(snap, settings.delay_s));
     } else {
       if (i > 0) fmt::print("\n");
-      fmt::print("{}", ringcast::top::render_text(snap, ringcast::top::SortKey::index, settings.delay_s));
+      fmt::print("{}", ringcast::top::render_text(snap, ringcast::top::SortKey::kIndex, settings.delay_s));
     }
     std::fflush(stdout);
   }
   return report_named_gone(snap);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// main's body; main turns an exception that escapes it into a message.
+int run(int argc, char** argv) {
   Settings settings;
   CLI::App app{
       "ring-top: a live view of ringcast rings, their rates, and each consumer's lag and liveness.\n"
@@ -339,4 +339,20 @@ int main(int argc, char** argv) {
     return run_scripted(*monitor, settings, false, settings.iterations);
   }
   return run_interactive(*monitor, settings);
+}
+
+}  // namespace
+
+// Every expected failure returns a status; this catches the unexpected (out of
+// memory, a failed write) so that the tool exits 1 with a message instead of
+// aborting through std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "ring-top: {}\n", e.what());
+  } catch (...) {
+    fmt::print(stderr, "ring-top: unexpected error\n");
+  }
+  return 1;
 }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <exception>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -277,9 +278,8 @@ int cmd_token(const TokenRequest& r) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// main's body; main turns an exception that escapes it into a message.
+int run(int argc, char** argv) {
   CLI::App app{"ringcast: shared-memory broadcast rings (create, pub, sub, info, reap, rm) and broker tokens (token)"};
   app.require_subcommand(1);
 
@@ -352,4 +352,20 @@ int main(int argc, char** argv) {
   if (*rm) return cmd_rm(path);
   if (*token) return cmd_token(treq);
   return 2;
+}
+
+}  // namespace
+
+// Every expected failure returns a status; this catches the unexpected (out of
+// memory, a failed write) so that the tool exits 1 with a message instead of
+// aborting through std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "ringcast: {}\n", e.what());
+  } catch (...) {
+    fmt::print(stderr, "ringcast: unexpected error\n");
+  }
+  return 1;
 }

@@ -50,6 +50,11 @@ enum class OverflowPolicy : std::uint8_t {
 // anything else or past 100 years. 0 is allowed (callers give it a meaning).
 [[nodiscard]] std::optional<std::chrono::milliseconds> parse_duration(std::string_view s);
 
+// Defaults of BrokerConfig's request limits (docs/broker.md, "Errors and limits
+// against hostile input"), also the RESP parser's own defaults.
+inline constexpr std::size_t kDefaultMaxBulkLen = std::size_t{32} << 20;
+inline constexpr std::size_t kDefaultMaxArgs = std::size_t{1024} * 1024;
+
 // Output-queue limits of one connection, in bytes of queued frames (including
 // frames handed to the kernel but not yet acknowledged as written).
 struct QueueLimits {
@@ -109,9 +114,9 @@ struct BrokerConfig {
   bool dedupe = false;
 
   // Limits against bad or hostile input.
-  std::size_t max_bulk_len = 32u << 20;             // longest argument accepted
-  std::size_t max_args = std::size_t{1024} * 1024;  // most arguments in one command
-  std::size_t max_subscriptions = 100'000;          // channels + patterns per connection
+  std::size_t max_bulk_len = kDefaultMaxBulkLen;  // longest argument accepted
+  std::size_t max_args = kDefaultMaxArgs;         // most arguments in one command
+  std::size_t max_subscriptions = 100'000;        // channels + patterns per connection
   std::size_t max_connections = 10'000;
   // Connections that have not authenticated within this time are closed. Only
   // applies when requirepass or token_secret is set.

@@ -53,24 +53,24 @@ struct SourceName {
                                         std::uint64_t ino);
 
 enum class Continuity : std::uint8_t {
-  in_order,     // seq = last + 1
-  first,        // first message of a stream (or of a new instance): the baseline
-  gap,          // seq > last + 1: `lost` messages never arrived
-  restart,      // a new instance of a known stream: baseline reset, no gap counted
-  duplicate,    // seq <= last: already seen (or overtaken); the caller may drop it
-  unsequenced,  // no (or unparsable) headers: not checked
-  untracked,    // a new stream beyond max_sources: not checked
+  kInOrder,      // seq = last + 1
+  kFirst,        // first message of a stream (or of a new instance): the baseline
+  kGap,          // seq > last + 1: `lost` messages never arrived
+  kRestart,      // a new instance of a known stream: baseline reset, no gap counted
+  kDuplicate,    // seq <= last: already seen (or overtaken); the caller may drop it
+  kUnsequenced,  // no (or unparsable) headers: not checked
+  kUntracked,    // a new stream beyond max_sources: not checked
 };
 [[nodiscard]] std::string_view to_string(Continuity c) noexcept;
 
 struct ContinuityResult {
-  Continuity kind = Continuity::in_order;
+  Continuity kind = Continuity::kInOrder;
   std::uint64_t lost = 0;  // > 0 only for gap
   // Of a batch: how many leading messages were already seen (a redelivery
   // that overlaps); the caller delivers the rest. For a duplicate, all of them.
   std::uint64_t skip = 0;
   // Deliver (some of) it? False only for duplicates.
-  [[nodiscard]] bool deliver() const noexcept { return kind != Continuity::duplicate; }
+  [[nodiscard]] bool deliver() const noexcept { return kind != Continuity::kDuplicate; }
 };
 
 struct ContinuityStats {

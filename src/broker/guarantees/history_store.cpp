@@ -1,16 +1,14 @@
 #include "broker/guarantees/history_store.hpp"
 
-#include <cstring>
 #include <random>
 
 #include <fmt/format.h>
 
+#include "ringcast/error.hpp"
+
 namespace ringcast::broker {
 
-std::string HistoryError::message() const {
-  if (sys_errno != 0) return fmt::format("{}: {}", detail, std::strerror(sys_errno));
-  return detail;
-}
+std::string HistoryError::message() const { return error_message({}, detail, sys_errno); }
 
 std::string_view to_string(FsyncMode m) noexcept {
   switch (m) {

@@ -28,11 +28,14 @@
 #include <string_view>
 #include <vector>
 
+#include "ringcast/broker/config.hpp"
+
 namespace ringcast::broker {
 
+// A session passes its BrokerConfig's limits; the defaults are the same.
 struct ParserLimits {
-  std::size_t max_bulk_len = 32u << 20;
-  std::size_t max_args = std::size_t{1024} * 1024;
+  std::size_t max_bulk_len = kDefaultMaxBulkLen;
+  std::size_t max_args = kDefaultMaxArgs;
 };
 
 class RequestParser {
