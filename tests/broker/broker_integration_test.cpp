@@ -452,7 +452,8 @@ TEST_F(BrokerIntegrationTest, RefusesConnectionsBeyondTheLimit) {
 // connections it has, and takes the clients waiting in the listen backlog once
 // descriptors free up.
 //
-// They free up here by raising the broker's soft limit (prlimit(2)), not by
+// The broker's soft limit is lowered to 96 once it runs (prlimit(2)), and
+// descriptors free up by raising it again, not by
 // clients leaving: a connection closed at the limit leaves the broker one free
 // descriptor, and in the ASan+UBSan build the vptr check in the first ~Client
 // (a miss in UBSan's type cache) validates the vtable with a pipe(), which
@@ -466,11 +467,13 @@ TEST_F(BrokerIntegrationTest, OutOfDescriptorsBacksOffAndAcceptsAgainWhenDescrip
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &ours), 0);
   constexpr rlim_t kRaised = 2 * kLimit + 64;  // room for every client below, whatever the broker's own use
   ASSERT_GE(ours.rlim_max, kRaised);
-  broker_ = std::make_unique<BrokerProcess>(
-      std::vector<std::string>{},
-      std::vector<std::string>{"/usr/bin/prlimit", fmt::format("--nofile={}:{}", kLimit, ours.rlim_max)});
+  // The tool fits its limit to --max-connections at start (see the next
+  // tests), so the limit is lowered on the running broker instead.
+  broker_ = std::make_unique<BrokerProcess>();
   const int port = broker_->port();
   ASSERT_GT(port, 0);
+  const rlimit low{kLimit, ours.rlim_max};
+  ASSERT_EQ(::prlimit(broker_->pid(), RLIMIT_NOFILE, &low, nullptr), 0) << std::strerror(errno);
   Context admin = hiredis_connect(port);
   ASSERT_TRUE(command(admin.get(), {"PING"}));
   auto backoffs = [&]() -> long long {
@@ -500,6 +503,63 @@ TEST_F(BrokerIntegrationTest, OutOfDescriptorsBacksOffAndAcceptsAgainWhenDescrip
   EXPECT_EQ(in, "+PONG\r\n");
   ASSERT_TRUE(command(admin.get(), {"PING"}));
   for (const int fd : fds) ::close(fd);  // the clients leave; TearDown checks the broker exits 0
+}
+
+// The soft and hard open-file limits of a running process, from /proc.
+std::pair<std::string, std::string> open_file_limits(pid_t pid) {
+  FILE* f = std::fopen(fmt::format("/proc/{}/limits", pid).c_str(), "r");
+  if (f == nullptr) return {};
+  char line[256];
+  std::pair<std::string, std::string> soft_hard;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    char soft[32] = {};
+    char hard[32] = {};
+    if (std::sscanf(line, "Max open files %31s %31s", soft, hard) == 2) soft_hard = {soft, hard};
+  }
+  std::fclose(f);
+  return soft_hard;
+}
+
+// Like redis-server, the tool raises a low soft open-file limit to fit
+// --max-connections plus 64 reserved descriptors, so that it does not stop
+// accepting at ~1000 clients under a shell's default of 1024.
+TEST_F(BrokerIntegrationTest, StartupRaisesALowSoftOpenFileLimitToFitMaxConnections) {
+  broker_ = std::make_unique<BrokerProcess>(std::vector<std::string>{"--max-connections", "1000"},
+                                            std::vector<std::string>{"/usr/bin/prlimit", "--nofile=256:4096"});
+  ASSERT_GT(broker_->port(), 0);
+  EXPECT_EQ(open_file_limits(broker_->pid()), std::make_pair(std::string("1064"), std::string("4096")));
+}
+
+// When the hard limit is too low, the tool serves fewer clients and says so,
+// rather than failing accepts once the descriptors run out.
+TEST_F(BrokerIntegrationTest, StartupWithTooLowAHardLimitLowersMaxConnectionsAndSaysWhy) {
+  test::SpawnOptions options;
+  options.err = test::Stream::kPipe;
+  ChildProcess broker = ChildProcess::spawn(
+      {"/usr/bin/prlimit", "--nofile=256:256", BROKER_EXE, "--port", "0", "--max-connections", "1000"}, options);
+  const auto warning = broker.read_stderr_line_with("open-file limit", deadline_in(20s));
+  ASSERT_TRUE(warning);
+  EXPECT_NE(warning->find("too low for --max-connections 1000"), std::string::npos) << *warning;
+  EXPECT_NE(warning->find("serving at most 192 clients"), std::string::npos) << *warning;
+  ASSERT_TRUE(broker.read_stdout_until("\n", deadline_in(20s)));
+  const auto colon = broker.stdout_text().rfind(':');
+  ASSERT_NE(colon, std::string::npos);
+  const int port = std::stoi(broker.stdout_text().substr(colon + 1));
+  // Past 192 clients the broker refuses like any server at --max-connections.
+  std::vector<int> fds;
+  for (int i = 0; i < 192; ++i) {
+    const int fd = connect_loopback(port);
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+  }
+  const int over = connect_loopback(port);
+  ASSERT_GE(over, 0);
+  std::string in;
+  EXPECT_TRUE(read_until(over, in, "\r\n", deadline_in(20s)));
+  EXPECT_EQ(in, "-ERR max number of clients reached\r\n");
+  ::close(over);
+  for (const int fd : fds) ::close(fd);
+  EXPECT_EQ(test::exit_code(broker.stop(SIGTERM)), 0);
 }
 
 // A reader that stops reading, under each overflow policy: the broker's memory

@@ -14,6 +14,7 @@
 #include <nats/nats.h>
 
 #include "broker_flags.hpp"
+#include "descriptor_limit.hpp"
 #include "nats_in_flags.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/relay/broker_nats_ingress.hpp"
@@ -79,6 +80,9 @@ int main(int argc, char** argv) {
   if (const auto wrong = flags.apply(cfg)) {
     fmt::print(stderr, "ringcast-broker: {}\n", *wrong);
     return 2;
+  }
+  if (const auto lowered = ringcast::tools::fit_descriptor_limit(cfg)) {
+    fmt::print(stderr, "ringcast-broker: warning: {}\n", *lowered);
   }
 
   // Block the stop signals before any thread starts, so the I/O threads inherit

@@ -17,6 +17,7 @@
 #include <nats/nats.h>
 
 #include "broker_flags.hpp"
+#include "descriptor_limit.hpp"
 #include "nats_in_flags.hpp"
 #include "ringcast/relay/metrics_server.hpp"
 #include "ringcast/relay/relay.hpp"
@@ -168,6 +169,9 @@ int main(int argc, char** argv) {
     cfg.bind_address = hp->host;
     cfg.port = hp->port;
     if (const auto wrong = broker_flags.apply(cfg)) return usage(*wrong);
+    if (const auto lowered = tools::fit_descriptor_limit(cfg)) {
+      fmt::print(stderr, "ringcast-relay: warning: {}\n", *lowered);
+    }
     config.broker = cfg;
   }
   if (!nats_url.empty()) {
