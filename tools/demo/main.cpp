@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "child_process.hpp"
+#include "guarded_main.hpp"
 #include "parse_flags.hpp"
 #include "resp_client.hpp"
 #include "ringcast/broadcast_ring.hpp"
@@ -209,17 +210,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-// Every expected failure returns a status; this catches the unexpected (out of
-// memory, a failed write) so that the stack unwinds (the children are stopped
-// and reaped by their owners) and the tool exits 1 with a message instead of
-// aborting through std::terminate.
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "ringcast-demo: {}\n", e.what());
-  } catch (...) {
-    fmt::print(stderr, "ringcast-demo: unexpected error\n");
-  }
-  return 1;
+  return ringcast::tools::guarded_main("ringcast-demo", [&] { return run(argc, argv); });
 }

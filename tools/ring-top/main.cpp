@@ -15,6 +15,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "guarded_main.hpp"
 #include "parse_flags.hpp"
 #include <fmt/format.h>
 
@@ -187,6 +188,14 @@ int run_interactive(Monitor& monitor, const Settings& settings) {
                std::getenv("TERM") != nullptr ? std::getenv("TERM") : "");
     return 1;
   }
+  // The terminal is restored however the loop ends, an exception included.
+  struct Screen {
+    SCREEN* screen;
+    ~Screen() {
+      ::endwin();
+      ::delscreen(screen);
+    }
+  } restore{screen};
   ::cbreak();
   ::noecho();
   ::keypad(stdscr, TRUE);
@@ -240,8 +249,6 @@ int run_interactive(Monitor& monitor, const Settings& settings) {
     last = SteadyClock::now();
     next = last + interval();
   }
-  ::endwin();
-  ::delscreen(screen);
   return 0;
 }
 
@@ -343,16 +350,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-// Every expected failure returns a status; this catches the unexpected (out of
-// memory, a failed write) so that the tool exits 1 with a message instead of
-// aborting through std::terminate.
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "ring-top: {}\n", e.what());
-  } catch (...) {
-    fmt::print(stderr, "ring-top: unexpected error\n");
-  }
-  return 1;
+  return ringcast::tools::guarded_main("ring-top", [&] { return run(argc, argv); });
 }

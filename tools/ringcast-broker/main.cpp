@@ -15,13 +15,16 @@
 
 #include "broker_flags.hpp"
 #include "descriptor_limit.hpp"
+#include "guarded_main.hpp"
 #include "nats_in_flags.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/relay/broker_nats_ingress.hpp"
 #include "settings.hpp"
 #include "stop_signals.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   using ringcast::broker::BrokerConfig;
   BrokerConfig cfg;
   CLI::App app{"ringcast-broker: Redis-protocol (RESP2/RESP3) pub/sub fan-out broker"};
@@ -156,4 +159,10 @@ int main(int argc, char** argv) {
     nats_CloseAndWait(2000);  // libnats' threads end before the process does
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return ringcast::tools::guarded_main("ringcast-broker", [&] { return run(argc, argv); });
 }

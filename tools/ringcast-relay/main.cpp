@@ -18,6 +18,7 @@
 
 #include "broker_flags.hpp"
 #include "descriptor_limit.hpp"
+#include "guarded_main.hpp"
 #include "nats_in_flags.hpp"
 #include "ringcast/relay/metrics_server.hpp"
 #include "ringcast/relay/relay.hpp"
@@ -35,9 +36,7 @@ int usage(const std::string& text) {
   return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{
       "ringcast-relay: drains shared-memory rings into an in-process Redis-protocol broker and/or NATS.\n"
       "The broker runs unless --nats is given without --listen. See docs/relay.md."};
@@ -287,4 +286,10 @@ int main(int argc, char** argv) {
   relay->reset();
   if (!nats_url.empty()) nats_CloseAndWait(2000);
   return exit_status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return ringcast::tools::guarded_main("ringcast-relay", [&] { return run(argc, argv); });
 }

@@ -18,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "guarded_main.hpp"
 #include "parse_flags.hpp"
 #include "start_at_flag.hpp"
 #include "token_secret.hpp"
@@ -356,16 +357,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-// Every expected failure returns a status; this catches the unexpected (out of
-// memory, a failed write) so that the tool exits 1 with a message instead of
-// aborting through std::terminate.
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "ringcast: {}\n", e.what());
-  } catch (...) {
-    fmt::print(stderr, "ringcast: unexpected error\n");
-  }
-  return 1;
+  return ringcast::tools::guarded_main("ringcast", [&] { return run(argc, argv); });
 }
