@@ -5,6 +5,9 @@
 // still reaches host B's consumer at least once; the duplicates are counted
 // and stay within what the ingress reports it may redeliver.
 #include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -46,20 +49,37 @@ ChildProcess spawn_relay(const std::vector<std::string>& args) {
   return ChildProcess::spawn(argv, {.err = test::Stream::kPipe});
 }
 
-TEST(RelayJetStreamEndToEndTest, KilledIngressRestartsAndEveryMessageArrivesAtLeastOnce) {
-  const std::uint64_t n = testing::scaled(200'000, 20'000);
+// "Host A" of both tests: a nats-server with JetStream, a ring, and the relay
+// that publishes the ring on SUBJECT into the stream (start_host_a).
+struct HostA {
   TempDir dir;
   TempDir store;
-  auto server = NatsServer::start({.jetstream_dir = store.path()});
-  ASSERT_TRUE(server);
+  std::unique_ptr<NatsServer> server;
+  std::optional<BroadcastRing> producer;
+  ChildProcess relay;
+};
 
-  // Host A: the ring and the publishing relay.
-  const std::string ring_a = dir.file("a.ring");
-  auto producer = BroadcastRing::create(ring_a, 1 << 14, {.wakeups = true});
+void start_host_a(HostA& a, const std::string& subject, const std::vector<std::string>& jetstream_args) {
+  a.server = NatsServer::start({.jetstream_dir = a.store.path()});
+  ASSERT_TRUE(a.server);
+  const std::string ring = a.dir.file("a.ring");
+  auto producer = BroadcastRing::create(ring, 1 << 14, {.wakeups = true});
   ASSERT_TRUE(producer) << producer.error().message();
-  ChildProcess relay_a = spawn_relay(
-      {"--ring", ring_a + "=e2e.ticks", "--nats", server->url(), "--jetstream", "E2E", "--stream-max-age", "1h"});
-  ASSERT_TRUE(eventually([&] { return producer->active_consumer_count() == 1; }, 30s)) << relay_a.stderr_text();
+  a.producer.emplace(std::move(*producer));
+  std::vector<std::string> args{"--ring", ring + "=" + subject, "--nats", a.server->url()};
+  args.insert(args.end(), jetstream_args.begin(), jetstream_args.end());
+  a.relay = spawn_relay(args);
+  ASSERT_TRUE(eventually([&] { return a.producer->active_consumer_count() == 1; }, 30s)) << a.relay.stderr_text();
+}
+
+TEST(RelayJetStreamEndToEndTest, KilledIngressRestartsAndEveryMessageArrivesAtLeastOnce) {
+  const std::uint64_t n = testing::scaled(200'000, 20'000);
+  HostA host_a;
+  ASSERT_NO_FATAL_FAILURE(start_host_a(host_a, "e2e.ticks", {"--jetstream", "E2E", "--stream-max-age", "1h"}));
+  TempDir& dir = host_a.dir;
+  NatsServer* server = host_a.server.get();
+  BroadcastRing* producer = &*host_a.producer;
+  ChildProcess& relay_a = host_a.relay;
 
   // Host B: its ring, with our consumer registered before anything arrives,
   // and the ingress relay, which becomes the ring's producer.
@@ -163,15 +183,11 @@ std::uint16_t listening_port(const ChildProcess& broker) {
 // gets the live ones in order.
 TEST(BrokerJetStreamEndToEndTest, StoredWhileDownArrivesAndAKilledBrokerResumesAfterItsAckFloor) {
   const std::uint64_t n = testing::scaled(30'000, 6'000);
-  TempDir dir;
-  TempDir store;
-  auto server = NatsServer::start({.jetstream_dir = store.path()});
-  ASSERT_TRUE(server);
-  const std::string ring_a = dir.file("a.ring");
-  auto producer = BroadcastRing::create(ring_a, 1 << 14, {.wakeups = true});
-  ASSERT_TRUE(producer) << producer.error().message();
-  ChildProcess relay_a = spawn_relay({"--ring", ring_a + "=e2e.b", "--nats", server->url(), "--jetstream", "E2EB"});
-  ASSERT_TRUE(eventually([&] { return producer->active_consumer_count() == 1; }, 30s)) << relay_a.stderr_text();
+  HostA host_a;
+  ASSERT_NO_FATAL_FAILURE(start_host_a(host_a, "e2e.b", {"--jetstream", "E2EB"}));
+  NatsServer* server = host_a.server.get();
+  BroadcastRing* producer = &*host_a.producer;
+  ChildProcess& relay_a = host_a.relay;
   alignas(8) std::byte buf[kMaxPayload];
   const auto push = [&](std::uint64_t from, std::uint64_t to) {
     for (std::uint64_t i = from; i < to; ++i) {
