@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks formatting (tools/format.sh --check, before anything is built), then
-# builds and runs every test: release, ASan+UBSan and TSan builds of the whole
-# suite, then the libFuzzer smoke runs (clang). Installs missing packages first.
+# builds and runs every test: release (g++ -O2), ASan+UBSan (clang -O0, with
+# the libFuzzer smoke runs) and TSan (g++ -O1) builds of the whole suite.
+# Installs missing packages first.
 # After the release suite, tools/readme-test.py runs every block of README.md.
 # Not run here: tools/mutants.py (minutes per mutation), which breaks each
 # critical invariant in turn and checks that a test fails; tools/lint.sh
@@ -16,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 configs=("$@")
-((${#configs[@]})) || configs=(release asan tsan fuzz)
+((${#configs[@]})) || configs=(release asan tsan)
 
 tools/install-deps.sh
 # Formatting first: it takes seconds, and a tree that fails it fails CI anyway.

@@ -453,15 +453,20 @@ TEST_F(BrokerIntegrationTest, RefusesConnectionsBeyondTheLimit) {
 // descriptors free up.
 //
 // The broker's soft limit is lowered to 96 once it runs (prlimit(2)), and
-// descriptors free up by raising it again, not by
-// clients leaving: a connection closed at the limit leaves the broker one free
-// descriptor, and in the ASan+UBSan build the vptr check in the first ~Client
-// (a miss in UBSan's type cache) validates the vtable with a pipe(), which
-// fails with EMFILE, so UBSan reports a valid object as having an "invalid
-// vptr". A false positive of the sanitizer runtime (GCC 12's
-// IsAccessibleMemoryRange), not a broker fault: see docs/broker.md, "Out of
-// descriptors". Clients leave once the broker has room again.
+// descriptors free up by raising it again; clients leave after that.
+//
+// Not run in the ASan+UBSan build: at the descriptor limit UBSan's vptr check,
+// on a miss in its type cache, validates the vtable with a pipe(), which fails,
+// and it reports a valid object as having an "invalid vptr" (GCC 12's runtime
+// in the first ~Client after a close at the limit, clang 14's in the reactor's
+// first timer call while accepts back off; a suppression cannot help, since it
+// needs the type the failed probe could not read). A false positive of the
+// sanitizer runtime, not a broker fault: see docs/broker.md, "Out of
+// descriptors". The release and TSan builds run it.
 TEST_F(BrokerIntegrationTest, OutOfDescriptorsBacksOffAndAcceptsAgainWhenDescriptorsFreeUp) {
+#ifdef RINGCAST_UBSAN_VPTR_CHECK
+  GTEST_SKIP() << "UBSan's vptr check reports false positives at the descriptor limit (see the comment)";
+#endif
   constexpr rlim_t kLimit = 96;  // the broker's own descriptors are a few dozen at most
   rlimit ours{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &ours), 0);

@@ -31,14 +31,24 @@ class Children:
         self._procs = []
 
     def spawn(self, args, **kwargs):
+        """A child running a C++ program (the helper).
+
+        It does not inherit LD_PRELOAD: in sanitizer builds ctest preloads the
+        runtime for the uninstrumented interpreter, and a clang-built program,
+        which carries its runtime linked in, refuses to start with a second one.
+        """
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        return self._start(args, env=env, **kwargs)
+
+    def python(self, args, **kwargs):
+        """A child running this interpreter with the build tree's ringcast."""
+        return self._start([sys.executable, *args], **kwargs)
+
+    def _start(self, args, **kwargs):
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 preexec_fn=_die_with_parent, **kwargs)
         self._procs.append(proc)
         return proc
-
-    def python(self, args, **kwargs):
-        """A child running this interpreter with the build tree's ringcast."""
-        return self.spawn([sys.executable, *args], **kwargs)
 
     def close(self):
         for proc in self._procs:
