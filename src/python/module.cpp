@@ -59,6 +59,14 @@ void bind_enums(py::module_& m) {
       .value("spin_then_block", IdleStrategy::kSpinThenBlock,
              "poll, then sleep (futex on a wakeups ring, else back off with nanosleep)")
       .value("block", IdleStrategy::kBlock, "sleep at once");
+
+  py::enum_<WakePolicy>(m, "WakePolicy", "How a producer wakes consumers asleep in recv_wait (Ring.set_wake_policy).")
+      .value("auto", WakePolicy::kAuto,
+             "the default: chain while the producer wakes sleepers more often than every 50 us and more of "
+             "them sleep than it has other CPUs, else wake_all")
+      .value("wake_all", WakePolicy::kWakeAll, "the producer wakes every sleeper itself (~1 us each)")
+      .value("chain", WakePolicy::kChain,
+             "the producer wakes one sleeper per other CPU and the first of them to run wakes the rest");
   py::enum_<StartAt>(m, "StartAt", "Where a new consumer starts (Ring.register_consumer).")
       .value("latest", StartAt::kLatest, "the current producer position: only messages published from now on")
       .value("oldest", StartAt::kOldest,
@@ -182,6 +190,16 @@ than expected_capacity when that is not 0, a truncated file).)")
       .def(
           "release_producer", [](Ring& r) { r.producer_handle().release_producer(); },
           "Give the producer role up so another handle may claim it.")
+      .def(
+          "set_wake_policy", [](Ring& r, WakePolicy policy) { r.producer_handle().set_wake_policy(policy); },
+          py::arg("policy"),
+          "How this handle, as the producer, wakes consumers asleep in recv_wait (a WakePolicy; auto\n"
+          "by default). RuntimeError while a thread waits in push_wait on this handle.")
+      .def_property_readonly(
+          "late_wakeups", [](Ring& r) { return r.handle().late_wakeups(); },
+          "Waits of this handle (recv_wait, push_wait) that ended on a capped sleep instead of a\n"
+          "wake-up: a consumer stopped or killed while it should have passed a wake-up on, or\n"
+          "membarrier(2) refused. Each was late by up to the cap (1 ms / 100 ms); 0 normally.")
       .def("try_push", &Ring::try_push, py::arg("payload"),
            R"(Push one message (any bytes-like object of at most 52 bytes).
 

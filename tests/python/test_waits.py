@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ringcast import Ring
+from ringcast import MAX_CONSUMERS, IdleStrategy, Ring, WakePolicy
 
 LONG = 60.0  # a wait no passing test reaches
 
@@ -94,6 +94,39 @@ def test_a_thread_in_push_wait_keeps_other_pushes_out(ring):
     c.drain(100)
     waiter.join(LONG)
     assert waiter.result is True and c.try_recv() == b"x"
+
+
+def test_a_thread_in_push_wait_keeps_the_wake_policy_fixed(ring):
+    c = ring.register_consumer()
+    while ring.try_push(b"fill"):
+        pass
+    waiter = Waiter(lambda: ring.push_wait(b"x", timeout=LONG))
+    waiter.start()
+    until(lambda: ring.producer_waiting)
+    with pytest.raises(RuntimeError):
+        ring.set_wake_policy(WakePolicy.chain)
+    c.drain(100)
+    waiter.join(LONG)
+    assert waiter.result is True
+
+
+@pytest.mark.parametrize("policy", list(WakePolicy.__members__.values()), ids=lambda p: p.name)
+def test_one_push_wakes_every_sleeping_consumer_under_each_wake_policy(ring_path, policy):
+    # More sleepers than CPUs: under chain (and auto when busy) the producer
+    # wakes only some of them and they pass the wake-up on.
+    with Ring.create(ring_path, 16, wakeups=True) as ring:
+        ring.set_wake_policy(policy)
+        sleepers = min(MAX_CONSUMERS, max(4, 2 * (os.cpu_count() or 1)))
+        consumers = [ring.register_consumer() for _ in range(sleepers)]
+        waiters = [Waiter(lambda c=c: c.recv_wait(timeout=LONG, idle=IdleStrategy.block)) for c in consumers]
+        for w in waiters:
+            w.start()
+        until(lambda: all(c.waiting for c in consumers))
+        assert ring.try_push(b"one")
+        for w in waiters:
+            w.join(LONG)
+        assert [(w.error, w.result) for w in waiters] == [(None, b"one")] * len(waiters)
+        assert ring.late_wakeups == 0  # none was left to its capped sleep
 
 
 def test_ctrl_c_interrupts_recv_wait_without_a_timeout(ring):

@@ -24,6 +24,7 @@ from ._ringcast import (
     Ring,
     RingError,
     StartAt,
+    WakePolicy,
 )
 
 __all__ = [
@@ -38,4 +39,5 @@ __all__ = [
     "Ring",
     "RingError",
     "StartAt",
+    "WakePolicy",
 ]
