@@ -53,13 +53,19 @@ def test_recv_wait_lets_other_threads_run_and_returns_their_message(ring):
     assert not c.waiting
 
 
-def test_push_wait_lets_other_threads_run_and_completes_when_they_drain(ring):
+def blocked_pusher(ring, payload):
+    """A consumer of `ring`, and a thread blocked in push_wait(payload) because it is full."""
     c = ring.register_consumer()
     while ring.try_push(b"fill"):
         pass
-    waiter = Waiter(lambda: ring.push_wait(b"last", timeout=LONG))
+    waiter = Waiter(lambda: ring.push_wait(payload, timeout=LONG))
     waiter.start()
-    until(lambda: ring.producer_waiting)
+    until(lambda: ring.producer_waiting)   # reachable only with the GIL released
+    return c, waiter
+
+
+def test_push_wait_lets_other_threads_run_and_completes_when_they_drain(ring):
+    c, waiter = blocked_pusher(ring, b"last")
     assert len(c.drain(100)) == 4
     waiter.join(LONG)
     assert waiter.error is None and waiter.result is True
@@ -82,32 +88,14 @@ def test_a_waiting_consumer_and_ring_refuse_what_would_race(ring):
 
 
 def test_a_thread_in_push_wait_keeps_other_pushes_out(ring):
-    c = ring.register_consumer()
-    while ring.try_push(b"fill"):
-        pass
-    waiter = Waiter(lambda: ring.push_wait(b"x", timeout=LONG))
-    waiter.start()
-    until(lambda: ring.producer_waiting)
-    for call in (lambda: ring.try_push(b"y"), ring.release_producer, ring.close):
+    c, waiter = blocked_pusher(ring, b"x")
+    for call in (lambda: ring.try_push(b"y"), ring.release_producer, lambda: ring.set_wake_policy(WakePolicy.chain),
+                 ring.close):
         with pytest.raises(RuntimeError):
             call()
     c.drain(100)
     waiter.join(LONG)
     assert waiter.result is True and c.try_recv() == b"x"
-
-
-def test_a_thread_in_push_wait_keeps_the_wake_policy_fixed(ring):
-    c = ring.register_consumer()
-    while ring.try_push(b"fill"):
-        pass
-    waiter = Waiter(lambda: ring.push_wait(b"x", timeout=LONG))
-    waiter.start()
-    until(lambda: ring.producer_waiting)
-    with pytest.raises(RuntimeError):
-        ring.set_wake_policy(WakePolicy.chain)
-    c.drain(100)
-    waiter.join(LONG)
-    assert waiter.result is True
 
 
 @pytest.mark.parametrize("policy", list(WakePolicy.__members__.values()), ids=lambda p: p.name)
