@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks formatting (tools/format.sh --check, before anything is built), then
-# builds and runs every test: release (g++ -O2), ASan+UBSan (clang -O0, with
-# the libFuzzer smoke runs) and TSan (g++ -O1) builds of the whole suite.
+# builds and runs the tests: release (g++ -O2) and ASan+UBSan (clang -O0, with
+# the libFuzzer smoke runs) run the whole suite, TSan (g++ -O1) the parts whose
+# code shares memory between threads (RINGCAST_TEST_PARTS in CMakePresets.json).
 # Installs missing packages first.
 # After the release suite, tools/readme-test.py runs every block of README.md.
 # Not run here: tools/mutants.py (minutes per mutation), which breaks each
