@@ -51,6 +51,7 @@
 #include "deadline.hpp"
 #include "histogram.hpp"
 #include "ringcast/broadcast_ring.hpp"
+#include "sched_slice.hpp"
 #include "workload.hpp"
 
 namespace ringcast::bench {
@@ -134,6 +135,7 @@ struct ConsumerArgs {
   std::uint64_t capacity = 4096;
   int index = 0;
   int cpu = -1;
+  std::int64_t slice_us = 0;  // ringcast: set_waiter_slice; peers: their thread's slice if > 0
   Names names;
 };
 
@@ -175,6 +177,7 @@ void signal_ready() {
 void consume_ringcast(const ConsumerArgs& a, ConsumerReport& report) {
   auto ring = BroadcastRing::open(a.names.ring_path);
   if (!ring) fail("consumer: open " + a.names.ring_path + ": " + ring.error().message());
+  ring->set_waiter_slice(std::chrono::microseconds(a.slice_us));
   auto id = ring->register_consumer();
   if (!id) fail("consumer: register_consumer: " + id.error().message());
   signal_ready();
@@ -264,6 +267,8 @@ void consume_boost(const ConsumerArgs& a, ConsumerReport& report) {
 
 int consumer_main(const ConsumerArgs& a) {
   if (!pin_to_cpu(a.cpu)) fail(fmt::format("consumer: cannot pin to cpu {}", a.cpu));
+  // A peer's consumer given the slice ringcast's waits take (--peer-slice-us).
+  if (a.transport != Transport::kRingcast) detail::cap_thread_slice(std::chrono::microseconds(a.slice_us));
   auto report = std::make_unique<ConsumerReport>();
   try {
     switch (a.transport) {
@@ -318,7 +323,9 @@ struct Options {
   int producer_cpu = -1;
   std::vector<int> consumer_cpus;
   std::string idle = "auto";
-  bool wakeups = false;  // create the ring with CreateOptions::wakeups
+  bool wakeups = false;                                        // create the ring with CreateOptions::wakeups
+  std::int64_t waiter_slice_us = kDefaultWaiterSlice.count();  // ringcast handles' set_waiter_slice
+  std::int64_t peer_slice_us = 0;                              // > 0: zmq/boost consumers' slice
   std::string json_path;
   int timeout_s = 600;
 };
@@ -499,6 +506,7 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
       auto r = BroadcastRing::create(names.ring_path, o.capacity, co);
       if (!r) fail("create " + names.ring_path + ": " + r.error().message());
       ring.emplace(std::move(*r));
+      ring->set_waiter_slice(std::chrono::microseconds(o.waiter_slice_us));
       producer = std::make_unique<RingcastProducer>(*ring, s.api, res.idle);
       break;
     }
@@ -534,6 +542,8 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
   for (int i = 0; i < s.consumers; ++i) {
     const int cpu =
         o.consumer_cpus.empty() ? -1 : o.consumer_cpus[static_cast<std::size_t>(i) % o.consumer_cpus.size()];
+    const std::string slice_us =
+        std::to_string(s.transport == Transport::kRingcast ? o.waiter_slice_us : o.peer_slice_us);
     children.push_back(test::ChildProcess::spawn({exe,
                                                   "--role",
                                                   "consumer",
@@ -555,6 +565,8 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
                                                   std::to_string(i),
                                                   "--cpu",
                                                   std::to_string(cpu),
+                                                  "--slice-us",
+                                                  slice_us,
                                                   "--ring-path",
                                                   names.ring_path,
                                                   "--zmq-endpoint",
@@ -823,6 +835,14 @@ int main(int argc, char** argv) {
   app.add_option("--idle", o.idle,
                  "auto (spin when every process has a core, else block), spin, yield (spin then "
                  "sched_yield), block (ringcast: recv_wait/push_wait, the default wait)");
+  app.add_option("--waiter-slice-us", o.waiter_slice_us,
+                 "ringcast: the scheduler slice its waits give a sleeping thread (set_waiter_slice; "
+                 "0: leave threads alone)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--peer-slice-us", o.peer_slice_us,
+                 "if > 0: give zmq/boost consumer processes this scheduler slice too (Linux >= 6.12), "
+                 "to compare transports under the same setting")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--json", o.json_path, "write every run as JSON here");
   app.add_option("--timeout", o.timeout_s, "seconds before a stuck run is killed");
   // Consumer role (internal: the harness execs itself with these).
@@ -832,6 +852,7 @@ int main(int argc, char** argv) {
   app.add_option("--mode", mode)->group("");
   app.add_option("--index", c.index)->group("");
   app.add_option("--cpu", c.cpu)->group("");
+  app.add_option("--slice-us", c.slice_us)->group("");
   app.add_option("--ring-path", c.names.ring_path)->group("");
   app.add_option("--zmq-endpoint", c.names.zmq_endpoint)->group("");
   app.add_option("--queue-prefix", c.names.queue_prefix)->group("");

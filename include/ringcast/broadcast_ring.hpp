@@ -48,6 +48,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -85,6 +86,9 @@ using ConsumerId = std::uint32_t;
 inline constexpr std::uint32_t kQuietPublishesBeforeUnfence = 1024;
 // reap_on_full: at most one reaping pass per this many nanoseconds of its clock.
 inline constexpr std::int64_t kReapOnFullIntervalNs = 10'000'000;
+// The scheduler slice a thread gets when it first sleeps in recv_wait or
+// push_wait (set_waiter_slice): the shortest the kernel allows.
+inline constexpr std::chrono::microseconds kDefaultWaiterSlice{100};
 // A monotonic clock in nanoseconds (reap_on_full's rate limit).
 using ClockNs = std::int64_t (*)() noexcept;
 
@@ -284,6 +288,23 @@ class BroadcastRing {
   // How this handle, as the producer, wakes sleeping consumers (docs/memory-ordering.md,
   // "The wake chain"). Process-local; set it before pushing (producer thread).
   void set_wake_policy(WakePolicy policy) noexcept { wake_policy_ = policy; }
+  // The scheduler slice of threads that sleep in this handle's recv_wait and
+  // push_wait (default kDefaultWaiterSlice; 0 leaves threads as they are). On
+  // Linux >= 6.12 a thread's first sleep shortens its SCHED_OTHER slice to
+  // this, so that when it is woken on a CPU where a longer-slice task runs (a
+  // spinning producer, a compiler) it preempts that task instead of waiting
+  // for the task's slice to end, up to a tick later (docs/reliability.md,
+  // "Waking on a busy CPU"). The slice decides how soon the thread runs, not
+  // its share of the CPU. A slice is never lengthened, nice is kept, and
+  // real-time, SCHED_BATCH and SCHED_IDLE threads are left alone. Any thread.
+  void set_waiter_slice(std::chrono::microseconds slice) noexcept {
+    // relaxed: a setting read on each sleep; no other data hangs on it.
+    waiter_slice_us_.store(std::max<std::int64_t>(slice.count(), 0), std::memory_order_relaxed);
+  }
+  [[nodiscard]] std::chrono::microseconds waiter_slice() const noexcept {
+    // relaxed: as in set_waiter_slice().
+    return std::chrono::microseconds(waiter_slice_us_.load(std::memory_order_relaxed));
+  }
   // Waits of this handle that ended on a capped sleep rather than a wake-up:
   // membarrier(2) refused, or a consumer stopped or killed while it should
   // have passed a wake-up on. Each was late by up to the cap (1 ms / 100 ms).
@@ -394,6 +415,8 @@ class BroadcastRing {
   std::uint32_t flags_ = 0;
   bool reap_on_full_ = false;
   bool light_fence_ = true;  // light_barrier() must be a full fence
+  // See set_waiter_slice(); read by waiters on their sleep path only.
+  std::atomic<std::int64_t> waiter_slice_us_{kDefaultWaiterSlice.count()};
   // Producer-local state (the producing thread only), on a cache line of its
   // own: consumer threads sharing this handle read the fields above and
   // owned_ on every receive, and a push would otherwise invalidate that line

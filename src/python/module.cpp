@@ -5,6 +5,8 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -195,6 +197,16 @@ than expected_capacity when that is not 0, a truncated file).)")
           py::arg("policy"),
           "How this handle, as the producer, wakes consumers asleep in recv_wait (a WakePolicy; auto\n"
           "by default). RuntimeError while a thread waits in push_wait on this handle.")
+      .def_property(
+          "waiter_slice", [](Ring& r) { return r.handle().waiter_slice().count(); },
+          [](Ring& r, std::int64_t microseconds) {
+            if (microseconds < 0) throw py::value_error("waiter_slice must be >= 0 microseconds");
+            r.handle().set_waiter_slice(std::chrono::microseconds(microseconds));
+          },
+          "The scheduler slice, in microseconds, of a thread that sleeps in this handle's recv_wait or\n"
+          "push_wait (100 by default; 0 leaves threads alone). On Linux >= 6.12 the first sleep shortens\n"
+          "a SCHED_OTHER thread's slice to this, so that it preempts a busy task when woken; it is never\n"
+          "lengthened, and nice and real-time, batch and idle threads are left as they are.")
       .def_property_readonly(
           "late_wakeups", [](Ring& r) { return r.handle().late_wakeups(); },
           "Waits of this handle (recv_wait, push_wait) that ended on a capped sleep instead of a\n"

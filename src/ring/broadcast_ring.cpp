@@ -26,6 +26,7 @@
 #include "futex.hpp"
 #include "membarrier.hpp"
 #include "ofd_lock.hpp"
+#include "sched_slice.hpp"
 
 namespace ringcast {
 namespace {
@@ -398,6 +399,7 @@ BroadcastRing& BroadcastRing::operator=(BroadcastRing&& other) noexcept {
   wake_policy_ = other.wake_policy_;
   // relaxed: the moved-from handle is not in use (move requires exclusive access).
   late_wakeups_.store(other.late_wakeups_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  waiter_slice_us_.store(other.waiter_slice_us_.load(std::memory_order_relaxed), std::memory_order_relaxed);
   // relaxed: a handle is not used while it is moved (the caller's duty), and
   // owned_ is this handle's own bookkeeping, not part of the shared protocol.
   owned_.store(other.owned_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
@@ -800,6 +802,7 @@ bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idl
     if (!covered) sleep_ns = std::min(sleep_ns, kUncoveredSleepNs);
     if (data_side) sleep_ns = std::min(sleep_ns, kChainRescueNs);
     const bool capped = sleep_ns < deadline - now;
+    detail::cap_thread_slice(waiter_slice());
     // relaxed: a display counter (ring-top), read by nobody's protocol.
     line.sleepers.fetch_add(1, std::memory_order_relaxed);
     const bool woken = detail::futex_wait(line.signal, v, epoch_bits(v), now + sleep_ns);

@@ -158,3 +158,59 @@ def test_timeouts_return_none_and_false(ring):
     while ring.try_push(b"fill"):
         pass
     assert ring.push_wait(b"x", timeout=0.01) is False
+
+
+
+# Runs in a new interpreter, whose main thread first drops any custom slice
+# it inherited (a thread inherits its creator's, and this process's threads
+# may have slept in a wait already): sched_setattr(2) with sched_runtime 0.
+SLICE_PROBE = """
+import ctypes, platform, sys
+from ringcast import IdleStrategy, Ring
+
+SYS_SCHED_SETATTR = {"x86_64": 314, "aarch64": 274}.get(platform.machine())
+if SYS_SCHED_SETATTR is None:
+    print(-1, -1)
+    raise SystemExit(0)
+
+class SchedAttr(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("policy", ctypes.c_uint32), ("flags", ctypes.c_uint64),
+                ("nice", ctypes.c_int32), ("priority", ctypes.c_uint32), ("runtime", ctypes.c_uint64),
+                ("deadline", ctypes.c_uint64), ("period", ctypes.c_uint64), ("util_min", ctypes.c_uint32),
+                ("util_max", ctypes.c_uint32)]
+
+def own_slice_ns():
+    try:
+        with open("/proc/thread-self/sched") as f:
+            for line in f:
+                if line.startswith("se.slice"):
+                    return int(line.split(":")[1])
+    except OSError:
+        pass
+    return -1
+
+attr = SchedAttr(size=ctypes.sizeof(SchedAttr))  # SCHED_OTHER, nice 0, the kernel's default slice
+ctypes.CDLL(None, use_errno=True).syscall(SYS_SCHED_SETATTR, 0, ctypes.byref(attr), 0)
+with Ring.create(sys.argv[1], 8) as ring:
+    assert ring.waiter_slice == 100  # microseconds, the default
+    try:
+        ring.waiter_slice = -1
+        raise SystemExit("a negative waiter_slice was accepted")
+    except ValueError:
+        pass
+    ring.waiter_slice = 300
+    c = ring.register_consumer()
+    before = own_slice_ns()
+    assert c.recv_wait(timeout=0.01, idle=IdleStrategy.block) is None
+    print(before, own_slice_ns())
+"""
+
+
+def test_a_thread_that_sleeps_in_recv_wait_gets_the_handles_waiter_slice(ring_path, children):
+    proc = children.python(["-c", SLICE_PROBE, ring_path])
+    out, err = proc.communicate(timeout=LONG)
+    assert proc.returncode == 0, err
+    before, after = map(int, out.split())
+    if before <= 300_000:
+        pytest.skip("this kernel shows no slice longer than 300 us for a new thread (Linux >= 6.12 does)")
+    assert after == 300_000
