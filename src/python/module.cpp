@@ -205,8 +205,8 @@ than expected_capacity when that is not 0, a truncated file).)")
           },
           "The scheduler slice, in microseconds, of a thread that sleeps in this handle's recv_wait or\n"
           "push_wait (100 by default; 0 leaves threads alone). On Linux >= 6.12 the first sleep shortens\n"
-          "a SCHED_OTHER thread's slice to this, so that it preempts a busy task when woken; it is never\n"
-          "lengthened, and nice and real-time, batch and idle threads are left as they are.")
+          "a SCHED_OTHER thread's slice to this, so that it preempts a busy task when woken. A slice is\n"
+          "never lengthened, nice is kept, and real-time, batch and idle threads are left alone.")
       .def_property_readonly(
           "late_wakeups", [](Ring& r) { return r.handle().late_wakeups(); },
           "Waits of this handle (recv_wait, push_wait) that ended on a capped sleep instead of a\n"

@@ -780,6 +780,10 @@ bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idl
   while (!done) {
     now = monotonic_ns();
     if (now >= deadline) break;
+    // About to sleep: a short slice lets this thread preempt whatever runs
+    // where it is woken (docs/reliability.md, "Waking on a busy CPU"). A
+    // system call on a thread's first sleep only, before the handshake.
+    detail::cap_thread_slice(waiter_slice());
     // Set the waiting bit with an RMW even when another waiter already set
     // it: the proof needs a modification of the word by this waiter before
     // its heavy barrier. Reading the word before the re-check is what makes
@@ -802,7 +806,6 @@ bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idl
     if (!covered) sleep_ns = std::min(sleep_ns, kUncoveredSleepNs);
     if (data_side) sleep_ns = std::min(sleep_ns, kChainRescueNs);
     const bool capped = sleep_ns < deadline - now;
-    detail::cap_thread_slice(waiter_slice());
     // relaxed: a display counter (ring-top), read by nobody's protocol.
     line.sleepers.fetch_add(1, std::memory_order_relaxed);
     const bool woken = detail::futex_wait(line.signal, v, epoch_bits(v), now + sleep_ns);

@@ -14,7 +14,7 @@ namespace ringcast::detail {
 
 // What the scheduler holds for the calling thread (sched_getattr(2)).
 struct ThreadSchedule {
-  int policy = 0;                  // SCHED_OTHER, SCHED_BATCH, SCHED_FIFO, ...
+  int policy = 0;  // SCHED_OTHER, SCHED_BATCH, SCHED_FIFO, ...
   int nice = 0;
   std::chrono::nanoseconds slice{0};  // 0 on kernels without custom slices
 };
