@@ -288,15 +288,18 @@ class BroadcastRing {
   // How this handle, as the producer, wakes sleeping consumers (docs/memory-ordering.md,
   // "The wake chain"). Process-local; set it before pushing (producer thread).
   void set_wake_policy(WakePolicy policy) noexcept { wake_policy_ = policy; }
-  // The scheduler slice of threads that sleep in this handle's recv_wait and
-  // push_wait (default kDefaultWaiterSlice; 0 leaves threads as they are). On
-  // Linux >= 6.12 a thread's first sleep shortens its SCHED_OTHER slice to
-  // this, so that when it is woken on a CPU where a longer-slice task runs (a
-  // spinning producer, a compiler) it preempts that task instead of waiting
-  // for the task's slice to end, up to a tick later (docs/reliability.md,
-  // "Waking on a busy CPU"). The slice decides how soon the thread runs, not
-  // its share of the CPU. A slice is never lengthened, nice is kept, and
-  // real-time, SCHED_BATCH and SCHED_IDLE threads are left alone. Any thread.
+  // How long a woken sleeper may wait for a CPU (default kDefaultWaiterSlice;
+  // 0 turns both of the following off). On Linux >= 6.12 a thread's first
+  // sleep in this handle's recv_wait or push_wait shortens its SCHED_OTHER
+  // slice to this, so that when it is woken on a CPU where a longer-slice
+  // task runs (a compiler, another consumer) it preempts that task instead of
+  // waiting for the task's slice to end, up to a tick later. And this handle,
+  // as the producer, yields its CPU after a wake-up at most once per this
+  // interval, so that a sleeper woken onto the producer's own CPU runs then
+  // rather than when the producer's slice ends (docs/reliability.md, "Waking
+  // on a busy CPU"). The slice decides how soon a thread runs, not its share
+  // of the CPU. A slice is never lengthened, nice is kept, and real-time,
+  // SCHED_BATCH and SCHED_IDLE threads keep theirs. Any thread.
   void set_waiter_slice(std::chrono::microseconds slice) noexcept {
     // relaxed: a setting read on each sleep; no other data hangs on it.
     waiter_slice_us_.store(std::max<std::int64_t>(slice.count(), 0), std::memory_order_relaxed);
@@ -433,6 +436,7 @@ class BroadcastRing {
   bool fenced_ = false;
   std::uint32_t quiet_publishes_ = 0;  // fenced publishes since the last wake
   std::int64_t last_wake_ns_ = 0;      // when this producer last woke consumers
+  std::int64_t last_yield_ns_ = 0;     // when it last yielded its CPU to them
   WakePolicy wake_policy_ = WakePolicy::kAuto;
   std::atomic<std::uint64_t> late_wakeups_{0};  // see late_wakeups()
   WaitState push_wait_;                         // push_wait's history

@@ -396,6 +396,7 @@ BroadcastRing& BroadcastRing::operator=(BroadcastRing&& other) noexcept {
   fenced_ = other.fenced_;
   quiet_publishes_ = other.quiet_publishes_;
   last_wake_ns_ = other.last_wake_ns_;
+  last_yield_ns_ = other.last_yield_ns_;
   wake_policy_ = other.wake_policy_;
   // relaxed: the moved-from handle is not in use (move requires exclusive access).
   late_wakeups_.store(other.late_wakeups_.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -703,7 +704,18 @@ void BroadcastRing::wake_consumers() noexcept {
        line.sleepers.load(std::memory_order_relaxed) > static_cast<std::uint32_t>(producer_chain_wakes()));
   last_wake_ns_ = now;
   if (const std::uint32_t bits = end_epoch(line, true, chained); bits != 0) {
-    detail::futex_wake(line.signal, chained ? producer_chain_wakes() : std::numeric_limits<int>::max(), bits);
+    const int woken =
+        detail::futex_wake(line.signal, chained ? producer_chain_wakes() : std::numeric_limits<int>::max(), bits);
+    // A sleeper just woken may be queued on this CPU, behind a producer that
+    // will not sleep, and would wait for its slice to end (a tick at worst):
+    // hand the CPU over, at most once per waiter slice, which bounds that wait
+    // by about one slice while a saturating producer yields rarely
+    // (docs/reliability.md, "Waking on a busy CPU").
+    const std::int64_t slice_ns = std::chrono::nanoseconds(waiter_slice()).count();
+    if (woken > 0 && slice_ns > 0 && now - last_yield_ns_ >= slice_ns) {
+      last_yield_ns_ = now;
+      ::sched_yield();
+    }
   }
 }
 
