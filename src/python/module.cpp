@@ -203,10 +203,11 @@ than expected_capacity when that is not 0, a truncated file).)")
             if (microseconds < 0) throw py::value_error("waiter_slice must be >= 0 microseconds");
             r.handle().set_waiter_slice(std::chrono::microseconds(microseconds));
           },
-          "The scheduler slice, in microseconds, of a thread that sleeps in this handle's recv_wait or\n"
-          "push_wait (100 by default; 0 leaves threads alone). On Linux >= 6.12 the first sleep shortens\n"
-          "a SCHED_OTHER thread's slice to this, so that it preempts a busy task when woken. A slice is\n"
-          "never lengthened, nice is kept, and real-time, batch and idle threads are left alone.")
+          "How long, in microseconds, a woken sleeper may wait for a CPU (100 by default; 0 turns this\n"
+          "off). On Linux >= 6.12 a thread's first sleep in this handle's recv_wait or push_wait shortens\n"
+          "its SCHED_OTHER slice to this, so that it preempts a busy task when woken; and this handle, as\n"
+          "the producer, yields its CPU after a wake-up at most once per this interval. A slice is never\n"
+          "lengthened, nice is kept, and real-time, batch and idle threads keep theirs.")
       .def_property_readonly(
           "late_wakeups", [](Ring& r) { return r.handle().late_wakeups(); },
           "Waits of this handle (recv_wait, push_wait) that ended on a capped sleep instead of a\n"
