@@ -70,10 +70,10 @@ int cmd_create(const std::string& path, std::uint64_t capacity, const std::strin
 }
 
 int cmd_pub(const std::string& path) {
+  install_stop_handlers();  // before the claim, as in cmd_sub
   auto ring = BroadcastRing::open(path);
   if (!ring) return report(path, ring.error());
   if (auto claimed = ring->claim_producer(); !claimed) return report(path, claimed.error());
-  install_stop_handlers();
   std::string line;
   std::uint64_t line_no = 0;
   std::uint64_t published = 0;
@@ -122,11 +122,14 @@ void print_payload(std::span<const std::byte> payload, bool hex) {
 }
 
 int cmd_sub(const std::string& path, std::uint64_t count, bool hex, StartAt start) {
+  // Before registering: a SIGTERM that lands just after register_consumer
+  // must still end in the loop below, which unregisters, not kill the process
+  // with the entry still active.
+  install_stop_handlers();
   auto ring = BroadcastRing::open(path);
   if (!ring) return report(path, ring.error());
   auto id = ring->register_consumer(start);
   if (!id) return report(path, id.error());
-  install_stop_handlers();
   fmt::print(stderr, "ringcast: subscribed to {} as consumer {}{}\n", path, *id,
              start == StartAt::kOldest ? fmt::format(", from message {}", ring->status().consumers[*id].cursor) : "");
   std::uint64_t received = 0;
