@@ -86,8 +86,9 @@ using ConsumerId = std::uint32_t;
 inline constexpr std::uint32_t kQuietPublishesBeforeUnfence = 1024;
 // reap_on_full: at most one reaping pass per this many nanoseconds of its clock.
 inline constexpr std::int64_t kReapOnFullIntervalNs = 10'000'000;
-// The scheduler slice a thread gets when it first sleeps in recv_wait or
-// push_wait (set_waiter_slice): the shortest the kernel allows.
+// set_waiter_slice's default: the scheduler slice a thread gets when it
+// first sleeps in recv_wait or push_wait (the shortest the kernel allows),
+// and the least time between two of the producer's yields after a wake-up.
 inline constexpr std::chrono::microseconds kDefaultWaiterSlice{100};
 // A monotonic clock in nanoseconds (reap_on_full's rate limit).
 using ClockNs = std::int64_t (*)() noexcept;
@@ -418,7 +419,8 @@ class BroadcastRing {
   std::uint32_t flags_ = 0;
   bool reap_on_full_ = false;
   bool light_fence_ = true;  // light_barrier() must be a full fence
-  // See set_waiter_slice(); read by waiters on their sleep path only.
+  // See set_waiter_slice(); read by waiters before they sleep and by the
+  // producer after it wakes them, never on the fast path.
   std::atomic<std::int64_t> waiter_slice_us_{kDefaultWaiterSlice.count()};
   // Producer-local state (the producing thread only), on a cache line of its
   // own: consumer threads sharing this handle read the fields above and
