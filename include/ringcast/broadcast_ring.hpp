@@ -38,12 +38,35 @@
 //     its messages below that minimum, and the version check (invariant 2) turns
 //     any overwrite of them into a `lapped` result, never a torn or
 //     out-of-order message. From that rescan on, invariant 3 holds for it.
+//  8. Positions count slots. A message longer than 52 bytes (or one written
+//     through try_claim) is a record: a header slot and the slots after it,
+//     never crossing a block boundary or the ring's end (layout.hpp,
+//     block_slots). Readers enter a record only through its header, whose
+//     version commits every byte of it, so a crash mid-record delivers nothing.
+//  9. On rings with block_slots > 1 the producer stores write_intent = end
+//     before it writes positions [pos, end), and before committing a message
+//     that ends at `end` it leaves slot(end).version below 2*end+1 (the head
+//     stamp): a reader waiting at the head never takes a previous lap's
+//     payload bytes for a version, and a reader that may be lapped validates
+//     every message it copies by write_intent < pos + capacity (a record's
+//     payload overwrites other slots' version words in no set order, so a
+//     version re-check alone cannot see it).
+// 10. A consumer can be lapped only below its stable_from: on a lossy ring
+//     everywhere; on a blocking ring below the write_intent it read after
+//     registering, where the producer may have been writing without knowing
+//     of it (invariant 7 and batches). At and above it the producer waits for
+//     the consumer, so it reads records in place (views, drain); below it,
+//     it copies and validates (invariant 9).
 //
-// Costs: try_push and try_recv are a handful of loads and stores on two cache
-// lines (the slot and the caller's own line) plus one load from the other
-// side's wait line, which stays in every cache while nobody sleeps; neither
-// allocates, locks or throws, and neither makes a system call unless the
-// other side is asleep (then one FUTEX_WAKE, however many sleep).
+// Costs: try_push and try_recv of a message of at most 52 bytes are a handful
+// of loads and stores on two cache lines (the slot and the caller's own line)
+// plus one load from the other side's wait line, which stays in every cache
+// while nobody sleeps; on a ring that can hold records the producer also
+// stores its write intent and loads the next slot's version. A record costs
+// one copy of its bytes (none through try_claim and views on a blocking
+// ring). Nothing on the hot path allocates, locks or throws, or makes a
+// system call unless the other side is asleep (then one FUTEX_WAKE, however
+// many sleep).
 #pragma once
 
 #include <sys/types.h>
@@ -54,6 +77,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -104,6 +128,12 @@ struct CreateOptions {
   bool claim_producer = true;    // the creating handle becomes the producer
   bool reap_on_full = false;     // producer reaps dead consumers when it finds the ring full
   ClockNs reap_clock = nullptr;  // reap_on_full's clock; nullptr: CLOCK_MONOTONIC (tests inject one)
+  // The largest message the ring carries, in bytes (fixed at creation). 0:
+  // kDefaultMaxMessage, or less if the capacity cannot hold it
+  // (layout::max_message_for: a message may take at most half the ring).
+  // Values up to 52 keep the ring to one slot per message. A larger value
+  // than the capacity allows is refused with payload_too_large.
+  std::size_t max_message = 0;
 };
 
 struct OpenOptions {
@@ -116,16 +146,77 @@ struct OpenOptions {
 // Outcome of a single receive. 16 bytes, returned in registers.
 struct [[nodiscard]] RecvResult {
   Errc status = Errc::ok;    // ok, empty, invalid_consumer, lapped, stalled, producer_dead,
-                             // layout_mismatch (corrupt slot), timed_out (recv_wait)
-  std::uint32_t length = 0;  // payload bytes written to `out` when status == ok
-  std::uint64_t missed = 0;  // messages skipped when status == lapped
+                             // layout_mismatch (corrupt slot), timed_out (recv_wait),
+                             // buffer_too_small (nothing consumed)
+  std::uint32_t length = 0;  // payload bytes written to `out` when status == ok; the
+                             // bytes the message needs when status == buffer_too_small
+  std::uint64_t missed = 0;  // positions skipped when status == lapped (messages, on a
+                             // ring of one slot per message)
   explicit operator bool() const noexcept { return status == Errc::ok; }
 };
 
 struct [[nodiscard]] BatchResult {
   std::size_t count = 0;     // messages pushed or received
   Errc status = Errc::ok;    // why the batch stopped early (ok if it did not)
-  std::uint64_t missed = 0;  // drain on a lossy ring: messages skipped when status == lapped
+  std::uint64_t missed = 0;  // drain on a lossy ring: positions skipped when status == lapped
+};
+
+// The next message of a consumer, read without consuming it
+// (BroadcastRing::try_view). `data` stays valid and unchanged until the
+// consumer's next try_view, release_view, receive or unregister, whichever
+// comes first.
+struct [[nodiscard]] MessageView {
+  Errc status = Errc::ok;  // as RecvResult (never buffer_too_small)
+  std::span<const std::byte> data;
+  // data points into the ring itself (zero copy): a record on a blocking ring
+  // read by a consumer the producer waits for (invariant 10). Otherwise it
+  // points into a buffer of the handle that holds a validated copy.
+  bool in_place = false;
+  std::uint64_t missed = 0;  // positions skipped when status == lapped
+  explicit operator bool() const noexcept { return status == Errc::ok; }
+};
+
+class BroadcastRing;
+
+// Room for one message claimed at the head of a ring (BroadcastRing::try_claim):
+// write the payload through data(), then commit() publishes it or abort()
+// gives the room back; destroying an open claim aborts it. On a blocking ring
+// data() points into the ring (zero copy). On a lossy ring it points into a
+// buffer of the handle and commit() copies it in: a lapped reader may read
+// those slots at any moment, so they are written with atomic stores only.
+// Until commit, readers see nothing of the message, and if the producer dies
+// they never will (a new producer reuses the room).
+// REQUIRES: used by the producing thread; no push or other claim on the
+// handle while it is open; the handle outlives it.
+class [[nodiscard]] ProducerClaim {
+ public:
+  ProducerClaim() = default;
+  ProducerClaim(ProducerClaim&& other) noexcept { *this = std::move(other); }
+  ProducerClaim& operator=(ProducerClaim&& other) noexcept;
+  ProducerClaim(const ProducerClaim&) = delete;
+  ProducerClaim& operator=(const ProducerClaim&) = delete;
+  ~ProducerClaim() { abort(); }
+
+  // ok while the claim is open; otherwise why try_claim failed (full,
+  // payload_too_large, not_producer, producer_busy) or ok after commit/abort.
+  [[nodiscard]] Errc status() const noexcept { return status_; }
+  explicit operator bool() const noexcept { return ring_ != nullptr; }
+  // The claimed bytes; empty once committed or aborted.
+  [[nodiscard]] std::span<std::byte> data() const noexcept { return {data_, ring_ != nullptr ? length_ : 0}; }
+  // Publishes the message with its first `length` bytes (at most the claimed
+  // length; by default all of them). No-op on a closed claim.
+  void commit() noexcept { commit(length_); }
+  void commit(std::size_t length) noexcept;
+  // Gives the room back unpublished. No-op on a closed claim.
+  void abort() noexcept;
+
+ private:
+  friend class BroadcastRing;
+  BroadcastRing* ring_ = nullptr;
+  std::byte* data_ = nullptr;
+  std::size_t length_ = 0;
+  std::uint64_t pos_ = 0;
+  Errc status_ = Errc::ok;
 };
 
 enum class IdleStrategy : std::uint8_t {
@@ -178,6 +269,9 @@ struct RingStatus {
   bool producer_sleeping = false;        // the producer is asleep in push_wait
   std::uint64_t upstream_lost = 0;       // messages lost before the producer (report_upstream_loss)
   std::uint64_t upstream_gaps = 0;       // gap events behind upstream_lost
+  std::uint64_t max_message = 0;         // the largest payload the ring carries
+  std::uint64_t messages = 0;            // messages published (positions count slots)
+  std::uint64_t payload_bytes = 0;       // their payload bytes
   ConsumerStatus consumers[kMaxConsumers];
 };
 
@@ -237,32 +331,50 @@ class BroadcastRing {
 
   // --- hot path (noexcept, no allocation, no lock, no system call) ---------
 
-  // REQUIRES: the calling thread is this handle's only producing thread.
-  // Returns ok, full (blocking mode: slowest consumer is capacity behind),
-  // payload_too_large, or not_producer / producer_busy when the role cannot be
-  // claimed.
+  // REQUIRES: the calling thread is this handle's only producing thread, and
+  // no claim is open. Copies `payload` (0..max_message() bytes) into the ring.
+  // Returns ok, full (blocking mode: the slowest consumer is too far behind
+  // for the message's slots), payload_too_large, or not_producer /
+  // producer_busy when the role cannot be claimed.
   [[nodiscard]] Errc try_push(std::span<const std::byte> payload) noexcept;
-  // Pushes payloads in order until one does not fit; publishes producer_seq
-  // once. count = how many were pushed; status = why it stopped early.
+  // Pushes payloads (any mix of sizes) in order until one does not fit;
+  // publishes producer_seq once. count = how many were pushed; status = why
+  // it stopped early.
   BatchResult try_push_batch(std::span<const std::span<const std::byte>> payloads) noexcept;
+  // Claims room for a message of `length` bytes (0..max_message()) to be
+  // written in place; see ProducerClaim. Fails (status() set, no room held)
+  // as try_push does. REQUIRES: as try_push.
+  ProducerClaim try_claim(std::size_t length) noexcept;
 
   // Copies the next message for `id` into `out`. ok (length set), empty,
-  // invalid_consumer, lapped (lossy rings, and history a StartAt::kOldest
-  // consumer had not read yet: `missed` messages were overwritten; the cursor
+  // invalid_consumer, buffer_too_small (the message needs `length` bytes;
+  // nothing is consumed), lapped (lossy rings, and history a StartAt::kOldest
+  // consumer had not read yet: `missed` positions were overwritten; the cursor
   // now points at the oldest message still in the ring), stalled
   // (a slot stayed half-written past a bounded spin while its producer lives),
   // producer_dead (half-written slot, producer gone), layout_mismatch (corrupt slot).
-  RecvResult try_recv(ConsumerId id, std::span<std::byte, kMaxPayload> out) noexcept;
+  // A buffer of at least 52 bytes takes the fastest path for short messages.
+  RecvResult try_recv(ConsumerId id, std::span<std::byte> out) noexcept;
 
   // Receives up to `max` messages, calling on_message(std::span<const std::byte>)
-  // for each, and publishes the cursor once for the whole batch. status is ok
-  // when at least one message was delivered; otherwise as try_recv (a lap
-  // stops the batch and reports `missed` like try_recv). If
-  // on_message throws, the batch's cursor is not published: those messages are
-  // delivered again by the next call.
+  // for each, and publishes the cursor once for the whole batch. The span is
+  // valid during the call only; it points into the ring (zero copy) where a
+  // view would (MessageView::in_place). status is ok when at least one message
+  // was delivered; otherwise as try_recv (a lap stops the batch and reports
+  // `missed` like try_recv). If on_message throws, the batch's cursor is not
+  // published: those messages are delivered again by the next call.
   template <class OnMessage>
   BatchResult drain(ConsumerId id, OnMessage&& on_message,
                     std::size_t max) noexcept(noexcept(on_message(std::span<const std::byte>{})));
+
+  // Reads the next message for `id` without consuming it: see MessageView for
+  // how long its bytes stay valid and when they are read in place. Statuses as
+  // try_recv. Calling it again before release_view returns the same message.
+  MessageView try_view(ConsumerId id) noexcept;
+  // Consumes the message the last successful try_view returned: the producer
+  // may reuse its slots from now on. invalid_consumer if `id` is not
+  // registered through this handle or has no view open.
+  Errc release_view(ConsumerId id) noexcept;
 
   // Records that `lost` messages were lost before this producer got them (one
   // gap event): a NATS ingress that saw a skipped sequence (docs/scale-out.md).
@@ -284,7 +396,7 @@ class BroadcastRing {
   // the kernel refuses it on a ring created without `wakeups`, sleeps last at
   // most 1 ms each, so a wake-up is never later than that. Same threading
   // rules as try_recv / try_push.
-  RecvResult recv_wait(ConsumerId id, std::span<std::byte, kMaxPayload> out, std::chrono::nanoseconds timeout,
+  RecvResult recv_wait(ConsumerId id, std::span<std::byte> out, std::chrono::nanoseconds timeout,
                        IdleStrategy idle = IdleStrategy::kSpinThenBlock) noexcept;
   // How this handle, as the producer, wakes sleeping consumers (docs/memory-ordering.md,
   // "The wake chain"). Process-local; set it before pushing (producer thread).
@@ -320,12 +432,13 @@ class BroadcastRing {
                                IdleStrategy idle = IdleStrategy::kSpinThenBlock) noexcept;
 
   // --- observers (any thread, any process) --------------------------------
-  // Messages published but not yet received by `id`; 0 for an inactive or
-  // out-of-range id.
+  // Positions (slots) published but not yet received by `id`: messages, on a
+  // ring of one slot per message. 0 for an inactive or out-of-range id.
   [[nodiscard]] std::uint64_t lag(ConsumerId id) const noexcept;  // inline below
-  // The sequence number of the next message `id` will receive (its cursor;
-  // messages are numbered from 0 in publish order). REQUIRES: `id` is
-  // registered through this handle and the caller is its reading thread.
+  // The position of the next message `id` will receive (its cursor; positions
+  // count slots from 0, so a message of more than 52 bytes advances it by
+  // several). REQUIRES: `id` is registered through this handle and the caller
+  // is its reading thread.
   [[nodiscard]] std::uint64_t position(ConsumerId id) const noexcept {
     // relaxed: only this consumer writes its cursor (invariant 1).
     return consumer(id).cursor.load(std::memory_order_relaxed);
@@ -338,43 +451,102 @@ class BroadcastRing {
   }
   [[nodiscard]] std::size_t active_consumer_count() const noexcept;
   [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
+  // The largest payload a message may have (CreateOptions::max_message).
+  [[nodiscard]] std::size_t max_message() const noexcept { return max_message_; }
   [[nodiscard]] bool lossy() const noexcept { return (flags_ & kFlagLossy) != 0; }
   [[nodiscard]] bool wakeups() const noexcept { return (flags_ & kFlagWakeups) != 0; }
   // Full view including owner liveness (makes one fcntl per active entry).
   [[nodiscard]] RingStatus status() const;
 
  private:
+  friend class ProducerClaim;
   BroadcastRing() = default;
   static Result<BroadcastRing> attach_fd(int fd, const char* what, const OpenOptions& options);
   static Result<BroadcastRing> init_fd(int fd, std::uint64_t capacity, const CreateOptions& options);
   Result<void> map_and_initialise(std::uint64_t capacity, const CreateOptions& options);
+  // Validated geometry into the handle; allocates a lossy ring's claim buffer.
+  Result<void> set_geometry(std::uint64_t capacity, std::uint32_t flags, std::uint64_t max_message);
   void close() noexcept;
 
   [[nodiscard]] layout::ProducerLine& producer() const noexcept { return header_->producer; }
   [[nodiscard]] layout::ConsumerEntry& consumer(ConsumerId id) const noexcept { return header_->consumers[id]; }
-  [[nodiscard]] layout::Slot& slot(std::uint64_t seq) const noexcept {
-    return slots_[mask_ != 0 ? (seq & mask_) : (seq % capacity_)];
-  }
   [[nodiscard]] bool owns(ConsumerId id) const noexcept {
     // relaxed: owned_ is this handle's bookkeeping; an id's bit changes only in
     // register/unregister, which the id's single user orders with its own calls.
     return id < kMaxConsumers && ((owned_.load(std::memory_order_relaxed) >> id) & 1U) != 0;
   }
 
-  enum class ReadOutcome : std::uint8_t { kOk, kNotYet, kWriting, kOverwritten, kCorrupt };
-  ReadOutcome read_slot(std::uint64_t seq, std::span<std::byte, kMaxPayload> out, std::uint32_t& length) const noexcept;
-  void write_slot(std::uint64_t seq, std::span<const std::byte> payload) noexcept;
-  [[nodiscard]] Errc check_room() noexcept;
-  void publish(std::uint64_t next_seq) noexcept;
+  [[nodiscard]] std::uint64_t index(std::uint64_t pos) const noexcept {
+    return mask_ != 0 ? (pos & mask_) : (pos % capacity_);
+  }
+  [[nodiscard]] layout::Slot& slot(std::uint64_t pos) const noexcept { return slots_[index(pos)]; }
+  // The first byte of a record's payload (invariant 8): byte 16 of its header slot.
+  [[nodiscard]] std::byte* record_payload(std::uint64_t pos) const noexcept {
+    return reinterpret_cast<std::byte*>(&slot(pos)) + kRecordDataOffset;
+  }
+
+  // kRecord: the slot at `pos` is a committed record header; `w0` holds its
+  // words[0] (meta and length) and nothing was copied.
+  enum class ReadOutcome : std::uint8_t { kOk, kNotYet, kWriting, kOverwritten, kCorrupt, kRecord };
+  // Reads an inline message into out (52 bytes of room), or reports a record.
+  // `lappable`: pos is below the reader's stable_from (invariant 10), so the
+  // copy is validated against the write intent too.
+  ReadOutcome read_slot(std::uint64_t pos, std::byte* out, std::uint32_t& length, std::uint64_t& w0,
+                        bool lappable) const noexcept;
+  [[nodiscard]] bool lappable(ConsumerId id, std::uint64_t pos) const noexcept { return pos < local_[id].stable_from; }
+  void write_slot(std::uint64_t pos, std::span<const std::byte> payload) noexcept;
+  [[nodiscard]] Errc check_room(std::uint64_t slots) noexcept;
+  // Before writing positions [pos, end): the write intent and the head stamp
+  // (invariant 9). Only on rings with records_.
+  void begin_write(std::uint64_t end) noexcept;
+  void publish(std::uint64_t next_pos) noexcept;
   void advance_cursor(ConsumerId id, std::uint64_t next) noexcept;
-  // Classifies a read of `seq` that was not ok, re-reading a half-written
+  // Classifies a read of `pos` that was not ok, re-reading a half-written
   // slot for a bounded spin. On ok the message is in `out` and the cursor is
   // NOT moved (the caller advances it once the message is delivered); on a lap
-  // the cursor moves past the overwritten messages.
-  RecvResult recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcome outcome,
-                       std::span<std::byte, kMaxPayload> out) noexcept;
+  // the cursor moves past the overwritten messages. kRecord is returned as
+  // status ok with `w0` set and nothing copied.
+  RecvResult recv_slow(ConsumerId id, std::uint64_t pos, ReadOutcome outcome, std::byte* out,
+                       std::uint64_t& w0) noexcept;
   Errc claim_slow() noexcept;
-  Errc full_slow() noexcept;
+  Errc full_slow(std::uint64_t slots) noexcept;
+
+  // --- records (src/ring/record.cpp) ---
+  // Writes one message of any size at seq_ without publishing it.
+  [[nodiscard]] Errc push_one(std::span<const std::byte> payload) noexcept;
+  Errc push_record(std::span<const std::byte> payload) noexcept;
+  // Reserves `slots` for a record at the head, first filling the rest of a
+  // block with a padding record if the record would cross its end. Sets pos.
+  [[nodiscard]] Errc reserve_record(std::uint64_t slots, std::uint64_t& pos) noexcept;
+  // Commits a record header at pos (invariant 8) after its payload is written.
+  void commit_record(std::uint64_t pos, std::uint32_t kind, std::uint64_t slots, std::uint64_t length) noexcept;
+  void finish_claim(ProducerClaim& claim, std::size_t length, bool commit) noexcept;
+  // What a reader learnt from a record header.
+  struct RecordRead {
+    ReadOutcome outcome = ReadOutcome::kOk;
+    std::uint64_t slots = 0;          // positions the record takes
+    std::uint64_t length = 0;         // payload bytes
+    bool padding = false;             // skip it: no message
+    bool in_place = false;            // data points into the ring
+    std::span<const std::byte> data;  // the payload (in place or in `copy_to`)
+  };
+  // Reads the record whose header at `pos` held `w0`. In place where
+  // invariant 10 allows and `copy_to` is null or in_place_ok; else copies it
+  // into `copy_to` (room for `room` bytes; too small: data.size() says how
+  // many are needed and nothing is copied) and validates the copy.
+  RecordRead read_record(ConsumerId id, std::uint64_t pos, std::uint64_t w0, std::byte* copy_to, std::size_t room,
+                         bool in_place_ok) const noexcept;
+  // Slots from pos to the next block boundary or the ring's end (invariant 8).
+  [[nodiscard]] std::uint64_t room_before_boundary(std::uint64_t pos) const noexcept;
+  // The first position >= pos that starts a record in every lap: a block
+  // boundary or the ring's start.
+  [[nodiscard]] std::uint64_t next_boundary(std::uint64_t pos) const noexcept;
+  RecvResult recv_record(ConsumerId id, std::uint64_t pos, std::uint64_t w0, std::span<std::byte> out) noexcept;
+  // drain's record step: calls on_record for a message; returns the positions
+  // passed, or 0 when the batch must stop (r.status says why if nothing was read).
+  template <class OnMessage>
+  std::uint64_t drain_record(ConsumerId id, std::uint64_t pos, std::uint64_t w0, OnMessage& on_message, RecvResult& r,
+                             bool first) noexcept(noexcept(on_message(std::span<const std::byte>{})));
   // Light side of the sleep handshake: a compiler barrier in a process
   // registered for membarrier(2), else (and on wakeups rings) a full fence.
   // Pairs with the heavy side in wait() (seq_cst fence plus membarrier).
@@ -417,6 +589,9 @@ class BroadcastRing {
   std::uint64_t capacity_ = 0;
   std::uint64_t mask_ = 0;  // capacity - 1 when a power of two, else 0
   std::uint32_t flags_ = 0;
+  std::size_t max_message_ = kMaxPayload;
+  std::uint64_t block_ = 1;  // layout::block_slots(max_message_)
+  bool records_ = false;     // block_ > 1: multi-slot records, write intent and head stamps
   bool reap_on_full_ = false;
   bool light_fence_ = true;  // light_barrier() must be a full fence
   // See set_waiter_slice(); read by waiters before they sleep and by the
@@ -428,10 +603,13 @@ class BroadcastRing {
   // for them once per message (false sharing: 1 producer + 1 consumer thread on
   // one handle went from 9.1 M to 46.0 M msgs/s, docs/benchmarks.md).
   alignas(kCacheLine) bool is_producer_ = false;
-  std::uint64_t seq_ = 0;          // next sequence to write
-  std::uint64_t cached_min_ = 0;   // a lower bound on every active cursor
-  std::int64_t next_reap_ns_ = 0;  // rate limit for reap_on_full, on reap_clock_
-  ClockNs reap_clock_ = nullptr;   // read only when full_slow considers reaping
+  std::uint64_t seq_ = 0;            // next position to write
+  std::uint64_t messages_ = 0;       // messages written (TailLine::messages, display)
+  std::uint64_t payload_bytes_ = 0;  // and their bytes (TailLine::payload_bytes)
+  std::uint64_t intent_ = 0;         // the last write_intent stored (records_ rings)
+  std::uint64_t cached_min_ = 0;     // a lower bound on every active cursor
+  std::int64_t next_reap_ns_ = 0;    // rate limit for reap_on_full, on reap_clock_
+  ClockNs reap_clock_ = nullptr;     // read only when full_slow considers reaping
   // Fenced mode (docs/memory-ordering.md, "Fenced mode"): while consumers
   // sleep, the producer makes a system call per wake anyway, so it takes the
   // full fence on itself and spares each sleeper a membarrier.
@@ -440,21 +618,30 @@ class BroadcastRing {
   std::int64_t last_wake_ns_ = 0;      // when this producer last woke consumers
   std::int64_t last_yield_ns_ = 0;     // when it last yielded its CPU to them
   WakePolicy wake_policy_ = WakePolicy::kAuto;
-  std::atomic<std::uint64_t> late_wakeups_{0};  // see late_wakeups()
-  WaitState push_wait_;                         // push_wait's history
+  std::atomic<std::uint64_t> late_wakeups_{0};       // see late_wakeups()
+  WaitState push_wait_;                              // push_wait's history
+  std::unique_ptr<std::byte[]> staging_;             // a lossy ring's record claims (max_message_ bytes)
+  alignas(8) std::byte small_claim_[kMaxPayload]{};  // claims of at most 52 bytes (inline messages)
   // Consumers registered through this handle, one bit per id (read by every
   // receive, written only by register/unregister): a line of its own too.
   alignas(kCacheLine) std::atomic<std::uint32_t> owned_{0};
-  // recv_wait's history per consumer id: element i is touched only by the
-  // thread using id i (the consumer-id rule above).
-  alignas(kCacheLine) WaitState recv_wait_[kMaxConsumers];
+  // Per consumer id, touched only by the thread using that id (the
+  // consumer-id rule above), a cache line each.
+  struct alignas(kCacheLine) ConsumerLocal {
+    WaitState wait;                       // recv_wait's history
+    std::uint64_t stable_from = 0;        // invariant 10 (0 on a ring without records)
+    std::uint64_t view_next = 0;          // the cursor release_view sets; 0: no view open
+    std::unique_ptr<std::byte[]> buffer;  // copies for views and drain (buffer_bytes_)
+  };
+  std::size_t buffer_bytes_ = 0;  // max_message_ rounded up to 8, at least 56
+  ConsumerLocal local_[kMaxConsumers];
 };
 
 // ---------------------------------------------------------------------------
 // Inline hot path. Memory orders: docs/memory-ordering.md, "Slots".
 
-inline void BroadcastRing::write_slot(std::uint64_t seq, std::span<const std::byte> payload) noexcept {
-  layout::Slot& s = slot(seq);
+inline void BroadcastRing::write_slot(std::uint64_t pos, std::span<const std::byte> payload) noexcept {
+  layout::Slot& s = slot(pos);
   // Assemble the seven words in registers straight from the payload (length in
   // the low half of words[0]); a short payload is first zero-padded to 52 bytes.
   const std::byte* src = payload.data();
@@ -470,7 +657,7 @@ inline void BroadcastRing::write_slot(std::uint64_t seq, std::span<const std::by
   words[0] = static_cast<std::uint64_t>(payload.size()) | (static_cast<std::uint64_t>(head) << 32);
   detail::unrolled<6>([&](std::size_t i) { std::memcpy(&words[i + 1], src + 4 + 8 * i, 8); });
   // relaxed: only this thread writes versions (invariant 1); ordering comes from the fence.
-  s.version.store(2 * seq + 1, std::memory_order_relaxed);
+  s.version.store(2 * pos + 1, std::memory_order_relaxed);
 #if RINGCAST_TSAN
   // TSan does not model standalone fences: give each data store release
   // semantics instead, so a reader that acquire-loads any word written here
@@ -484,14 +671,15 @@ inline void BroadcastRing::write_slot(std::uint64_t seq, std::span<const std::by
 #endif
   // release: pairs with the reader's acquire load of the version; a reader that
   // sees the committed version sees every word above.
-  s.version.store(2 * seq + 2, std::memory_order_release);
+  s.version.store(2 * pos + 2, std::memory_order_release);
 }
 
-inline BroadcastRing::ReadOutcome BroadcastRing::read_slot(std::uint64_t seq, std::span<std::byte, kMaxPayload> out,
-                                                           std::uint32_t& length) const noexcept {
-  const layout::Slot& s = slot(seq);
-  const std::uint64_t want = 2 * seq + 2;
-  // acquire: pairs with the release store of the committed version in write_slot.
+inline BroadcastRing::ReadOutcome BroadcastRing::read_slot(std::uint64_t pos, std::byte* out, std::uint32_t& length,
+                                                           std::uint64_t& w0, bool lappable) const noexcept {
+  const layout::Slot& s = slot(pos);
+  const std::uint64_t want = 2 * pos + 2;
+  // acquire: pairs with the release store of the committed version in
+  // write_slot (and commit_record).
   const std::uint64_t v1 = s.version.load(std::memory_order_acquire);
   if (v1 != want) {
     if (v1 < want - 1) return ReadOutcome::kNotYet;
@@ -510,28 +698,72 @@ inline BroadcastRing::ReadOutcome BroadcastRing::read_slot(std::uint64_t seq, st
   // relaxed: ordered after the word loads by the fence (or the acquire loads).
   // (R3 in docs/memory-ordering.md; seqlock_detector_test builds without it.)
   if (s.version.load(std::memory_order_relaxed) != v1) return ReadOutcome::kOverwritten;
+  // Invariant 9: a later lap's record may have rewritten the words but not
+  // yet the version word. relaxed: ordered by the fence above, which pairs
+  // with begin_write's release fence.
+  if (lappable && header_->tail.write_intent.load(std::memory_order_relaxed) >= pos + capacity_) [[unlikely]] {
+    return ReadOutcome::kOverwritten;
+  }
+  if ((words[0] & kRecordBit) != 0) [[unlikely]] {
+    w0 = words[0];
+    return ReadOutcome::kRecord;
+  }
   length = static_cast<std::uint32_t>(words[0]);
   if (length > kMaxPayload) return ReadOutcome::kCorrupt;  // a hostile or damaged file
   // Straight from the words into `out`: no staging copy.
   const auto head = static_cast<std::uint32_t>(words[0] >> 32);
-  std::memcpy(out.data(), &head, 4);
-  detail::unrolled<6>([&](std::size_t i) { std::memcpy(out.data() + 4 + 8 * i, &words[i + 1], 8); });
+  std::memcpy(out, &head, 4);
+  detail::unrolled<6>([&](std::size_t i) { std::memcpy(out + 4 + 8 * i, &words[i + 1], 8); });
   return ReadOutcome::kOk;
 }
 
-inline Errc BroadcastRing::check_room() noexcept {
+inline Errc BroadcastRing::check_room(std::uint64_t slots) noexcept {
   if (!is_producer_) [[unlikely]] {
     if (const Errc e = claim_slow(); e != Errc::ok) return e;
   }
-  if ((flags_ & kFlagLossy) == 0 && seq_ - cached_min_ >= capacity_) [[unlikely]] {
-    return full_slow();
+  if ((flags_ & kFlagLossy) == 0 && seq_ + slots - cached_min_ > capacity_) [[unlikely]] {
+    return full_slow(slots);
   }
   return Errc::ok;
 }
 
-inline void BroadcastRing::publish(std::uint64_t next_seq) noexcept {
+inline void BroadcastRing::begin_write(std::uint64_t end) noexcept {
+  layout::TailLine& tail = header_->tail;
+  if (end > intent_) {
+    intent_ = end;
+    // relaxed: only the producer writes it (invariant 1); the fence below
+    // orders it before every store to the slots it announces.
+    tail.write_intent.store(end, std::memory_order_relaxed);
+  }
+  // release fence: pairs with the acquire fence of a reader validating a
+  // record (read_record): a reader that saw any store below or after it in
+  // a slot it copied then sees the intent above and discards its copy.
+  std::atomic_thread_fence(std::memory_order_release);
+  // The head stamp (invariant 9). relaxed load: only producers wrote this
+  // slot, the last of them ordered before us by the producer lock.
+  layout::Slot& next = slot(end);
+  if (next.version.load(std::memory_order_relaxed) > 2 * end) [[unlikely]] {
+    // Payload bytes of an earlier lap (a record's inner slot): make them read
+    // as "not yet written" to a reader waiting for `end`. The slot is no
+    // consumer's to read: they all passed the record it belonged to
+    // (docs/memory-ordering.md, "Records"). relaxed (release under TSan,
+    // which does not see the fence above): ordered before the message's
+    // commit, a release store.
+#if RINGCAST_TSAN
+    next.version.store(2 * end, std::memory_order_release);
+#else
+    next.version.store(2 * end, std::memory_order_relaxed);
+#endif
+  }
+}
+
+inline void BroadcastRing::publish(std::uint64_t next_pos) noexcept {
+  layout::TailLine& tail = header_->tail;
+  // relaxed: display-only totals on a line only the producer writes.
+  tail.messages.store(messages_, std::memory_order_relaxed);
+  tail.payload_bytes.store(payload_bytes_, std::memory_order_relaxed);
   // release: pairs with acquire loads in producer_position/lag/register_consumer.
-  producer().producer_seq.store(next_seq, std::memory_order_release);
+  producer().producer_seq.store(next_pos, std::memory_order_release);
   // Light side of the sleep handshake with wait() (docs/memory-ordering.md,
   // "Sleeping and waking"): the slot stores above are ordered before this
   // load by the barrier pair, so either we see a sleeper's waiting bit or its
@@ -554,10 +786,13 @@ inline void BroadcastRing::publish(std::uint64_t next_seq) noexcept {
 
 inline Errc BroadcastRing::try_push(std::span<const std::byte> payload) noexcept {
   if (payload.size() > kMaxPayload) [[unlikely]]
-    return Errc::payload_too_large;
-  if (const Errc e = check_room(); e != Errc::ok) return e;
+    return push_record(payload);
+  if (const Errc e = check_room(1); e != Errc::ok) return e;
+  if (records_) begin_write(seq_ + 1);
   write_slot(seq_, payload);
   ++seq_;
+  ++messages_;
+  payload_bytes_ += payload.size();
   publish(seq_);
   return Errc::ok;
 }
@@ -574,19 +809,31 @@ inline void BroadcastRing::advance_cursor(ConsumerId id, std::uint64_t next) noe
   }
 }
 
-inline RecvResult BroadcastRing::try_recv(ConsumerId id, std::span<std::byte, kMaxPayload> out) noexcept {
+inline RecvResult BroadcastRing::try_recv(ConsumerId id, std::span<std::byte> out) noexcept {
   if (!owns(id)) [[unlikely]]
     return {Errc::invalid_consumer};
   // relaxed: only this consumer writes its cursor (invariant 1).
-  const std::uint64_t seq = consumer(id).cursor.load(std::memory_order_relaxed);
+  const std::uint64_t pos = consumer(id).cursor.load(std::memory_order_relaxed);
+  // A short buffer takes the message through a 52-byte one.
+  alignas(8) std::byte small[kMaxPayload];
+  std::byte* dst = out.size() >= kMaxPayload ? out.data() : small;
   std::uint32_t length = 0;
-  const ReadOutcome outcome = read_slot(seq, out, length);
+  std::uint64_t w0 = 0;
+  ReadOutcome outcome = read_slot(pos, dst, length, w0, lappable(id, pos));
   if (outcome != ReadOutcome::kOk) [[unlikely]] {
-    const RecvResult r = recv_slow(id, seq, outcome, out);
-    if (r.status != Errc::ok) return r;
-    length = r.length;
+    if (outcome != ReadOutcome::kRecord) {
+      const RecvResult r = recv_slow(id, pos, outcome, dst, w0);
+      if (r.status != Errc::ok) return r;
+      length = r.length;
+      if (w0 != 0) outcome = ReadOutcome::kRecord;
+    }
+    if (outcome == ReadOutcome::kRecord) return recv_record(id, pos, w0, out);
   }
-  advance_cursor(id, seq + 1);
+  if (dst != out.data()) {
+    if (length > out.size()) return {Errc::buffer_too_small, length};
+    std::memcpy(out.data(), small, length);
+  }
+  advance_cursor(id, pos + 1);
   return {Errc::ok, length};
 }
 
@@ -597,25 +844,61 @@ BatchResult BroadcastRing::drain(ConsumerId id, OnMessage&& on_message,
     return {0, Errc::invalid_consumer};
   // relaxed: only this consumer writes its cursor (invariant 1).
   const std::uint64_t start = consumer(id).cursor.load(std::memory_order_relaxed);
-  std::uint64_t seq = start;
+  std::uint64_t pos = start;
+  std::size_t count = 0;
   alignas(8) std::byte buffer[kMaxPayload];
-  while (seq - start < max) {
+  while (count < max) {
     std::uint32_t length = 0;
-    const ReadOutcome outcome = read_slot(seq, buffer, length);
-    if (outcome != ReadOutcome::kOk) [[unlikely]] {
-      if (seq != start) break;  // the next call classifies what stopped this batch
+    std::uint64_t w0 = 0;
+    ReadOutcome outcome = read_slot(pos, buffer, length, w0, lappable(id, pos));
+    if (outcome != ReadOutcome::kOk && outcome != ReadOutcome::kRecord) [[unlikely]] {
+      if (pos != start) break;  // the next call classifies what stopped this batch
       // Nothing read yet: let the single-message slow path classify it (it
       // moves the cursor only on a lap). A message it read is delivered like
       // any other below, so a throwing on_message leaves the cursor alone.
-      const RecvResult r = recv_slow(id, seq, outcome, buffer);
+      const RecvResult r = recv_slow(id, pos, outcome, buffer, w0);
       if (r.status != Errc::ok) return {0, r.status, r.missed};
       length = r.length;
+      outcome = w0 != 0 ? ReadOutcome::kRecord : ReadOutcome::kOk;
+    }
+    if (outcome == ReadOutcome::kRecord) [[unlikely]] {
+      RecvResult r{Errc::ok};
+      const std::uint64_t passed = drain_record(id, pos, w0, on_message, r, pos == start);
+      if (passed == 0) {
+        if (pos == start) return {0, r.status, r.missed};
+        break;
+      }
+      if (r.length != 0) ++count;  // drain_record sets length to 1 for a message, 0 for padding
+      pos += passed;
+      continue;
     }
     on_message(std::span<const std::byte>(buffer, length));
-    ++seq;
+    ++count;
+    ++pos;
   }
-  if (seq != start) advance_cursor(id, seq);
-  return {static_cast<std::size_t>(seq - start), Errc::ok};
+  if (pos != start) advance_cursor(id, pos);
+  // Only paddings passed: nothing to deliver yet.
+  return {count, count == 0 && pos != start ? Errc::empty : Errc::ok};
+}
+
+template <class OnMessage>
+std::uint64_t BroadcastRing::drain_record(ConsumerId id, std::uint64_t pos, std::uint64_t w0, OnMessage& on_message,
+                                          RecvResult& r,
+                                          bool first) noexcept(noexcept(on_message(std::span<const std::byte>{}))) {
+  const RecordRead rec = read_record(id, pos, w0, local_[id].buffer.get(), buffer_bytes_, true);
+  if (rec.outcome != ReadOutcome::kOk) {
+    // A batch that has passed messages stops here and leaves the
+    // classification to the next call; an empty one classifies it now (a lap
+    // moves the cursor, like try_recv's).
+    if (first) {
+      std::uint64_t unused = 0;
+      r = recv_slow(id, pos, rec.outcome, nullptr, unused);
+    }
+    return 0;
+  }
+  if (!rec.padding) on_message(rec.data);
+  r.length = rec.padding ? 0 : 1;
+  return rec.slots;
 }
 
 inline std::uint64_t BroadcastRing::lag(ConsumerId id) const noexcept {
@@ -630,6 +913,27 @@ inline std::uint64_t BroadcastRing::lag(ConsumerId id) const noexcept {
   const std::uint64_t cursor = c.cursor.load(std::memory_order_acquire);
   const std::uint64_t published = producer_position();
   return published > cursor ? published - cursor : 0;
+}
+
+// ProducerClaim's members forward to the ring that made the claim.
+inline ProducerClaim& ProducerClaim::operator=(ProducerClaim&& other) noexcept {
+  if (this != &other) {
+    abort();
+    ring_ = std::exchange(other.ring_, nullptr);
+    data_ = other.data_;
+    length_ = other.length_;
+    pos_ = other.pos_;
+    status_ = other.status_;
+  }
+  return *this;
+}
+
+inline void ProducerClaim::commit(std::size_t length) noexcept {
+  if (ring_ != nullptr) std::exchange(ring_, nullptr)->finish_claim(*this, std::min(length, length_), true);
+}
+
+inline void ProducerClaim::abort() noexcept {
+  if (ring_ != nullptr) std::exchange(ring_, nullptr)->finish_claim(*this, 0, false);
 }
 
 }  // namespace ringcast

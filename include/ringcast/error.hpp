@@ -25,7 +25,7 @@ enum class Errc : std::uint8_t {
   empty,              // try_recv: the consumer has read everything published
   no_consumer_slot,   // register_consumer: all kMaxConsumers entries are taken
   invalid_consumer,   // id out of range, or not registered through this handle
-  payload_too_large,  // try_push: payload longer than kMaxPayload bytes
+  payload_too_large,  // try_push / try_claim: payload longer than the ring's max_message
   layout_mismatch,    // open: bad magic, version, slot size, capacity or file size
   io_error,           // a system call failed; Error::sys_errno says why
   not_ready,          // open: the creator has not finished initialising the file
@@ -36,6 +36,7 @@ enum class Errc : std::uint8_t {
   producer_dead,      // try_recv: a slot is half-written and its producer has died
   timed_out,          // recv_wait / push_wait: the timeout elapsed
   already_exists,     // create: the path exists and replacement was not requested
+  buffer_too_small,   // try_recv: the next message is longer than the caller's buffer (nothing consumed)
 };
 
 // A stable, lower-case name for each code ("full", "layout_mismatch", ...).

@@ -4,11 +4,13 @@
 // document lists is pinned by a static_assert below. Change one, change both,
 // and bump kLayoutVersion.
 //
-//   offset 0     ProducerLine          64 B  (magic ... producer_seq, upstream loss)
-//   offset 64    WaitLine data_wait    64 B  (consumers waiting for data)
-//   offset 128   WaitLine space_wait   64 B  (the producer waiting for room)
-//   offset 192   ConsumerEntry[16]   1024 B  (one cache line per consumer)
-//   offset 1216  Slot[capacity]   64 B each  (SeqLock cells)
+//   offset 0     ProducerLine          64 B  (magic ... producer_seq, upstream loss, max_message)
+//   offset 64    TailLine              64 B  (write intent, messages and bytes published)
+//   offset 128   WaitLine data_wait    64 B  (consumers waiting for data)
+//   offset 192   WaitLine space_wait   64 B  (the producer waiting for room)
+//   offset 256   ConsumerEntry[16]   1024 B  (one cache line per consumer)
+//   offset 1280  Slot[capacity]   64 B each  (SeqLock cells; a message larger than
+//                                            52 bytes spans consecutive slots)
 //
 // Every field is read and written only through std::atomic, which is valid
 // across processes because the atomics used here are lock-free and therefore
@@ -25,16 +27,24 @@ namespace ringcast {
 
 inline constexpr std::size_t kCacheLine = 64;
 inline constexpr std::size_t kSlotBytes = 64;
+// The largest payload one slot holds inline (length and payload in its words).
 inline constexpr std::size_t kMaxPayload = 52;
+// A message of more bytes is a record: a header slot whose payload starts at
+// this offset and runs on, contiguous, through the slots that follow.
+inline constexpr std::size_t kRecordDataOffset = 16;
+// CreateOptions::max_message when 0 is given (clamped to what the capacity allows).
+inline constexpr std::size_t kDefaultMaxMessage = 64 * 1024;
+// The largest max_message a ring can be created with.
+inline constexpr std::size_t kMaxMessageLimit = std::size_t{1} << 30;
 inline constexpr std::size_t kMaxConsumers = 16;
 inline constexpr std::uint64_t kMinCapacity = 2;
 inline constexpr std::uint64_t kMaxCapacity = std::uint64_t{1} << 30;
 
 // "RINGCAST" read as a little-endian 64-bit word.
 inline constexpr std::uint64_t kMagic = 0x5453414347'4E4952;
-// 2: the wait lines (offsets 64 and 128) replace version 1's futex words in the
-// ProducerLine, and blocking works on every ring (docs/memory-ordering.md).
-inline constexpr std::uint32_t kLayoutVersion = 3;
+// 4: variable-size messages (records spanning slots, the TailLine at 64);
+// docs/layout.md, "Version history", says what each version changed.
+inline constexpr std::uint32_t kLayoutVersion = 4;
 
 // ProducerLine::flags bits, fixed at creation.
 inline constexpr std::uint32_t kFlagLossy = 1U << 0;    // producer never waits; readers may be lapped
@@ -50,6 +60,17 @@ inline constexpr std::uint32_t kSignalWaiting = 1U;
 inline constexpr std::uint32_t kSignalFenced = 2U;
 inline constexpr std::uint32_t kSignalChained = 4U;
 inline constexpr std::uint32_t kSignalEpochStep = 8U;
+
+// The low half of a slot's words[0] ("meta"). Bit 31 clear: an inline
+// message, meta is its length (0..52) and the high half its first 4 bytes.
+// Bit 31 set: a record header; bits 28..30 its kind, bits 0..27 the slots it
+// spans (header included), and the high half of words[0] its payload length.
+inline constexpr std::uint32_t kRecordBit = 1U << 31;
+inline constexpr std::uint32_t kRecordKindShift = 28;
+inline constexpr std::uint32_t kRecordKindMask = 7U;
+inline constexpr std::uint32_t kRecordSlotsMask = (1U << kRecordKindShift) - 1;
+inline constexpr std::uint32_t kRecordMessage = 0;  // a message of more than 52 bytes (or a claim)
+inline constexpr std::uint32_t kRecordPadding = 1;  // skipped: the rest of a block (length 0)
 
 // ConsumerEntry::state values.
 inline constexpr std::uint32_t kConsumerFree = 0;
@@ -72,7 +93,20 @@ struct alignas(kCacheLine) ProducerLine {
   // builds before these fields, where the bytes were reserved zero).
   std::atomic<std::uint64_t> upstream_lost;  // 40
   std::atomic<std::uint64_t> upstream_gaps;  // 48
-  std::uint8_t reserved[8];                  // 56: zero
+  std::atomic<std::uint32_t> max_message;    // 56: largest payload, fixed at creation
+  std::atomic<std::uint32_t> block_slots;    // 60: slots of the largest record (1: inline only)
+};
+
+// What the producer has started writing and what it has published, on a
+// line only the producer writes: readers that may be lapped validate a
+// record against write_intent; observers read the totals.
+struct alignas(kCacheLine) TailLine {
+  // 0: the end (exclusive) of the positions the producer is writing or has
+  // written, stored before their slots (rings with block_slots > 1 only).
+  std::atomic<std::uint64_t> write_intent;
+  std::atomic<std::uint64_t> messages;       // 8: messages published (display)
+  std::atomic<std::uint64_t> payload_bytes;  // 16: their payload bytes (display)
+  std::uint8_t reserved[40];                 // 24: zero
 };
 
 // One side's sleeping place: consumers wait for data on RingHeader::data_wait,
@@ -91,18 +125,21 @@ struct alignas(kCacheLine) WaitLine {
 };
 
 struct alignas(kCacheLine) ConsumerEntry {
-  std::atomic<std::uint64_t> cursor;     // 0: next sequence this consumer will read
+  std::atomic<std::uint64_t> cursor;     // 0: next position this consumer will read
   std::atomic<std::uint32_t> state;      // 8: kConsumerFree or kConsumerActive
   std::atomic<std::uint32_t> owner_pid;  // 12: pid of the registering process (display only)
   std::uint8_t reserved[48];             // 16: zero
 };
 
-// A SeqLock cell. version is 0 before the first write, 2*seq+1 while message
-// `seq` is being written and 2*seq+2 once it is committed, so a reader that
-// expects `seq` can tell "not yet written" (smaller), "being written" (odd,
-// 2*seq+1) and "overwritten by a later lap" (larger) apart with one load.
-// words[0..7) hold the 4-byte length (low half of words[0]) followed by the
-// 52 payload bytes, little-endian; the SeqLock protects all of them.
+// A SeqLock cell. Positions count slots. version is 0 before the first
+// write, 2*pos+1 while the message at position `pos` is being written and
+// 2*pos+2 once it is committed, so a reader that expects `pos` can tell "not
+// yet written" (smaller), "being written" (odd, 2*pos+1) and "overwritten by
+// a later lap" (larger) apart with one load. An inline message: words[0..7)
+// hold the 4-byte length (low half of words[0]) followed by the 52 payload
+// bytes, little-endian. A record (kRecordBit): words[0] holds meta and length,
+// the payload starts at byte 16 and continues through the next slots, which
+// are plain bytes with no version of their own (docs/layout.md, "Records").
 struct alignas(kCacheLine) Slot {
   std::atomic<std::uint64_t> version;   // 0
   std::atomic<std::uint64_t> words[7];  // 8: length u32, payload[52]
@@ -110,15 +147,40 @@ struct alignas(kCacheLine) Slot {
 
 struct RingHeader {
   ProducerLine producer;                   // 0
-  WaitLine data_wait;                      // 64
-  WaitLine space_wait;                     // 128
-  ConsumerEntry consumers[kMaxConsumers];  // 192
+  TailLine tail;                           // 64
+  WaitLine data_wait;                      // 128
+  WaitLine space_wait;                     // 192
+  ConsumerEntry consumers[kMaxConsumers];  // 256
 };
 
 inline constexpr std::size_t kHeaderBytes = sizeof(RingHeader);
 
 [[nodiscard]] constexpr std::uint64_t file_size(std::uint64_t capacity) noexcept {
   return kHeaderBytes + capacity * kSlotBytes;
+}
+
+// Slots a record of `length` payload bytes spans, its header slot included.
+[[nodiscard]] constexpr std::uint64_t record_slots(std::uint64_t length) noexcept {
+  constexpr std::uint64_t first = kSlotBytes - kRecordDataOffset;  // 48 bytes in the header slot
+  return length <= first ? 1 : 1 + (length - first + kSlotBytes - 1) / kSlotBytes;
+}
+// Slots a message of `length` bytes takes when pushed by copy.
+[[nodiscard]] constexpr std::uint64_t message_slots(std::uint64_t length) noexcept {
+  return length <= kMaxPayload ? 1 : record_slots(length);
+}
+// The block size of a ring whose largest message is `max_message`: no record
+// crosses a slot index that is a multiple of it (nor the ring's end), so each
+// such index starts a record in every lap (docs/layout.md, "Blocks").
+[[nodiscard]] constexpr std::uint64_t block_slots(std::uint64_t max_message) noexcept {
+  return max_message <= kMaxPayload ? 1 : record_slots(max_message);
+}
+// The largest max_message a ring of `capacity` slots allows: its block may
+// take at most half the ring, so a record and the paddings before it (at most
+// two: the second over the ring's last, shorter segment) always fit.
+[[nodiscard]] constexpr std::uint64_t max_message_for(std::uint64_t capacity) noexcept {
+  const std::uint64_t block = capacity / 2;
+  const std::uint64_t bytes = block <= 1 ? kMaxPayload : (kSlotBytes - kRecordDataOffset) + (block - 1) * kSlotBytes;
+  return bytes < kMaxMessageLimit ? bytes : kMaxMessageLimit;
 }
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "address-free 64-bit atomics");
@@ -135,7 +197,14 @@ static_assert(offsetof(ProducerLine, producer_pid) == 28);
 static_assert(offsetof(ProducerLine, producer_seq) == 32);
 static_assert(offsetof(ProducerLine, upstream_lost) == 40);
 static_assert(offsetof(ProducerLine, upstream_gaps) == 48);
-static_assert(offsetof(ProducerLine, reserved) == 56);
+static_assert(offsetof(ProducerLine, max_message) == 56);
+static_assert(offsetof(ProducerLine, block_slots) == 60);
+
+static_assert(sizeof(TailLine) == 64 && alignof(TailLine) == 64);
+static_assert(offsetof(TailLine, write_intent) == 0);
+static_assert(offsetof(TailLine, messages) == 8);
+static_assert(offsetof(TailLine, payload_bytes) == 16);
+static_assert(offsetof(TailLine, reserved) == 24);
 
 static_assert(sizeof(WaitLine) == 64 && alignof(WaitLine) == 64);
 static_assert(offsetof(WaitLine, signal) == 0);
@@ -152,12 +221,19 @@ static_assert(sizeof(Slot) == kSlotBytes && alignof(Slot) == 64);
 static_assert(offsetof(Slot, version) == 0);
 static_assert(offsetof(Slot, words) == 8);
 static_assert(sizeof(Slot::words) == 4 + kMaxPayload, "length + payload fill the slot");
+static_assert(kRecordDataOffset == offsetof(Slot, words) + 8, "a record's payload follows words[0]");
+static_assert(record_slots(48) == 1 && record_slots(49) == 2 && record_slots(112) == 2 && record_slots(113) == 3);
+static_assert(block_slots(kDefaultMaxMessage) == 1025 && max_message_for(2050) >= kDefaultMaxMessage &&
+                  max_message_for(2048) < kDefaultMaxMessage,
+              "64 KiB messages need 2050 slots");
+static_assert(record_slots(kMaxMessageLimit) <= kRecordSlotsMask, "meta holds the slots of the largest record");
 
 static_assert(offsetof(RingHeader, producer) == 0);
-static_assert(offsetof(RingHeader, data_wait) == 64);
-static_assert(offsetof(RingHeader, space_wait) == 128);
-static_assert(offsetof(RingHeader, consumers) == 192);
-static_assert(kHeaderBytes == 1216 && kHeaderBytes % kCacheLine == 0);
+static_assert(offsetof(RingHeader, tail) == 64);
+static_assert(offsetof(RingHeader, data_wait) == 128);
+static_assert(offsetof(RingHeader, space_wait) == 192);
+static_assert(offsetof(RingHeader, consumers) == 256);
+static_assert(kHeaderBytes == 1280 && kHeaderBytes % kCacheLine == 0);
 static_assert(file_size(kMaxCapacity) < (std::uint64_t{1} << 40), "below the lock offsets");
 
 }  // namespace layout

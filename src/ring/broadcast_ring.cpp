@@ -73,6 +73,10 @@ bool needs_light_fence(std::uint32_t flags) noexcept {
 
 bool valid_capacity(std::uint64_t capacity) noexcept { return capacity >= kMinCapacity && capacity <= kMaxCapacity; }
 
+std::uint32_t flags_of(const CreateOptions& options) noexcept {
+  return (options.lossy ? kFlagLossy : 0U) | (options.wakeups ? kFlagWakeups : 0U);
+}
+
 // Adaptive spinning (IdleStrategy::kSpinThenBlock). A waiter spins only
 // while spinning pays: while every process of the ring has a CPU (spin_pays)
 // and its recent waits were short enough for a spin to catch. Sleeping and waking costs one futex round
@@ -247,7 +251,35 @@ Result<BroadcastRing> BroadcastRing::init_fd(int fd, std::uint64_t capacity, con
   return ring;
 }
 
+Result<void> BroadcastRing::set_geometry(std::uint64_t capacity, std::uint32_t flags, std::uint64_t max_message) {
+  capacity_ = capacity;
+  mask_ = std::has_single_bit(capacity) ? capacity - 1 : 0;
+  flags_ = flags;
+  max_message_ = max_message;
+  block_ = layout::block_slots(max_message);
+  records_ = block_ > 1;
+  // Room for any message, whole 64-bit words, and at least an inline one.
+  buffer_bytes_ = std::max<std::size_t>((max_message + 7) / 8 * 8, 56);
+  if (records_ && (flags & kFlagLossy) != 0 && !read_only_) {
+    // Untouched until a claim writes it: large rings cost address space only.
+    staging_.reset(new (std::nothrow) std::byte[buffer_bytes_]);
+    if (!staging_) return make_error(Errc::io_error, "create: claim buffer", ENOMEM);
+  }
+  return {};
+}
+
 Result<void> BroadcastRing::map_and_initialise(std::uint64_t capacity, const CreateOptions& options) {
+  const std::uint64_t allowed = layout::max_message_for(capacity);
+  const std::uint64_t max_message = options.max_message == 0
+                                        ? std::min<std::uint64_t>(kDefaultMaxMessage, allowed)
+                                        : std::max<std::uint64_t>(options.max_message, kMaxPayload);
+  if (max_message > allowed) {
+    return tl::unexpected(Error{Errc::payload_too_large, 0,
+                                "create: max_message is larger than the capacity allows (a message may "
+                                "take half the ring)",
+                                max_message, allowed});
+  }
+  if (auto r = set_geometry(capacity, flags_of(options), max_message); !r) return r;
   map_bytes_ = layout::file_size(capacity);
   const int map_flags = fd_ >= 0 ? MAP_SHARED : (MAP_SHARED | MAP_ANONYMOUS);
   void* base = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, map_flags, fd_, 0);
@@ -258,9 +290,6 @@ Result<void> BroadcastRing::map_and_initialise(std::uint64_t capacity, const Cre
   base_ = static_cast<std::byte*>(base);
   header_ = reinterpret_cast<layout::RingHeader*>(base_);
   slots_ = reinterpret_cast<layout::Slot*>(base_ + layout::kHeaderBytes);
-  capacity_ = capacity;
-  mask_ = std::has_single_bit(capacity) ? capacity - 1 : 0;
-  flags_ = (options.lossy ? kFlagLossy : 0U) | (options.wakeups ? kFlagWakeups : 0U);
   reap_on_full_ = options.reap_on_full;
   reap_clock_ = options.reap_clock != nullptr ? options.reap_clock : monotonic_ns;
   light_fence_ = needs_light_fence(flags_);
@@ -275,6 +304,8 @@ Result<void> BroadcastRing::map_and_initialise(std::uint64_t capacity, const Cre
   p.slot_size.store(static_cast<std::uint32_t>(kSlotBytes), std::memory_order_relaxed);
   p.capacity.store(capacity, std::memory_order_relaxed);
   p.flags.store(flags_, std::memory_order_relaxed);
+  p.max_message.store(static_cast<std::uint32_t>(max_message_), std::memory_order_relaxed);
+  p.block_slots.store(static_cast<std::uint32_t>(block_), std::memory_order_relaxed);
   if (options.claim_producer) {
     if (auto r = claim_producer(); !r) return r;
   }
@@ -334,6 +365,8 @@ Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const O
   const std::uint32_t slot_size = p.slot_size.load(std::memory_order_relaxed);
   const std::uint64_t capacity = p.capacity.load(std::memory_order_relaxed);
   const std::uint32_t flags = p.flags.load(std::memory_order_relaxed);
+  const std::uint32_t max_message = p.max_message.load(std::memory_order_relaxed);
+  const std::uint32_t block = p.block_slots.load(std::memory_order_relaxed);
   ::munmap(head, layout::kHeaderBytes);
 
   if (magic == 0) return make_error(Errc::not_ready, "open: creator has not published the header yet");
@@ -348,6 +381,14 @@ Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const O
   if (options.expected_capacity != 0 && options.expected_capacity != capacity) {
     return make_mismatch("open: capacity differs from the expected one", capacity, options.expected_capacity);
   }
+  if (max_message < kMaxPayload || max_message > layout::max_message_for(capacity)) {
+    return make_mismatch("open: max_message out of range for the capacity", max_message,
+                         layout::max_message_for(capacity));
+  }
+  if (block != layout::block_slots(max_message)) {
+    return make_mismatch("open: block_slots disagrees with max_message", block, layout::block_slots(max_message));
+  }
+  if (auto r = ring.set_geometry(capacity, flags, max_message); !r) return tl::unexpected(r.error());
 
   ring.map_bytes_ = layout::file_size(capacity);
   void* base = ::mmap(nullptr, ring.map_bytes_, prot, MAP_SHARED, fd, 0);
@@ -358,9 +399,6 @@ Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const O
   ring.base_ = static_cast<std::byte*>(base);
   ring.header_ = reinterpret_cast<layout::RingHeader*>(ring.base_);
   ring.slots_ = reinterpret_cast<layout::Slot*>(ring.base_ + layout::kHeaderBytes);
-  ring.capacity_ = capacity;
-  ring.mask_ = std::has_single_bit(capacity) ? capacity - 1 : 0;
-  ring.flags_ = flags;
   ring.reap_on_full_ = options.reap_on_full;
   ring.reap_clock_ = options.reap_clock != nullptr ? options.reap_clock : monotonic_ns;
   // A read-only handle neither pushes nor receives: it has no light side.
@@ -384,12 +422,25 @@ BroadcastRing& BroadcastRing::operator=(BroadcastRing&& other) noexcept {
   capacity_ = other.capacity_;
   mask_ = other.mask_;
   flags_ = other.flags_;
+  max_message_ = other.max_message_;
+  block_ = other.block_;
+  records_ = other.records_;
   reap_on_full_ = other.reap_on_full_;
   light_fence_ = other.light_fence_;
   push_wait_ = other.push_wait_;
-  std::copy(std::begin(other.recv_wait_), std::end(other.recv_wait_), std::begin(recv_wait_));
+  staging_ = std::move(other.staging_);
+  buffer_bytes_ = other.buffer_bytes_;
+  for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
+    local_[id].wait = other.local_[id].wait;
+    local_[id].stable_from = other.local_[id].stable_from;
+    local_[id].view_next = other.local_[id].view_next;
+    local_[id].buffer = std::move(other.local_[id].buffer);
+  }
   is_producer_ = std::exchange(other.is_producer_, false);
   seq_ = other.seq_;
+  messages_ = other.messages_;
+  payload_bytes_ = other.payload_bytes_;
+  intent_ = other.intent_;
   cached_min_ = other.cached_min_;
   next_reap_ns_ = other.next_reap_ns_;
   reap_clock_ = other.reap_clock_;
@@ -442,10 +493,22 @@ Result<void> BroadcastRing::claim_producer() {
   layout::ProducerLine& p = producer();
   // acquire: pairs with the previous producer's release store in publish().
   std::uint64_t seq = p.producer_seq.load(std::memory_order_acquire);
-  for (std::uint64_t n = 0; n < capacity_; ++n, ++seq) {
+  for (std::uint64_t n = 0; n < capacity_;) {
+    const layout::Slot& s = slot(seq);
     // acquire: pairs with the previous producer's committing release store of
-    // the version in write_slot.
-    if (slot(seq).version.load(std::memory_order_acquire) != 2 * seq + 2) break;
+    // the version in write_slot or commit_record.
+    if (s.version.load(std::memory_order_acquire) != 2 * seq + 2) break;
+    // relaxed: ordered by the acquire load above. A record is stepped over
+    // whole (invariant 8); a header that claims to cross its block is damage:
+    // stop there, as at any slot that is not committed.
+    const std::uint64_t w0 = s.words[0].load(std::memory_order_relaxed);
+    std::uint64_t step = 1;
+    if ((w0 & kRecordBit) != 0) {
+      step = w0 & kRecordSlotsMask;
+      if (step == 0 || step > room_before_boundary(seq)) break;
+    }
+    seq += step;
+    n += step;
   }
   layout::Slot& next = slot(seq);
   // relaxed: we hold the role, so nobody else writes versions now (invariant 1);
@@ -459,6 +522,14 @@ Result<void> BroadcastRing::claim_producer() {
     next.version.store(2 * seq, std::memory_order_release);
   }
   seq_ = seq;
+  // relaxed (these three): written only by producers, the previous one
+  // ordered before us by the producer lock. The intent never moves back: a
+  // lapped reader validates against it, and the previous producer may have
+  // written up to it (an open claim) before it died.
+  layout::TailLine& tail = header_->tail;
+  intent_ = std::max(tail.write_intent.load(std::memory_order_relaxed), seq);
+  messages_ = tail.messages.load(std::memory_order_relaxed);
+  payload_bytes_ = tail.payload_bytes.load(std::memory_order_relaxed);
   // A previous producer may have left fenced mode on: consumers that see the
   // bit skip their membarrier, so keep fencing until leave_fenced() clears it.
   // acquire: pairs with the release CAS that set it (end_epoch()).
@@ -487,7 +558,7 @@ Errc BroadcastRing::claim_slow() noexcept {
   return r ? Errc::ok : r.error().code;
 }
 
-Errc BroadcastRing::full_slow() noexcept {
+Errc BroadcastRing::full_slow(std::uint64_t slots) noexcept {
   // seq_cst fence: Dekker with register_consumer (it stores state=active, fences,
   // then reads producer_seq). Either this scan sees the new consumer, or the new
   // consumer starts at a position >= every position this scan allows us to fill.
@@ -502,32 +573,16 @@ Errc BroadcastRing::full_slow() noexcept {
     if (cursor < min) min = cursor;
   }
   cached_min_ = min;
-  if (seq_ - min < capacity_) return Errc::ok;
+  if (seq_ + slots - min <= capacity_) return Errc::ok;
   if (reap_on_full_ && fd_ >= 0) {
     const std::int64_t now = reap_clock_();
     if (now >= next_reap_ns_) {
       next_reap_ns_ = now + kReapOnFullIntervalNs;
       auto reaped = reap_dead_consumers();
-      if (reaped && *reaped > 0) return full_slow();
+      if (reaped && *reaped > 0) return full_slow(slots);
     }
   }
   return Errc::full;
-}
-
-BatchResult BroadcastRing::try_push_batch(std::span<const std::span<const std::byte>> payloads) noexcept {
-  const std::uint64_t start = seq_;
-  Errc status = Errc::ok;
-  for (const auto& payload : payloads) {
-    if (payload.size() > kMaxPayload) {
-      status = Errc::payload_too_large;
-      break;
-    }
-    if (status = check_room(); status != Errc::ok) break;
-    write_slot(seq_, payload);
-    ++seq_;
-  }
-  if (seq_ != start) publish(seq_);
-  return {static_cast<std::size_t>(seq_ - start), status};
 }
 
 // --- consumers ---------------------------------------------------------------
@@ -538,6 +593,15 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
   for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
     layout::ConsumerEntry& c = consumer(id);
     const std::uint32_t bit = 1U << id;
+    // relaxed: handle bookkeeping, as below.
+    if ((owned_.load(std::memory_order_relaxed) & bit) != 0) continue;
+    ConsumerLocal& local = local_[id];
+    if (!local.buffer) {
+      // Views and drain copy into it where they cannot read in place; kept
+      // for the id's next registrant through this handle.
+      local.buffer.reset(new (std::nothrow) std::byte[buffer_bytes_]);
+      if (!local.buffer) return make_error(Errc::io_error, "register_consumer: copy buffer", ENOMEM);
+    }
     // Reserve the id within this handle first: threads of one handle share its
     // open file description, so the lock below cannot tell them apart.
     // relaxed (here and below): owned_ is this handle's bookkeeping; the entry
@@ -575,9 +639,13 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
     // is what makes the slots below `published` committed for our reads
     // (relaxed would do for latest: any value <= the final one is safe).
     const std::uint64_t published = p.producer_seq.load(std::memory_order_acquire);
-    const std::uint64_t first = start == StartAt::kOldest && published >= capacity_ ? published - capacity_
-                                : start == StartAt::kOldest                         ? 0
-                                                                                    : published;
+    // oldest: the first record start at or after published - capacity, a
+    // block boundary (invariant 8; below published, as a block is at most
+    // half the ring).
+    const std::uint64_t first = start == StartAt::kOldest && published >= capacity_
+                                    ? next_boundary(published - capacity_)
+                                : start == StartAt::kOldest ? 0
+                                                            : published;
     // relaxed store: published by the release store of state below.
     c.cursor.store(first, std::memory_order_relaxed);
     // relaxed: display only (ring-top); no protocol reads it.
@@ -592,6 +660,18 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
       // release store: pairs with full_slow's acquire load of the cursor.
       c.cursor.store(p.producer_seq.load(std::memory_order_relaxed), std::memory_order_release);
     }
+    // Invariant 10. relaxed: ordered after the state store by the fence
+    // above. A scan ordered before our fence read an intent no higher than
+    // this (the producer stores it before its next scan's fence), and its
+    // cached minimum lets the producer write only below that minimum plus
+    // `capacity`, so it overwrites positions below this value at most: from
+    // here on, every overwrite of our slots waits for a scan that sees us.
+    // A ring without records keeps no intent and needs none: each slot's
+    // version guards it. A lossy ring can lap anyone anywhere.
+    local.stable_from = !records_                    ? 0
+                        : (flags_ & kFlagLossy) != 0 ? ~std::uint64_t{0}
+                                                     : header_->tail.write_intent.load(std::memory_order_relaxed);
+    local.view_next = 0;
     // oldest: the cursor stays at `first`, possibly below the producer's
     // cached minimum until its next scan (invariant 7). No re-validation is
     // needed here: every receive accepts slot `seq` only when its version is
@@ -642,13 +722,25 @@ Result<std::size_t> BroadcastRing::reap_dead_consumers() {
   return reaped;
 }
 
-RecvResult BroadcastRing::recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcome outcome,
-                                    std::span<std::byte, kMaxPayload> out) noexcept {
+RecvResult BroadcastRing::recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcome outcome, std::byte* out,
+                                    std::uint64_t& w0) noexcept {
   for (int spins = 0;; ++spins) {
     switch (outcome) {
       case ReadOutcome::kOk:  // only reached through the re-read below
+      case ReadOutcome::kRecord:
         break;
       case ReadOutcome::kNotYet:
+        // On a ring of records the inner bytes of a later lap's record can
+        // read as "not yet written" (invariant 9 stamps only the head), so a
+        // reader that can be lapped (any reader of a lossy ring, one inside
+        // its registration window) asks the producer's intent: at or past
+        // seq + capacity, our slot has been reused. relaxed: the acquire load
+        // of the version that saw such bytes already orders the intent the
+        // producer stored before writing them (begin_write's fence).
+        if (lappable(id, seq) && header_->tail.write_intent.load(std::memory_order_relaxed) >= seq + capacity_) {
+          outcome = ReadOutcome::kOverwritten;
+          continue;
+        }
         return {Errc::empty};
       case ReadOutcome::kCorrupt:
         return {Errc::layout_mismatch};
@@ -657,9 +749,14 @@ RecvResult BroadcastRing::recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcom
         // before we read it. The slot held a later lap, so producer_seq is at
         // least seq + capacity once that lap is published; never move back.
         // acquire: pairs with the producer's release store in publish().
-        const std::uint64_t published = producer().producer_seq.load(std::memory_order_acquire);
+        std::uint64_t published = producer().producer_seq.load(std::memory_order_acquire);
+        // On a ring of records the producer may be writing past it: the
+        // oldest intact record is then found from its intent (invariant 9),
+        // at a position that starts a record in every lap. relaxed: a hint;
+        // the next read validates whatever is there.
+        if (records_) published = std::max(published, header_->tail.write_intent.load(std::memory_order_relaxed));
         const std::uint64_t oldest = published >= capacity_ ? published - capacity_ + 1 : 0;
-        const std::uint64_t resume = std::max(seq + 1, oldest);
+        const std::uint64_t resume = next_boundary(std::max(seq + 1, oldest));
         advance_cursor(id, resume);
         return {Errc::lapped, 0, resume - seq};
       }
@@ -672,8 +769,9 @@ RecvResult BroadcastRing::recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcom
         break;
     }
     std::uint32_t length = 0;
-    outcome = read_slot(seq, out, length);
-    if (outcome == ReadOutcome::kOk) return {Errc::ok, length};  // the caller advances the cursor
+    outcome = read_slot(seq, out, length, w0, lappable(id, seq));
+    // the caller advances the cursor (and reads a record's bytes)
+    if (outcome == ReadOutcome::kOk || outcome == ReadOutcome::kRecord) return {Errc::ok, length};
   }
 }
 
@@ -837,11 +935,11 @@ bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idl
   return done;
 }
 
-RecvResult BroadcastRing::recv_wait(ConsumerId id, std::span<std::byte, kMaxPayload> out,
-                                    std::chrono::nanoseconds timeout, IdleStrategy idle) noexcept {
+RecvResult BroadcastRing::recv_wait(ConsumerId id, std::span<std::byte> out, std::chrono::nanoseconds timeout,
+                                    IdleStrategy idle) noexcept {
   if (!owns(id)) return {Errc::invalid_consumer};
   RecvResult r{Errc::empty};
-  const bool done = wait(header_->data_wait, recv_wait_[id], idle, timeout, [&]() noexcept {
+  const bool done = wait(header_->data_wait, local_[id].wait, idle, timeout, [&]() noexcept {
     r = try_recv(id, out);
     // stalled: the producer was preempted mid-write; it wakes us when it commits.
     return r.status != Errc::empty && r.status != Errc::stalled;
@@ -902,6 +1000,9 @@ RingStatus BroadcastRing::status() const {
   s.producer_sleeping = header_->space_wait.sleepers.load(std::memory_order_relaxed) != 0;
   s.upstream_lost = p.upstream_lost.load(std::memory_order_relaxed);
   s.upstream_gaps = p.upstream_gaps.load(std::memory_order_relaxed);
+  s.max_message = max_message_;
+  s.messages = header_->tail.messages.load(std::memory_order_relaxed);
+  s.payload_bytes = header_->tail.payload_bytes.load(std::memory_order_relaxed);
   for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
     const layout::ConsumerEntry& c = consumer(id);
     ConsumerStatus& cs = s.consumers[id];

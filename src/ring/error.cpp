@@ -40,6 +40,8 @@ std::string_view to_string(Errc code) noexcept {
       return "timed_out";
     case Errc::already_exists:
       return "already_exists";
+    case Errc::buffer_too_small:
+      return "buffer_too_small";
   }
   return "unknown";
 }

@@ -178,7 +178,8 @@ class OldestJoinerTest : public BroadcastRingTest, public ::testing::WithParamIn
 
 TEST_P(OldestJoinerTest, AfterWrappingReceivesTheRetainedMessagesInOrderThenLiveOnes) {
   constexpr std::uint64_t kCapacity = 5;  // not a power of two: the modulo index
-  auto ring = BroadcastRing::create(path(), kCapacity, {.lossy = GetParam()});
+  // One slot per message: the history is exactly the last `capacity` messages.
+  auto ring = BroadcastRing::create(path(), kCapacity, {.lossy = GetParam(), .max_message = kMaxPayload});
   ASSERT_TRUE(ring);
   for (std::uint64_t m = 0; m < 13; ++m) ASSERT_EQ(ring->try_push(as_bytes(std::to_string(m))), Errc::ok);
   auto late = ring->register_consumer(StartAt::kOldest);
@@ -205,7 +206,7 @@ TEST_P(OldestJoinerTest, HistoryOverwrittenBeforeItIsReadIsReportedAsLapped) {
   // No other consumer holds the history, so the producer (whose cached
   // minimum predates the registration) may overwrite it before its next scan.
   constexpr std::uint64_t kCapacity = 4;
-  auto ring = BroadcastRing::create(path(), kCapacity, {.lossy = GetParam()});
+  auto ring = BroadcastRing::create(path(), kCapacity, {.lossy = GetParam(), .max_message = kMaxPayload});
   ASSERT_TRUE(ring);
   for (std::uint64_t m = 0; m < 10; ++m) ASSERT_EQ(ring->try_push(as_bytes(std::to_string(m))), Errc::ok);
   auto late = ring->register_consumer(StartAt::kOldest);  // cursor 6
@@ -285,8 +286,10 @@ TEST_F(BroadcastRingTest, SecondHandleSubscribesToFirstHandlesMessages) {
 TEST_F(BroadcastRingTest, OversizedPayloadIsRejectedAndNothingIsPublished) {
   auto ring = BroadcastRing::create(path(), 8);
   ASSERT_TRUE(ring);
-  std::array<std::byte, kMaxPayload + 1> big{};
+  std::vector<std::byte> big(ring->max_message() + 1);
   EXPECT_EQ(ring->try_push(big), Errc::payload_too_large);
+  EXPECT_FALSE(ring->try_claim(big.size()));
+  EXPECT_EQ(ring->try_claim(big.size()).status(), Errc::payload_too_large);
   EXPECT_EQ(ring->producer_position(), 0U);
 }
 
@@ -542,7 +545,9 @@ TEST_F(BroadcastRingTest, HalfWrittenSlotIsStalledWhileItsProducerLivesThenProdu
 }
 
 TEST_F(BroadcastRingTest, LossyProducerNeverWaitsAndReaderReportsLap) {
-  auto ring = BroadcastRing::create(path(), 4, {.lossy = true});
+  // One slot per message, so a lap resumes at any slot (a ring of records
+  // resumes at a block boundary: RecordTest).
+  auto ring = BroadcastRing::create(path(), 4, {.lossy = true, .max_message = kMaxPayload});
   ASSERT_TRUE(ring);
   EXPECT_TRUE(ring->lossy());
   auto c = ring->register_consumer();
@@ -561,7 +566,7 @@ TEST_F(BroadcastRingTest, LossyProducerNeverWaitsAndReaderReportsLap) {
 }
 
 TEST_F(BroadcastRingTest, DrainOnLossyRingReportsHowManyALapSkipped) {
-  auto ring = BroadcastRing::create(path(), 4, {.lossy = true});
+  auto ring = BroadcastRing::create(path(), 4, {.lossy = true, .max_message = kMaxPayload});
   ASSERT_TRUE(ring);
   auto c = ring->register_consumer();
   for (int m = 0; m < 10; ++m) ASSERT_EQ(ring->try_push(as_bytes(std::to_string(m))), Errc::ok);

@@ -105,6 +105,53 @@ INSTANTIATE_TEST_SUITE_P(TinyRings, OldestJoinerStressTest,
                                   (std::get<1>(i.param) ? "Lossy" : "Blocking");
                          });
 
+// Records: messages of random sizes (8 bytes to the most the ring allows,
+// a quarter of them inline) on rings small enough to lap constantly, read by
+// try_recv, drain and views in turn. Paddings, block boundaries and the ring's
+// end are crossed thousands of times; capacity 37 indexes with a modulo.
+class RecordTornReadTest : public ::testing::TestWithParam<std::tuple<std::uint64_t, bool>> {};
+
+TEST_P(RecordTornReadTest, ReadNeverObservesTornOrMisorderedRecord) {
+  const auto [capacity, lossy] = GetParam();
+  const test::StressResult r = test::run_torn_read_stress({.capacity = capacity,
+                                                           .lossy = lossy,
+                                                           .readers = 3,
+                                                           .max_messages = 1'000'000,
+                                                           .max_time = std::chrono::milliseconds(1500),
+                                                           .sized = true,
+                                                           .max_message = layout::max_message_for(capacity)});
+  EXPECT_GT(r.received, 0U);
+  EXPECT_EQ(r.torn, 0U);
+  EXPECT_EQ(r.out_of_order, 0U);
+  if (!lossy) {
+    EXPECT_EQ(r.lapped, 0U);
+    EXPECT_GT(r.in_place, 0U);  // views of records on a blocking ring read the ring itself
+  }
+}
+
+TEST_P(RecordTornReadTest, JoinAtOldestNeverReadsATornRecord) {
+  const auto [capacity, lossy] = GetParam();
+  const test::StressResult r = test::run_oldest_joiner_stress({.capacity = capacity,
+                                                               .lossy = lossy,
+                                                               .readers = 3,
+                                                               .max_messages = 5'000'000,
+                                                               .max_time = std::chrono::milliseconds(1000),
+                                                               .sized = true,
+                                                               .max_message = layout::max_message_for(capacity)});
+  EXPECT_GT(r.joins, 0U);
+  EXPECT_GT(r.received, 0U);
+  EXPECT_EQ(r.torn, 0U);
+  EXPECT_EQ(r.out_of_order, 0U) << "last unexpected status: " << to_string(r.unexpected);
+  EXPECT_EQ(r.bad_start, 0U);
+}
+
+INSTANTIATE_TEST_SUITE_P(SmallRings, RecordTornReadTest,
+                         ::testing::Combine(::testing::Values(8, 37), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<RecordTornReadTest::ParamType>& i) {
+                           return "Capacity" + std::to_string(std::get<0>(i.param)) +
+                                  (std::get<1>(i.param) ? "Lossy" : "Blocking");
+                         });
+
 // drain's first-message slow path: a slot still half-written when drain first
 // reads it and committed while drain re-reads it. A writer thread holds each
 // slot half-written for a short counted busy loop (no clock) while the

@@ -23,8 +23,8 @@ using test::exit_code;
 
 const std::string kHelper = RING_TEST_HELPER;
 
-ChildProcess helper(const std::string& mode, const std::string& path, std::uint64_t arg = 0) {
-  return ChildProcess::spawn({kHelper, mode, path, std::to_string(arg)});
+ChildProcess helper(const std::string& mode, const std::string& path, std::uint64_t arg = 0, std::uint64_t arg2 = 0) {
+  return ChildProcess::spawn({kHelper, mode, path, std::to_string(arg), std::to_string(arg2)});
 }
 
 // The exit code of a helper that exits by itself (128 + signal if killed), or
@@ -213,6 +213,104 @@ TEST_F(CrossProcessTest, LossyReadersInOtherProcessesNeverSeeTornPayloads) {
   for (std::uint64_t seq = 0; seq < 20'000'000 && std::chrono::steady_clock::now() < until; ++seq) {
     test::make_message(seq, msg);
     ASSERT_EQ(ring->try_push(msg), Errc::ok);
+  }
+  ring->release_producer();  // readers stop once the producer is gone and they are drained
+  for (auto& r : readers) EXPECT_EQ(exit_code_of(r), 0);
+}
+
+// --- records: messages of random sizes spanning slots -------------------------
+
+TEST_F(CrossProcessTest, SizedMessagesReachConsumerProcessesWholeAndInOrder) {
+  constexpr std::uint64_t kCount = 20'000;
+  auto ring = BroadcastRing::create(path_, 4096, {.claim_producer = false, .max_message = 4096});
+  ASSERT_TRUE(ring) << ring.error().message();
+  std::vector<ChildProcess> consumers;
+  for (int i = 0; i < 2; ++i) {
+    consumers.push_back(helper("consume-sized", path_, kCount - 1));
+    ASSERT_EQ(consumers.back().read_line(), "ready");
+  }
+  ChildProcess producer = helper("produce-sized", path_, kCount, 0);
+  EXPECT_EQ(exit_code_of(producer), 0);
+  for (auto& c : consumers) {
+    EXPECT_EQ(c.read_line(), "jumps 0");
+    EXPECT_EQ(exit_code_of(c), 0);
+  }
+  EXPECT_EQ(ring->status().messages, kCount);
+}
+
+// A producer killed while it writes a record through a claim: the record's
+// header was never committed, so no reader sees any of it, not even as a
+// half-written slot, and a successor reuses the room.
+TEST_F(CrossProcessTest, ProducerKilledMidClaimDeliversNoPartOfItAndTheSuccessorReusesTheRoom) {
+  auto ring = BroadcastRing::create(path_, 256, {.claim_producer = false});
+  ASSERT_TRUE(ring);
+  auto id = ring->register_consumer();
+  ASSERT_TRUE(id);
+  ChildProcess dying = helper("die-mid-claim", path_);
+  ASSERT_EQ(dying.read_line(), "ready");
+  EXPECT_EQ(exit_code_of(dying), 128 + SIGKILL);
+
+  std::vector<std::byte> buf(ring->max_message());
+  RecvResult r = ring->try_recv(*id, buf);
+  ASSERT_EQ(r.status, Errc::ok);
+  EXPECT_EQ(test::check_sized_message(std::span<const std::byte>(buf.data(), r.length), ring->max_message()), 0U);
+  EXPECT_EQ(ring->try_recv(*id, buf).status, Errc::empty);
+  EXPECT_FALSE(ring->status().half_written_slot);
+  // Past the padding the claim wrote before its record, if it needed one.
+  const std::uint64_t head = ring->position(*id);
+
+  auto successor = BroadcastRing::open(path_);
+  ASSERT_TRUE(successor);
+  ASSERT_TRUE(successor->claim_producer());
+  EXPECT_EQ(successor->producer_position(), head);
+  for (std::uint64_t seq = 1; seq <= 200; ++seq) {
+    const std::span<std::byte> msg(buf.data(), test::sized_length(seq, ring->max_message()));
+    test::make_sized_message(seq, msg);
+    ASSERT_EQ(successor->try_push(msg), Errc::ok) << seq;
+    const MessageView v = ring->try_view(*id);
+    ASSERT_EQ(v.status, Errc::ok) << seq;
+    EXPECT_EQ(test::check_sized_message(v.data, ring->max_message()), seq);
+    ASSERT_EQ(ring->release_view(*id), Errc::ok);
+  }
+}
+
+// kill -9 of a producer streaming 64 KiB-sized records, wherever it happens to
+// be (most of its time goes to copying payloads): a consumer process reads
+// every message whole and in order, then the successor's, with one forward
+// jump where the dead producer's stream ends.
+TEST_F(CrossProcessTest, ProducerKilledWhileStreamingRecordsIsTakenOverWithoutTornOrRepeatedMessages) {
+  constexpr std::uint64_t kSuccessorFirst = 1'000'000'000;
+  constexpr std::uint64_t kSuccessorCount = 1000;
+  auto ring = BroadcastRing::create(path_, 4096, {.claim_producer = false});
+  ASSERT_TRUE(ring);
+  ASSERT_EQ(ring->max_message(), kDefaultMaxMessage);
+  ChildProcess consumer = helper("consume-sized", path_, kSuccessorFirst + kSuccessorCount - 1);
+  ASSERT_EQ(consumer.read_line(), "ready");
+  ChildProcess first = helper("produce-sized", path_, kSuccessorFirst, 0);
+  ASSERT_EQ(first.read_line(), "ready");
+  ASSERT_TRUE(test::eventually([&] { return ring->status().messages >= 2000; }));
+  ASSERT_EQ(exit_code(first.stop(SIGKILL)), 128 + SIGKILL);
+  ChildProcess successor = helper("produce-sized", path_, kSuccessorCount, kSuccessorFirst);
+  EXPECT_EQ(exit_code_of(successor), 0);
+  EXPECT_EQ(consumer.read_line(), "jumps 1");
+  EXPECT_EQ(exit_code_of(consumer), 0);
+}
+
+TEST_F(CrossProcessTest, LossyReadersInOtherProcessesNeverSeeTornRecords) {
+  constexpr std::uint64_t kCapacity = 64;
+  auto ring = BroadcastRing::create(path_, kCapacity, {.lossy = true});
+  ASSERT_TRUE(ring);
+  std::vector<ChildProcess> readers;
+  for (int i = 0; i < 2; ++i) {
+    readers.push_back(helper("consume-sized-lossy", path_, 60));
+    ASSERT_EQ(readers.back().read_line(), "ready");
+  }
+  std::vector<std::byte> msg(ring->max_message());
+  const auto until = std::chrono::steady_clock::now() + 2s;
+  for (std::uint64_t seq = 0; seq < 20'000'000 && std::chrono::steady_clock::now() < until; ++seq) {
+    const std::span<std::byte> payload(msg.data(), test::sized_length(seq, ring->max_message()));
+    test::make_sized_message(seq, payload);
+    ASSERT_EQ(ring->try_push(payload), Errc::ok);
   }
   ring->release_producer();  // readers stop once the producer is gone and they are drained
   for (auto& r : readers) EXPECT_EQ(exit_code_of(r), 0);

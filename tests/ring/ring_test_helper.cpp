@@ -15,6 +15,17 @@
 //   ring_test_helper die-mid-batch PATH            claim, push message 0, then die inside a
 //                                                  batch: messages 1 and 2 committed but never
 //                                                  published, slot 3 half-written
+//   ring_test_helper produce-sized PATH COUNT [FIRST]  push messages FIRST.. FIRST+COUNT-1 of
+//                                                  random sizes up to max_message (records)
+//   ring_test_helper consume-sized PATH LAST       receive sized messages by try_recv, drain
+//                                                  and views in turn until message LAST; each
+//                                                  whole and the one after the previous, but
+//                                                  for one forward jump (a producer takeover);
+//                                                  prints "jumps N" and "received N"
+//   ring_test_helper consume-sized-lossy PATH SECONDS  as consume-lossy, for sized messages
+//   ring_test_helper die-mid-claim PATH            push sized message 0, claim room for a
+//                                                  record, write half of message 1 into it and
+//                                                  SIGKILL itself
 #include <signal.h>
 #include <unistd.h>
 
@@ -22,9 +33,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "message_pattern.hpp"
 #include "raw_slots.hpp"
@@ -119,6 +132,143 @@ int consume_lossy(const std::string& path, int seconds) {
   return received > 0 ? 0 : fail("received nothing");
 }
 
+int produce_sized(const std::string& path, std::uint64_t count, std::uint64_t first) {
+  auto ring = BroadcastRing::open(path);
+  if (!ring) return fail(ring.error().message());
+  if (auto c = ring->claim_producer(); !c) return fail(c.error().message());
+  ready();
+  std::vector<std::byte> msg(ring->max_message());
+  for (std::uint64_t seq = first; seq < first + count; ++seq) {
+    const std::span<std::byte> payload(msg.data(), test::sized_length(seq, ring->max_message()));
+    test::make_sized_message(seq, payload);
+    const Errc e = ring->push_wait(payload, 60s, IdleStrategy::kSpinThenYield);
+    if (e != Errc::ok) return fail("push " + std::to_string(seq) + ": " + std::string(to_string(e)));
+  }
+  return 0;
+}
+
+// One sized message for `id` by try_recv, drain or a view (mode 0, 1, 2),
+// checked whole; its sequence, or the status that stopped it.
+struct SizedRead {
+  RecvResult r;
+  std::optional<std::uint64_t> seq;
+};
+SizedRead read_sized(BroadcastRing& ring, ConsumerId id, int mode, std::vector<std::byte>& buf) {
+  SizedRead out;
+  const auto check = [&](std::span<const std::byte> m) { out.seq = test::check_sized_message(m, ring.max_message()); };
+  switch (mode % 3) {
+    case 1: {
+      const BatchResult b = ring.drain(id, check, 1);
+      out.r = b.count == 1 ? RecvResult{Errc::ok} : RecvResult{b.status, 0, b.missed};
+      break;
+    }
+    case 2: {
+      const MessageView v = ring.try_view(id);
+      out.r = {v.status, 0, v.missed};
+      if (v) {
+        check(v.data);
+        out.r.status = ring.release_view(id);
+      }
+      break;
+    }
+    default:
+      out.r = ring.try_recv(id, buf);
+      if (out.r) check(std::span<const std::byte>(buf.data(), out.r.length));
+  }
+  return out;
+}
+
+int consume_sized(const std::string& path, std::uint64_t last) {
+  auto ring = BroadcastRing::open(path);
+  if (!ring) return fail(ring.error().message());
+  auto id = ring->register_consumer();
+  if (!id) return fail(id.error().message());
+  ready();
+  std::vector<std::byte> buf(ring->max_message());
+  std::uint64_t next = 0;
+  std::uint64_t received = 0;
+  int jumps = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  for (int mode = 0;; ++mode) {
+    const SizedRead got = read_sized(*ring, *id, mode, buf);
+    if (got.r.status == Errc::ok) {
+      if (!got.seq) return fail("torn message after " + std::to_string(received));
+      if (*got.seq != next) {
+        // A producer that died leaves the rest of its stream unsent; its
+        // successor starts a new range. Never back, never twice.
+        if (*got.seq < next || jumps++ > 0) {
+          return fail("expected " + std::to_string(next) + ", got " + std::to_string(*got.seq));
+        }
+      }
+      next = *got.seq + 1;
+      ++received;
+      if (*got.seq == last) break;
+    } else if (got.r.status == Errc::empty || got.r.status == Errc::stalled || got.r.status == Errc::producer_dead) {
+      // producer_dead: killed mid-write; a successor repairs the slot.
+      if (std::chrono::steady_clock::now() > deadline) return fail("timed out at " + std::to_string(next));
+      std::this_thread::yield();
+    } else {
+      return fail(std::string(to_string(got.r.status)));
+    }
+  }
+  std::printf("jumps %d\nreceived %llu\n", jumps, static_cast<unsigned long long>(received));
+  return 0;
+}
+
+int consume_sized_lossy(const std::string& path, int seconds) {
+  auto ring = BroadcastRing::open(path);
+  if (!ring) return fail(ring.error().message());
+  auto id = ring->register_consumer();
+  if (!id) return fail(id.error().message());
+  ready();
+  // A lap skips an unknown number of messages (it counts slots): after one,
+  // any later message is accepted; otherwise exactly the next.
+  std::optional<std::uint64_t> next;
+  std::uint64_t received = 0;
+  std::vector<std::byte> buf(ring->max_message());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  bool exact = false;
+  for (int mode = 0; std::chrono::steady_clock::now() < deadline; ++mode) {
+    const SizedRead got = read_sized(*ring, *id, mode, buf);
+    if (got.r.status == Errc::ok) {
+      if (!got.seq) return fail("torn read after " + std::to_string(received) + " messages");
+      if (next && (exact ? *got.seq != *next : *got.seq < *next)) {
+        return fail("expected " + std::to_string(*next) + ", got " + std::to_string(*got.seq));
+      }
+      next = *got.seq + 1;
+      exact = true;
+      ++received;
+    } else if (got.r.status == Errc::lapped) {
+      exact = false;
+    } else if (got.r.status == Errc::empty) {
+      if (!ring->status().producer_alive && ring->lag(*id) == 0) break;
+    } else if (got.r.status != Errc::stalled) {
+      return fail(std::string(to_string(got.r.status)));
+    }
+  }
+  std::printf("received %llu\n", static_cast<unsigned long long>(received));
+  return received > 0 ? 0 : fail("received nothing");
+}
+
+// A producer killed while it writes a record in place: the claim's room is
+// reserved (and its write intent announced) but its header is not committed.
+int die_mid_claim(const std::string& path) {
+  auto ring = BroadcastRing::open(path);
+  if (!ring) return fail(ring.error().message());
+  if (auto c = ring->claim_producer(); !c) return fail(c.error().message());
+  std::vector<std::byte> msg(ring->max_message());
+  const std::span<std::byte> first(msg.data(), test::sized_length(0, ring->max_message()));
+  test::make_sized_message(0, first);
+  if (ring->try_push(first) != Errc::ok) return fail("first push");
+  ProducerClaim claim = ring->try_claim(ring->max_message());
+  if (!claim) return fail("claim");
+  test::make_sized_message(1, claim.data());
+  std::memset(claim.data().data() + claim.data().size() / 2, 0xEE, claim.data().size() / 2);
+  ready();
+  ::kill(::getpid(), SIGKILL);
+  return 1;
+}
+
 int hold(const std::string& path) {
   auto ring = BroadcastRing::open(path);
   if (!ring) return fail(ring.error().message());
@@ -189,6 +339,7 @@ int main(int argc, char** argv) {
   const std::string mode = argv[1];
   const std::string path = argv[2];
   const std::uint64_t arg = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 0;
+  const std::uint64_t arg2 = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 0;
   if (mode == "produce") return produce(path, arg);
   if (mode == "consume") return consume(path, arg);
   if (mode == "consume-lossy") return consume_lossy(path, static_cast<int>(arg));
@@ -196,5 +347,9 @@ int main(int argc, char** argv) {
   if (mode == "wait-one") return wait_one(path, static_cast<int>(arg));
   if (mode == "die-mid-write") return die_mid_write(path);
   if (mode == "die-mid-batch") return die_mid_batch(path);
+  if (mode == "produce-sized") return produce_sized(path, arg, arg2);
+  if (mode == "consume-sized") return consume_sized(path, arg);
+  if (mode == "consume-sized-lossy") return consume_sized_lossy(path, static_cast<int>(arg));
+  if (mode == "die-mid-claim") return die_mid_claim(path);
   return fail("unknown mode " + mode);
 }
