@@ -28,14 +28,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)ring->active_consumer_count();
     for (ConsumerId id = 0; id <= kMaxConsumers; ++id) (void)ring->lag(id);
     if (auto id = ring->register_consumer()) {
-      std::array<std::byte, kMaxPayload> buf{};
+      std::array<std::byte, 1024> buf{};
       for (int i = 0; i < 4; ++i) (void)ring->try_recv(*id, buf);
       (void)ring->drain(
           *id, [](std::span<const std::byte>) {}, 8);
+      for (int i = 0; i < 4; ++i) {
+        if (ring->try_view(*id)) (void)ring->release_view(*id);
+      }
     }
     (void)ring->reap_dead_consumers();
-    std::array<std::byte, 8> msg{};
-    for (int i = 0; i < 4; ++i) (void)ring->try_push(msg);
+    std::array<std::byte, 1024> msg{};
+    for (std::size_t n : {8U, 60U, 1000U}) (void)ring->try_push(std::span<const std::byte>(msg.data(), n));
+    if (ProducerClaim claim = ring->try_claim(200)) claim.commit(100);
   }
   return 0;
 }

@@ -3,7 +3,9 @@
 // this handle keeps producing, consuming and observing. The handle must never
 // crash, hang or touch memory outside its mapping.
 //
-// Input: byte 0 picks the capacity (2..33); then records of
+// Input: byte 0 picks the capacity (2..33; rings of 4 slots or more can hold
+// records, so the header fields, record headers, paddings and the write
+// intent are all in reach); then records of
 // [op][offset lo][offset hi][len][bytes...]: op selects the next API call;
 // the bytes are written into the file at offset (mod file size).
 #include <fcntl.h>
@@ -31,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t file_bytes = layout::file_size(capacity);
   std::array<ConsumerId, 2> ids{};
   for (auto& id : ids) id = ring->register_consumer().value_or(0);
-  std::array<std::byte, kMaxPayload> buf{};
+  std::array<std::byte, 1024> buf{};
 
   std::size_t pos = 1;
   while (pos + 4 <= size) {
@@ -43,15 +45,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (len > file_bytes - offset) len = file_bytes - offset;
     if (len > 0 && ::pwrite(fd, data + pos, len, static_cast<off_t>(offset)) < 0) break;
     pos += len;
-    switch (op % 8) {
+    switch (op % 10) {
       case 0:
-        (void)ring->try_push(std::span<const std::byte>(buf.data(), op % (kMaxPayload + 1)));
+        (void)ring->try_push(std::span<const std::byte>(buf.data(), (op * 7U) % (ring->max_message() + 2)));
         break;
       case 1:
         (void)ring->try_recv(ids[0], buf);
         break;
       case 2:
-        (void)ring->try_recv(ids[1], buf);
+        (void)ring->try_recv(ids[1], std::span<std::byte>(buf.data(), op % 64));
         break;
       case 3:
         (void)ring->drain(
@@ -70,6 +72,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case 7:
         (void)ring->unregister_consumer(ids[0]);
         ids[0] = ring->register_consumer().value_or(0);
+        break;
+      case 8:
+        if (const MessageView v = ring->try_view(ids[op & 1])) {
+          volatile std::byte sink{};
+          for (std::byte b : v.data) sink = b;  // every byte of a view must be readable
+          (void)ring->release_view(ids[op & 1]);
+        }
+        break;
+      case 9:
+        if (ProducerClaim claim = ring->try_claim((op * 5U) % (ring->max_message() + 1))) {
+          if (op & 1) claim.commit(op % 64);
+        }
         break;
     }
   }
