@@ -48,7 +48,7 @@
 //     that ends at `end` it leaves slot(end).version below 2*end+1 (the head
 //     stamp): a reader waiting at the head never takes a previous lap's
 //     payload bytes for a version, and a reader that may be lapped validates
-//     every message it copies by write_intent < pos + capacity (a record's
+//     every message it copies by write_intent <= pos + capacity (a record's
 //     payload overwrites other slots' version words in no set order, so a
 //     version re-check alone cannot see it).
 // 10. A consumer can be lapped only below its stable_from: on a lossy ring
@@ -701,7 +701,7 @@ inline BroadcastRing::ReadOutcome BroadcastRing::read_slot(std::uint64_t pos, st
   // Invariant 9: a later lap's record may have rewritten the words but not
   // yet the version word. relaxed: ordered by the fence above, which pairs
   // with begin_write's release fence.
-  if (lappable && header_->tail.write_intent.load(std::memory_order_relaxed) >= pos + capacity_) [[unlikely]] {
+  if (lappable && header_->tail.write_intent.load(std::memory_order_relaxed) > pos + capacity_) [[unlikely]] {
     return ReadOutcome::kOverwritten;
   }
   if ((words[0] & kRecordBit) != 0) [[unlikely]] {

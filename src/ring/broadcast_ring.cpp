@@ -733,11 +733,11 @@ RecvResult BroadcastRing::recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcom
         // On a ring of records the inner bytes of a later lap's record can
         // read as "not yet written" (invariant 9 stamps only the head), so a
         // reader that can be lapped (any reader of a lossy ring, one inside
-        // its registration window) asks the producer's intent: at or past
+        // its registration window) asks the producer's intent: past
         // seq + capacity, our slot has been reused. relaxed: the acquire load
         // of the version that saw such bytes already orders the intent the
         // producer stored before writing them (begin_write's fence).
-        if (lappable(id, seq) && header_->tail.write_intent.load(std::memory_order_relaxed) >= seq + capacity_) {
+        if (lappable(id, seq) && header_->tail.write_intent.load(std::memory_order_relaxed) > seq + capacity_) {
           outcome = ReadOutcome::kOverwritten;
           continue;
         }

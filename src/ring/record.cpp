@@ -233,7 +233,7 @@ BroadcastRing::RecordRead BroadcastRing::read_record(ConsumerId id, std::uint64_
     // (the version check saw it whole, but not its payload) or a damaged file.
     std::atomic_thread_fence(std::memory_order_acquire);
     // relaxed: ordered by the fence above; see the validation below.
-    const bool overwritten = tail.write_intent.load(std::memory_order_relaxed) >= pos + capacity_;
+    const bool overwritten = tail.write_intent.load(std::memory_order_relaxed) > pos + capacity_;
     rec.outcome = overwritten ? ReadOutcome::kOverwritten : ReadOutcome::kCorrupt;
     return rec;
   }
@@ -260,7 +260,7 @@ BroadcastRing::RecordRead BroadcastRing::read_record(ConsumerId id, std::uint64_
   // relaxed: ordered after the word loads by the fence (or by their acquire
   // loads under TSan). (R4 in docs/memory-ordering.md; seqlock_detector_test
   // builds without it.)
-  if (tail.write_intent.load(std::memory_order_relaxed) >= pos + capacity_) rec.outcome = ReadOutcome::kOverwritten;
+  if (tail.write_intent.load(std::memory_order_relaxed) > pos + capacity_) rec.outcome = ReadOutcome::kOverwritten;
   return rec;
 }
 

@@ -152,6 +152,49 @@ INSTANTIATE_TEST_SUITE_P(SmallRings, RecordTornReadTest,
                                   (std::get<1>(i.param) ? "Lossy" : "Blocking");
                          });
 
+// The same on a ring of records: a consumer joining at the latest position
+// while records of random sizes stream by is never lapped and reads each one
+// whole, whether it copies, drains or views.
+TEST(ConcurrencyTest, ConsumersRegisteringDuringFullSpeedRecordPushSeeContiguousSequences) {
+  constexpr std::uint64_t kCapacity = 16;
+  const std::size_t max = layout::max_message_for(kCapacity);
+  auto ring = BroadcastRing::create_anonymous(kCapacity);
+  ASSERT_TRUE(ring);
+  std::atomic<bool> stop{false};
+  std::thread producer([&] {
+    std::vector<std::byte> msg(max);
+    for (std::uint64_t seq = 0; !stop.load(std::memory_order_relaxed);) {
+      const std::span<std::byte> payload(msg.data(), test::sized_length(seq, max));
+      test::make_sized_message(seq, payload);
+      if (ring->try_push(payload) == Errc::ok) ++seq;
+    }
+  });
+  test::StressCounters counts;
+  const test::StressConfig cfg{.sized = true, .max_message = max};
+  std::atomic<bool> unused{false};
+  std::vector<std::byte> buf(max);
+  for (int round = 0; round < 300; ++round) {
+    auto id = ring->register_consumer();
+    ASSERT_TRUE(id);
+    std::uint64_t next = 0;
+    bool exact = false;  // the first message's sequence is not known from the position
+    for (int got = 0; got < 20;) {
+      const RecvResult r = test::receive_one(*ring, *id, round, buf, counts, [&](std::span<const std::byte> m) {
+        counts.check(m, next, exact, cfg, unused);
+        ++got;
+      });
+      if (r.status == Errc::empty || r.status == Errc::stalled || r.status == Errc::ok) continue;
+      ADD_FAILURE() << "round " << round << ": " << to_string(r.status);
+      break;
+    }
+    EXPECT_EQ(ring->unregister_consumer(*id), Errc::ok);
+  }
+  stop.store(true);
+  producer.join();
+  EXPECT_EQ(counts.torn.load(), 0U);
+  EXPECT_EQ(counts.out_of_order.load(), 0U);
+}
+
 // drain's first-message slow path: a slot still half-written when drain first
 // reads it and committed while drain re-reads it. A writer thread holds each
 // slot half-written for a short counted busy loop (no clock) while the
