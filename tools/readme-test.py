@@ -20,7 +20,9 @@ tools/test.sh runs it after the release build's tests have passed:
     against the installed package with find_package(ringcast): each cpp block
     is the body of a main() (its #include lines hoisted), with the few names
     the snippets leave to the reader (Tick, next_tick, handle) defined in a
-    prelude. The producer snippet also runs.
+    prelude. Those preceded by `<!-- readme-test: run -->` also run, in
+    order (a producer, then a consumer that reads what it left in the ring),
+    and must exit 0.
 
 usage: tools/readme-test.py [--build DIR] [--readme FILE] [--keep]
 Exits non-zero at the first block that fails, printing the block and its
@@ -141,7 +143,7 @@ def build_snippets(cmake_text: str, cpp_blocks: list, prefix: Path, work: Path, 
     src = work / "snippets"
     src.mkdir()
     names = []
-    for n, (text, line) in enumerate(cpp_blocks):
+    for n, (text, line, _) in enumerate(cpp_blocks):
         includes = [l for l in text.splitlines() if l.startswith("#include")]
         body = "\n".join(l for l in text.splitlines() if not l.startswith("#include"))
         name = f"snippet{n}"
@@ -166,12 +168,20 @@ def build_snippets(cmake_text: str, cpp_blocks: list, prefix: Path, work: Path, 
         r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if r.returncode != 0:
             fail("snippet build: " + " ".join(cmd), (src / "CMakeLists.txt").read_text(), r.stdout)
-    # The producer snippet creates its ring and pushes one tick: run it.
-    producer = work / "snippets-build" / names[0]
-    r = subprocess.run([str(producer)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    remove_created_rings(cpp_blocks[0][0])
-    if r.returncode != 0:
-        fail(f"running the producer snippet (README.md:{cpp_blocks[0][1]})", cpp_blocks[0][0], r.stdout)
+    # The snippets marked `run`, in order; the rings they create go afterwards.
+    try:
+        for name, (text, line, run) in zip(names, cpp_blocks):
+            if not run:
+                continue
+            print(f"readme-test: README.md:{line}: run the snippet", flush=True)
+            r = subprocess.run([str(work / "snippets-build" / name)], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, timeout=BLOCK_TIMEOUT_S)
+            sys.stdout.write("".join(f"    {l}\n" for l in r.stdout.splitlines()[-12:]))
+            if r.returncode != 0:
+                fail(f"running the snippet at README.md:{line}", text, r.stdout)
+    finally:
+        for text, _, _ in cpp_blocks:
+            remove_created_rings(text)
 
 
 def main() -> None:
@@ -201,7 +211,7 @@ def main() -> None:
             elif lang == "cmake":
                 cmake_text = text
             elif lang == "cpp":
-                cpp_blocks.append((text, line))
+                cpp_blocks.append((text, line, directive == "run"))
         if not cmake_text or not cpp_blocks:
             fail("README.md has no cmake block or no cpp blocks to build", "", "")
         build_snippets(cmake_text, cpp_blocks, prefix, work, env)
