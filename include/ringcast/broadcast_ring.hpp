@@ -430,6 +430,10 @@ class BroadcastRing {
   }
   [[nodiscard]] Errc push_wait(std::span<const std::byte> payload, std::chrono::nanoseconds timeout,
                                IdleStrategy idle = IdleStrategy::kSpinThenBlock) noexcept;
+  // try_claim that waits for room like push_wait; status() timed_out after
+  // `timeout`. Same threading rules as try_claim.
+  ProducerClaim claim_wait(std::size_t length, std::chrono::nanoseconds timeout,
+                           IdleStrategy idle = IdleStrategy::kSpinThenBlock) noexcept;
 
   // --- observers (any thread, any process) --------------------------------
   // Positions (slots) published but not yet received by `id`: messages, on a

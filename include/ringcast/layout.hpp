@@ -33,7 +33,7 @@ inline constexpr std::size_t kMaxPayload = 52;
 // this offset and runs on, contiguous, through the slots that follow.
 inline constexpr std::size_t kRecordDataOffset = 16;
 // CreateOptions::max_message when 0 is given (clamped to what the capacity allows).
-inline constexpr std::size_t kDefaultMaxMessage = 64 * 1024;
+inline constexpr std::size_t kDefaultMaxMessage = std::size_t{64} * 1024;
 // The largest max_message a ring can be created with.
 inline constexpr std::size_t kMaxMessageLimit = std::size_t{1} << 30;
 inline constexpr std::size_t kMaxConsumers = 16;

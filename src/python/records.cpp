@@ -32,27 +32,28 @@ PyObject* raw_dtype_object = nullptr;
 py::dtype raw_dtype() { return py::reinterpret_borrow<py::dtype>(raw_dtype_object); }
 
 // Per call, so cheap: an identity test, then NumPy's own equivalence test only
-// for a 56-byte dtype (a record dtype is at most 52 bytes).
+// for a 56-byte dtype.
 bool is_raw(const py::dtype& dtype) {
   return dtype.ptr() == raw_dtype_object ||
          (static_cast<std::size_t>(dtype.itemsize()) == sizeof(RawRecord) &&
           py::detail::npy_api::get().PyArray_EquivTypes_(dtype.ptr(), raw_dtype_object));
 }
 
-void check_record_dtype(const py::dtype& dtype) {
+// max_message: the ring's (a record is one message).
+void check_record_dtype(const py::dtype& dtype, std::size_t max_message) {
   if ((dtype.flags() & kNpyItemHasObject) != 0) {
     throw py::type_error("record dtype must not hold Python objects");
   }
   const auto size = static_cast<std::size_t>(dtype.itemsize());
-  if (size == 0 || size > kMaxPayload) {
+  if (size == 0 || size > max_message) {
     throw py::value_error(
-        fmt::format("a record is one message: dtype itemsize must be 1..{} bytes, not {} "
-                    "(or use ringcast.RAW_DTYPE)",
-                    kMaxPayload, size));
+        fmt::format("a record is one message: dtype itemsize must be 1..{} bytes (the ring's max_message), "
+                    "not {} (or use ringcast.RAW_DTYPE)",
+                    max_message, size));
   }
 }
 
-Batch batch_of(const py::object& object, bool writable) {
+Batch batch_of(const py::object& object, bool writable, std::size_t max_message) {
   if (!py::isinstance<py::array>(object)) throw py::type_error("expected a numpy.ndarray of records");
   auto array = py::reinterpret_borrow<py::array>(object);
   if (array.ndim() != 1) throw py::value_error("expected a 1-D array (one element per message)");
@@ -63,15 +64,17 @@ Batch batch_of(const py::object& object, bool writable) {
   Batch b;
   const py::dtype dtype = array.dtype();
   b.raw = is_raw(dtype);
-  if (!b.raw) check_record_dtype(dtype);
+  if (!b.raw) check_record_dtype(dtype, max_message);
   b.itemsize = static_cast<std::size_t>(array.itemsize());
   b.count = static_cast<std::size_t>(array.shape(0));
   b.data = static_cast<std::byte*>(writable ? array.mutable_data() : const_cast<void*>(array.data()));
   return b;
 }
 
-// Thrown out of ring.drain's callback: the batch's cursor is then not
-// published, and the messages before index `at` are drained again.
+// Thrown out of ring.drain's callback for a message the batch cannot hold
+// (another length than a record's, or RAW_DTYPE over 52 bytes): the batch's
+// cursor is then not published, and the messages before index `at` are
+// drained again.
 struct WrongLength {
   std::size_t at;
   std::size_t length;
@@ -87,7 +90,8 @@ void register_records(py::module_& m) {
 
 std::size_t drain_into(Consumer& consumer, const py::object& out) {
   BroadcastRing& ring = consumer.handle();
-  const Batch b = batch_of(out, true);
+  const Batch b = batch_of(out, true, ring.max_message());
+  (void)consumer.receive_handle();  // after the checks: a bad array leaves an open view alone
   std::size_t max = b.count;
   for (;;) {
     std::byte* dst = b.data;
@@ -97,7 +101,8 @@ std::size_t drain_into(Consumer& consumer, const py::object& out) {
       if (b.raw) {
         r = ring.drain(
             consumer.id(),
-            [&](std::span<const std::byte> p) noexcept {
+            [&](std::span<const std::byte> p) {
+              if (p.size() > kMaxPayload) throw WrongLength{n, p.size()};
               RawRecord& rec = reinterpret_cast<RawRecord*>(dst)[n++];
               rec.length = static_cast<std::uint32_t>(p.size());
               std::memcpy(rec.data, p.data(), p.size());
@@ -120,10 +125,10 @@ std::size_t drain_into(Consumer& consumer, const py::object& out) {
       raise_errc(consumer.ring()->name(), "drain", r.status, r.missed);
     } catch (const WrongLength& w) {
       if (w.at == 0) {
-        throw py::value_error(
-            fmt::format("the next message is {} bytes but a record is {}; it was left unread "
-                        "(drain it with dtype=None to see or skip it)",
-                        w.length, b.itemsize));
+        throw py::value_error(fmt::format(
+            "the next message is {} bytes but {}; it was left unread (try_recv or try_view reads it)", w.length,
+            b.raw ? fmt::format("RAW_DTYPE holds at most {}", kMaxPayload)
+                  : fmt::format("a record is {}", b.itemsize)));
       }
       max = w.at;  // take the records before it; the next call reports it
     }
@@ -131,10 +136,14 @@ std::size_t drain_into(Consumer& consumer, const py::object& out) {
 }
 
 py::array drain(Consumer& consumer, std::size_t max, const py::object& dtype) {
-  // More than a ring's worth in one call is never needed, and a careless max
-  // (drain(10**9)) would otherwise allocate gigabytes.
-  max = static_cast<std::size_t>(std::min<std::uint64_t>(max, consumer.handle().capacity()));
   const py::dtype type = dtype.is_none() ? raw_dtype() : py::dtype::from_args(dtype);
+  // More than a ring's worth in one call is never needed, and a careless max
+  // (drain(10**9)) would otherwise allocate gigabytes: at most as many
+  // messages of this size as the ring holds (each takes message_slots).
+  const BroadcastRing& ring = consumer.handle();
+  const auto itemsize = static_cast<std::uint64_t>(std::max<py::ssize_t>(type.itemsize(), 1));
+  const std::uint64_t fits = ring.capacity() / layout::message_slots(is_raw(type) ? kMaxPayload : itemsize);
+  max = static_cast<std::size_t>(std::min<std::uint64_t>(max, std::max<std::uint64_t>(fits, 1)));
   py::array out(type, py::array::ShapeContainer{static_cast<py::ssize_t>(max)});
   const std::size_t n = drain_into(consumer, out);
   if (n != max) {
@@ -145,8 +154,8 @@ py::array drain(Consumer& consumer, std::size_t max, const py::object& dtype) {
 }
 
 std::size_t push_batch(Ring& ring, const py::object& records) {
-  BroadcastRing& handle = ring.producer_handle();
-  const Batch b = batch_of(records, false);
+  BroadcastRing& handle = ring.push_handle();
+  const Batch b = batch_of(records, false, handle.max_message());
   if (b.raw) {
     // Checked before anything is pushed, so an error leaves the ring untouched.
     const auto* raw = reinterpret_cast<const RawRecord*>(b.data);

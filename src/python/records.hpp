@@ -2,10 +2,10 @@
 //
 // A batch is a 1-D, C-contiguous NumPy array in which one element is one
 // message:
-//  * a record dtype the user chooses (itemsize 1..52 bytes, no Python-object
-//    fields): every message must be exactly one record long;
-//  * or RAW_DTYPE, {length: u4, data: u1[52]} (56 bytes): any message, its
-//    length beside it and the bytes after it zero.
+//  * a record dtype the user chooses (itemsize 1..max_message bytes, no
+//    Python-object fields): every message must be exactly one record long;
+//  * or RAW_DTYPE, {length: u4, data: u1[52]} (56 bytes): any message of at
+//    most 52 bytes, its length beside it and the bytes after it zero.
 #pragma once
 
 #include <pybind11/numpy.h>
@@ -31,11 +31,13 @@ void register_records(py::module_& m);
 // Fills `out` from its first element with up to len(out) messages and
 // returns how many. 0 when nothing is ready. RingError for lapped (nothing was
 // received; the next call continues after the gap), producer_dead and corrupt
-// slots; ValueError when the next message's length is not the record size
-// (the messages before it are returned first; that one stays unread).
+// slots; ValueError when the next message's length is not the record size,
+// or for RAW_DTYPE over 52 bytes (the messages before it are returned first;
+// that one stays unread).
 std::size_t drain_into(Consumer& consumer, const py::object& out);
-// drain_into a new array of min(max, capacity) elements of `dtype` (None:
-// RAW_DTYPE), shrunk to the count received.
+// drain_into a new array of `dtype` (None: RAW_DTYPE) with room for
+// min(max, the most messages of that size the ring holds) elements, shrunk
+// to the count received.
 py::array drain(Consumer& consumer, std::size_t max, const py::object& dtype);
 // Pushes the array's elements in order until the ring is full; returns how
 // many were pushed. One record per message (RAW_DTYPE: data[:length]).

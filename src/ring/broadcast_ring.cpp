@@ -957,6 +957,17 @@ Errc BroadcastRing::push_wait(std::span<const std::byte> payload, std::chrono::n
   return done ? e : Errc::timed_out;
 }
 
+ProducerClaim BroadcastRing::claim_wait(std::size_t length, std::chrono::nanoseconds timeout,
+                                        IdleStrategy idle) noexcept {
+  ProducerClaim claim;
+  const bool done = wait(header_->space_wait, push_wait_, idle, timeout, [&]() noexcept {
+    claim = try_claim(length);
+    return claim.status() != Errc::full;
+  });
+  if (!done) claim.status_ = Errc::timed_out;
+  return claim;
+}
+
 // --- observers ---------------------------------------------------------------
 
 bool BroadcastRing::is_fully_drained() const noexcept {

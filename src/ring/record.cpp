@@ -276,7 +276,7 @@ RecvResult BroadcastRing::recv_record(ConsumerId id, std::uint64_t pos, std::uin
     return try_recv(id, out);  // a padding is followed by a message, never by a padding
   }
   if (rec.length > out.size()) return {Errc::buffer_too_small, static_cast<std::uint32_t>(rec.length)};
-  if (rec.in_place) std::memcpy(out.data(), rec.data.data(), rec.length);
+  if (rec.in_place && rec.length != 0) std::memcpy(out.data(), rec.data.data(), rec.length);
   advance_cursor(id, pos + rec.slots);
   return {Errc::ok, static_cast<std::uint32_t>(rec.length)};
 }

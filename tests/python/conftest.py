@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -113,3 +114,44 @@ def check_pattern_batch(batch, first):
     expected = np.arange(first, first + n, dtype=np.uint64)
     assert (words == expected[:, None]).all(), "torn or out-of-order message"
     assert (low == (expected & 0xFFFFFFFF).astype(np.uint32)).all()
+
+
+# Messages of 0 .. 64 KiB (the tests of any size across processes): each one
+# names its sequence number in every byte's value, offset by the byte's index.
+VARIABLE_SIZES = [0, 1, 52, 53, 700, 4096, 65536, 30000]
+
+
+def variable_payload(seq):
+    size = VARIABLE_SIZES[seq % len(VARIABLE_SIZES)]
+    return ((np.arange(size, dtype=np.uint32) + seq) & 0xFF).astype(np.uint8)
+
+
+def produce_variable(ring, count, timeout=120):
+    """Pushes variable_payload(0 .. count-1): even ones through a claim (in place), odd ones by copy."""
+    for seq in range(count):
+        p = variable_payload(seq)
+        if seq % 2:
+            assert ring.push_wait(p.tobytes(), timeout=timeout)
+            continue
+        claim = ring.try_claim(len(p))
+        while claim is None:            # full; there is no waiting claim (push_wait waits, but copies)
+            time.sleep(0.0001)
+            claim = ring.try_claim(len(p))
+        with claim:
+            np.frombuffer(claim, dtype=np.uint8)[:] = p
+
+
+def consume_variable(me, count, timeout=120):
+    """Receives variable_payload(0 .. count-1) through a view, bytes and a reused buffer in turn."""
+    out = np.empty(max(VARIABLE_SIZES), dtype=np.uint8)
+    for seq in range(count):
+        expected = variable_payload(seq)
+        if seq % 3 == 0:
+            with me.view_wait(timeout=timeout) as view:
+                whole = np.array_equal(np.frombuffer(view, dtype=np.uint8), expected)
+        elif seq % 3 == 1:
+            whole = me.recv_wait(timeout=timeout) == expected.tobytes()
+        else:
+            n = me.recv_wait_into(out, timeout=timeout)
+            whole = n == len(expected) and np.array_equal(out[:n], expected)
+        assert whole, f"message {seq} is not whole"

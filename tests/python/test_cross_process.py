@@ -1,16 +1,19 @@
-"""Python and C++ on one ring across processes (tests/ring/ring_test_helper is the C++ side).
+"""Python and C++ on one ring across processes (tests/ring/ring_test_helper is the C++ side),
+and Python processes exchanging messages of any size.
 
-Every message carries tests/ring/message_pattern.hpp's pattern, so each one is
-checked whole and in order.
+Every message carries tests/ring/message_pattern.hpp's pattern (or, for the
+variable sizes, conftest.variable_payload's), so each one is checked whole and
+in order.
 """
 
+import os
 import signal
 import textwrap
 
 import numpy as np
 
 import ringcast
-from conftest import check_pattern_batch, pattern, pattern_batch, read_line
+from conftest import check_pattern_batch, consume_variable, pattern, pattern_batch, produce_variable, read_line
 from ringcast import Ring
 
 TIMEOUT = 120  # seconds; a cap on a hung child, never a measurement
@@ -105,7 +108,6 @@ def test_sigint_interrupts_a_consumer_process_blocked_in_recv_wait(ring_path, ch
 
 def test_a_forked_child_cannot_use_or_tear_down_the_parents_handles(ring_path):
     import gc
-    import os
 
     ring = Ring.create(ring_path, 16)
     c = ring.register_consumer()
@@ -113,7 +115,8 @@ def test_a_forked_child_cannot_use_or_tear_down_the_parents_handles(ring_path):
     if pid == 0:  # the child: report through the exit status, never return into pytest
         status = 1
         try:
-            for call in (lambda: ring.try_push(b"x"), c.try_recv, ring.register_consumer):
+            for call in (lambda: ring.try_push(b"x"), c.try_recv, ring.register_consumer, lambda: ring.try_claim(8),
+                         c.try_view):
                 try:
                     call()
                     raise AssertionError("a call on an inherited handle worked")
@@ -133,3 +136,45 @@ def test_a_forked_child_cannot_use_or_tear_down_the_parents_handles(ring_path):
     assert ring.active_consumer_count() == 1        # the parent's consumer is still registered
     assert ring.try_push(b"after the fork") and ring.is_producer
     assert c.try_recv() == b"after the fork"
+
+
+
+def peer(body):
+    """A child script that can import this directory's conftest."""
+    return f"import sys; sys.path.insert(0, {os.path.dirname(__file__)!r})\n" + textwrap.dedent(body)
+
+
+def test_python_claims_to_a_consumer_process_messages_of_any_size(ring_path, children):
+    count = 2000
+    ring = Ring.create(ring_path, 4096)
+    consumer = children.python(["-c", peer(f"""
+        import ringcast
+        from conftest import consume_variable
+        with ringcast.Ring.open({ring_path!r}) as ring, ring.register_consumer() as me:
+            print("ready", flush=True)
+            consume_variable(me, {count})
+        print("done", flush=True)
+    """)])
+    assert read_line(consumer) == "ready", consumer.stderr.read()
+    produce_variable(ring, count)
+    assert read_line(consumer) == "done", consumer.stderr.read()
+    assert consumer.wait(TIMEOUT) == 0
+    assert ring.status().messages == count
+
+
+def test_a_producer_process_to_python_views_messages_of_any_size(ring_path, children):
+    count = 2000
+    ring = Ring.create(ring_path, 4096, claim_producer=False)
+    me = ring.register_consumer()
+    producer = children.python(["-c", peer(f"""
+        import ringcast
+        from conftest import produce_variable
+        with ringcast.Ring.open({ring_path!r}) as ring:
+            ring.claim_producer()
+            print("ready", flush=True)
+            produce_variable(ring, {count})
+    """)])
+    assert read_line(producer) == "ready", producer.stderr.read()
+    consume_variable(me, count)
+    assert producer.wait(TIMEOUT) == 0, producer.stderr.read()
+    assert me.try_recv() is None

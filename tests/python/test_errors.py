@@ -80,11 +80,67 @@ def test_read_only_handle_cannot_consume_or_produce(ring_path):
 
 def test_oversized_payload_is_payload_too_large(ring_path):
     ring = Ring.create(ring_path, 16)
-    for push in (ring.try_push, ring.push_wait):
+    c = ring.register_consumer()
+    largest = ring.max_message
+    assert largest == ringcast.max_message_for(16)
+    for push in (ring.try_push, ring.push_wait, ring.try_claim):
         with pytest.raises(RingError) as e:
-            push(b"x" * 53)
+            push(b"x" * (largest + 1) if push != ring.try_claim else largest + 1)
         assert e.value.errc == Errc.payload_too_large
+    assert ring.producer_position() == 0
+    assert ring.try_push(b"x" * largest)
+    assert c.try_recv() == b"x" * largest
+
+
+def test_a_one_slot_ring_refuses_what_does_not_fit_one_slot(ring_path):
+    ring = Ring.create(ring_path, 16, max_message=52)
+    assert ring.max_message == 52
     assert ring.try_push(b"x" * 52)
+    with pytest.raises(RingError) as e:
+        ring.try_push(b"x" * 53)
+    assert e.value.errc == Errc.payload_too_large
+
+
+def test_max_message_larger_than_the_capacity_allows_is_refused(ring_path):
+    with pytest.raises(RingError) as e:
+        Ring.create(ring_path, 16, max_message=ringcast.max_message_for(16) + 1)
+    assert e.value.errc == Errc.payload_too_large
+    assert not os.path.exists(ring_path)
+    with Ring.create(ring_path, 16, max_message=ringcast.max_message_for(16)) as ring:
+        assert ring.max_message == ringcast.max_message_for(16)
+
+
+def test_a_short_buffer_is_buffer_too_small_with_the_length_needed(ring_path):
+    ring = Ring.create(ring_path, 64)
+    c = ring.register_consumer()
+    ring.try_push(b"y" * 100)
+    ring.try_push(b"z" * 10)
+    for call in (c.try_recv_into, lambda b: c.recv_wait_into(b, timeout=1)):
+        for short in (bytearray(99), bytearray(10), np.zeros(3, dtype="<u8")):
+            with pytest.raises(RingError) as e:
+                call(short)
+            assert e.value.errc == Errc.buffer_too_small and e.value.needed == 100
+            assert "100 bytes" in str(e.value)
+    assert c.lag() > 0                                         # nothing was consumed
+    out = bytearray(100)
+    assert c.try_recv_into(out) == 100 and out == b"y" * 100
+    assert c.try_recv_into(out) == 10 and out[:10] == b"z" * 10
+
+
+def test_read_only_and_non_contiguous_buffers_cannot_receive(ring_path):
+    ring = Ring.create(ring_path, 16)
+    c = ring.register_consumer()
+    ring.try_push(b"kept")
+    readonly = np.zeros(8, dtype=np.uint8)
+    readonly.flags.writeable = False
+    for bad in (b"immutable bytes", readonly, memoryview(bytearray(8)).toreadonly()):
+        with pytest.raises((BufferError, ValueError)):
+            c.try_recv_into(bad)
+    with pytest.raises((BufferError, ValueError)):
+        c.try_recv_into(np.zeros(16, dtype=np.uint8)[::2])
+    with pytest.raises(TypeError):
+        c.try_recv_into("text")
+    assert c.try_recv() == b"kept"
 
 
 def test_non_contiguous_buffer_and_non_buffer_are_refused(ring_path):
@@ -110,7 +166,7 @@ def test_bad_batch_arrays_are_refused_before_touching_the_ring(ring_path):
     c = ring.register_consumer()
     ring.try_push(b"12345678")
     with pytest.raises(ValueError):
-        c.drain(4, dtype=np.dtype((np.void, 53)))           # a record longer than a message
+        c.drain(4, dtype=np.dtype((np.void, ring.max_message + 1)))   # a record longer than a message
     with pytest.raises(TypeError):
         c.drain(4, dtype=np.dtype([("a", "O")]))             # Python objects in a record
     with pytest.raises(TypeError):
@@ -137,4 +193,4 @@ def test_ring_error_is_an_exception_with_class_defaults():
     assert issubclass(RingError, Exception)
     assert RingError.__module__ == "ringcast"
     e = RingError("made by hand")
-    assert e.errno == 0 and e.missed == 0
+    assert e.errno == 0 and e.missed == 0 and e.needed == 0

@@ -12,12 +12,13 @@ from ringcast import Errc, Ring, RingError, StartAt
 
 def test_create_then_open_see_the_same_ring(ring_path):
     with Ring.create(ring_path, 64, wakeups=True) as producer:
-        assert producer.capacity == 64
+        assert producer.capacity == 64 and producer.max_message == ringcast.max_message_for(64)
         assert producer.is_producer and producer.wakeups and not producer.lossy
         assert producer.name == ring_path
         assert "capacity=64" in repr(producer) and "producer" in repr(producer)
         with Ring.open(ring_path) as other:
             assert other.capacity == 64 and other.wakeups and not other.is_producer
+            assert other.max_message == producer.max_message
             c = other.register_consumer()
             assert producer.try_push(b"hello")
             assert c.try_recv() == b"hello"
@@ -58,7 +59,10 @@ def test_late_consumer_starts_at_the_current_position(ring_path):
 
 
 def test_oldest_consumer_gets_the_retained_messages_in_order_then_live_ones(ring_path):
-    ring = Ring.create(ring_path, 4)
+    # One slot per message: the history is exactly the last `capacity`
+    # messages (as tests/ring's OldestJoinerTest; on a ring of longer
+    # messages, history not yet safe to read is reported as lapped).
+    ring = Ring.create(ring_path, 4, max_message=ringcast.MAX_PAYLOAD)
     for i in range(3):
         assert ring.try_push(bytes([i]))
     with ring.register_consumer(StartAt.oldest) as before_wrap:
@@ -219,9 +223,16 @@ def test_every_idle_strategy_receives_a_ready_message(ring_path):
 def test_module_constants_and_docstrings():
     assert ringcast.MAX_PAYLOAD == 52 and ringcast.MAX_CONSUMERS == 16
     assert ringcast.MIN_CAPACITY == 2 and ringcast.MAX_CAPACITY == 2**30
+    assert ringcast.DEFAULT_MAX_MESSAGE == 64 * 1024
     assert ringcast.RAW_DTYPE.itemsize == 56
-    for obj in (Ring, Ring.create, Ring.open, Ring.try_push, Ring.push_batch, ringcast.Consumer.drain,
-                ringcast.Consumer.recv_wait, ringcast.RingError):
+    # docs/layout.md: a message may take at most half the ring; 48 bytes in a
+    # record's header slot, 64 in each slot after it.
+    assert ringcast.max_message_for(16) == 48 + 7 * 64
+    assert ringcast.max_message_for(2) == ringcast.max_message_for(3) == 52
+    assert ringcast.max_message_for(2050) >= ringcast.DEFAULT_MAX_MESSAGE > ringcast.max_message_for(2048)
+    for obj in (Ring, Ring.create, Ring.open, Ring.try_push, Ring.push_batch, Ring.try_claim, ringcast.Consumer.drain,
+                ringcast.Consumer.recv_wait, ringcast.Consumer.try_recv_into, ringcast.Consumer.try_view,
+                ringcast.Consumer.view_wait, ringcast.Claim, ringcast.MessageView, ringcast.RingError):
         assert obj.__doc__ and len(obj.__doc__) > 40, obj
 
 
@@ -236,7 +247,15 @@ def test_type_stubs_list_every_public_name_and_method():
             stub[node.name] = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
         elif isinstance(node, ast.AnnAssign):
             stub[node.target.id] = set()
+        elif isinstance(node, ast.FunctionDef):
+            stub[node.name] = set()
     assert set(ringcast.__all__) <= set(stub)
-    for cls in (Ring, ringcast.Consumer):
-        public = {n for n in dir(cls) if not n.startswith("_")} | {"__enter__", "__exit__"}
+    # The dunders a stub declares beyond the public names: the context
+    # managers', and a buffer exporter's __len__ / __buffer__ (PEP 688).
+    dunders = {Ring: {"__enter__", "__exit__"}, ringcast.Consumer: {"__enter__", "__exit__"},
+               ringcast.Claim: {"__enter__", "__exit__", "__len__", "__buffer__"},
+               ringcast.MessageView: {"__enter__", "__exit__", "__len__", "__buffer__"},
+               ringcast.RingStatus: set(), ringcast.ConsumerStatus: set()}
+    for cls, extra in dunders.items():
+        public = {n for n in dir(cls) if not n.startswith("_")} | extra
         assert public == stub[cls.__name__], cls

@@ -53,6 +53,34 @@ def test_recv_wait_lets_other_threads_run_and_returns_their_message(ring):
     assert not c.waiting
 
 
+def take_view(view):
+    with view:
+        return bytes(view)
+
+
+def into(c, out):
+    n = c.recv_wait_into(out, timeout=LONG)
+    return bytes(out[:n])
+
+
+@pytest.mark.parametrize("receive", [
+    lambda c: c.recv_wait(timeout=LONG),
+    lambda c: into(c, bytearray(200)),
+    lambda c: take_view(c.view_wait(timeout=LONG)),
+], ids=["recv_wait", "recv_wait_into", "view_wait"])
+@pytest.mark.parametrize("size", [5, 100])
+def test_every_wait_lets_other_threads_run_and_takes_a_message_of_any_size(ring_path, receive, size):
+    with Ring.create(ring_path, 16) as ring:
+        c = ring.register_consumer()
+        waiter = Waiter(lambda: receive(c))
+        waiter.start()
+        until(lambda: c.waiting)           # reachable only with the GIL released
+        assert ring.try_push(b"m" * size)
+        waiter.join(LONG)
+        assert waiter.error is None and waiter.result == b"m" * size
+        assert not c.waiting and c.lag() == 0
+
+
 def blocked_pusher(ring, payload):
     """A consumer of `ring`, and a thread blocked in push_wait(payload) because it is full."""
     c = ring.register_consumer()
@@ -77,7 +105,8 @@ def test_a_waiting_consumer_and_ring_refuse_what_would_race(ring):
     waiter = Waiter(lambda: c.recv_wait(timeout=LONG))
     waiter.start()
     until(lambda: c.waiting)
-    for call in (c.try_recv, c.drain, c.close, ring.close, lambda: c.recv_wait(timeout=0)):
+    for call in (c.try_recv, c.drain, c.close, ring.close, lambda: c.recv_wait(timeout=0), c.try_view,
+                 lambda: c.view_wait(timeout=0), lambda: c.try_recv_into(bytearray(64))):
         with pytest.raises(RuntimeError):
             call()
     other = ring.register_consumer()       # other ids stay usable
@@ -90,7 +119,7 @@ def test_a_waiting_consumer_and_ring_refuse_what_would_race(ring):
 def test_a_thread_in_push_wait_keeps_other_pushes_out(ring):
     c, waiter = blocked_pusher(ring, b"x")
     for call in (lambda: ring.try_push(b"y"), ring.release_producer, lambda: ring.set_wake_policy(WakePolicy.chain),
-                 ring.close):
+                 ring.close, lambda: ring.try_claim(8)):
         with pytest.raises(RuntimeError):
             call()
     c.drain(100)

@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "raw_slots.hpp"
@@ -162,6 +163,29 @@ TEST_F(RecordTest, BlockingProducerIsFullUntilTheRecordsSlotsAreFree) {
   std::vector<std::byte> out(ring->max_message());
   ASSERT_EQ(ring->try_recv(*id, out).status, Errc::ok);
   EXPECT_EQ(ring->try_push(record), Errc::ok);
+}
+
+TEST_F(RecordTest, ClaimWaitTimesOutOnAFullRingAndSucceedsOnceThereIsRoom) {
+  auto ring = BroadcastRing::create(path(), 16);
+  ASSERT_TRUE(ring);
+  auto id = ring->register_consumer();
+  ASSERT_TRUE(id);
+  const auto record = pattern(400, 3);  // 7 slots: two fill the ring
+  ASSERT_EQ(ring->try_push(record), Errc::ok);
+  ASSERT_EQ(ring->try_push(record), Errc::ok);
+  ProducerClaim late = ring->claim_wait(400, std::chrono::milliseconds(20));
+  EXPECT_FALSE(late);
+  EXPECT_EQ(late.status(), Errc::timed_out);
+  std::thread reader([&] {
+    std::vector<std::byte> out(ring->max_message());
+    while (ring->try_recv(*id, out).status != Errc::ok) std::this_thread::yield();
+  });
+  ProducerClaim claim = ring->claim_wait(400, std::chrono::seconds(20));
+  reader.join();
+  ASSERT_TRUE(claim);
+  std::memcpy(claim.data().data(), record.data(), record.size());
+  claim.commit();
+  EXPECT_EQ(ring->status().messages, 3U);
 }
 
 TEST_F(RecordTest, BatchesMixSizesAndPublishOnce) {
