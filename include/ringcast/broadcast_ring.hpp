@@ -165,6 +165,16 @@ struct [[nodiscard]] BatchResult {
 // (BroadcastRing::try_view). `data` stays valid and unchanged until the
 // consumer's next try_view, release_view, receive or unregister, whichever
 // comes first.
+//
+// When it is in place, and why that is safe: the producer never writes a
+// slot an active consumer of a blocking ring has not passed (invariant 3),
+// and the view does not move the cursor. That holds across a producer
+// takeover (a new producer rescans the cursors before it overwrites
+// anything) and cannot be broken by reaping (only an entry whose owner has
+// died or closed its handle is reaped, and its views died with it). It does
+// not hold on a lossy ring, nor for history a consumer joined with
+// (invariant 10): there the view is a copy, validated after copying, and a
+// message overwritten first is reported as `lapped`, never returned torn.
 struct [[nodiscard]] MessageView {
   Errc status = Errc::ok;  // as RecvResult (never buffer_too_small)
   std::span<const std::byte> data;
