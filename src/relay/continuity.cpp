@@ -37,8 +37,10 @@ std::string_view to_string(Continuity c) noexcept {
   return "unknown";
 }
 
-ContinuityResult ContinuityChecker::check(std::string_view source, std::uint64_t seq, std::uint64_t count) {
+ContinuityResult ContinuityChecker::check_from(std::string_view source, std::uint64_t from, std::uint64_t seq,
+                                               std::uint64_t count) {
   if (count == 0) count = 1;
+  if (from > seq) from = seq;
   if (source.empty()) {
     stats_.unsequenced += count;
     return {Continuity::kUnsequenced};
@@ -64,7 +66,7 @@ ContinuityResult ContinuityChecker::check(std::string_view source, std::uint64_t
     ++stats_.restarts;
     return {Continuity::kRestart};
   }
-  if (seq == s.last + 1) {
+  if (from == s.last + 1) {
     s.last = end;
     return {Continuity::kInOrder};
   }
@@ -72,13 +74,15 @@ ContinuityResult ContinuityChecker::check(std::string_view source, std::uint64_t
     stats_.duplicates += count;
     return {Continuity::kDuplicate, 0, count};
   }
-  if (seq <= s.last) {  // overlaps what was seen: deliver the new tail
-    const std::uint64_t skip = s.last - seq + 1;
+  if (from <= s.last) {  // overlaps what was seen: deliver the new tail
+    // The batch's messages seen already (one slot each); none of a single
+    // message whose last slot is new.
+    const std::uint64_t skip = seq <= s.last ? s.last - seq + 1 : 0;
     stats_.duplicates += skip;
     s.last = end;
     return {Continuity::kInOrder, 0, skip};
   }
-  const std::uint64_t lost = seq - s.last - 1;
+  const std::uint64_t lost = from - s.last - 1;
   s.last = end;
   ++stats_.gaps;
   stats_.lost += lost;
@@ -95,14 +99,16 @@ bool parse_u64(const char* text, std::uint64_t& out) {
 
 }  // namespace
 
-ContinuityResult ContinuityChecker::check_headers(const char* source, const char* seq, const char* count) {
+ContinuityResult ContinuityChecker::check_headers(const char* source, const char* seq, const char* count,
+                                                  const char* from) {
   std::uint64_t n = 0;
   std::uint64_t k = 1;
+  std::uint64_t f = 0;
   if (source == nullptr || seq == nullptr || !parse_u64(seq, n) ||
-      (count != nullptr && (!parse_u64(count, k) || k == 0))) {
+      (count != nullptr && (!parse_u64(count, k) || k == 0)) || (from != nullptr && (!parse_u64(from, f) || f > n))) {
     return check({}, 0, 1);
   }
-  return check(source, n, k);
+  return check_from(source, from != nullptr ? f : n, n, k);
 }
 
 }  // namespace ringcast::relay

@@ -158,7 +158,7 @@ JetStreamPublisher::~JetStreamPublisher() {
 
 // NOLINTNEXTLINE(bugprone-exception-escape): see the header
 bool JetStreamPublisher::publish(const char* subject, std::string_view body, const char* source, std::uint64_t seq,
-                                 const std::atomic<bool>& stop) noexcept {
+                                 const std::atomic<bool>& stop, std::uint64_t from) noexcept {
   // relaxed: statistics. Counted before libnats can call on_ack for it, so
   // pending() never goes below zero.
   published_.fetch_add(1, std::memory_order_relaxed);
@@ -168,10 +168,13 @@ bool JetStreamPublisher::publish(const char* subject, std::string_view body, con
   fmt::format_to(std::back_inserter(id), "{}/{}", source, seq);
   id.push_back('\0');
   const char* const seq_text = id.data() + std::strlen(source) + 1;
+  char from_text[24];
+  *std::to_chars(from_text, from_text + sizeof from_text - 1, from).ptr = '\0';
   natsMsg* m = nullptr;
   if (natsMsg_Create(&m, subject, nullptr, body.data(), static_cast<int>(body.size())) != NATS_OK ||
       natsMsgHeader_Set(m, kSourceHeader, source) != NATS_OK || natsMsgHeader_Set(m, kSeqHeader, seq_text) != NATS_OK ||
-      natsMsgHeader_Set(m, kMsgIdHeader, id.data()) != NATS_OK) {
+      natsMsgHeader_Set(m, kMsgIdHeader, id.data()) != NATS_OK ||
+      (from != kFromSeq && from != seq && natsMsgHeader_Set(m, kFromHeader, from_text) != NATS_OK)) {
     natsMsg_Destroy(m);
     failed_.fetch_add(1, std::memory_order_relaxed);
     return false;

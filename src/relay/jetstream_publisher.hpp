@@ -47,6 +47,7 @@
 #include <nats/nats.h>
 #include <tl/expected.hpp>
 
+#include "ringcast/relay/continuity.hpp"
 #include "ringcast/relay/relay.hpp"
 
 namespace ringcast::relay {
@@ -67,8 +68,9 @@ class JetStreamPublisher {
   ~JetStreamPublisher();
 
   // Publishes `body` on `subject` (NUL-terminated) with the headers
-  // Ringcast-Source: `source`, Ringcast-Seq: `seq` (as core NATS publishes
-  // carry them) and Nats-Msg-Id: "`source`/`seq`", which is stable across relay
+  // Ringcast-Source: `source`, Ringcast-Seq: `seq`, Ringcast-From: `from`
+  // unless it is kFromSeq or `seq` (as core NATS publishes carry them) and
+  // Nats-Msg-Id: "`source`/`seq`", which is stable across relay
   // restarts, so a message relayed twice (`--from oldest` after a crash) is
   // stored once within the stream's duplicate window. Waits while max_pending acks are outstanding, until
   // `stop` is set. True when libnats took the message (its outcome then ends in
@@ -79,7 +81,7 @@ class JetStreamPublisher {
   // right end then.
   // NOLINTNEXTLINE(bugprone-exception-escape)
   bool publish(const char* subject, std::string_view body, const char* source, std::uint64_t seq,
-               const std::atomic<bool>& stop) noexcept;
+               const std::atomic<bool>& stop, std::uint64_t from = kFromSeq) noexcept;
 
   // Fills the js_* fields.
   void stats(NatsStats& out) const;

@@ -131,16 +131,19 @@ void NatsConnection::close(std::chrono::milliseconds flush_timeout) noexcept {
 }
 
 bool NatsConnection::publish(const char* subject, std::string_view body, const char* source, std::uint64_t seq,
-                             std::uint64_t count) noexcept {
+                             std::uint64_t count, std::uint64_t from) noexcept {
   char seq_text[24];
   *std::to_chars(seq_text, seq_text + sizeof seq_text - 1, seq).ptr = '\0';
   char count_text[24];
   *std::to_chars(count_text, count_text + sizeof count_text - 1, count).ptr = '\0';
+  char from_text[24];
+  *std::to_chars(from_text, from_text + sizeof from_text - 1, from).ptr = '\0';
   natsMsg* msg = nullptr;
   natsStatus s = natsMsg_Create(&msg, subject, nullptr, body.data(), static_cast<int>(body.size()));
   if (s == NATS_OK) s = natsMsgHeader_Set(msg, kSourceHeader, source);
   if (s == NATS_OK) s = natsMsgHeader_Set(msg, kSeqHeader, seq_text);
   if (s == NATS_OK && count > 0) s = natsMsgHeader_Set(msg, kCountHeader, count_text);
+  if (s == NATS_OK && from != kFromSeq && from != seq) s = natsMsgHeader_Set(msg, kFromHeader, from_text);
   if (s == NATS_OK) s = natsConnection_PublishMsg(conn_, msg);
   natsMsg_Destroy(msg);  // null-safe
   if (s == NATS_OK) {

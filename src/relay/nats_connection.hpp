@@ -30,6 +30,7 @@
 #include <nats/nats.h>
 #include <tl/expected.hpp>
 
+#include "ringcast/relay/continuity.hpp"
 #include "ringcast/relay/relay.hpp"
 
 namespace ringcast::relay {
@@ -52,8 +53,10 @@ class NatsConnection {
   // per header, freed before returning.
   // With `count` > 0 the body is a batch of `count` ring messages starting at
   // `seq` (docs/scale-out.md, "Batches") and the header Ringcast-Count is added.
+  // A `from` other than kFromSeq and `seq` adds Ringcast-From: `from` (a
+  // message that accounts for ring positions from .. seq).
   bool publish(const char* subject, std::string_view body, const char* source, std::uint64_t seq,
-               std::uint64_t count = 0) noexcept;
+               std::uint64_t count = 0, std::uint64_t from = kFromSeq) noexcept;
 
   [[nodiscard]] NatsStats stats() const;
   // The libnats connection, for the ingress's subscriptions (nats_ingress.hpp)

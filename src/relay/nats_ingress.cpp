@@ -115,10 +115,13 @@ bool NatsIngress::handle(natsMsg* msg, bool keep_duplicates) noexcept {
   const char* source = nullptr;
   const char* seq = nullptr;
   const char* count = nullptr;
-  // Not found leaves the value null: the message is unsequenced (or not a batch).
+  const char* from = nullptr;
+  // Not found leaves the value null: the message is unsequenced (or not a
+  // batch, or one that accounts for its own position only).
   (void)natsMsgHeader_Get(msg, kSourceHeader, &source);
   (void)natsMsgHeader_Get(msg, kSeqHeader, &seq);
   (void)natsMsgHeader_Get(msg, kCountHeader, &count);
+  (void)natsMsgHeader_Get(msg, kFromHeader, &from);
   const std::string_view subject = natsMsg_GetSubject(msg);
   const auto* data = reinterpret_cast<const std::byte*>(natsMsg_GetData(msg));
   const std::span<const std::byte> body(data, static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
@@ -138,7 +141,7 @@ bool NatsIngress::handle(natsMsg* msg, bool keep_duplicates) noexcept {
   received_.fetch_add(n, std::memory_order_relaxed);
   ContinuityResult r;
   try {
-    r = checker_.check_headers(source, seq, count);
+    r = checker_.check_headers(source, seq, count, from);
   } catch (...) {
     r = {Continuity::kUntracked};  // out of memory for a new stream: deliver unchecked
   }

@@ -43,11 +43,9 @@ RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsConnection* 
       host_(host_name()),
       nats_batch_(nats != nullptr && jetstream == nullptr && !route_.topic_in_payload && nats_batch > 1 ? nats_batch
                                                                                                         : 0),
-      max_pending_(std::min(batch_, kMaxPending)),
-      slot_size_(route_.name.size() + kMaxPayload) {
-  // Sized once: the hot loop then never allocates (invariant 3), and views into
-  // slots_ stay valid (invariant 5).
-  slots_.resize(max_pending_ * slot_size_);
+      max_pending_(std::min(batch_, kMaxPending)) {
+  // Sized once: the hot loop then never allocates (invariant 3). The arena
+  // is sized when a ring is opened, for its max_message.
   pending_.reserve(max_pending_);
   receivers_.resize(max_pending_);
   batch_buf_.resize(nats_batch_ * (1 + kMaxPayload));
@@ -128,6 +126,21 @@ bool RingReader::open_and_register() {
   const bool same_file = after.st_ino == ino_ && after.st_dev == dev_;
   auto id = ring->register_consumer(same_file ? StartAt::kLatest : route_.start);
   if (!id) return wait_because(id.error().message());
+  // The arena for this ring's messages (invariants 3 and 5); nothing is
+  // pending between rings.
+  assert(pending_.empty());
+  const std::size_t prefix = route_.name.size();
+  const bool nats_copies = nats_ != nullptr && ring->max_message() > kMaxPayload;
+  const std::size_t arena =
+      max_pending_ * (prefix + kMaxPayload) + (nats_copies ? prefix + ring->max_message() : prefix + kMaxTopic + 1);
+  if (arena_.size() != arena) {
+    arena_.clear();
+    arena_.shrink_to_fit();
+    arena_.resize(arena);
+  }
+  arena_used_ = 0;
+  one_by_one_ = nats_copies;
+  from_ = ring->position(*id);
   ring_.emplace(std::move(*ring));
   id_ = *id;
   ino_ = after.st_ino;
@@ -139,9 +152,9 @@ bool RingReader::open_and_register() {
   const RingStatus st = ring_->status();
   producer_alive_.store(st.producer_alive, std::memory_order_relaxed);
   log(LogLevel::kInfo,
-      fmt::format("registered as consumer {} (capacity {}, {}{}); publishing to {}{}", id_, ring_->capacity(),
-                  ring_->lossy() ? "lossy" : "blocking", ring_->wakeups() ? ", wakeups" : "", route_.name,
-                  route_.topic_in_payload ? "<topic>" : ""));
+      fmt::format("registered as consumer {} (capacity {}, max message {} bytes, {}{}); publishing to {}{}", id_,
+                  ring_->capacity(), ring_->max_message(), ring_->lossy() ? "lossy" : "blocking",
+                  ring_->wakeups() ? ", wakeups" : "", route_.name, route_.topic_in_payload ? "<topic>" : ""));
   if (st.producer_alive) {
     set_state(RingState::kRelaying);
     log(LogLevel::kInfo, fmt::format("producer pid {} is live; relaying", st.producer_pid));
@@ -169,60 +182,116 @@ void RingReader::unregister() noexcept {
   }
 }
 
-void RingReader::take(std::span<const std::byte> payload) noexcept {
-  if (pending_.size() == max_pending_) publish_pending();  // only when batch_ > kMaxPending
-  // Copy out: the payload may be a view of a ring slot, valid only until the
-  // next receive, and the broker reads the batch after the whole drain.
-  const std::uint64_t seq = next_seq_++;  // malformed ones too: they are gaps downstream
-  char* const slot = slots_.data() + pending_.size() * slot_size_;
-  std::string_view channel = route_.name;
-  const char* subject = route_.name.c_str();  // NUL-terminated, for NATS
-  std::string_view body;
+RingReader::Taken RingReader::stage(std::span<const std::byte> payload) noexcept {
+  std::string_view topic;
+  std::string_view body(reinterpret_cast<const char*>(payload.data()), payload.size());
   if (route_.topic_in_payload) {
     const TopicView t = decode_topic_payload(payload);
     if (!t.ok) {
       ++local_.malformed;
-      return;
+      return {};
     }
-    // prefix + topic + NUL + body = prefix + payload.size() bytes <= slot_size_.
-    char* p = slot;
+    topic = t.topic;
+    body = t.body;
+  }
+  ++local_.relayed;
+  // Copy out: the payload may be a view of the ring, valid only until the
+  // next receive, and the broker reads the batch after the whole drain. In
+  // topic mode the copy is prefix + topic + NUL + body: prefix + payload bytes.
+  const std::size_t head = route_.topic_in_payload ? route_.name.size() + topic.size() + 1 : 0;
+  const std::size_t need = head + body.size();
+  if (broker_ == nullptr) {
+    arena_used_ = 0;  // nothing is kept: every message reuses the arena's start
+  } else if (pending_.size() == max_pending_ || need > arena_.size() - arena_used_) {
+    publish_pending();
+  }
+  // Broker only, a message longer than the arena: its body is published from
+  // the ring itself, before drain's callback returns (invariant 5).
+  const bool copy_body = need <= arena_.size() - arena_used_;
+  char* const start = arena_.data() + arena_used_;
+  char* p = start;
+  Taken t{true, route_.name, route_.name.c_str(), body};
+  if (route_.topic_in_payload) {
     std::memcpy(p, route_.name.data(), route_.name.size());
     p += route_.name.size();
-    std::memcpy(p, t.topic.data(), t.topic.size());
-    p += t.topic.size();
-    channel = std::string_view(slot, static_cast<std::size_t>(p - slot));
-    subject = slot;
+    std::memcpy(p, topic.data(), topic.size());
+    p += topic.size();
+    t.channel = std::string_view(start, static_cast<std::size_t>(p - start));
+    t.subject = start;
     *p++ = '\0';
-    std::memcpy(p, t.body.data(), t.body.size());
-    body = std::string_view(p, t.body.size());
-  } else {
-    std::memcpy(slot, payload.data(), payload.size());
-    body = std::string_view(slot, payload.size());
   }
-  assert(body.data() + body.size() <= slot + slot_size_);
-  ++local_.relayed;
-  // Within the reserved capacity: no allocation (invariant 3). Without a broker
-  // nothing is kept, so slot 0 is reused for every message.
-  if (broker_ != nullptr) pending_.push_back({channel, body});
+  if (copy_body) {
+    if (!body.empty()) std::memcpy(p, body.data(), body.size());
+    t.body = std::string_view(p, body.size());
+    p += body.size();
+  }
+  assert(p <= arena_.data() + arena_.size());
+  if (broker_ != nullptr) {
+    arena_used_ = static_cast<std::size_t>(p - arena_.data());
+    // Within the reserved capacity: no allocation (invariant 3).
+    pending_.push_back({t.channel, t.body});
+    if (!copy_body) publish_pending();
+  }
+  return t;
+}
+
+void RingReader::forward(const Taken& t, std::uint64_t from, std::uint64_t seq) noexcept {
   if (nats_batch_ > 0) {
-    if (batch_count_ == 0) batch_first_ = seq;
-    batch_buf_[batch_bytes_++] = static_cast<char>(body.size());
-    std::memcpy(batch_buf_.data() + batch_bytes_, body.data(), body.size());
-    batch_bytes_ += body.size();
-    if (++batch_count_ == nats_batch_) flush_nats_batch();
-  } else if (nats_ != nullptr) {
-    // A fixed subject was validated at start; a topic is checked here, because
-    // the server would close the connection on an invalid subject. JetStream
-    // may wait here for acks (its invariant 3): the one place a reader waits
-    // for a network peer, by choice of --jetstream.
-    const bool subject_ok = !route_.topic_in_payload || is_valid_subject(channel);
-    if (subject_ok && (jetstream_ != nullptr ? jetstream_->publish(subject, body, source_.c_str(), seq, stop_)
-                                             : nats_->publish(subject, body, source_.c_str(), seq))) {
-      ++local_.nats_published;
-    } else {
-      ++local_.nats_failed;
+    // A batch holds consecutive one-slot messages (docs/scale-out.md,
+    // "Batches"); anything else flushes it and travels alone.
+    const bool one_slot = from == seq && t.body.size() <= kMaxPayload;
+    if (batch_count_ > 0 && (!one_slot || seq != batch_first_ + batch_count_)) flush_nats_batch();
+    if (one_slot) {
+      if (batch_count_ == 0) batch_first_ = seq;
+      batch_buf_[batch_bytes_++] = static_cast<char>(t.body.size());
+      std::memcpy(batch_buf_.data() + batch_bytes_, t.body.data(), t.body.size());
+      batch_bytes_ += t.body.size();
+      if (++batch_count_ == nats_batch_) flush_nats_batch();
+      return;
     }
   }
+  if (nats_ == nullptr) return;
+  // A fixed subject was validated at start; a topic is checked here, because
+  // the server would close the connection on an invalid subject. JetStream
+  // may wait here for acks (its invariant 3): the one place a reader waits
+  // for a network peer, by choice of --jetstream.
+  const bool subject_ok = !route_.topic_in_payload || is_valid_subject(t.channel);
+  if (subject_ok && (jetstream_ != nullptr ? jetstream_->publish(t.subject, t.body, source_.c_str(), seq, stop_, from)
+                                           : nats_->publish(t.subject, t.body, source_.c_str(), seq, 0, from))) {
+    ++local_.nats_published;
+  } else {
+    ++local_.nats_failed;
+  }
+}
+
+void RingReader::take(std::span<const std::byte> payload) noexcept {
+  const std::uint64_t seq = next_seq_++;  // malformed ones too: they are gaps downstream
+  const Taken t = stage(payload);
+  if (t.ok) forward(t, seq, seq);
+}
+
+BatchResult RingReader::drain_one_by_one() noexcept {
+  const auto on_message = [this](std::span<const std::byte> p) noexcept { staged_ = stage(p); };
+  BatchResult total;
+  while (total.count < batch_) {
+    const BatchResult b = ring_->drain(id_, on_message, 1);
+    if (b.count == 0) {
+      if (b.status == Errc::lapped) {
+        // What was skipped shows downstream as a gap before the next message.
+        from_ = ring_->position(id_);
+        total.status = Errc::lapped;
+        total.missed = b.missed;
+      } else if (total.count == 0) {
+        total.status = b.status;
+      }
+      break;
+    }
+    const std::uint64_t end = ring_->position(id_);
+    if (staged_.ok) forward(staged_, from_, end - 1);
+    from_ = end;  // a malformed message too: a gap downstream
+    ++total.count;
+  }
+  return total;
 }
 
 void RingReader::flush_nats_batch() noexcept {
@@ -255,6 +324,7 @@ void RingReader::publish_pending() noexcept {
     nap(std::chrono::milliseconds(1));
   }
   pending_.clear();
+  arena_used_ = 0;
 }
 
 void RingReader::flush_counters() noexcept {
@@ -275,10 +345,16 @@ RingReader::Step RingReader::relay_until_stopped() {
   const auto on_message = [this](std::span<const std::byte> p) noexcept { take(p); };
   while (!stopping()) {
     const std::uint64_t lapped_before = local_.lapped;
-    // One cursor publish per batch; on a lossy ring a lap stops the batch and
-    // reports what it skipped (the cursor moved to the oldest message still there).
-    next_seq_ = ring_->position(id_);
-    const BatchResult b = ring_->drain(id_, on_message, batch_);
+    // One cursor publish per batch (per message, one_by_one_: invariant 6);
+    // on a lossy ring a lap stops the batch and reports what it skipped (the
+    // cursor moved to the oldest message still there).
+    BatchResult b;
+    if (one_by_one_) {
+      b = drain_one_by_one();
+    } else {
+      next_seq_ = ring_->position(id_);
+      b = ring_->drain(id_, on_message, batch_);
+    }
     publish_pending();  // invariant 4
     const std::size_t got = b.count;
     Errc status = b.status;
@@ -309,11 +385,16 @@ RingReader::Step RingReader::handle_status(Errc status) {
       // Nothing to read: wait for one message (the default wait: spin while
       // it pays, then sleep on the ring's futex), at most poll_ so
       // housekeeping and stop run.
+      // A message longer than the buffer stays in the ring (buffer_too_small)
+      // for the next drain.
       alignas(8) std::byte buf[kMaxPayload];
       const RecvResult r = ring_->recv_wait(id_, buf, poll_, IdleStrategy::kSpinThenBlock);
+      if (r.status == Errc::buffer_too_small) return Step::kAgain;
       if (r.status == Errc::ok) {
-        next_seq_ = ring_->position(id_) - 1;  // the cursor is past the message received
-        take(std::span<const std::byte>(buf, r.length));
+        const std::uint64_t end = ring_->position(id_);  // the cursor is past the message received
+        const Taken t = stage(std::span<const std::byte>(buf, r.length));
+        if (t.ok) forward(t, one_by_one_ ? from_ : end - 1, end - 1);
+        from_ = end;
         publish_pending();
         ++local_.batches;
         set_state(RingState::kRelaying);
@@ -322,6 +403,7 @@ RingReader::Step RingReader::handle_status(Errc status) {
       }
       if (r.status == Errc::lapped) {
         local_.lapped += r.missed;
+        from_ = ring_->position(id_);  // a gap downstream (invariant 6)
         flush_counters();
         return Step::kAgain;
       }
@@ -350,6 +432,7 @@ RingReader::Step RingReader::handle_status(Errc status) {
         return Step::kReopen;
       }
       id_ = *id;
+      from_ = ring_->position(id_);  // what passed meanwhile is a gap downstream
       consumer_id_.store(static_cast<std::int64_t>(id_), std::memory_order_relaxed);  // relaxed: statistic
       return Step::kAgain;
     }

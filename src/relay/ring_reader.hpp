@@ -9,19 +9,31 @@
 //
 // Invariants
 //  1. run() returns only after unregistering its consumer (if it registered).
-//  2. relayed_ + malformed_ = messages taken from the ring; lapped_ = messages a
-//     lossy ring overwrote before they were taken (the ring's `missed`).
+//  2. relayed_ + malformed_ = messages taken from the ring; lapped_ = positions
+//     (slots) a lossy ring overwrote before they were taken (the ring's
+//     `missed`: messages, on a ring of one slot per message).
 //  3. The hot loop (drain -> take -> publish_pending) neither allocates
 //     nor locks in the relay's own code: the pending-batch buffers are sized
-//     once at construction and never grow.
+//     when the ring is opened (for its max_message) and never grow while it
+//     is read.
 //  4. Every batch taken from the ring reaches the broker with one
 //     Broker::publish(span) call, in ring order, before the counters are
-//     flushed or the next batch is taken (a batch larger than kMaxPending takes
-//     one call per kMaxPending messages; while a `block` subscriber refuses, the
-//     refused message and the rest are offered again, in order, before anything
-//     more is taken). NATS gets each message as it is taken.
-//  5. Each pending Message views either route_.name or its own slot of slots_,
-//     which is never resized, so the views stay valid until publish_pending().
+//     flushed or the next batch is taken (a batch of more than kMaxPending
+//     messages, or of more bytes than the arena holds, takes several calls, in
+//     order; while a `block` subscriber refuses, the refused message and the
+//     rest are offered again, in order, before anything more is taken). NATS
+//     gets each message as it is taken.
+//  5. Each pending Message views route_.name, its own copy in arena_ (never
+//     resized while messages are pending), or, for a message too long for the
+//     arena (broker only), the ring's own bytes, published before drain's
+//     callback returns; so the views stay valid until publish_pending().
+//  6. NATS sequence headers (ringcast/relay/continuity.hpp) name ring
+//     positions: Ringcast-Seq is a message's last slot and Ringcast-From its
+//     first position not accounted for yet (the slot after the previous
+//     message taken, paddings included). On a ring of one slot per message
+//     they are the same and drain's batches count them; on any other ring a
+//     NATS route reads one message per drain, so the cursor before and after
+//     it gives them.
 #pragma once
 
 #include <sys/types.h>
@@ -77,9 +89,27 @@ class RingReader {
   Step handle_status(Errc status);
   Step housekeeping();
   void unregister() noexcept;
-  // Copies one ring message into the pending batch (or counts it malformed) and
-  // hands it to NATS. Publishes the pending batch first if it is full.
+  // A ring message as the sinks see it: its channel (NUL-terminated at
+  // `subject` for NATS) and body, in arena_ or, see invariant 5, in the ring.
+  struct Taken {
+    bool ok = false;  // false: malformed (topic mode), not published
+    std::string_view channel;
+    const char* subject = nullptr;
+    std::string_view body;
+  };
+  // Copies one ring message into the pending batch (or counts it malformed).
+  // Publishes the pending batch first if it is full or the message does not
+  // fit in what is left of the arena.
+  Taken stage(std::span<const std::byte> payload) noexcept;
+  // Hands a staged message to NATS as ring positions from .. seq (invariant 6):
+  // into the NATS batch, or published alone.
+  void forward(const Taken& t, std::uint64_t from, std::uint64_t seq) noexcept;
+  // stage + forward of a message on a ring of one slot per message (or
+  // without NATS), numbered from next_seq_.
   void take(std::span<const std::byte> payload) noexcept;
+  // Up to batch_ messages, one drain each, forwarding each with its positions
+  // (invariant 6). Statuses as drain's.
+  BatchResult drain_one_by_one() noexcept;
   // Publishes the pending batch to the broker with one call, adds up the
   // deliveries and empties the batch. No-op when nothing is pending. While the
   // broker paces publishers, that call waits (up to its max_stall). When a
@@ -116,27 +146,36 @@ class RingReader {
   ConsumerId id_ = 0;
   ino_t ino_ = 0;
   dev_t dev_ = 0;
-  // NATS sequence headers (ringcast/relay/continuity.hpp): this ring file's
-  // Ringcast-Source value, set on open, and the ring position of the next
-  // message take() sees, set from the cursor before every receive.
+  // NATS sequence headers (invariant 6): this ring file's Ringcast-Source
+  // value, set on open; the ring position of the next message take() sees,
+  // set from the cursor before every drain (rings of one slot per message);
+  // and, one message at a time, the first position the next message accounts
+  // for.
   const std::string host_;
   std::string source_;
   std::uint64_t next_seq_ = 0;
+  bool one_by_one_ = false;  // a NATS route on a ring whose messages may take several slots
+  std::uint64_t from_ = 0;
+  Taken staged_;  // drain_one_by_one: the message its drain took
   // NATS batch (NatsConfig::batch > 1, fixed-subject rings): records of
-  // [length byte][payload] for ring messages batch_first_ .. + batch_count_ - 1.
-  // Sized once (batch * (1 + kMaxPayload)); published when full and after
-  // every receive (flush_nats_batch).
+  // [length byte][payload] for one-slot ring messages batch_first_ .. +
+  // batch_count_ - 1. Sized once (batch * (1 + kMaxPayload)); published when
+  // full, before a message that cannot join it, and after every receive
+  // (flush_nats_batch).
   const std::size_t nats_batch_;
   std::vector<char> batch_buf_;
   std::size_t batch_bytes_ = 0;
   std::uint64_t batch_first_ = 0;
   std::uint64_t batch_count_ = 0;
-  // Pending batch (invariants 3-5). Slot i holds message i's copy: the body, or
-  // in topic mode prefix + topic + NUL + body, which is at most prefix +
-  // kMaxPayload bytes because the topic's length byte is not copied.
-  const std::size_t max_pending_;         // min(batch_, kMaxPending)
-  const std::size_t slot_size_;           // route_.name.size() + kMaxPayload
-  std::vector<char> slots_;               // max_pending_ * slot_size_ bytes, never resized
+  // Pending batch (invariants 3-5). The arena holds the pending messages'
+  // copies one after another: the body, or in topic mode prefix + topic + NUL
+  // + body, which is prefix + payload bytes because the topic's length byte
+  // is not copied. Sized on open: max_pending_ messages of up to 52 bytes,
+  // plus one of max_message when NATS needs every message copied (invariant
+  // 6), else room for a long message's channel.
+  const std::size_t max_pending_;  // min(batch_, kMaxPending)
+  std::vector<char> arena_;
+  std::size_t arena_used_ = 0;
   std::vector<broker::Message> pending_;  // capacity max_pending_
   std::vector<std::size_t> receivers_;    // max_pending_ entries: per-message deliveries
   Counters local_;

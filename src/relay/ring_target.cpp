@@ -15,25 +15,27 @@ tl::expected<std::unique_ptr<RingTarget>, std::string> RingTarget::open(const st
   const bool exists = ::stat(path.c_str(), &st) == 0;
   // reap_on_full: a consumer that died holding its entry must not stall the
   // ingress (and NATS delivery behind it) forever.
-  Result<BroadcastRing> ring =
-      exists ? BroadcastRing::open(path, {.reap_on_full = true})
-             : BroadcastRing::create(path, config.ring_capacity,
-                                     {.lossy = config.ring_lossy, .claim_producer = false, .reap_on_full = true});
+  Result<BroadcastRing> ring = exists ? BroadcastRing::open(path, {.reap_on_full = true})
+                                      : BroadcastRing::create(path, config.ring_capacity,
+                                                              {.lossy = config.ring_lossy,
+                                                               .claim_producer = false,
+                                                               .reap_on_full = true,
+                                                               .max_message = config.ring_max_message});
   if (!ring) return tl::unexpected(fmt::format("ring {}: {}", path, ring.error().message()));
   if (auto claimed = ring->claim_producer(); !claimed) {
     const RingStatus s = ring->status();
     return tl::unexpected(fmt::format("ring {}: cannot become its producer: {}{}", path, claimed.error().message(),
                                       s.producer_alive ? fmt::format(" (pid {} holds the role)", s.producer_pid) : ""));
   }
-  log(LogLevel::kInfo,
-      fmt::format("ring {}: {} (capacity {}, {}); producing into it from NATS", path, exists ? "opened" : "created",
-                  ring->capacity(), ring->lossy() ? "lossy" : "blocking"));
-  return std::unique_ptr<RingTarget>(new RingTarget(std::move(*ring)));
+  log(LogLevel::kInfo, fmt::format("ring {}: {} (capacity {}, max message {} bytes, {}); producing into it from NATS",
+                                   path, exists ? "opened" : "created", ring->capacity(), ring->max_message(),
+                                   ring->lossy() ? "lossy" : "blocking"));
+  return std::unique_ptr<RingTarget>(new RingTarget(std::move(*ring), path, log));
 }
 
 void RingTarget::on_gap(std::string_view /*subject*/, std::uint64_t lost) noexcept { ring_.report_upstream_loss(lost); }
 
-IngressTarget::Outcome RingTarget::deliver(std::string_view /*subject*/, std::span<const std::byte> payload,
+IngressTarget::Outcome RingTarget::deliver(std::string_view subject, std::span<const std::byte> payload,
                                            const std::atomic<bool>& stopping) noexcept {
   Errc e = ring_.try_push(payload);
   if (e == Errc::ok) return Outcome::kDelivered;
@@ -47,9 +49,37 @@ IngressTarget::Outcome RingTarget::deliver(std::string_view /*subject*/, std::sp
     }
     if (e == Errc::ok) return Outcome::kDelivered;
   }
-  // payload_too_large (over 52 bytes), or a lost producer role: not deliverable.
-  oversize_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+  // payload_too_large (over the ring's max_message), or a lost producer role:
+  // not deliverable.
+  refuse(subject, payload.size(), e);
   return Outcome::kRefused;
+}
+
+void RingTarget::refuse(std::string_view subject, std::size_t length, Errc why) noexcept {
+  oversize_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+  const auto now = std::chrono::steady_clock::now();
+  if (last_logged_ != std::chrono::steady_clock::time_point{} && now - last_logged_ < kOversizeLogInterval) {
+    ++unlogged_;
+    return;
+  }
+  try {
+    const std::string earlier =
+        unlogged_ > 0 ? fmt::format(" ({} more refused since the last such line)", unlogged_) : std::string();
+    if (why == Errc::payload_too_large) {
+      log_(LogLevel::kWarning,
+           fmt::format("ring {}: a NATS message of {} bytes on {} is over the ring's max message of {} bytes; not "
+                       "delivered (counted as oversize){}",
+                       path_, length, subject, ring_.max_message(), earlier));
+    } else {
+      log_(LogLevel::kWarning, fmt::format("ring {}: a NATS message on {} was refused: {}; not delivered (counted as "
+                                           "oversize){}",
+                                           path_, subject, to_string(why), earlier));
+    }
+    last_logged_ = now;
+    unlogged_ = 0;
+  } catch (...) {
+    ++unlogged_;  // out of memory for the line: the count still has it
+  }
 }
 
 std::size_t RingTarget::deliver_batch(std::string_view subject, std::span<const std::span<const std::byte>> payloads,

@@ -6,6 +6,13 @@
 // (the ring's one-producing-thread REQUIRES); fill() from any thread reads
 // single-writer relaxed counters.
 //
+// Too long: a NATS message longer than the ring's max_message cannot go into
+// it. It is counted (oversize) and logged with its length, subject and the
+// limit: the first one at once, then at most one line per
+// kOversizeLogInterval with the count since the last line, so a flood of them
+// cannot flood the log. A push refused because the producer role was lost
+// is counted the same way and logged with its reason.
+//
 // Full ring: a blocking ring makes deliver() wait (push_wait, in slices so it
 // sees `stopping`), which holds up libnats' delivery thread; messages then wait
 // in libnats up to the subscription's pending limits, beyond which libnats
@@ -14,8 +21,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <tl/expected.hpp>
 
@@ -39,10 +48,22 @@ class RingTarget final : public IngressTarget {
                             const std::atomic<bool>& stopping) noexcept override;
   void fill(NatsIngressStats& s) const override;
 
+  static constexpr std::chrono::seconds kOversizeLogInterval{10};
+
  private:
-  explicit RingTarget(BroadcastRing ring) : ring_(std::move(ring)) {}
+  RingTarget(BroadcastRing ring, std::string path, LogFn log)
+      : ring_(std::move(ring)), path_(std::move(path)), log_(std::move(log)) {}
+  // Counts a message the ring refused and logs it (rate-limited, above).
+  void refuse(std::string_view subject, std::size_t length, Errc why) noexcept;
+
   BroadcastRing ring_;
+  const std::string path_;
+  const LogFn log_;
   std::atomic<std::uint64_t> oversize_{0}, full_waits_{0};
+  // Delivery thread only: when the last refusal was logged, and how many
+  // refusals since then went unlogged.
+  std::chrono::steady_clock::time_point last_logged_{};
+  std::uint64_t unlogged_ = 0;
 };
 
 // Opens the route's ring (RingTarget::open) and subscribes to its subject on

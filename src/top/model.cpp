@@ -87,7 +87,8 @@ struct Monitor::Entry {
   TimePoint gone_since{};
   bool sampled = false;
   TimePoint prev_time{};
-  std::uint64_t prev_seq = 0;
+  std::uint64_t prev_messages = 0;
+  std::uint64_t prev_bytes = 0;
   std::array<ConsumerHistory, kMaxConsumers> consumers{};
   RingView last;  // the last live view, shown (without consumers) once gone
 };
@@ -217,7 +218,10 @@ RingView Monitor::sample(Entry& e, TimePoint now) {
   v.capacity = st.capacity;
   v.lossy = (st.flags & kFlagLossy) != 0;
   v.wakeups = (st.flags & kFlagWakeups) != 0;
+  v.max_message = st.max_message;
   v.producer_seq = st.producer_seq;
+  v.messages = st.messages;
+  v.payload_bytes = st.payload_bytes;
   v.producer_pid = st.producer_pid;
   v.producer_alive = st.producer_alive;
   if (st.producer_alive) v.producer_process = process_name(st.producer_pid);
@@ -227,9 +231,12 @@ RingView Monitor::sample(Entry& e, TimePoint now) {
   v.upstream_lost = st.upstream_lost;
   v.upstream_gaps = st.upstream_gaps;
 
+  // Rates from the producer's totals, not its position: a position counts
+  // slots, and a message longer than 52 bytes takes several.
   const double dt = e.sampled ? seconds(now - e.prev_time) : 0.0;
-  if (dt > 0.0 && st.producer_seq >= e.prev_seq) {
-    v.push_rate = static_cast<double>(st.producer_seq - e.prev_seq) / dt;
+  if (dt > 0.0 && st.messages >= e.prev_messages && st.payload_bytes >= e.prev_bytes) {
+    v.push_rate = static_cast<double>(st.messages - e.prev_messages) / dt;
+    v.byte_rate = static_cast<double>(st.payload_bytes - e.prev_bytes) / dt;
   }
 
   const double capacity = static_cast<double>(st.capacity);
@@ -279,7 +286,8 @@ RingView Monitor::sample(Entry& e, TimePoint now) {
 
   e.sampled = true;
   e.prev_time = now;
-  e.prev_seq = st.producer_seq;
+  e.prev_messages = st.messages;
+  e.prev_bytes = st.payload_bytes;
   e.last = v;
   return v;
 }
@@ -358,6 +366,7 @@ Snapshot Monitor::refresh() {
     v.capacity = e->last.capacity;
     v.lossy = e->last.lossy;
     v.wakeups = e->last.wakeups;
+    v.max_message = e->last.max_message;
     v.producer_seq = e->last.producer_seq;
     snap.rings.push_back(std::move(v));
   }

@@ -35,15 +35,17 @@ using TimePoint = std::chrono::steady_clock::time_point;
 using Clock = std::function<TimePoint()>;
 
 struct ConsumerView {
-  std::uint32_t index = 0;                   // consumer id, 0..kMaxConsumers-1
-  std::uint32_t pid = 0;                     // owner_pid as registered (display only)
-  std::string process;                       // /proc/<pid>/comm of the owner while alive; for a dead owner
-                                             // the name last seen alive, empty if never seen alive
-  bool alive = false;                        // the owner's lock is held (RingStatus::owner_alive)
-  std::uint64_t cursor = 0;                  // next sequence it will read
-  std::uint64_t lag = 0;                     // messages published but not yet read
+  std::uint32_t index = 0;  // consumer id, 0..kMaxConsumers-1
+  std::uint32_t pid = 0;    // owner_pid as registered (display only)
+  std::string process;      // /proc/<pid>/comm of the owner while alive; for a dead owner
+                            // the name last seen alive, empty if never seen alive
+  bool alive = false;       // the owner's lock is held (RingStatus::owner_alive)
+  // Positions count 64-byte slots: messages, on a ring of one slot per message
+  // (max_message <= 52); a longer message takes several.
+  std::uint64_t cursor = 0;                  // next position it will read
+  std::uint64_t lag = 0;                     // positions published but not yet read
   double lag_pct = 0.0;                      // lag as % of capacity (above 100 only when lapped on a lossy ring)
-  std::optional<double> recv_rate;           // messages/s since the previous refresh; empty on first sight
+  std::optional<double> recv_rate;           // positions/s since the previous refresh; empty on first sight
   double since_advance_s = 0.0;              // seconds since its cursor last moved
   bool since_advance_is_lower_bound = true;  // not seen moving yet: "at least" since_advance_s
   bool behind = false;                       // alive, and lag_pct >= the behind threshold (dead ones are DEAD)
@@ -61,10 +63,13 @@ struct RingView {
   bool named = false;  // given on the command line (not found by a directory scan)
   RingPresence state = RingPresence::kLive;
   std::string gone_reason;     // "removed", "replaced", "truncated" or an open error
-  std::uint64_t capacity = 0;  // kept from the last live sample when gone
+  std::uint64_t capacity = 0;  // slots; kept from the last live sample when gone
   bool lossy = false;
   bool wakeups = false;
-  std::uint64_t producer_seq = 0;
+  std::uint64_t max_message = 0;    // the largest payload the ring carries, bytes
+  std::uint64_t producer_seq = 0;   // the producer's position (slots)
+  std::uint64_t messages = 0;       // messages published
+  std::uint64_t payload_bytes = 0;  // their payload bytes
   std::uint32_t producer_pid = 0;
   bool producer_alive = false;
   std::string producer_process;          // as ConsumerView::process
@@ -74,6 +79,7 @@ struct RingView {
   std::uint64_t upstream_lost = 0;       // lost before the producer (NATS ingress gaps, docs/scale-out.md)
   std::uint64_t upstream_gaps = 0;
   std::optional<double> push_rate;  // messages/s since the previous refresh
+  std::optional<double> byte_rate;  // payload bytes/s since the previous refresh
   std::uint64_t max_lag = 0;        // lag of the slowest active consumer
   double fill = 0.0;                // max_lag / capacity, clamped to [0, 1]
   std::size_t active_consumers = 0;

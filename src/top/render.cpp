@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <span>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -86,15 +88,18 @@ Widths widths_for(std::size_t cols) {
 }
 
 Line ring_header(const Widths& w) {
-  return text_line(fmt::format("  {:<{}} {:>7} {:>10} {:>7} {:<10} {:>4} {:>5} {:<7}", "RING", w.name, "CAP",
-                               "POSITION", "PUSH/s", " FILL", "", "CONS", "STATE"),
+  return text_line(fmt::format("  {:<{}} {:>7} {:>7} {:>7} {:<10} {:>4} {:>5} {:<7}", "RING", w.name, "CAP", "MSGS/s",
+                               "BYTES/s", " FILL", "", "CONS", "STATE"),
                    Style::kHeader);
 }
 
-Line consumer_header() {
-  return text_line(fmt::format("    {:>2} {:>7} {:<{}} {:<6} {:>11} {:>9} {:>6} {:>7} {:>7}", "#", "PID", "PROCESS",
-                               kProcessWidth, "STATE", "CURSOR", "LAG", "LAG%", "RECV/s", "IDLE"),
-                   Style::kHeader);
+// Cursors, lags and their rates count positions (slots): on a ring whose
+// messages may take several, the rate column says so.
+Line consumer_header(const RingView& r) {
+  return text_line(
+      fmt::format("    {:>2} {:>7} {:<{}} {:<6} {:>11} {:>9} {:>6} {:>7} {:>7}", "#", "PID", "PROCESS", kProcessWidth,
+                  "STATE", "CURSOR", "LAG", "LAG%", r.max_message > kMaxPayload ? "SLOTS/s" : "RECV/s", "IDLE"),
+      Style::kHeader);
 }
 
 Line ring_row(const RingView& r, bool selected, bool marker, const Widths& w) {
@@ -104,14 +109,14 @@ Line ring_row(const RingView& r, bool selected, bool marker, const Widths& w) {
   const std::string mark = marker && selected ? "> " : "  ";
   const std::string name = fmt::format("{}{:<{}} ", mark, fit_middle(r.name, w.name), w.name);
   if (gone) {
-    l.spans.push_back({fmt::format("{}{:>7} {:>10} {:>7} {:<10} {:>4} {:>5} ", name,
+    l.spans.push_back({fmt::format("{}{:>7} {:>7} {:>7} {:<10} {:>4} {:>5} ", name,
                                    r.capacity > 0 ? format_count(r.capacity, 7) : "-", "-", "-", "", "", "-"),
                        Style::kPlain});
     l.spans.push_back({"GONE", Style::kGone});
     return l;
   }
-  l.spans.push_back({fmt::format("{}{:>7} {:>10} {:>7} [", name, format_count(r.capacity, 7),
-                                 format_count(r.producer_seq, 10), format_rate(r.push_rate)),
+  l.spans.push_back({fmt::format("{}{:>7} {:>7} {:>7} [", name, format_count(r.capacity, 7), format_rate(r.push_rate),
+                                 format_rate(r.byte_rate)),
                      Style::kPlain});
   const auto filled = static_cast<std::size_t>(std::lround(r.fill * static_cast<double>(kBarWidth)));
   const std::size_t hashes = std::min(kBarWidth, r.fill > 0 && filled == 0 ? std::size_t{1} : filled);
@@ -152,6 +157,14 @@ Line ring_detail(const RingView& r) {
   if (r.sleeping_consumers > 0) mode += fmt::format(" ({} asleep)", r.sleeping_consumers);
   l.spans.push_back({"  " + mode, Style::kPlain});
   return l;
+}
+
+// What the producer has published, where it is (positions count slots) and
+// the largest message the ring takes.
+Line traffic_line(const RingView& r) {
+  return text_line(fmt::format("    messages {} ({})  position {}  max message {}", format_count(r.messages, 11),
+                               format_bytes(r.payload_bytes), format_count(r.producer_seq, 11),
+                               format_size(r.max_message)));
 }
 
 // Shown under the detail line only when the producer reported loss before it:
@@ -228,9 +241,10 @@ Body build_body(const Snapshot& snap, const ViewState* view, SortKey sort, const
     b.lines.push_back(ring_row(r, selected, view != nullptr, w));
     if (expanded) {
       b.lines.push_back(ring_detail(r));
+      if (r.state == RingPresence::kLive) b.lines.push_back(traffic_line(r));
       if (r.state == RingPresence::kLive && r.upstream_gaps > 0) b.lines.push_back(upstream_line(r));
       if (r.state == RingPresence::kLive && !r.consumers.empty()) {
-        b.lines.push_back(consumer_header());
+        b.lines.push_back(consumer_header(r));
         for (const ConsumerView& c : sorted_consumers(r, sort)) b.lines.push_back(consumer_row(c));
       }
     }
@@ -255,12 +269,15 @@ std::vector<Line> help_lines(const Snapshot& snap, const ViewState& view) {
       "    q                quit",
       "",
       "  Columns",
+      "    MSGS/s  messages published per second; BYTES/s: their payload bytes",
       "    FILL    lag of the slowest consumer as a share of the capacity",
       "    STATE   BLOCKED: the producer waits for the slowest consumer;",
       "            drained: every consumer has read everything; GONE: file went away",
       fmt::format("    BEHIND  lag at or above {:.0f}% of capacity; DEAD: owner died while registered",
                   snap.behind_pct),
       "    IDLE    time since the cursor last moved (\">\": not seen moving yet)",
+      "    CURSOR, LAG, RECV/s count positions: 64-byte slots, one per message of",
+      "            up to 52 bytes, more for a longer one (SLOTS/s on such rings)",
   };
   std::vector<Line> lines;
   lines.reserve(text.size());
@@ -299,20 +316,29 @@ std::string Frame::text() const {
   return s;
 }
 
+namespace {
+
+// `value` (at least 1000) in three significant digits and a power-of-1000
+// unit, the first of `units` being thousands: 1.23k, 45.6 MB, 789G.
+std::string three_digits(double value, std::span<const char* const> units, std::string_view sep) {
+  double x = value / 1000.0;
+  std::size_t unit = 0;
+  while (x >= 999.5 && unit + 1 < units.size()) {
+    x /= 1000.0;
+    ++unit;
+  }
+  if (x < 9.995) return fmt::format("{:.2f}{}{}", x, sep, units[unit]);
+  if (x < 99.95) return fmt::format("{:.1f}{}{}", x, sep, units[unit]);
+  return fmt::format("{:.0f}{}{}", x, sep, units[unit]);
+}
+
+}  // namespace
+
 std::string format_count(std::uint64_t value, std::size_t width) {
   std::string plain = fmt::format("{}", value);
   if (plain.size() <= width) return plain;
   static constexpr const char* kUnits[] = {"k", "M", "G", "T", "P", "E"};
-  auto x = static_cast<double>(value);
-  std::size_t unit = 0;
-  x /= 1000.0;
-  while (x >= 1000.0 && unit + 1 < std::size(kUnits)) {
-    x /= 1000.0;
-    ++unit;
-  }
-  if (x < 10) return fmt::format("{:.2f}{}", x, kUnits[unit]);
-  if (x < 100) return fmt::format("{:.1f}{}", x, kUnits[unit]);
-  return fmt::format("{:.0f}{}", x, kUnits[unit]);
+  return three_digits(static_cast<double>(value), kUnits, "");
 }
 
 std::string format_rate(const std::optional<double>& per_second) {
@@ -328,6 +354,25 @@ std::string format_rate(const std::optional<double>& per_second) {
   }
   if (x >= 999.95) return ">999T";  // beyond any real ring; keeps the column width
   return fmt::format("{:.1f}{}", x, kUnits[unit]);
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  if (bytes < 1000) return fmt::format("{} B", bytes);
+  static constexpr const char* kUnits[] = {"kB", "MB", "GB", "TB", "PB", "EB"};
+  return three_digits(static_cast<double>(bytes), kUnits, " ");
+}
+
+std::string format_size(std::uint64_t bytes) {
+  if (bytes >= (std::uint64_t{1} << 30) && bytes % (std::uint64_t{1} << 30) == 0) {
+    return fmt::format("{} GiB", bytes >> 30);
+  }
+  if (bytes >= (std::uint64_t{1} << 20) && bytes % (std::uint64_t{1} << 20) == 0) {
+    return fmt::format("{} MiB", bytes >> 20);
+  }
+  if (bytes >= (std::uint64_t{1} << 10) && bytes % (std::uint64_t{1} << 10) == 0) {
+    return fmt::format("{} KiB", bytes >> 10);
+  }
+  return fmt::format("{} B", bytes);
 }
 
 std::string format_age(double seconds, bool lower_bound) {
@@ -561,6 +606,7 @@ std::string render_json(const Snapshot& snap, double interval_s) {
     }
     ring.update(Json{{"lossy", r.lossy},
                      {"wakeups", r.wakeups},
+                     {"max_message", r.max_message},
                      {"producer_seq", r.producer_seq},
                      {"producer_pid", r.producer_pid},
                      {"producer_alive", r.producer_alive},
@@ -570,7 +616,10 @@ std::string render_json(const Snapshot& snap, double interval_s) {
                      {"sleeping_consumers", r.sleeping_consumers},
                      {"upstream_lost", r.upstream_lost},
                      {"upstream_gaps", r.upstream_gaps},
+                     {"messages", r.messages},
+                     {"payload_bytes", r.payload_bytes},
                      {"push_rate", number_or_null(r.push_rate)},
+                     {"byte_rate", number_or_null(r.byte_rate)},
                      {"max_lag", r.max_lag},
                      {"fill", number_or_null(r.fill)},
                      {"active_consumers", r.active_consumers},

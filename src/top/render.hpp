@@ -127,5 +127,7 @@ Action handle_key(ViewState& view, Key key, const Snapshot& snap);
 [[nodiscard]] std::string format_count(std::uint64_t value, std::size_t width);  // 1234567 or 1.23M
 [[nodiscard]] std::string format_rate(const std::optional<double>& per_second);  // "-", 12.5, 10.0k
 [[nodiscard]] std::string format_age(double seconds, bool lower_bound);          // 0.3s, 12s, 3m04s
+[[nodiscard]] std::string format_bytes(std::uint64_t bytes);  // 512 B, 1.23 kB, 45.6 MB (powers of 1000)
+[[nodiscard]] std::string format_size(std::uint64_t bytes);   // 64 KiB, 1 MiB, 131056 B (exact)
 
 }  // namespace ringcast::top

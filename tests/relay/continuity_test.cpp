@@ -117,6 +117,37 @@ TEST(ContinuityTest, BatchesAdvanceByTheirCountAndOverlapsSkipWhatWasSeen) {
   EXPECT_EQ(c.stats().lost, 5u);
 }
 
+TEST(ContinuityTest, MessagesOfSeveralSlotsAreInOrderWhenEachStartsWhereTheLastEnded) {
+  ContinuityChecker c;
+  // Positions 0 (one slot), 1..4 (a 200-byte message), a padding at 5..1024,
+  // then a 64 KiB message at 1025..2049: each accounts for the positions
+  // from the one after the last message's, paddings included.
+  EXPECT_EQ(c.check(kA, 0).kind, Continuity::kFirst);
+  EXPECT_EQ(c.check_from(kA, 1, 4, 1).kind, Continuity::kInOrder);
+  EXPECT_EQ(c.check_from(kA, 5, 2049, 1).kind, Continuity::kInOrder);
+  EXPECT_EQ(c.check(kA, 2050).kind, Continuity::kInOrder);
+  // The same message again (a relay restarted with --from oldest): a duplicate.
+  EXPECT_EQ(c.check_from(kA, 5, 2049, 1).kind, Continuity::kDuplicate);
+  // Positions 2051..2099 never arrived: counted in positions, not messages.
+  const ContinuityResult gap = c.check_from(kA, 2100, 2103, 1);
+  EXPECT_EQ(gap.kind, Continuity::kGap);
+  EXPECT_EQ(gap.lost, 49u);
+  EXPECT_EQ(c.stats().lost, 49u);
+  EXPECT_EQ(c.stats().gaps, 1u);
+  EXPECT_EQ(c.stats().duplicates, 1u);
+}
+
+TEST(ContinuityTest, FromHeaderIsReadAndAFromPastTheSequenceIsUnsequenced) {
+  ContinuityChecker c;
+  EXPECT_EQ(c.check_headers(kA, "9").kind, Continuity::kFirst);
+  EXPECT_EQ(c.check_headers(kA, "1034", nullptr, "10").kind, Continuity::kInOrder);
+  EXPECT_EQ(c.check_headers(kA, "1035", nullptr, "1035").kind, Continuity::kInOrder);  // from = seq: one slot
+  EXPECT_EQ(c.check_headers(kA, "1040", nullptr, "1041").kind, Continuity::kUnsequenced);
+  EXPECT_EQ(c.check_headers(kA, "1040", nullptr, "x").kind, Continuity::kUnsequenced);
+  EXPECT_EQ(c.check_headers(kA, "1040", nullptr, "1036").kind, Continuity::kInOrder);
+  EXPECT_EQ(c.stats().unsequenced, 2u);
+}
+
 TEST(ContinuityTest, StreamsBeyondTheLimitAreUntracked) {
   ContinuityChecker c(1);
   feed(c, kA, {0});

@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "relay_fixture.hpp"
 #include "relay_test_support.hpp"
 #include "ringcast/broadcast_ring.hpp"
@@ -80,13 +83,13 @@ class RingConsumer {
   [[nodiscard]] bool ok() const { return ok_; }
   // The next message that is not a probe, or nullopt after 10 s.
   std::optional<std::string> next() {
-    alignas(8) std::byte buf[kMaxPayload];
+    std::vector<std::byte> buf(ring_->max_message());  // room for any message of the ring
     const auto d = deadline_in(10s);
     while (testing::ms_left(d) > 0) {
       const RecvResult r = ring_->recv_wait(id_, buf, 100ms);
       if (r.status == Errc::timed_out || r.status == Errc::empty) continue;
       if (r.status != Errc::ok) return std::nullopt;
-      std::string s(reinterpret_cast<const char*>(buf), r.length);
+      std::string s(reinterpret_cast<const char*>(buf.data()), r.length);
       if (s != kProbe) return s;
     }
     return std::nullopt;
@@ -116,14 +119,18 @@ bool wait_for_interest(const std::string& url, const std::string& subject, Arriv
 
 class NatsIngressTest : public ::testing::Test {
  protected:
-  // A relay with only a ring ingress: `subject` into dir_b_/`file`.
-  void start_ring_ingress(const std::string& url, const std::string& subject, const std::string& file) {
+  // A relay with only a ring ingress: `subject` into dir_b_/`file`, a ring
+  // it creates with `capacity` slots and max message `max_message` (0: the
+  // default the capacity allows).
+  void start_ring_ingress(const std::string& url, const std::string& subject, const std::string& file,
+                          std::uint64_t capacity = 1024, std::size_t max_message = 0) {
     RelayConfig c;
     c.log = log_.fn();
     c.nats = testing::nats_sink(url);
     ring_b_ = dir_b_.file(file);
     c.nats_rings_in.push_back({subject, ring_b_});
-    c.nats_in.ring_capacity = 1024;
+    c.nats_in.ring_capacity = capacity;
+    c.nats_in.ring_max_message = max_message;
     auto r = Relay::start(c);
     ASSERT_TRUE(r) << r.error().message() << log_.all();
     ingress_ = std::move(*r);
@@ -261,6 +268,104 @@ TEST_F(NatsIngressTest, BatchesArriveAsSeparateRingMessagesAndAMalformedBatchIsD
   natsConnection_Destroy(nc);
   EXPECT_TRUE(eventually([&] { return ingress_stats().malformed == 1u; }));
   EXPECT_EQ(ingress_stats().delivered, static_cast<std::uint64_t>(n));
+}
+
+// `length` bytes that differ from one message to the next (every byte value).
+std::string sized_body(std::size_t length, std::size_t seed) {
+  std::string s(length, '\0');
+  for (std::size_t i = 0; i < length; ++i) s[i] = static_cast<char>((i * 31 + seed) % 256);
+  return s;
+}
+
+// Ring A -> relay -> NATS -> ingress -> ring B with messages of every size up
+// to 64 KiB (4100-slot rings hold them), one NATS message each and in
+// batches: each arrives unchanged and in order, and the sequence headers
+// account for every slot of ring A, paddings included, so the ingress sees no
+// gap. --nats-batch packs the short ones and sends the long ones alone.
+class NatsIngressSizesTest : public NatsIngressTest, public ::testing::WithParamInterface<std::size_t> {};
+
+INSTANTIATE_TEST_SUITE_P(UnbatchedAndBatched, NatsIngressSizesTest, ::testing::Values(1, 64),
+                         [](const ::testing::TestParamInfo<std::size_t>& i) {
+                           return i.param == 1 ? std::string("Unbatched") : std::string("Batched");
+                         });
+
+TEST_P(NatsIngressSizesTest, MessagesOfAnySizeCrossFromRingToRingUnchangedAndWithoutAGap) {
+  auto server = NatsServer::start();
+  ASSERT_TRUE(server);
+  ASSERT_NO_FATAL_FAILURE(start_ring_ingress(server->url(), "sizes", "sizes-b.ring", 4100));
+  RingConsumer consumer(ring_b_);
+  ASSERT_TRUE(consumer.ok());
+  ASSERT_TRUE(wait_for_interest(server->url(), "sizes", [&] { return ingress_stats().received > 0; }));
+  const std::string ring_a = dir_a_.file("sizes-a.ring");
+  auto ring = BroadcastRing::create(ring_a, 4100);
+  ASSERT_TRUE(ring) << ring.error().message();
+  RelayConfig c = testing::relay_config({{ring_a, "sizes", false}}, log_);
+  c.nats = testing::nats_sink(server->url());
+  c.nats->batch = GetParam();
+  auto relay = Relay::start(c);
+  ASSERT_TRUE(relay) << relay.error().message();
+  ASSERT_TRUE(eventually([&] { return (*relay)->ring_stats().at(0).consumer_id >= 0; }));
+
+  // Short ones (one slot), 200 bytes (four), 64 KiB (1025, after a padding to
+  // the next block), three times round the ring.
+  std::vector<std::string> sent;
+  for (std::size_t round = 0; round < 3; ++round) {
+    for (std::size_t i = 0; i < 5; ++i) sent.push_back(numbered(static_cast<int>(round * 10 + i)));
+    sent.push_back(sized_body(200, round));
+    sent.push_back(sized_body(64 * 1024, round + 7));
+    sent.push_back(sized_body(52, round + 9));
+    sent.push_back(sized_body(53, round + 11));
+  }
+  for (const std::string& m : sent) ASSERT_EQ(ring->push_wait(as_bytes(m), 10s), Errc::ok);
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    auto m = consumer.next();
+    ASSERT_TRUE(m) << "missing message " << i << "\n" << log_.all();
+    ASSERT_EQ(m->size(), sent[i].size()) << "message " << i;
+    ASSERT_TRUE(*m == sent[i]) << "message " << i;
+  }
+  ASSERT_TRUE(eventually([&] { return ingress_stats().delivered >= ingress_stats().unsequenced + sent.size(); }));
+  const NatsIngressStats s = ingress_stats();
+  EXPECT_EQ(s.gaps, 0u);
+  EXPECT_EQ(s.lost, 0u);
+  EXPECT_EQ(s.duplicates, 0u);
+  EXPECT_EQ(s.oversize, 0u);
+  EXPECT_EQ(consumer.status().upstream_gaps, 0u);
+  EXPECT_EQ((*relay)->ring_stats().at(0).nats_failed, 0u);
+}
+
+TEST_F(NatsIngressTest, MessageLongerThanTheRingsMaxMessageIsCountedAndLoggedAndTheNextArrives) {
+  auto server = NatsServer::start();
+  ASSERT_TRUE(server);
+  ASSERT_NO_FATAL_FAILURE(start_ring_ingress(server->url(), "big", "big.ring", 1024, 1024));
+  RingConsumer consumer(ring_b_);
+  ASSERT_TRUE(consumer.ok());
+  ASSERT_TRUE(wait_for_interest(server->url(), "big", [&] { return ingress_stats().received > 0; }));
+  NatsPublisher p(server->url());
+  ASSERT_TRUE(p.ok());
+  const std::string fits = sized_body(1024, 1);
+  ASSERT_TRUE(p.publish("big", fits));
+  ASSERT_TRUE(p.publish("big", sized_body(1025, 2)));
+  ASSERT_TRUE(p.publish("big", sized_body(70000, 3)));
+  ASSERT_TRUE(p.publish("big", "after"));
+  auto m = consumer.next();
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(*m == fits);
+  m = consumer.next();
+  ASSERT_TRUE(m);
+  EXPECT_EQ(*m, "after");
+  ASSERT_TRUE(eventually([&] { return ingress_stats().oversize == 2u; })) << ingress_->info_text();
+  // The first is logged at once with its length, subject and the limit; the
+  // second falls in the same interval and is counted only.
+  EXPECT_TRUE(log_.contains("a NATS message of 1025 bytes on big is over the ring's max message of 1024 bytes"))
+      << log_.all();
+  EXPECT_FALSE(log_.contains("70000 bytes")) << log_.all();
+  EXPECT_NE(ingress_->info_text().find(",oversize=2,"), std::string::npos) << ingress_->info_text();
+  // Once idle (a late probe may still be on its way): every message received
+  // was delivered or refused.
+  EXPECT_TRUE(eventually([&] {
+    const NatsIngressStats now = ingress_stats();
+    return now.received == now.delivered + now.oversize;
+  })) << ingress_->info_text();
 }
 
 TEST_F(NatsIngressTest, IngressRefusesARingWithAnotherLiveProducer) {

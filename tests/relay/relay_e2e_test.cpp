@@ -425,7 +425,10 @@ TEST(RelayEndToEndTest, SigtermUnregistersAndExitsZeroSayingWhy) {
 TEST(RelayEndToEndTest, CorruptSlotStopsTheRelayWithStatusThreeNamingTheSlot) {
   TempDir dir;
   const std::string path = dir.file("corrupt.ring");
-  auto ring = BroadcastRing::create(path, 8);  // this handle is the live producer
+  // One slot per message: on a ring that may hold longer messages the
+  // producer's head stamp would overwrite the forged version below before
+  // the relay reads it (docs/memory-ordering.md, "The head stamp").
+  auto ring = BroadcastRing::create(path, 8, {.max_message = kMaxPayload});  // this handle is the live producer
   ASSERT_TRUE(ring);
   ChildProcess relay;
   ASSERT_NE(start_relay(relay, {"--ring", path + "=bad", "--listen", "127.0.0.1:0"}), 0u) << relay.stderr_text();

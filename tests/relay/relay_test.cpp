@@ -140,9 +140,10 @@ TEST_P(RelayBatchTest, TopicInPayloadBatchDeliversEachMessageOnItsOwnChannelInOr
   ASSERT_TRUE(sub.subscribe("md.*", true));
 
   // Bodies of different lengths, and two messages that fill a slot exactly (the
-  // longest topic; the shortest topic with the longest body), so a copy that
-  // overran its share of the reader's batch buffer would corrupt a neighbour.
-  const std::string long_topic(kMaxTopic, 'T');
+  // longest topic a slot holds; the shortest topic with the longest body), so
+  // a copy that overran its share of the reader's batch buffer would corrupt a
+  // neighbour.
+  const std::string long_topic(kMaxPayload - 1, 'T');
   const std::string long_body(kMaxPayload - 2, 'b');
   const std::pair<std::string, std::string> sent[] = {{"AAPL", "1"},    {"MSFT", "22"},  {long_topic, ""},
                                                       {"A", long_body}, {"AAPL", "333"}, {"IBM", "4"}};
@@ -204,6 +205,68 @@ TEST_P(RelayBatchTest, BatchLargerThanOneBrokerCallArrivesInOrder) {
   EXPECT_EQ(s.deliveries, kMessages);
   EXPECT_EQ(s.malformed, 0u);
   EXPECT_EQ(s.lapped, 0u);
+}
+
+// `length` bytes that differ from one message to the next (every byte value).
+std::string sized_body(std::size_t length, std::size_t seed) {
+  std::string s(length, '\0');
+  for (std::size_t i = 0; i < length; ++i) s[i] = static_cast<char>((i * 31 + seed) % 256);
+  return s;
+}
+
+// Messages of any size up to the ring's max_message reach subscribers whole:
+// short ones one slot each, a 200-byte one over several slots, a 64 KiB one
+// larger than the reader's pending buffer (published straight from the ring)
+// and a run of 1000-byte ones that fills that buffer several times in one
+// drain. 4100 slots hold 64 KiB messages (a message may take half the ring).
+TEST_P(RelayBatchTest, MessagesOfAnySizeReachTheSubscriberWholeAndInOrder) {
+  ASSERT_NO_FATAL_FAILURE(start_relay("sizes.ring", 4100, "sizes", /*topic_in_payload=*/false, ring_options()));
+  RespClient sub(port());
+  ASSERT_TRUE(sub.subscribe("sizes"));
+  std::vector<std::string> sent = {"short", sized_body(200, 1), sized_body(64 * 1024, 2), ""};
+  for (std::size_t i = 0; i < 40; ++i) sent.push_back(sized_body(1000, 10 + i));
+  sent.push_back(sized_body(64 * 1024, 3));
+  for (std::size_t i = 0; i < 4; ++i) push(*ring_, as_bytes(sent[i]));
+  std::vector<std::span<const std::byte>> run;
+  for (std::size_t i = 4; i < 44; ++i) run.push_back(as_bytes(sent[i]));
+  const BatchResult pushed = ring_->try_push_batch(run);  // one drain takes them all
+  ASSERT_EQ(pushed.count, run.size()) << to_string(pushed.status);
+  push(*ring_, as_bytes(sent.back()));
+
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    auto r = sub.next(deadline_in(20s));
+    ASSERT_TRUE(r && r->is_message("sizes")) << "message " << i;
+    ASSERT_EQ(r->elems[2].str.size(), sent[i].size()) << "message " << i;
+    ASSERT_TRUE(r->elems[2].str == sent[i]) << "message " << i;
+  }
+  ASSERT_TRUE(eventually([&] { return stats_of(*relay_).relayed == sent.size(); }));
+  const RingStats s = stats_of(*relay_);
+  EXPECT_EQ(s.deliveries, sent.size());
+  EXPECT_EQ(s.lapped, 0u);
+}
+
+TEST_F(RelayTest, TopicInPayloadCarriesLongTopicsAndLongBodies) {
+  ASSERT_NO_FATAL_FAILURE(start_relay("md.ring", 4100, "md.", /*topic_in_payload=*/true));
+  RespClient sub(port());
+  ASSERT_TRUE(sub.subscribe("md.*", true));
+  const std::pair<std::string, std::string> sent[] = {
+      {std::string(kMaxTopic, 'T'), sized_body(200, 4)}, {"AAPL", sized_body(64 * 1024 - 5, 5)}, {"MSFT", "1"}};
+  std::vector<std::byte> framed(ring_->max_message());
+  for (const auto& [topic, body] : sent) {
+    const std::size_t n = encode_topic_payload(topic, as_bytes(body), framed);
+    ASSERT_GT(n, 0u);
+    push(*ring_, std::span<const std::byte>(framed.data(), n));
+  }
+  for (const auto& [topic, body] : sent) {
+    auto r = sub.next(deadline_in(20s));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->count, 4u);  // pmessage pattern channel payload
+    EXPECT_EQ(r->elems[2].str, "md." + topic);
+    EXPECT_EQ(r->elems[3].str.size(), body.size());
+    EXPECT_TRUE(r->elems[3].str == body);
+  }
+  ASSERT_TRUE(eventually([&] { return stats_of(*relay_).relayed == std::size(sent); }));
+  EXPECT_EQ(stats_of(*relay_).malformed, 0u);
 }
 
 // Holds a relay's reader inside its log call for the line saying it has
@@ -485,9 +548,11 @@ TEST_F(RelayTest, FromOldestRelaysTheHistoryOfEachNewRingFileFirst) {
   EXPECT_EQ(r->elems[2].str, "first");
 
   // A replacement file with history nobody read: six messages in four slots
-  // leave m2..m5, which the relay sends before the live one.
+  // leave m2..m5, which the relay sends before the live one. (One slot per
+  // message: a ring that may hold longer messages keeps less history than
+  // its capacity, docs/memory-ordering.md.)
   const std::string next_path = dir_.file("late.ring.next");
-  auto next = BroadcastRing::create(next_path, 4);
+  auto next = BroadcastRing::create(next_path, 4, {.max_message = kMaxPayload});
   ASSERT_TRUE(next);
   for (const char* m : {"m0", "m1", "m2", "m3", "m4", "m5"}) push(*next, as_bytes(std::string(m)));
   ASSERT_EQ(::rename(next_path.c_str(), path_.c_str()), 0);

@@ -3,6 +3,9 @@
 #include <cerrno>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "prometheus_text.hpp"
 #include "relay/metrics.hpp"
 #include "ringcast/relay/metrics_server.hpp"
@@ -105,10 +108,27 @@ TEST(TopicPayloadTest, EmptyBodyIsAllowed) {
 TEST(TopicPayloadTest, EncodeRefusesWhatDoesNotFit) {
   alignas(8) std::byte buf[kMaxPayload];
   EXPECT_EQ(encode_topic_payload("", bytes("x"), buf), 0u);
-  EXPECT_EQ(encode_topic_payload(std::string(kMaxTopic + 1, 'a'), {}, buf), 0u);
-  EXPECT_EQ(encode_topic_payload(std::string(kMaxTopic, 'a'), {}, buf), kMaxPayload);
-  EXPECT_EQ(encode_topic_payload(std::string(kMaxTopic, 'a'), bytes("x"), buf), 0u);
+  EXPECT_EQ(encode_topic_payload(std::string(kMaxPayload - 1, 'a'), {}, buf), kMaxPayload);  // fills it exactly
+  EXPECT_EQ(encode_topic_payload(std::string(kMaxPayload - 1, 'a'), bytes("x"), buf), 0u);
   EXPECT_EQ(encode_topic_payload(std::string_view("a\0b", 3), {}, buf), 0u);
+  // A buffer for a larger ring's messages takes the longest topic a length
+  // byte counts, and a long body; never a longer topic.
+  std::vector<std::byte> big(1 + kMaxTopic + 4096);
+  EXPECT_EQ(encode_topic_payload(std::string(kMaxTopic, 'a'), std::vector<std::byte>(4096), big), big.size());
+  EXPECT_EQ(encode_topic_payload(std::string(kMaxTopic + 1, 'a'), {}, big), 0u);
+  EXPECT_EQ(encode_topic_payload("t", std::vector<std::byte>(big.size() - 1), big), 0u);
+}
+
+TEST(TopicPayloadTest, LongTopicAndLongBodyRoundTrip) {
+  const std::string topic(kMaxTopic, 'T');
+  std::string body(64 * 1024, '\0');
+  for (std::size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>(i % 253);
+  std::vector<std::byte> buf(1 + topic.size() + body.size());
+  ASSERT_EQ(encode_topic_payload(topic, bytes(body), buf), buf.size());
+  const TopicView v = decode_topic_payload(buf);
+  ASSERT_TRUE(v.ok);
+  EXPECT_EQ(v.topic, topic);
+  EXPECT_TRUE(v.body == body);
 }
 
 TEST(TopicPayloadTest, DecodeRejectsMalformedPayloads) {
@@ -121,9 +141,9 @@ TEST(TopicPayloadTest, DecodeRejectsMalformedPayloads) {
                                                            "a\0",
                                                            3)))
                    .ok);  // NUL in topic
-  EXPECT_FALSE(decode_topic_payload(bytes("\x40"
+  EXPECT_FALSE(decode_topic_payload(bytes("\xff"
                                           "x"))
-                   .ok);  // over kMaxTopic
+                   .ok);  // the longest topic, longer than the payload
 }
 
 TEST(TopicPayloadTest, SubjectValidityFollowsNatsRules) {

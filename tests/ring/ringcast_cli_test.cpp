@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "child_process.hpp"
 #include "ringcast/broadcast_ring.hpp"
@@ -15,6 +17,29 @@ namespace ringcast {
 namespace {
 
 const std::string kCli = RINGCAST_CLI;
+
+// `length` letters that differ from one message to the next (sub prints
+// letters as they are).
+std::string text_of(std::size_t length, std::size_t seed) {
+  std::string s(length, ' ');
+  for (std::size_t i = 0; i < length; ++i) s[i] = static_cast<char>('a' + (i * 7 + seed) % 26);
+  return s;
+}
+
+// `length` bytes running through every value.
+std::string bytes_of(std::size_t length, std::size_t seed) {
+  std::string s(length, '\0');
+  for (std::size_t i = 0; i < length; ++i) s[i] = static_cast<char>((i + seed) % 256);
+  return s;
+}
+
+// A --binary frame: 4-byte little-endian length, then the bytes.
+std::string frame(const std::string& payload) {
+  const auto n = static_cast<std::uint32_t>(payload.size());
+  std::string s;
+  for (int shift = 0; shift < 32; shift += 8) s += static_cast<char>((n >> shift) & 0xFF);
+  return s + payload;
+}
 
 class RingcastCliTest : public ::testing::Test {
  protected:
@@ -45,18 +70,111 @@ TEST_F(RingcastCliTest, UsageErrorsExitWithStatusTwoAndTheReason) {
 }
 
 TEST_F(RingcastCliTest, PubAndSubDeliverLinesAndOverlongLineIsNamedNotFatal) {
-  ASSERT_EQ(cli("create " + path_ + " --capacity 16").status, 0);
+  ASSERT_EQ(cli("create " + path_ + " --capacity 16 --max-message 100").status, 0);
   test::ChildProcess sub = test::ChildProcess::spawn({kCli, "sub", path_, "--count", "3"});
   ASSERT_TRUE(test::eventually([&] { return active() == 1; }));
-  const std::string longline(60, 'x');
+  const std::string longline(101, 'x');
   const auto pub =
       test::run_command("printf 'hello\\nworld\\n" + longline + "\\nlast\\n' | " + kCli + " pub " + path_ + " 2>&1");
   EXPECT_EQ(pub.status, 1);
-  EXPECT_NE(pub.out.find("line 3: 60 bytes"), std::string::npos) << pub.out;
+  EXPECT_NE(pub.out.find("line 3: 101 bytes, over the ring's max message of 100 bytes"), std::string::npos) << pub.out;
   EXPECT_NE(pub.out.find("published 3 message(s)"), std::string::npos) << pub.out;
   EXPECT_EQ(test::exit_code(sub.wait_exit(test::deadline_in(std::chrono::seconds(20)))), 0);
   EXPECT_EQ(sub.stdout_text(), "hello\nworld\nlast\n");
   EXPECT_EQ(active(), 0U);
+}
+
+TEST_F(RingcastCliTest, LinesOfTwoHundredBytesAndSixtyFourKibRoundTripAndALongerOneIsSkipped) {
+  // 2050 slots hold a 64 KiB message (a message may take half the ring).
+  ASSERT_EQ(cli("create " + path_ + " --capacity 4100").status, 0);
+  test::ChildProcess sub = test::ChildProcess::spawn({kCli, "sub", path_, "--count", "3"});
+  ASSERT_TRUE(test::eventually([&] { return active() == 1; }));
+  const std::string medium = text_of(200, 1);
+  const std::string large = text_of(64 * 1024, 2);
+  const std::string input = dir_.path() + "/lines.txt";
+  // A line one byte over the limit streams past between them, never held whole.
+  test::write_file(input, medium + "\n" + text_of(64 * 1024 + 1, 3) + "\n" + large + "\nend");
+  const auto pub = cli("pub " + path_ + " < " + input);
+  EXPECT_EQ(pub.status, 1);
+  EXPECT_NE(pub.out.find("line 2: 65537 bytes, over the ring's max message of 65536 bytes"), std::string::npos)
+      << pub.out;
+  EXPECT_NE(pub.out.find("published 3 message(s), rejected 1 over-long line(s)"), std::string::npos) << pub.out;
+  EXPECT_EQ(test::exit_code(sub.wait_exit(test::deadline_in(std::chrono::seconds(20)))), 0);
+  EXPECT_EQ(sub.stdout_text(), medium + "\n" + large + "\nend\n");
+
+  const auto doc = nlohmann::json::parse(cli("info " + path_ + " --json").out);
+  EXPECT_EQ(doc["max_message"], 64 * 1024);
+  EXPECT_EQ(doc["messages"], 3);
+  EXPECT_EQ(doc["payload_bytes"], 200 + 64 * 1024 + 3);
+  const auto text = cli("info " + path_).out;
+  EXPECT_NE(text.find("max message 65536 bytes"), std::string::npos) << text;
+  EXPECT_NE(text.find("published   3 message(s), 65739 payload bytes"), std::string::npos) << text;
+}
+
+TEST_F(RingcastCliTest, BinaryFramesRoundTripFromRingToRingByteForByte) {
+  const std::string second = dir_.path() + "/second.ring";
+  ASSERT_EQ(cli("create " + path_ + " --capacity 4100").status, 0);
+  ASSERT_EQ(cli("create " + second + " --capacity 4100").status, 0);
+  // Every byte value, newlines and NULs included, at the sizes that matter.
+  std::vector<std::string> messages = {"", std::string("a\nb\0c\\", 6), bytes_of(200, 5), bytes_of(64 * 1024, 6)};
+  std::string frames;
+  for (const std::string& m : messages) frames += frame(m);
+  const std::string input = dir_.path() + "/frames.bin";
+  test::write_file(input, frames);
+
+  test::ChildProcess reader =
+      test::ChildProcess::spawn({kCli, "sub", second, "--binary", "--count", std::to_string(messages.size())});
+  test::ChildProcess bridge = test::ChildProcess::spawn(
+      {"/bin/sh", "-c",
+       "exec " + kCli + " sub " + path_ + " --binary --count 4 | " + kCli + " pub " + second + " --binary"});
+  ASSERT_TRUE(test::eventually([&] {
+    auto a = BroadcastRing::open(path_, {.read_only = true});
+    auto b = BroadcastRing::open(second, {.read_only = true});
+    return a && b && a->active_consumer_count() == 1 && b->active_consumer_count() == 1;
+  }));
+  const auto pub = cli("pub " + path_ + " --binary < " + input);
+  EXPECT_EQ(pub.status, 0) << pub.out;
+  EXPECT_NE(pub.out.find("published 4 message(s)"), std::string::npos) << pub.out;
+  EXPECT_EQ(test::exit_code(bridge.wait_exit(test::deadline_in(std::chrono::seconds(20)))), 0);
+  EXPECT_EQ(test::exit_code(reader.wait_exit(test::deadline_in(std::chrono::seconds(20)))), 0);
+  EXPECT_TRUE(reader.stdout_text() == frames) << reader.stdout_text().size() << " bytes, expected " << frames.size();
+}
+
+TEST_F(RingcastCliTest, PubBinarySkipsAnOverlongFrameAndStopsAtATruncatedOne) {
+  ASSERT_EQ(cli("create " + path_ + " --capacity 64 --max-message 1k").status, 0);
+  test::ChildProcess sub = test::ChildProcess::spawn({kCli, "sub", path_, "--count", "2"});
+  ASSERT_TRUE(test::eventually([&] { return active() == 1; }));
+  const std::string input = dir_.path() + "/frames.bin";
+  test::write_file(input, frame("one") + frame(std::string(1025, 'x')) + frame("two") + frame("three").substr(0, 6));
+  const auto pub = cli("pub " + path_ + " --binary < " + input);
+  EXPECT_EQ(pub.status, 1);
+  EXPECT_NE(pub.out.find("message 2: 1025 bytes, over the ring's max message of 1024 bytes"), std::string::npos)
+      << pub.out;
+  EXPECT_NE(pub.out.find("message 4: the input ends inside its frame (5 of its bytes announced)"), std::string::npos)
+      << pub.out;
+  EXPECT_NE(pub.out.find("published 2 message(s)"), std::string::npos) << pub.out;
+  EXPECT_EQ(test::exit_code(sub.wait_exit(test::deadline_in(std::chrono::seconds(20)))), 0);
+  EXPECT_EQ(sub.stdout_text(), "one\ntwo\n");
+}
+
+TEST_F(RingcastCliTest, CreateTakesMaxMessageWithUnitsAndRefusesMoreThanTheCapacityAllows) {
+  const auto made = cli("create " + path_ + " --capacity 64 --max-message 1k");
+  EXPECT_EQ(made.status, 0) << made.out;
+  EXPECT_NE(made.out.find("max message 1 KiB"), std::string::npos) << made.out;
+  EXPECT_EQ(nlohmann::json::parse(cli("info " + path_ + " --json").out)["max_message"], 1024);
+
+  const std::string big = dir_.path() + "/big.ring";
+  const auto refused = cli("create " + big + " --capacity 64 --max-message 1m");
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.out.find("at most " + std::to_string(layout::max_message_for(64)) + " bytes"), std::string::npos)
+      << refused.out;
+  EXPECT_FALSE(std::filesystem::exists(big));
+  const auto bad = cli("create " + big + " --capacity 64 --max-message lots");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.out.find("--max-message"), std::string::npos) << bad.out;
+  // Up to 52 bytes: one slot per message, as rings always were.
+  ASSERT_EQ(cli("create " + big + " --capacity 64 --max-message 52").status, 0);
+  EXPECT_NE(cli("info " + big).out.find("max message 52 bytes (one slot per message)"), std::string::npos);
 }
 
 TEST_F(RingcastCliTest, SubFromOldestPrintsTheMessagesStillInTheRingThenLiveOnes) {
@@ -69,7 +187,7 @@ TEST_F(RingcastCliTest, SubFromOldestPrintsTheMessagesStillInTheRingThenLiveOnes
   ASSERT_EQ(test::run_command("printf 'live\\n' | " + kCli + " pub " + path_).status, 0);
   EXPECT_EQ(test::exit_code(sub.wait_exit(test::deadline_in(std::chrono::seconds(20)))), 0);
   EXPECT_EQ(sub.stdout_text(), "m2\nm3\nm4\nm5\nlive\n");
-  EXPECT_NE(sub.stderr_text().find("from message 2"), std::string::npos) << sub.stderr_text();
+  EXPECT_NE(sub.stderr_text().find("from position 2"), std::string::npos) << sub.stderr_text();
 }
 
 TEST_F(RingcastCliTest, SubFromRejectsAnUnknownStartAndDocumentsIt) {

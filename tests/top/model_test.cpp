@@ -99,6 +99,28 @@ TEST_F(MonitorTest, FirstSampleHasNoRatesAndTheNextHasMessagesPerSecond) {
   EXPECT_DOUBLE_EQ(cv.lag_pct, 100.0 * 6 / 64);
 }
 
+TEST_F(MonitorTest, RatesCountMessagesAndPayloadBytesNotSlots) {
+  // 4100 slots: 64 KiB messages (1025 slots each) fit, several to a lap.
+  BroadcastRing ring = make_ring(path(), 4100);
+  Monitor m = monitor({path()});
+  ASSERT_FALSE(m.refresh().rings.at(0).byte_rate.has_value());
+
+  const std::vector<std::byte> medium(200, std::byte{1});
+  const std::vector<std::byte> large(64 * 1024, std::byte{2});
+  ASSERT_EQ(ring.try_push(medium), Errc::ok);
+  ASSERT_EQ(ring.try_push(large), Errc::ok);
+  push(ring, 2);
+  now_ += 2s;
+  const RingView r = m.refresh().rings.at(0);
+  EXPECT_EQ(r.max_message, 64U * 1024);
+  EXPECT_EQ(r.messages, 4U);
+  EXPECT_EQ(r.payload_bytes, 200U + 64 * 1024 + 8);
+  EXPECT_GT(r.producer_seq, r.messages);  // positions count slots
+  ASSERT_TRUE(r.push_rate.has_value() && r.byte_rate.has_value());
+  EXPECT_DOUBLE_EQ(*r.push_rate, 2.0);
+  EXPECT_DOUBLE_EQ(*r.byte_rate, (200.0 + 64 * 1024 + 8) / 2);
+}
+
 TEST_F(MonitorTest, LagFillAndBehindFollowTheSlowestConsumer) {
   BroadcastRing ring = make_ring(path(), 64);
   auto fast = ring.register_consumer();

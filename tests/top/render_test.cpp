@@ -42,6 +42,10 @@ RingView ring(std::uint64_t id, const std::string& name, std::vector<ConsumerVie
   r.producer_alive = true;
   r.producer_process = "ticker";
   r.push_rate = 100.0;
+  r.byte_rate = 5200.0;
+  r.max_message = 52;
+  r.messages = 5000;
+  r.payload_bytes = 260000;
   for (const auto& c : consumers) {
     r.max_lag = std::max(r.max_lag, c.lag);
     ++r.active_consumers;
@@ -235,6 +239,10 @@ TEST(RenderTest, ExtremeValuesStayInsideEightyColumns) {
   r.capacity = kMaxCapacity;
   r.producer_seq = std::numeric_limits<std::uint64_t>::max();
   r.push_rate = 1e18;
+  r.byte_rate = 1e30;
+  r.messages = std::numeric_limits<std::uint64_t>::max();
+  r.payload_bytes = std::numeric_limits<std::uint64_t>::max();
+  r.max_message = layout::max_message_for(kMaxCapacity) - 1;  // not a whole KiB: printed in bytes
   r.producer_pid = 4194304;
   r.producer_process = "a-very-long-producer-name";
   r.half_written_slot = true;
@@ -421,6 +429,50 @@ TEST(RenderTest, JsonIsOneValidObjectWithEveryField) {
     EXPECT_TRUE(ticks.at("consumers").at(0).contains(key)) << key;
   }
   EXPECT_TRUE(j.at("rings").at(1).at("push_rate").is_null());
+  EXPECT_DOUBLE_EQ(ticks.at("byte_rate").get<double>(), 5200);
+  EXPECT_EQ(ticks.at("max_message").get<std::uint64_t>(), 52U);
+  EXPECT_EQ(ticks.at("messages").get<std::uint64_t>(), 5000U);
+  EXPECT_EQ(ticks.at("payload_bytes").get<std::uint64_t>(), 260000U);
+}
+
+TEST(RenderTest, RingRowShowsMessagesAndBytesPerSecondAndTheDetailTheMaxMessage) {
+  Snapshot s = sample_snapshot();
+  RingView& r = s.rings[0];
+  r.push_rate = 250.0;
+  r.byte_rate = 16.4e6;  // 250 messages/s of 64 KiB
+  r.max_message = 64 * 1024;
+  r.messages = 1234;
+  r.payload_bytes = 80'871'424;
+  r.producer_seq = 1'264'850;  // positions count slots: a 64 KiB message takes 1025
+  ViewState view;
+  sync_view(view, s);
+  const Frame f = render_screen(s, view, 24, 80);
+  EXPECT_NE(find_line(f, "MSGS/s BYTES/s"), nullptr) << f.text();
+  const Line* row = find_line(f, "> ticks");
+  ASSERT_NE(row, nullptr) << f.text();
+  EXPECT_NE(row->text().find("  250.0   16.4M ["), std::string::npos) << row->text();
+  EXPECT_NE(find_line(f, "    messages 1234 (80.9 MB)  position 1264850  max message 64 KiB"), nullptr) << f.text();
+  // Its consumers move by slots, not messages: their rate column says so.
+  EXPECT_NE(find_line(f, "LAG% SLOTS/s"), nullptr) << f.text();
+  EXPECT_EQ(find_line(f, "RECV/s"), nullptr) << f.text();
+  // The same in --once text; a collapsed ring shows only its row.
+  const std::string text = render_text(s, SortKey::kIndex, 1.0);
+  EXPECT_NE(text.find("max message 64 KiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("max message 52 B"), std::string::npos) << text;  // trades
+}
+
+TEST(RenderTest, ByteAndSizeFormattersUseTheirUnits) {
+  EXPECT_EQ(format_bytes(0), "0 B");
+  EXPECT_EQ(format_bytes(999), "999 B");
+  EXPECT_EQ(format_bytes(1000), "1.00 kB");
+  EXPECT_EQ(format_bytes(80'871'424), "80.9 MB");
+  EXPECT_EQ(format_bytes(999'999), "1.00 MB");
+  EXPECT_LE(format_bytes(std::numeric_limits<std::uint64_t>::max()).size(), 7U);
+  EXPECT_EQ(format_size(52), "52 B");
+  EXPECT_EQ(format_size(64 * 1024), "64 KiB");
+  EXPECT_EQ(format_size(1 << 20), "1 MiB");
+  EXPECT_EQ(format_size(std::uint64_t{1} << 30), "1 GiB");
+  EXPECT_EQ(format_size(131056), "131056 B");
 }
 
 TEST(RenderTest, FormattersKeepTheirWidth) {

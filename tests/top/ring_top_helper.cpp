@@ -19,6 +19,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "ringcast/broadcast_ring.hpp"
 
@@ -71,7 +72,9 @@ int consume(const std::string& path, bool read, double rate) {
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
   }
   Pacer pacer(rate);
-  alignas(8) std::byte buf[ringcast::kMaxPayload];
+  // Room for the ring's largest message: a shorter buffer would leave a long
+  // one unread (buffer_too_small) and the helper stuck behind it.
+  std::vector<std::byte> buf(ring->max_message());
   for (;;) {
     const ringcast::RecvResult r = ring->try_recv(*id, buf);
     if (r.status == ringcast::Errc::ok || r.status == ringcast::Errc::lapped) {

@@ -17,7 +17,7 @@ inline CLI::Option* add_start_at_option(CLI::App& app, StartAt& start, const std
       .add_option_function<std::string>(
           "--from", [&start](const std::string& v) { start = v == "oldest" ? StartAt::kOldest : StartAt::kLatest; },
           "latest (default): only messages published after " + what +
-              "; oldest: first the messages still in the ring (its last capacity messages), then live "
+              "; oldest: first the messages still in the ring (what its last capacity slots hold), then live "
               "ones. History overwritten before it is read is reported as lapped")
       ->check(CLI::IsMember({"latest", "oldest"}))
       ->type_name("FROM");

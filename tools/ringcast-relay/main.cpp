@@ -47,6 +47,7 @@ int run(int argc, char** argv) {
   std::string listen = "127.0.0.1:6390";
   std::string nats_url;
   std::string nats_buffer = "8mb";
+  std::string nats_in_max_message = "0";
   unsigned nats_reconnect_wait_ms = 250;
   std::string metrics;
   std::size_t batch = 256;
@@ -65,6 +66,10 @@ int run(int argc, char** argv) {
                  "SUBJECT[=CHANNEL]: publish every message of SUBJECT to the embedded broker on CHANNEL "
                  "('{subject}' in it, or no CHANNEL: the message's subject). Runs the broker. Repeatable.");
   app.add_option("--nats-in-capacity", ingress.ring_capacity, "Slots of a ring --nats-in creates")
+      ->capture_default_str();
+  app.add_option("--nats-in-max-message", nats_in_max_message,
+                 "Largest message of a ring --nats-in creates, bytes or with a unit (64k, 1m); 0: 64k, or what the "
+                 "capacity allows. A longer NATS message is counted as oversize and logged")
       ->capture_default_str();
   app.add_flag("--nats-in-lossy", ingress.ring_lossy,
                "A ring --nats-in creates is lossy (never blocks NATS delivery; slow readers are lapped)");
@@ -158,6 +163,11 @@ int run(int argc, char** argv) {
     config.nats_broker_in.push_back(std::move(*route));
   }
   if (const auto wrong = nats_in_flags.apply(ingress)) return usage(*wrong);
+  if (const auto max_message = broker::parse_size(nats_in_max_message)) {
+    ingress.ring_max_message = *max_message;
+  } else {
+    return usage("--nats-in-max-message: bad size");
+  }
   config.nats_in = ingress;
   // The broker runs unless NATS is the only sink: --nats without --listen,
   // and no --nats-in-broker.

@@ -4,13 +4,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <exception>
-#include <iostream>
 #include <map>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 #include <CLI/CLI.hpp>
 
 #include "guarded_main.hpp"
+#include "message_input.hpp"
 #include "parse_flags.hpp"
 #include "start_at_flag.hpp"
 #include "token_secret.hpp"
@@ -26,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ringcast/broadcast_ring.hpp"
+#include "ringcast/broker/config.hpp"
 #include "ringcast/broker/token.hpp"
 
 namespace {
@@ -51,8 +54,15 @@ int report(const std::string& path, const Error& e) {
   return 1;
 }
 
+// "64 KiB" for sizes that are whole KiB/MiB, else "1000 bytes".
+std::string size_text(std::uint64_t bytes) {
+  if (bytes >= (1U << 20) && bytes % (1U << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= (1U << 10) && bytes % (1U << 10) == 0) return fmt::format("{} KiB", bytes >> 10);
+  return fmt::format("{} bytes", bytes);
+}
+
 int cmd_create(const std::string& path, std::uint64_t capacity, const std::string& mode_text, bool lossy, bool wakeups,
-               bool force) {
+               bool force, const std::string& max_message_text) {
   CreateOptions options;
   std::size_t parsed = 0;
   const unsigned long mode = std::stoul(mode_text, &parsed, 8);
@@ -62,49 +72,88 @@ int cmd_create(const std::string& path, std::uint64_t capacity, const std::strin
   options.wakeups = wakeups;
   options.replace = force;
   options.claim_producer = false;
+  if (!max_message_text.empty()) {
+    const auto max_message = broker::parse_size(max_message_text);
+    if (!max_message) {
+      fmt::print(stderr, "ringcast: --max-message: '{}' is not a size (bytes, or with a unit: 200, 64k, 1m)\n",
+                 max_message_text);
+      return tools::kUsageExit;
+    }
+    options.max_message = *max_message;
+  }
   auto ring = BroadcastRing::create(path, capacity, options);
-  if (!ring) return report(path, ring.error());
-  fmt::print("created {} (capacity {}, {} bytes{}{})\n", path, capacity, layout::file_size(capacity),
-             lossy ? ", lossy" : "", wakeups ? ", wakeups" : "");
+  if (!ring) {
+    if (ring.error().code == Errc::payload_too_large) {
+      fmt::print(stderr,
+                 "ringcast: {}: --max-message {} is more than {} slots allow: at most {} bytes (a message may take "
+                 "half the ring)\n",
+                 path, ring.error().found, capacity, ring.error().expected);
+      return 1;
+    }
+    return report(path, ring.error());
+  }
+  fmt::print("created {} (capacity {}, max message {}, {} bytes{}{})\n", path, capacity, size_text(ring->max_message()),
+             layout::file_size(capacity), lossy ? ", lossy" : "", wakeups ? ", wakeups" : "");
   return 0;
 }
 
-int cmd_pub(const std::string& path) {
+int cmd_pub(const std::string& path, bool binary) {
   install_stop_handlers();  // before the claim, as in cmd_sub
   auto ring = BroadcastRing::open(path);
   if (!ring) return report(path, ring.error());
   if (auto claimed = ring->claim_producer(); !claimed) return report(path, claimed.error());
-  std::string line;
-  std::uint64_t line_no = 0;
+  const char* what = binary ? "message" : "line";
+  tools::MessageInput input(STDIN_FILENO, ring->max_message(), binary);
+  std::uint64_t number = 0;
   std::uint64_t published = 0;
   std::uint64_t rejected = 0;
-  while (!g_stop && std::getline(std::cin, line)) {
-    ++line_no;
-    if (line.size() > kMaxPayload) {
-      fmt::print(stderr, "ringcast: line {}: {} bytes, over the {}-byte payload limit; not published\n", line_no,
-                 line.size(), kMaxPayload);
+  int status = 0;
+  while (!g_stop) {
+    const tools::MessageInput::Next next = input.next();
+    using S = tools::MessageInput::Status;
+    if (next.status == S::kInterrupted) continue;  // the loop checks g_stop
+    if (next.status == S::kEnd) break;
+    if (next.status == S::kReadError) {
+      fmt::print(stderr, "ringcast: reading stdin: {}\n", std::strerror(next.sys_errno));
+      status = 1;
+      break;
+    }
+    ++number;
+    if (next.status == S::kTruncated) {
+      fmt::print(stderr,
+                 "ringcast: message {}: the input ends inside its frame ({} of its bytes announced); not "
+                 "published\n",
+                 number, next.length);
+      status = 1;
+      break;
+    }
+    if (next.status == S::kTooLong) {
+      fmt::print(stderr, "ringcast: {} {}: {} bytes, over the ring's max message of {} bytes; not published\n", what,
+                 number, next.length, ring->max_message());
       ++rejected;
       continue;
     }
-    const std::span<const std::byte> payload(reinterpret_cast<const std::byte*>(line.data()), line.size());
     Errc e = Errc::full;
     // Back-pressure: wait for the slowest consumer, waking regularly for signals.
-    while (!g_stop && (e = ring->push_wait(payload, 200ms)) == Errc::timed_out) {
+    while (!g_stop && (e = ring->push_wait(next.data, 200ms)) == Errc::timed_out) {
     }
     if (e != Errc::ok) {
       if (g_stop) break;
-      fmt::print(stderr, "ringcast: line {}: {}\n", line_no, to_string(e));
+      fmt::print(stderr, "ringcast: {} {}: {}\n", what, number, to_string(e));
       return 1;
     }
     ++published;
   }
   fmt::print(stderr, "ringcast: published {} message(s){}\n", published,
-             rejected ? fmt::format(", rejected {} over-long line(s)", rejected) : "");
-  return rejected == 0 ? 0 : 1;
+             rejected ? fmt::format(", rejected {} over-long {}(s)", rejected, what) : "");
+  return rejected == 0 ? status : 1;
 }
 
-void print_payload(std::span<const std::byte> payload, bool hex) {
-  std::string out;
+// One message as one line of text: printable ASCII as is, a backslash doubled,
+// every other byte (newlines included) as \xNN; or all of it as hex. `out` is
+// reused from call to call.
+void print_payload(std::span<const std::byte> payload, bool hex, std::string& out) {
+  out.clear();
   for (std::byte b : payload) {
     const auto c = static_cast<unsigned char>(b);
     if (hex) {
@@ -121,7 +170,17 @@ void print_payload(std::span<const std::byte> payload, bool hex) {
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
-int cmd_sub(const std::string& path, std::uint64_t count, bool hex, StartAt start) {
+// One message as a binary frame (tools/common/message_input.hpp).
+void write_frame(std::span<const std::byte> payload) {
+  const auto header = tools::frame_header(static_cast<std::uint32_t>(payload.size()));
+  std::fwrite(header.data(), 1, header.size(), stdout);
+  std::fwrite(payload.data(), 1, payload.size(), stdout);
+}
+
+// Most messages drained per call: the cursor is published once per batch.
+constexpr std::size_t kSubBatch = 256;
+
+int cmd_sub(const std::string& path, std::uint64_t count, bool hex, bool binary, StartAt start) {
   // Before registering: a SIGTERM that lands just after register_consumer
   // must still end in the loop below, which unregisters, not kill the process
   // with the entry still active.
@@ -131,26 +190,56 @@ int cmd_sub(const std::string& path, std::uint64_t count, bool hex, StartAt star
   auto id = ring->register_consumer(start);
   if (!id) return report(path, id.error());
   fmt::print(stderr, "ringcast: subscribed to {} as consumer {}{}\n", path, *id,
-             start == StartAt::kOldest ? fmt::format(", from message {}", ring->status().consumers[*id].cursor) : "");
+             start == StartAt::kOldest ? fmt::format(", from position {}", ring->position(*id)) : "");
   std::uint64_t received = 0;
-  alignas(8) std::array<std::byte, kMaxPayload> buf{};
+  std::string line;
+  // drain hands each message over where it lies (in the ring itself on a
+  // blocking ring): no copy before stdout's.
+  const auto deliver = [&](std::span<const std::byte> payload) {
+    if (binary) {
+      write_frame(payload);
+    } else {
+      print_payload(payload, hex, line);
+    }
+    ++received;
+  };
+  // Waiting takes a message of at most 52 bytes here; a longer one stays in
+  // the ring (buffer_too_small) for the next drain.
+  alignas(8) std::array<std::byte, kMaxPayload> small{};
+  int status = 0;
   while (!g_stop && (count == 0 || received < count)) {
-    const RecvResult r = ring->recv_wait(*id, buf, 200ms);
-    if (r.status == Errc::ok) {
-      print_payload(std::span<const std::byte>(buf.data(), r.length), hex);
-      ++received;
-    } else if (r.status == Errc::lapped) {
-      fmt::print(stderr, "ringcast: lapped: {} message(s) lost\n", r.missed);
-    } else if (r.status != Errc::timed_out && r.status != Errc::stalled) {
-      fmt::print(stderr, "ringcast: receive: {}\n", to_string(r.status));
+    const std::uint64_t room = count == 0 ? kSubBatch : std::min<std::uint64_t>(count - received, kSubBatch);
+    const BatchResult batch = ring->drain(*id, deliver, room);
+    Errc e = batch.status;
+    std::uint64_t missed = batch.missed;
+    if (batch.count == 0 && e == Errc::empty) {
+      std::fflush(stdout);  // everything so far is out before we sleep
+      const RecvResult r = ring->recv_wait(*id, small, 200ms);
+      if (r.status == Errc::ok) deliver(std::span<const std::byte>(small.data(), r.length));
+      e = r.status == Errc::buffer_too_small ? Errc::ok : r.status;
+      missed = r.missed;
+    }
+    if (std::ferror(stdout)) {
+      fmt::print(stderr, "ringcast: writing stdout: {}\n", std::strerror(errno));
+      status = 1;
       break;
     }
-    if ((received & 255) == 0) std::fflush(stdout);
+    if (e == Errc::lapped) {
+      // Positions count 64-byte slots: messages, on a ring of one slot per message.
+      if (ring->max_message() <= kMaxPayload) {
+        fmt::print(stderr, "ringcast: lapped: {} message(s) lost\n", missed);
+      } else {
+        fmt::print(stderr, "ringcast: lapped: the messages of {} slot(s) lost\n", missed);
+      }
+    } else if (e != Errc::ok && e != Errc::empty && e != Errc::timed_out && e != Errc::stalled) {
+      fmt::print(stderr, "ringcast: receive: {}\n", to_string(e));
+      break;
+    }
   }
   std::fflush(stdout);
   // The handle's destructor unregisters the consumer.
   fmt::print(stderr, "ringcast: received {} message(s), unsubscribed\n", received);
-  return 0;
+  return status;
 }
 
 nlohmann::json status_json(const std::string& path, const RingStatus& s) {
@@ -166,12 +255,15 @@ nlohmann::json status_json(const std::string& path, const RingStatus& s) {
           {"file_bytes", layout::file_size(s.capacity)},
           {"lossy", (s.flags & kFlagLossy) != 0},
           {"wakeups", (s.flags & kFlagWakeups) != 0},
+          {"max_message", s.max_message},
           {"producer_seq", s.producer_seq},
           {"producer_pid", s.producer_pid},
           {"producer_alive", s.producer_alive},
           {"half_written_slot", s.half_written_slot},
           {"upstream_lost", s.upstream_lost},
           {"upstream_gaps", s.upstream_gaps},
+          {"messages", s.messages},
+          {"payload_bytes", s.payload_bytes},
           {"consumers", consumers}};
 }
 
@@ -186,19 +278,27 @@ int cmd_info(const std::string& path, bool json) {
   fmt::print("ring        {}\n", path);
   fmt::print("capacity    {} slots x {} B ({} bytes){}{}\n", s.capacity, kSlotBytes, layout::file_size(s.capacity),
              (s.flags & kFlagLossy) ? ", lossy" : "", (s.flags & kFlagWakeups) ? ", wakeups" : "");
-  fmt::print("producer    seq {}, {}\n", s.producer_seq,
+  if (s.max_message <= kMaxPayload) {
+    fmt::print("max message {} bytes (one slot per message)\n", s.max_message);
+  } else {
+    fmt::print("max message {} bytes (up to {} slots per message)\n", s.max_message,
+               layout::block_slots(s.max_message));
+  }
+  fmt::print("producer    position {}, {}\n", s.producer_seq,
              s.producer_alive ? fmt::format("live (pid {})", s.producer_pid)
                               : (s.producer_pid ? fmt::format("none (last pid {}, gone)", s.producer_pid)
                                                 : std::string("none yet")));
   if (s.half_written_slot) {
     fmt::print(
-        "            slot for seq {} is half-written by a producer that died; the next\n"
+        "            the slot at position {} is half-written by a producer that died; the next\n"
         "            producer repairs it on claim, readers get producer_dead until then\n",
         s.producer_seq);
   }
+  fmt::print("published   {} message(s), {} payload bytes\n", s.messages, s.payload_bytes);
   if (s.upstream_gaps > 0) {
-    fmt::print("upstream    {} messages lost before the producer, in {} gaps (NATS ingress)\n", s.upstream_lost,
-               s.upstream_gaps);
+    // Counted in the source ring's positions: messages, if it has one slot each.
+    fmt::print("upstream    {} lost before the producer, in {} gaps (NATS ingress; source ring positions)\n",
+               s.upstream_lost, s.upstream_gaps);
   }
   fmt::print("consumers   {} active\n", [&] {
     int n = 0;
@@ -290,8 +390,9 @@ int run(int argc, char** argv) {
   std::string path;
   std::uint64_t capacity = 0;
   std::string mode = "0600";
-  bool lossy = false, wakeups = false, force = false, json = false, hex = false;
+  bool lossy = false, wakeups = false, force = false, json = false, hex = false, binary = false;
   std::uint64_t count = 0;
+  std::string max_message;
 
   auto* create = app.add_subcommand("create", "Create a ring file");
   create->add_option("PATH", path, "Ring file, e.g. /dev/shm/ticks.ring")->required();
@@ -302,14 +403,33 @@ int run(int argc, char** argv) {
                    "Full fences on every push and receive, for exact wake-ups without membarrier(2) "
                    "(blocking waits work on every ring)");
   create->add_flag("--force", force, "Replace an existing file");
+  create->add_option("--max-message", max_message,
+                     "Largest message in bytes, or with a unit k, m (64k, 1m); default 64k, or the most the "
+                     "capacity allows (a message may take half the ring: 64k needs 2050 slots). Up to 52 keeps one "
+                     "slot per message");
 
-  auto* pub = app.add_subcommand("pub", "Publish one message per stdin line (at most 52 bytes each)");
+  // The binary framing, defined in tools/common/message_input.hpp.
+  constexpr const char* kFraming =
+      "--binary frames each message as a 4-byte little-endian length n, then its n bytes, with nothing between "
+      "frames: `ringcast sub --binary A | ringcast pub --binary B` copies every message of ring A to ring B byte for "
+      "byte.";
+  auto* pub = app.add_subcommand(
+      "pub", "Publish one message per stdin line (newline not included), or per frame with --binary");
   pub->add_option("PATH", path, "Ring file")->required();
+  pub->add_flag("--binary", binary, "Read length-prefixed binary frames instead of lines");
+  pub->footer(std::string("A message may be as long as the ring's max message (ringcast info shows it); a longer line "
+                          "or frame is reported with its number and skipped, and pub then exits with status 1. ") +
+              kFraming);
 
   auto* sub = app.add_subcommand("sub", "Subscribe and print each message on its own line");
   sub->add_option("PATH", path, "Ring file")->required();
   sub->add_option("--count,-n", count, "Exit after N messages (0: until SIGINT/SIGTERM)");
-  sub->add_flag("--hex", hex, "Print payloads as hex");
+  auto* hex_flag = sub->add_flag("--hex", hex, "Print payloads as hex");
+  sub->add_flag("--binary", binary, "Write each message as a length-prefixed binary frame instead of a line")
+      ->excludes(hex_flag);
+  sub->footer(std::string("A line shows printable ASCII as is, a backslash as \\\\ and every other byte (a newline "
+                          "too) as \\xNN. ") +
+              kFraming);
   StartAt start = StartAt::kLatest;
   tools::add_start_at_option(*sub, start, "the subscriber joins");
 
@@ -344,13 +464,13 @@ int run(int argc, char** argv) {
 
   if (const auto exit_status = ringcast::tools::parse_flags(app, argc, argv)) return *exit_status;
   try {
-    if (*create) return cmd_create(path, capacity, mode, lossy, wakeups, force);
+    if (*create) return cmd_create(path, capacity, mode, lossy, wakeups, force, max_message);
   } catch (const std::exception&) {
     fmt::print(stderr, "ringcast: --mode must be an octal number such as 0600\n");
     return 2;
   }
-  if (*pub) return cmd_pub(path);
-  if (*sub) return cmd_sub(path, count, hex, start);
+  if (*pub) return cmd_pub(path, binary);
+  if (*sub) return cmd_sub(path, count, hex, binary, start);
   if (*info) return cmd_info(path, json);
   if (*reap) return cmd_reap(path);
   if (*rm) return cmd_rm(path);

@@ -2,13 +2,20 @@
 //
 // The relay's NATS publishes carry two headers:
 //   Ringcast-Source: <host>:<ring path>@<instance>   the stream and the ring file it comes from
-//   Ringcast-Seq:    <n>                              the message's position in that ring (decimal, from 0)
+//   Ringcast-Seq:    <n>                              the position of the message's last slot in
+//                                                     that ring (decimal, from 0): its position, when
+//                                                     it takes one slot
 // <instance> is the ring file's identity (device and inode, hex: "803.1a2b"),
 // so a ring recreated at the same path is a new instance of the same stream.
+// A message that takes several slots (over 52 bytes), or follows slots that
+// held no message (a padding), adds
+//   Ringcast-From:   <f>                              it accounts for positions f .. n (f < n)
 // A batch (`--nats-batch`) adds
 //   Ringcast-Count:  <k>                              the NATS message holds ring messages n .. n+k-1
+//                                                     (one slot each)
 // Every ingress feeds each message's header values to a ContinuityChecker,
-// which keeps the last sequence per stream and counts what is missing.
+// which keeps the last position accounted for per stream and counts what is
+// missing.
 //
 // Thread safety: none. One checker belongs to one delivery thread (libnats
 // delivers one subscription's messages on one thread, in order).
@@ -16,9 +23,10 @@
 // Invariants
 //  1. For each stream, last_seq is the highest sequence accepted since the
 //     stream's current instance was first seen.
-//  2. lost = sum of (seq - last_seq - 1) over every gap; a message older than
-//     or equal to last_seq (a redelivery or a reordering) is a duplicate and
-//     never moves last_seq back.
+//  2. lost = sum of (from - last_seq - 1) over every gap (from = seq without a
+//     Ringcast-From): positions, which are messages on a ring of one slot per
+//     message. A message older than or equal to last_seq (a redelivery or a
+//     reordering) is a duplicate and never moves last_seq back.
 //  3. A new instance (restart, recreated ring) resets the stream's baseline
 //     without counting a gap: what the old instance published after its last
 //     delivered message is unknowable here, and its new sequences start over.
@@ -39,6 +47,10 @@ namespace ringcast::relay {
 inline constexpr const char* kSourceHeader = "Ringcast-Source";
 inline constexpr const char* kSeqHeader = "Ringcast-Seq";
 inline constexpr const char* kCountHeader = "Ringcast-Count";
+inline constexpr const char* kFromHeader = "Ringcast-From";
+// A publisher's `from` argument meaning "no Ringcast-From": the message
+// accounts for its own position only (from = seq).
+inline constexpr std::uint64_t kFromSeq = ~std::uint64_t{0};
 
 // The two parts of a Ringcast-Source value: everything before the last '@',
 // and what follows it (empty when there is no '@').
@@ -53,9 +65,9 @@ struct SourceName {
                                         std::uint64_t ino);
 
 enum class Continuity : std::uint8_t {
-  kInOrder,      // seq = last + 1
+  kInOrder,      // from = last + 1
   kFirst,        // first message of a stream (or of a new instance): the baseline
-  kGap,          // seq > last + 1: `lost` messages never arrived
+  kGap,          // from > last + 1: `lost` positions never arrived
   kRestart,      // a new instance of a known stream: baseline reset, no gap counted
   kDuplicate,    // seq <= last: already seen (or overtaken); the caller may drop it
   kUnsequenced,  // no (or unparsable) headers: not checked
@@ -65,7 +77,7 @@ enum class Continuity : std::uint8_t {
 
 struct ContinuityResult {
   Continuity kind = Continuity::kInOrder;
-  std::uint64_t lost = 0;  // > 0 only for gap
+  std::uint64_t lost = 0;  // > 0 only for gap: positions (messages, from a ring of one slot per message)
   // Of a batch: how many leading messages were already seen (a redelivery
   // that overlaps); the caller delivers the rest. For a duplicate, all of them.
   std::uint64_t skip = 0;
@@ -77,7 +89,7 @@ struct ContinuityStats {
   std::uint64_t sources = 0;   // streams tracked now
   std::uint64_t checked = 0;   // messages with valid headers (every kind but unsequenced/untracked)
   std::uint64_t gaps = 0;      // gap events
-  std::uint64_t lost = 0;      // messages missing in those gaps
+  std::uint64_t lost = 0;      // positions missing in those gaps (messages, from rings of one slot per message)
   std::uint64_t restarts = 0;  // new instances of known streams
   std::uint64_t duplicates = 0;
   std::uint64_t unsequenced = 0;  // messages without usable headers
@@ -89,13 +101,20 @@ class ContinuityChecker {
   explicit ContinuityChecker(std::size_t max_sources = 4096) : max_sources_(max_sources) {}
 
   // Checks `count` (>= 1) consecutive messages from `source` (a
-  // Ringcast-Source value) starting at sequence `seq`. Empty `source`:
-  // unsequenced. Statistics count messages (duplicates, unsequenced) and
-  // gap events.
-  ContinuityResult check(std::string_view source, std::uint64_t seq, std::uint64_t count = 1);
-  // The same from the raw header values (`count` null: 1); null or
-  // unparsable source/seq, or a count of 0: unsequenced.
-  ContinuityResult check_headers(const char* source, const char* seq, const char* count = nullptr);
+  // Ringcast-Source value) starting at sequence `seq`, one position each.
+  // Empty `source`: unsequenced. Statistics count messages (duplicates,
+  // unsequenced) and gap events.
+  ContinuityResult check(std::string_view source, std::uint64_t seq, std::uint64_t count = 1) {
+    return check_from(source, seq, seq, count);
+  }
+  // The same for a message (or batch) that accounts for positions `from`
+  // (<= seq) through seq + count - 1: a message of several slots, or one
+  // after a padding (Ringcast-From).
+  ContinuityResult check_from(std::string_view source, std::uint64_t from, std::uint64_t seq, std::uint64_t count);
+  // The same from the raw header values (`count` null: 1; `from` null: seq);
+  // null or unparsable source/seq, a count of 0 or a from past seq: unsequenced.
+  ContinuityResult check_headers(const char* source, const char* seq, const char* count = nullptr,
+                                 const char* from = nullptr);
 
   [[nodiscard]] const ContinuityStats& stats() const noexcept { return stats_; }
 

@@ -25,15 +25,19 @@
 //     max_pending JetStream acks are outstanding (at-least-once needs the
 //     server's ack; the ring's block/lap policy applies behind the reader).
 //  2. For every ring, relayed + malformed counts every message taken from the
-//     ring, and lapped counts every message a lossy ring overwrote unread.
+//     ring, and lapped counts every position (slot) a lossy ring overwrote unread.
 //  3. A reader that stops (stop(), or a fatal ring error) unregisters its
 //     consumer before its thread exits, so a producer never waits for it.
 //
-// Costs: per message, one copy out of the slot into a reusable batch buffer and
-// one natsConnection_Publish when NATS is on; per batch taken from the ring, one
-// Broker::publish(span) (one frame block per run of one channel, shared by every
-// subscriber, one queue push each). Nothing else allocates, locks or throws on
-// the reader's path.
+// Costs: per message, one copy out of the ring into a reusable batch buffer
+// (none for a message longer than that buffer on a ring without NATS: it is
+// published from the ring) and one natsConnection_Publish when NATS is on; per
+// batch taken from the ring, one Broker::publish(span) (one frame block per run
+// of one channel, shared by every subscriber, one queue push each). A ring
+// relayed to NATS whose messages may take several slots is read one message
+// per drain (docs/relay.md, "Batches"). Nothing else allocates, locks or
+// throws on the reader's path; the buffer is sized when the ring is opened
+// (for its max_message, on a NATS route).
 #pragma once
 
 #include <chrono>
@@ -177,6 +181,9 @@ struct NatsIngressConfig {
   // A ring the ingress creates (an existing ring keeps its own settings).
   std::uint64_t ring_capacity = 65536;
   bool ring_lossy = false;
+  // Its largest message (CreateOptions::max_message; 0: 64 KiB, or what the
+  // capacity allows). A longer NATS message is counted as oversize and logged.
+  std::size_t ring_max_message = 0;
   // libnats' per-subscription pending limits: what may wait in libnats while
   // the ingress is blocked (a full blocking ring, a paced broker). Beyond
   // either, libnats drops messages (counted as `dropped`, and a gap).
@@ -197,7 +204,7 @@ struct NatsIngressStats {
   std::uint64_t duplicates = 0;    // dropped, not delivered
   std::uint64_t unsequenced = 0;   // no sequence headers: delivered unchecked
   std::uint64_t malformed = 0;     // batches whose records do not parse (dropped whole; counted once)
-  std::uint64_t oversize = 0;      // ring: payload over 52 bytes, not delivered
+  std::uint64_t oversize = 0;      // ring: payload over the ring's max_message (or refused), not delivered
   std::uint64_t full_waits = 0;    // ring: pushes that found the blocking ring full and waited
   std::uint64_t refused = 0;       // broker: publishes refused by a `block` subscriber and retried
   std::uint64_t loss_notices = 0;  // broker: connections told of an upstream gap
@@ -254,8 +261,8 @@ struct RingStats {
   bool producer_alive = false;       // as of the reader's last idle check
   std::uint64_t relayed = 0;         // messages taken from the ring and published
   std::uint64_t batches = 0;         // drains that returned at least one message
-  std::uint64_t lag = 0;             // published on the ring, not yet taken by the relay
-  std::uint64_t lapped = 0;          // lossy ring: messages overwritten before the relay read them
+  std::uint64_t lag = 0;             // positions (slots) published on the ring, not yet taken by the relay
+  std::uint64_t lapped = 0;          // lossy ring: positions (slots) overwritten before the relay read them
   std::uint64_t malformed = 0;       // topic mode: payloads that did not parse (not published)
   std::uint64_t deliveries = 0;      // sum of Broker::publish results (subscriptions reached)
   std::uint64_t refused = 0;         // broker publishes refused (block policy) and retried

@@ -3,13 +3,16 @@
 //
 // A ring routed with `--ring PATH=PREFIX*` carries messages framed as
 //
-//   byte 0        n = topic length, 1..kMaxTopic
+//   byte 0        n = topic length, 1..kMaxTopic (255)
 //   bytes 1..n    the topic (any bytes except NUL; NATS subjects also refuse
 //                 space, tab, '*' and '>', see is_valid_subject)
 //   bytes n+1..   the body, possibly empty
 //
 // and the relay publishes the body on channel/subject PREFIX + topic. A
-// message that does not parse is counted as malformed and not published.
+// message that does not parse is counted as malformed and not published. A
+// framed message is an ordinary ring message: it may be as long as the
+// ring's max_message (on a ring of one slot per message, 52 bytes hold the
+// length byte, topic and body together).
 //
 // Thread safety: pure functions on caller-owned buffers; no allocation.
 #pragma once
@@ -19,22 +22,21 @@
 #include <span>
 #include <string_view>
 
-#include "ringcast/layout.hpp"
-
 namespace ringcast::relay {
 
-// The longest topic: the length byte plus the topic must fit a slot.
-inline constexpr std::size_t kMaxTopic = kMaxPayload - 1;
+// The longest topic: what its one length byte counts.
+inline constexpr std::size_t kMaxTopic = 255;
 
-// Frames `topic` and `body` into `out`. Returns the payload length to push, or
-// 0 when the topic is empty, longer than kMaxTopic, contains NUL, or topic and
-// body together do not fit kMaxPayload.
+// Frames `topic` and `body` into `out` (size it for the ring's max_message,
+// or 1 + topic + body). Returns the payload length to push, or 0 when the
+// topic is empty, longer than kMaxTopic, contains NUL, or the framed message
+// does not fit `out`.
 [[nodiscard]] inline std::size_t encode_topic_payload(std::string_view topic, std::span<const std::byte> body,
-                                                      std::span<std::byte, kMaxPayload> out) noexcept {
+                                                      std::span<std::byte> out) noexcept {
   if (topic.empty() || topic.size() > kMaxTopic) return 0;
   if (topic.find('\0') != std::string_view::npos) return 0;
   const std::size_t total = 1 + topic.size() + body.size();
-  if (total > kMaxPayload) return 0;
+  if (total > out.size()) return 0;
   out[0] = static_cast<std::byte>(topic.size());
   std::memcpy(out.data() + 1, topic.data(), topic.size());
   if (!body.empty()) std::memcpy(out.data() + 1 + topic.size(), body.data(), body.size());
