@@ -15,9 +15,11 @@ constexpr std::array<WireCodec, kWireFormatCount> kCodecs{
     WireCodec{resp::encode_resp2_run, resp::conflation_key},
     WireCodec{resp::encode_resp3_run, resp::conflation_key},
     WireCodec{ws::encode_json_run, ws::json_conflation_key},
+    WireCodec{ws::encode_popsub_run, ws::json_conflation_key},
 };
 static_assert(static_cast<std::size_t>(WireFormat::kResp2) == 0 && static_cast<std::size_t>(WireFormat::kResp3) == 1 &&
-              static_cast<std::size_t>(WireFormat::kJson) == 2);
+              static_cast<std::size_t>(WireFormat::kJson) == 2 &&
+              static_cast<std::size_t>(WireFormat::kPopSubJson) == 3);
 
 }  // namespace
 

@@ -189,6 +189,34 @@ TEST(JsonDeliveryTest, ARunIsOneBlockWithConsecutiveIdsAndOneTimestamp) {
   }
 }
 
+TEST(JsonDeliveryTest, PopSubsFormatWritesTheIdAsAStringNamingTheTopic) {
+  const Message m{"md.\"x\"", "px"};
+  const FrameRef f = ws::encode_popsub_run(DeliveryRun{DeliveryKind::kMessage, {}, {&m, 1}, 17, 1700000000123});
+  EXPECT_EQ(parse_frame(f->frame(0)).payload,
+            R"({"type":"message","topic":"md.\"x\"","payload":"px","timestamp":1700000000123,)"
+            R"("message_id":"md.\"x\"#17","qos":0})");
+  // A topic that is not UTF-8 is base64: the id is then the number alone.
+  const Message bin{std::string_view("\xff", 1), "px"};
+  const FrameRef g = ws::encode_popsub_run(DeliveryRun{DeliveryKind::kMessage, {}, {&bin, 1}, 5, 1});
+  EXPECT_EQ(json::parse(parse_frame(g->frame(0)).payload)["message_id"], "5");
+  // Its redelivery is the same frame, without dup.
+  const FrameRef r = ws::popsub_redelivery(f->frame(0));
+  EXPECT_EQ(r->view(), f->frame(0));
+}
+
+TEST(JsonDeliveryTest, AnAckIdIsTheTopicAndTheNumberAfterTheLastHash) {
+  auto a = ws::parse_ack_id("md.#x#17");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->topic, "md.#x");
+  EXPECT_EQ(a->id, 17u);
+  a = ws::parse_ack_id("17");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->topic, "");
+  EXPECT_EQ(a->id, 17u);
+  for (std::string_view bad : {"", "t#", "t#x", "id-123", "t#-1", "t#1x", "#"})
+    EXPECT_FALSE(ws::parse_ack_id(bad).has_value()) << bad;
+}
+
 TEST(JsonDeliveryTest, ConflationKeyIsTheTextBeforeThePayload) {
   const FrameRef a = encode("t", "1");
   const FrameRef b = encode("t", std::string(70000, 'y'), 9);  // 10-byte header
@@ -274,6 +302,24 @@ TEST_F(JsonIndexTest, EncodesOnceForJsonAndEveryJsonSubscriberSharesTheBlock) {
   EXPECT_NE(fd[0].block.get(), fa[0].block.get());
   EXPECT_EQ(fa[0].block.use_count(), 2u);  // held by the two drains here
   EXPECT_EQ(json::parse(parse_frame(fd[0].block->frame(0)).payload)["pattern"], "n*");
+}
+
+TEST_F(JsonIndexTest, PopSubAndRingcastSubscribersEachShareTheirOwnFormatsBlock) {
+  testing::FakeSubscriber& a = make(WireFormat::kJson);
+  testing::FakeSubscriber& b = make(WireFormat::kJson);
+  testing::FakeSubscriber& p = make(WireFormat::kPopSubJson);
+  testing::FakeSubscriber& q = make(WireFormat::kPopSubJson);
+  for (auto* s : {&a, &b, &p, &q}) sub(*s, "news");
+  ASSERT_EQ(publish_all({{"news", "one"}}), (std::vector<std::size_t>{4}));
+  const auto fa = testing::drain_all(a.queue());
+  const auto fb = testing::drain_all(b.queue());
+  const auto fp = testing::drain_all(p.queue());
+  const auto fq = testing::drain_all(q.queue());
+  EXPECT_EQ(fa[0].block.get(), fb[0].block.get());
+  EXPECT_EQ(fp[0].block.get(), fq[0].block.get()) << "PopSub's frames are encoded once too";
+  EXPECT_NE(fa[0].block.get(), fp[0].block.get()) << "other bytes, another format";
+  EXPECT_EQ(json::parse(parse_frame(fa[0].block->frame(0)).payload)["message_id"], 1);
+  EXPECT_EQ(json::parse(parse_frame(fp[0].block->frame(0)).payload)["message_id"], "news#1");
 }
 
 TEST_F(JsonIndexTest, EachChannelNumbersItsMessagesFromOne) {

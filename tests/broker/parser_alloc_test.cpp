@@ -222,19 +222,22 @@ TEST(ConnectionQueueAllocationTest, ConflatingKnownChannelsAllocatesNothing) {
 }
 
 // A publish to a channel seen before, with RESP2, RESP3 and WebSocket-JSON
-// subscribers (one of the latter also through a pattern), allocates one block
-// per format and pattern and nothing else: the id lookup, the per-thread
-// scratch of the encoders and the queues are warm (subscription_index.hpp,
-// invariant 4).
+// subscribers (one of the latter also through a pattern) and two in PopSub's
+// JSON dialect, allocates one block per format and pattern and nothing else:
+// the id lookup, the per-thread scratch of the encoders and the queues are
+// warm (subscription_index.hpp, invariant 4).
 TEST(SubscriptionIndexAllocationTest, PublishingAllocatesOnlyOneBlockPerFormatAndPattern) {
   SubscriptionIndex index;
   testing::FakeSubscriber r2(WireFormat::kResp2);
   testing::FakeSubscriber r3(WireFormat::kResp3);
   testing::FakeSubscriber j1(WireFormat::kJson);
   testing::FakeSubscriber j2(WireFormat::kJson);
+  testing::FakeSubscriber p1(WireFormat::kPopSubJson);
+  testing::FakeSubscriber p2(WireFormat::kPopSubJson);
+  const std::vector<testing::FakeSubscriber*> all{&r2, &r3, &j1, &j2, &p1, &p2};
   {
     auto lock = index.lock_for_update();
-    for (testing::FakeSubscriber* s : {&r2, &r3, &j1, &j2}) index.add_channel(*s, "prices");
+    for (testing::FakeSubscriber* s : all) index.add_channel(*s, "prices");
     index.add_pattern(j2, "pri*");
   }
   const std::string payload(52, 'p');
@@ -247,17 +250,17 @@ TEST(SubscriptionIndexAllocationTest, PublishingAllocatesOnlyOneBlockPerFormatAn
     const AllocationCount count;
     index.publish(run, /*dedupe=*/false, receivers);
     if (round == 1) {
-      EXPECT_EQ(count.allocations(), 3u) << "RESP2, RESP3 and JSON blocks";
+      EXPECT_EQ(count.allocations(), 4u) << "RESP2, RESP3, JSON and PopSub JSON blocks";
     }
-    for (testing::FakeSubscriber* s : {&r2, &r3, &j1, &j2}) {
+    for (testing::FakeSubscriber* s : all) {
       const PopResult r = s->queue().pop_batch(SIZE_MAX, 64, out);
       out.clear();
       s->queue().release(r.bytes);
     }
   }
-  EXPECT_EQ(receivers, (std::vector<std::size_t>{4, 4, 4})) << "j2 gets one delivery per message";
+  EXPECT_EQ(receivers, (std::vector<std::size_t>{6, 6, 6})) << "j2 gets one delivery per message";
   auto lock = index.lock_for_update();
-  for (testing::FakeSubscriber* s : {&r2, &r3, &j1, &j2}) index.remove_all(*s);
+  for (testing::FakeSubscriber* s : all) index.remove_all(*s);
 }
 
 // The WebSocket frame decoder reuses its message buffer (frame_decoder.hpp,

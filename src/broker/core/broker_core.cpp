@@ -113,6 +113,7 @@ std::string_view resp_field(WireFormat f) noexcept {
     case WireFormat::kResp3:
       return "3";
     case WireFormat::kJson:
+    case WireFormat::kPopSubJson:
       return "ws";
     case WireFormat::kResp2:
       break;

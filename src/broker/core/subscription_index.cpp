@@ -34,7 +34,8 @@ bool erase_name(std::vector<std::string>& v, std::string_view name) {
 struct SourceFrames {
   DeliveryRun run;  // msgs, ids and timestamp are the run's; kind and pattern the source's
   std::array<FrameRef, kWireFormatCount> blocks;
-  FrameRef qos1;  // a QoS 1 run's frames for QoS 1 subscribers (JSON only)
+  // A QoS 1 run's frames for QoS 1 subscribers (JSON formats only), per format.
+  std::array<FrameRef, kWireFormatCount> qos1;
   const FrameRef& get(WireFormat f) {
     FrameRef& slot = blocks[static_cast<std::size_t>(f)];
     if (!slot) {
@@ -45,8 +46,9 @@ struct SourceFrames {
     return slot;
   }
   const FrameRef& get_qos1(WireFormat f) {
-    if (!qos1) qos1 = wire_codec(f).encode(run);
-    return qos1;
+    FrameRef& slot = qos1[static_cast<std::size_t>(f)];
+    if (!slot) slot = wire_codec(f).encode(run);
+    return slot;
   }
   // The subscription name this source matched: the channel or the pattern.
   [[nodiscard]] std::string_view name() const noexcept {
@@ -65,7 +67,7 @@ struct Hit {
 // A WebSocket-JSON client gets one delivery per message however many of its
 // subscriptions match (docs/broker.md, "JSON deliveries"); RESP clients get
 // Redis's behaviour, one per matching subscription unless --dedupe.
-bool one_delivery(const Subscriber* s, bool dedupe) noexcept { return dedupe || s->format() == WireFormat::kJson; }
+bool one_delivery(const Subscriber* s, bool dedupe) noexcept { return dedupe || is_json(s->format()); }
 
 void deliver(Subscriber* s, const FrameRef& block) noexcept {
   if (s->queue().push(block).wake) s->on_queue_ready();

@@ -17,9 +17,18 @@ namespace ringcast::broker {
 enum class WireFormat : std::uint8_t {
   kResp2 = 0,  // RESP2: messages are arrays
   kResp3 = 1,  // RESP3: messages are pushes
-  kJson = 2,   // WebSocket text frames holding one JSON object each
+  kJson = 2,   // WebSocket text frames holding one JSON object each (ringcast's protocol)
+  // The same frames in PopSub's types (docs/broker.md, "PopSub's frames and
+  // ringcast's"): message_id a string. A separate format because the bytes
+  // differ, so each is encoded once and shared by its own subscribers.
+  kPopSubJson = 3,
 };
-inline constexpr std::size_t kWireFormatCount = 3;
+inline constexpr std::size_t kWireFormatCount = 4;
+
+// True for the WebSocket formats (one delivery per message and connection).
+[[nodiscard]] constexpr bool is_json(WireFormat f) noexcept {
+  return f == WireFormat::kJson || f == WireFormat::kPopSubJson;
+}
 
 // "resp2", "resp3" or "ws": the protocol a client speaks, as CLIENT LIST and
 // ConnectionStats::protocol show it.
@@ -28,6 +37,7 @@ inline constexpr std::size_t kWireFormatCount = 3;
     case WireFormat::kResp3:
       return "resp3";
     case WireFormat::kJson:
+    case WireFormat::kPopSubJson:
       return "ws";
     case WireFormat::kResp2:
       break;

@@ -103,6 +103,10 @@ class AckTracker {
   AckTracker(const AckTracker&) = delete;
   AckTracker& operator=(const AckTracker&) = delete;
 
+  // The format its frames are in (a durable session keeps its tracker across
+  // connections, which must speak that format).
+  [[nodiscard]] WireFormat format() const noexcept { return format_; }
+
   // Publisher: `block` holds frame i = message first_id + i of `channel`. The
   // frames that fit the window are pushed to `queue` (the whole block, or a copy
   // of its leading frames) and await an ack; the rest wait (invariant 2).

@@ -144,14 +144,21 @@ HttpUpgrade::Status HttpUpgrade::route() {
     if (key.empty() || !base64_decode(key, Base64::kStandard, raw) || raw.size() != 16) {
       return respond(text(400, "Bad request: Sec-WebSocket-Key must be 16 bytes in base64"));
     }
-    // No Sec-WebSocket-Extensions (permessage-deflate is never offered) and no
-    // subprotocol: the JSON protocol is the only one.
+    // No Sec-WebSocket-Extensions (permessage-deflate is never offered). The
+    // one subprotocol is ringcast's; a client that offers only others gets
+    // none selected (PopSub's protocol), which RFC 6455 §4.2.2 allows.
+    ringcast_protocol_ = has_token(req[http::field::sec_websocket_protocol],
+                                   boost::beast::string_view(kRingcastSubprotocol.data(), kRingcastSubprotocol.size()));
     response_ =
         "HTTP/1.1 101 Switching Protocols\r\n"
         "Upgrade: websocket\r\n"
         "Connection: Upgrade\r\n"
         "Sec-WebSocket-Accept: ";
     response_ += websocket_accept(key);
+    if (ringcast_protocol_) {
+      response_ += "\r\nSec-WebSocket-Protocol: ";
+      response_ += kRingcastSubprotocol;
+    }
     response_ += "\r\n\r\n";
     return Status::kUpgraded;
   }

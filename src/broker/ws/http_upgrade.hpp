@@ -48,6 +48,11 @@ class HttpRoutes {
 // The server adds more (e.g. /metrics) with add().
 [[nodiscard]] HttpRoutes default_http_routes();
 
+// The WebSocket subprotocol (Sec-WebSocket-Protocol, RFC 6455 §1.9) by which a
+// client opts in to ringcast's richer frames: subscribe confirmations, puback,
+// dup, history status. Without it a connection speaks PopSub's protocol.
+inline constexpr std::string_view kRingcastSubprotocol = "ringcast.v1";
+
 // Sec-WebSocket-Accept for a Sec-WebSocket-Key (§4.2.2): base64(SHA-1(key + GUID)).
 [[nodiscard]] std::string websocket_accept(std::string_view key);
 
@@ -76,6 +81,10 @@ class HttpUpgrade {
   // After kUpgraded: bytes received after the request (the first frames, if the
   // client did not wait for the 101).
   [[nodiscard]] std::string_view rest() const noexcept;
+  // After kUpgraded: true when the client offered the subprotocol
+  // kRingcastSubprotocol (and the 101 selected it): the connection speaks
+  // ringcast's richer JSON protocol; otherwise PopSub's (docs/broker.md).
+  [[nodiscard]] bool ringcast_protocol() const noexcept { return ringcast_protocol_; }
   // The request target (path and query) after kUpgraded or kRespond; empty if
   // the request could not be parsed. For logs.
   [[nodiscard]] const std::string& target() const noexcept { return target_; }
@@ -92,6 +101,7 @@ class HttpUpgrade {
   std::size_t consumed_ = 0;  // bytes of buf_ the parser consumed
   std::string response_;
   std::string target_;
+  bool ringcast_protocol_ = false;
 };
 
 }  // namespace ringcast::broker::ws

@@ -123,11 +123,13 @@ tl::expected<JsonCommand, std::string> parse_json_command(std::string_view text)
     if (!topic) return Error(std::move(topic.error()));
     cmd.topic = std::move(*topic);
     if (cmd.type != JsonCommand::Type::kUnsubscribe) {
-      if (const auto q = msg.find("qos"); q != msg.end()) {
+      // null is absent: PopSub's clients serialise `qos: Option<u8>` as null.
+      if (const auto q = msg.find("qos"); q != msg.end() && !q->is_null()) {
         if (!q->is_number_integer() || (q->get<std::int64_t>() != 0 && q->get<std::int64_t>() != 1)) {
           return Error(field_error(type, "qos", "must be 0 or 1"));
         }
         cmd.qos = static_cast<std::uint8_t>(q->get<std::int64_t>());
+        cmd.qos_given = true;
       }
     }
     if (cmd.type == JsonCommand::Type::kSubscribe) {
@@ -162,6 +164,11 @@ tl::expected<JsonCommand, std::string> parse_json_command(std::string_view text)
       if (!tp->is_string()) return Error(field_error(type, "topic", "must be a string"));
       cmd.topic = tp->get<std::string>();
     }
+    return cmd;
+  }
+  if (type == "login") {
+    // PopSub's username/password step; its fields are not needed to refuse it.
+    cmd.type = JsonCommand::Type::kLogin;
     return cmd;
   }
   // The type is echoed only when short (a client's typo), never a whole message.

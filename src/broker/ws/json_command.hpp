@@ -8,6 +8,8 @@
 //   {"type":"unsubscribe","topic":"md.*"}
 //   {"type":"publish","topic":"t","payload":...,"message_id":"id-1","qos":1}
 //   {"type":"ack","message_id":7,"topic":"t"}   topic optional when unambiguous
+//   {"type":"login","username":"u","password":"p"}   PopSub's; refused by the session
+//                                                    (ringcast takes signed tokens only)
 // Unknown fields are ignored. Payloads: a JSON string is published as its UTF-8
 // bytes; a string with "encoding":"base64" as the bytes it encodes (binary
 // payloads, the same form deliveries use); any other JSON value as its compact
@@ -26,7 +28,7 @@
 namespace ringcast::broker::ws {
 
 struct JsonCommand {
-  enum class Type : std::uint8_t { kAuth, kSubscribe, kUnsubscribe, kPublish, kAck };
+  enum class Type : std::uint8_t { kAuth, kSubscribe, kUnsubscribe, kPublish, kAck, kLogin };
 
   Type type = Type::kAuth;
   std::string token;    // auth
@@ -36,8 +38,9 @@ struct JsonCommand {
   // integer as its decimal text. The broker numbers messages per channel itself;
   // a publisher's id is accepted for PopSub's clients and not used.
   std::optional<std::string> message_id;
-  std::uint8_t qos = 0;   // publish, subscribe: 0 or 1
-  std::string client_id;  // subscribe (optional): the durable session's name (docs/guarantees.md)
+  std::uint8_t qos = 0;    // publish, subscribe: 0 or 1
+  bool qos_given = false;  // publish, subscribe: "qos" was present (PopSub's subscribe has none)
+  std::string client_id;   // subscribe (optional): the durable session's name (docs/guarantees.md)
   // subscribe (optional, at most one of the two; docs/guarantees.md "Recovery"):
   // recover every message after `since`, or send the last `history` first.
   struct Since {

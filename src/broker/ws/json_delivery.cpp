@@ -77,8 +77,8 @@ char* put(char* p, std::string_view s) noexcept {
   return p + s.size();
 }
 
-char* put_value(char* p, const Value& v) {
-  *p++ = '"';
+// The characters of `v` between its quotes.
+char* put_value_body(char* p, const Value& v) {
   if (v.base64) {
     thread_local std::string scratch;  // keeps its capacity
     scratch.clear();
@@ -129,6 +129,12 @@ char* put_value(char* p, const Value& v) {
       }
     }
   }
+  return p;
+}
+
+char* put_value(char* p, const Value& v) {
+  *p++ = '"';
+  p = put_value_body(p, v);
   *p++ = '"';
   return p;
 }
@@ -156,9 +162,24 @@ char* put_field(char* p, std::string_view name, const Value& v) {
 
 char* put_number(char* p, std::uint64_t v) noexcept { return std::to_chars(p, p + 20, v).ptr; }
 
-}  // namespace
+// PopSub's message_id beside the digits: the quotes, and "<topic>#" when the
+// topic is UTF-8 (a base64 topic is left out: the id is then the digits only).
+std::size_t popsub_id_extra(const Value& topic) noexcept { return 2 + (topic.base64 ? 0 : topic.size - 2 + 1); }
 
-FrameRef encode_json_run(const DeliveryRun& run) {
+char* put_popsub_id(char* p, const Value& topic, std::uint64_t id) {
+  *p++ = '"';
+  if (!topic.base64) {
+    p = put_value_body(p, topic);
+    *p++ = '#';
+  }
+  p = put_number(p, id);
+  *p++ = '"';
+  return p;
+}
+
+// Both JSON formats: `popsub` writes message_id as PopSub's string (see
+// json_delivery.hpp), otherwise as a number.
+FrameRef encode_run(const DeliveryRun& run, bool popsub) {
   // Per thread, keeping their capacity: a steady publisher does not allocate here.
   thread_local std::vector<Value> payloads;
   thread_local std::vector<std::uint32_t> sizes;  // frames
@@ -174,7 +195,7 @@ FrameRef encode_json_run(const DeliveryRun& run) {
   const std::size_t fixed = kHead.size() + (pattern ? field_size("pattern", pat) : 0) + field_size("topic", topic) +
                             std::string_view(R"("payload":)").size() + std::string_view(R"(,"timestamp":)").size() +
                             decimal_digits(ts) + std::string_view(R"(,"message_id":)").size() +
-                            std::string_view(R"(,"qos":0})").size();
+                            std::string_view(R"(,"qos":0})").size() + (popsub ? popsub_id_extra(topic) : 0);
   for (std::size_t i = 0; i < run.msgs.size(); ++i) {
     const Value v = value_of(run.msgs[i].payload);
     const std::uint64_t id = run.first_id == 0 ? 0 : run.first_id + i;
@@ -200,11 +221,37 @@ FrameRef encode_json_run(const DeliveryRun& run) {
     p = put(p, R"(,"timestamp":)");
     p = put_number(p, ts);
     p = put(p, R"(,"message_id":)");
-    p = put_number(p, id);
+    if (popsub) {
+      p = put_popsub_id(p, topic, id);
+    } else {
+      p = put_number(p, id);
+    }
     p = put(p, run.qos == 1 ? std::string_view(R"(,"qos":1})") : std::string_view(R"(,"qos":0})"));
   }
   assert(p == f->data() + f->size());  // the sizes above are exact
   return f;
+}
+
+}  // namespace
+
+FrameRef encode_json_run(const DeliveryRun& run) { return encode_run(run, false); }
+
+FrameRef encode_popsub_run(const DeliveryRun& run) { return encode_run(run, true); }
+
+FrameRef popsub_redelivery(std::string_view frame) {
+  FrameRef f = FrameRef::allocate(frame.size(), /*droppable=*/true);
+  std::memcpy(f.mutable_data(), frame.data(), frame.size());
+  return f;
+}
+
+std::optional<AckId> parse_ack_id(std::string_view text) noexcept {
+  const std::size_t hash = text.rfind('#');
+  const std::string_view digits = hash == std::string_view::npos ? text : text.substr(hash + 1);
+  AckId r;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), r.id);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+  if (hash != std::string_view::npos) r.topic = text.substr(0, hash);
+  return r;
 }
 
 FrameRef json_redelivery(std::string_view frame) {

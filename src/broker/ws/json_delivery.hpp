@@ -15,10 +15,20 @@
 // the pattern. message_id is the channel's sequence number, a JSON number (0 for
 // a loss notice); timestamp is wall-clock ms since the Unix epoch.
 //
+// The kPopSubJson row (encode_popsub_run) writes the same object with one
+// difference, so that PopSub's clients parse it with PopSub's types
+// (`message_id: String`): message_id is the string "<topic>#<id>" (the topic
+// as escaped in "topic"; just "<id>" when the topic is base64). The topic in
+// it makes an ack that echoes it name its channel, as PopSub's unique ids do,
+// although ids are per channel. Its redeliveries (popsub_redelivery) are the
+// same bytes again: PopSub has no dup flag.
+//
 // Thread safety: the functions may be called from any thread concurrently; the
 // encoder's scratch buffers are per thread.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "broker/core/frame.hpp"
@@ -30,6 +40,20 @@ namespace ringcast::broker::ws {
 // Cost: two passes over each payload (validate and size, then write); no
 // allocation but the block once the per-thread scratch has grown.
 [[nodiscard]] FrameRef encode_json_run(const DeliveryRun& run);
+// The same in PopSub's types (WireFormat::kPopSubJson), at the same cost.
+[[nodiscard]] FrameRef encode_popsub_run(const DeliveryRun& run);
+
+// A QoS 1 redelivery in PopSub's types: a copy of `frame` (one allocation).
+[[nodiscard]] FrameRef popsub_redelivery(std::string_view frame);
+
+// Splits an ack's message_id as encode_popsub_run writes it, "<topic>#<id>",
+// into the topic and the id; a plain "<id>" gives an empty topic. nullopt when
+// the text after the last '#' (or the whole text) is not a decimal id.
+struct AckId {
+  std::string_view topic;
+  std::uint64_t id = 0;
+};
+[[nodiscard]] std::optional<AckId> parse_ack_id(std::string_view message_id) noexcept;
 
 // A QoS 1 redelivery of `frame` (one of encode_json_run's frames): the same
 // object with "dup":true appended, as MQTT's DUP flag. One allocation; the

@@ -1,8 +1,8 @@
 #include "broker/ws/ws_session.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -46,7 +46,7 @@ WsSession::~WsSession() {
 }
 
 WsSession::WsSession(BrokerCore& core, std::string peer, Waker& waker, const HttpRoutes& routes)
-    : Client(core, std::move(peer), WireFormat::kJson, waker, true),
+    : Client(core, std::move(peer), WireFormat::kPopSubJson, waker, true),
       http_(std::make_unique<HttpUpgrade>(routes)),
       decoder_(core.config().ws_max_message) {
   set_authenticated(!auth_required());
@@ -66,6 +66,10 @@ Client::InputResult WsSession::on_input(std::string_view bytes) {
         // Frames sent before the 101 arrived (allowed to a client that does not
         // wait) are in the parser's leftover; the HTTP state is freed after it.
         const std::unique_ptr<HttpUpgrade> done = std::move(http_);
+        if (done->ringcast_protocol()) {  // invariant 8: before any subscription
+          ringcast_ = true;
+          core().update(*this).set_format(WireFormat::kJson);
+        }
         on_frames(done->rest());
         break;
       }
@@ -113,6 +117,7 @@ void WsSession::on_message(std::string_view text) {
     if (gate) send_close(static_cast<std::uint16_t>(CloseCode::kPolicyViolation), "authenticate first");
     return;
   }
+  if (cmd->type == JsonCommand::Type::kLogin) return cmd_login();  // answered, never closed (invariant 3)
   if (gate && cmd->type != JsonCommand::Type::kAuth) {
     send_error(R"(authenticate first: send {"type":"auth","token":...})");
     send_close(static_cast<std::uint16_t>(CloseCode::kPolicyViolation), "authenticate first");
@@ -129,7 +134,17 @@ void WsSession::on_message(std::string_view text) {
       return cmd_publish(*cmd);
     case JsonCommand::Type::kAck:
       return cmd_ack(*cmd);
+    case JsonCommand::Type::kLogin:
+      return cmd_login();
   }
+}
+
+void WsSession::cmd_login() {
+  // PopSub's username/password step has no counterpart here: PopSub's clients
+  // use it to obtain a token, and ringcast's tokens are minted by the operator.
+  send_error(
+      "login: username/password login is not supported; send {\"type\":\"auth\",\"token\":T} with a signed "
+      "HS256 token T (minted with `ringcast token`; docs/security.md, \"Tokens\")");
 }
 
 void WsSession::cmd_auth(const JsonCommand& c) {
@@ -174,6 +189,9 @@ bool WsSession::check_permission(Access access, std::string_view name) {
 }
 
 void WsSession::cmd_subscribe(const JsonCommand& c) {
+  // Invariant 8: PopSub's subscribe has no qos and means "as published"
+  // (QoS 1 publishes at least once); ringcast's defaults to 0, as before.
+  const std::uint8_t qos = c.qos_given ? c.qos : ringcast_ ? 0 : 1;
   const bool pattern = is_pattern(c.topic);
   if (!check_permission(pattern ? Access::kSubscribePattern : Access::kSubscribe, c.topic)) return;
   const SubscriptionSpace space = pattern ? SubscriptionSpace::kPattern : SubscriptionSpace::kChannel;
@@ -190,11 +208,11 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
         "\"history\" are for the others");
     return;
   }
-  if (!c.client_id.empty() && c.qos != 1) {
+  if (!c.client_id.empty() && qos != 1) {
     send_error("subscribe: \"client_id\" needs \"qos\":1 (a durable session is a QoS 1 session)");
     return;
   }
-  if (c.qos == 1 && tracker_ != nullptr && (session_ == nullptr) != c.client_id.empty()) {
+  if (qos == 1 && tracker_ != nullptr && (session_ == nullptr) != c.client_id.empty()) {
     send_error("subscribe: a connection's QoS 1 subscriptions are all durable (with one client_id) or none");
     return;
   }
@@ -203,7 +221,7 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     return;
   }
   bool attached_now = false;
-  if (c.qos == 1 && tracker_ == nullptr) {
+  if (qos == 1 && tracker_ == nullptr) {
     const BrokerConfig& cfg = core().config();
     AckSettings settings;
     settings.max_in_flight = cfg.max_in_flight;
@@ -212,7 +230,8 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     settings.max_waiting_bytes = cfg.queue_limits.hard_bytes;
     settings.policy = cfg.overflow_policy;
     auto make = [&] {
-      return std::make_unique<AckTracker>(settings, core().clock(), WireFormat::kJson, json_redelivery, &core().qos1());
+      return std::make_unique<AckTracker>(settings, core().clock(), format(),
+                                          ringcast_ ? json_redelivery : popsub_redelivery, &core().qos1());
     };
     if (c.client_id.empty()) {
       own_tracker_ = make();
@@ -227,6 +246,15 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
       }
       tracker_ = session_->tracker.get();
       attached_now = true;
+      if (tracker_->format() != format()) {
+        // Its unacked deliveries are encoded for the other protocol.
+        send_error("subscribe: client_id '" + std::string(prefix(c.client_id, 128)) +
+                   "' was created over the other JSON protocol (ringcast's or PopSub's); use one for a session");
+        core().durable().detach(*session_);
+        session_.reset();
+        tracker_ = nullptr;
+        return;
+      }
     }
   }
   // A retained channel's confirmation carries its offset and epoch; `since`
@@ -234,6 +262,14 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
   const ChannelHistory* history = pattern ? nullptr : core().history();
   if (history != nullptr && history->rule(c.topic) == nullptr) history = nullptr;
   std::optional<Replay> replay;
+  // PopSub sends a topic's stored messages to each new subscriber: a PopSub
+  // connection's plain subscribe to a retained topic replays all it retains.
+  const bool popsub_replay = !ringcast_ && history != nullptr && fresh && c.client_id.empty() && !c.since && !c.history;
+  if (popsub_replay) {
+    replay = Replay::last(*history, c.topic, std::numeric_limits<std::size_t>::max());
+    replay->read();
+    replay->encode(format());
+  }
   if (c.since || c.history) {
     if (history == nullptr) {
       send_error(pattern ? "subscribe: \"since\" and \"history\" need a topic, not a pattern"
@@ -254,20 +290,20 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
   // Invariant 7: a durable session's missed messages, read before the lock
   // too (a long backlog must not hold publishers up).
   std::optional<Replay> resume;
-  if (session_ != nullptr && c.qos == 1 && !pattern && fresh && history != nullptr) {
+  if (session_ != nullptr && qos == 1 && !pattern && fresh && history != nullptr) {
     if (const std::optional<std::uint64_t> floor = durable_floor(c.topic)) {
       resume = Replay::resume(*history, c.topic, *floor);
       resume->read();
-      resume->encode(WireFormat::kJson);
+      resume->encode(format());
     }
   }
   json reply{{"type", "subscribed"}, {"topic", c.topic}};
-  if (c.qos == 1) reply["qos"] = 1;
-  if (session_ != nullptr && c.qos == 1) reply["client_id"] = session_->client_id;
+  if (qos == 1) reply["qos"] = 1;
+  if (session_ != nullptr && qos == 1) reply["client_id"] = session_->client_id;
   SubscriptionUpdate update = core().update(*this);
-  if (c.qos == 1) update.set_ack_tracker(tracker_);  // invariant 6: before the subscription
+  if (qos == 1) update.set_ack_tracker(tracker_);  // invariant 6: before the subscription
   update.subscribe(space, c.topic);
-  update.set_qos1(c.topic, c.qos == 1);
+  update.set_qos1(c.topic, qos == 1);
   if (history != nullptr) {
     if (replay) {
       replay->complete();  // the runs logged since read(); none can be logged now
@@ -277,12 +313,12 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     reply["offset"] = replay ? replay->offset() : history->store().top(c.topic);
     reply["epoch"] = history->epoch();
   }
-  send_text(to_text(reply));                    // under the index lock (invariant 1)
+  if (ringcast_) send_text(to_text(reply));     // under the index lock (invariant 1)
   if (replay) push_messages(replay->frames());  // still under it: before every live message
   // Invariant 7: still under the index lock, so no live message of the topic
   // can come before or between the session's redeliveries and what it missed.
   if (attached_now && tracker_->redeliver_all(queue())) on_queue_ready();
-  if (session_ != nullptr && c.qos == 1 && !pattern) resume_durable(c.topic, resume);
+  if (session_ != nullptr && qos == 1 && !pattern) resume_durable(c.topic, resume);
 }
 
 std::optional<std::uint64_t> WsSession::durable_floor(const std::string& topic) const {
@@ -315,11 +351,11 @@ void WsSession::resume_durable(const std::string& topic, std::optional<Replay>& 
     send_error("subscribe: cannot read the history of '" + std::string(prefix(topic, 128)) + "': " + pre->error());
     return;
   }
-  pre->encode(WireFormat::kJson);
+  pre->encode(format());
   for (const auto& [first, last] : pre->lost()) {
     // Pruned: say what cannot be resent, as a loss notice.
     const FrameRef notice = encode_message(
-        WireFormat::kJson, kLossChannel,
+        format(), kLossChannel,
         fmt::format("history-lost topic={} from={} to={} (pruned from the history)", topic, first, last));
     push_reply(notice->view());
   }
@@ -344,7 +380,7 @@ void WsSession::cmd_unsubscribe(const JsonCommand& c) {
   const std::string reply = to_text(json{{"type", "unsubscribed"}, {"topic", c.topic}});
   SubscriptionUpdate update = core().update(*this);
   update.unsubscribe(space, c.topic);
-  send_text(reply);  // under the index lock (invariant 1)
+  if (ringcast_) send_text(reply);  // under the index lock (invariant 1); PopSub sends none
 }
 
 void WsSession::cmd_publish(const JsonCommand& c) {
@@ -372,7 +408,7 @@ void WsSession::cmd_publish(const JsonCommand& c) {
     send_text(to_text(e));
     return;
   }
-  if (c.qos == 1) {
+  if (c.qos == 1 && ringcast_) {
     // Stored: every QoS 1 subscriber's tracker holds it (and, with history,
     // the store; docs/guarantees.md).
     json r{{"type", "puback"}, {"topic", c.topic}, {"message_id", p.id}};
@@ -383,13 +419,15 @@ void WsSession::cmd_publish(const JsonCommand& c) {
 }
 
 void WsSession::cmd_ack(const JsonCommand& c) {
-  std::uint64_t id = 0;
   const std::string& text = *c.message_id;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  // A PopSub delivery's id names its topic ("<topic>#<id>", json_delivery.hpp);
+  // an explicit "topic" wins.
+  const std::optional<AckId> parsed = parse_ack_id(text);
   AckResult r = AckResult::kUnknown;
   bool wake = false;
-  if (ec == std::errc() && end == text.data() + text.size() && tracker_ != nullptr) {
-    r = tracker_->ack(c.topic.empty() ? std::nullopt : std::optional<std::string_view>(c.topic), id, queue(), wake);
+  if (parsed && tracker_ != nullptr) {
+    const std::string_view topic = c.topic.empty() ? parsed->topic : std::string_view(c.topic);
+    r = tracker_->ack(topic.empty() ? std::nullopt : std::optional<std::string_view>(topic), parsed->id, queue(), wake);
   }
   if (wake) on_queue_ready();
   if (r == AckResult::kAcked) {

@@ -1,5 +1,5 @@
-// A WebSocket client speaking PopSub's JSON protocol (docs/broker.md,
-// "WebSocket"): first one HTTP request (http_upgrade.hpp), then client frames
+// A WebSocket client speaking PopSub's JSON protocol or ringcast's richer one
+// (invariant 8; docs/broker.md, "WebSocket"): first one HTTP request (http_upgrade.hpp), then client frames
 // (frame_decoder.hpp) carrying JSON commands (json_command.hpp), executed as
 // calls on the core (BrokerCore::update, BrokerCore::publish). Deliveries reach
 // it as every subscriber's do: the core encodes each message once per wire
@@ -21,7 +21,8 @@
 //  3. When the broker needs authentication (token_secret or requirepass set),
 //     nothing but control frames and `auth` is executed before a good `auth`:
 //     any other message, and a refused `auth`, get an error and a close with
-//     1008 (policy violation).
+//     1008 (policy violation). PopSub's `login` is answered with an error and
+//     never closes: ringcast has no username/password step.
 //  4. Command errors (malformed JSON, bad fields, refused permissions) answer
 //     {"type":"error"} and keep the connection; protocol errors (bad frames,
 //     invalid UTF-8, a message over ws_max_message) close it with their code.
@@ -45,6 +46,13 @@
 //     the offer of its missed messages all happen under the index update lock,
 //     in that order: no live message can come before or between them, so there
 //     is no gap and no duplicate at the seam (beyond the dup redeliveries).
+//  8. Two JSON protocols (docs/broker.md, "PopSub's frames and ringcast's"):
+//     a connection speaks PopSub's (format kPopSubJson) unless its upgrade
+//     offered the subprotocol kRingcastSubprotocol (ringcast_, format kJson),
+//     fixed at the upgrade, before any command. PopSub's gets only frames
+//     PopSub's ServerMessage has (authenticated, error, message): no
+//     subscribed, unsubscribed, puback or dup; a subscribe without "qos" is a
+//     QoS 1 subscription; a plain subscribe to a retained topic replays it.
 #pragma once
 
 #include <memory>
@@ -88,6 +96,7 @@ class WsSession final : public Client {
   void cmd_unsubscribe(const JsonCommand& c);
   void cmd_publish(const JsonCommand& c);
   void cmd_ack(const JsonCommand& c);
+  void cmd_login();
   // Durable session (invariant 7): where the session stands on `topic`: its
   // tracker's last delivery (the unacked ones are sent again), else the floor
   // saved before a restart; nullopt: nowhere (a first subscription).
@@ -115,6 +124,7 @@ class WsSession final : public Client {
   std::shared_ptr<DurableSessions::Session> session_;  // with a client_id
   static constexpr std::chrono::milliseconds kFloorSaveInterval{20};
   bool closing_ = false;
+  bool ringcast_ = false;  // invariant 8: ringcast's protocol, else PopSub's
 };
 
 }  // namespace ringcast::broker::ws

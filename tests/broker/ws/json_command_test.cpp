@@ -67,6 +67,20 @@ TEST(JsonCommandTest, ParsesQosOneSubscribesAndTopicsOfAcks) {
   EXPECT_EQ(err(R"({"type":"ack","message_id":7,"topic":3})"), "ack: \"topic\" must be a string");
 }
 
+TEST(JsonCommandTest, ParsesPopSubsLoginAndItsNullOptionals) {
+  EXPECT_EQ(ok(R"({"type":"login","username":"admin","password":"password"})").type, Type::kLogin);
+  // serde writes PopSub's Option fields as null when absent.
+  auto c = ok(R"({"type":"publish","topic":"t","payload":"x","message_id":null,"qos":null})");
+  EXPECT_EQ(c.qos, 0);
+  EXPECT_FALSE(c.qos_given);
+  EXPECT_FALSE(c.message_id.has_value());
+  c = ok(R"({"type":"subscribe","topic":"t"})");
+  EXPECT_FALSE(c.qos_given) << "PopSub's subscribe has no qos";
+  c = ok(R"({"type":"subscribe","topic":"t","qos":0})");
+  EXPECT_TRUE(c.qos_given);
+  EXPECT_EQ(c.qos, 0);
+}
+
 TEST(JsonCommandTest, IgnoresUnknownFields) {
   const auto c = ok(R"({"type":"subscribe","topic":"a","extra":[1,2,{"x":null}]})");
   EXPECT_EQ(c.topic, "a");

@@ -1,8 +1,10 @@
 """A real WebSocket client library against the ringcast-broker executable.
 
 Python's `websockets` (Debian python3-websockets) connects to --ws-port and
-speaks PopSub's JSON protocol: subscribe, publish, deliveries across
-transports, fragmented sends, ping, the close handshake and the size limit.
+speaks ringcast's JSON protocol (it offers the subprotocol "ringcast.v1", as
+ringcast's own clients do: subscribe confirmations, numeric ids) and, without
+it, PopSub's: subscribe, publish, deliveries across transports, fragmented
+sends, ping, the close handshake and the size limit.
 Registered with ctest by tests/broker/CMakeLists.txt; RINGCAST_BROKER_EXE
 names the executable.
 """
@@ -35,6 +37,13 @@ def broker():
         assert proc.wait(timeout=20) == 0
 
 
+RINGCAST = "ringcast.v1"  # the subprotocol that selects ringcast's richer frames (docs/broker.md)
+
+
+def connect(url):
+    return websockets.connect(url, subprotocols=[RINGCAST])
+
+
 def run(coro):
     return asyncio.run(asyncio.wait_for(coro, timeout=30))
 
@@ -62,7 +71,7 @@ def test_publish_reaches_websocket_subscribers_with_popsub_fields(broker):
     _, url = broker
 
     async def main():
-        async with websockets.connect(url) as sub, websockets.connect(url) as pub:
+        async with connect(url) as sub, connect(url) as pub:
             await subscribe(sub, "chat")
             await pub.send(json.dumps({"type": "publish", "topic": "chat", "payload": "Hello"}))
             await pub.send(json.dumps({"type": "publish", "topic": "chat", "payload": "Important",
@@ -77,11 +86,34 @@ def test_publish_reaches_websocket_subscribers_with_popsub_fields(broker):
     run(main())
 
 
+def test_a_popsub_client_gets_popsub_frames_only(broker):
+    # No subprotocol, as PopSub's clients connect: no subscribe confirmation,
+    # message_id a string that an ack echoes, QoS 1 by default.
+    _, url = broker
+
+    async def main():
+        async with websockets.connect(url) as sub, websockets.connect(url) as pub:
+            assert sub.subprotocol is None
+            await sub.send(json.dumps({"type": "subscribe", "topic": "chat"}))
+            # PopSub confirms nothing; the error answering login, sent after
+            # the subscribe, shows that the subscribe has taken effect.
+            await sub.send(json.dumps({"type": "login", "username": "admin", "password": "password"}))
+            err = await recv_json(sub)
+            assert err["type"] == "error" and "token" in err["message"]
+            await pub.send(json.dumps({"type": "publish", "topic": "chat", "payload": "Hello",
+                                       "message_id": None, "qos": 1}))
+            m = await recv_json(sub)
+            assert (m["type"], m["payload"], m["message_id"], m["qos"]) == ("message", "Hello", "chat#1", 1)
+            await sub.send(json.dumps({"type": "ack", "message_id": m["message_id"]}))
+
+    run(main())
+
+
 def test_resp_publish_reaches_a_glob_subscriber(broker):
     resp_port, url = broker
 
     async def main():
-        async with websockets.connect(url) as sub:
+        async with connect(url) as sub:
             await subscribe(sub, "md.*")
             assert await asyncio.to_thread(resp_publish, resp_port, "md.eu", "tick") == 1
             m = await recv_json(sub)
@@ -94,7 +126,7 @@ def test_fragmented_sends_and_pings(broker):
     _, url = broker
 
     async def main():
-        async with websockets.connect(url) as ws:
+        async with connect(url) as ws:
             # A list of strings is sent as one fragmented text message.
             await ws.send(['{"type":"subscribe",', '"topic":', '"frag"}'])
             assert await recv_json(ws) == {"type": "subscribed", "topic": "frag"}
@@ -108,7 +140,7 @@ def test_errors_keep_the_connection_and_close_is_clean(broker):
     _, url = broker
 
     async def main():
-        async with websockets.connect(url) as ws:
+        async with connect(url) as ws:
             await ws.send("not json")
             err = await recv_json(ws)
             assert err == {"type": "error", "message": "message is not valid JSON"}
@@ -123,7 +155,7 @@ def test_a_message_over_the_limit_closes_with_1009(broker):
     _, url = broker
 
     async def main():
-        async with websockets.connect(url) as ws:
+        async with connect(url) as ws:
             await ws.send("x" * (64 * 1024 + 1))
             with pytest.raises(websockets.exceptions.ConnectionClosed) as closed:
                 await ws.recv()
@@ -155,7 +187,7 @@ def test_ring_traffic_reaches_a_websocket_client_through_the_relay(tmp_path):
             assert line, "the relay exited before registering on the ring"
 
         async def main():
-            async with websockets.connect(url) as ws:
+            async with connect(url) as ws:
                 await subscribe(ws, "ticks")
                 await asyncio.to_thread(subprocess.run, [CLI, "pub", str(ring)], input=b"px=101.5\n",
                                         check=True, stdout=subprocess.DEVNULL)

@@ -19,7 +19,8 @@
 
 namespace ringcast::broker::ws::test {
 
-inline constexpr std::string_view kHandshake =
+// What a PopSub client sends (tokio-tungstenite's connect_async): no subprotocol.
+inline constexpr std::string_view kPopSubHandshake =
     "GET / HTTP/1.1\r\n"
     "Host: 127.0.0.1\r\n"
     "Upgrade: websocket\r\n"
@@ -27,6 +28,14 @@ inline constexpr std::string_view kHandshake =
     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
     "Sec-WebSocket-Version: 13\r\n"
     "\r\n";
+
+// The same offering ringcast's subprotocol: the richer frames the broker's own
+// tests expect (subscribe confirmations, puback, dup; docs/broker.md).
+inline const std::string kHandshake = std::string(kPopSubHandshake.substr(0, kPopSubHandshake.size() - 2)) +
+                                      "Sec-WebSocket-Protocol: ringcast.v1\r\n\r\n";
+
+// Which JSON protocol a client asks for at the upgrade.
+enum class Protocol { kRingcast, kPopSub };
 
 struct ServerFrame {
   std::uint8_t opcode = 0;
@@ -37,10 +46,12 @@ struct ServerFrame {
 
 class WsClient {
  public:
-  // Connects; with `upgrade`, also sends the handshake and reads the 101.
-  explicit WsClient(std::uint16_t port, bool upgrade = true) : fd_(ringcast::test::connect_loopback(port)) {
+  // Connects; with `upgrade`, also sends the handshake (offering ringcast's
+  // subprotocol unless `protocol` is PopSub's) and reads the 101.
+  explicit WsClient(std::uint16_t port, bool upgrade = true, Protocol protocol = Protocol::kRingcast)
+      : fd_(ringcast::test::connect_loopback(port)) {
     if (fd_ < 0 || !upgrade) return;
-    ringcast::test::send_all(fd_, kHandshake);
+    ringcast::test::send_all(fd_, protocol == Protocol::kRingcast ? kHandshake : kPopSubHandshake);
     if (!ringcast::test::read_until(fd_, buf_, "\r\n\r\n", deadline())) return;
     const auto end = buf_.find("\r\n\r\n") + 4;
     response_ = buf_.substr(0, end);
