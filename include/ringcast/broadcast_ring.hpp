@@ -509,6 +509,9 @@ class BroadcastRing {
                         bool lappable) const noexcept;
   [[nodiscard]] bool lappable(ConsumerId id, std::uint64_t pos) const noexcept { return pos < local_[id].stable_from; }
   void write_slot(std::uint64_t pos, std::span<const std::byte> payload) noexcept;
+  // Writes a message of at most 52 bytes at seq_ (room checked) without
+  // publishing it: intent and stamp, the slot, the position and the totals.
+  void write_inline(std::span<const std::byte> payload) noexcept;
   [[nodiscard]] Errc check_room(std::uint64_t slots) noexcept;
   // Before writing positions [pos, end): the write intent and the head stamp
   // (invariant 9). Only on rings with records_.
@@ -798,15 +801,19 @@ inline void BroadcastRing::publish(std::uint64_t next_pos) noexcept {
   }
 }
 
-inline Errc BroadcastRing::try_push(std::span<const std::byte> payload) noexcept {
-  if (payload.size() > kMaxPayload) [[unlikely]]
-    return push_record(payload);
-  if (const Errc e = check_room(1); e != Errc::ok) return e;
+inline void BroadcastRing::write_inline(std::span<const std::byte> payload) noexcept {
   if (records_) begin_write(seq_ + 1);
   write_slot(seq_, payload);
   ++seq_;
   ++messages_;
   payload_bytes_ += payload.size();
+}
+
+inline Errc BroadcastRing::try_push(std::span<const std::byte> payload) noexcept {
+  if (payload.size() > kMaxPayload) [[unlikely]]
+    return push_record(payload);
+  if (const Errc e = check_room(1); e != Errc::ok) return e;
+  write_inline(payload);
   publish(seq_);
   return Errc::ok;
 }

@@ -114,27 +114,25 @@ void BroadcastRing::commit_record(std::uint64_t pos, std::uint32_t kind, std::ui
 }
 
 Errc BroadcastRing::push_one(std::span<const std::byte> payload) noexcept {
-  if (payload.size() > kMaxPayload) {
-    if (payload.size() > max_message_) return Errc::payload_too_large;
-    const std::uint64_t slots = layout::record_slots(payload.size());
-    std::uint64_t pos = 0;
-    if (const Errc e = reserve_record(slots, pos); e != Errc::ok) return e;
-    std::byte* dst = record_payload(pos);
-    if ((flags_ & kFlagLossy) != 0 || kAtomicWrites) {
-      store_words(dst, payload.data(), payload.size());
-    } else {
-      // A blocking ring: no active consumer reads these slots (invariant 3),
-      // and those in their registration window copy with validation.
-      std::memcpy(dst, payload.data(), payload.size());
-    }
-    commit_record(pos, kRecordMessage, slots, payload.size());
-    seq_ = pos + slots;
-  } else {
+  if (payload.size() <= kMaxPayload) {
     if (const Errc e = check_room(1); e != Errc::ok) return e;
-    if (records_) begin_write(seq_ + 1);
-    write_slot(seq_, payload);
-    ++seq_;
+    write_inline(payload);
+    return Errc::ok;
   }
+  if (payload.size() > max_message_) return Errc::payload_too_large;
+  const std::uint64_t slots = layout::record_slots(payload.size());
+  std::uint64_t pos = 0;
+  if (const Errc e = reserve_record(slots, pos); e != Errc::ok) return e;
+  std::byte* dst = record_payload(pos);
+  if ((flags_ & kFlagLossy) != 0 || kAtomicWrites) {
+    store_words(dst, payload.data(), payload.size());
+  } else {
+    // A blocking ring: no active consumer reads these slots (invariant 3),
+    // and those in their registration window copy with validation.
+    std::memcpy(dst, payload.data(), payload.size());
+  }
+  commit_record(pos, kRecordMessage, slots, payload.size());
+  seq_ = pos + slots;
   ++messages_;
   payload_bytes_ += payload.size();
   return Errc::ok;
@@ -196,9 +194,7 @@ void BroadcastRing::finish_claim(ProducerClaim& claim, std::size_t length, bool 
   }
   const std::uint64_t pos = claim.pos_;
   if (claim.length_ <= kMaxPayload) {
-    if (records_) begin_write(pos + 1);
-    write_slot(pos, std::span<const std::byte>(small_claim_, length));
-    seq_ = pos + 1;
+    write_inline(std::span<const std::byte>(small_claim_, length));  // at pos: nothing moved seq_ since
   } else {
     const std::uint64_t slots = layout::record_slots(length);
     // A record committed shorter than it was claimed ends earlier: stamp its
@@ -207,9 +203,9 @@ void BroadcastRing::finish_claim(ProducerClaim& claim, std::size_t length, bool 
     if ((flags_ & kFlagLossy) != 0) store_words(record_payload(pos), staging_.get(), length);
     commit_record(pos, kRecordMessage, slots, length);
     seq_ = pos + slots;
+    ++messages_;
+    payload_bytes_ += length;
   }
-  ++messages_;
-  payload_bytes_ += length;
   publish(seq_);
 }
 
