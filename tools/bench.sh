@@ -7,14 +7,27 @@
 # docs/benchmarks.md between its "bench:tables" markers.
 #
 # usage: tools/bench.sh [--out DIR] [--repetitions N] [--quick] [--realtime]
-#                       [--no-docs] [-- extra ringcast_bench_xproc flags]
+#                       [--no-docs] [--build DIR] [--large | --baseline REV]
+#                       [-- extra ringcast_bench_xproc (--large: ringcast_bench_large) flags]
 #   --out DIR         results directory (default: bench/ring/results)
-#   --repetitions N   repetitions of every benchmark (default 5; medians reported)
+#   --repetitions N   repetitions of every benchmark (default 5; medians reported);
+#                     with --large or --baseline, rounds of the alternation
 #   --quick           fewer messages and repetitions: a smoke run, not a measurement
 #   --realtime        run the benchmarks under SCHED_FIFO priority 1 (chrt; needs
 #                     root or CAP_SYS_NICE) so that other work on a shared machine
 #                     does not time-slice the spinning producer and consumers
 #   --no-docs         do not touch docs/benchmarks.md
+#   --build DIR       build here (configured Release with Ninja) instead of the
+#                     release preset's build/release
+#   --large           instead of the ring set, the large-message set (bench/large:
+#                     ringcast's copy and zero-copy APIs vs iceoryx, ZeroMQ and
+#                     Boost at 52 B..1 MiB, N = 1 and 4, plus memcpy bandwidth):
+#                     DIR/large.{txt,json}; its tables are recorded by hand
+#   --baseline REV    instead of the ring set, the 52-byte regression floor: builds
+#                     REV's micro and xproc benchmarks in a temporary git worktree
+#                     (removed afterwards), runs them and this tree's alternately,
+#                     one repetition per round, and writes DIR/baseline.md
+#                     (bench/ring/ab_report.py) and the JSON under DIR/baseline/
 # Benchmarks are measurements, not tests: nothing here fails on a slow figure.
 # It fails only if a build fails or a message does not verify.
 set -euo pipefail
@@ -25,6 +38,9 @@ reps=5
 quick=0
 realtime=0
 docs=1
+build=""
+large=0
+baseline=""
 xproc_extra=()
 while (($#)); do
   case $1 in
@@ -33,22 +49,106 @@ while (($#)); do
     --quick) quick=1; shift ;;
     --realtime) realtime=1; shift ;;
     --no-docs) docs=0; shift ;;
+    --build) build=$(realpath -m "$2"); shift 2 ;;
+    --large) large=1; shift ;;
+    --baseline) baseline=$2; shift 2 ;;
     --) shift; xproc_extra=("$@"); break ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 
+if ((large)) && [[ -n $baseline ]]; then echo "bench.sh: --large and --baseline are separate runs" >&2; exit 2; fi
+
 cd "$root"
-cmake --preset release >/dev/null
-cmake --build --preset release --target ringcast_bench_micro ringcast_bench_xproc
-bin="$root/build/release/bench/ring"
+targets=(ringcast_bench_micro ringcast_bench_xproc)
+((large)) && targets=(ringcast_bench_large)
+# build SRC DIR TARGET...: a Release build of the targets (DIR empty: the release preset).
+build_in() {
+  local src=$1 dir=$2
+  shift 2
+  if [[ -z $dir ]]; then
+    (cd "$src" && cmake --preset release >/dev/null && cmake --build --preset release --target "$@")
+  else
+    cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+    cmake --build "$dir" --target "$@"
+  fi
+}
+build_in "$root" "$build" "${targets[@]}"
+bin="${build:-$root/build/release}/bench/ring"
 mkdir -p "$out"
 
 run=()
 # A hard time limit in realtime mode: a spinning SCHED_FIFO process that never
 # yields would otherwise keep everything else on the machine off its CPU.
 if ((realtime)); then run=(timeout --signal=KILL 1800 chrt -f 1); fi
+
+machine_notes() {
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' + uncommitted changes')"
+  echo "kernel: $(uname -srm)"
+  echo "realtime: $realtime"
+  lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|L1d|L2|L3|Hypervisor)'
+  echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+if ((large)); then
+  large_bin="${build:-$root/build/release}/bench/large/ringcast_bench_large"
+  large_flags=(--rounds "$reps" --json "$out/large.json")
+  ((quick)) && large_flags=(--rounds 1 --seconds 0.2 --latency-seconds 0.2 --min-latency-messages 200
+                            --memcpy-seconds 0.05 --json "$out/large.json")
+  {
+    machine_notes
+    rc=0
+    "${run[@]}" "$large_bin" "${large_flags[@]}" "${xproc_extra[@]}" || rc=$?
+    echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    exit "$rc"  # 1 if a run lost or garbled a message
+  } | tee "$out/large.txt"
+  exit 0
+fi
+
+if [[ -n $baseline ]]; then
+  # REV's benchmarks from a worktree of its own, removed however this ends.
+  worktree=$(mktemp -d /tmp/ringcast-baseline-XXXXXX)
+  rmdir "$worktree"
+  git -C "$root" worktree add --detach "$worktree" "$baseline" >/dev/null
+  trap 'git -C "$root" worktree remove --force "$worktree"' EXIT
+  build_in "$worktree" "$worktree/build" ringcast_bench_micro ringcast_bench_xproc
+  ab="$out/baseline"
+  rm -rf "$ab" && mkdir -p "$ab"
+  # 52-byte ring figures: the single-thread micro-benchmarks (the Mutex+deque
+  # baseline rows are a control: its code is the same in both builds), one
+  # consumer thread, and the cross-process harness at N = 1 and 4.
+  micro=(--benchmark_filter='^(Push|PushNoConsumer|Recv|Lag|IsFullyDrained)/(ringcast|baseline)(/|$)|^Threads/ringcast(_own_handles)?/consumers:1/'
+         --benchmark_repetitions=1 --benchmark_out_format=json)
+  # shellcheck disable=SC2054  # the commas are the flags' list syntax
+  xproc=(--transports ringcast --consumers 1,4 --modes saturation,rate --apis batch,single --repetitions 1
+         --rate 100000)
+  if ((quick)); then
+    micro+=(--benchmark_min_time=0.05)
+    xproc+=(--messages 200000 --rate-messages 5000)
+  else
+    xproc+=(--messages 2000000 --rate-messages 50000)
+  fi
+  machine_notes > "$ab/machine.txt"
+  echo "baseline: $baseline ($(git -C "$root" rev-parse --short "$baseline"))" >> "$ab/machine.txt"
+  for ((round = 1; round <= reps; round++)); do
+    order=(old new)
+    ((round % 2 == 0)) && order=(new old)  # ABBA: neither build always runs first
+    for who in "${order[@]}"; do
+      dir=$bin
+      [[ $who == old ]] && dir=$worktree/build/bench/ring
+      echo "== round $round: $who micro"
+      "${run[@]}" "$dir/ringcast_bench_micro" "${micro[@]}" --benchmark_out="$ab/$who-micro-$round.json" >/dev/null
+      echo "== round $round: $who xproc"
+      "${run[@]}" "$dir/ringcast_bench_xproc" "${xproc[@]}" "${xproc_extra[@]}" --json "$ab/$who-xproc-$round.json" \
+        | sed "s/^/  /"
+    done
+  done
+  echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$ab/machine.txt"
+  { cat "$ab/machine.txt"; echo; python3 "$root/bench/ring/ab_report.py" "$ab"; } | tee "$out/baseline.md"
+  exit 0
+fi
 
 micro_flags=(--benchmark_repetitions="$reps" --benchmark_display_aggregates_only=true
              --benchmark_out="$out/micro.json" --benchmark_out_format=json)
@@ -60,14 +160,7 @@ if ((quick)); then
                --json "$out/xproc.json")
 fi
 
-{
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "kernel: $(uname -srm)"
-  echo "realtime: $realtime"
-  lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|L1d|L2|L3|Hypervisor)'
-  echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-} > "$out/machine.txt"
+machine_notes > "$out/machine.txt"
 
 echo "== micro-benchmarks (Google Benchmark) -> $out/micro.json"
 "${run[@]}" "$bin/ringcast_bench_micro" "${micro_flags[@]}"

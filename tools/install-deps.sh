@@ -11,6 +11,9 @@ packages=(
   libhiredis-dev redis-tools redis-server
   libnats-dev nats-server
   libzmq3-dev gnuplot-nox python3
+  # The large-message benchmark's iceoryx peer (bench/large): iox-roudi and the
+  # posh C++ API (2.0.x in Debian 12); without them that peer is skipped.
+  iceoryx libiceoryx-posh-dev
   # The Python module (src/python), its tests and benchmark; for /usr/bin/python3.
   pybind11-dev python3-dev python3-numpy python3-pytest python3-zmq
   # WebSocket transport: token HMAC (OpenSSL), the WebSocket client tests use,

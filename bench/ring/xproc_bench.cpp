@@ -24,7 +24,6 @@
 // Output: a short table on stdout and, with --json, every run with its
 // latency percentiles and histogram (tools/plot-latency.sh plots it).
 #include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -50,6 +49,7 @@
 #include "child_process.hpp"
 #include "deadline.hpp"
 #include "histogram.hpp"
+#include "process_report.hpp"
 #include "ringcast/broadcast_ring.hpp"
 #include "sched_slice.hpp"
 #include "workload.hpp"
@@ -93,18 +93,6 @@ struct ConsumerReport {
   LatencyHistogram latency;
 };
 static_assert(std::is_trivially_copyable_v<ConsumerReport>, "sent as bytes");
-
-bool write_all(int fd, const void* data, std::size_t n) {
-  const auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
 
 // Names of the shared resources of one run (unique per harness pid and run).
 struct Names {
@@ -285,12 +273,7 @@ int consumer_main(const ConsumerArgs& a) {
   } catch (const std::exception& e) {
     fail(std::string("consumer: ") + e.what());
   }
-  struct rusage usage {};
-  ::getrusage(RUSAGE_SELF, &usage);
-  const auto ns = [](const timeval& tv) {
-    return static_cast<std::uint64_t>(tv.tv_sec) * 1'000'000'000 + static_cast<std::uint64_t>(tv.tv_usec) * 1'000;
-  };
-  report->cpu_ns = ns(usage.ru_utime) + ns(usage.ru_stime);
+  report->cpu_ns = process_cpu_ns();
   return write_all(kReportFd, report.get(), sizeof *report) ? 0 : 3;
 }
 
@@ -472,13 +455,6 @@ class BoostProducer final : public Producer {
   std::vector<std::unique_ptr<bip::message_queue>>& queues_;
 };
 
-std::string self_exe() {
-  std::array<char, 4096> buf{};
-  const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
-  if (n <= 0) fail("readlink /proc/self/exe");
-  return std::string(buf.data(), static_cast<std::size_t>(n));
-}
-
 RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_index) {
   RunResult res;
   res.s = s;
@@ -537,7 +513,9 @@ RunResult run_one(const Options& o, const Scenario& s, int repetition, int run_i
   // --- consumers -----------------------------------------------------------
   // Each consumer is this binary again, its stdout a pipe (kReportFd) and its
   // stderr ours.
-  const std::string exe = self_exe();
+  const std::optional<std::string> self = self_exe();
+  if (!self) fail("readlink /proc/self/exe");
+  const std::string& exe = *self;
   std::vector<test::ChildProcess> children;
   for (int i = 0; i < s.consumers; ++i) {
     const int cpu =
@@ -718,22 +696,6 @@ std::string json_run(const RunResult& r) {
       name(r.idle), r.seconds, r.producer_seconds, r.msgs_per_sec(), r.received, r.bad, r.stalls, r.send_calls,
       r.full_hits, r.consumer_cpu_pct(), l.count(), l.min(), l.percentile(0.50), l.percentile(0.90), l.percentile(0.99),
       l.percentile(0.999), l.max(), l.mean(), hist);
-}
-
-std::string host_line(const char* cmd) {
-  std::string out;
-  if (FILE* f = ::popen(cmd, "r")) {
-    std::array<char, 256> buf{};
-    if (std::fgets(buf.data(), buf.size(), f) != nullptr) out = buf.data();
-    ::pclose(f);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  std::string escaped;
-  for (const char c : out) {
-    if (c == '"' || c == '\\') escaped += '\\';
-    escaped += c;
-  }
-  return escaped;
 }
 
 int harness_main(const Options& o, const std::string& command_line) {
