@@ -521,16 +521,23 @@ class BroadcastRing {
   // Classifies a read of `pos` that was not ok, re-reading a half-written
   // slot for a bounded spin. On ok the message is in `out` and the cursor is
   // NOT moved (the caller advances it once the message is delivered); on a lap
-  // the cursor moves past the overwritten messages. kRecord is returned as
-  // status ok with `w0` set and nothing copied.
-  RecvResult recv_slow(ConsumerId id, std::uint64_t pos, ReadOutcome outcome, std::byte* out,
-                       std::uint64_t& w0) noexcept;
+  // the cursor moves past the overwritten messages. A record found by the
+  // re-read is returned as status ok with its header's words[0] in `missed`
+  // (never 0: it has kRecordBit) and nothing copied; an inline message has
+  // missed 0. (A value, not an out-parameter: the hot callers keep their
+  // locals in registers.)
+  RecvResult recv_slow(ConsumerId id, std::uint64_t pos, ReadOutcome outcome, std::byte* out) noexcept;
+  // try_recv past its fast path: a record, or any outcome but an inline message.
+  RecvResult recv_other(ConsumerId id, std::uint64_t pos, ReadOutcome outcome, std::uint64_t w0,
+                        std::span<std::byte> out) noexcept;
+  // try_recv into a buffer of fewer than 52 bytes (through one of 52).
+  RecvResult recv_short(ConsumerId id, std::span<std::byte> out) noexcept;
   Errc claim_slow() noexcept;
   Errc full_slow(std::uint64_t slots) noexcept;
 
   // --- records (src/ring/record.cpp) ---
-  // Writes one message of any size at seq_ without publishing it.
-  [[nodiscard]] Errc push_one(std::span<const std::byte> payload) noexcept;
+  // Writes a message of more than 52 bytes at seq_ without publishing it.
+  [[nodiscard]] Errc write_record(std::span<const std::byte> payload) noexcept;
   Errc push_record(std::span<const std::byte> payload) noexcept;
   // Reserves `slots` for a record at the head, first filling the rest of a
   // block with a padding record if the record would cross its end. Sets pos.
@@ -833,27 +840,15 @@ inline void BroadcastRing::advance_cursor(ConsumerId id, std::uint64_t next) noe
 inline RecvResult BroadcastRing::try_recv(ConsumerId id, std::span<std::byte> out) noexcept {
   if (!owns(id)) [[unlikely]]
     return {Errc::invalid_consumer};
+  if (out.size() < kMaxPayload) [[unlikely]]
+    return recv_short(id, out);
   // relaxed: only this consumer writes its cursor (invariant 1).
   const std::uint64_t pos = consumer(id).cursor.load(std::memory_order_relaxed);
-  // A short buffer takes the message through a 52-byte one.
-  alignas(8) std::byte small[kMaxPayload];
-  std::byte* dst = out.size() >= kMaxPayload ? out.data() : small;
   std::uint32_t length = 0;
   std::uint64_t w0 = 0;
-  ReadOutcome outcome = read_slot(pos, dst, length, w0, lappable(id, pos));
-  if (outcome != ReadOutcome::kOk) [[unlikely]] {
-    if (outcome != ReadOutcome::kRecord) {
-      const RecvResult r = recv_slow(id, pos, outcome, dst, w0);
-      if (r.status != Errc::ok) return r;
-      length = r.length;
-      if (w0 != 0) outcome = ReadOutcome::kRecord;
-    }
-    if (outcome == ReadOutcome::kRecord) return recv_record(id, pos, w0, out);
-  }
-  if (dst != out.data()) {
-    if (length > out.size()) return {Errc::buffer_too_small, length};
-    std::memcpy(out.data(), small, length);
-  }
+  const ReadOutcome outcome = read_slot(pos, out.data(), length, w0, lappable(id, pos));
+  if (outcome != ReadOutcome::kOk) [[unlikely]]
+    return recv_other(id, pos, outcome, w0, out);
   advance_cursor(id, pos + 1);
   return {Errc::ok, length};
 }
@@ -877,9 +872,10 @@ BatchResult BroadcastRing::drain(ConsumerId id, OnMessage&& on_message,
       // Nothing read yet: let the single-message slow path classify it (it
       // moves the cursor only on a lap). A message it read is delivered like
       // any other below, so a throwing on_message leaves the cursor alone.
-      const RecvResult r = recv_slow(id, pos, outcome, buffer, w0);
+      const RecvResult r = recv_slow(id, pos, outcome, buffer);
       if (r.status != Errc::ok) return {0, r.status, r.missed};
       length = r.length;
+      w0 = r.missed;
       outcome = w0 != 0 ? ReadOutcome::kRecord : ReadOutcome::kOk;
     }
     if (outcome == ReadOutcome::kRecord) [[unlikely]] {
@@ -911,10 +907,7 @@ std::uint64_t BroadcastRing::drain_record(ConsumerId id, std::uint64_t pos, std:
     // A batch that has passed messages stops here and leaves the
     // classification to the next call; an empty one classifies it now (a lap
     // moves the cursor, like try_recv's).
-    if (first) {
-      std::uint64_t unused = 0;
-      r = recv_slow(id, pos, rec.outcome, nullptr, unused);
-    }
+    if (first) r = recv_slow(id, pos, rec.outcome, nullptr);
     return 0;
   }
   if (!rec.padding) on_message(rec.data);

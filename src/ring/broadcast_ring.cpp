@@ -722,8 +722,7 @@ Result<std::size_t> BroadcastRing::reap_dead_consumers() {
   return reaped;
 }
 
-RecvResult BroadcastRing::recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcome outcome, std::byte* out,
-                                    std::uint64_t& w0) noexcept {
+RecvResult BroadcastRing::recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcome outcome, std::byte* out) noexcept {
   for (int spins = 0;; ++spins) {
     switch (outcome) {
       case ReadOutcome::kOk:  // only reached through the re-read below
@@ -769,9 +768,10 @@ RecvResult BroadcastRing::recv_slow(ConsumerId id, std::uint64_t seq, ReadOutcom
         break;
     }
     std::uint32_t length = 0;
+    std::uint64_t w0 = 0;
     outcome = read_slot(seq, out, length, w0, lappable(id, seq));
     // the caller advances the cursor (and reads a record's bytes)
-    if (outcome == ReadOutcome::kOk || outcome == ReadOutcome::kRecord) return {Errc::ok, length};
+    if (outcome == ReadOutcome::kOk || outcome == ReadOutcome::kRecord) return {Errc::ok, length, w0};
   }
 }
 

@@ -113,12 +113,7 @@ void BroadcastRing::commit_record(std::uint64_t pos, std::uint32_t kind, std::ui
   s.version.store(2 * pos + 2, std::memory_order_release);
 }
 
-Errc BroadcastRing::push_one(std::span<const std::byte> payload) noexcept {
-  if (payload.size() <= kMaxPayload) {
-    if (const Errc e = check_room(1); e != Errc::ok) return e;
-    write_inline(payload);
-    return Errc::ok;
-  }
+Errc BroadcastRing::write_record(std::span<const std::byte> payload) noexcept {
   if (payload.size() > max_message_) return Errc::payload_too_large;
   const std::uint64_t slots = layout::record_slots(payload.size());
   std::uint64_t pos = 0;
@@ -139,7 +134,7 @@ Errc BroadcastRing::push_one(std::span<const std::byte> payload) noexcept {
 }
 
 Errc BroadcastRing::push_record(std::span<const std::byte> payload) noexcept {
-  const Errc e = push_one(payload);
+  const Errc e = write_record(payload);
   if (e == Errc::ok) publish(seq_);
   return e;
 }
@@ -149,7 +144,12 @@ BatchResult BroadcastRing::try_push_batch(std::span<const std::span<const std::b
   std::size_t count = 0;
   Errc status = Errc::ok;
   for (const auto& payload : payloads) {
-    if (status = push_one(payload); status != Errc::ok) break;
+    if (payload.size() <= kMaxPayload) {
+      if (status = check_room(1); status != Errc::ok) break;
+      write_inline(payload);
+    } else if (status = write_record(payload); status != Errc::ok) {
+      break;
+    }
     ++count;
   }
   if (seq_ != start) publish(seq_);
@@ -260,12 +260,45 @@ BroadcastRing::RecordRead BroadcastRing::read_record(ConsumerId id, std::uint64_
   return rec;
 }
 
+RecvResult BroadcastRing::recv_other(ConsumerId id, std::uint64_t pos, ReadOutcome outcome, std::uint64_t w0,
+                                     std::span<std::byte> out) noexcept {
+  if (outcome != ReadOutcome::kRecord) {
+    const RecvResult r = recv_slow(id, pos, outcome, out.data());
+    if (r.status != Errc::ok) return r;
+    if (r.missed == 0) {  // an inline message, now in `out`
+      advance_cursor(id, pos + 1);
+      return {Errc::ok, r.length};
+    }
+    w0 = r.missed;
+  }
+  return recv_record(id, pos, w0, out);
+}
+
+RecvResult BroadcastRing::recv_short(ConsumerId id, std::span<std::byte> out) noexcept {
+  // relaxed: only this consumer writes its cursor (invariant 1).
+  const std::uint64_t pos = consumer(id).cursor.load(std::memory_order_relaxed);
+  alignas(8) std::byte small[kMaxPayload];
+  std::uint32_t length = 0;
+  std::uint64_t w0 = 0;
+  const ReadOutcome outcome = read_slot(pos, small, length, w0, lappable(id, pos));
+  if (outcome != ReadOutcome::kOk) {
+    if (outcome == ReadOutcome::kRecord) return recv_record(id, pos, w0, out);
+    const RecvResult r = recv_slow(id, pos, outcome, small);
+    if (r.status != Errc::ok) return r;
+    if (r.missed != 0) return recv_record(id, pos, r.missed, out);
+    length = r.length;
+  }
+  if (length > out.size()) return {Errc::buffer_too_small, length};
+  if (length != 0) std::memcpy(out.data(), small, length);
+  advance_cursor(id, pos + 1);
+  return {Errc::ok, length};
+}
+
 RecvResult BroadcastRing::recv_record(ConsumerId id, std::uint64_t pos, std::uint64_t w0,
                                       std::span<std::byte> out) noexcept {
   const RecordRead rec = read_record(id, pos, w0, out.data(), out.size(), true);
   if (rec.outcome != ReadOutcome::kOk) {
-    std::uint64_t unused = 0;
-    return recv_slow(id, pos, rec.outcome, nullptr, unused);
+    return recv_slow(id, pos, rec.outcome, nullptr);
   }
   if (rec.padding) {
     advance_cursor(id, pos + rec.slots);
@@ -287,9 +320,10 @@ MessageView BroadcastRing::try_view(ConsumerId id) noexcept {
   std::uint64_t w0 = 0;
   const ReadOutcome outcome = read_slot(pos, buffer, length, w0, lappable(id, pos));
   if (outcome != ReadOutcome::kOk && outcome != ReadOutcome::kRecord) {
-    const RecvResult r = recv_slow(id, pos, outcome, buffer, w0);
+    const RecvResult r = recv_slow(id, pos, outcome, buffer);
     if (r.status != Errc::ok) return {r.status, {}, false, r.missed};
     length = r.length;
+    w0 = r.missed;
   }
   if (w0 == 0) {
     local.view_next = pos + 1;
@@ -297,8 +331,7 @@ MessageView BroadcastRing::try_view(ConsumerId id) noexcept {
   }
   const RecordRead rec = read_record(id, pos, w0, buffer, buffer_bytes_, true);
   if (rec.outcome != ReadOutcome::kOk) {
-    std::uint64_t unused = 0;
-    const RecvResult r = recv_slow(id, pos, rec.outcome, nullptr, unused);
+    const RecvResult r = recv_slow(id, pos, rec.outcome, nullptr);
     return {r.status, {}, false, r.missed};
   }
   if (rec.padding) {
