@@ -631,9 +631,14 @@ class BroadcastRing {
   std::uint64_t messages_ = 0;       // messages written (TailLine::messages, display)
   std::uint64_t payload_bytes_ = 0;  // and their bytes (TailLine::payload_bytes)
   std::uint64_t intent_ = 0;         // the last write_intent stored (records_ rings)
-  std::uint64_t cached_min_ = 0;     // a lower bound on every active cursor
-  std::int64_t next_reap_ns_ = 0;    // rate limit for reap_on_full, on reap_clock_
-  ClockNs reap_clock_ = nullptr;     // read only when full_slow considers reaping
+  // No slot at a position >= this can hold a previous lap's record bytes,
+  // so the head stamp's check is skipped there (begin_write): one lap past
+  // the end of the last record, padding or claim written, and one lap past
+  // the position a producer took over at (docs/memory-ordering.md, "Records").
+  std::uint64_t stamp_below_ = 0;
+  std::uint64_t cached_min_ = 0;   // a lower bound on every active cursor
+  std::int64_t next_reap_ns_ = 0;  // rate limit for reap_on_full, on reap_clock_
+  ClockNs reap_clock_ = nullptr;   // read only when full_slow considers reaping
   // Fenced mode (docs/memory-ordering.md, "Fenced mode"): while consumers
   // sleep, the producer makes a system call per wake anyway, so it takes the
   // full fence on itself and spares each sleeper a membarrier.
@@ -763,8 +768,10 @@ inline void BroadcastRing::begin_write(std::uint64_t end) noexcept {
   // record (read_record): a reader that saw any store below or after it in
   // a slot it copied then sees the intent above and discards its copy.
   std::atomic_thread_fence(std::memory_order_release);
-  // The head stamp (invariant 9). relaxed load: only producers wrote this
-  // slot, the last of them ordered before us by the producer lock.
+  // The head stamp (invariant 9), only within a lap of a record: elsewhere
+  // the slot holds a header or is untouched. relaxed load: only producers
+  // wrote this slot, the last of them ordered before us by the producer lock.
+  if (end >= stamp_below_) return;
   layout::Slot& next = slot(end);
   if (next.version.load(std::memory_order_relaxed) > 2 * end) [[unlikely]] {
     // Payload bytes of an earlier lap (a record's inner slot): make them read

@@ -441,6 +441,7 @@ BroadcastRing& BroadcastRing::operator=(BroadcastRing&& other) noexcept {
   messages_ = other.messages_;
   payload_bytes_ = other.payload_bytes_;
   intent_ = other.intent_;
+  stamp_below_ = other.stamp_below_;
   cached_min_ = other.cached_min_;
   next_reap_ns_ = other.next_reap_ns_;
   reap_clock_ = other.reap_clock_;
@@ -528,6 +529,9 @@ Result<void> BroadcastRing::claim_producer() {
   // written up to it (an open claim) before it died.
   layout::TailLine& tail = header_->tail;
   intent_ = std::max(tail.write_intent.load(std::memory_order_relaxed), seq);
+  // A previous producer may have left record bytes in any slot: check every
+  // stamp for a lap, by the end of which we have written every slot.
+  stamp_below_ = seq + capacity_;
   messages_ = tail.messages.load(std::memory_order_relaxed);
   payload_bytes_ = tail.payload_bytes.load(std::memory_order_relaxed);
   // A previous producer may have left fenced mode on: consumers that see the

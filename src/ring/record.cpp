@@ -89,6 +89,10 @@ Errc BroadcastRing::reserve_record(std::uint64_t slots, std::uint64_t& pos) noex
     pad += left;
   }
   if (const Errc e = check_room(pad + slots); e != Errc::ok) return e;
+  // Inner slots from here to the record's end hold payload bytes (or, in a
+  // padding, whatever they held): stamps up to a lap past it are checked.
+  // Before begin_write, which may stamp inside the room a claim leaves.
+  stamp_below_ = std::max(stamp_below_, seq_ + pad + slots + capacity_);
   begin_write(seq_ + pad + slots);
   // A padding's inner slots are not written: readers skip them, and the
   // record after it starts at a boundary, whose slot holds a header in every
