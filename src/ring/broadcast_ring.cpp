@@ -597,20 +597,25 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
   for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
     layout::ConsumerEntry& c = consumer(id);
     const std::uint32_t bit = 1U << id;
-    // relaxed: handle bookkeeping, as below.
+    // relaxed: a hint only; the fetch_or below decides.
     if ((owned_.load(std::memory_order_relaxed) & bit) != 0) continue;
+    // Reserve the id within this handle first: threads of one handle share its
+    // open file description, so the lock below cannot tell them apart. The
+    // bit also hands local_[id] from thread to thread within this handle:
+    // acquire pairs with the release of every fetch_and that gives the bit
+    // back, so we see the previous holder's writes to local_[id]. The shared
+    // entry itself is handed over by the lock or the state CAS, not this word.
+    if ((owned_.fetch_or(bit, std::memory_order_acquire) & bit) != 0) continue;
     ConsumerLocal& local = local_[id];
     if (!local.buffer) {
       // Views and drain copy into it where they cannot read in place; kept
       // for the id's next registrant through this handle.
       local.buffer.reset(new (std::nothrow) std::byte[buffer_bytes_]);
-      if (!local.buffer) return make_error(Errc::io_error, "register_consumer: copy buffer", ENOMEM);
+      if (!local.buffer) {
+        owned_.fetch_and(~bit, std::memory_order_release);
+        return make_error(Errc::io_error, "register_consumer: copy buffer", ENOMEM);
+      }
     }
-    // Reserve the id within this handle first: threads of one handle share its
-    // open file description, so the lock below cannot tell them apart.
-    // relaxed (here and below): owned_ is this handle's bookkeeping; the entry
-    // itself is handed over by the lock or the state CAS, not by this word.
-    if ((owned_.fetch_or(bit, std::memory_order_relaxed) & bit) != 0) continue;
     if (fd_ >= 0) {
       // The entry's lock serialises its owners across handles and processes:
       // whoever holds it owns the entry. An entry still marked active whose
@@ -618,7 +623,7 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
       // unregistering: it is reused.
       const int err = detail::try_lock(fd_, detail::consumer_lock(id));
       if (err != 0) {
-        owned_.fetch_and(~bit, std::memory_order_relaxed);
+        owned_.fetch_and(~bit, std::memory_order_release);
         if (err == EAGAIN) continue;
         return make_error(Errc::io_error, "register_consumer: fcntl", err);
       }
@@ -629,7 +634,7 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
       // entry is ours after this.
       if (!c.state.compare_exchange_strong(expected, kConsumerActive, std::memory_order_acquire,
                                            std::memory_order_relaxed)) {
-        owned_.fetch_and(~bit, std::memory_order_relaxed);
+        owned_.fetch_and(~bit, std::memory_order_release);
         continue;
       }
     }
@@ -690,13 +695,17 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
 
 Errc BroadcastRing::unregister_consumer(ConsumerId id) noexcept {
   if (!owns(id)) return Errc::invalid_consumer;
-  // relaxed: handle bookkeeping, as in register_consumer.
-  owned_.fetch_and(~(1U << id), std::memory_order_relaxed);
   // release: our last cursor store and slot reads happen-before a later
   // registrant's acquire (CAS or lock) of the entry, and the producer's
   // acquire load of state in full_slow.
   consumer(id).state.store(kConsumerFree, std::memory_order_release);
   if (fd_ >= 0) detail::unlock(fd_, detail::consumer_lock(id));
+  // Last: until the bit clears no other thread of this handle can take the id,
+  // so none can take the lock (its owner is this open file description, shared
+  // by all our threads) just before the unlock above drops it. release: hands
+  // local_[id] to that next registrant (the acquire fetch_or in
+  // register_consumer).
+  owned_.fetch_and(~(1U << id), std::memory_order_release);
   wake_producer_after_free();
   return Errc::ok;
 }

@@ -3,6 +3,7 @@
 // producer. The blocking waits are in wait_test.cpp.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <optional>
 #include <stdexcept>
@@ -193,6 +194,61 @@ TEST(ConcurrencyTest, ConsumersRegisteringDuringFullSpeedRecordPushSeeContiguous
   producer.join();
   EXPECT_EQ(counts.torn.load(), 0U);
   EXPECT_EQ(counts.out_of_order.load(), 0U);
+}
+
+// Threads sharing one handle register and unregister at once while another
+// handle reaps: no id is ever held by two threads, every registration gets
+// the id's copy buffer (a drain through it works), and the reaper never frees
+// an entry whose owner is alive. The reaper catches an unregister that gives
+// the id back to the handle before dropping its lock (another thread of the
+// handle takes the lock, which this handle already holds, and then loses it);
+// TSan catches a copy buffer handed between threads without synchronisation.
+TEST(ConcurrencyTest, ThreadsOfOneHandleRegisterAndUnregisterWhileAnotherHandleReaps) {
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 400;
+  test::TempDir dir;
+  const std::string path = dir.path() + "/ring";
+  auto ring = BroadcastRing::create(path, 64);
+  ASSERT_TRUE(ring);
+  auto reaper = BroadcastRing::open(path);
+  ASSERT_TRUE(reaper);
+  std::array<std::atomic<int>, kMaxConsumers> holders{};
+  std::atomic<int> overlaps{0};
+  std::atomic<int> failures{0};
+  std::atomic<std::size_t> reaped{0};
+  std::atomic<bool> stop{false};
+  std::thread reaping([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      auto n = reaper->reap_dead_consumers();
+      if (!n) failures.fetch_add(1);
+      else reaped.fetch_add(*n);
+    }
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int round = 0; round < kRounds; ++round) {
+        auto id = ring->register_consumer();
+        if (!id) {
+          failures.fetch_add(1);
+          return;
+        }
+        if (holders[*id].fetch_add(1) != 0) overlaps.fetch_add(1);
+        const BatchResult drained = ring->drain(*id, [](std::span<const std::byte>) {}, 8);
+        if (drained.status != Errc::empty) failures.fetch_add(1);
+        holders[*id].fetch_sub(1);
+        if (ring->unregister_consumer(*id) != Errc::ok) failures.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  stop.store(true);
+  reaping.join();
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(reaped.load(), 0U);
+  const RingStatus status = ring->status();
+  for (const ConsumerStatus& c : status.consumers) EXPECT_FALSE(c.active);
 }
 
 // drain's first-message slow path: a slot still half-written when drain first
