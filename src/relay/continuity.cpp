@@ -1,5 +1,6 @@
 #include "ringcast/relay/continuity.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -37,8 +38,15 @@ std::string_view to_string(Continuity c) noexcept {
   return "unknown";
 }
 
+std::uint64_t ContinuityChecker::missing(const Stream& s, std::uint64_t from, std::uint32_t run,
+                                         std::uint64_t msg) noexcept {
+  // Numbers of one run count messages exactly; anything else counts positions.
+  if (msg != kNoMsg && s.next_msg != kNoMsg && run == s.run && msg >= s.next_msg) return msg - s.next_msg;
+  return from - s.last - 1;
+}
+
 ContinuityResult ContinuityChecker::check_from(std::string_view source, std::uint64_t from, std::uint64_t seq,
-                                               std::uint64_t count) {
+                                               std::uint64_t count, std::uint32_t run, std::uint64_t msg) {
   if (count == 0) count = 1;
   if (from > seq) from = seq;
   if (source.empty()) {
@@ -46,6 +54,7 @@ ContinuityResult ContinuityChecker::check_from(std::string_view source, std::uin
     return {Continuity::kUnsequenced};
   }
   const std::uint64_t end = seq + count - 1;  // the batch's last sequence
+  const std::uint64_t next_msg = msg == kNoMsg ? kNoMsg : msg + count;
   const SourceName name = split_source(source);
   auto it = streams_.find(name.stream);
   if (it == streams_.end()) {
@@ -53,7 +62,7 @@ ContinuityResult ContinuityChecker::check_from(std::string_view source, std::uin
       stats_.untracked += count;
       return {Continuity::kUntracked};
     }
-    streams_.emplace(std::string(name.stream), Stream{std::string(name.instance), end});
+    streams_.emplace(std::string(name.stream), Stream{std::string(name.instance), end, run, next_msg});
     stats_.sources = streams_.size();
     stats_.checked += count;
     return {Continuity::kFirst};
@@ -63,11 +72,15 @@ ContinuityResult ContinuityChecker::check_from(std::string_view source, std::uin
   if (s.instance != name.instance) {  // invariant 3
     s.instance.assign(name.instance);
     s.last = end;
+    s.run = run;
+    s.next_msg = next_msg;
     ++stats_.restarts;
     return {Continuity::kRestart};
   }
   if (from == s.last + 1) {
     s.last = end;
+    s.run = run;
+    s.next_msg = next_msg;
     return {Continuity::kInOrder};
   }
   if (end <= s.last) {  // invariant 2
@@ -80,10 +93,15 @@ ContinuityResult ContinuityChecker::check_from(std::string_view source, std::uin
     const std::uint64_t skip = seq <= s.last ? s.last - seq + 1 : 0;
     stats_.duplicates += skip;
     s.last = end;
+    s.run = run;
+    s.next_msg = next_msg;
     return {Continuity::kInOrder, 0, skip};
   }
-  const std::uint64_t lost = from - s.last - 1;
+  const std::uint64_t lost = missing(s, from, run, msg);
   s.last = end;
+  s.run = run;
+  s.next_msg = next_msg;
+  if (lost == 0) return {Continuity::kInOrder};  // positions without messages (a lap of nothing, paddings)
   ++stats_.gaps;
   stats_.lost += lost;
   return {Continuity::kGap, lost};
@@ -99,8 +117,18 @@ bool parse_u64(const char* text, std::uint64_t& out) {
 
 }  // namespace
 
+bool parse_msg_number(const char* text, std::uint32_t& run, std::uint64_t& m) noexcept {
+  const char* end = text + std::strlen(text);
+  const char* dot = std::find(text, end, '.');
+  if (dot == end || dot == text || dot + 1 == end) return false;
+  const auto r = std::from_chars(text, dot, run, 16);
+  if (r.ec != std::errc() || r.ptr != dot) return false;
+  const auto n = std::from_chars(dot + 1, end, m);
+  return n.ec == std::errc() && n.ptr == end && m != kNoMsg;
+}
+
 ContinuityResult ContinuityChecker::check_headers(const char* source, const char* seq, const char* count,
-                                                  const char* from) {
+                                                  const char* from, const char* msg) {
   std::uint64_t n = 0;
   std::uint64_t k = 1;
   std::uint64_t f = 0;
@@ -108,7 +136,38 @@ ContinuityResult ContinuityChecker::check_headers(const char* source, const char
       (count != nullptr && (!parse_u64(count, k) || k == 0)) || (from != nullptr && (!parse_u64(from, f) || f > n))) {
     return check({}, 0, 1);
   }
-  return check_from(source, from != nullptr ? f : n, n, k);
+  std::uint32_t run = 0;
+  std::uint64_t m = kNoMsg;
+  if (msg != nullptr && !parse_msg_number(msg, run, m)) m = kNoMsg;
+  return check_from(source, from != nullptr ? f : n, n, k, run, m);
+}
+
+ContinuityResult ContinuityChecker::check_probe(const char* source, const char* seq, const char* msg) {
+  std::uint64_t n = 0;
+  std::uint32_t run = 0;
+  std::uint64_t m = kNoMsg;
+  if (source == nullptr || seq == nullptr || !parse_u64(seq, n)) return {Continuity::kUnsequenced};
+  if (msg != nullptr && !parse_msg_number(msg, run, m)) m = kNoMsg;
+  const SourceName name = split_source(source);
+  auto it = streams_.find(name.stream);
+  // Unknown, or another instance: nothing to compare with; the next message is the baseline.
+  if (it == streams_.end() || it->second.instance != name.instance) return {Continuity::kFirst};
+  Stream& s = it->second;
+  if (n <= s.last) return {Continuity::kDuplicate};  // everything up to it arrived
+  // Messages below m were published: the missing ones are m - next_msg.
+  std::uint64_t lost = 0;
+  if (m != kNoMsg && s.next_msg != kNoMsg && run == s.run) {
+    lost = m >= s.next_msg ? m - s.next_msg : 0;
+  } else {
+    lost = n - s.last;
+  }
+  s.last = n;
+  s.run = run;
+  s.next_msg = m;
+  if (lost == 0) return {Continuity::kInOrder};
+  ++stats_.gaps;
+  stats_.lost += lost;
+  return {Continuity::kGap, lost};
 }
 
 }  // namespace ringcast::relay

@@ -46,6 +46,24 @@ constexpr RingSeries kRingSeries[] = {
      &RingStats::reopens},
 };
 
+// Credit window routes only (docs/scale-out.md, "Credit window").
+constexpr RingSeries kWindowSeries[] = {
+    {"ringcast_relay_window_size", "Credit window: ring positions allowed in flight.", MetricType::kGauge,
+     &RingStats::window_size},
+    {"ringcast_relay_window_in_flight", "Credit window: last published position - lowest acknowledged.",
+     MetricType::kGauge, &RingStats::window_in_flight},
+    {"ringcast_relay_window_ingresses", "Credit window: ingresses acknowledging now.", MetricType::kGauge,
+     &RingStats::window_ingresses},
+    {"ringcast_relay_window_waits_total", "Credit window: times it was full and the ring waited.", MetricType::kCounter,
+     &RingStats::window_waits},
+    {"ringcast_relay_window_probes_total", "Credit window: probes sent while waiting without progress.",
+     MetricType::kCounter, &RingStats::window_probes},
+    {"ringcast_relay_window_acks_total", "Credit window: acknowledgements received.", MetricType::kCounter,
+     &RingStats::window_acks},
+    {"ringcast_relay_window_expired_total", "Credit window: ingresses no longer waited for (silent too long).",
+     MetricType::kCounter, &RingStats::window_expired},
+};
+
 struct JsSeries {
   const char* name;
   const char* help;
@@ -98,6 +116,10 @@ struct IngressSeries {
 };
 
 constexpr IngressSeries kIngressSeries[] = {
+    {"ringcast_nats_in_acks_total", "Credit window acknowledgements sent.", MetricType::kCounter,
+     &NatsIngressStats::acks},
+    {"ringcast_nats_in_probes_total", "Credit window probes received.", MetricType::kCounter,
+     &NatsIngressStats::probes},
     {"ringcast_nats_in_received_total", "Messages libnats handed to the ingress.", MetricType::kCounter,
      &NatsIngressStats::received},
     {"ringcast_nats_in_delivered_total", "Messages pushed into the ring / published to the broker.",
@@ -176,6 +198,17 @@ void write_ingress_metrics(PrometheusWriter& w, std::span<const NatsIngressStats
     w.header(s.name, s.help, s.type);
     for (const NatsIngressStats& i : ingress) w.sample(s.name, ingress_labels(i), static_cast<double>(i.*s.field));
   }
+  // Ring routes: ring B's header, what every ingress into it counted as lost.
+  w.header("ringcast_nats_in_upstream_lost", "Ring: the ring's upstream_lost (messages lost before it).",
+           MetricType::kGauge);
+  for (const NatsIngressStats& i : ingress) {
+    if (i.to_ring) w.sample("ringcast_nats_in_upstream_lost", ingress_labels(i), static_cast<double>(i.upstream_lost));
+  }
+  w.header("ringcast_nats_in_upstream_gaps", "Ring: the ring's upstream_gaps (gap events behind upstream_lost).",
+           MetricType::kGauge);
+  for (const NatsIngressStats& i : ingress) {
+    if (i.to_ring) w.sample("ringcast_nats_in_upstream_gaps", ingress_labels(i), static_cast<double>(i.upstream_gaps));
+  }
   // --jetstream routes only.
   for (const IngressSeries& s : kIngressJsSeries) {
     w.header(s.name, s.help, s.type);
@@ -192,10 +225,12 @@ std::string ingress_info_lines(std::span<const NatsIngressStats> ingress) {
     out += fmt::format(
         "nats_in_{}:subject={},{}={},received={},delivered={},gaps={},lost={},restarts={},duplicates={},"
         "unsequenced={},malformed={},oversize={},full_waits={},refused={},loss_notices={},pending={},pending_bytes={},"
-        "max_pending={},pending_limit={},pending_limit_bytes={},dropped={}\r\n",
+        "max_pending={},pending_limit={},pending_limit_bytes={},dropped={},acks={},probes={}{}\r\n",
         i, s.subject, s.to_ring ? "ring" : "channel", s.target, s.received, s.delivered, s.gaps, s.lost, s.restarts,
         s.duplicates, s.unsequenced, s.malformed, s.oversize, s.full_waits, s.refused, s.loss_notices, s.pending_msgs,
-        s.pending_bytes, s.max_pending_msgs, s.pending_limit_msgs, s.pending_limit_bytes, s.dropped);
+        s.pending_bytes, s.max_pending_msgs, s.pending_limit_msgs, s.pending_limit_bytes, s.dropped, s.acks, s.probes,
+        s.to_ring ? fmt::format(",upstream_lost={},upstream_gaps={}", s.upstream_lost, s.upstream_gaps)
+                  : std::string());
     if (s.jetstream) {
       out += fmt::format(
           "nats_in_{}_jetstream:durable={},resumed_at={},redelivered_bound={},redeliveries={},acks={},"
@@ -210,6 +245,12 @@ void write_relay_metrics(PrometheusWriter& w, std::span<const RingStats> rings, 
   for (const RingSeries& s : kRingSeries) {
     w.header(s.name, s.help, s.type);
     for (const RingStats& r : rings) w.sample(s.name, ring_labels(r), static_cast<double>(r.*s.field));
+  }
+  for (const RingSeries& s : kWindowSeries) {
+    w.header(s.name, s.help, s.type);
+    for (const RingStats& r : rings) {
+      if (r.window) w.sample(s.name, ring_labels(r), static_cast<double>(r.*s.field));
+    }
   }
   w.header("ringcast_relay_ring_producer_alive", "1 when a live process holds the ring's producer role.",
            MetricType::kGauge);

@@ -130,8 +130,36 @@ void NatsConnection::close(std::chrono::milliseconds flush_timeout) noexcept {
   if (conn_ != nullptr) natsConnection_Close(conn_);
 }
 
+namespace {
+
+// "<run hex>.<msg>" into `out` (NUL-terminated); 8 + 1 + 20 + 1 bytes at most.
+void format_msg_number(char (&out)[32], std::uint32_t run, std::uint64_t msg) noexcept {
+  char* p = std::to_chars(out, out + 8, run, 16).ptr;
+  *p++ = '.';
+  *std::to_chars(p, out + sizeof out - 1, msg).ptr = '\0';
+}
+
+}  // namespace
+
+bool NatsConnection::publish_probe(const char* subject, const char* source, std::uint64_t seq,
+                                   const Tag& tag) noexcept {
+  char seq_text[24];
+  *std::to_chars(seq_text, seq_text + sizeof seq_text - 1, seq).ptr = '\0';
+  char msg_text[32];
+  format_msg_number(msg_text, tag.run, tag.msg);
+  natsMsg* msg = nullptr;
+  natsStatus s = natsMsg_Create(&msg, subject, tag.reply, nullptr, 0);
+  if (s == NATS_OK) s = natsMsgHeader_Set(msg, kSourceHeader, source);
+  if (s == NATS_OK) s = natsMsgHeader_Set(msg, kSeqHeader, seq_text);
+  if (s == NATS_OK) s = natsMsgHeader_Set(msg, kMsgHeader, msg_text);
+  if (s == NATS_OK) s = natsMsgHeader_Set(msg, kProbeHeader, "1");
+  if (s == NATS_OK) s = natsConnection_PublishMsg(conn_, msg);
+  natsMsg_Destroy(msg);  // null-safe
+  return s == NATS_OK;
+}
+
 bool NatsConnection::publish(const char* subject, std::string_view body, const char* source, std::uint64_t seq,
-                             std::uint64_t count, std::uint64_t from) noexcept {
+                             std::uint64_t count, std::uint64_t from, const Tag* tag) noexcept {
   char seq_text[24];
   *std::to_chars(seq_text, seq_text + sizeof seq_text - 1, seq).ptr = '\0';
   char count_text[24];
@@ -139,11 +167,17 @@ bool NatsConnection::publish(const char* subject, std::string_view body, const c
   char from_text[24];
   *std::to_chars(from_text, from_text + sizeof from_text - 1, from).ptr = '\0';
   natsMsg* msg = nullptr;
-  natsStatus s = natsMsg_Create(&msg, subject, nullptr, body.data(), static_cast<int>(body.size()));
+  natsStatus s =
+      natsMsg_Create(&msg, subject, tag != nullptr ? tag->reply : nullptr, body.data(), static_cast<int>(body.size()));
   if (s == NATS_OK) s = natsMsgHeader_Set(msg, kSourceHeader, source);
   if (s == NATS_OK) s = natsMsgHeader_Set(msg, kSeqHeader, seq_text);
   if (s == NATS_OK && count > 0) s = natsMsgHeader_Set(msg, kCountHeader, count_text);
   if (s == NATS_OK && from != kFromSeq && from != seq) s = natsMsgHeader_Set(msg, kFromHeader, from_text);
+  if (s == NATS_OK && tag != nullptr) {
+    char msg_text[32];
+    format_msg_number(msg_text, tag->run, tag->msg);
+    s = natsMsgHeader_Set(msg, kMsgHeader, msg_text);
+  }
   if (s == NATS_OK) s = natsConnection_PublishMsg(conn_, msg);
   natsMsg_Destroy(msg);  // null-safe
   if (s == NATS_OK) {

@@ -55,8 +55,21 @@ class NatsConnection {
   // `seq` (docs/scale-out.md, "Batches") and the header Ringcast-Count is added.
   // A `from` other than kFromSeq and `seq` adds Ringcast-From: `from` (a
   // message that accounts for ring positions from .. seq).
+  // `tag`, when not null, adds the credit window's parts (docs/scale-out.md,
+  // "Credit window"): the reply subject the ingress acknowledges to and the
+  // header Ringcast-Msg: <run>.<msg> (the message's number in this run).
+  struct Tag {
+    const char* reply = nullptr;
+    std::uint32_t run = 0;
+    std::uint64_t msg = 0;
+  };
   bool publish(const char* subject, std::string_view body, const char* source, std::uint64_t seq,
-               std::uint64_t count = 0, std::uint64_t from = kFromSeq) noexcept;
+               std::uint64_t count = 0, std::uint64_t from = kFromSeq, const Tag* tag = nullptr) noexcept;
+  // A probe (credit window): an empty message on `subject` with Ringcast-Source,
+  // Ringcast-Seq: `seq` (the last position published), Ringcast-Msg: the next
+  // message number, Ringcast-Probe: 1, replying to tag.reply. Not counted as
+  // published.
+  bool publish_probe(const char* subject, const char* source, std::uint64_t seq, const Tag& tag) noexcept;
 
   [[nodiscard]] NatsStats stats() const;
   // The libnats connection, for the ingress's subscriptions (nats_ingress.hpp)

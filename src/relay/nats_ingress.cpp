@@ -3,6 +3,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -28,6 +29,13 @@ tl::expected<std::unique_ptr<NatsIngress>, std::string> NatsIngress::start(natsC
   const auto fail = [&](std::string_view step, natsStatus s) {
     return tl::unexpected(fmt::format("--nats-in {}: {}: {}", in->subject_, step, natsStatus_GetText(s)));
   };
+  // Before the subscription goes live: handle() reads them (credit window acks).
+  in->conn_ = conn;
+  {
+    std::random_device rd;
+    in->ack_id_ = (std::uint64_t{rd()} << 32) | rd();
+  }
+  in->ack_reply_.reserve(128);
   natsStatus s = natsConnection_Subscribe(&in->sub_, conn, in->subject_.c_str(), &NatsIngress::on_message, in.get());
   if (s != NATS_OK) {
     in->sub_ = nullptr;
@@ -43,7 +51,85 @@ tl::expected<std::unique_ptr<NatsIngress>, std::string> NatsIngress::start(natsC
   // published from then on reaches us. Best effort: while disconnected
   // libnats sends the subscription on (re)connect.
   if (natsConnection_Status(conn) == NATS_CONN_STATUS_CONNECTED) (void)natsConnection_FlushTimeout(conn, 2000);
+  in->start_heartbeat();
   return in;
+}
+
+void NatsIngress::start_heartbeat() {
+  heartbeat_ = std::thread([this] { heartbeat_loop(); });
+}
+
+void NatsIngress::stop_heartbeat() noexcept {
+  {
+    std::lock_guard lock(ack_mu_);
+    hb_stop_ = true;
+  }
+  ack_cv_.notify_all();
+  if (heartbeat_.joinable()) heartbeat_.join();
+}
+
+void NatsIngress::heartbeat_loop() noexcept {
+  std::unique_lock lock(ack_mu_);
+  std::uint64_t sent = ~std::uint64_t{0};
+  std::uint32_t sent_run = 0;
+  auto last = std::chrono::steady_clock::now();
+  while (!hb_stop_) {
+    ack_cv_.wait_for(lock, kHeartbeat, [this] { return hb_stop_; });
+    if (hb_stop_ || ack_reply_.empty() || conn_ == nullptr) continue;
+    // relaxed: ack_mu_ orders a change of run with its first position
+    // (note_ack); later stores are of the same run, and any value is a
+    // position already handled.
+    const std::uint64_t pos = ack_pos_.load(std::memory_order_relaxed);
+    const auto now = std::chrono::steady_clock::now();
+    // relaxed: a hint that the delivery thread is alive but held up.
+    if (pos != sent || ack_run_ != sent_run ||
+        (in_target_.load(std::memory_order_relaxed) && now - last >= kKeepalive)) {
+      send_ack(ack_reply_.c_str(), ack_run_, pos);
+      sent = pos;
+      sent_run = ack_run_;
+      last = now;
+    }
+  }
+}
+
+void NatsIngress::send_ack(const char* reply, std::uint32_t run, std::uint64_t pos, bool left) noexcept {
+  char buf[64];
+  char* p = std::to_chars(buf, buf + 16, ack_id_, 16).ptr;
+  *p++ = ' ';
+  p = std::to_chars(p, p + 8, run, 16).ptr;
+  *p++ = ' ';
+  if (left) {
+    *p++ = '-';
+  } else {
+    p = std::to_chars(p, buf + sizeof buf, pos).ptr;
+  }
+  if (natsConnection_Publish(conn_, reply, buf, static_cast<int>(p - buf)) == NATS_OK) {
+    acks_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+  }
+}
+
+void NatsIngress::note_ack(const char* reply, std::uint32_t run, std::uint64_t pos, bool now) noexcept {
+  if (run != ack_run_ || std::strcmp(reply, ack_reply_.c_str()) != 0) {
+    // Another source (or a new run of it): the previous one gets its last ack now.
+    if (!ack_reply_.empty()) send_ack(ack_reply_.c_str(), ack_run_, ack_pos_.load(std::memory_order_relaxed));
+    try {
+      std::lock_guard lock(ack_mu_);
+      ack_reply_.assign(reply);  // within the reserved capacity for inboxes
+      ack_run_ = run;
+      // relaxed: published by ack_mu_ (heartbeat_loop).
+      ack_pos_.store(pos, std::memory_order_relaxed);
+    } catch (...) {
+      return;  // out of memory for a very long reply subject: no ack; the relay stops waiting for us
+    }
+    now = true;
+  } else {
+    // relaxed: see heartbeat_loop.
+    ack_pos_.store(pos, std::memory_order_relaxed);
+  }
+  if (now || pos - ack_inline_ >= kAckEvery) {
+    send_ack(reply, run, pos);
+    ack_inline_ = pos;
+  }
 }
 
 tl::expected<std::unique_ptr<NatsIngress>, std::string> NatsIngress::start_jetstream(
@@ -84,6 +170,10 @@ void NatsIngress::stop() noexcept {
   lock.lock();
   // Bounded: a libnats that never calls back must not hang shutdown.
   done_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return done_; });
+  lock.unlock();
+  stop_heartbeat();
+  // The relay need not wait for us any more (credit window).
+  if (conn_ != nullptr && !ack_reply_.empty()) send_ack(ack_reply_.c_str(), ack_run_, 0, /*left=*/true);
 }
 
 void NatsIngress::on_complete(void* closure) {
@@ -122,7 +212,30 @@ bool NatsIngress::handle(natsMsg* msg, bool keep_duplicates) noexcept {
   (void)natsMsgHeader_Get(msg, kSeqHeader, &seq);
   (void)natsMsgHeader_Get(msg, kCountHeader, &count);
   (void)natsMsgHeader_Get(msg, kFromHeader, &from);
+  const char* msgno = nullptr;
+  const char* reply = nullptr;
+  std::uint32_t run = 0;
+  std::uint64_t number = 0;
+  if (conn_ != nullptr && natsMsgHeader_Get(msg, kMsgHeader, &msgno) == NATS_OK &&
+      parse_msg_number(msgno, run, number)) {
+    reply = natsMsg_GetReply(msg);  // null: the relay asks for no acks
+  }
   const std::string_view subject = natsMsg_GetSubject(msg);
+  const char* probe = nullptr;
+  if (reply != nullptr && natsMsgHeader_Get(msg, kProbeHeader, &probe) == NATS_OK) {
+    // A probe (credit window): what the relay published before it and we
+    // did not get is lost; nothing is delivered (invariant 4).
+    probes_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+    const ContinuityResult r = checker_.check_probe(source, seq, msgno);
+    const ContinuityStats& cs = checker_.stats();
+    gaps_.store(cs.gaps, std::memory_order_relaxed);
+    lost_.store(cs.lost, std::memory_order_relaxed);
+    if (r.kind == Continuity::kGap) target_->on_gap(subject, r.lost);
+    std::uint64_t pos = 0;
+    const char* end = seq + std::strlen(seq);
+    if (std::from_chars(seq, end, pos).ptr == end) note_ack(reply, run, pos, /*now=*/true);
+    return true;
+  }
   const auto* data = reinterpret_cast<const std::byte*>(natsMsg_GetData(msg));
   const std::span<const std::byte> body(data, static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
   std::uint64_t n = 1;
@@ -141,7 +254,7 @@ bool NatsIngress::handle(natsMsg* msg, bool keep_duplicates) noexcept {
   received_.fetch_add(n, std::memory_order_relaxed);
   ContinuityResult r;
   try {
-    r = checker_.check_headers(source, seq, count, from);
+    r = checker_.check_headers(source, seq, count, from, msgno);
   } catch (...) {
     r = {Continuity::kUntracked};  // out of memory for a new stream: deliver unchecked
   }
@@ -153,17 +266,31 @@ bool NatsIngress::handle(natsMsg* msg, bool keep_duplicates) noexcept {
   unsequenced_.store(cs.unsequenced + cs.untracked, std::memory_order_relaxed);
   if (r.kind == Continuity::kGap) target_->on_gap(subject, r.lost);  // invariant 2
   if (r.deliver() || keep_duplicates) {
+    // relaxed (both stores): a liveness hint for heartbeat_loop only.
+    in_target_.store(true, std::memory_order_relaxed);
     if (count == nullptr) {
       const IngressTarget::Outcome o = target_->deliver(subject, body, stopping_);
+      in_target_.store(false, std::memory_order_relaxed);
       if (o == IngressTarget::Outcome::kStopped) return false;
       if (o == IngressTarget::Outcome::kDelivered) delivered_.fetch_add(1, std::memory_order_relaxed);
     } else {
       const std::size_t skip = r.deliver() ? r.skip : 0;
       const std::span<const std::span<const std::byte>> rest(records_.data() + skip, records_.size() - skip);
       const std::size_t done = target_->deliver_batch(subject, rest, stopping_);
+      in_target_.store(false, std::memory_order_relaxed);
       delivered_.fetch_add(done, std::memory_order_relaxed);
       // acquire: pairs with the release store in stop().
       if (done < rest.size() && stopping_.load(std::memory_order_acquire)) return false;
+    }
+  }
+  if (reply != nullptr) {
+    // Everything up to the message's last position is in the target (invariant 4).
+    std::uint64_t pos = 0;
+    const char* end = seq + std::strlen(seq);
+    if (std::from_chars(seq, end, pos).ptr == end) {
+      std::uint64_t k = 1;
+      if (count != nullptr) (void)std::from_chars(count, count + std::strlen(count), k);
+      note_ack(reply, run, pos + (k > 0 ? k - 1 : 0), /*now=*/false);
     }
   }
   return true;
@@ -183,6 +310,8 @@ NatsIngressStats NatsIngress::stats() const {
   s.duplicates = duplicates_.load(std::memory_order_relaxed);
   s.unsequenced = unsequenced_.load(std::memory_order_relaxed);
   s.malformed = malformed_.load(std::memory_order_relaxed);
+  s.acks = acks_.load(std::memory_order_relaxed);
+  s.probes = probes_.load(std::memory_order_relaxed);
   target_->fill(s);
   if (jetstream_) {
     const JetStreamIngressStats j = jetstream_->stats();

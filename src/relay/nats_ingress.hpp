@@ -21,6 +21,14 @@
 //     before the message that revealed it is delivered.
 //  3. After stop() returns, handle() is not running and never runs again: the
 //     subscription is unsubscribed and libnats' completion callback has fired.
+//  4. Credit window (core NATS; docs/scale-out.md, "Credit window"): a
+//     message with a reply subject and a Ringcast-Msg is acknowledged to that
+//     subject only after the target took it (or refused it for good), with
+//     the last position handled: at once for a new reply subject or a probe,
+//     then every kAckEvery positions on the delivery thread, and by the
+//     heartbeat thread every kHeartbeat when the position moved, or every
+//     kKeepalive while the delivery thread is inside the target (a full
+//     blocking ring): the relay then knows we are alive and waits.
 #pragma once
 
 #include <atomic>
@@ -31,6 +39,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <nats/nats.h>
@@ -104,6 +113,18 @@ class NatsIngress {
   natsSubscription* sub_ = nullptr;
   std::unique_ptr<JetStreamIngress> jetstream_;  // instead of sub_ with --jetstream
 
+  static constexpr std::uint64_t kAckEvery = 1024;  // positions between inline acks
+  static constexpr std::chrono::milliseconds kHeartbeat{20};
+  static constexpr std::chrono::milliseconds kKeepalive{250};
+
+  // Credit window acks (invariant 4). note_ack: delivery thread, after a
+  // message of `reply` up to position `pos` was handled.
+  void note_ack(const char* reply, std::uint32_t run, std::uint64_t pos, bool now) noexcept;
+  void send_ack(const char* reply, std::uint32_t run, std::uint64_t pos, bool left = false) noexcept;
+  void heartbeat_loop() noexcept;
+  void start_heartbeat();
+  void stop_heartbeat() noexcept;
+
   // Splits a batch body into records (docs/scale-out.md, "Batches"); false if
   // it is not exactly `count` well-formed records.
   bool split_batch(std::span<const std::byte> body, std::uint64_t count) noexcept;
@@ -111,6 +132,20 @@ class NatsIngress {
   ContinuityChecker checker_;                        // delivery thread only
   std::vector<std::span<const std::byte>> records_;  // delivery thread only; keeps its capacity
   std::atomic<bool> stopping_{false};
+
+  // Credit window (invariant 4). conn_ is null with JetStream (no acks).
+  natsConnection* conn_ = nullptr;
+  std::uint64_t ack_id_ = 0;               // this ingress's id in its acks (random)
+  std::string ack_reply_;                  // written by the delivery thread under ack_mu_; read by both
+  std::uint32_t ack_run_ = 0;              // same
+  std::uint64_t ack_inline_ = 0;           // delivery thread: the position of the last inline ack
+  std::atomic<std::uint64_t> ack_pos_{0};  // last position handled (of ack_run_)
+  std::atomic<bool> in_target_{false};     // the delivery thread is inside the target
+  std::atomic<std::uint64_t> acks_{0}, probes_{0};
+  std::mutex ack_mu_;
+  std::condition_variable ack_cv_;
+  bool hb_stop_ = false;  // guarded by ack_mu_
+  std::thread heartbeat_;
 
   std::mutex done_mu_;
   std::condition_variable done_cv_;

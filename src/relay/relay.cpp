@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "relay/broker_target.hpp"
+#include "relay/credit_window.hpp"
 #include "relay/jetstream_publisher.hpp"
 #include "relay/metrics.hpp"
 #include "relay/nats_connection.hpp"
@@ -58,6 +59,11 @@ struct Relay::Impl {
           i, r.path, r.name, r.topic_in_payload ? "*" : "", to_string(r.state), r.consumer_id, r.producer_alive ? 1 : 0,
           r.relayed, r.batches, r.lag, r.lapped, r.malformed, r.deliveries, r.refused, r.nats_published, r.nats_failed,
           r.reopens);
+      if (r.window) {
+        out += fmt::format("ring_{}_window:size={},in_flight={},ingresses={},waits={},probes={},acks={},expired={}\r\n",
+                           i, r.window_size, r.window_in_flight, r.window_ingresses, r.window_waits, r.window_probes,
+                           r.window_acks, r.window_expired);
+      }
     }
     out += ingress_info_lines(ingress_stats());
     if (nats) {
@@ -238,9 +244,23 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     }
   }
   for (const RingRoute& route : im.config.rings) {
+    // The credit window (docs/scale-out.md, "Credit window"): core NATS,
+    // fixed subject, unless --nats-at-most-once.
+    std::unique_ptr<CreditWindow> window;
+    if (im.nats && !im.jetstream && !route.topic_in_payload && im.config.nats->window > 0) {
+      auto w = CreditWindow::start(
+          im.nats->connection(), {im.config.nats->window, im.config.nats->probe_interval, im.config.nats->ack_timeout},
+          im.log);
+      if (!w) {
+        im.do_stop();
+        return tl::unexpected(RelayError{Code::kNats, 0, fmt::format("ring {}: {}", route.path, w.error())});
+      }
+      window = std::move(*w);
+    }
     im.readers.push_back(std::make_unique<RingReader>(
         route, im.broker.get(), im.nats.get(), im.jetstream.get(), im.config.batch, im.config.poll_interval, im.log,
-        im.stop_flag, [&im](const std::string& why) { im.fail(why); }, im.config.nats ? im.config.nats->batch : 1));
+        im.stop_flag, [&im](const std::string& why) { im.fail(why); }, im.config.nats ? im.config.nats->batch : 1,
+        std::move(window)));
   }
   if (im.broker) {
     // Installed once im.nats and im.readers are final: the providers read them

@@ -7,10 +7,12 @@
 #include <cassert>
 #include <cstring>
 #include <exception>
+#include <random>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "relay/credit_window.hpp"
 #include "relay/jetstream_publisher.hpp"
 #include "relay/nats_connection.hpp"
 #include "ringcast/relay/continuity.hpp"
@@ -30,7 +32,7 @@ std::string host_name() {
 
 RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsConnection* nats, JetStreamPublisher* jetstream,
                        std::size_t batch, std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop,
-                       FailFn fail, std::size_t nats_batch)
+                       FailFn fail, std::size_t nats_batch, std::unique_ptr<CreditWindow> window)
     : route_(std::move(route)),
       broker_(broker),
       nats_(nats),
@@ -43,6 +45,8 @@ RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsConnection* 
       host_(host_name()),
       nats_batch_(nats != nullptr && jetstream == nullptr && !route_.topic_in_payload && nats_batch > 1 ? nats_batch
                                                                                                         : 0),
+      window_(nats != nullptr && jetstream == nullptr && !route_.topic_in_payload ? std::move(window) : nullptr),
+      numbered_(nats != nullptr && jetstream == nullptr && !route_.topic_in_payload),
       max_pending_(std::min(batch_, kMaxPending)) {
   // Sized once: the hot loop then never allocates (invariant 3). The arena
   // is sized when a ring is opened, for its max_message.
@@ -50,6 +54,8 @@ RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsConnection* 
   receivers_.resize(max_pending_);
   batch_buf_.resize(nats_batch_ * (1 + kMaxPayload));
 }
+
+RingReader::~RingReader() = default;
 
 void RingReader::log(LogLevel level, const std::string& text) const {
   log_(level, fmt::format("ring {}: {}", route_.path, text));
@@ -146,6 +152,16 @@ bool RingReader::open_and_register() {
   ino_ = after.st_ino;
   dev_ = after.st_dev;
   source_ = format_source(host_, route_.path, dev_, ino_);
+  if (numbered_) {
+    // A new run: message numbers start over (Ringcast-Msg), and acks of the
+    // previous ring (or relay run) no longer count.
+    std::random_device rd;
+    const std::uint32_t old = run_;
+    do run_ = rd();
+    while (run_ == 0 || run_ == old);
+    msg_number_ = 0;
+    if (window_) window_->reset(run_);
+  }
   last_wait_reason_.clear();
   // relaxed: statistics.
   consumer_id_.store(static_cast<std::int64_t>(id_), std::memory_order_relaxed);
@@ -256,12 +272,47 @@ void RingReader::forward(const Taken& t, std::uint64_t from, std::uint64_t seq) 
   // may wait here for acks (its invariant 3): the one place a reader waits
   // for a network peer, by choice of --jetstream.
   const bool subject_ok = !route_.topic_in_payload || is_valid_subject(t.channel);
+  if (numbered_) {
+    if (window_ && !await_window(seq)) {
+      ++local_.nats_failed;  // stopping
+      return;
+    }
+    const NatsConnection::Tag tag{window_ ? window_->inbox() : nullptr, run_, msg_number_};
+    if (nats_->publish(t.subject, t.body, source_.c_str(), seq, 0, from, &tag)) {
+      ++local_.nats_published;
+    } else {
+      ++local_.nats_failed;
+    }
+    sent(seq, 1);
+    return;
+  }
   if (subject_ok && (jetstream_ != nullptr ? jetstream_->publish(t.subject, t.body, source_.c_str(), seq, stop_, from)
                                            : nats_->publish(t.subject, t.body, source_.c_str(), seq, 0, from))) {
     ++local_.nats_published;
   } else {
     ++local_.nats_failed;
   }
+}
+
+bool RingReader::await_window(std::uint64_t seq) noexcept {
+  if (window_->open(seq)) return true;
+  flush_counters();  // the wait shows in the statistics at once
+  try {
+    return window_->wait(seq, stop_, [this] {
+      const NatsConnection::Tag tag{window_->inbox(), run_, msg_number_};
+      (void)nats_->publish_probe(route_.name.c_str(), source_.c_str(), last_sent_, tag);
+    });
+  } catch (...) {
+    return window_->open(seq);  // a lock failed (system error): go on rather than stall
+  }
+}
+
+void RingReader::sent(std::uint64_t seq, std::uint64_t count) noexcept {
+  // The number counts every message handed to NATS, refused ones too: a
+  // refused one is lost, and the ingress counts it from the numbers.
+  msg_number_ += count;
+  last_sent_ = seq;
+  if (window_) window_->published(seq);
 }
 
 void RingReader::take(std::span<const std::byte> payload) noexcept {
@@ -296,11 +347,18 @@ BatchResult RingReader::drain_one_by_one() noexcept {
 
 void RingReader::flush_nats_batch() noexcept {
   if (batch_count_ == 0) return;
-  if (nats_->publish(route_.name.c_str(), std::string_view(batch_buf_.data(), batch_bytes_), source_.c_str(),
-                     batch_first_, batch_count_)) {
-    local_.nats_published += batch_count_;
+  const std::uint64_t last = batch_first_ + batch_count_ - 1;
+  if (window_ && !await_window(last)) {
+    local_.nats_failed += batch_count_;  // stopping
   } else {
-    local_.nats_failed += batch_count_;
+    const NatsConnection::Tag tag{window_ ? window_->inbox() : nullptr, run_, msg_number_};
+    if (nats_->publish(route_.name.c_str(), std::string_view(batch_buf_.data(), batch_bytes_), source_.c_str(),
+                       batch_first_, batch_count_, kFromSeq, &tag)) {
+      local_.nats_published += batch_count_;
+    } else {
+      local_.nats_failed += batch_count_;
+    }
+    sent(last, batch_count_);
   }
   batch_bytes_ = 0;
   batch_count_ = 0;
@@ -486,6 +544,17 @@ RingStats RingReader::stats() const {
   s.nats_published = nats_published_.load(std::memory_order_relaxed);
   s.nats_failed = nats_failed_.load(std::memory_order_relaxed);
   s.reopens = reopens_.load(std::memory_order_relaxed);
+  if (window_) {
+    const CreditWindow::Stats w = window_->stats();
+    s.window = true;
+    s.window_size = window_->size();
+    s.window_in_flight = w.in_flight;
+    s.window_ingresses = w.ingresses;
+    s.window_waits = w.waits;
+    s.window_probes = w.probes;
+    s.window_acks = w.acks;
+    s.window_expired = w.expired;
+  }
   return s;
 }
 

@@ -56,6 +56,7 @@ namespace ringcast::relay {
 
 class NatsConnection;
 class JetStreamPublisher;
+class CreditWindow;
 
 class RingReader {
  public:
@@ -63,11 +64,15 @@ class RingReader {
   // `jetstream`, when not null, publishes to NATS instead of `nats`'s core
   // publish (same connection; `--jetstream`; one JetStream message per ring
   // message). `nats_batch`: ring messages per core NATS message (NatsConfig::batch).
+  // `window`, when not null (core NATS, fixed subject), holds every NATS
+  // publish until the credit window lets it go (credit_window.hpp): the
+  // reader then stops taking from the ring.
   RingReader(RingRoute route, broker::Broker* broker, NatsConnection* nats, JetStreamPublisher* jetstream,
              std::size_t batch, std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop, FailFn fail,
-             std::size_t nats_batch = 1);
+             std::size_t nats_batch = 1, std::unique_ptr<CreditWindow> window = nullptr);
   RingReader(const RingReader&) = delete;
   RingReader& operator=(const RingReader&) = delete;
+  ~RingReader();
 
   void run() noexcept;
   [[nodiscard]] RingStats stats() const;
@@ -120,6 +125,11 @@ class RingReader {
   void publish_pending() noexcept;
   // Publishes the NATS batch, if any, as one NATS message.
   void flush_nats_batch() noexcept;
+  // Credit window: waits until position `seq` may be published (probing
+  // while no ack arrives). False: stopping.
+  bool await_window(std::uint64_t seq) noexcept;
+  // After a core NATS publish of positions .. seq holding `count` messages.
+  void sent(std::uint64_t seq, std::uint64_t count) noexcept;
   void flush_counters() noexcept;
   void set_state(RingState s) noexcept;
   [[nodiscard]] bool stopping() const noexcept {
@@ -163,6 +173,14 @@ class RingReader {
   // full, before a message that cannot join it, and after every receive
   // (flush_nats_batch).
   const std::size_t nats_batch_;
+  // Credit window (null: none). Reader thread: Ringcast-Msg numbering
+  // (core NATS, fixed subject: numbered_), this ring open's run and the
+  // number of the next message published, and the last position published.
+  const std::unique_ptr<CreditWindow> window_;
+  const bool numbered_;
+  std::uint32_t run_ = 0;
+  std::uint64_t msg_number_ = 0;
+  std::uint64_t last_sent_ = 0;
   std::vector<char> batch_buf_;
   std::size_t batch_bytes_ = 0;
   std::uint64_t batch_first_ = 0;

@@ -106,6 +106,10 @@ void RingTarget::fill(NatsIngressStats& s) const {
   // relaxed: statistics.
   s.oversize = oversize_.load(std::memory_order_relaxed);
   s.full_waits = full_waits_.load(std::memory_order_relaxed);
+  // The ring's header: what every ingress into it counted as lost (report_upstream_loss).
+  const RingStatus st = ring_.status();
+  s.upstream_lost = st.upstream_lost;
+  s.upstream_gaps = st.upstream_gaps;
 }
 
 tl::expected<std::unique_ptr<NatsIngress>, std::string> start_ring_ingress(natsConnection* conn,

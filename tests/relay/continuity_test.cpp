@@ -157,5 +157,50 @@ TEST(ContinuityTest, StreamsBeyondTheLimitAreUntracked) {
   EXPECT_EQ(c.stats().untracked, 2u);
 }
 
+// Ringcast-Msg (issue 29): messages of two slots each; a gap counts the
+// messages missing, not the slots.
+TEST(ContinuityTest, NumberedMessagesCountMessagesNotPositions) {
+  ContinuityChecker c;
+  EXPECT_EQ(c.check_headers(kA, "1", nullptr, "0", "a1.0").kind, Continuity::kFirst);
+  EXPECT_EQ(c.check_headers(kA, "3", nullptr, "2", "a1.1").kind, Continuity::kInOrder);
+  // Messages 2 and 3 (positions 4..7) never arrived.
+  const ContinuityResult r = c.check_headers(kA, "9", nullptr, "8", "a1.4");
+  EXPECT_EQ(r.kind, Continuity::kGap);
+  EXPECT_EQ(r.lost, 2u);
+  // A batch of 3 numbered 5..7 follows in order; then 8 is missing.
+  EXPECT_EQ(c.check_headers(kA, "10", "3", nullptr, "a1.5").kind, Continuity::kInOrder);
+  EXPECT_EQ(c.check_headers(kA, "14", nullptr, "14", "a1.9").lost, 1u);
+  // Another relay run: its numbers start over, so the slots are counted.
+  EXPECT_EQ(c.check_headers(kA, "20", nullptr, "20", "b2.0").lost, 5u);
+  EXPECT_EQ(c.check_headers(kA, "21", nullptr, "21", "b2.1").kind, Continuity::kInOrder);
+  EXPECT_EQ(c.stats().lost, 8u);
+  EXPECT_EQ(c.stats().gaps, 3u);
+  std::uint32_t run = 0;
+  std::uint64_t m = 0;
+  EXPECT_TRUE(parse_msg_number("ff.12", run, m));
+  EXPECT_EQ(run, 0xffu);
+  EXPECT_EQ(m, 12u);
+  EXPECT_FALSE(parse_msg_number("12", run, m));
+  EXPECT_FALSE(parse_msg_number(".1", run, m));
+  EXPECT_FALSE(parse_msg_number("1.", run, m));
+  EXPECT_FALSE(parse_msg_number("x.1", run, m));
+}
+
+// A probe accounts for everything its relay published before it.
+TEST(ContinuityTest, ProbeCountsWhatItsRelayPublishedAndNeverArrived) {
+  ContinuityChecker c;
+  EXPECT_EQ(c.check_probe(kA, "5", "a1.3").kind, Continuity::kFirst);  // unknown stream: nothing to compare
+  EXPECT_EQ(c.check_headers(kA, "1", nullptr, "0", "a1.0").kind, Continuity::kFirst);
+  EXPECT_EQ(c.check_probe(kA, "1", "a1.1").kind, Continuity::kDuplicate);  // all arrived
+  // Messages 1..3 (positions 2..7) were published and lost.
+  const ContinuityResult r = c.check_probe(kA, "7", "a1.4");
+  EXPECT_EQ(r.kind, Continuity::kGap);
+  EXPECT_EQ(r.lost, 3u);
+  // The next message follows the probe in order.
+  EXPECT_EQ(c.check_headers(kA, "9", nullptr, "8", "a1.4").kind, Continuity::kInOrder);
+  EXPECT_EQ(c.stats().lost, 3u);
+  EXPECT_EQ(c.stats().duplicates, 0u);  // a probe is not a message
+}
+
 }  // namespace
 }  // namespace ringcast::relay

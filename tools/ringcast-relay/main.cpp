@@ -89,6 +89,24 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--nats-reconnect-wait-ms", nats_reconnect_wait_ms, "Pause between NATS reconnect attempts")
       ->capture_default_str();
+  // Credit window (docs/scale-out.md, "Credit window").
+  std::uint64_t nats_window = NatsConfig{}.window;
+  unsigned nats_ack_timeout_ms = static_cast<unsigned>(NatsConfig{}.ack_timeout.count());
+  bool nats_at_most_once = false;
+  app.add_option("--nats-window", nats_window,
+                 "Core NATS, fixed-subject rings: ring positions published and not yet acknowledged by every "
+                 "ringcast ingress receiving them; while that many are in flight the ring waits (its producer "
+                 "meets a full ring)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--nats-ack-timeout-ms", nats_ack_timeout_ms,
+                 "An ingress silent this long while the window is full is no longer waited for (it counts what "
+                 "it misses as lost)")
+      ->check(CLI::Range(1u, 3600000u))
+      ->capture_default_str();
+  app.add_flag("--nats-at-most-once", nats_at_most_once,
+               "No credit window: publish as fast as the ring gives, whatever the ingresses take; loss is "
+               "counted at the receiving side (upstream_lost)");
   // JetStream (docs/scale-out.md, "JetStream").
   std::string js_stream;
   std::vector<std::string> js_subjects;
@@ -191,6 +209,8 @@ int run(int argc, char** argv) {
     n.reconnect_buffer_bytes = static_cast<int>(*buf);
     n.reconnect_wait = std::chrono::milliseconds(nats_reconnect_wait_ms);
     n.batch = nats_batch;
+    n.window = nats_at_most_once ? 0 : nats_window;
+    n.ack_timeout = std::chrono::milliseconds(nats_ack_timeout_ms);
     if (!js_stream.empty()) {
       JetStreamConfig js;
       js.stream = js_stream;

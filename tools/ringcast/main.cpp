@@ -296,9 +296,9 @@ int cmd_info(const std::string& path, bool json) {
   }
   fmt::print("published   {} message(s), {} payload bytes\n", s.messages, s.payload_bytes);
   if (s.upstream_gaps > 0) {
-    // Counted in the source ring's positions: messages, if it has one slot each.
-    fmt::print("upstream    {} lost before the producer, in {} gaps (NATS ingress; source ring positions)\n",
-               s.upstream_lost, s.upstream_gaps);
+    // Messages, counted from the relay's Ringcast-Msg numbers (docs/scale-out.md, "Sequence headers").
+    fmt::print("upstream    {} lost before the producer, in {} gaps (NATS ingress)\n", s.upstream_lost,
+               s.upstream_gaps);
   }
   fmt::print("consumers   {} active\n", [&] {
     int n = 0;

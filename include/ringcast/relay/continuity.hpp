@@ -13,6 +13,14 @@
 // A batch (`--nats-batch`) adds
 //   Ringcast-Count:  <k>                              the NATS message holds ring messages n .. n+k-1
 //                                                     (one slot each)
+// A relay numbers the messages it publishes, so that a gap counts messages
+// and not slots (issue 29):
+//   Ringcast-Msg:    <run>.<m>                        <run>: the publishing relay's run (hex, new
+//                                                     at each open of the ring); <m>: how many
+//                                                     messages this run published before this one
+// and a probe (credit window, docs/scale-out.md) is an empty message with
+//   Ringcast-Probe:  1                                accounts for positions up to n and messages
+//                                                     below m, delivers nothing
 // Every ingress feeds each message's header values to a ContinuityChecker,
 // which keeps the last position accounted for per stream and counts what is
 // missing.
@@ -23,10 +31,13 @@
 // Invariants
 //  1. For each stream, last_seq is the highest sequence accepted since the
 //     stream's current instance was first seen.
-//  2. lost = sum of (from - last_seq - 1) over every gap (from = seq without a
-//     Ringcast-From): positions, which are messages on a ring of one slot per
-//     message. A message older than or equal to last_seq (a redelivery or a
-//     reordering) is a duplicate and never moves last_seq back.
+//  2. lost = sum over every gap of the messages missing: m - last_msg - 1 when
+//     the message and the last one accepted carry a Ringcast-Msg of the same
+//     run; else (no numbers, or a new relay run) from - last_seq - 1 (from =
+//     seq without a Ringcast-From): positions, which are messages on a ring of
+//     one slot per message. A message older than or equal to last_seq (a
+//     redelivery or a reordering) is a duplicate and never moves last_seq
+//     back.
 //  3. A new instance (restart, recreated ring) resets the stream's baseline
 //     without counting a gap: what the old instance published after its last
 //     delivered message is unknowable here, and its new sequences start over.
@@ -48,6 +59,13 @@ inline constexpr const char* kSourceHeader = "Ringcast-Source";
 inline constexpr const char* kSeqHeader = "Ringcast-Seq";
 inline constexpr const char* kCountHeader = "Ringcast-Count";
 inline constexpr const char* kFromHeader = "Ringcast-From";
+inline constexpr const char* kMsgHeader = "Ringcast-Msg";
+inline constexpr const char* kProbeHeader = "Ringcast-Probe";
+// No Ringcast-Msg: gaps count positions.
+inline constexpr std::uint64_t kNoMsg = ~std::uint64_t{0};
+
+// A Ringcast-Msg value: "<run hex>.<m decimal>". False when malformed.
+[[nodiscard]] bool parse_msg_number(const char* text, std::uint32_t& run, std::uint64_t& m) noexcept;
 // A publisher's `from` argument meaning "no Ringcast-From": the message
 // accounts for its own position only (from = seq).
 inline constexpr std::uint64_t kFromSeq = ~std::uint64_t{0};
@@ -110,11 +128,19 @@ class ContinuityChecker {
   // The same for a message (or batch) that accounts for positions `from`
   // (<= seq) through seq + count - 1: a message of several slots, or one
   // after a padding (Ringcast-From).
-  ContinuityResult check_from(std::string_view source, std::uint64_t from, std::uint64_t seq, std::uint64_t count);
-  // The same from the raw header values (`count` null: 1; `from` null: seq);
+  // `run`/`msg`: the Ringcast-Msg of the (first) message (msg = kNoMsg: none).
+  ContinuityResult check_from(std::string_view source, std::uint64_t from, std::uint64_t seq, std::uint64_t count,
+                              std::uint32_t run = 0, std::uint64_t msg = kNoMsg);
+  // The same from the raw header values (`count` null: 1; `from` null: seq;
+  // `msg` null or malformed: no number);
   // null or unparsable source/seq, a count of 0 or a from past seq: unsequenced.
   ContinuityResult check_headers(const char* source, const char* seq, const char* count = nullptr,
-                                 const char* from = nullptr);
+                                 const char* from = nullptr, const char* msg = nullptr);
+  // A probe (Ringcast-Probe): the source published everything up to position
+  // `seq` and messages below `msg`. Anything of that not seen yet is a gap
+  // (counted, returned as kGap); otherwise kInOrder (or kDuplicate for a
+  // probe older than what was seen). Nothing is delivered.
+  ContinuityResult check_probe(const char* source, const char* seq, const char* msg);
 
   [[nodiscard]] const ContinuityStats& stats() const noexcept { return stats_; }
 
@@ -122,7 +148,12 @@ class ContinuityChecker {
   struct Stream {
     std::string instance;
     std::uint64_t last = 0;
+    std::uint32_t run = 0;            // Ringcast-Msg run of the last accepted message
+    std::uint64_t next_msg = kNoMsg;  // its number + its count: the next expected; kNoMsg: unknown
   };
+  // Messages lost between the stream's last and a message at positions from..
+  // with number run.msg (invariant 2).
+  static std::uint64_t missing(const Stream& s, std::uint64_t from, std::uint32_t run, std::uint64_t msg) noexcept;
   struct Hash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }

@@ -152,6 +152,13 @@ struct NatsConfig {
   // docs/scale-out.md, "One JetStream message per ring message").
   std::size_t batch = 1;
   std::optional<JetStreamConfig> jetstream;  // nullopt: core NATS (at most once)
+  // Credit window (core NATS, fixed-subject routes; docs/scale-out.md,
+  // "Credit window"): at most `window` ring positions published and not yet
+  // acknowledged by every ringcast ingress that receives them; while it is
+  // full the ring waits. 0 (`--nats-at-most-once`): no window, at most once.
+  std::uint64_t window = 32768;
+  std::chrono::milliseconds ack_timeout{3000};    // an ingress silent this long is not waited for
+  std::chrono::milliseconds probe_interval{100};  // a probe after this long without progress
 };
 
 enum class LogLevel : std::uint8_t { kInfo, kWarning, kError };
@@ -215,6 +222,12 @@ struct NatsIngressStats {
   std::int64_t pending_limit_msgs = 0;
   std::int64_t pending_limit_bytes = 0;
   std::int64_t dropped = 0;  // libnats: dropped over the pending limits (slow consumer)
+  std::uint64_t acks = 0;    // credit window acknowledgements sent (docs/scale-out.md, "Credit window")
+  std::uint64_t probes = 0;  // credit window probes received
+  // Ring: ring B's header (RingStatus::upstream_lost / upstream_gaps): what
+  // every ingress into it, this run or earlier, counted as lost.
+  std::uint64_t upstream_lost = 0;
+  std::uint64_t upstream_gaps = 0;
   // --jetstream (a durable consumer instead of a subscription; the pending
   // fields above stay 0). docs/scale-out.md, "JetStream".
   bool jetstream = false;
@@ -269,6 +282,15 @@ struct RingStats {
   std::uint64_t nats_published = 0;  // accepted by libnats (sent or buffered)
   std::uint64_t nats_failed = 0;     // refused by libnats (buffer full, closed, bad subject)
   std::uint64_t reopens = 0;         // the ring file was replaced and reopened
+  // Credit window (core NATS, fixed subject; docs/scale-out.md, "Credit window").
+  bool window = false;                 // on for this route
+  std::uint64_t window_size = 0;       // positions allowed in flight
+  std::uint64_t window_in_flight = 0;  // last published position - lowest acknowledged
+  std::uint64_t window_ingresses = 0;  // ingresses acknowledging now
+  std::uint64_t window_waits = 0;      // times the window was full (the ring waited)
+  std::uint64_t window_probes = 0;     // probes sent while waiting without progress
+  std::uint64_t window_acks = 0;       // acknowledgements received
+  std::uint64_t window_expired = 0;    // ingresses forgotten after ack_timeout of silence
 };
 
 struct NatsStats {

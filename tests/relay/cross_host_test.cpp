@@ -1,0 +1,308 @@
+// Ring -> NATS -> ring across two routed nats-server nodes, through the
+// executables a user runs (issue 29; docs/scale-out.md, "Credit window"):
+//  * default flags: every message of `seq 1 N | ringcast pub a.ring` reaches
+//    `ringcast sub b.ring`, in order, however slow ring B's reader is;
+//  * core NATS chosen explicitly (--nats-at-most-once) with ring B's reader
+//    stopped: the ingress loses messages, and ring B's upstream_lost (ringcast
+//    info, the ingress's /metrics) counts exactly the messages that never
+//    arrived, whatever their size.
+// The message count is RINGCAST_RELAY_E2E_MESSAGES, else 1,000,000 (100,000
+// under the sanitizers).
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "relay_test_support.hpp"
+#include "ringcast/broadcast_ring.hpp"
+
+namespace ringcast::relay {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ChildProcess;
+using testing::Deadline;
+using testing::deadline_in;
+using testing::eventually;
+using testing::NatsServer;
+using testing::TempDir;
+
+std::uint64_t e2e_messages() {
+  if (const char* env = std::getenv("RINGCAST_RELAY_E2E_MESSAGES"); env != nullptr && *env != '\0') {
+    return std::strtoull(env, nullptr, 10);
+  }
+  return testing::scaled(1'000'000, 100'000);
+}
+
+ChildProcess spawn(const char* exe, const std::vector<std::string>& args, test::Stream out = test::Stream::kPipe) {
+  std::vector<std::string> argv{exe};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return ChildProcess::spawn(argv, {.out = out, .err = test::Stream::kPipe});
+}
+
+// Runs `ringcast ARGS` to its end; its stdout, or nullopt on failure.
+std::optional<std::string> cli(const std::vector<std::string>& args) {
+  ChildProcess c = spawn(CLI_EXE, args);
+  const auto status = c.wait_exit(deadline_in(60s));
+  if (test::exit_code(status) != 0) return std::nullopt;
+  return c.stdout_text();
+}
+
+// The port a relay prints for --metrics 127.0.0.1:0.
+std::uint16_t metrics_port(ChildProcess& relay) {
+  const std::string marker = "metrics on http://127.0.0.1:";
+  if (!relay.read_stdout_until("/metrics", deadline_in(30s))) return 0;
+  const std::string& out = relay.stdout_text();
+  const auto at = out.find(marker);
+  return at == std::string::npos
+             ? 0
+             : static_cast<std::uint16_t>(std::strtoul(out.c_str() + at + marker.size(), nullptr, 10));
+}
+
+// The value of the first sample of `family` at /metrics on `port`; -1 if absent.
+double metric(std::uint16_t port, std::string_view family) {
+  const int fd = testing::connect_loopback(port);
+  if (fd < 0) return -1;
+  std::string out;
+  if (test::send_all(fd, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")) {
+    (void)test::read_to_eof(fd, out, deadline_in(10s));
+  }
+  ::close(fd);
+  for (std::size_t at = out.find(family); at != std::string::npos; at = out.find(family, at + 1)) {
+    const std::size_t after = at + family.size();
+    if ((at == 0 || out[at - 1] == '\n') && after < out.size() && (out[after] == '{' || out[after] == ' ')) {
+      const auto sp = out.find(' ', out[after] == '{' ? out.find('}', after) : after);
+      return std::strtod(out.c_str() + sp + 1, nullptr);
+    }
+  }
+  return -1;
+}
+
+// Two nats-server nodes routed on loopback; the relay of host A publishes
+// ring A to node A, the ingress of host B takes it from node B into ring B.
+struct TwoHosts {
+  TempDir dir;
+  std::unique_ptr<NatsServer> a, b;
+  ChildProcess relay_a, relay_b;
+  std::uint16_t metrics_a = 0, metrics_b = 0;
+  std::string ring_a, ring_b;
+};
+
+void start_two_hosts(TwoHosts& h, const std::vector<std::string>& relay_a_args,
+                     const std::vector<std::string>& relay_b_args) {
+  h.a = NatsServer::start({.cluster = true});
+  ASSERT_TRUE(h.a);
+  h.b = NatsServer::start({.cluster = true, .route_to = h.a->cluster_port()});
+  ASSERT_TRUE(h.b);
+  h.ring_a = h.dir.file("a.ring");
+  h.ring_b = h.dir.file("b.ring");
+  std::vector<std::string> a{"--ring", h.ring_a + "=feed", "--nats", h.a->url(), "--metrics", "127.0.0.1:0"};
+  a.insert(a.end(), relay_a_args.begin(), relay_a_args.end());
+  h.relay_a = spawn(RELAY_EXE, a);
+  std::vector<std::string> b{"--nats-in", "feed=" + h.ring_b, "--nats", h.b->url(), "--metrics", "127.0.0.1:0"};
+  b.insert(b.end(), relay_b_args.begin(), relay_b_args.end());
+  h.relay_b = spawn(RELAY_EXE, b);
+  h.metrics_a = metrics_port(h.relay_a);
+  h.metrics_b = metrics_port(h.relay_b);
+  ASSERT_NE(h.metrics_a, 0) << h.relay_a.stderr_text();
+  ASSERT_NE(h.metrics_b, 0) << h.relay_b.stderr_text();
+  ASSERT_TRUE(h.relay_b.read_stdout_until("subscribed to NATS", deadline_in(30s))) << h.relay_b.stderr_text();
+}
+
+// Publishes one `probe` line into ring A (`ringcast pub`) until `arrived`:
+// the ingress's interest has crossed the route, and the ingress has its
+// baseline for ring A's stream.
+template <class Arrived>
+bool wait_for_interest(const TwoHosts& h, Arrived&& arrived) {
+  const auto d = deadline_in(30s);
+  while (testing::ms_left(d) > 0) {
+    ChildProcess pub =
+        ChildProcess::spawn({"/bin/sh", "-c", std::string("echo probe | ") + CLI_EXE + " pub " + h.ring_a},
+                            {.out = test::Stream::kDiscard, .err = test::Stream::kPipe});
+    if (test::exit_code(pub.wait_exit(deadline_in(30s))) != 0) return false;
+    if (eventually([&] { return arrived(); }, 200ms)) return true;
+  }
+  return false;
+}
+
+// The user's commands of issue 29, default flags, N messages: every line
+// arrives at ring B's consumer, in order, and nothing is counted lost.
+TEST(CrossHostTest, UsersCommandsOnTwoRoutedNodesDeliverEveryMessageInOrder) {
+  const std::uint64_t n = e2e_messages();
+  TwoHosts h;
+  h.ring_a = h.dir.file("a.ring");
+  ASSERT_TRUE(cli({"create", h.ring_a, "--capacity", "4096"}));
+  ASSERT_NO_FATAL_FAILURE(start_two_hosts(h, {}, {}));
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(h.ring_b); }, 30s));
+  ChildProcess sub = spawn(CLI_EXE, {"sub", h.ring_b});
+  ASSERT_TRUE(sub.read_stderr_until("subscribed to", deadline_in(30s))) << sub.stderr_text();
+
+  // Lines read so far from `ringcast sub`, past the probes.
+  std::uint64_t next = 1, bad = 0, probes = 0;
+  std::string first_bad;
+  const auto consume = [&](Deadline d) {
+    while (auto line = sub.read_line(d)) {
+      if (*line == "probe") {
+        ++probes;
+        continue;
+      }
+      if (*line != std::to_string(next)) {
+        if (bad++ == 0) first_bad = "expected " + std::to_string(next) + ", got " + *line;
+      }
+      ++next;
+      if (next > n) return;
+    }
+  };
+  ASSERT_TRUE(wait_for_interest(h, [&] {
+    consume(deadline_in(1ms));
+    return probes > 0;
+  })) << h.relay_b.stderr_text();
+
+  ChildProcess pub =
+      ChildProcess::spawn({"/bin/sh", "-c", "seq 1 " + std::to_string(n) + " | " + CLI_EXE + " pub " + h.ring_a},
+                          {.out = test::Stream::kDiscard, .err = test::Stream::kPipe});
+  consume(deadline_in(300s));
+  EXPECT_EQ(test::exit_code(pub.wait_exit(deadline_in(60s))), 0) << pub.stderr_text();
+  EXPECT_EQ(next - 1, n) << "ring B's consumer got " << next - 1 << " of " << n << "; ingress:\n"
+                         << h.relay_b.stderr_text();
+  EXPECT_EQ(bad, 0u) << first_bad;
+  // Nothing lost anywhere, and the window was in use.
+  EXPECT_EQ(metric(h.metrics_b, "ringcast_nats_in_lost_total"), 0);
+  EXPECT_EQ(metric(h.metrics_b, "ringcast_nats_in_dropped_total"), 0);
+  EXPECT_EQ(metric(h.metrics_b, "ringcast_nats_in_upstream_lost"), 0);
+  EXPECT_GT(metric(h.metrics_b, "ringcast_nats_in_acks_total"), 0);
+  EXPECT_EQ(metric(h.metrics_a, "ringcast_relay_window_ingresses"), 1);
+  const auto info = cli({"info", h.ring_b});
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->find("upstream"), std::string::npos) << *info;
+  std::cout << "window waits at the relay: " << metric(h.metrics_a, "ringcast_relay_window_waits_total")
+            << ", probes: " << metric(h.metrics_a, "ringcast_relay_window_probes_total") << "\n";
+  EXPECT_EQ(sub.stop(SIGTERM), std::optional<int>(0));
+  EXPECT_EQ(h.relay_b.stop(SIGTERM), std::optional<int>(0)) << h.relay_b.stderr_text();
+  EXPECT_EQ(h.relay_a.stop(SIGTERM), std::optional<int>(0)) << h.relay_a.stderr_text();
+}
+
+// 100-byte payloads: two ring slots each, so positions and messages differ.
+constexpr std::size_t kLongPayload = 100;
+void encode(std::uint64_t seq, std::byte* out) {
+  std::memset(out, '.', kLongPayload);
+  std::memcpy(out, &seq, 8);
+}
+
+// Core NATS chosen explicitly, ring B's only reader stopped: the ingress
+// blocks on the full ring, libnats drops beyond its pending limit, and every
+// lost message is counted exactly, in messages, in ring B's header.
+TEST(CrossHostTest, AtMostOnceWithAStoppedIngressCountsEveryLostMessageExactly) {
+  const std::uint64_t n = testing::scaled(20'000, 5'000);
+  TwoHosts h;
+  h.ring_a = h.dir.file("a.ring");
+  h.ring_b = h.dir.file("b.ring");
+  auto a = BroadcastRing::create(h.ring_a, 4096, {.wakeups = true});
+  ASSERT_TRUE(a) << a.error().message();
+  // Ring B exists before its ingress: our consumer is registered from the start.
+  auto b = BroadcastRing::create(h.ring_b, 1024, {.wakeups = true, .claim_producer = false});
+  ASSERT_TRUE(b) << b.error().message();
+  auto id = b->register_consumer();
+  ASSERT_TRUE(id);
+  ASSERT_NO_FATAL_FAILURE(start_two_hosts(h, {"--nats-at-most-once"}, {"--nats-in-pending-msgs", "500"}));
+  ASSERT_TRUE(eventually([&] { return a->active_consumer_count() == 1; }, 30s)) << h.relay_a.stderr_text();
+
+  std::vector<std::byte> buf(65536);
+  std::uint64_t received = 0, last = 0, disorder = 0;
+  bool got_any = false;
+  // Reads what ring B has; a probe (a short message) is skipped.
+  const auto drain = [&] {
+    for (;;) {
+      const RecvResult r = b->try_recv(*id, buf);
+      if (r.status != Errc::ok) return;
+      if (r.length != kLongPayload) continue;
+      std::uint64_t seq = 0;
+      std::memcpy(&seq, buf.data(), 8);
+      if (got_any && seq <= last) ++disorder;
+      got_any = true;
+      last = seq;
+      ++received;
+    }
+  };
+  // Interest across the route: probes (short messages) until one arrives.
+  const auto d = deadline_in(30s);
+  bool through = false;
+  while (!through && testing::ms_left(d) > 0) {
+    const std::byte probe[1] = {std::byte{'p'}};
+    ASSERT_EQ(a->push_wait(probe, 10s), Errc::ok);
+    through = eventually(
+        [&] {
+          const RecvResult r = b->try_recv(*id, buf);
+          return r.status == Errc::ok;
+        },
+        200ms);
+  }
+  ASSERT_TRUE(through) << h.relay_b.stderr_text();
+  drain();  // probes still on their way are read and skipped below as well
+
+  // Ring B's reader stops: the ingress fills ring B, then libnats' pending
+  // queue (500), then drops.
+  std::byte msg[kLongPayload];
+  for (std::uint64_t i = 0; i < n; ++i) {
+    encode(i, msg);
+    ASSERT_EQ(a->push_wait(std::span<const std::byte>(msg, kLongPayload), 30s), Errc::ok);
+  }
+  // Everything the relay published has reached the ingress: handed over,
+  // pending, or dropped.
+  ASSERT_TRUE(eventually(
+      [&] {
+        const double published = metric(h.metrics_a, "ringcast_relay_ring_nats_published_total");
+        const double seen = metric(h.metrics_b, "ringcast_nats_in_received_total") +
+                            metric(h.metrics_b, "ringcast_nats_in_pending_messages") +
+                            metric(h.metrics_b, "ringcast_nats_in_dropped_total");
+        return published > 0 && seen >= published;
+      },
+      60s))
+      << h.relay_b.stderr_text();
+  EXPECT_GT(metric(h.metrics_b, "ringcast_nats_in_dropped_total"), 0);
+  // The reader resumes and takes all the ingress still holds; then one more
+  // message (n) shows the drops at the tail as a gap.
+  ASSERT_TRUE(eventually(
+      [&] {
+        drain();
+        return b->lag(*id) == 0 && metric(h.metrics_b, "ringcast_nats_in_pending_messages") == 0;
+      },
+      60s));
+  encode(n, msg);
+  ASSERT_EQ(a->push_wait(std::span<const std::byte>(msg, kLongPayload), 30s), Errc::ok);
+  ASSERT_TRUE(eventually(
+      [&] {
+        drain();
+        return got_any && last == n;
+      },
+      60s));
+  ASSERT_EQ(last, n) << "the marker never arrived";
+  EXPECT_EQ(disorder, 0u);
+  const std::uint64_t lost = n + 1 - received;
+  ASSERT_GT(lost, 0u);
+  const RingStatus st = b->status();
+  EXPECT_EQ(st.upstream_lost, lost) << "received " << received << " of " << n + 1;
+  EXPECT_GE(st.upstream_gaps, 1u);
+  EXPECT_EQ(metric(h.metrics_b, "ringcast_nats_in_upstream_lost"), static_cast<double>(lost));
+  EXPECT_EQ(metric(h.metrics_b, "ringcast_nats_in_lost_total"), static_cast<double>(lost));
+  EXPECT_EQ(metric(h.metrics_b, "ringcast_nats_in_dropped_total"), static_cast<double>(lost));
+  const auto info = cli({"info", h.ring_b});
+  ASSERT_TRUE(info);
+  EXPECT_NE(info->find("upstream    " + std::to_string(lost) + " lost"), std::string::npos) << *info;
+  (void)b->unregister_consumer(*id);
+  EXPECT_EQ(h.relay_b.stop(SIGTERM), std::optional<int>(0)) << h.relay_b.stderr_text();
+  EXPECT_EQ(h.relay_a.stop(SIGTERM), std::optional<int>(0)) << h.relay_a.stderr_text();
+}
+
+}  // namespace
+}  // namespace ringcast::relay
