@@ -52,7 +52,7 @@ class CreditWindow {
   static constexpr std::size_t kMaxIngresses = 64;  // more are not waited for (counted: overflow)
 
   struct Config {
-    std::uint64_t window = 32768;                   // positions in flight
+    std::uint64_t window = 131072;                  // positions in flight
     std::chrono::milliseconds probe_interval{100};  // a probe after this long without progress
     std::chrono::milliseconds ack_timeout{3000};    // forget a silent ingress after this
   };

@@ -156,7 +156,7 @@ struct NatsConfig {
   // "Credit window"): at most `window` ring positions published and not yet
   // acknowledged by every ringcast ingress that receives them; while it is
   // full the ring waits. 0 (`--nats-at-most-once`): no window, at most once.
-  std::uint64_t window = 32768;
+  std::uint64_t window = 131072;
   std::chrono::milliseconds ack_timeout{3000};    // an ingress silent this long is not waited for
   std::chrono::milliseconds probe_interval{100};  // a probe after this long without progress
 };
@@ -193,8 +193,10 @@ struct NatsIngressConfig {
   std::size_t ring_max_message = 0;
   // libnats' per-subscription pending limits: what may wait in libnats while
   // the ingress is blocked (a full blocking ring, a paced broker). Beyond
-  // either, libnats drops messages (counted as `dropped`, and a gap).
-  int pending_msgs = 65536;
+  // either, libnats drops messages (counted as `dropped`, and a gap). The
+  // message limit stays above NatsConfig::window (one NATS message per
+  // position at most), so a relay's credit window never reaches it.
+  int pending_msgs = 262144;
   int pending_bytes = 64 << 20;
 };
 
