@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -301,6 +302,123 @@ TEST(CrossHostTest, AtMostOnceWithAStoppedIngressCountsEveryLostMessageExactly) 
   EXPECT_NE(info->find("upstream    " + std::to_string(lost) + " lost"), std::string::npos) << *info;
   (void)b->unregister_consumer(*id);
   EXPECT_EQ(h.relay_b.stop(SIGTERM), std::optional<int>(0)) << h.relay_b.stderr_text();
+  EXPECT_EQ(h.relay_a.stop(SIGTERM), std::optional<int>(0)) << h.relay_a.stderr_text();
+}
+
+// Default mode, ring B's only reader stopped: the window fills, the relay
+// stops taking from ring A and ring A's producer meets a full ring; when the
+// reader resumes every message arrives, in order, none counted lost. Then the
+// ingress is killed while the window is full again: the relay stops waiting
+// for it after --nats-ack-timeout-ms and ring A's producer goes on.
+TEST(CrossHostTest, AStoppedReaderOnRingBHoldsRingAsProducerAndAKilledIngressReleasesIt) {
+  const std::uint64_t n = testing::scaled(200'000, 20'000);
+  TwoHosts h;
+  h.ring_a = h.dir.file("a.ring");
+  h.ring_b = h.dir.file("b.ring");
+  auto a = BroadcastRing::create(h.ring_a, 1024, {.wakeups = true});
+  ASSERT_TRUE(a) << a.error().message();
+  auto b = BroadcastRing::create(h.ring_b, 1024, {.wakeups = true, .claim_producer = false});
+  ASSERT_TRUE(b) << b.error().message();
+  auto id = b->register_consumer();
+  ASSERT_TRUE(id);
+  // A window smaller than what the rings hold, so that it, not the rings, holds
+  // the producer; a short ack timeout for the second half.
+  ASSERT_NO_FATAL_FAILURE(start_two_hosts(h, {"--nats-window", "4096", "--nats-ack-timeout-ms", "500"}, {}));
+  ASSERT_TRUE(eventually([&] { return a->active_consumer_count() == 1; }, 30s)) << h.relay_a.stderr_text();
+
+  alignas(8) std::byte buf[kMaxPayload];
+  std::uint64_t next = 0, disorder = 0;
+  // Reads what ring B has: 8-byte numbered messages; probes (1 byte) skipped.
+  const auto drain = [&] {
+    for (;;) {
+      const RecvResult r = b->try_recv(*id, buf);
+      if (r.status != Errc::ok) return;
+      if (r.length != 8) continue;
+      std::uint64_t seq = 0;
+      std::memcpy(&seq, buf, 8);
+      if (seq != next) ++disorder;
+      next = seq + 1;
+    }
+  };
+  const auto d = deadline_in(30s);
+  bool through = false;
+  while (!through && testing::ms_left(d) > 0) {
+    const std::byte probe[1] = {std::byte{'p'}};
+    ASSERT_EQ(a->push_wait(probe, 10s), Errc::ok);
+    through = eventually([&] { return b->try_recv(*id, buf).status == Errc::ok; }, 200ms);
+  }
+  ASSERT_TRUE(through) << h.relay_b.stderr_text();
+  // Wait for the ingress's first ack: from then on the relay holds to the window.
+  ASSERT_TRUE(eventually([&] { return metric(h.metrics_a, "ringcast_relay_window_ingresses") == 1; }, 30s));
+
+  // The producer pushes with try_push, counting `full` answers.
+  std::atomic<std::uint64_t> pushed{0}, fulls{0};
+  std::atomic<bool> stop_pushing{false};
+  std::thread producer([&] {
+    for (std::uint64_t i = 0; i < n && !stop_pushing.load(std::memory_order_acquire); ++i) {
+      const std::span<const std::byte> p(reinterpret_cast<const std::byte*>(&i), 8);
+      while (a->try_push(p) == Errc::full) {
+        fulls.fetch_add(1, std::memory_order_relaxed);
+        if (stop_pushing.load(std::memory_order_acquire)) return;
+        std::this_thread::sleep_for(100us);
+      }
+      pushed.fetch_add(1, std::memory_order_release);
+    }
+  });
+  // Ring B's reader is stopped: ring B fills (1024), the window (4096) fills,
+  // ring A fills (1024); the producer is held, far from n.
+  ASSERT_TRUE(eventually(
+      [&] {
+        const std::uint64_t before = pushed.load(std::memory_order_acquire);
+        std::this_thread::sleep_for(200ms);
+        return fulls.load(std::memory_order_relaxed) > 0 && pushed.load(std::memory_order_acquire) == before;
+      },
+      60s));
+  EXPECT_LT(pushed.load(std::memory_order_acquire), n);
+  EXPECT_GT(metric(h.metrics_a, "ringcast_relay_window_waits_total"), 0);
+  EXPECT_EQ(metric(h.metrics_b, "ringcast_nats_in_dropped_total"), 0);
+  // The reader resumes: everything arrives, in order.
+  const auto until = deadline_in(120s);
+  while (next < n && testing::ms_left(until) > 0) {
+    drain();
+    std::this_thread::sleep_for(1ms);
+  }
+  producer.join();
+  EXPECT_EQ(next, n);
+  EXPECT_EQ(disorder, 0u);
+  EXPECT_EQ(b->status().upstream_lost, 0u);
+  EXPECT_EQ(metric(h.metrics_b, "ringcast_nats_in_lost_total"), 0);
+
+  // The window full again, then the ingress killed: after the ack timeout
+  // the relay goes on without it, and so does ring A's producer.
+  pushed.store(0, std::memory_order_release);
+  std::thread again([&] {
+    for (std::uint64_t i = 0; i < n && !stop_pushing.load(std::memory_order_acquire); ++i) {
+      const std::span<const std::byte> p(reinterpret_cast<const std::byte*>(&i), 8);
+      while (a->try_push(p) == Errc::full) {
+        if (stop_pushing.load(std::memory_order_acquire)) return;
+        std::this_thread::sleep_for(100us);
+      }
+      pushed.fetch_add(1, std::memory_order_release);
+    }
+  });
+  ASSERT_TRUE(eventually(
+      [&] {
+        const std::uint64_t before = pushed.load(std::memory_order_acquire);
+        std::this_thread::sleep_for(200ms);
+        return pushed.load(std::memory_order_acquire) == before;
+      },
+      60s));
+  EXPECT_LT(pushed.load(std::memory_order_acquire), n);
+  ASSERT_TRUE(h.relay_b.stop(SIGKILL));
+  const bool released = eventually([&] { return pushed.load(std::memory_order_acquire) == n; }, 60s);
+  stop_pushing.store(true, std::memory_order_release);
+  again.join();
+  EXPECT_TRUE(released) << "ring A's producer still held after the ingress died; relay A:\n" << h.relay_a.stderr_text();
+  EXPECT_EQ(metric(h.metrics_a, "ringcast_relay_window_expired_total"), 1);
+  EXPECT_EQ(metric(h.metrics_a, "ringcast_relay_window_ingresses"), 0);
+  EXPECT_TRUE(h.relay_a.read_stderr_until("no longer waiting for it", deadline_in(10s))) << h.relay_a.stderr_text();
+  (void)b->unregister_consumer(*id);
   EXPECT_EQ(h.relay_a.stop(SIGTERM), std::optional<int>(0)) << h.relay_a.stderr_text();
 }
 
