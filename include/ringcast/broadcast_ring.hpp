@@ -44,17 +44,22 @@
 //     block_slots). Readers enter a record only through its header, whose
 //     version commits every byte of it, so a crash mid-record delivers nothing.
 //  9. On rings with block_slots > 1 the producer stores write_intent = end
-//     before it writes positions [pos, end), and before committing a message
-//     that ends at `end` it leaves slot(end).version below 2*end+1 (the head
-//     stamp): a reader waiting at the head never takes a previous lap's
-//     payload bytes for a version, and a reader that may be lapped validates
-//     every message it copies by write_intent <= pos + capacity (a record's
-//     payload overwrites other slots' version words in no set order, so a
-//     version re-check alone cannot see it).
+//     before it writes a record, padding or head stamp among positions
+//     [pos, end), and before its scan of the cursors (full_slow) it raises
+//     write_intent to its position. Before committing a message that ends at
+//     `end` it leaves slot(end).version below 2*end+1 (the head stamp) where
+//     a previous lap's record may have left payload bytes: a reader waiting
+//     at the head never takes them for a version. A reader that may be lapped
+//     validates every message it copies by write_intent <= pos + capacity (a
+//     record's payload overwrites other slots' version words in no set
+//     order, so a version re-check alone cannot see it), and a record also by
+//     its header's version (an inline message written over it stores no
+//     intent, but rewrites the header slot first).
 // 10. A consumer can be lapped only below its stable_from: on a lossy ring
 //     everywhere; on a blocking ring below the write_intent it read after
 //     registering, where the producer may have been writing without knowing
-//     of it (invariant 7 and batches). At and above it the producer waits for
+//     of it (invariant 7 and batches; the scan that let it do so stored an
+//     intent at least its position). At and above it the producer waits for
 //     the consumer, so it reads records in place (views, drain); below it,
 //     it copies and validates (invariant 9).
 //
@@ -97,9 +102,11 @@ namespace ringcast {
 namespace detail {
 // Calls f(0), f(1), ..., f(N-1), fully unrolled: the seven slot words are then
 // moved between registers and the slot with no loop and no stack staging.
+// Forced inline: in a large caller (a receive loop with everything inlined)
+// GCC's budget would otherwise leave this as a call per slot.
 template <std::size_t N, class F>
-inline void unrolled(F&& f) noexcept {
-  [&]<std::size_t... I>(std::index_sequence<I...>) { (f(I), ...); }
+[[gnu::always_inline]] inline void unrolled(F&& f) noexcept {
+  [&]<std::size_t... I>(std::index_sequence<I...>) __attribute__((always_inline)) { (f(I), ...); }
   (std::make_index_sequence<N>{});
 }
 }  // namespace detail
@@ -346,7 +353,7 @@ class BroadcastRing {
   // Returns ok, full (blocking mode: the slowest consumer is too far behind
   // for the message's slots), payload_too_large, or not_producer /
   // producer_busy when the role cannot be claimed.
-  [[nodiscard]] Errc try_push(std::span<const std::byte> payload) noexcept;
+  [[nodiscard, gnu::always_inline]] Errc try_push(std::span<const std::byte> payload) noexcept;
   // Pushes payloads (any mix of sizes) in order until one does not fit;
   // publishes producer_seq once. count = how many were pushed; status = why
   // it stopped early.
@@ -364,7 +371,7 @@ class BroadcastRing {
   // (a slot stayed half-written past a bounded spin while its producer lives),
   // producer_dead (half-written slot, producer gone), layout_mismatch (corrupt slot).
   // A buffer of at least 52 bytes takes the fastest path for short messages.
-  RecvResult try_recv(ConsumerId id, std::span<std::byte> out) noexcept;
+  [[gnu::always_inline]] RecvResult try_recv(ConsumerId id, std::span<std::byte> out) noexcept;
 
   // Receives up to `max` messages, calling on_message(std::span<const std::byte>)
   // for each, and publishes the cursor once for the whole batch. The span is
@@ -393,8 +400,8 @@ class BroadcastRing {
   // One relaxed fetch_add on each of two header fields.
   void report_upstream_loss(std::uint64_t lost) noexcept {
     // relaxed: display-only counters (docs/layout.md); only the producer writes them.
-    producer().upstream_lost.fetch_add(lost, std::memory_order_relaxed);
-    producer().upstream_gaps.fetch_add(1, std::memory_order_relaxed);
+    header_->tail.upstream_lost.fetch_add(lost, std::memory_order_relaxed);
+    header_->tail.upstream_gaps.fetch_add(1, std::memory_order_relaxed);
   }
 
   // --- blocking variants ---------------------------------------------------
@@ -505,12 +512,13 @@ class BroadcastRing {
   // Reads an inline message into out (52 bytes of room), or reports a record.
   // `lappable`: pos is below the reader's stable_from (invariant 10), so the
   // copy is validated against the write intent too.
-  ReadOutcome read_slot(std::uint64_t pos, std::byte* out, std::uint32_t& length, std::uint64_t& w0,
-                        bool lappable) const noexcept;
+  [[gnu::always_inline]] ReadOutcome read_slot(std::uint64_t pos, std::byte* out, std::uint32_t& length,
+                                               std::uint64_t& w0, bool lappable) const noexcept;
   [[nodiscard]] bool lappable(ConsumerId id, std::uint64_t pos) const noexcept { return pos < local_[id].stable_from; }
-  void write_slot(std::uint64_t pos, std::span<const std::byte> payload) noexcept;
+  [[gnu::always_inline]] void write_slot(std::uint64_t pos, std::span<const std::byte> payload) noexcept;
   // Writes a message of at most 52 bytes at seq_ (room checked) without
-  // publishing it: intent and stamp, the slot, the position and the totals.
+  // publishing it: the head stamp where one is due, the slot, the position
+  // and the totals.
   void write_inline(std::span<const std::byte> payload) noexcept;
   [[nodiscard]] Errc check_room(std::uint64_t slots) noexcept;
   // Before writing positions [pos, end): the write intent and the head stamp
@@ -628,13 +636,14 @@ class BroadcastRing {
   // one handle went from 9.1 M to 46.0 M msgs/s, docs/benchmarks.md).
   alignas(kCacheLine) bool is_producer_ = false;
   std::uint64_t seq_ = 0;            // next position to write
-  std::uint64_t messages_ = 0;       // messages written (TailLine::messages, display)
-  std::uint64_t payload_bytes_ = 0;  // and their bytes (TailLine::payload_bytes)
+  std::uint64_t messages_ = 0;       // messages written (ProducerLine::messages, display)
+  std::uint64_t payload_bytes_ = 0;  // and their bytes (ProducerLine::payload_bytes)
   std::uint64_t intent_ = 0;         // the last write_intent stored (records_ rings)
   // No slot at a position >= this can hold a previous lap's record bytes,
   // so the head stamp's check is skipped there (begin_write): one lap past
   // the end of the last record, padding or claim written, and one lap past
   // the position a producer took over at (docs/memory-ordering.md, "Records").
+  // 0 on a ring without records.
   std::uint64_t stamp_below_ = 0;
   std::uint64_t cached_min_ = 0;   // a lower bound on every active cursor
   std::int64_t next_reap_ns_ = 0;  // rate limit for reap_on_full, on reap_clock_
@@ -727,15 +736,17 @@ inline BroadcastRing::ReadOutcome BroadcastRing::read_slot(std::uint64_t pos, st
   // relaxed: ordered after the word loads by the fence (or the acquire loads).
   // (R3 in docs/memory-ordering.md; seqlock_detector_test builds without it.)
   if (s.version.load(std::memory_order_relaxed) != v1) return ReadOutcome::kOverwritten;
-  // Invariant 9: a later lap's record may have rewritten the words but not
-  // yet the version word. relaxed: ordered by the fence above, which pairs
-  // with begin_write's release fence.
-  if (lappable && header_->tail.write_intent.load(std::memory_order_relaxed) > pos + capacity_) [[unlikely]] {
-    return ReadOutcome::kOverwritten;
-  }
-  if ((words[0] & kRecordBit) != 0) [[unlikely]] {
-    w0 = words[0];
-    return ReadOutcome::kRecord;
+  // One branch for the two rare cases. Invariant 9: a later lap's record may
+  // have rewritten the words but not yet the version word. relaxed: ordered
+  // by the fence above, which pairs with begin_write's release fence.
+  if (lappable || (words[0] & kRecordBit) != 0) [[unlikely]] {
+    if (lappable && header_->tail.write_intent.load(std::memory_order_relaxed) > pos + capacity_) {
+      return ReadOutcome::kOverwritten;
+    }
+    if ((words[0] & kRecordBit) != 0) {
+      w0 = words[0];
+      return ReadOutcome::kRecord;
+    }
   }
   length = static_cast<std::uint32_t>(words[0]);
   if (length > kMaxPayload) return ReadOutcome::kCorrupt;  // a hostile or damaged file
@@ -789,12 +800,13 @@ inline void BroadcastRing::begin_write(std::uint64_t end) noexcept {
 }
 
 inline void BroadcastRing::publish(std::uint64_t next_pos) noexcept {
-  layout::TailLine& tail = header_->tail;
-  // relaxed: display-only totals on a line only the producer writes.
-  tail.messages.store(messages_, std::memory_order_relaxed);
-  tail.payload_bytes.store(payload_bytes_, std::memory_order_relaxed);
+  layout::ProducerLine& p = producer();
+  // relaxed: display-only totals, beside producer_seq on a line only the
+  // producer writes.
+  p.messages.store(messages_, std::memory_order_relaxed);
+  p.payload_bytes.store(payload_bytes_, std::memory_order_relaxed);
   // release: pairs with acquire loads in producer_position/lag/register_consumer.
-  producer().producer_seq.store(next_pos, std::memory_order_release);
+  p.producer_seq.store(next_pos, std::memory_order_release);
   // Light side of the sleep handshake with wait() (docs/memory-ordering.md,
   // "Sleeping and waking"): the slot stores above are ordered before this
   // load by the barrier pair, so either we see a sleeper's waiting bit or its
@@ -816,7 +828,12 @@ inline void BroadcastRing::publish(std::uint64_t next_pos) noexcept {
 }
 
 inline void BroadcastRing::write_inline(std::span<const std::byte> payload) noexcept {
-  if (records_) begin_write(seq_ + 1);
+  // An inline message needs no intent (its slot's SeqLock guards it, and a
+  // record it overwrites is validated by its header's version, which an
+  // earlier position rewrote): only the head stamp, within a lap of a record
+  // (stamp_below_ stays 0 on rings without records).
+  if (seq_ + 1 < stamp_below_) [[unlikely]]
+    begin_write(seq_ + 1);
   write_slot(seq_, payload);
   ++seq_;
   ++messages_;

@@ -4,8 +4,8 @@
 // document lists is pinned by a static_assert below. Change one, change both,
 // and bump kLayoutVersion.
 //
-//   offset 0     ProducerLine          64 B  (magic ... producer_seq, upstream loss, max_message)
-//   offset 64    TailLine              64 B  (write intent, messages and bytes published)
+//   offset 0     ProducerLine          64 B  (magic ... producer_seq, totals, max_message)
+//   offset 64    TailLine              64 B  (write intent, upstream loss: rarely written)
 //   offset 128   WaitLine data_wait    64 B  (consumers waiting for data)
 //   offset 192   WaitLine space_wait   64 B  (the producer waiting for room)
 //   offset 256   ConsumerEntry[16]   1024 B  (one cache line per consumer)
@@ -42,9 +42,9 @@ inline constexpr std::uint64_t kMaxCapacity = std::uint64_t{1} << 30;
 
 // "RINGCAST" read as a little-endian 64-bit word.
 inline constexpr std::uint64_t kMagic = 0x5453414347'4E4952;
-// 4: variable-size messages (records spanning slots, the TailLine at 64);
+// 5: the totals beside producer_seq, the upstream loss on the TailLine;
 // docs/layout.md, "Version history", says what each version changed.
-inline constexpr std::uint32_t kLayoutVersion = 4;
+inline constexpr std::uint32_t kLayoutVersion = 5;
 
 // ProducerLine::flags bits, fixed at creation.
 inline constexpr std::uint32_t kFlagLossy = 1U << 0;    // producer never waits; readers may be lapped
@@ -86,26 +86,28 @@ struct alignas(kCacheLine) ProducerLine {
   std::atomic<std::uint64_t> capacity;        // 16: number of slots
   std::atomic<std::uint32_t> flags;           // 24: kFlag* bits
   std::atomic<std::uint32_t> producer_pid;    // 28: pid of the last producer (display only)
-  std::atomic<std::uint64_t> producer_seq;    // 32: messages published (a lower bound on committed)
-  // 40, 48: what the producer knows was lost before it (a NATS ingress that saw
-  // gaps in its source's sequence; docs/scale-out.md): messages, and gap
-  // events. Zero in files whose producers never report loss (and in files from
-  // builds before these fields, where the bytes were reserved zero).
-  std::atomic<std::uint64_t> upstream_lost;  // 40
-  std::atomic<std::uint64_t> upstream_gaps;  // 48
+  std::atomic<std::uint64_t> producer_seq;    // 32: positions published (a lower bound on committed)
+  // 40, 48: display totals, stored with producer_seq by every publish (the
+  // line is written then anyway, so they cost no extra cache line).
+  std::atomic<std::uint64_t> messages;       // 40: messages published
+  std::atomic<std::uint64_t> payload_bytes;  // 48: their payload bytes
   std::atomic<std::uint32_t> max_message;    // 56: largest payload, fixed at creation
   std::atomic<std::uint32_t> block_slots;    // 60: slots of the largest record (1: inline only)
 };
 
-// What the producer has started writing and what it has published, on a
-// line only the producer writes: readers that may be lapped validate a
-// record against write_intent; observers read the totals.
+// Fields the producer writes rarely, on a line of their own: readers that may
+// be lapped load write_intent on every read, so nothing written per message
+// lives here.
 struct alignas(kCacheLine) TailLine {
-  // 0: the end (exclusive) of the positions the producer is writing or has
-  // written, stored before their slots (rings with block_slots > 1 only).
+  // 0: how far the producer may have written: stored before it writes a
+  // record, a padding or a head stamp, and before each scan of the cursors
+  // (rings with block_slots > 1 only; invariant 9 in broadcast_ring.hpp).
   std::atomic<std::uint64_t> write_intent;
-  std::atomic<std::uint64_t> messages;       // 8: messages published (display)
-  std::atomic<std::uint64_t> payload_bytes;  // 16: their payload bytes (display)
+  // 8, 16: what the producer knows was lost before it (a NATS ingress that
+  // saw gaps in its source's sequence; docs/scale-out.md): messages, and gap
+  // events. Zero in files whose producers never report loss.
+  std::atomic<std::uint64_t> upstream_lost;  // 8
+  std::atomic<std::uint64_t> upstream_gaps;  // 16
   std::uint8_t reserved[40];                 // 24: zero
 };
 
@@ -195,15 +197,15 @@ static_assert(offsetof(ProducerLine, capacity) == 16);
 static_assert(offsetof(ProducerLine, flags) == 24);
 static_assert(offsetof(ProducerLine, producer_pid) == 28);
 static_assert(offsetof(ProducerLine, producer_seq) == 32);
-static_assert(offsetof(ProducerLine, upstream_lost) == 40);
-static_assert(offsetof(ProducerLine, upstream_gaps) == 48);
+static_assert(offsetof(ProducerLine, messages) == 40);
+static_assert(offsetof(ProducerLine, payload_bytes) == 48);
 static_assert(offsetof(ProducerLine, max_message) == 56);
 static_assert(offsetof(ProducerLine, block_slots) == 60);
 
 static_assert(sizeof(TailLine) == 64 && alignof(TailLine) == 64);
 static_assert(offsetof(TailLine, write_intent) == 0);
-static_assert(offsetof(TailLine, messages) == 8);
-static_assert(offsetof(TailLine, payload_bytes) == 16);
+static_assert(offsetof(TailLine, upstream_lost) == 8);
+static_assert(offsetof(TailLine, upstream_gaps) == 16);
 static_assert(offsetof(TailLine, reserved) == 24);
 
 static_assert(sizeof(WaitLine) == 64 && alignof(WaitLine) == 64);

@@ -529,11 +529,12 @@ Result<void> BroadcastRing::claim_producer() {
   // written up to it (an open claim) before it died.
   layout::TailLine& tail = header_->tail;
   intent_ = std::max(tail.write_intent.load(std::memory_order_relaxed), seq);
+  if (records_) tail.write_intent.store(intent_, std::memory_order_relaxed);
   // A previous producer may have left record bytes in any slot: check every
   // stamp for a lap, by the end of which we have written every slot.
-  stamp_below_ = seq + capacity_;
-  messages_ = tail.messages.load(std::memory_order_relaxed);
-  payload_bytes_ = tail.payload_bytes.load(std::memory_order_relaxed);
+  stamp_below_ = records_ ? seq + capacity_ : 0;
+  messages_ = p.messages.load(std::memory_order_relaxed);
+  payload_bytes_ = p.payload_bytes.load(std::memory_order_relaxed);
   // A previous producer may have left fenced mode on: consumers that see the
   // bit skip their membarrier, so keep fencing until leave_fenced() clears it.
   // acquire: pairs with the release CAS that set it (end_epoch()).
@@ -563,6 +564,14 @@ Errc BroadcastRing::claim_slow() noexcept {
 }
 
 Errc BroadcastRing::full_slow(std::uint64_t slots) noexcept {
+  // Invariant 10: a consumer registering after this scan's fence reads at
+  // least this intent into its stable_from, so the positions the scan's
+  // minimum lets us overwrite without seeing it (below that minimum <= seq_)
+  // are below its stable_from. relaxed: ordered before the fence below.
+  if (records_ && seq_ > intent_) {
+    intent_ = seq_;
+    header_->tail.write_intent.store(seq_, std::memory_order_relaxed);
+  }
   // seq_cst fence: Dekker with register_consumer (it stores state=active, fences,
   // then reads producer_seq). Either this scan sees the new consumer, or the new
   // consumer starts at a position >= every position this scan allows us to fill.
@@ -670,10 +679,11 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
       c.cursor.store(p.producer_seq.load(std::memory_order_relaxed), std::memory_order_release);
     }
     // Invariant 10. relaxed: ordered after the state store by the fence
-    // above. A scan ordered before our fence read an intent no higher than
-    // this (the producer stores it before its next scan's fence), and its
-    // cached minimum lets the producer write only below that minimum plus
-    // `capacity`, so it overwrites positions below this value at most: from
+    // above. A scan ordered before our fence stored, before its own fence, an
+    // intent at least the producer's position then, so we read at least that
+    // ([atomics.fences]: seq_cst fences order it), and its cached minimum (at
+    // most that position) lets the producer write only below the minimum plus
+    // `capacity`: it overwrites positions below this value at most. From
     // here on, every overwrite of our slots waits for a scan that sees us.
     // A ring without records keeps no intent and needs none: each slot's
     // version guards it. A lossy ring can lap anyone anywhere.
@@ -1022,11 +1032,11 @@ RingStatus BroadcastRing::status() const {
   s.half_written_slot = slot(s.producer_seq).version.load(std::memory_order_relaxed) == 2 * s.producer_seq + 1;
   s.sleeping_consumers = header_->data_wait.sleepers.load(std::memory_order_relaxed);
   s.producer_sleeping = header_->space_wait.sleepers.load(std::memory_order_relaxed) != 0;
-  s.upstream_lost = p.upstream_lost.load(std::memory_order_relaxed);
-  s.upstream_gaps = p.upstream_gaps.load(std::memory_order_relaxed);
+  s.upstream_lost = header_->tail.upstream_lost.load(std::memory_order_relaxed);
+  s.upstream_gaps = header_->tail.upstream_gaps.load(std::memory_order_relaxed);
   s.max_message = max_message_;
-  s.messages = header_->tail.messages.load(std::memory_order_relaxed);
-  s.payload_bytes = header_->tail.payload_bytes.load(std::memory_order_relaxed);
+  s.messages = p.messages.load(std::memory_order_relaxed);
+  s.payload_bytes = p.payload_bytes.load(std::memory_order_relaxed);
   for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
     const layout::ConsumerEntry& c = consumer(id);
     ConsumerStatus& cs = s.consumers[id];

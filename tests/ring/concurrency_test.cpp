@@ -234,7 +234,8 @@ TEST(ConcurrencyTest, ThreadsOfOneHandleRegisterAndUnregisterWhileAnotherHandleR
           return;
         }
         if (holders[*id].fetch_add(1) != 0) overlaps.fetch_add(1);
-        const BatchResult drained = ring->drain(*id, [](std::span<const std::byte>) {}, 8);
+        const BatchResult drained = ring->drain(
+            *id, [](std::span<const std::byte>) {}, 8);
         if (drained.status != Errc::empty) failures.fetch_add(1);
         holders[*id].fetch_sub(1);
         if (ring->unregister_consumer(*id) != Errc::ok) failures.fetch_add(1);
