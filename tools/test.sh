@@ -10,7 +10,8 @@
 # (clang-tidy over src/ and include/, about 6 CPU-minutes: too much for the
 # suite's time budget), which is run by hand before sending a change.
 # First of all, tools/bench-summary.py --check: docs/benchmarks.md's summary
-# must match the notebook's marked tables.
+# must match the notebook's marked tables; and tools/layout-docs.py: every
+# offset in docs/layout.md must be the one include/ringcast/layout.hpp asserts.
 #
 #   tools/test.sh                 everything (what CI runs)
 #   tools/test.sh release asan    only the named configurations
@@ -35,6 +36,13 @@ if tools/bench-summary.py --check; then
   summary+=("bench summary: passed")
 else
   summary+=("bench summary: FAILED (run tools/bench-summary.py)")
+  failed=1
+fi
+echo "=== docs/layout.md: every offset against include/ringcast/layout.hpp"
+if tools/layout-docs.py; then
+  summary+=("layout docs: passed")
+else
+  summary+=("layout docs: FAILED (docs/layout.md and layout.hpp disagree)")
   failed=1
 fi
 for preset in "${configs[@]}"; do
