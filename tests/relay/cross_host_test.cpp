@@ -422,5 +422,100 @@ TEST(CrossHostTest, AStoppedReaderOnRingBHoldsRingAsProducerAndAKilledIngressRel
   EXPECT_EQ(h.relay_a.stop(SIGTERM), std::optional<int>(0)) << h.relay_a.stderr_text();
 }
 
+// Default mode, both NATS nodes killed while the relay publishes (killing
+// one is no outage: each client fails over to the other node, which it
+// learnt from the cluster): no acks come, the window fills and the relay
+// probes. When the nodes are back, whatever the outage cost (messages the
+// relay's reconnect buffer sent before the ingress had subscribed again) is
+// counted exactly, in messages, from the probe or the next message, and
+// everything else arrives.
+TEST(CrossHostTest, BothNodesRestartedUnderTheWindowLossIsCountedExactly) {
+  const std::uint64_t n = testing::scaled(40'000, 10'000);
+  TwoHosts h;
+  h.ring_a = h.dir.file("a.ring");
+  h.ring_b = h.dir.file("b.ring");
+  auto a = BroadcastRing::create(h.ring_a, 1024, {.wakeups = true});
+  ASSERT_TRUE(a) << a.error().message();
+  auto b = BroadcastRing::create(h.ring_b, 65536, {.wakeups = true, .claim_producer = false});
+  ASSERT_TRUE(b) << b.error().message();
+  auto id = b->register_consumer();
+  ASSERT_TRUE(id);
+  // A long ack timeout: the relay must wait for this ingress, not forget it.
+  ASSERT_NO_FATAL_FAILURE(start_two_hosts(h, {"--nats-window", "1000", "--nats-ack-timeout-ms", "600000"},
+                                          {"--nats-reconnect-wait-ms", "100"}));
+  ASSERT_TRUE(eventually([&] { return a->active_consumer_count() == 1; }, 30s)) << h.relay_a.stderr_text();
+  alignas(8) std::byte buf[kMaxPayload];
+  std::uint64_t received = 0, last = 0, disorder = 0;
+  bool any = false;
+  const auto drain = [&] {
+    for (;;) {
+      const RecvResult r = b->try_recv(*id, buf);
+      if (r.status != Errc::ok) return;
+      if (r.length != 8) continue;  // a probe of the test
+      std::uint64_t seq = 0;
+      std::memcpy(&seq, buf, 8);
+      if (any && seq <= last) ++disorder;
+      any = true;
+      last = seq;
+      ++received;
+    }
+  };
+  const auto d = deadline_in(30s);
+  bool through = false;
+  while (!through && testing::ms_left(d) > 0) {
+    const std::byte probe[1] = {std::byte{'p'}};
+    ASSERT_EQ(a->push_wait(probe, 10s), Errc::ok);
+    through = eventually([&] { return b->try_recv(*id, buf).status == Errc::ok; }, 200ms);
+  }
+  ASSERT_TRUE(through) << h.relay_b.stderr_text();
+  ASSERT_TRUE(eventually([&] { return metric(h.metrics_a, "ringcast_relay_window_ingresses") == 1; }, 30s));
+  const auto push = [&](std::uint64_t i) {
+    const std::span<const std::byte> p(reinterpret_cast<const std::byte*>(&i), 8);
+    return a->push_wait(p, 120s) == Errc::ok;
+  };
+  // The first half arrives.
+  for (std::uint64_t i = 0; i < n / 2; ++i) ASSERT_TRUE(push(i));
+  ASSERT_TRUE(eventually(
+      [&] {
+        drain();
+        return received == n / 2;
+      },
+      60s));
+  // Both nodes die; the relay publishes into its reconnect buffer until the
+  // window is full, then probes.
+  const std::uint16_t port_a = h.a->port(), cluster_a = h.a->cluster_port();
+  const std::uint16_t port_b = h.b->port(), cluster_b = h.b->cluster_port();
+  h.b->kill();
+  h.a->kill();
+  std::thread producer([&] {
+    for (std::uint64_t i = n / 2; i < n; ++i) {
+      if (!push(i)) return;
+    }
+  });
+  const bool probing = eventually([&] { return metric(h.metrics_a, "ringcast_relay_window_probes_total") > 0; }, 60s);
+  // The nodes come back on their ports; the clients reconnect.
+  h.a = NatsServer::start({.port = port_a, .cluster = true, .cluster_port = cluster_a});
+  h.b = NatsServer::start({.port = port_b, .cluster = true, .route_to = cluster_a, .cluster_port = cluster_b});
+  const auto until = deadline_in(120s);
+  while (!(any && last == n - 1) && testing::ms_left(until) > 0) {
+    drain();
+    std::this_thread::sleep_for(1ms);
+  }
+  producer.join();
+  ASSERT_TRUE(probing) << "the relay never probed; relay A:\n" << h.relay_a.stderr_text();
+  ASSERT_TRUE(h.a && h.b);
+  ASSERT_EQ(last, n - 1) << "the last message never arrived; relay A:\n" << h.relay_a.stderr_text();
+  EXPECT_EQ(disorder, 0u);
+  const std::uint64_t lost = n - received;
+  EXPECT_EQ(b->status().upstream_lost, lost) << "received " << received << " of " << n;
+  EXPECT_EQ(metric(h.metrics_b, "ringcast_nats_in_lost_total"), static_cast<double>(lost));
+  EXPECT_EQ(metric(h.metrics_a, "ringcast_relay_window_expired_total"), 0);
+  std::cout << "lost in the outage: " << lost << " of " << n
+            << ", probes received by the ingress: " << metric(h.metrics_b, "ringcast_nats_in_probes_total") << "\n";
+  (void)b->unregister_consumer(*id);
+  EXPECT_EQ(h.relay_b.stop(SIGTERM), std::optional<int>(0)) << h.relay_b.stderr_text();
+  EXPECT_EQ(h.relay_a.stop(SIGTERM), std::optional<int>(0)) << h.relay_a.stderr_text();
+}
+
 }  // namespace
 }  // namespace ringcast::relay
