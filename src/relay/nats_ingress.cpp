@@ -111,6 +111,7 @@ void NatsIngress::send_ack(const char* reply, std::uint32_t run, std::uint64_t p
 void NatsIngress::note_ack(const char* reply, std::uint32_t run, std::uint64_t pos, bool now) noexcept {
   if (run != ack_run_ || std::strcmp(reply, ack_reply_.c_str()) != 0) {
     // Another source (or a new run of it): the previous one gets its last ack now.
+    // relaxed: this thread is the only writer of ack_pos_.
     if (!ack_reply_.empty()) send_ack(ack_reply_.c_str(), ack_run_, ack_pos_.load(std::memory_order_relaxed));
     try {
       std::lock_guard lock(ack_mu_);
@@ -228,12 +229,13 @@ bool NatsIngress::handle(natsMsg* msg, bool keep_duplicates) noexcept {
     probes_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
     const ContinuityResult r = checker_.check_probe(source, seq, msgno);
     const ContinuityStats& cs = checker_.stats();
+    // relaxed (both): single-writer statistics.
     gaps_.store(cs.gaps, std::memory_order_relaxed);
     lost_.store(cs.lost, std::memory_order_relaxed);
     if (r.kind == Continuity::kGap) target_->on_gap(subject, r.lost);
     std::uint64_t pos = 0;
-    const char* end = seq + std::strlen(seq);
-    if (std::from_chars(seq, end, pos).ptr == end) note_ack(reply, run, pos, /*now=*/true);
+    const char* end = seq != nullptr ? seq + std::strlen(seq) : nullptr;
+    if (seq != nullptr && std::from_chars(seq, end, pos).ptr == end) note_ack(reply, run, pos, /*now=*/true);
     return true;
   }
   const auto* data = reinterpret_cast<const std::byte*>(natsMsg_GetData(msg));
@@ -283,7 +285,7 @@ bool NatsIngress::handle(natsMsg* msg, bool keep_duplicates) noexcept {
       if (done < rest.size() && stopping_.load(std::memory_order_acquire)) return false;
     }
   }
-  if (reply != nullptr) {
+  if (reply != nullptr && seq != nullptr) {
     // Everything up to the message's last position is in the target (invariant 4).
     std::uint64_t pos = 0;
     const char* end = seq + std::strlen(seq);

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -180,6 +181,55 @@ TEST_F(NatsIngressTest, EveryMessageOfHostARingArrivesAtHostBConsumerInOrderAcro
   EXPECT_EQ(s.dropped, 0);
   EXPECT_EQ(consumer.status().upstream_gaps, 0u);
   EXPECT_GE(s.unsequenced, 1u);  // the probes
+}
+
+// Credit window acks (docs/scale-out.md, "Credit window"): a message that
+// asks for acks (a reply subject and a Ringcast-Msg) is acknowledged with its
+// position once in the ring; one asking without a Ringcast-Seq, or a probe
+// without one, is taken as unsequenced (no ack, no crash).
+TEST_F(NatsIngressTest, AcksGoToTheReplySubjectOnlyForSequencedMessagesInTheRing) {
+  auto server = NatsServer::start();
+  ASSERT_TRUE(server);
+  ASSERT_NO_FATAL_FAILURE(start_ring_ingress(server->url(), "acked", "acked.ring"));
+  RingConsumer consumer(ring_b_);
+  ASSERT_TRUE(consumer.ok());
+  ASSERT_TRUE(wait_for_interest(server->url(), "acked", [&] { return ingress_stats().received > 0; }));
+  natsConnection* nc = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&nc, server->url().c_str()), NATS_OK);
+  natsSubscription* acks = nullptr;
+  ASSERT_EQ(natsConnection_SubscribeSync(&acks, nc, "_INBOX.test-acks"), NATS_OK);
+  ASSERT_EQ(natsConnection_FlushTimeout(nc, 5000), NATS_OK);
+  const auto publish = [&](const char* body, const char* seq, const char* msgno, bool probe) {
+    natsMsg* m = nullptr;
+    natsStatus s = natsMsg_Create(&m, "acked", "_INBOX.test-acks", body, static_cast<int>(std::strlen(body)));
+    if (s == NATS_OK) s = natsMsgHeader_Set(m, kSourceHeader, "hostA:/dev/shm/acked.ring@1.2");
+    if (s == NATS_OK && seq != nullptr) s = natsMsgHeader_Set(m, kSeqHeader, seq);
+    if (s == NATS_OK) s = natsMsgHeader_Set(m, kMsgHeader, msgno);
+    if (s == NATS_OK && probe) s = natsMsgHeader_Set(m, kProbeHeader, "1");
+    if (s == NATS_OK) s = natsConnection_PublishMsg(nc, m);
+    natsMsg_Destroy(m);
+    return s == NATS_OK && natsConnection_FlushTimeout(nc, 5000) == NATS_OK;
+  };
+  ASSERT_TRUE(publish("no-seq", nullptr, "7.0", false));
+  ASSERT_TRUE(publish("", nullptr, "7.1", true));
+  ASSERT_TRUE(publish("first", "10", "7.1", false));
+  auto m = consumer.next();
+  ASSERT_TRUE(m);
+  EXPECT_EQ(*m, "no-seq");  // delivered unchecked
+  m = consumer.next();
+  ASSERT_TRUE(m);
+  EXPECT_EQ(*m, "first");
+  // The first ack of a new relay goes at once: "<ingress id> 7 10".
+  natsMsg* ack = nullptr;
+  ASSERT_EQ(natsSubscription_NextMsg(&ack, acks, 10000), NATS_OK);
+  const std::string text(natsMsg_GetData(ack), static_cast<std::size_t>(natsMsg_GetDataLength(ack)));
+  natsMsg_Destroy(ack);
+  EXPECT_NE(text.find(" 7 10"), std::string::npos) << text;
+  EXPECT_EQ(text.find(" 7 10"), text.size() - 5) << text;
+  EXPECT_GE(ingress_stats().acks, 1u);
+  natsSubscription_Destroy(acks);
+  natsConnection_Close(nc);
+  natsConnection_Destroy(nc);
 }
 
 TEST_F(NatsIngressTest, SkippedSequenceIsCountedInTheRingHeaderAndTheIngressStats) {
