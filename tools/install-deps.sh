@@ -19,6 +19,8 @@ packages=(
   # WebSocket transport: token HMAC (OpenSSL), the WebSocket client tests use,
   # and the headless browser that opens the live page in CI.
   libssl-dev python3-websockets chromium
+  # TLS tests: redis-py with ssl=True (tests/broker/tls; skipped without it).
+  python3-redis
   # Persisted history and QoS 1 state (--data-dir).
   liblmdb-dev
   # Format and lint checks (tools/test.sh, tools/lint.sh).

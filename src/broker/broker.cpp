@@ -11,6 +11,7 @@
 #include "broker/guarantees/channel_history.hpp"
 #include "broker/resp/session.hpp"
 #include "broker/server.hpp"
+#include "broker/tls/tls_context.hpp"
 #include "broker/ws/http_upgrade.hpp"
 #include "broker/ws/ws_session.hpp"
 #include "ringcast/broker/broker.hpp"
@@ -22,12 +23,16 @@ struct Broker::Impl {
       : core(cfg, steady_clock_source(), std::move(history)), server(core, cfg.io_threads) {}
 
   BrokerCore core;  // declared first: the server's connections use it until they close
+  // TLS listeners' context (null without TLS); before server: its connections
+  // use it until they close.
+  std::unique_ptr<tls::TlsContext> tls;
   // The WebSocket port's plain-HTTP routes (ws/http_upgrade.hpp); read by every
   // I/O thread, so complete before the server starts.
   ws::HttpRoutes http_routes = ws::default_http_routes();
   Server server;
   std::uint16_t port = 0;
   std::uint16_t ws_port = 0;
+  std::uint16_t tls_port = 0;
 };
 
 tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerConfig& config) {
@@ -43,14 +48,26 @@ tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerCon
   impl->http_routes.add("/metrics", [core = &impl->core](std::string_view) {
     return ws::HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", core->metrics_text(), {}};
   });
-  auto port =
-      impl->server.listen(Listener{cfg.bind_address, cfg.port,
-                                   [](BrokerCore& core, std::string peer, Waker& waker) -> std::unique_ptr<Client> {
-                                     return std::make_unique<RespSession>(core, std::move(peer), waker);
-                                   },
-                                   "-ERR max number of clients reached\r\n"});
-  if (!port) return tl::unexpected(std::move(port.error()));
-  impl->port = *port;
+  if (cfg.tls.enabled()) {
+    auto tls = tls::TlsContext::create(cfg.tls, impl->core.tls_stats());
+    if (!tls) return tl::unexpected(std::move(tls.error()));
+    impl->tls = std::move(*tls);
+  }
+  const ClientFactory resp = [](BrokerCore& core, std::string peer, Waker& waker) -> std::unique_ptr<Client> {
+    return std::make_unique<RespSession>(core, std::move(peer), waker);
+  };
+  if (cfg.plain_port) {
+    auto port =
+        impl->server.listen(Listener{cfg.bind_address, cfg.port, resp, "-ERR max number of clients reached\r\n"});
+    if (!port) return tl::unexpected(std::move(port.error()));
+    impl->port = *port;
+  }
+  if (cfg.tls.port) {
+    auto port = impl->server.listen(Listener{cfg.bind_address, *cfg.tls.port, resp, {}, impl->tls.get()});
+    if (!port) return tl::unexpected(std::move(port.error()));
+    impl->tls_port = *port;
+    impl->core.set_tls_port(*port);
+  }
   if (cfg.ws_port) {
     const ws::HttpRoutes& routes = impl->http_routes;
     auto wsp = impl->server.listen(
@@ -59,7 +76,8 @@ tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerCon
                    return std::make_unique<ws::WsSession>(core, std::move(peer), waker, routes);
                  },
                  "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 30\r\n"
-                 "Connection: close\r\n\r\nmax number of clients reached\n"});
+                 "Connection: close\r\n\r\nmax number of clients reached\n",
+                 cfg.tls.ws ? impl->tls.get() : nullptr});
     if (!wsp) return tl::unexpected(std::move(wsp.error()));
     impl->ws_port = *wsp;
   }
@@ -77,6 +95,13 @@ Broker::~Broker() {
 std::uint16_t Broker::port() const noexcept { return impl_->port; }
 
 std::uint16_t Broker::ws_port() const noexcept { return impl_->ws_port; }
+
+std::uint16_t Broker::tls_port() const noexcept { return impl_->tls_port; }
+
+tl::expected<void, std::string> Broker::reload_tls() {
+  if (!impl_->tls) return tl::unexpected(std::string("TLS is off"));
+  return impl_->tls->reload();
+}
 
 PublishResult Broker::publish(std::string_view channel, std::string_view payload, PublishWait wait) noexcept {
   const Message m{channel, payload};

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "broker/guarantees/retention.hpp"
+#include "broker/tls/tls_config.hpp"
 #include "ringcast/broker/config.hpp"
 #include "ringcast/broker/error.hpp"
 #include "ringcast/broker/token.hpp"
@@ -101,6 +102,7 @@ tl::expected<void, BrokerError> validate(const BrokerConfig& config) {
   if (config.flush_interval.count() <= 0 || config.prune_interval.count() <= 0) {
     return invalid("history flush and prune intervals must be > 0");
   }
+  if (auto tls = tls::validate(config); !tls) return invalid(std::move(tls.error()));
   return {};
 }
 

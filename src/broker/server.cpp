@@ -99,7 +99,10 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <fmt/format.h>
+
 #include "broker/server.hpp"
+#include "broker/tls/tls_stream.hpp"
 
 namespace ringcast::broker {
 
@@ -152,6 +155,12 @@ class IoWorker {
   asio::io_context& context() noexcept { return ctx_; }
   // This worker's thread: the buffer every read on this thread goes into.
   [[nodiscard]] std::span<char> read_buffer() noexcept { return read_buffer_; }
+  // This worker's thread: where a TLS connection's writer gathers one record
+  // (tls_stream.hpp); its contents matter only during one TlsStream::write.
+  [[nodiscard]] std::span<char> tls_scratch() {
+    if (tls_scratch_.empty()) tls_scratch_.resize(tls::kMaxRecord);
+    return tls_scratch_;
+  }
 
   // Any thread. The connection must stay alive until unmark() (it calls unmark
   // before dying, on this worker's thread).
@@ -195,6 +204,7 @@ class IoWorker {
   std::unordered_set<std::shared_ptr<Connection>> conns_;           // this worker's thread only
   bool stopping_ = false;                                           // this worker's thread only
   std::vector<char> read_buffer_ = std::vector<char>(kReadBuffer);  // this worker's thread only
+  std::vector<char> tls_scratch_;                                   // this worker's thread only
   asio::io_context ctx_{1};
   asio::executor_work_guard<asio::io_context::executor_type> guard_;
 };
@@ -205,7 +215,7 @@ class IoWorker {
 class Connection final : public Waker, public PaceWaiter, public std::enable_shared_from_this<Connection> {
  public:
   Connection(BrokerCore& core, IoWorker& worker, tcp::socket sock, std::string peer, std::atomic<std::size_t>& live,
-             const ClientFactory& factory)
+             const ClientFactory& factory, tls::TlsContext* tls_context)
       : core_(core),
         worker_(worker),
         sock_(std::move(sock)),
@@ -217,6 +227,10 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
     // batch_ and iov_ start empty and grow with the largest batch this
     // connection writes, then keep their capacity: an idle connection holds
     // none of it (docs/benchmarks.md, idle memory).
+    if (tls_context != nullptr) {
+      tls_ = tls::TlsStream::make(tls_context->current(), sock_.native_handle());
+      handshaking_ = true;
+    }
     client_ = factory(core, std::move(peer), *this);
   }
 
@@ -237,6 +251,10 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
     boost::system::error_code ec;
     sock_.set_option(tcp::no_delay(true), ec);
     sock_.non_blocking(true, ec);
+    if (handshaking_) {
+      start_handshake();
+      return;
+    }
     update_auth_timer();
     wait_readable();
   }
@@ -255,6 +273,8 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   // This worker's thread: one sendmsg (writev) of up to the write budget.
   void flush() {
     if (closed_ || ending_ == Ending::kLingering) return;
+    // Nothing is written before the handshake; its completion flushes (W, d).
+    if (handshaking_) return;
     arm_client_timer();
     if (waiting_writable_) {
       // Parked on a full socket; only a disconnect verdict needs action now.
@@ -275,9 +295,20 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
       client().count_sent(r.frames);
       for (const FrameSpan& f : batch_) iov_.push_back(iovec{const_cast<char*>(f.data()), f.size()});
     }
-    for (;;) {
+    if (tls_ && !ktls_send_) {
+      // User-space TLS: the shared frames are encrypted for this connection,
+      // gathered into records (tls_stream.hpp).
+      const tls::IoResult w = tls_->write(iov_.data() + iov_pos_, iov_.size() - iov_pos_, worker_.tls_scratch());
+      advance(w.bytes);
+      if (w.status != tls::IoStatus::kOk && w.status != tls::IoStatus::kWantWrite) {
+        tls_io_failed(w.status);
+        return;
+      }
+    }
+    for (; !tls_ || ktls_send_;) {
       // sendmsg is writev plus flags: MSG_NOSIGNAL keeps a vanished peer an EPIPE
-      // instead of a SIGPIPE that would kill an embedding process.
+      // instead of a SIGPIPE that would kill an embedding process. With kTLS
+      // the kernel encrypts what it is given, into records of its own.
       msghdr msg{};
       msg.msg_iov = iov_.data() + iov_pos_;
       msg.msg_iovlen = iov_.size() - iov_pos_;
@@ -347,6 +378,10 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   // be waiting with no new event, so read again, behind the handlers already
   // queued (the writes this input caused, other connections), instead of waiting.
   void read_once() {
+    if (tls_) {
+      read_tls();
+      return;
+    }
     const std::span<char> buf = worker_.read_buffer();
     ssize_t n = 0;
     do {
@@ -360,7 +395,78 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
       shutdown();
       return;
     }
-    const InputResult r = client().on_input(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+    const auto next = static_cast<std::size_t>(n) < buf.size() ? ReadNext::kWaitReadable : ReadNext::kReadAgain;
+    handle_input(std::string_view(buf.data(), static_cast<std::size_t>(n)), next);
+  }
+
+  // After some input was read: what the next read waits for.
+  enum class ReadNext : std::uint8_t {
+    kWaitReadable,  // the socket is drained: the next bytes raise an event
+    kReadAgain,     // more may be there with no new event: read again, queued
+    kWaitWritable,  // TLS: OpenSSL must write before it can read on
+  };
+
+  // The TLS read_once: SSL_read until the buffer is full or the socket is
+  // drained. OpenSSL may hold records it read from the socket but not yet
+  // returned, so "drained" is its WANT_READ, never a short read.
+  void read_tls() {
+    if (tls_eof_) {
+      shutdown();
+      return;
+    }
+    const std::span<char> buf = worker_.read_buffer();
+    const tls::IoResult r = tls_->read(buf);
+    ReadNext next = ReadNext::kReadAgain;
+    switch (r.status) {
+      case tls::IoStatus::kOk:
+        break;
+      case tls::IoStatus::kWantRead:
+        next = ReadNext::kWaitReadable;
+        break;
+      case tls::IoStatus::kWantWrite:
+        next = ReadNext::kWaitWritable;
+        break;
+      case tls::IoStatus::kEof:
+        tls_eof_ = true;  // the next read_once closes, once this input is served
+        break;
+      case tls::IoStatus::kError:
+        // Input before a bad record is not served: it may be cut short too.
+        tls_io_failed(r.status);
+        return;
+    }
+    if (r.bytes == 0) {
+      continue_reading(next);
+      return;
+    }
+    handle_input(std::string_view(buf.data(), r.bytes), next);
+  }
+
+  void continue_reading(ReadNext next) {
+    switch (next) {
+      case ReadNext::kWaitReadable:
+        wait_readable();
+        return;
+      case ReadNext::kReadAgain:
+        asio::post(worker_.context(), [self = shared_from_this()] {
+          if (!self->closed_) self->read_once();
+        });
+        return;
+      case ReadNext::kWaitWritable:
+        sock_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](const boost::system::error_code& ec) {
+          if (self->closed_) return;
+          if (ec) {
+            self->shutdown();
+            return;
+          }
+          self->read_once();
+        });
+        return;
+    }
+  }
+
+  // This worker's thread: `input` was read; `next` says how to read on.
+  void handle_input(std::string_view input, ReadNext next) {
+    const InputResult r = client().on_input(input);
     if (r == InputResult::kClose) {
       // Stop reading; flush() lingers, then closes, once the replies are out.
       ending_ = Ending::kAfterFlush;
@@ -386,13 +492,79 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
     // subscriber queue is over the pace mark stops being read (TCP back-pressure
     // reaches the client) until the pressure ends or max_stall passes.
     if (client().take_published() && core_.flow().pressured() && pause_reading()) return;
-    if (static_cast<std::size_t>(n) < buf.size()) {
-      wait_readable();
+    continue_reading(next);
+  }
+
+  // This worker's thread: the handshake of a TLS connection, bounded by the
+  // handshake timeout (auth_timer_ until it completes, then the auth timeout's
+  // again).
+  void start_handshake() {
+    if (!tls_) {  // OpenSSL could not allocate the connection's state
+      core_.tls_stats().log(fmt::format("{}: cannot allocate TLS state; closed", client().peer()));
+      shutdown();
       return;
     }
-    asio::post(worker_.context(), [self = shared_from_this()] {
-      if (!self->closed_) self->read_once();
+    auth_timer_.expires_after(core_config().tls.handshake_timeout);
+    auth_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
+      if (e || self->closed_ || !self->handshaking_) return;
+      self->handshake_failed(tls::HandshakeFailure::kTimeout, "handshake not complete within the timeout");
     });
+    handshake();
+  }
+
+  void handshake() {
+    switch (tls_->handshake()) {
+      case tls::HandshakeStep::kDone:
+        break;
+      case tls::HandshakeStep::kWantRead:
+        wait_handshake(tcp::socket::wait_read);
+        return;
+      case tls::HandshakeStep::kWantWrite:
+        wait_handshake(tcp::socket::wait_write);
+        return;
+      case tls::HandshakeStep::kFailed:
+        handshake_failed(tls_->failure(), tls_->error());
+        return;
+    }
+    handshaking_ = false;
+    auth_timer_.cancel();  // the handshake deadline; update_auth_timer arms the auth one
+    core_.tls_stats().count_handshake();
+    ktls_send_ = tls_->ktls_send();
+    if (ktls_send_) core_.tls_stats().count_ktls_send();
+    update_auth_timer();
+    flush();  // anything queued during the handshake (W, d)
+    if (closed_) return;
+    read_once();  // the client's first records may have come with its Finished
+  }
+
+  void wait_handshake(tcp::socket::wait_type what) {
+    sock_.async_wait(what, [self = shared_from_this()](const boost::system::error_code& ec) {
+      if (self->closed_) return;
+      if (ec) {
+        self->handshake_failed(tls::HandshakeFailure::kAborted, ec.message());
+        return;
+      }
+      self->handshake();
+    });
+  }
+
+  void handshake_failed(tls::HandshakeFailure why, std::string_view detail) {
+    core_.tls_stats().count_failure(why);
+    core_.tls_stats().log(
+        fmt::format("{}: handshake failed ({}): {}; closed", client().peer(), tls::to_string(why), detail));
+    shutdown();
+  }
+
+  // A TLS read or write after the handshake ended the connection: the peer
+  // closed, a socket error, a bad or truncated record (counted and logged), or
+  // a write that wants a read (no renegotiation is allowed, so that would be a
+  // broken peer).
+  void tls_io_failed(tls::IoStatus status) {
+    if (status == tls::IoStatus::kError && tls_->bad_record()) {
+      core_.tls_stats().count_record_error();
+      core_.tls_stats().log(fmt::format("{}: {}; closed", client().peer(), tls_->error()));
+    }
+    shutdown();
   }
 
   // This worker's thread: a `block` subscriber refused our PUBLISH and
@@ -468,6 +640,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   void linger() {
     ending_ = Ending::kLingering;
     queue().close();  // frames pushed from now on are discarded
+    if (tls_) tls_->close_notify();
     boost::system::error_code ec;
     sock_.shutdown(tcp::socket::shutdown_send, ec);
     if (ec) {
@@ -596,6 +769,13 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   enum class Ending : std::uint8_t { kNo, kAfterFlush, kLingering };
   Ending ending_ = Ending::kNo;
   bool closed_ = false;
+  // TLS connections only (Listener::tls): OpenSSL's state; before and after
+  // the handshake (handshaking_) reads and writes go through it, unless the
+  // kernel encrypts writes (ktls_send_: sendmsg as on a plain socket).
+  std::unique_ptr<tls::TlsStream> tls_;
+  bool handshaking_ = false;
+  bool ktls_send_ = false;
+  bool tls_eof_ = false;  // the peer closed after the input being served
   // Declared last, so destroyed first: teardown() has detached it already.
   std::unique_ptr<Client> client_;
 };
@@ -678,7 +858,7 @@ struct Server::Impl {
         core.count_rejected();
         boost::system::error_code ignored;
         sock.non_blocking(true, ignored);
-        sock.write_some(asio::buffer(a.spec.refusal), ignored);
+        if (a.spec.tls == nullptr) sock.write_some(asio::buffer(a.spec.refusal), ignored);
         sock.close(ignored);
         accept_next(a);
         return;
@@ -689,7 +869,8 @@ struct Server::Impl {
       std::string peer = pec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
       // Made on the worker's thread: the client belongs to it from the start.
       asio::post(w.context(), [this, &a, &w, sock = std::move(sock), peer = std::move(peer)]() mutable {
-        auto conn = std::make_shared<Connection>(core, w, std::move(sock), std::move(peer), live, a.spec.factory);
+        auto conn =
+            std::make_shared<Connection>(core, w, std::move(sock), std::move(peer), live, a.spec.factory, a.spec.tls);
         conn->start();
       });
       accept_next(a);

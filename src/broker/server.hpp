@@ -20,6 +20,7 @@
 
 #include "broker/core/broker_core.hpp"
 #include "broker/core/client.hpp"
+#include "broker/tls/tls_context.hpp"
 #include "ringcast/broker/broker.hpp"
 
 namespace ringcast::broker {
@@ -36,6 +37,10 @@ struct Listener {
   // it is closed: the protocol's own error ("-ERR max number of clients
   // reached\r\n" for RESP, an HTTP 503 for WebSocket).
   std::string refusal;
+  // Non-null: the listener speaks TLS (tls/tls_context.hpp) with the context
+  // current at each accept; it must outlive the server. The refusal is then
+  // not written (it would not be TLS): the connection is just closed.
+  tls::TlsContext* tls = nullptr;
 };
 
 class Server {

@@ -182,6 +182,78 @@ class BrokerFlags {
   std::string fsync_ = "batch";
 };
 
+// TLS on the broker's listeners (docs/security.md, "TLS"), the names Redis
+// uses: --tls-port, --tls-cert-file, --tls-key-file, --tls-ca-cert-file,
+// --tls-auth-clients; plus --ws-tls for the WebSocket/HTTP port. Separate
+// from BrokerFlags so that a tool adds them only once it serves them
+// (ringcast-broker does; ringcast-relay does not yet).
+class BrokerTlsFlags {
+ public:
+  void add_to(CLI::App& app) {
+    app.add_option("--tls-port", port_,
+                   "RESP over TLS on the broker's address, beside the plain --port (or instead of it: --port 0); "
+                   "0 picks a free one (printed); off unless given")
+        ->check(CLI::Range(0, 65535));
+    app.add_flag("--ws-tls", ws_,
+                 "TLS on the --ws-port: wss:// for WebSocket clients, https:// for the live page and /metrics");
+    app.add_option("--tls-cert-file", cert_file_,
+                   "PEM certificate chain (leaf first) the TLS listeners present; read again on SIGHUP")
+        ->check(CLI::ExistingFile);
+    app.add_option("--tls-key-file", key_file_, "PEM private key of --tls-cert-file; read again on SIGHUP")
+        ->check(CLI::ExistingFile);
+    app.add_option("--tls-ca-cert-file", ca_file_,
+                   "PEM CA certificates client certificates must chain to (--tls-auth-clients); read again on SIGHUP")
+        ->check(CLI::ExistingFile);
+    app.add_option("--tls-auth-clients", auth_clients_,
+                   "Client certificates: no, optional (verified when sent) or yes (required); "
+                   "default yes with --tls-ca-cert-file, else no");
+    app.add_option("--tls-handshake-timeout-ms", handshake_timeout_ms_,
+                   "Close (and count) a TLS connection whose handshake has not completed within this time")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+  }
+
+  // After parsing: TLS settings into `cfg` (`cfg.port` already parsed: 0
+  // with --tls-port turns the plain port off). Returns what is wrong, or nullopt.
+  [[nodiscard]] std::optional<std::string> apply(broker::BrokerConfig& cfg) const {
+    broker::TlsConfig& t = cfg.tls;
+    if (port_ >= 0) t.port = static_cast<std::uint16_t>(port_);
+    t.ws = ws_;
+    t.cert_file = cert_file_;
+    t.key_file = key_file_;
+    t.ca_cert_file = ca_file_;
+    if (auth_clients_.empty()) {
+      t.auth_clients = ca_file_.empty() ? broker::TlsAuthClients::kNo : broker::TlsAuthClients::kYes;
+    } else {
+      const auto a = broker::parse_tls_auth_clients(auth_clients_);
+      if (!a) return "--tls-auth-clients must be no, optional or yes";
+      t.auth_clients = *a;
+    }
+    if (t.auth_clients != broker::TlsAuthClients::kNo && ca_file_.empty()) {
+      return "--tls-auth-clients optional or yes needs --tls-ca-cert-file";
+    }
+    t.handshake_timeout = std::chrono::milliseconds(handshake_timeout_ms_);
+    if (t.port && cfg.port == 0) cfg.plain_port = false;
+    if (t.enabled() && (t.cert_file.empty() || t.key_file.empty())) {
+      return "--tls-port and --ws-tls need --tls-cert-file and --tls-key-file";
+    }
+    if (t.ws && !cfg.ws_port) return "--ws-tls needs --ws-port";
+    if (!t.enabled() && (!t.cert_file.empty() || !t.key_file.empty() || !t.ca_cert_file.empty())) {
+      return "--tls-cert-file, --tls-key-file and --tls-ca-cert-file need --tls-port or --ws-tls";
+    }
+    return std::nullopt;
+  }
+
+ private:
+  int port_ = -1;  // -1: no TLS RESP listener
+  bool ws_ = false;
+  std::string cert_file_;
+  std::string key_file_;
+  std::string ca_file_;
+  std::string auth_clients_;  // empty: yes with a CA file, else no
+  unsigned handshake_timeout_ms_ = 10000;
+};
+
 // HOST:PORT for a URL: an IPv6 literal goes in brackets ("[::1]:8080").
 [[nodiscard]] inline std::string url_authority(const std::string& host, std::uint16_t port) {
   const bool v6 = host.find(':') != std::string::npos;

@@ -2,6 +2,8 @@
 // optionally fed from NATS (--nats-in, docs/scale-out.md). Flag parsing and
 // wiring only; everything else is in ringcast::broker and ringcast::relay.
 
+#include <pthread.h>
+
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -30,8 +32,12 @@ int run(int argc, char** argv) {
   CLI::App app{"ringcast-broker: Redis-protocol (RESP2/RESP3) pub/sub fan-out broker"};
   ringcast::tools::BrokerFlags flags;
   app.add_option("--bind", cfg.bind_address, "Address to listen on")->capture_default_str();
-  app.add_option("--port", cfg.port, "TCP port; 0 picks a free one (printed at startup)")->capture_default_str();
+  app.add_option("--port", cfg.port,
+                 "TCP port; 0 picks a free one (printed at startup), or with --tls-port turns the plain port off")
+      ->capture_default_str();
   flags.add_to(app, cfg);
+  ringcast::tools::BrokerTlsFlags tls_flags;
+  tls_flags.add_to(app);
   std::string nats_url;
   std::vector<std::string> nats_in_specs;
   ringcast::relay::NatsIngressConfig ingress;
@@ -84,6 +90,10 @@ int run(int argc, char** argv) {
     fmt::print(stderr, "ringcast-broker: {}\n", *wrong);
     return 2;
   }
+  if (const auto wrong = tls_flags.apply(cfg)) {
+    fmt::print(stderr, "ringcast-broker: {}\n", *wrong);
+    return 2;
+  }
   if (const auto lowered = ringcast::tools::fit_descriptor_limit(cfg)) {
     fmt::print(stderr, "ringcast-broker: warning: {}\n", *lowered);
   }
@@ -91,6 +101,11 @@ int run(int argc, char** argv) {
   // Block the stop signals before any thread starts, so the I/O threads inherit
   // the mask and sigwait below is the only receiver.
   const sigset_t stop_signals = ringcast::tools::block_stop_signals();
+  // SIGHUP reloads the TLS certificates (docs/security.md, "TLS"); blocked in
+  // every thread like the stop signals, and taken by the same sigwait.
+  sigset_t signals = stop_signals;
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   auto broker = ringcast::broker::Broker::start(cfg);
   if (!broker) {
@@ -98,10 +113,17 @@ int run(int argc, char** argv) {
     return 1;
   }
   // Tests and scripts read the port from this line (--port 0).
-  fmt::print("ringcast-broker listening on {}:{}\n", cfg.bind_address, (*broker)->port());
+  if (cfg.plain_port) fmt::print("ringcast-broker listening on {}:{}\n", cfg.bind_address, (*broker)->port());
+  if (cfg.tls.port) {
+    fmt::print("ringcast-broker listening for TLS on {}:{}\n", cfg.bind_address, (*broker)->tls_port());
+  }
   if (cfg.ws_port) {
     const std::string at = ringcast::tools::url_authority(cfg.bind_address, (*broker)->ws_port());
-    fmt::print("ringcast-broker websocket on ws://{}/ (live page: http://{}/)\n", at, at);
+    if (cfg.tls.ws) {
+      fmt::print("ringcast-broker websocket on wss://{}/ (live page: https://{}/)\n", at, at);
+    } else {
+      fmt::print("ringcast-broker websocket on ws://{}/ (live page: http://{}/)\n", at, at);
+    }
   }
   std::unique_ptr<ringcast::relay::BrokerNatsIngress> nats_in;
   if (!nats_routes.empty()) {
@@ -150,7 +172,17 @@ int run(int argc, char** argv) {
   std::fflush(stdout);
 
   int sig = 0;
-  sigwait(&stop_signals, &sig);
+  for (;;) {
+    sigwait(&signals, &sig);
+    if (sig != SIGHUP) break;
+    if (!cfg.tls.enabled()) continue;
+    if (const auto reloaded = (*broker)->reload_tls(); reloaded) {
+      fmt::print(stderr, "ringcast-broker: SIGHUP: TLS certificates reloaded; new connections use them\n");
+    } else {
+      fmt::print(stderr, "ringcast-broker: SIGHUP: TLS certificates not reloaded, the old ones stay: {}\n",
+                 reloaded.error());
+    }
+  }
   if (nats_in) nats_in->stop();  // nothing more is published; the providers stay valid until wait()
   (*broker)->stop();
   (*broker)->wait();

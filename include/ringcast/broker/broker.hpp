@@ -124,6 +124,15 @@ class Broker {
   [[nodiscard]] std::uint16_t port() const noexcept;
   // The bound WebSocket port, or 0 when BrokerConfig::ws_port is unset.
   [[nodiscard]] std::uint16_t ws_port() const noexcept;
+  // The bound RESP-over-TLS port, or 0 when BrokerConfig::tls.port is unset.
+  // port() is 0 when BrokerConfig::plain_port is false.
+  [[nodiscard]] std::uint16_t tls_port() const noexcept;
+
+  // Reads the TLS certificate, key and CA files again (SIGHUP in
+  // ringcast-broker): connections accepted from now on use them; open ones
+  // keep theirs and are not dropped. On failure the old ones stay in use and
+  // the error names the file and the reason. Any thread.
+  [[nodiscard]] tl::expected<void, std::string> reload_tls();
 
   // Delivers `payload` to every subscription matching `channel`, exactly as a
   // client's PUBLISH does; result.receivers is the number of deliveries (Redis's

@@ -77,6 +77,34 @@ enum class FsyncMode : std::uint8_t {
 // Inverse of to_string; the error names the value and the choices.
 [[nodiscard]] tl::expected<FsyncMode, std::string> parse_fsync_mode(std::string_view s);
 
+// --tls-auth-clients: whether a TLS client must present a certificate signed
+// by the CA file (docs/security.md, "TLS").
+enum class TlsAuthClients : std::uint8_t {
+  kNo,        // none is asked for
+  kOptional,  // asked for; a client may send none, but one it sends must verify
+  kYes,       // required and verified (Redis's tls-auth-clients yes)
+};
+// "no", "optional", "yes".
+[[nodiscard]] std::string_view to_string(TlsAuthClients a) noexcept;
+// Inverse of to_string; nullopt for anything else.
+[[nodiscard]] std::optional<TlsAuthClients> parse_tls_auth_clients(std::string_view s) noexcept;
+
+// TLS on the broker's listeners (docs/security.md, "TLS"): OpenSSL, TLS 1.2 and
+// 1.3 only, OpenSSL's default ciphers. Off unless `port` is set or `ws` is true.
+struct TlsConfig {
+  std::string cert_file;     // PEM certificate chain, leaf first
+  std::string key_file;      // PEM private key of the leaf
+  std::string ca_cert_file;  // PEM CAs that client certificates must chain to
+  TlsAuthClients auth_clients = TlsAuthClients::kNo;
+  // RESP over TLS on bind_address: nullopt = off; 0 = let the kernel choose
+  // (Broker::tls_port() reports it).
+  std::optional<std::uint16_t> port;
+  bool ws = false;  // the WebSocket/HTTP port (ws_port) speaks TLS: wss://, https://
+  // A connection that has not completed its handshake by then is closed (and counted).
+  std::chrono::milliseconds handshake_timeout = std::chrono::seconds(10);
+  [[nodiscard]] bool enabled() const noexcept { return port.has_value() || ws; }
+};
+
 struct BrokerConfig {
   std::string bind_address = "127.0.0.1";
   std::uint16_t port = 6390;  // 0: let the kernel choose; Broker::port() reports it
@@ -84,6 +112,10 @@ struct BrokerConfig {
   // WebSocket + JSON listener on bind_address (docs/broker.md, "WebSocket"):
   // nullopt = off; 0 = let the kernel choose (Broker::ws_port() reports it).
   std::optional<std::uint16_t> ws_port;
+  // False: no plain RESP listener (ringcast-broker's --port 0 beside --tls-port);
+  // then tls.port must be set.
+  bool plain_port = true;
+  TlsConfig tls{};
   // Largest WebSocket message a client may send, after reassembly of its
   // fragments; larger ones close the connection with 1009.
   std::size_t ws_max_message = 1u << 20;

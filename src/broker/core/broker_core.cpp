@@ -216,6 +216,7 @@ std::string BrokerCore::metrics_text() const {
   write_broker_metrics(w, stats(), connection_stats());
   if (history_) history_->write_metrics(w);
   qos1_.write_metrics(w, durable_.counts());
+  if (config_.tls.enabled()) tls_stats_.write_metrics(w);
   if (const auto provider = metrics_provider_.get()) (*provider)(w);
   return w.take();
 }
@@ -291,6 +292,13 @@ std::string BrokerCore::info(std::string_view section) const {
   if (all || sec == "auth") {
     begin("Auth");
     out += auth_stats_.info_fields();
+  }
+  if (config_.tls.enabled() && (all || sec == "tls")) {
+    begin("TLS");
+    out += fmt::format("tls_port:{}\r\ntls_ws:{}\r\ntls_auth_clients:{}\r\n",
+                       config_.tls.port ? tls_port_.load(std::memory_order_relaxed) : 0, config_.tls.ws ? "yes" : "no",
+                       to_string(config_.tls.auth_clients));
+    out += tls_stats_.info_fields();
   }
   if (all || sec == "qos1") {
     begin("Qos1");

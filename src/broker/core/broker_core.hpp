@@ -35,6 +35,7 @@
 #include "broker/guarantees/channel_history.hpp"
 #include "broker/guarantees/durable_sessions.hpp"
 #include "broker/guarantees/qos1_stats.hpp"
+#include "broker/tls/tls_stats.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/broker/config.hpp"
 #include "ringcast/broker/metrics.hpp"
@@ -96,6 +97,9 @@ class BrokerCore {
   [[nodiscard]] FlowControl& flow() noexcept { return flow_; }
   // Authentication and permission counters, counted by every transport's session.
   [[nodiscard]] AuthStats& auth_stats() noexcept { return auth_stats_; }
+  // TLS handshake and record counters (tls/tls_stats.hpp); INFO shows them
+  // (section "tls") and /metrics once TLS is on (config().tls.enabled()).
+  [[nodiscard]] tls::TlsStats& tls_stats() noexcept { return tls_stats_; }
 
   // Takes the index update lock for `c`'s (un)subscribes (SubscriptionUpdate).
   [[nodiscard]] SubscriptionUpdate update(Client& c) { return SubscriptionUpdate(index_, c); }
@@ -136,6 +140,8 @@ class BrokerCore {
     port_.store(port, std::memory_order_relaxed);
     io_threads_.store(io_threads, std::memory_order_relaxed);
   }
+  // relaxed: like set_listener_info, set once before the first connection.
+  void set_tls_port(std::uint16_t port) noexcept { tls_port_.store(port, std::memory_order_relaxed); }
 
   // Client's constructor and detach() (client.hpp, invariant 1).
   void register_client(Client& c);
@@ -147,7 +153,7 @@ class BrokerCore {
   [[nodiscard]] std::string client_list() const;
   [[nodiscard]] std::string client_info(const Client& c) const;
   // INFO text for `section` ("", "all", "default", "everything", "server",
-  // "clients", "stats", "pubsub", "auth", "qos1", "drops", "history"); unknown sections give "".
+  // "clients", "stats", "pubsub", "auth", "tls", "qos1", "drops", "history"); unknown sections give "".
   [[nodiscard]] std::string info(std::string_view section) const;
   [[nodiscard]] BrokerStats stats() const;
   [[nodiscard]] std::vector<ConnectionStats> connection_stats() const;
@@ -179,6 +185,7 @@ class BrokerCore {
 
   std::atomic<std::uint64_t> next_id_{1};
   std::atomic<std::uint16_t> port_{0};
+  std::atomic<std::uint16_t> tls_port_{0};
   std::atomic<unsigned> io_threads_{0};
   std::atomic<std::uint64_t> total_connections_{0};
   std::atomic<std::uint64_t> rejected_{0};
@@ -188,6 +195,7 @@ class BrokerCore {
   std::atomic<std::uint64_t> deliveries_{0};
   std::atomic<std::uint64_t> refused_{0};
   AuthStats auth_stats_;
+  tls::TlsStats tls_stats_;
   FlowControl flow_;
 
   ProviderSlot<InfoProvider> info_provider_;
