@@ -76,12 +76,6 @@ MUTATIONS = [
              "if (lappable && header_->tail.write_intent.load(std::memory_order_relaxed) > pos + capacity_) {",
              "if (false) {",
              "RecordTornReadTest|CrossProcessTest"),
-    Mutation("record-header-recheck", "a lappable reader validates a record's copy by its header's version too "
-             "(a later lap's inline messages store no intent)",
-             "src/ring/record.cpp",
-             "  if (slot(pos).version.load(std::memory_order_relaxed) != 2 * pos + 2) rec.outcome = ReadOutcome::kOverwritten;",
-             "",
-             "RecordTornReadTest|CrossProcessTest"),
     Mutation("record-padding", "a record never crosses a block boundary or the ring's end",
              "src/ring/record.cpp",
              "    pad += left;",

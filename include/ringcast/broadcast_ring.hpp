@@ -44,17 +44,16 @@
 //     block_slots). Readers enter a record only through its header, whose
 //     version commits every byte of it, so a crash mid-record delivers nothing.
 //  9. On rings with block_slots > 1 the producer stores write_intent = end
-//     before it writes a record, padding or head stamp among positions
-//     [pos, end), and before its scan of the cursors (full_slow) it raises
-//     write_intent to its position. Before committing a message that ends at
-//     `end` it leaves slot(end).version below 2*end+1 (the head stamp) where
-//     a previous lap's record may have left payload bytes: a reader waiting
-//     at the head never takes them for a version. A reader that may be lapped
-//     validates every message it copies by write_intent <= pos + capacity (a
-//     record's payload overwrites other slots' version words in no set
-//     order, so a version re-check alone cannot see it), and a record also by
-//     its header's version (an inline message written over it stores no
-//     intent, but rewrites the header slot first).
+//     before it writes positions [pos, end) that hold a record or padding or
+//     lie within a lap of one (below stamp_below_: the slots that can hold a
+//     record's bytes), and before its scan of the cursors (full_slow) it
+//     raises write_intent to its position. Before committing a message that
+//     ends at `end` it leaves slot(end).version below 2*end+1 (the head stamp)
+//     there: a reader waiting at the head never takes a previous lap's
+//     payload bytes for a version. A reader that may be lapped validates
+//     every message it copies by write_intent <= pos + capacity (a record's
+//     payload overwrites other slots' version words in no set order, so a
+//     version re-check alone cannot see it).
 // 10. A consumer can be lapped only below its stable_from: on a lossy ring
 //     everywhere; on a blocking ring below the write_intent it read after
 //     registering, where the producer may have been writing without knowing
@@ -828,10 +827,9 @@ inline void BroadcastRing::publish(std::uint64_t next_pos) noexcept {
 }
 
 inline void BroadcastRing::write_inline(std::span<const std::byte> payload) noexcept {
-  // An inline message needs no intent (its slot's SeqLock guards it, and a
-  // record it overwrites is validated by its header's version, which an
-  // earlier position rewrote): only the head stamp, within a lap of a record
-  // (stamp_below_ stays 0 on rings without records).
+  // Intent and head stamp only within a lap of a record, padding or claim,
+  // where this slot or the next may hold a record's bytes (stamp_below_; 0 on
+  // rings without records). Elsewhere the slot's SeqLock is enough.
   if (seq_ + 1 < stamp_below_) [[unlikely]]
     begin_write(seq_ + 1);
   write_slot(seq_, payload);

@@ -257,14 +257,10 @@ BroadcastRing::RecordRead BroadcastRing::read_record(ConsumerId id, std::uint64_
   std::atomic_thread_fence(std::memory_order_acquire);
 #endif
   rec.data = {copy_to, rec.length};
-  // relaxed (both): ordered after the word loads by the fence (or by their
-  // acquire loads under TSan). A later lap's record or padding announces
-  // itself by the intent (R4 in docs/memory-ordering.md; seqlock_detector_test
-  // builds without it); a later lap's inline message stores no intent, but
-  // it comes after the inline write or intent of position pos + capacity,
-  // which rewrote the header slot or announced itself (R5).
+  // relaxed: ordered after the word loads by the fence (or by their acquire
+  // loads under TSan). (R4 in docs/memory-ordering.md; seqlock_detector_test
+  // builds without it.)
   if (tail.write_intent.load(std::memory_order_relaxed) > pos + capacity_) rec.outcome = ReadOutcome::kOverwritten;
-  if (slot(pos).version.load(std::memory_order_relaxed) != 2 * pos + 2) rec.outcome = ReadOutcome::kOverwritten;
   return rec;
 }
 
