@@ -76,6 +76,12 @@ MUTATIONS = [
              "if (lappable && header_->tail.write_intent.load(std::memory_order_relaxed) > pos + capacity_) {",
              "if (false) {",
              "RecordTornReadTest|CrossProcessTest"),
+    Mutation("inline-intent-near-record", "an inline message within a lap of a record stores the write intent "
+             "(and checks the head stamp) before its slot",
+             "include/ringcast/broadcast_ring.hpp",
+             "  if (seq_ + 1 < stamp_below_) [[unlikely]]",
+             "  if (false)",
+             "RecordTest|RecordTornReadTest"),
     Mutation("record-padding", "a record never crosses a block boundary or the ring's end",
              "src/ring/record.cpp",
              "    pad += left;",
