@@ -518,13 +518,13 @@ class BroadcastRing {
   // Writes a message of at most 52 bytes at seq_ (room checked) without
   // publishing it: the head stamp where one is due, the slot, the position
   // and the totals.
-  void write_inline(std::span<const std::byte> payload) noexcept;
-  [[nodiscard]] Errc check_room(std::uint64_t slots) noexcept;
+  [[gnu::always_inline]] void write_inline(std::span<const std::byte> payload) noexcept;
+  [[nodiscard, gnu::always_inline]] Errc check_room(std::uint64_t slots) noexcept;
   // Before writing positions [pos, end): the write intent and the head stamp
   // (invariant 9). Only on rings with records_.
   void begin_write(std::uint64_t end) noexcept;
-  void publish(std::uint64_t next_pos) noexcept;
-  void advance_cursor(ConsumerId id, std::uint64_t next) noexcept;
+  [[gnu::always_inline]] void publish(std::uint64_t next_pos) noexcept;
+  [[gnu::always_inline]] void advance_cursor(ConsumerId id, std::uint64_t next) noexcept;
   // Classifies a read of `pos` that was not ok, re-reading a half-written
   // slot for a bounded spin. On ok the message is in `out` and the cursor is
   // NOT moved (the caller advances it once the message is delivered); on a lap
@@ -549,6 +549,9 @@ class BroadcastRing {
   // Reserves `slots` for a record at the head, first filling the rest of a
   // block with a padding record if the record would cross its end. Sets pos.
   [[nodiscard]] Errc reserve_record(std::uint64_t slots, std::uint64_t& pos) noexcept;
+  // Counts n more positions that start no message (paddings, a record's inner
+  // slots): status() derives the message count from them.
+  void add_extra_slots(std::uint64_t n) noexcept;
   // Commits a record header at pos (invariant 8) after its payload is written.
   void commit_record(std::uint64_t pos, std::uint32_t kind, std::uint64_t slots, std::uint64_t length) noexcept;
   void finish_claim(ProducerClaim& claim, std::size_t length, bool commit) noexcept;
@@ -635,7 +638,7 @@ class BroadcastRing {
   // one handle went from 9.1 M to 46.0 M msgs/s, docs/benchmarks.md).
   alignas(kCacheLine) bool is_producer_ = false;
   std::uint64_t seq_ = 0;            // next position to write
-  std::uint64_t messages_ = 0;       // messages written (ProducerLine::messages, display)
+  std::uint64_t extra_slots_ = 0;    // positions that start no message (ProducerLine::extra_slots)
   std::uint64_t payload_bytes_ = 0;  // and their bytes (ProducerLine::payload_bytes)
   std::uint64_t intent_ = 0;         // the last write_intent stored (records_ rings)
   // No slot at a position >= this can hold a previous lap's record bytes,
@@ -800,9 +803,8 @@ inline void BroadcastRing::begin_write(std::uint64_t end) noexcept {
 
 inline void BroadcastRing::publish(std::uint64_t next_pos) noexcept {
   layout::ProducerLine& p = producer();
-  // relaxed: display-only totals, beside producer_seq on a line only the
-  // producer writes.
-  p.messages.store(messages_, std::memory_order_relaxed);
+  // relaxed: a display-only total, beside producer_seq on a line only the
+  // producer writes (the message count is derived: extra_slots).
   p.payload_bytes.store(payload_bytes_, std::memory_order_relaxed);
   // release: pairs with acquire loads in producer_position/lag/register_consumer.
   p.producer_seq.store(next_pos, std::memory_order_release);
@@ -834,7 +836,6 @@ inline void BroadcastRing::write_inline(std::span<const std::byte> payload) noex
     begin_write(seq_ + 1);
   write_slot(seq_, payload);
   ++seq_;
-  ++messages_;
   payload_bytes_ += payload.size();
 }
 

@@ -87,10 +87,13 @@ struct alignas(kCacheLine) ProducerLine {
   std::atomic<std::uint32_t> flags;           // 24: kFlag* bits
   std::atomic<std::uint32_t> producer_pid;    // 28: pid of the last producer (display only)
   std::atomic<std::uint64_t> producer_seq;    // 32: positions published (a lower bound on committed)
-  // 40, 48: display totals, stored with producer_seq by every publish (the
-  // line is written then anyway, so they cost no extra cache line).
-  std::atomic<std::uint64_t> messages;       // 40: messages published
-  std::atomic<std::uint64_t> payload_bytes;  // 48: their payload bytes
+  // 40, 48: for display. The messages published are producer_seq minus
+  // extra_slots (the positions of paddings and of records' slots after their
+  // headers, stored only when one is written); their payload bytes are
+  // stored with producer_seq by every publish (this line is written then
+  // anyway, so they cost no extra cache line).
+  std::atomic<std::uint64_t> extra_slots;    // 40
+  std::atomic<std::uint64_t> payload_bytes;  // 48
   std::atomic<std::uint32_t> max_message;    // 56: largest payload, fixed at creation
   std::atomic<std::uint32_t> block_slots;    // 60: slots of the largest record (1: inline only)
 };
@@ -197,7 +200,7 @@ static_assert(offsetof(ProducerLine, capacity) == 16);
 static_assert(offsetof(ProducerLine, flags) == 24);
 static_assert(offsetof(ProducerLine, producer_pid) == 28);
 static_assert(offsetof(ProducerLine, producer_seq) == 32);
-static_assert(offsetof(ProducerLine, messages) == 40);
+static_assert(offsetof(ProducerLine, extra_slots) == 40);
 static_assert(offsetof(ProducerLine, payload_bytes) == 48);
 static_assert(offsetof(ProducerLine, max_message) == 56);
 static_assert(offsetof(ProducerLine, block_slots) == 60);

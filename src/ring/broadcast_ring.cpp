@@ -317,7 +317,7 @@ BroadcastRing& BroadcastRing::operator=(BroadcastRing&& other) noexcept {
   }
   is_producer_ = std::exchange(other.is_producer_, false);
   seq_ = other.seq_;
-  messages_ = other.messages_;
+  extra_slots_ = other.extra_slots_;
   payload_bytes_ = other.payload_bytes_;
   intent_ = other.intent_;
   stamp_below_ = other.stamp_below_;
@@ -412,7 +412,7 @@ Result<void> BroadcastRing::claim_producer() {
   // A previous producer may have left record bytes in any slot: check every
   // stamp for a lap, by the end of which we have written every slot.
   stamp_below_ = records_ ? seq + capacity_ : 0;
-  messages_ = p.messages.load(std::memory_order_relaxed);
+  extra_slots_ = p.extra_slots.load(std::memory_order_relaxed);
   payload_bytes_ = p.payload_bytes.load(std::memory_order_relaxed);
   // A previous producer may have left fenced mode on: consumers that see the
   // bit skip their membarrier, so keep fencing until leave_fenced() clears it.
@@ -721,7 +721,11 @@ RingStatus BroadcastRing::status() const {
   s.upstream_lost = header_->tail.upstream_lost.load(std::memory_order_relaxed);
   s.upstream_gaps = header_->tail.upstream_gaps.load(std::memory_order_relaxed);
   s.max_message = max_message_;
-  s.messages = p.messages.load(std::memory_order_relaxed);
+  // Positions minus those that start no message. Loaded after producer_seq
+  // (acquire above), so it is at least the value published with it; a
+  // record reserved since can make it larger for a moment: clamp.
+  const std::uint64_t extra = p.extra_slots.load(std::memory_order_relaxed);
+  s.messages = s.producer_seq > extra ? s.producer_seq - extra : 0;
   s.payload_bytes = p.payload_bytes.load(std::memory_order_relaxed);
   for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
     const layout::ConsumerEntry& c = consumer(id);

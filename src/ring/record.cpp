@@ -102,8 +102,16 @@ Errc BroadcastRing::reserve_record(std::uint64_t slots, std::uint64_t& pos) noex
     commit_record(seq_, kRecordPadding, n, 0);
     seq_ += n;
   }
+  if (pad != 0) add_extra_slots(pad);
   pos = seq_;
   return Errc::ok;
+}
+
+void BroadcastRing::add_extra_slots(std::uint64_t n) noexcept {
+  extra_slots_ += n;
+  // relaxed: display only (status() derives the message count from it), on a
+  // line only the producer writes; published with the next producer_seq.
+  producer().extra_slots.store(extra_slots_, std::memory_order_relaxed);
 }
 
 void BroadcastRing::commit_record(std::uint64_t pos, std::uint32_t kind, std::uint64_t slots,
@@ -132,7 +140,7 @@ Errc BroadcastRing::write_record(std::span<const std::byte> payload) noexcept {
   }
   commit_record(pos, kRecordMessage, slots, payload.size());
   seq_ = pos + slots;
-  ++messages_;
+  add_extra_slots(slots - 1);
   payload_bytes_ += payload.size();
   return Errc::ok;
 }
@@ -207,7 +215,7 @@ void BroadcastRing::finish_claim(ProducerClaim& claim, std::size_t length, bool 
     if ((flags_ & kFlagLossy) != 0) store_words(record_payload(pos), staging_.get(), length);
     commit_record(pos, kRecordMessage, slots, length);
     seq_ = pos + slots;
-    ++messages_;
+    add_extra_slots(slots - 1);
     payload_bytes_ += length;
   }
   publish(seq_);
