@@ -19,8 +19,9 @@ packages=(
   # WebSocket transport: token HMAC (OpenSSL), the WebSocket client tests use,
   # and the headless browser that opens the live page in CI.
   libssl-dev python3-websockets chromium
-  # TLS tests: redis-py with ssl=True (tests/broker/tls; skipped without it).
-  python3-redis
+  # TLS tests: redis-py with ssl=True (tests/broker/tls; skipped without it) and
+  # the openssl CLI that makes their certificates (and the README's).
+  python3-redis openssl
   # Persisted history and QoS 1 state (--data-dir).
   liblmdb-dev
   # Format and lint checks (tools/test.sh, tools/lint.sh).
