@@ -290,6 +290,48 @@ TEST_F(TlsBrokerTest, TruncatedRecordClosesOnlyItsConnection) {
   EXPECT_EQ(info_field(info_tls(), "tls_record_errors"), before + 1);
 }
 
+TEST_F(TlsBrokerTest, GarbageOnTheTlsPortIsCountedAndTheBrokerServesOn) {
+  // Seeded random bytes, some behind a valid-looking handshake record header
+  // so that they reach the ClientHello parser; each connection then hangs up.
+  auto failures = [] {
+    const std::string info = info_tls();
+    long long sum = 0;
+    for (const char* r : {"not_tls", "certificate", "protocol", "timeout", "aborted"}) {
+      sum += info_field(info, std::string("tls_handshake_failures_") + r);
+    }
+    return sum;
+  };
+  const long long before = failures();
+  std::uint64_t x = 0x9e3779b97f4a7c15ULL;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  constexpr int kConnections = 100;
+  for (int i = 0; i < kConnections; ++i) {
+    std::string bytes(1 + next() % 600, '\0');
+    for (char& b : bytes) b = static_cast<char>(next());
+    if (i % 2 == 0)
+      bytes = std::string("\x16\x03\x01", 3) + static_cast<char>(bytes.size() >> 8) +
+              static_cast<char>(bytes.size() & 0xff) + bytes;
+    const int fd = rt::connect_loopback(port());
+    ASSERT_GE(fd, 0);
+    rt::send_all(fd, bytes);
+    ::shutdown(fd, SHUT_WR);
+    std::string ignored;
+    rt::read_to_eof(fd, ignored, rt::deadline_in(std::chrono::seconds(20)));
+    ::close(fd);
+  }
+  EXPECT_TRUE(rt::eventually([&] { return failures() == before + kConnections; }, std::chrono::seconds(20),
+                             std::chrono::milliseconds(20)))
+      << failures() - before;
+  TlsClient c(port(), file("ca.crt"));
+  ASSERT_TRUE(c.command({"PING"}));
+  EXPECT_TRUE(c.read_until("+PONG\r\n"));
+}
+
 TEST(TlsBrokerRequired, MissingClientCertificateIsRefusedWhenRequired) {
   const Certs certs;
   ASSERT_TRUE(certs.ok());
