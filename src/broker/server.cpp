@@ -76,6 +76,20 @@
 //       (client.hpp, invariant 1), and ~Client finds it detached.
 // Running out of descriptors changes none of this (docs/broker.md, "Out of
 // descriptors", for the UBSan report that looked like a double destruction).
+//
+// TLS (Listener::tls, tls/tls_stream.hpp; docs/broker.md, "TLS"): the same
+// waits and turns, with OpenSSL on the connection's socket.
+//   T1. Until the handshake completes (handshaking_) nothing is read for the
+//       client and flush() returns at once; the handshake's completion runs
+//       flush() (W, d), then read_once(). Its deadline is auth_timer_.
+//   T2. A read is "drained" only when OpenSSL says WANT_READ (recv saw
+//       EAGAIN): OpenSSL may hold whole records it took off the socket, which
+//       no edge-triggered wait would report, so a TLS read never stops at a
+//       short read.
+//   T3. A write the socket could not take (WANT_WRITE) parks exactly as a
+//       partial sendmsg does (4); iov_ advances only by the records written,
+//       so the retry hands OpenSSL the same record again. With kernel TLS
+//       (ktls_send_) writes are the plain sendmsg.
 
 #include <fcntl.h>
 #include <sys/socket.h>
