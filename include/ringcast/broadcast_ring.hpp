@@ -394,13 +394,29 @@ class BroadcastRing {
 
   // Records that `lost` messages were lost before this producer got them (one
   // gap event): a NATS ingress that saw a skipped sequence (docs/scale-out.md).
-  // Readers see the totals in RingStatus::upstream_lost / upstream_gaps
+  // Observers see the totals in RingStatus::upstream_lost / upstream_gaps
   // (ring-top, ringcast info). REQUIRES: this handle holds the producer role.
   // One relaxed fetch_add on each of two header fields.
   void report_upstream_loss(std::uint64_t lost) noexcept {
     // relaxed: display-only counters (docs/layout.md); only the producer writes them.
     header_->tail.upstream_lost.fetch_add(lost, std::memory_order_relaxed);
     header_->tail.upstream_gaps.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Writes a loss marker at this point of the stream: one slot that consumers
+  // pass without a message and count in upstream_lost_seen, so a consumer
+  // learns that `lost` messages were lost just before the next one it
+  // receives (at most 2^32 - 1 per marker). Only on a ring that carries
+  // records (max_message above 52); on others it writes nothing and returns
+  // ok. Otherwise as try_push (full: nothing written; call again before
+  // pushing the next message). REQUIRES: as try_push.
+  [[nodiscard]] Errc mark_upstream_loss(std::uint64_t lost) noexcept;
+  // Messages lost upstream before the messages `id` has received since it
+  // registered: the loss markers its cursor has passed (not those a lap
+  // skipped). Read it before and after a receive to learn how many were lost
+  // just before that message. 0 on a ring without records, or for an id this
+  // handle does not own. REQUIRES: the consumer-id rule, as try_recv.
+  [[nodiscard]] std::uint64_t upstream_lost_seen(ConsumerId id) const noexcept {
+    return owns(id) ? local_[id].upstream_lost_seen : 0;
   }
 
   // --- blocking variants ---------------------------------------------------
@@ -560,7 +576,8 @@ class BroadcastRing {
     ReadOutcome outcome = ReadOutcome::kOk;
     std::uint64_t slots = 0;          // positions the record takes
     std::uint64_t length = 0;         // payload bytes
-    bool padding = false;             // skip it: no message
+    bool padding = false;             // skip it: no message (a padding or a loss marker)
+    std::uint64_t lost = 0;           // a loss marker's count
     bool in_place = false;            // data points into the ring
     std::span<const std::byte> data;  // the payload (in place or in `copy_to`)
   };
@@ -668,10 +685,11 @@ class BroadcastRing {
   // Per consumer id, touched only by the thread using that id (the
   // consumer-id rule above), a cache line each.
   struct alignas(kCacheLine) ConsumerLocal {
-    WaitState wait;                       // recv_wait's history
-    std::uint64_t stable_from = 0;        // invariant 10 (0 on a ring without records)
-    std::uint64_t view_next = 0;          // the cursor release_view sets; 0: no view open
-    std::unique_ptr<std::byte[]> buffer;  // copies for views and drain (buffer_bytes_)
+    WaitState wait;                        // recv_wait's history
+    std::uint64_t stable_from = 0;         // invariant 10 (0 on a ring without records)
+    std::uint64_t view_next = 0;           // the cursor release_view sets; 0: no view open
+    std::uint64_t upstream_lost_seen = 0;  // loss markers passed (upstream_lost_seen())
+    std::unique_ptr<std::byte[]> buffer;   // copies for views and drain (buffer_bytes_)
   };
   std::size_t buffer_bytes_ = 0;  // max_message_ rounded up to 8, at least 56
   ConsumerLocal local_[kMaxConsumers];
@@ -885,6 +903,7 @@ BatchResult BroadcastRing::drain(ConsumerId id, OnMessage&& on_message,
   const std::uint64_t start = consumer(id).cursor.load(std::memory_order_relaxed);
   std::uint64_t pos = start;
   std::size_t count = 0;
+  std::uint64_t lost = 0;  // loss markers passed, counted when the cursor moves
   alignas(8) std::byte buffer[kMaxPayload];
   while (count < max) {
     std::uint32_t length = 0;
@@ -909,6 +928,7 @@ BatchResult BroadcastRing::drain(ConsumerId id, OnMessage&& on_message,
         break;
       }
       if (r.length != 0) ++count;  // drain_record sets length to 1 for a message, 0 for padding
+      lost += r.missed;            // and missed to a loss marker's count
       pos += passed;
       continue;
     }
@@ -916,7 +936,10 @@ BatchResult BroadcastRing::drain(ConsumerId id, OnMessage&& on_message,
     ++count;
     ++pos;
   }
-  if (pos != start) advance_cursor(id, pos);
+  if (pos != start) {
+    local_[id].upstream_lost_seen += lost;
+    advance_cursor(id, pos);
+  }
   // Only paddings passed: nothing to deliver yet.
   return {count, count == 0 && pos != start ? Errc::empty : Errc::ok};
 }
@@ -935,6 +958,7 @@ std::uint64_t BroadcastRing::drain_record(ConsumerId id, std::uint64_t pos, std:
   }
   if (!rec.padding) on_message(rec.data);
   r.length = rec.padding ? 0 : 1;
+  r.missed = rec.lost;
   return rec.slots;
 }
 

@@ -71,6 +71,9 @@ inline constexpr std::uint32_t kRecordKindMask = 7U;
 inline constexpr std::uint32_t kRecordSlotsMask = (1U << kRecordKindShift) - 1;
 inline constexpr std::uint32_t kRecordMessage = 0;  // a message of more than 52 bytes (or a claim)
 inline constexpr std::uint32_t kRecordPadding = 1;  // skipped: the rest of a block (length 0)
+// Skipped and counted: `length` messages were lost before the producer got
+// the next one (report_upstream_loss); one slot.
+inline constexpr std::uint32_t kRecordLoss = 2;
 
 // ConsumerEntry::state values.
 inline constexpr std::uint32_t kConsumerFree = 0;

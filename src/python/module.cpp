@@ -235,6 +235,11 @@ than expected_capacity when that is not 0, a truncated file).)")
 Returns True when pushed, False when the ring is full (the slowest consumer is too
 far behind for the message's slots; never on a lossy ring). RingError
 payload_too_large, producer_busy, not_producer. RuntimeError while a claim is open.)")
+      .def("mark_upstream_loss", &Ring::mark_upstream_loss, py::arg("lost"),
+           R"(Record that `lost` messages were lost before this producer got them: counted in
+status().upstream_lost, and (on a ring that carries records) a marker in the stream
+that consumers pass and count in Consumer.upstream_lost_seen() before the next
+message. Returns False when the ring is full (nothing recorded; call again).)")
       .def("push_wait", &Ring::push_wait, py::arg("payload"), py::arg("timeout") = py::none(),
            py::arg("idle") = py::none(),
            R"(Push one message, waiting up to `timeout` seconds (None: forever) for room.
@@ -481,7 +486,11 @@ try_recv.)")
       .def("drain_into", &drain_into, py::arg("out"),
            R"(As drain(), into a preallocated 1-D array (record dtype or RAW_DTYPE), from its
 first element; returns how many were received. Allocates nothing.)")
-      .def("lag", &Consumer::lag, "Positions (slots) published but not yet received by this consumer.");
+      .def("lag", &Consumer::lag, "Positions (slots) published but not yet received by this consumer.")
+      .def("upstream_lost_seen", &Consumer::upstream_lost_seen,
+           R"(Messages lost upstream (a NATS ingress's gaps) before the messages this consumer
+has received: read it before and after a receive to learn how many were lost just
+before that message. 0 on a ring created with max_message 52.)");
 }
 
 }  // namespace

@@ -86,6 +86,17 @@ bool Ring::try_push(const py::buffer& payload) {
   raise_errc(name_, "try_push", e);
 }
 
+bool Ring::mark_upstream_loss(std::uint64_t lost) {
+  BroadcastRing& ring = push_handle();
+  const Errc e = ring.mark_upstream_loss(lost);
+  if (e == Errc::ok) {
+    ring.report_upstream_loss(lost);
+    return true;
+  }
+  if (e == Errc::full) return false;
+  raise_errc(name_, "mark_upstream_loss", e);
+}
+
 bool Ring::push_wait(const py::buffer& payload, std::optional<double> timeout, std::optional<IdleStrategy> idle) {
   BroadcastRing& ring = push_handle();
   const auto limit = to_timeout(timeout);

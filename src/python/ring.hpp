@@ -81,6 +81,8 @@ class Ring : public std::enable_shared_from_this<Ring> {
   // Producer side. try_push: True when pushed, False when full. push_wait:
   // True when pushed, False on timeout. Payloads of 0..max_message bytes.
   bool try_push(const py::buffer& payload);
+  // report_upstream_loss and mark_upstream_loss together: False when full.
+  bool mark_upstream_loss(std::uint64_t lost);
   bool push_wait(const py::buffer& payload, std::optional<double> timeout, std::optional<IdleStrategy> idle);
   // A Claim of `length` bytes at the head, or None when the ring is full.
   py::object try_claim(std::size_t length);
@@ -135,6 +137,7 @@ class Consumer {
   py::object try_view(const py::object& self);
   py::object view_wait(const py::object& self, std::optional<double> timeout, std::optional<IdleStrategy> idle);
   [[nodiscard]] std::uint64_t lag() { return handle().lag(id_); }
+  [[nodiscard]] std::uint64_t upstream_lost_seen() { return handle().upstream_lost_seen(id_); }
 
   bool waiting = false;  // a thread is inside recv_wait or view_wait on this consumer
   View* view = nullptr;  // the view whose message the C++ view holds, until released or superseded

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -33,10 +34,33 @@ tl::expected<std::unique_ptr<RingTarget>, std::string> RingTarget::open(const st
   return std::unique_ptr<RingTarget>(new RingTarget(std::move(*ring), path, log));
 }
 
-void RingTarget::on_gap(std::string_view /*subject*/, std::uint64_t lost) noexcept { ring_.report_upstream_loss(lost); }
+void RingTarget::on_gap(std::string_view /*subject*/, std::uint64_t lost) noexcept {
+  ring_.report_upstream_loss(lost);  // the totals, at once
+  // The marker goes into the stream before the next message: now if there is
+  // room, else from deliver().
+  unmarked_lost_ += lost;
+  if (ring_.mark_upstream_loss(unmarked_lost_) == Errc::ok) unmarked_lost_ = 0;
+}
+
+bool RingTarget::mark_loss(const std::atomic<bool>& stopping) noexcept {
+  for (;;) {
+    const Errc e = ring_.mark_upstream_loss(unmarked_lost_);
+    if (e == Errc::ok) {
+      unmarked_lost_ = 0;
+      return true;
+    }
+    // acquire: pairs with the release store in NatsIngress::stop().
+    if (e != Errc::full || stopping.load(std::memory_order_acquire)) return false;
+    // Ring B is full, so the message behind the marker would wait too; a
+    // marker is rare (one per gap), so a short sleep is the whole wait.
+    full_waits_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
 
 IngressTarget::Outcome RingTarget::deliver(std::string_view subject, std::span<const std::byte> payload,
                                            const std::atomic<bool>& stopping) noexcept {
+  if (unmarked_lost_ != 0 && !mark_loss(stopping)) return Outcome::kStopped;
   Errc e = ring_.try_push(payload);
   if (e == Errc::ok) return Outcome::kDelivered;
   if (e == Errc::full) {
@@ -85,6 +109,7 @@ void RingTarget::refuse(std::string_view subject, std::size_t length, Errc why) 
 std::size_t RingTarget::deliver_batch(std::string_view subject, std::span<const std::span<const std::byte>> payloads,
                                       const std::atomic<bool>& stopping) noexcept {
   std::size_t delivered = 0;
+  if (unmarked_lost_ != 0 && !mark_loss(stopping)) return 0;
   while (!payloads.empty()) {
     // One producer_seq publish for as many as fit.
     const BatchResult b = ring_.try_push_batch(payloads);

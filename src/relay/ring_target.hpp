@@ -55,6 +55,9 @@ class RingTarget final : public IngressTarget {
       : ring_(std::move(ring)), path_(std::move(path)), log_(std::move(log)) {}
   // Counts a message the ring refused and logs it (rate-limited, above).
   void refuse(std::string_view subject, std::size_t length, Errc why) noexcept;
+  // Writes the loss marker still owed (unmarked_lost_), waiting for room;
+  // false if the ingress stops first.
+  bool mark_loss(const std::atomic<bool>& stopping) noexcept;
 
   BroadcastRing ring_;
   const std::string path_;
@@ -64,6 +67,9 @@ class RingTarget final : public IngressTarget {
   // refusals since then went unlogged.
   std::chrono::steady_clock::time_point last_logged_{};
   std::uint64_t unlogged_ = 0;
+  // Delivery thread only: messages lost upstream whose marker is not yet in
+  // the ring (it was full at the gap); written before the next message.
+  std::uint64_t unmarked_lost_ = 0;
 };
 
 // Opens the route's ring (RingTarget::open) and subscribes to its subject on

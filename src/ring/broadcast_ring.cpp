@@ -570,6 +570,7 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
                         : (flags_ & kFlagLossy) != 0 ? ~std::uint64_t{0}
                                                      : header_->tail.write_intent.load(std::memory_order_relaxed);
     local.view_next = 0;
+    local.upstream_lost_seen = 0;
     // oldest: the cursor stays at `first`, possibly below the producer's
     // cached minimum until its next scan (invariant 7). No re-validation is
     // needed here: every receive accepts slot `seq` only when its version is

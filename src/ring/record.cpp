@@ -145,6 +145,17 @@ Errc BroadcastRing::write_record(std::span<const std::byte> payload) noexcept {
   return Errc::ok;
 }
 
+Errc BroadcastRing::mark_upstream_loss(std::uint64_t lost) noexcept {
+  if (!records_ || lost == 0) return Errc::ok;
+  std::uint64_t pos = 0;
+  if (const Errc e = reserve_record(1, pos); e != Errc::ok) return e;
+  commit_record(pos, kRecordLoss, 1, std::min<std::uint64_t>(lost, 0xFFFF'FFFF));
+  seq_ = pos + 1;
+  add_extra_slots(1);
+  publish(seq_);
+  return Errc::ok;
+}
+
 Errc BroadcastRing::push_record(std::span<const std::byte> payload) noexcept {
   const Errc e = write_record(payload);
   if (e == Errc::ok) publish(seq_);
@@ -233,8 +244,9 @@ BroadcastRing::RecordRead BroadcastRing::read_record(ConsumerId id, std::uint64_
   rec.length = w0 >> 32;
   const bool valid = rec.slots >= 1 && rec.slots <= room_before_boundary(pos) &&
                      (kind == kRecordPadding ? rec.length == 0
+                      : kind == kRecordLoss  ? rec.slots == 1
                                              : kind == kRecordMessage && rec.length <= max_message_ &&
-                                                   layout::record_slots(rec.length) == rec.slots);
+                                                  layout::record_slots(rec.length) == rec.slots);
   const layout::TailLine& tail = header_->tail;
   if (!valid) {
     // A header that makes no sense is either one a later lap is rewriting
@@ -245,8 +257,9 @@ BroadcastRing::RecordRead BroadcastRing::read_record(ConsumerId id, std::uint64_
     rec.outcome = overwritten ? ReadOutcome::kOverwritten : ReadOutcome::kCorrupt;
     return rec;
   }
-  if (kind == kRecordPadding) {
+  if (kind != kRecordMessage) {
     rec.padding = true;
+    if (kind == kRecordLoss) rec.lost = rec.length;
     return rec;
   }
   if (in_place_ok && !lappable(id, pos)) {
@@ -313,8 +326,9 @@ RecvResult BroadcastRing::recv_record(ConsumerId id, std::uint64_t pos, std::uin
     return recv_slow(id, pos, rec.outcome, nullptr);
   }
   if (rec.padding) {
+    local_[id].upstream_lost_seen += rec.lost;
     advance_cursor(id, pos + rec.slots);
-    return try_recv(id, out);  // a padding is followed by a message, never by a padding
+    return try_recv(id, out);  // a padding or marker is followed by a message or by at most two more of them
   }
   if (rec.length > out.size()) return {Errc::buffer_too_small, static_cast<std::uint32_t>(rec.length)};
   if (rec.in_place && rec.length != 0) std::memcpy(out.data(), rec.data.data(), rec.length);
@@ -347,8 +361,9 @@ MessageView BroadcastRing::try_view(ConsumerId id) noexcept {
     return {r.status, {}, false, r.missed};
   }
   if (rec.padding) {
+    local.upstream_lost_seen += rec.lost;
     advance_cursor(id, pos + rec.slots);
-    return try_view(id);  // a padding is followed by a message, never by a padding
+    return try_view(id);  // a padding or marker is followed by a message or by at most two more of them
   }
   local.view_next = pos + rec.slots;
   return {Errc::ok, rec.data, rec.in_place, 0};

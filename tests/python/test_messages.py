@@ -84,6 +84,20 @@ def test_positions_count_slots_and_status_counts_messages_and_bytes(ring):
     assert ring.status().consumers[c.id].lag == 0
 
 
+def test_a_consumer_learns_how_many_were_lost_just_before_each_message(ring):
+    c = ring.register_consumer()
+    ring.try_push(b"a")
+    assert ring.mark_upstream_loss(5)
+    ring.try_push(bytes(300))
+    ring.try_push(b"c")
+    seen = []
+    while (m := c.try_recv()) is not None:
+        seen.append((len(m), c.upstream_lost_seen()))
+    assert seen == [(1, 0), (300, 5), (1, 5)]
+    s = ring.status()
+    assert (s.upstream_lost, s.upstream_gaps, s.messages) == (5, 1, 3)
+
+
 def test_a_record_padded_into_the_rings_short_last_block_arrives_whole(ring_path):
     # Regression: reserve_record padded once, so this record crossed the
     # ring's end. 64 KiB records take 1025 slots: blocks start at 0, 1025,

@@ -220,6 +220,9 @@ TEST(CrossHostTest, AtMostOnceWithAStoppedIngressCountsEveryLostMessageExactly) 
 
   std::vector<std::byte> buf(65536);
   std::uint64_t received = 0, last = 0, disorder = 0;
+  // The loss markers the consumer passed up to its last message, and the
+  // messages whose gap before them differs from what the markers said.
+  std::uint64_t seen_at_last = 0, misattributed = 0;
   bool got_any = false;
   // Reads what ring B has; a probe (a short message) is skipped.
   const auto drain = [&] {
@@ -230,6 +233,9 @@ TEST(CrossHostTest, AtMostOnceWithAStoppedIngressCountsEveryLostMessageExactly) 
       std::uint64_t seq = 0;
       std::memcpy(&seq, buf.data(), 8);
       if (got_any && seq <= last) ++disorder;
+      const std::uint64_t seen = b->upstream_lost_seen(*id);
+      if (got_any && seq > last && seen - seen_at_last != seq - last - 1) ++misattributed;
+      seen_at_last = seen;
       got_any = true;
       last = seq;
       ++received;
@@ -293,6 +299,10 @@ TEST(CrossHostTest, AtMostOnceWithAStoppedIngressCountsEveryLostMessageExactly) 
   ASSERT_GT(lost, 0u);
   const RingStatus st = b->status();
   EXPECT_EQ(st.upstream_lost, lost) << "received " << received << " of " << n + 1;
+  // The consumer's own view: the markers in ring B put each loss just before
+  // the message that followed it.
+  EXPECT_EQ(b->upstream_lost_seen(*id), lost);
+  EXPECT_EQ(misattributed, 0u);
   EXPECT_GE(st.upstream_gaps, 1u);
   EXPECT_EQ(metric(h.metrics_b, "ringcast_nats_in_upstream_lost"), static_cast<double>(lost));
   EXPECT_EQ(metric(h.metrics_b, "ringcast_nats_in_lost_total"), static_cast<double>(lost));

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -419,6 +420,93 @@ TEST_F(RecordTest, PayloadForgingTheNextLapsVersionIsNeverDelivered) {
   ASSERT_TRUE(successor);
   ASSERT_TRUE(successor->claim_producer());
   EXPECT_EQ(successor->producer_position(), kCapacity + 1);
+}
+
+// A loss marker sits in the stream where the producer learnt of the loss:
+// every read path passes it without a message and counts it, so a consumer
+// reading upstream_lost_seen before and after a receive learns how many were
+// lost just before that message. Markers are not messages.
+TEST_F(RecordTest, LossMarkersAreCountedJustBeforeTheNextMessageOnEveryReadPath) {
+  auto ring = BroadcastRing::create(path(), 64);
+  ASSERT_TRUE(ring);
+  auto by_copy = ring->register_consumer();
+  auto by_view = ring->register_consumer();
+  auto by_drain = ring->register_consumer();
+  ASSERT_TRUE(by_copy && by_view && by_drain);
+  const auto small = pattern(20, 1);
+  const auto large = pattern(300, 2);
+  ASSERT_EQ(ring->try_push(small), Errc::ok);
+  ASSERT_EQ(ring->mark_upstream_loss(5), Errc::ok);
+  ASSERT_EQ(ring->try_push(large), Errc::ok);
+  ASSERT_EQ(ring->mark_upstream_loss(7), Errc::ok);
+  ASSERT_EQ(ring->mark_upstream_loss(1), Errc::ok);
+  ASSERT_EQ(ring->try_push(small), Errc::ok);
+  EXPECT_EQ(ring->status().messages, 3U);
+
+  const std::uint64_t want[] = {0, 5, 13};
+  std::vector<std::byte> out(ring->max_message());
+  for (const std::uint64_t lost : want) {
+    ASSERT_EQ(ring->try_recv(*by_copy, out).status, Errc::ok);
+    EXPECT_EQ(ring->upstream_lost_seen(*by_copy), lost);
+    const MessageView v = ring->try_view(*by_view);
+    ASSERT_EQ(v.status, Errc::ok);
+    EXPECT_EQ(ring->upstream_lost_seen(*by_view), lost);
+    ASSERT_EQ(ring->release_view(*by_view), Errc::ok);
+  }
+  EXPECT_EQ(ring->try_recv(*by_copy, out).status, Errc::empty);
+  std::vector<std::size_t> lengths;
+  const BatchResult b = ring->drain(
+      *by_drain, [&](std::span<const std::byte> m) { lengths.push_back(m.size()); }, 16);
+  EXPECT_EQ(b.count, 3U);
+  EXPECT_EQ(lengths, (std::vector<std::size_t>{20, 300, 20}));
+  EXPECT_EQ(ring->upstream_lost_seen(*by_drain), 13U);
+  // A marker at the head, its message not pushed yet: passed and counted.
+  ASSERT_EQ(ring->mark_upstream_loss(2), Errc::ok);
+  EXPECT_EQ(ring->try_recv(*by_copy, out).status, Errc::empty);
+  EXPECT_EQ(ring->upstream_lost_seen(*by_copy), 15U);
+  // A new registrant starts at zero; an id this handle does not own reads 0.
+  EXPECT_EQ(ring->upstream_lost_seen(kMaxConsumers - 1), 0U);
+}
+
+// drain does not publish its cursor when the callback throws, and the
+// markers it passed in that batch are then not counted either: the retry
+// counts them once.
+TEST_F(RecordTest, DrainThatThrowsCountsItsLossMarkersOnlyOnce) {
+  auto ring = BroadcastRing::create(path(), 64);
+  ASSERT_TRUE(ring);
+  auto id = ring->register_consumer();
+  ASSERT_TRUE(id);
+  ASSERT_EQ(ring->mark_upstream_loss(4), Errc::ok);
+  ASSERT_EQ(ring->try_push(pattern(10, 3)), Errc::ok);
+  EXPECT_THROW((void)ring->drain(
+                   *id, [](std::span<const std::byte>) { throw std::runtime_error("no"); }, 8),
+               std::runtime_error);
+  EXPECT_EQ(ring->upstream_lost_seen(*id), 0U);
+  EXPECT_EQ(ring->drain(
+                    *id, [](std::span<const std::byte>) {}, 8)
+                .count,
+            1U);
+  EXPECT_EQ(ring->upstream_lost_seen(*id), 4U);
+}
+
+// A marker takes a slot: on a full blocking ring it is refused like a push
+// and nothing is written; on a ring without records nothing is written at all.
+TEST_F(RecordTest, LossMarkerNeedsRoomAndOnlyRingsWithRecordsCarryIt) {
+  auto ring = BroadcastRing::create(path(), 16);
+  ASSERT_TRUE(ring);
+  auto id = ring->register_consumer();
+  ASSERT_TRUE(id);
+  for (int i = 0; i < 16; ++i) ASSERT_EQ(ring->try_push(pattern(8, 4)), Errc::ok);
+  EXPECT_EQ(ring->mark_upstream_loss(3), Errc::full);
+  EXPECT_EQ(ring->producer_position(), 16U);
+
+  auto plain = BroadcastRing::create(path("plain"), 16, {.max_message = kMaxPayload});
+  ASSERT_TRUE(plain);
+  auto pid = plain->register_consumer();
+  ASSERT_TRUE(pid);
+  EXPECT_EQ(plain->mark_upstream_loss(3), Errc::ok);
+  EXPECT_EQ(plain->producer_position(), 0U);
+  EXPECT_EQ(plain->upstream_lost_seen(*pid), 0U);
 }
 
 TEST_F(RecordTest, ReopenedRingKeepsItsMaxMessageAndMismatchedGeometryIsRefused) {
