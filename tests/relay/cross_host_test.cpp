@@ -38,12 +38,7 @@ using testing::eventually;
 using testing::NatsServer;
 using testing::TempDir;
 
-std::uint64_t e2e_messages() {
-  if (const char* env = std::getenv("RINGCAST_RELAY_E2E_MESSAGES"); env != nullptr && *env != '\0') {
-    return std::strtoull(env, nullptr, 10);
-  }
-  return testing::scaled(1'000'000, 100'000);
-}
+using testing::e2e_messages;
 
 ChildProcess spawn(const char* exe, const std::vector<std::string>& args, test::Stream out = test::Stream::kPipe) {
   std::vector<std::string> argv{exe};

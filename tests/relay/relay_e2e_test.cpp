@@ -31,15 +31,7 @@ using testing::RespClient;
 using testing::RespReply;
 using testing::TempDir;
 
-// Messages for the big test: 1,000,000 in release builds, fewer under the
-// sanitizers (RINGCAST_RELAY_SANITIZED, set by CMake); the environment
-// variable RINGCAST_RELAY_E2E_MESSAGES overrides both.
-std::uint64_t e2e_messages() {
-  if (const char* env = std::getenv("RINGCAST_RELAY_E2E_MESSAGES"); env != nullptr && *env != '\0') {
-    return std::strtoull(env, nullptr, 10);
-  }
-  return testing::scaled(1'000'000, 100'000);
-}
+using testing::e2e_messages;
 
 // Payload: the sequence number and its complement, padded to a full slot
 // (52 bytes; an 87-byte frame on channel "ticks").

@@ -54,6 +54,16 @@ inline std::uint64_t scaled(std::uint64_t release_count, std::uint64_t sanitizer
 #endif
 }
 
+// Messages for the end-to-end tests: 1,000,000 in release builds, 100,000
+// under the sanitizers; the environment variable RINGCAST_RELAY_E2E_MESSAGES
+// overrides both.
+inline std::uint64_t e2e_messages() {
+  if (const char* env = std::getenv("RINGCAST_RELAY_E2E_MESSAGES"); env != nullptr && *env != '\0') {
+    return std::strtoull(env, nullptr, 10);
+  }
+  return scaled(1'000'000, 100'000);
+}
+
 #ifdef NATS_SERVER_EXE
 // nats-server on loopback ports the test picked; killed and reaped on destruction.
 struct NatsServerOptions {
