@@ -4,6 +4,7 @@
 //
 // Exit status: 0 after SIGINT/SIGTERM, 1 when setup fails, 2 on a usage error,
 // 3 when a ring failed at run time. The last log line says which.
+#include <pthread.h>
 #include <signal.h>
 
 #include <chrono>
@@ -54,6 +55,7 @@ int run(int argc, char** argv) {
 
   broker::BrokerConfig cfg;
   tools::BrokerFlags broker_flags;
+  tools::BrokerTlsFlags broker_tls_flags;
 
   app.add_option("--ring", ring_specs,
                  "PATH=CHANNEL: relay the ring at PATH to CHANNEL (broker) / SUBJECT (NATS). "
@@ -76,7 +78,9 @@ int run(int argc, char** argv) {
   tools::NatsInFlags nats_in_flags;
   nats_in_flags.add_pending(app, ingress);
   auto* listen_opt =
-      app.add_option("--listen", listen, "Broker listen address HOST:PORT (port 0: the kernel chooses, printed)")
+      app.add_option("--listen", listen,
+                     "Broker listen address HOST:PORT (port 0: the kernel chooses, printed; or with --tls-port turns "
+                     "the plain port off)")
           ->capture_default_str();
   app.add_option("--nats", nats_url, "Also (or only) publish to NATS: nats://HOST:PORT[,nats://...]");
   app.add_option("--nats-reconnect-buffer", nats_buffer,
@@ -154,6 +158,7 @@ int run(int argc, char** argv) {
   tools::add_start_at_option(app, start, "the relay opens a ring file it has not relayed before (every --ring)");
 
   broker_flags.add_to(app, cfg);  // as ringcast-broker (docs/broker.md)
+  broker_tls_flags.add_to(app);   // as ringcast-broker (docs/security.md, "TLS")
   if (const auto exit_status = ringcast::tools::parse_settings(app, argc, argv)) return *exit_status;
 
   RelayConfig config;
@@ -196,10 +201,18 @@ int run(int argc, char** argv) {
     cfg.bind_address = hp->host;
     cfg.port = hp->port;
     if (const auto wrong = broker_flags.apply(cfg)) return usage(*wrong);
+    if (const auto wrong = broker_tls_flags.apply(cfg)) return usage(*wrong);
     if (const auto lowered = tools::fit_descriptor_limit(cfg)) {
       fmt::print(stderr, "ringcast-relay: warning: {}\n", *lowered);
     }
     config.broker = cfg;
+  } else {
+    for (const char* tls_flag :
+         {"--tls-port", "--ws-tls", "--tls-cert-file", "--tls-key-file", "--tls-ca-cert-file", "--tls-auth-clients"}) {
+      if (app.get_option(tls_flag)->count() > 0) {
+        return usage(std::string(tls_flag) + " is for the embedded broker, which --nats without --listen turns off");
+      }
+    }
   }
   if (!nats_url.empty()) {
     NatsConfig n;
@@ -246,6 +259,12 @@ int run(int argc, char** argv) {
   // Block the stop signals before any thread starts (broker, libnats, readers),
   // so they inherit the mask and the sigtimedwait below is the only receiver.
   const sigset_t stop_signals = ringcast::tools::block_stop_signals();
+  // SIGHUP reloads the embedded broker's TLS certificates (docs/security.md,
+  // "TLS"); blocked in every thread like the stop signals and taken by the
+  // same sigtimedwait.
+  sigset_t signals = stop_signals;
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   auto relay = Relay::start(std::move(config));
   if (!relay) {
@@ -257,10 +276,19 @@ int run(int argc, char** argv) {
   }
   Relay& r = **relay;
   // Tests and scripts read the ports from these lines.
-  if (r.broker() != nullptr) fmt::print("ringcast-relay listening on {}:{}\n", cfg.bind_address, r.broker()->port());
+  if (r.broker() != nullptr && cfg.plain_port) {
+    fmt::print("ringcast-relay listening on {}:{}\n", cfg.bind_address, r.broker()->port());
+  }
+  if (r.broker() != nullptr && cfg.tls.port) {
+    fmt::print("ringcast-relay listening for TLS on {}:{}\n", cfg.bind_address, r.broker()->tls_port());
+  }
   if (r.broker() != nullptr && r.broker()->ws_port() != 0) {
     const std::string at = tools::url_authority(cfg.bind_address, r.broker()->ws_port());
-    fmt::print("ringcast-relay websocket on ws://{}/ (live page: http://{}/)\n", at, at);
+    if (cfg.tls.ws) {
+      fmt::print("ringcast-relay websocket on wss://{}/ (live page: https://{}/)\n", at, at);
+    } else {
+      fmt::print("ringcast-relay websocket on ws://{}/ (live page: http://{}/)\n", at, at);
+    }
   }
   if (!nats_url.empty() && !ring_specs.empty()) {
     if (js_stream.empty()) {
@@ -291,10 +319,19 @@ int run(int argc, char** argv) {
   std::string why;
   for (;;) {
     const timespec tick{0, 200'000'000};
-    const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+    const int sig = sigtimedwait(&signals, nullptr, &tick);
     if (sig == SIGINT || sig == SIGTERM) {
       why = sig == SIGINT ? "received SIGINT" : "received SIGTERM";
       break;
+    }
+    if (sig == SIGHUP && r.broker() != nullptr && cfg.tls.enabled()) {
+      // Existing connections keep their session; new ones get the files read now.
+      if (const auto reloaded = r.broker()->reload_tls(); reloaded) {
+        fmt::print(stderr, "ringcast-relay: SIGHUP: TLS certificates reloaded; new connections use them\n");
+      } else {
+        fmt::print(stderr, "ringcast-relay: SIGHUP: TLS certificates not reloaded, the old ones stay: {}\n",
+                   reloaded.error());
+      }
     }
     if (std::string f = r.failure(); !f.empty()) {
       why = "a ring failed: " + f;
