@@ -10,6 +10,7 @@ namespace ringcast::relay {
 tl::expected<std::unique_ptr<CreditWindow>, std::string> CreditWindow::start(natsConnection* conn, Config config,
                                                                              LogFn log) {
   std::unique_ptr<CreditWindow> w(new CreditWindow(config, std::move(log)));
+  w->conn_ = conn;
   natsInbox* inbox = nullptr;
   natsStatus s = natsInbox_Create(&inbox);
   if (s != NATS_OK) return tl::unexpected(fmt::format("credit window inbox: {}", natsStatus_GetText(s)));
@@ -153,7 +154,13 @@ bool CreditWindow::wait_slice(std::uint64_t seq, std::chrono::steady_clock::time
     last_base = base;
     last_progress = now;
   }
-  expire_locked(now - config_.ack_timeout, wait_began);
+  // An ingress cannot ack while our own connection is down: silence counts
+  // only from when it is up again.
+  if (natsConnection_Status(conn_) != NATS_CONN_STATUS_CONNECTED) {
+    down_until_ = now;
+  } else {
+    expire_locked(now - config_.ack_timeout, std::max(wait_began, down_until_));
+  }
   if (open(seq)) return false;
   if (now - last_progress >= config_.probe_interval) {
     last_progress = now;

@@ -79,12 +79,17 @@ class CreditWindow {
   // A new run (the reader opened a ring; `run` is its Ringcast-Msg run):
   // forgets every ingress; acks of another run are ignored from now on.
   void reset(std::uint32_t run) noexcept;
-  // Hot path: may position `seq` be published now? One acquire load.
+  // Hot path: may position `seq` be published now? Yes while it is within
+  // the window, and also whenever everything published is acknowledged: a
+  // batch, a record or a lap can move `seq` more than a window past the last
+  // position published, and waiting then would wait for an ack that never
+  // comes. In flight is then at most a window plus one message or batch.
   [[nodiscard]] bool open(std::uint64_t seq) const noexcept {
     // acquire: pairs with the release store in publish_base(); nothing else is
     // read through it, but a fresh base is what lets the reader go on.
     const std::uint64_t base = base_.load(std::memory_order_acquire);
-    return base == kNone || seq <= base + config_.window;
+    // relaxed: written only by the reader thread, which is the caller.
+    return base == kNone || seq <= base + config_.window || base >= last_published_.load(std::memory_order_relaxed);
   }
   // The reader published up to `seq` (for in_flight). Relaxed store.
   void published(std::uint64_t seq) noexcept {
@@ -117,7 +122,10 @@ class CreditWindow {
   const Config config_;
   const LogFn log_;
   std::string inbox_;
+  natsConnection* conn_ = nullptr;  // outlives this object (start)
   natsSubscription* sub_ = nullptr;
+  // Reader thread (wait_slice): the last time our connection was seen down.
+  std::chrono::steady_clock::time_point down_until_{};
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -35,7 +35,7 @@ tl::expected<std::unique_ptr<NatsIngress>, std::string> NatsIngress::start(natsC
     std::random_device rd;
     in->ack_id_ = (std::uint64_t{rd()} << 32) | rd();
   }
-  in->ack_reply_.reserve(128);
+  for (AckSource& src : in->sources_) src.reply.reserve(128);
   natsStatus s = natsConnection_Subscribe(&in->sub_, conn, in->subject_.c_str(), &NatsIngress::on_message, in.get());
   if (s != NATS_OK) {
     in->sub_ = nullptr;
@@ -70,24 +70,23 @@ void NatsIngress::stop_heartbeat() noexcept {
 
 void NatsIngress::heartbeat_loop() noexcept {
   std::unique_lock lock(ack_mu_);
-  std::uint64_t sent = ~std::uint64_t{0};
-  std::uint32_t sent_run = 0;
-  auto last = std::chrono::steady_clock::now();
   while (!hb_stop_) {
     ack_cv_.wait_for(lock, kHeartbeat, [this] { return hb_stop_; });
-    if (hb_stop_ || ack_reply_.empty() || conn_ == nullptr) continue;
-    // relaxed: ack_mu_ orders a change of run with its first position
-    // (note_ack); later stores are of the same run, and any value is a
-    // position already handled.
-    const std::uint64_t pos = ack_pos_.load(std::memory_order_relaxed);
+    if (hb_stop_ || conn_ == nullptr) continue;
     const auto now = std::chrono::steady_clock::now();
     // relaxed: a hint that the delivery thread is alive but held up.
-    if (pos != sent || ack_run_ != sent_run ||
-        (in_target_.load(std::memory_order_relaxed) && now - last >= kKeepalive)) {
-      send_ack(ack_reply_.c_str(), ack_run_, pos);
-      sent = pos;
-      sent_run = ack_run_;
-      last = now;
+    const bool held = in_target_.load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < source_count_; ++i) {
+      AckSource& src = sources_[i];
+      // relaxed: ack_mu_ orders a source's (re)use with its first position
+      // (source_of); later stores are of the same source, and any value is
+      // a position already handled.
+      const std::uint64_t pos = src.pos.load(std::memory_order_relaxed);
+      if (pos != src.hb_sent || (held && now - src.hb_sent_at >= kKeepalive)) {
+        send_ack(src.reply.c_str(), src.run, pos);
+        src.hb_sent = pos;
+        src.hb_sent_at = now;
+      }
     }
   }
 }
@@ -108,28 +107,61 @@ void NatsIngress::send_ack(const char* reply, std::uint32_t run, std::uint64_t p
   }
 }
 
-void NatsIngress::note_ack(const char* reply, std::uint32_t run, std::uint64_t pos, bool now) noexcept {
-  if (run != ack_run_ || std::strcmp(reply, ack_reply_.c_str()) != 0) {
-    // Another source (or a new run of it): the previous one gets its last ack now.
-    // relaxed: this thread is the only writer of ack_pos_.
-    if (!ack_reply_.empty()) send_ack(ack_reply_.c_str(), ack_run_, ack_pos_.load(std::memory_order_relaxed));
-    try {
-      std::lock_guard lock(ack_mu_);
-      ack_reply_.assign(reply);  // within the reserved capacity for inboxes
-      ack_run_ = run;
-      // relaxed: published by ack_mu_ (heartbeat_loop).
-      ack_pos_.store(pos, std::memory_order_relaxed);
-    } catch (...) {
-      return;  // out of memory for a very long reply subject: no ack; the relay stops waiting for us
-    }
-    now = true;
-  } else {
-    // relaxed: see heartbeat_loop.
-    ack_pos_.store(pos, std::memory_order_relaxed);
+NatsIngress::AckSource* NatsIngress::source_of(const char* reply, std::uint32_t run, bool& fresh) noexcept {
+  // The delivery thread is the only writer of reply and run: it reads them
+  // without ack_mu_.
+  fresh = false;
+  if (last_source_ < source_count_ && sources_[last_source_].run == run && sources_[last_source_].reply == reply) {
+    return &sources_[last_source_];
   }
-  if (now || pos - ack_inline_ >= kAckEvery) {
+  std::size_t slot = source_count_;
+  for (std::size_t i = 0; i < source_count_; ++i) {
+    if (sources_[i].reply == reply) {
+      slot = i;
+      break;
+    }
+  }
+  if (slot < source_count_ && sources_[slot].run == run) {
+    last_source_ = slot;
+    return &sources_[slot];
+  }
+  if (slot == kMaxAckSources) {
+    // Full, and a new source: forget the one heard from longest ago.
+    slot = 0;
+    for (std::size_t i = 1; i < kMaxAckSources; ++i) {
+      if (sources_[i].noted < sources_[slot].noted) slot = i;
+    }
+  }
+  // A new source, a new run of a known one, or a replacement.
+  try {
+    std::lock_guard lock(ack_mu_);
+    AckSource& src = sources_[slot];
+    src.reply.assign(reply);  // within the reserved capacity for inboxes
+    src.run = run;
+    // relaxed: published by ack_mu_ (heartbeat_loop).
+    src.pos.store(0, std::memory_order_relaxed);
+    src.hb_sent = ~std::uint64_t{0};
+    src.hb_sent_at = {};
+    if (slot == source_count_) ++source_count_;
+  } catch (...) {
+    return nullptr;  // out of memory for a very long reply subject
+  }
+  last_source_ = slot;
+  fresh = true;
+  return &sources_[slot];
+}
+
+void NatsIngress::note_ack(const char* reply, std::uint32_t run, std::uint64_t pos, bool now) noexcept {
+  bool fresh = false;
+  AckSource* src = source_of(reply, run, fresh);
+  if (src == nullptr) return;  // no ack: the relay stops waiting for us after its ack timeout
+  src->noted = ++noted_;
+  // relaxed: see heartbeat_loop.
+  src->pos.store(pos, std::memory_order_relaxed);
+  // A source new to us (or a new run of it) is acknowledged at once.
+  if (now || fresh || pos - src->inline_pos >= kAckEvery) {
     send_ack(reply, run, pos);
-    ack_inline_ = pos;
+    src->inline_pos = pos;
   }
 }
 
@@ -174,7 +206,11 @@ void NatsIngress::stop() noexcept {
   lock.unlock();
   stop_heartbeat();
   // The relay need not wait for us any more (credit window).
-  if (conn_ != nullptr && !ack_reply_.empty()) send_ack(ack_reply_.c_str(), ack_run_, 0, /*left=*/true);
+  if (conn_ != nullptr) {
+    // The heartbeat thread has stopped: nothing else reads the table now.
+    for (std::size_t i = 0; i < source_count_; ++i)
+      send_ack(sources_[i].reply.c_str(), sources_[i].run, 0, /*left=*/true);
+  }
 }
 
 void NatsIngress::on_complete(void* closure) {

@@ -28,10 +28,16 @@
 //     then every kAckEvery positions on the delivery thread, and by the
 //     heartbeat thread every kHeartbeat when the position moved, or every
 //     kKeepalive while the delivery thread is inside the target (a full
-//     blocking ring): the relay then knows we are alive and waits.
+//     blocking ring): the relay then knows we are alive and waits. Every
+//     source (reply subject: a relay's route) we heard from gets its own
+//     acks, keepalives and, at stop, "left" (up to kMaxAckSources; beyond
+//     that the one heard from longest ago is forgotten, and its relay stops
+//     waiting for us after its ack timeout).
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -114,6 +120,7 @@ class NatsIngress {
   std::unique_ptr<JetStreamIngress> jetstream_;  // instead of sub_ with --jetstream
 
   static constexpr std::uint64_t kAckEvery = 1024;  // positions between inline acks
+  static constexpr std::size_t kMaxAckSources = 16;
   static constexpr std::chrono::milliseconds kHeartbeat{20};
   static constexpr std::chrono::milliseconds kKeepalive{250};
 
@@ -135,12 +142,27 @@ class NatsIngress {
 
   // Credit window (invariant 4). conn_ is null with JetStream (no acks).
   natsConnection* conn_ = nullptr;
-  std::uint64_t ack_id_ = 0;               // this ingress's id in its acks (random)
-  std::string ack_reply_;                  // written by the delivery thread under ack_mu_; read by both
-  std::uint32_t ack_run_ = 0;              // same
-  std::uint64_t ack_inline_ = 0;           // delivery thread: the position of the last inline ack
-  std::atomic<std::uint64_t> ack_pos_{0};  // last position handled (of ack_run_)
-  std::atomic<bool> in_target_{false};     // the delivery thread is inside the target
+  std::uint64_t ack_id_ = 0;  // this ingress's id in its acks (random)
+  // One relay route we acknowledge to. reply and run: written only by the
+  // delivery thread, under ack_mu_ (the heartbeat thread reads them under
+  // it; the delivery thread, their only writer, reads them without it).
+  struct AckSource {
+    std::string reply;                                   // its inbox (capacity reserved at start)
+    std::uint32_t run = 0;                               // its Ringcast-Msg run
+    std::atomic<std::uint64_t> pos{0};                   // last position handled (delivery thread writes)
+    std::uint64_t inline_pos = 0;                        // delivery thread: the last inline ack
+    std::uint64_t noted = 0;                             // delivery thread: when last heard (a message count)
+    std::uint64_t hb_sent = ~std::uint64_t{0};           // heartbeat thread: last position sent
+    std::chrono::steady_clock::time_point hb_sent_at{};  // heartbeat thread
+  };
+  std::array<AckSource, kMaxAckSources> sources_;  // [0, source_count_) in use
+  std::size_t source_count_ = 0;                   // written by the delivery thread under ack_mu_
+  std::size_t last_source_ = 0;                    // delivery thread: where the last message's source was
+  std::uint64_t noted_ = 0;                        // delivery thread: messages acknowledged so far
+  // Finds or adds the source of `reply`/`run` (delivery thread); `fresh` when
+  // it was added or its run changed; nullptr if out of memory for its subject.
+  AckSource* source_of(const char* reply, std::uint32_t run, bool& fresh) noexcept;
+  std::atomic<bool> in_target_{false};  // the delivery thread is inside the target
   std::atomic<std::uint64_t> acks_{0}, probes_{0};
   std::mutex ack_mu_;
   std::condition_variable ack_cv_;

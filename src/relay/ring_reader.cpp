@@ -307,6 +307,14 @@ bool RingReader::await_window(std::uint64_t seq) noexcept {
   }
 }
 
+void RingReader::note_lapped(std::uint64_t missed) noexcept {
+  local_.lapped += missed;
+  // The messages skipped count as numbers never sent, so the ingress sees
+  // them as a gap before the next message (positions: an upper bound on the
+  // messages when the ring holds records).
+  msg_number_ += missed;
+}
+
 void RingReader::sent(std::uint64_t seq, std::uint64_t count) noexcept {
   // The number counts every message handed to NATS, refused ones too: a
   // refused one is lost, and the ingress counts it from the numbers.
@@ -417,7 +425,7 @@ RingReader::Step RingReader::relay_until_stopped() {
     const std::size_t got = b.count;
     Errc status = b.status;
     if (status == Errc::lapped) {
-      local_.lapped += b.missed;
+      note_lapped(b.missed);
       status = Errc::ok;
     }
     if (got > 0 || local_.lapped != lapped_before) {
@@ -460,7 +468,7 @@ RingReader::Step RingReader::handle_status(Errc status) {
         return Step::kAgain;
       }
       if (r.status == Errc::lapped) {
-        local_.lapped += r.missed;
+        note_lapped(r.missed);
         from_ = ring_->position(id_);  // a gap downstream (invariant 6)
         flush_counters();
         return Step::kAgain;

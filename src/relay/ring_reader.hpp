@@ -130,6 +130,9 @@ class RingReader {
   bool await_window(std::uint64_t seq) noexcept;
   // After a core NATS publish of positions .. seq holding `count` messages.
   void sent(std::uint64_t seq, std::uint64_t count) noexcept;
+  // The ring lapped this reader by `missed` positions: counted, and numbered
+  // as sent so that the ingress sees the gap.
+  void note_lapped(std::uint64_t missed) noexcept;
   void flush_counters() noexcept;
   void set_state(RingState s) noexcept;
   [[nodiscard]] bool stopping() const noexcept {

@@ -43,17 +43,20 @@ void RingTarget::on_gap(std::string_view /*subject*/, std::uint64_t lost) noexce
 }
 
 bool RingTarget::mark_loss(const std::atomic<bool>& stopping) noexcept {
-  for (;;) {
+  for (bool waited = false;; waited = true) {
     const Errc e = ring_.mark_upstream_loss(unmarked_lost_);
-    if (e == Errc::ok) {
+    if (e != Errc::full) {
+      // Written, or refused for good (the producer role lost): the totals
+      // already hold the loss, and the message goes on to deliver(), which
+      // counts and logs whatever refuses it too.
       unmarked_lost_ = 0;
       return true;
     }
     // acquire: pairs with the release store in NatsIngress::stop().
-    if (e != Errc::full || stopping.load(std::memory_order_acquire)) return false;
+    if (stopping.load(std::memory_order_acquire)) return false;
     // Ring B is full, so the message behind the marker would wait too; a
     // marker is rare (one per gap), so a short sleep is the whole wait.
-    full_waits_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+    if (!waited) full_waits_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }

@@ -232,6 +232,64 @@ TEST_F(NatsIngressTest, AcksGoToTheReplySubjectOnlyForSequencedMessagesInTheRing
   natsConnection_Destroy(nc);
 }
 
+// Two relays feeding one ingress subscription: each gets its own acks, and
+// each is told when the ingress leaves, so neither waits for an ingress
+// that only acknowledges the other.
+TEST_F(NatsIngressTest, EverySourceGetsItsOwnAcksAndIsToldWhenTheIngressLeaves) {
+  auto server = NatsServer::start();
+  ASSERT_TRUE(server);
+  ASSERT_NO_FATAL_FAILURE(start_ring_ingress(server->url(), "two", "two.ring"));
+  RingConsumer consumer(ring_b_);
+  ASSERT_TRUE(consumer.ok());
+  ASSERT_TRUE(wait_for_interest(server->url(), "two", [&] { return ingress_stats().received > 0; }));
+  natsConnection* nc = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&nc, server->url().c_str()), NATS_OK);
+  natsSubscription* acks_a = nullptr;
+  natsSubscription* acks_b = nullptr;
+  ASSERT_EQ(natsConnection_SubscribeSync(&acks_a, nc, "_INBOX.relay-a"), NATS_OK);
+  ASSERT_EQ(natsConnection_SubscribeSync(&acks_b, nc, "_INBOX.relay-b"), NATS_OK);
+  ASSERT_EQ(natsConnection_FlushTimeout(nc, 5000), NATS_OK);
+  const auto publish = [&](const char* inbox, const char* source, const char* seq, const char* msgno) {
+    natsMsg* m = nullptr;
+    natsStatus s = natsMsg_Create(&m, "two", inbox, "x", 1);
+    if (s == NATS_OK) s = natsMsgHeader_Set(m, kSourceHeader, source);
+    if (s == NATS_OK) s = natsMsgHeader_Set(m, kSeqHeader, seq);
+    if (s == NATS_OK) s = natsMsgHeader_Set(m, kMsgHeader, msgno);
+    if (s == NATS_OK) s = natsConnection_PublishMsg(nc, m);
+    natsMsg_Destroy(m);
+    return s == NATS_OK && natsConnection_FlushTimeout(nc, 5000) == NATS_OK;
+  };
+  // The last ack an inbox received within a second of quiet.
+  const auto last_ack = [](natsSubscription* sub) {
+    std::string text;
+    natsMsg* ack = nullptr;
+    while (natsSubscription_NextMsg(&ack, sub, text.empty() ? 10000 : 1000) == NATS_OK) {
+      text.assign(natsMsg_GetData(ack), static_cast<std::size_t>(natsMsg_GetDataLength(ack)));
+      natsMsg_Destroy(ack);
+    }
+    return text;
+  };
+  // Interleaved: a, b, a.
+  ASSERT_TRUE(publish("_INBOX.relay-a", "hostA:/dev/shm/a.ring@1.2", "5", "a1.0"));
+  ASSERT_TRUE(publish("_INBOX.relay-b", "hostB:/dev/shm/b.ring@3.4", "9", "b2.0"));
+  ASSERT_TRUE(publish("_INBOX.relay-a", "hostA:/dev/shm/a.ring@1.2", "6", "a1.1"));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(consumer.next());
+  std::string a = last_ack(acks_a);
+  std::string b = last_ack(acks_b);
+  EXPECT_EQ(a.substr(a.find(' ')), " a1 6") << a;
+  EXPECT_EQ(b.substr(b.find(' ')), " b2 9") << b;
+  // Stopping: "left" ("<id> <run> -") to both.
+  ingress_->stop();
+  a = last_ack(acks_a);
+  b = last_ack(acks_b);
+  EXPECT_EQ(a.substr(a.find(' ')), " a1 -") << a;
+  EXPECT_EQ(b.substr(b.find(' ')), " b2 -") << b;
+  natsSubscription_Destroy(acks_a);
+  natsSubscription_Destroy(acks_b);
+  natsConnection_Close(nc);
+  natsConnection_Destroy(nc);
+}
+
 TEST_F(NatsIngressTest, SkippedSequenceIsCountedInTheRingHeaderAndTheIngressStats) {
   auto server = NatsServer::start();
   ASSERT_TRUE(server);
