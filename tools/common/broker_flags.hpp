@@ -211,6 +211,9 @@ class BrokerTlsFlags {
                    "Close (and count) a TLS connection whose handshake has not completed within this time")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
+    app.add_flag("--tls-kernel", kernel_,
+                 "Let the kernel encrypt TLS writes where it offers kTLS (one writev per wakeup, as plain); "
+                 "experimental: not run in CI, and TLS 1.3 key updates are not answered on it");
   }
 
   // After parsing: TLS settings into `cfg` (`cfg.port` already parsed: 0
@@ -233,6 +236,7 @@ class BrokerTlsFlags {
       return "--tls-auth-clients optional or yes needs --tls-ca-cert-file";
     }
     t.handshake_timeout = std::chrono::milliseconds(handshake_timeout_ms_);
+    t.kernel_tls = kernel_;
     if (t.port && cfg.port == 0) cfg.plain_port = false;
     if (t.enabled() && (t.cert_file.empty() || t.key_file.empty())) {
       return "--tls-port and --ws-tls need --tls-cert-file and --tls-key-file";
@@ -247,6 +251,7 @@ class BrokerTlsFlags {
  private:
   int port_ = -1;  // -1: no TLS RESP listener
   bool ws_ = false;
+  bool kernel_ = false;
   std::string cert_file_;
   std::string key_file_;
   std::string ca_file_;

@@ -102,6 +102,10 @@ struct TlsConfig {
   bool ws = false;  // the WebSocket/HTTP port (ws_port) speaks TLS: wss://, https://
   // A connection that has not completed its handshake by then is closed (and counted).
   std::chrono::milliseconds handshake_timeout = std::chrono::seconds(10);
+  // Let the kernel encrypt writes where it offers kTLS (docs/broker.md,
+  // "TLS"). Off by default: that path has not run in CI (the kernel here has
+  // no kTLS), and OpenSSL 3.0 does not answer a TLS 1.3 key update on it.
+  bool kernel_tls = false;
   [[nodiscard]] bool enabled() const noexcept { return port.has_value() || ws; }
 };
 

@@ -33,7 +33,7 @@ tl::expected<SslCtxPtr, std::string> TlsContext::build(const TlsConfig& config) 
   SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()));
   if (!ctx) return tl::unexpected("cannot create a TLS context: " + drain_errors());
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
-  SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_ENABLE_KTLS);
+  SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION | (config.kernel_tls ? SSL_OP_ENABLE_KTLS : 0));
   SSL_CTX_set_mode(ctx.get(),
                    SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   if (SSL_CTX_use_certificate_chain_file(ctx.get(), config.cert_file.c_str()) != 1) {
