@@ -31,6 +31,44 @@ std::string_view status_name(natsConnStatus s) noexcept {
   return "unknown";
 }
 
+// The host of "scheme://[user@]host:port" ("[v6]" without brackets).
+std::string url_host(std::string_view url) {
+  if (const auto scheme = url.find("://"); scheme != std::string_view::npos) url.remove_prefix(scheme + 3);
+  if (const auto at = url.rfind('@'); at != std::string_view::npos) url.remove_prefix(at + 1);
+  if (!url.empty() && url.front() == '[') return std::string(url.substr(1, url.find(']') - 1));
+  return std::string(url.substr(0, url.find(':')));
+}
+
+// TLS options on `o` (NatsConfig::tls). An empty result: done; else what failed.
+std::string set_tls(natsOptions* o, const NatsTlsConfig& tls, const std::vector<std::string>& urls) {
+  auto failed = [](std::string_view what, natsStatus s) {
+    const char* detail = nats_GetLastError(nullptr);
+    return fmt::format("NATS TLS: {}: {}", what, detail != nullptr && *detail != '\0' ? detail : natsStatus_GetText(s));
+  };
+  natsStatus s = natsOptions_SetSecure(o, true);
+  if (s != NATS_OK) return failed("turning TLS on", s);
+  if (!tls.ca_cert_file.empty() &&
+      (s = natsOptions_LoadCATrustedCertificates(o, tls.ca_cert_file.c_str())) != NATS_OK) {
+    return failed("CA file " + tls.ca_cert_file, s);
+  }
+  if (!tls.cert_file.empty() &&
+      (s = natsOptions_LoadCertificatesChain(o, tls.cert_file.c_str(), tls.key_file.c_str())) != NATS_OK) {
+    return failed("certificate " + tls.cert_file + " / key " + tls.key_file, s);
+  }
+  // The server certificate must name the host the URL names. libnats checks
+  // one expected name for every server: with several URLs they must share
+  // their host, else it is a configuration error rather than a silent skip.
+  const std::string host = url_host(urls.front());
+  for (const auto& u : urls) {
+    if (url_host(u) != host) {
+      return "NATS TLS: the server URLs name different hosts (" + host + ", " + url_host(u) +
+             "); libnats checks one expected certificate name for all of them";
+    }
+  }
+  if ((s = natsOptions_SetExpectedHostname(o, host.c_str())) != NATS_OK) return failed("expected hostname", s);
+  return {};
+}
+
 std::string connected_url(natsConnection* nc) {
   char buf[256] = {};
   if (natsConnection_GetConnectedUrl(nc, buf, sizeof buf) == NATS_OK && buf[0] != '\0') return buf;
@@ -81,6 +119,11 @@ tl::expected<std::unique_ptr<NatsConnection>, std::string> NatsConnection::conne
   }
   if ((s = natsOptions_SetTimeout(o, config.connect_timeout.count())) != NATS_OK) return fail("timeout", s);
   if ((s = natsOptions_SetNoEcho(o, true)) != NATS_OK) return fail("no echo", s);
+  const bool secure = config.tls.enabled || std::any_of(urls.begin(), urls.end(),
+                                                        [](const std::string& u) { return u.rfind("tls://", 0) == 0; });
+  if (secure) {
+    if (auto wrong = set_tls(o, config.tls, urls); !wrong.empty()) return tl::unexpected(std::move(wrong));
+  }
   if ((s = natsOptions_SetDisconnectedCB(o, &NatsConnection::on_disconnected, closure)) != NATS_OK)
     return fail("cb", s);
   if ((s = natsOptions_SetReconnectedCB(o, &NatsConnection::on_reconnected, closure)) != NATS_OK) return fail("cb", s);
@@ -89,6 +132,35 @@ tl::expected<std::unique_ptr<NatsConnection>, std::string> NatsConnection::conne
   // An unreachable server at start is retried like a lost one; publishes buffer.
   if ((s = natsOptions_SetRetryOnFailedConnect(o, true, &NatsConnection::on_connected, closure)) != NATS_OK) {
     return fail("retry on failed connect", s);
+  }
+  if (secure) {
+    // TLS: a first attempt that does not retry, so that a server that
+    // answers but refuses the session (an untrusted or misnamed certificate, a
+    // missing client certificate) fails the start with the reason; retrying
+    // would not change it, and libnats' retry loop keeps only "not yet
+    // connected". An unreachable server is then retried as without TLS.
+    if ((s = natsOptions_SetRetryOnFailedConnect(o, false, nullptr, nullptr)) != NATS_OK) {
+      return fail("retry on failed connect", s);
+    }
+    s = natsConnection_Connect(&nc->conn_, o);
+    if (s == NATS_OK) {
+      nc->callbacks_->say(LogLevel::kInfo, fmt::format("NATS connected to {} (TLS)", connected_url(nc->conn_)));
+      return nc;
+    }
+    nc->conn_ = nullptr;
+    if (s != NATS_NO_SERVER) {  // NATS_NO_SERVER: none reachable, retried below
+      const char* why = nats_GetLastError(nullptr);
+      return tl::unexpected(fmt::format(
+          "TLS to NATS {} failed: {}{}", config.url, why != nullptr && *why != '\0' ? why : natsStatus_GetText(s),
+          // With TLS 1.3 a server that requires a client certificate says so
+          // only after the handshake, by closing: libnats then sees no PONG.
+          s == NATS_SSL_ERROR ? ""
+                              : " (the server closed the connection after the TLS handshake: does it require "
+                                "a client certificate, --nats-tls-cert-file?)"));
+    }
+    if ((s = natsOptions_SetRetryOnFailedConnect(o, true, &NatsConnection::on_connected, closure)) != NATS_OK) {
+      return fail("retry on failed connect", s);
+    }
   }
   s = natsConnection_Connect(&nc->conn_, o);
   if (s == NATS_NOT_YET_CONNECTED) {

@@ -76,6 +76,9 @@ struct NatsServerOptions {
   // every server to have a route configured at start, so two JetStream
   // servers each take a port picked beforehand and route to the other's.
   std::uint16_t cluster_port = 0;
+  // Non-empty: nats-server -c FILE, for what has no flag (a `tls {}` block
+  // with `verify: true`). The flags above still apply and override the file.
+  std::string config_file{};
 };
 
 class NatsServer {
@@ -91,6 +94,7 @@ class NatsServer {
       const std::string listen = o.cluster_port == 0 ? "-1" : std::to_string(o.cluster_port);
       argv.insert(argv.end(), {"--cluster", "nats://127.0.0.1:" + listen, "--cluster_name", "ringcast-test"});
     }
+    if (!o.config_file.empty()) argv.insert(argv.end(), {"-c", o.config_file});
     if (!o.jetstream_dir.empty()) argv.insert(argv.end(), {"-js", "-sd", o.jetstream_dir});
     if (!o.server_name.empty()) argv.insert(argv.end(), {"-n", o.server_name});
     if (o.route_to != 0) {
@@ -106,6 +110,7 @@ class NatsServer {
   [[nodiscard]] std::uint16_t port() const { return port_; }
   [[nodiscard]] std::uint16_t cluster_port() const { return cluster_port_; }
   [[nodiscard]] std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
+  [[nodiscard]] std::string tls_url() const { return "tls://127.0.0.1:" + std::to_string(port_); }
   void kill() { (void)child_.stop(SIGKILL); }
   ChildProcess& child() { return child_; }
 

@@ -19,6 +19,7 @@
 #include "descriptor_limit.hpp"
 #include "guarded_main.hpp"
 #include "nats_in_flags.hpp"
+#include "nats_tls_flags.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/relay/broker_nats_ingress.hpp"
 #include "settings.hpp"
@@ -43,7 +44,10 @@ int run(int argc, char** argv) {
   ringcast::relay::NatsIngressConfig ingress;
   ringcast::tools::NatsInFlags nats_in_flags;
   std::string js_stream;
-  app.add_option("--nats", nats_url, "NATS server(s) for --nats-in: nats://HOST:PORT[,nats://...]");
+  app.add_option("--nats", nats_url,
+                 "NATS server(s) for --nats-in: nats://HOST:PORT[,nats://...] (tls://HOST:PORT: over TLS)");
+  ringcast::tools::NatsTlsFlags nats_tls_flags;
+  nats_tls_flags.add_to(app);
   app.add_option("--nats-in", nats_in_specs,
                  "SUBJECT[=CHANNEL]: publish every message of the NATS subscription SUBJECT (wildcards allowed) "
                  "on CHANNEL ('{subject}' in it, or no CHANNEL: the message's subject). Repeatable; needs --nats. "
@@ -67,6 +71,19 @@ int run(int argc, char** argv) {
   if (!nats_routes.empty() && nats_url.empty()) {
     fmt::print(stderr, "ringcast-broker: --nats-in needs --nats URL\n");
     return 2;
+  }
+  if (nats_tls_flags.given() && nats_url.empty()) {
+    fmt::print(stderr, "ringcast-broker: --nats-tls-* need --nats URL\n");
+    return 2;
+  }
+  ringcast::relay::NatsTlsConfig nats_tls;
+  {
+    ringcast::relay::NatsConfig n;
+    if (const auto wrong = nats_tls_flags.apply(n)) {
+      fmt::print(stderr, "ringcast-broker: {}\n", *wrong);
+      return 2;
+    }
+    nats_tls = n.tls;
   }
   if (!js_stream.empty() && nats_routes.empty()) {
     fmt::print(stderr, "ringcast-broker: --jetstream reads the --nats-in routes: give --nats-in\n");
@@ -130,6 +147,7 @@ int run(int argc, char** argv) {
     ringcast::relay::NatsConfig n;
     n.url = nats_url;
     n.client_name = "ringcast-broker";
+    n.tls = nats_tls;
     n.jetstream = jetstream;
     auto log = [](ringcast::relay::LogLevel level, std::string_view text) {
       const char* tag = level == ringcast::relay::LogLevel::kError     ? "error: "

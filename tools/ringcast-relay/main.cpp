@@ -21,6 +21,7 @@
 #include "descriptor_limit.hpp"
 #include "guarded_main.hpp"
 #include "nats_in_flags.hpp"
+#include "nats_tls_flags.hpp"
 #include "ringcast/relay/metrics_server.hpp"
 #include "ringcast/relay/relay.hpp"
 #include "settings.hpp"
@@ -82,7 +83,10 @@ int run(int argc, char** argv) {
                      "Broker listen address HOST:PORT (port 0: the kernel chooses, printed; or with --tls-port turns "
                      "the plain port off)")
           ->capture_default_str();
-  app.add_option("--nats", nats_url, "Also (or only) publish to NATS: nats://HOST:PORT[,nats://...]");
+  app.add_option("--nats", nats_url,
+                 "Also (or only) publish to NATS: nats://HOST:PORT[,nats://...] (tls://HOST:PORT: over TLS)");
+  tools::NatsTlsFlags nats_tls_flags;
+  nats_tls_flags.add_to(app);
   app.add_option("--nats-reconnect-buffer", nats_buffer,
                  "Bytes libnats buffers while reconnecting; beyond it publishes are dropped and counted")
       ->capture_default_str();
@@ -224,6 +228,7 @@ int run(int argc, char** argv) {
     n.batch = nats_batch;
     n.window = nats_at_most_once ? 0 : nats_window;
     n.ack_timeout = std::chrono::milliseconds(nats_ack_timeout_ms);
+    if (const auto wrong = nats_tls_flags.apply(n)) return usage(*wrong);
     if (!js_stream.empty()) {
       JetStreamConfig js;
       js.stream = js_stream;
@@ -248,6 +253,8 @@ int run(int argc, char** argv) {
     config.nats = n;
   } else if (!js_stream.empty()) {
     return usage("--jetstream needs --nats URL");
+  } else if (nats_tls_flags.given()) {
+    return usage("--nats-tls-* need --nats URL");
   }
   std::optional<HostPort> metrics_at;
   if (!metrics.empty()) {

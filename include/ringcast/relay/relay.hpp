@@ -134,8 +134,21 @@ struct JetStreamConfig {
 // only). For the --stream-max-age style flags; errors name the text.
 [[nodiscard]] tl::expected<std::chrono::milliseconds, std::string> parse_duration(std::string_view s);
 
+// TLS to NATS (docs/security.md, "TLS to NATS"): on when `enabled` or when
+// any URL is tls://. The server's certificate must chain to `ca_cert_file`
+// (empty: whatever libnats trusts by default) and name the URL's host (all
+// URLs must name one host); `cert_file` and `key_file` are the client
+// certificate for a server with `verify: true`.
+struct NatsTlsConfig {
+  bool enabled = false;
+  std::string ca_cert_file;
+  std::string cert_file;
+  std::string key_file;
+};
+
 struct NatsConfig {
-  std::string url;  // "nats://host:port", comma-separated for several
+  std::string url;  // "nats://host:port" or "tls://host:port", comma-separated for several
+  NatsTlsConfig tls;
   std::string client_name = "ringcast-relay";
   // Bytes libnats buffers while reconnecting; publishes beyond it fail and are
   // counted as nats_buffer_full (at most once delivery, docs/scale-out.md).
