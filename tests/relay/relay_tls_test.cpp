@@ -166,6 +166,45 @@ TEST(RelayTls, TlsSettingsComeFromTheConfigFileAndTheEnvironment) {
   EXPECT_EQ(test::exit_code(relay.stop(SIGTERM)), 0);
 }
 
+TEST(RelayTls, MetricsOverHttpsWithTheBrokerCertificateReloadedOnSighup) {
+  const Certs certs;
+  ASSERT_TRUE(certs.ok());
+  TempDir dir;
+  const std::string crt = dir.file("relay.crt");
+  const std::string key = dir.file("relay.key");
+  std::filesystem::copy_file(certs.file("server.crt"), crt);
+  std::filesystem::copy_file(certs.file("server.key"), key);
+  const std::string path = dir.file("ticks.ring");
+  auto ring = BroadcastRing::create(path, 1 << 10, {.wakeups = true, .claim_producer = false});
+  ASSERT_TRUE(ring) << ring.error().message();
+  ChildProcess relay;
+  ASSERT_NE(start_tls_relay(
+                relay, {"--ring", path + "=ticks", "--listen", "127.0.0.1:0", "--tls-port", "0", "--tls-cert-file", crt,
+                        "--tls-key-file", key, "--metrics", "127.0.0.1:0", "--metrics-tls"}),
+            0)
+      << relay.stderr_text();
+  ASSERT_TRUE(relay.read_stdout_until("metrics on https://127.0.0.1:", deadline_in(20s)));
+  ASSERT_TRUE(relay.read_stdout_until("/metrics\n", deadline_in(20s)));
+  const int port = port_after(relay.stdout_text(), "metrics on https://127.0.0.1:");
+  ASSERT_NE(port, 0) << relay.stdout_text();
+  auto scrape = [&](const std::string& expect_cn) {
+    TlsClient c(port, certs.file("ca.crt"));
+    EXPECT_TRUE(c.connected());
+    EXPECT_EQ(c.server_cn(), expect_cn);
+    EXPECT_TRUE(c.send("GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+    EXPECT_TRUE(c.read_until("ringcast_relay_")) << c.received();
+    EXPECT_EQ(c.received().rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << c.received();
+  };
+  scrape("localhost");
+  std::filesystem::copy_file(certs.file("server2.crt"), crt, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(certs.file("server2.key"), key, std::filesystem::copy_options::overwrite_existing);
+  ASSERT_EQ(::kill(relay.pid(), SIGHUP), 0);
+  ASSERT_TRUE(relay.read_stderr_until("TLS certificates reloaded", deadline_in(20s))) << relay.stderr_text();
+  scrape("reloaded");
+  EXPECT_EQ(relay.stderr_text().find("metrics TLS certificate not reloaded"), std::string::npos) << relay.stderr_text();
+  EXPECT_EQ(test::exit_code(relay.stop(SIGTERM)), 0);
+}
+
 TEST(RelayTls, BadTlsSettingsAreUsageErrors) {
   const Certs certs;
   ASSERT_TRUE(certs.ok());
@@ -178,6 +217,8 @@ TEST(RelayTls, BadTlsSettingsAreUsageErrors) {
       {"--ws-tls", "--tls-cert-file", crt, "--tls-key-file", key},  // no --ws-port
       {"--tls-port", "0", "--tls-cert-file", crt, "--tls-key-file", key, "--tls-auth-clients", "yes"},     // no CA
       {"--nats", "nats://127.0.0.1:1", "--tls-port", "0", "--tls-cert-file", crt, "--tls-key-file", key},  // no broker
+      {"--metrics-tls", "--tls-port", "0", "--tls-cert-file", crt, "--tls-key-file", key},  // no --metrics
+      {"--metrics", "127.0.0.1:0", "--metrics-tls"},                                        // no certificate
   };
   for (const auto& flags : bad) {
     std::vector<std::string> argv{RELAY_EXE, "--ring", "/nonexistent.ring=x"};

@@ -157,6 +157,9 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   nats_in_flags.add_jetstream(app);
   app.add_option("--metrics", metrics, "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9390)");
+  bool metrics_tls = false;
+  app.add_flag("--metrics-tls", metrics_tls,
+               "https:// on --metrics with the broker's --tls-cert-file and --tls-key-file (reloaded on SIGHUP)");
   app.add_option("--batch", batch, "Most messages taken from a ring per drain")->capture_default_str();
   StartAt start = StartAt::kLatest;
   tools::add_start_at_option(app, start, "the relay opens a ring file it has not relayed before (every --ring)");
@@ -262,6 +265,14 @@ int run(int argc, char** argv) {
     if (!hp) return usage("--metrics " + hp.error().detail);
     metrics_at = *hp;
   }
+  std::optional<MetricsServer::Tls> metrics_tls_files;
+  if (metrics_tls) {
+    if (!metrics_at) return usage("--metrics-tls needs --metrics HOST:PORT");
+    if (!broker_on || cfg.tls.cert_file.empty()) {
+      return usage("--metrics-tls uses the broker's --tls-cert-file and --tls-key-file (with --tls-port or --ws-tls)");
+    }
+    metrics_tls_files = MetricsServer::Tls{cfg.tls.cert_file, cfg.tls.key_file};
+  }
 
   // Block the stop signals before any thread starts (broker, libnats, readers),
   // so they inherit the mask and the sigtimedwait below is the only receiver.
@@ -310,14 +321,16 @@ int run(int argc, char** argv) {
   }
   std::unique_ptr<MetricsServer> metrics_server;
   if (metrics_at) {
-    auto m = MetricsServer::start(metrics_at->host, metrics_at->port, [&r] { return r.prometheus_text(); });
+    auto m = MetricsServer::start(
+        metrics_at->host, metrics_at->port, [&r] { return r.prometheus_text(); }, metrics_tls_files);
     if (!m) {
       fmt::print(stderr, "ringcast-relay: {}\n", m.error().message());
       r.stop();
       return 1;
     }
     metrics_server = std::move(*m);
-    fmt::print("ringcast-relay metrics on http://{}:{}/metrics\n", metrics_at->host, metrics_server->port());
+    fmt::print("ringcast-relay metrics on {}://{}/metrics\n", metrics_tls ? "https" : "http",
+               tools::url_authority(metrics_at->host, metrics_server->port()));
   }
   std::fflush(stdout);
 
@@ -330,6 +343,12 @@ int run(int argc, char** argv) {
     if (sig == SIGINT || sig == SIGTERM) {
       why = sig == SIGINT ? "received SIGINT" : "received SIGTERM";
       break;
+    }
+    if (sig == SIGHUP && metrics_server && metrics_tls) {
+      if (const auto reloaded = metrics_server->reload_tls(); !reloaded) {
+        fmt::print(stderr, "ringcast-relay: SIGHUP: metrics TLS certificate not reloaded, the old one stays: {}\n",
+                   reloaded.error());
+      }
     }
     if (sig == SIGHUP && r.broker() != nullptr && cfg.tls.enabled()) {
       // Existing connections keep their session; new ones get the files read now.
