@@ -328,7 +328,7 @@ TEST(CrossHostTest, AStoppedReaderOnRingBHoldsRingAsProducerAndAKilledIngressRel
   ASSERT_TRUE(id);
   // A window smaller than what the rings hold, so that it, not the rings, holds
   // the producer; a short ack timeout for the second half.
-  ASSERT_NO_FATAL_FAILURE(start_two_hosts(h, {"--nats-window", "4096", "--nats-ack-timeout-ms", "500"}, {}));
+  ASSERT_NO_FATAL_FAILURE(start_two_hosts(h, {"--nats-window", "4096", "--nats-ack-timeout-ms", "1000"}, {}));
   ASSERT_TRUE(eventually([&] { return a->active_consumer_count() == 1; }, 30s)) << h.relay_a.stderr_text();
 
   alignas(8) std::byte buf[kMaxPayload];

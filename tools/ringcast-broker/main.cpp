@@ -193,7 +193,10 @@ int run(int argc, char** argv) {
   for (;;) {
     sigwait(&signals, &sig);
     if (sig != SIGHUP) break;
-    if (!cfg.tls.enabled()) continue;
+    if (!cfg.tls.enabled()) {
+      fmt::print(stderr, "ringcast-broker: SIGHUP: no TLS listener, nothing to reload\n");
+      continue;
+    }
     if (const auto reloaded = (*broker)->reload_tls(); reloaded) {
       fmt::print(stderr, "ringcast-broker: SIGHUP: TLS certificates reloaded; new connections use them\n");
     } else {

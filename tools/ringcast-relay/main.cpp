@@ -107,10 +107,12 @@ int run(int argc, char** argv) {
                  "meets a full ring)")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40))
       ->capture_default_str();
+  // At least four of the ingress's keepalives (250 ms) while it is held by a
+  // full ring: a shorter timeout would give up on a live ingress.
   app.add_option("--nats-ack-timeout-ms", nats_ack_timeout_ms,
                  "An ingress silent this long while the window is full is no longer waited for (it counts what "
-                 "it misses as lost)")
-      ->check(CLI::Range(1u, 3600000u))
+                 "it misses as lost); at least 1000")
+      ->check(CLI::Range(1000u, 3600000u))
       ->capture_default_str();
   app.add_flag("--nats-at-most-once", nats_at_most_once,
                "No credit window: publish as fast as the ring gives, whatever the ingresses take; loss is "
