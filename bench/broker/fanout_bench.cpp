@@ -10,8 +10,8 @@
 
 #include <benchmark/benchmark.h>
 
-#include "broker/core/connection_queue.hpp"
 #include "broker/core/subscription_index.hpp"
+#include "broker/queue/connection_queue.hpp"
 
 namespace {
 

@@ -1,8 +1,8 @@
-// The wire-format table (core/wire_format.hpp): one codec per WireFormat, each
+// The wire-format table (queue/wire_format.hpp): one codec per WireFormat, each
 // owned by its transport. The core calls wire_codec() and includes no transport.
 #include <array>
 
-#include "broker/core/wire_format.hpp"
+#include "broker/queue/wire_format.hpp"
 #include "broker/resp/resp_delivery.hpp"
 #include "broker/ws/json_delivery.hpp"
 

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "broker/core/connection_queue.hpp"
+#include "broker/queue/connection_queue.hpp"
 #include "broker/ws/json_delivery.hpp"
 #include "test_support.hpp"
 

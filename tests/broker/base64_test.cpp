@@ -1,6 +1,6 @@
-// Both base64 forms (core/base64.hpp): the RFC 4648 vectors, round trips of
+// Both base64 forms (util/base64.hpp): the RFC 4648 vectors, round trips of
 // every byte, and every non-canonical text refused.
-#include "broker/core/base64.hpp"
+#include "broker/util/base64.hpp"
 
 #include <optional>
 #include <string>

@@ -8,11 +8,11 @@
 
 #include <gtest/gtest.h>
 
-#include "broker/core/clock.hpp"
-#include "broker/core/connection_queue.hpp"
-#include "broker/core/flow_control.hpp"
 #include "broker/core/subscription_index.hpp"
+#include "broker/queue/connection_queue.hpp"
+#include "broker/queue/flow_control.hpp"
 #include "broker/resp/resp_delivery.hpp"
+#include "broker/util/clock.hpp"
 #include "resp_client.hpp"
 #include "test_support.hpp"
 

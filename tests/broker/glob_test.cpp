@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "broker/core/glob.hpp"
+#include "broker/util/glob.hpp"
 
 namespace ringcast::broker {
 namespace {

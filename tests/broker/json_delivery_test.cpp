@@ -10,9 +10,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "broker/core/base64.hpp"
 #include "broker/core/subscription_index.hpp"
-#include "broker/core/wire_format.hpp"
+#include "broker/queue/wire_format.hpp"
+#include "broker/util/base64.hpp"
 #include "broker/ws/json_delivery.hpp"
 #include "test_support.hpp"
 

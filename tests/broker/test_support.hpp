@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "broker/core/client.hpp"
-#include "broker/core/connection_queue.hpp"
-#include "broker/core/frame.hpp"
 #include "broker/core/subscription_index.hpp"
+#include "broker/queue/connection_queue.hpp"
+#include "broker/queue/frame.hpp"
 
 namespace ringcast::broker::testing {
 

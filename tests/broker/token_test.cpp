@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "broker/core/base64.hpp"
+#include "broker/util/base64.hpp"
 
 namespace ringcast::broker {
 namespace {

@@ -1,6 +1,6 @@
 #include "ringcast/broker/grant.hpp"
 
-#include "broker/core/glob.hpp"
+#include "broker/util/glob.hpp"
 
 namespace ringcast::broker {
 

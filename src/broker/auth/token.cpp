@@ -9,7 +9,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "broker/core/base64.hpp"
+#include "broker/util/base64.hpp"
 
 namespace ringcast::broker {
 

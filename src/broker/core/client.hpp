@@ -36,7 +36,7 @@
 #include <string_view>
 
 #include "broker/core/subscription_index.hpp"
-#include "broker/core/wire_format.hpp"
+#include "broker/queue/wire_format.hpp"
 #include "ringcast/broker/grant.hpp"
 
 namespace ringcast::broker {

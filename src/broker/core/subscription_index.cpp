@@ -5,9 +5,9 @@
 #include <cstring>
 #include <tuple>
 
-#include "broker/core/clock.hpp"
-#include "broker/core/glob.hpp"
 #include "broker/guarantees/ack_tracker.hpp"
+#include "broker/util/clock.hpp"
+#include "broker/util/glob.hpp"
 
 namespace ringcast::broker {
 

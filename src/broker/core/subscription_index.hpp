@@ -63,9 +63,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "broker/core/connection_queue.hpp"
-#include "broker/core/frame.hpp"
-#include "broker/core/run_log.hpp"
+#include "broker/queue/connection_queue.hpp"
+#include "broker/queue/frame.hpp"
+#include "broker/util/run_log.hpp"
 
 namespace ringcast::broker {
 

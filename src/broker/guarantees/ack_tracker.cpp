@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "broker/core/connection_queue.hpp"
 #include "broker/guarantees/qos1_stats.hpp"
+#include "broker/queue/connection_queue.hpp"
 
 namespace ringcast::broker {
 

@@ -50,9 +50,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "broker/core/clock.hpp"
-#include "broker/core/frame.hpp"
-#include "broker/core/wire_format.hpp"
+#include "broker/queue/frame.hpp"
+#include "broker/queue/wire_format.hpp"
+#include "broker/util/clock.hpp"
 #include "ringcast/broker/config.hpp"
 
 namespace ringcast::broker {

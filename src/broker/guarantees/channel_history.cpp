@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "broker/core/clock.hpp"
+#include "broker/util/clock.hpp"
 
 namespace ringcast::broker {
 

@@ -33,9 +33,9 @@
 
 #include <tl/expected.hpp>
 
-#include "broker/core/run_log.hpp"
 #include "broker/guarantees/history_store.hpp"
 #include "broker/guarantees/retention.hpp"
+#include "broker/util/run_log.hpp"
 #include "ringcast/broker/config.hpp"
 #include "ringcast/broker/error.hpp"
 #include "ringcast/broker/metrics.hpp"

@@ -28,9 +28,9 @@
 #include <string_view>
 #include <vector>
 
-#include "broker/core/frame.hpp"
-#include "broker/core/wire_format.hpp"
 #include "broker/guarantees/channel_history.hpp"
+#include "broker/queue/frame.hpp"
+#include "broker/queue/wire_format.hpp"
 
 namespace ringcast::broker {
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "broker/core/glob.hpp"
+#include "broker/util/glob.hpp"
 #include "ringcast/broker/config.hpp"
 
 namespace ringcast::broker {

@@ -15,7 +15,7 @@
 namespace ringcast::broker {
 
 struct RetentionRule {
-  std::string pattern;               // Redis glob (broker/core/glob.hpp)
+  std::string pattern;               // Redis glob (broker/util/glob.hpp)
   std::uint64_t size = 0;            // keep at most this many messages (> 0)
   std::chrono::milliseconds ttl{0};  // and none older than this; 0: no TTL
 };

@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "broker/core/decimal_digits.hpp"
+#include "broker/util/decimal_digits.hpp"
 
 namespace ringcast::broker::resp {
 

@@ -5,8 +5,8 @@
 
 #include <string_view>
 
-#include "broker/core/frame.hpp"
-#include "broker/core/wire_format.hpp"
+#include "broker/queue/frame.hpp"
+#include "broker/queue/wire_format.hpp"
 
 namespace ringcast::broker::resp {
 

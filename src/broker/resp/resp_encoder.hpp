@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "broker/core/wire_format.hpp"
+#include "broker/queue/wire_format.hpp"
 
 namespace ringcast::broker::resp {
 

@@ -11,7 +11,7 @@
 #include <boost/beast/http/rfc7230.hpp>
 #include <boost/beast/http/status.hpp>
 
-#include "broker/core/base64.hpp"
+#include "broker/util/base64.hpp"
 #include "broker/ws/live_page.hpp"
 
 namespace ringcast::broker::ws {

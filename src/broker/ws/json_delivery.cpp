@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "broker/core/base64.hpp"
-#include "broker/core/decimal_digits.hpp"
+#include "broker/util/base64.hpp"
+#include "broker/util/decimal_digits.hpp"
 #include "broker/ws/frame_header.hpp"
 #include "broker/ws/utf8.hpp"
 

@@ -31,8 +31,8 @@
 #include <optional>
 #include <string_view>
 
-#include "broker/core/frame.hpp"
-#include "broker/core/wire_format.hpp"
+#include "broker/queue/frame.hpp"
+#include "broker/queue/wire_format.hpp"
 
 namespace ringcast::broker::ws {
 

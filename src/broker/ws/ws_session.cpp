@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "broker/core/glob.hpp"
 #include "broker/guarantees/replay.hpp"
+#include "broker/util/glob.hpp"
 #include "broker/ws/json_delivery.hpp"
 #include "broker/ws/server_frame.hpp"
 #include "ringcast/broker/token.hpp"

@@ -9,7 +9,7 @@
 #include <span>
 #include <string_view>
 
-#include "broker/core/frame.hpp"
+#include "broker/queue/frame.hpp"
 #include "ringcast/broker/message.hpp"
 
 namespace ringcast::broker {

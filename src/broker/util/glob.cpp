@@ -1,4 +1,4 @@
-#include "broker/core/glob.hpp"
+#include "broker/util/glob.hpp"
 
 namespace ringcast::broker {
 namespace {

@@ -1,4 +1,4 @@
-#include "broker/core/flow_control.hpp"
+#include "broker/queue/flow_control.hpp"
 
 #include <algorithm>
 

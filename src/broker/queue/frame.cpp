@@ -1,4 +1,4 @@
-#include "broker/core/frame.hpp"
+#include "broker/queue/frame.hpp"
 
 #include <cstring>
 #include <new>

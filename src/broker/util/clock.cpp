@@ -1,4 +1,4 @@
-#include "broker/core/clock.hpp"
+#include "broker/util/clock.hpp"
 
 namespace ringcast::broker {
 

@@ -73,11 +73,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "broker/core/clock.hpp"
-#include "broker/core/flow_control.hpp"
-#include "broker/core/frame.hpp"
-#include "broker/core/span_deque.hpp"
-#include "broker/core/wire_format.hpp"
+#include "broker/queue/flow_control.hpp"
+#include "broker/queue/frame.hpp"
+#include "broker/queue/span_deque.hpp"
+#include "broker/queue/wire_format.hpp"
+#include "broker/util/clock.hpp"
 #include "ringcast/broker/config.hpp"
 
 namespace ringcast::broker {

@@ -1,4 +1,4 @@
-#include "broker/core/connection_queue.hpp"
+#include "broker/queue/connection_queue.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "broker/core/frame.hpp"
+#include "broker/queue/frame.hpp"
 
 namespace ringcast::broker {
 

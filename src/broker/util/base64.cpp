@@ -1,4 +1,4 @@
-#include "broker/core/base64.hpp"
+#include "broker/util/base64.hpp"
 
 #include <array>
 #include <cstdint>

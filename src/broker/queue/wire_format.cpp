@@ -1,6 +1,6 @@
-#include "broker/core/wire_format.hpp"
+#include "broker/queue/wire_format.hpp"
 
-#include "broker/core/clock.hpp"
+#include "broker/util/clock.hpp"
 
 namespace ringcast::broker {
 
