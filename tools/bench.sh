@@ -3,8 +3,10 @@
 # the Google Benchmark suite (single-thread, threads, baseline, layout
 # variants) and the cross-process harness (ringcast vs ZeroMQ vs
 # Boost.Interprocess). Writes the JSON into a results directory, regenerates
-# the Markdown tables and the latency plot, and splices the tables into
-# docs/benchmarks.md between its "bench:tables" markers.
+# the Markdown tables and the latency plot, splices the tables into the
+# notebook, docs/bench-history/notebook.md, between its "bench:tables" markers,
+# and rewrites the generated tables of docs/benchmarks.md
+# (tools/bench-summary.py).
 #
 # usage: tools/bench.sh [--out DIR] [--repetitions N] [--quick] [--realtime]
 #                       [--no-docs] [--build DIR] [--large | --baseline REV]
@@ -16,7 +18,7 @@
 #   --realtime        run the benchmarks under SCHED_FIFO priority 1 (chrt; needs
 #                     root or CAP_SYS_NICE) so that other work on a shared machine
 #                     does not time-slice the spinning producer and consumers
-#   --no-docs         do not touch docs/benchmarks.md
+#   --no-docs         do not touch docs/bench-history/notebook.md nor docs/benchmarks.md
 #   --build DIR       build here (configured Release with Ninja) instead of the
 #                     release preset's build/release
 #   --large           instead of the ring set, the large-message set (bench/large:
@@ -177,7 +179,7 @@ echo "== latency plot -> $out/latency.png"
 "$root/tools/plot-latency.sh" "$out/xproc.json" "$out/latency-saturation.png" saturation 1
 
 if ((docs)); then
-  doc="$root/docs/benchmarks.md"
+  doc="$root/docs/bench-history/notebook.md"
   if grep -q '<!-- bench:tables:begin -->' "$doc" 2>/dev/null; then
     python3 - "$doc" "$out/tables.md" "$out/machine.txt" <<'PY'
 import sys
@@ -189,13 +191,14 @@ _, tail = rest.split(end, 1)
 body = open(tables).read().rstrip() + "\n\nMachine and run:\n\n```\n" + open(machine).read().rstrip() + "\n```\n"
 open(doc, "w").write(head + begin + "\n" + body + end + tail)
 PY
-    echo "== spliced the tables into docs/benchmarks.md"
-    # The summary follows the new cells; the two bench:figure markers above
-    # the tables carry the run's date and load, which only a person knows.
+    echo "== spliced the tables into docs/bench-history/notebook.md"
+    # docs/benchmarks.md follows the new cells; the two bench:figure markers
+    # above the tables carry the run's date, load and commit, which only a
+    # person knows.
     "$root/tools/bench-summary.py"
-    echo "== rewrote the summary: set the date and load of the bench:figure markers above bench:tables, then run tools/bench-summary.py again"
+    echo "== rewrote docs/benchmarks.md's generated tables: set the date, load and commit of the bench:figure markers above bench:tables in docs/bench-history/notebook.md, then run tools/bench-summary.py again"
   else
-    echo "bench.sh: docs/benchmarks.md has no bench:tables markers; left it alone" >&2
+    echo "bench.sh: docs/bench-history/notebook.md has no bench:tables markers; left it alone" >&2
   fi
 fi
 echo "done: $out"
