@@ -36,9 +36,9 @@
 #include "broker/queue/connection_queue.hpp"
 #include "broker/queue/flow_control.hpp"
 #include "broker/tls/tls_stats.hpp"
-#include "ringcast/broker/broker.hpp"
 #include "ringcast/broker/config.hpp"
 #include "ringcast/broker/metrics.hpp"
+#include "ringcast/broker/stats.hpp"
 
 namespace ringcast::broker {
 

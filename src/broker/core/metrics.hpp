@@ -5,8 +5,8 @@
 
 #include <span>
 
-#include "ringcast/broker/broker.hpp"
 #include "ringcast/broker/metrics.hpp"
+#include "ringcast/broker/stats.hpp"
 
 namespace ringcast::broker {
 
