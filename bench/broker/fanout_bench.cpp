@@ -20,7 +20,8 @@ using namespace ringcast::broker;
 class NullSubscriber final : public Subscriber {
  public:
   NullSubscriber()
-      : Subscriber(WireFormat::kResp2, QueueLimits{}, OverflowPolicy::kDisconnect, steady_clock_source()) {}
+      : Subscriber(WireFormat::kResp2, Deliveries::kPerSubscription, QueueLimits{}, OverflowPolicy::kDisconnect,
+                   steady_clock_source()) {}
   ~NullSubscriber() override = default;
   void on_queue_ready() noexcept override {}
 };

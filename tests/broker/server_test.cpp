@@ -33,7 +33,8 @@ namespace {
 class LineClient : public Client {
  public:
   LineClient(BrokerCore& core, std::string peer, Waker& waker)
-      : Client(core, std::move(peer), WireFormat::kResp2, waker, /*authenticated=*/true) {}
+      : Client(core, std::move(peer), WireFormat::kResp2, Deliveries::kPerSubscription, waker, /*authenticated=*/true) {
+  }
 
   InputResult on_input(std::string_view bytes) override {
     line_.append(bytes);

@@ -95,9 +95,16 @@ inline Waker& null_waker() {
 
 class FakeSubscriber final : public Subscriber {
  public:
+  // What the sessions choose: WebSocket clients (the JSON formats) get one
+  // delivery per message, RESP clients one per matching subscription.
+  static Deliveries deliveries_of(WireFormat f) noexcept {
+    const bool json = f == WireFormat::kJson || f == WireFormat::kPopSubJson;
+    return json ? Deliveries::kPerMessage : Deliveries::kPerSubscription;
+  }
+
   explicit FakeSubscriber(WireFormat resp = WireFormat::kResp2, QueueLimits limits = {},
                           OverflowPolicy policy = OverflowPolicy::kDisconnect)
-      : Subscriber(resp, limits, policy, steady_clock_source()) {}
+      : Subscriber(resp, deliveries_of(resp), limits, policy, steady_clock_source()) {}
   ~FakeSubscriber() override = default;
   void on_queue_ready() noexcept override { wakes.fetch_add(1, std::memory_order_relaxed); }
   std::atomic<int> wakes{0};

@@ -9,8 +9,10 @@
 
 namespace ringcast::broker {
 
-Client::Client(BrokerCore& core, std::string peer, WireFormat format, Waker& waker, bool authenticated)
-    : Subscriber(format, core.config().queue_limits, core.config().overflow_policy, core.clock(), &core.flow()),
+Client::Client(BrokerCore& core, std::string peer, WireFormat format, Deliveries deliveries, Waker& waker,
+               bool authenticated)
+    : Subscriber(format, deliveries, core.config().queue_limits, core.config().overflow_policy, core.clock(),
+                 &core.flow()),
       core_(core),
       waker_(waker),
       id_(core.next_client_id()),

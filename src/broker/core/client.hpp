@@ -124,7 +124,8 @@ class Client : public Subscriber {
 
  protected:
   // Registers with `core`. `waker` must outlive the client.
-  Client(BrokerCore& core, std::string peer, WireFormat format, Waker& waker, bool authenticated);
+  Client(BrokerCore& core, std::string peer, WireFormat format, Deliveries deliveries, Waker& waker,
+         bool authenticated);
 
   [[nodiscard]] BrokerCore& core() const noexcept { return core_; }
   void set_authenticated(bool yes) noexcept { authenticated_ = yes; }

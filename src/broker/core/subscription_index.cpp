@@ -64,10 +64,11 @@ struct Hit {
   std::uint32_t source;  // index into the run's SourceFrames
 };
 
-// A WebSocket-JSON client gets one delivery per message however many of its
-// subscriptions match (docs/broker.md, "JSON deliveries"); RESP clients get
-// Redis's behaviour, one per matching subscription unless --dedupe.
-bool one_delivery(const Subscriber* s, bool dedupe) noexcept { return dedupe || is_json(s->format()); }
+// Subscriber::deliveries(): one delivery per message, or one per matching
+// subscription unless --dedupe.
+bool one_delivery(const Subscriber* s, bool dedupe) noexcept {
+  return dedupe || s->deliveries() == Deliveries::kPerMessage;
+}
 
 void deliver(Subscriber* s, const FrameRef& block) noexcept {
   if (s->queue().push(block).wake) s->on_queue_ready();

@@ -75,14 +75,22 @@ class AckTracker;
 // patterns (PSUBSCRIBE) or shard channels (SSUBSCRIBE, a namespace of its own).
 enum class SubscriptionSpace : std::uint8_t { kChannel, kPattern, kShard };
 
-// What the index needs from a connection: its queue, its wire format, and a way
-// to wake its writer. Every client (core/client.hpp) and the tests' fakes derive
+// How many deliveries a message makes to a subscriber several of whose
+// subscriptions match it. The session decides, not the wire format: the index
+// never asks which protocol a subscriber speaks.
+enum class Deliveries : std::uint8_t {
+  kPerSubscription,  // Redis's behaviour: one per matching subscription (unless --dedupe)
+  kPerMessage,       // one per message (WebSocket clients; docs/broker.md, "JSON deliveries")
+};
+
+// What the index needs from a connection: its queue, its wire format, how many
+// deliveries a message makes, and a way to wake its writer. Every client (core/client.hpp) and the tests' fakes derive
 // from it.
 class Subscriber {
  public:
-  Subscriber(WireFormat format, QueueLimits limits, OverflowPolicy policy, const Clock& clock,
+  Subscriber(WireFormat format, Deliveries deliveries, QueueLimits limits, OverflowPolicy policy, const Clock& clock,
              FlowControl* flow = nullptr)
-      : format_(format), queue_(limits, policy, clock, flow) {
+      : format_(format), deliveries_(deliveries), queue_(limits, policy, clock, flow) {
     queue_.set_format(format);
   }
   Subscriber(const Subscriber&) = delete;
@@ -95,6 +103,8 @@ class Subscriber {
   // SubscriptionIndex::set_format (update lock held); read by publishers under
   // the shared lock.
   [[nodiscard]] WireFormat format() const noexcept { return format_; }
+  // Fixed for the subscriber's life.
+  [[nodiscard]] Deliveries deliveries() const noexcept { return deliveries_; }
 
   // Called by a publisher (any thread, index lock held shared) or by the owner
   // when a push returned wake=true: the writer must run soon. Must not block or
@@ -125,6 +135,7 @@ class Subscriber {
  private:
   friend class SubscriptionIndex;
   WireFormat format_ = WireFormat::kResp2;
+  const Deliveries deliveries_;
   ConnectionQueue queue_;
   std::vector<std::string> channels_;
   std::vector<std::string> patterns_;

@@ -25,11 +25,6 @@ enum class WireFormat : std::uint8_t {
 };
 inline constexpr std::size_t kWireFormatCount = 4;
 
-// True for the WebSocket formats (one delivery per message and connection).
-[[nodiscard]] constexpr bool is_json(WireFormat f) noexcept {
-  return f == WireFormat::kJson || f == WireFormat::kPopSubJson;
-}
-
 // "resp2", "resp3" or "ws": the protocol a client speaks, as CLIENT LIST and
 // ConnectionStats::protocol show it.
 [[nodiscard]] constexpr std::string_view protocol_label(WireFormat f) noexcept {

@@ -116,7 +116,7 @@ constexpr std::string_view kWrongPass = "WRONGPASS invalid username-password pai
 }  // namespace
 
 RespSession::RespSession(BrokerCore& core, std::string peer, Waker& waker)
-    : Client(core, std::move(peer), WireFormat::kResp2, waker, true),
+    : Client(core, std::move(peer), WireFormat::kResp2, Deliveries::kPerSubscription, waker, true),
       parser_(ParserLimits{core.config().max_bulk_len, core.config().max_args}) {
   set_authenticated(!auth_required());
 }

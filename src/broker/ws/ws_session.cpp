@@ -46,7 +46,7 @@ WsSession::~WsSession() {
 }
 
 WsSession::WsSession(BrokerCore& core, std::string peer, Waker& waker, const HttpRoutes& routes)
-    : Client(core, std::move(peer), WireFormat::kPopSubJson, waker, true),
+    : Client(core, std::move(peer), WireFormat::kPopSubJson, Deliveries::kPerMessage, waker, true),
       http_(std::make_unique<HttpUpgrade>(routes)),
       decoder_(core.config().ws_max_message) {
   set_authenticated(!auth_required());
