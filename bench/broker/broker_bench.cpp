@@ -101,7 +101,7 @@ std::optional<Server> start_ringcast(const std::string& exe, unsigned io_threads
   return s;
 }
 
-// redis-server with its defaults but persistence, as a user would run it for
+// redis-server with its defaults, persistence off, as a user would run it for
 // pub/sub; with `tls` also its TLS port (client certificates not asked for).
 std::optional<Server> start_redis(const std::string& exe, const Tls* tls) {
   const int port = free_port();
