@@ -15,6 +15,12 @@
 // won on p99, and the fan-out timeline: when the first and the last of the N
 // deliveries of one message arrived.
 //
+// With --tls every client (subscribers and publisher) connects to the
+// server's TLS port instead (ringcast-broker --tls-port, redis-server
+// --tls-port), verifying a throwaway CA's certificate (tls_client.hpp): the
+// same run, the same client code, user-space OpenSSL on both sides (issue 28,
+// part 5). INFO is still read on the plain port.
+//
 // Every message frame has the same size for a given channel and payload, so the
 // subscribers find frame boundaries by arithmetic (resp_message_size) instead of
 // parsing RESP.
@@ -43,9 +49,12 @@
 #include <fmt/format.h>
 
 #include "alternate.hpp"
+#include "byte_stream.hpp"
 #include "epoll_set.hpp"
 #include "loopback.hpp"
 #include "resp_client.hpp"
+#include "temp_dir.hpp"
+#include "tls_client.hpp"
 
 namespace {
 
@@ -66,27 +75,80 @@ struct Server {
   std::string name;
   ChildProcess process;
   int port = 0;
+  int tls_port = 0;  // with --tls: where the clients connect
 };
 
-std::optional<Server> start_ringcast(const std::string& exe, unsigned io_threads,
-                                     const std::vector<std::string>& extra) {
+// --tls: the certificates (dir/ca.crt, server.crt, server.key) and the client.
+struct Tls {
+  std::string dir;
+  std::unique_ptr<TlsClient> client;
+};
+
+std::optional<Server> start_ringcast(const std::string& exe, unsigned io_threads, const std::vector<std::string>& extra,
+                                     const Tls* tls) {
   const int port = free_port();
+  const int tls_port = tls != nullptr ? free_port() : 0;
   std::vector<std::string> argv{exe, "--port", std::to_string(port), "--io-threads", std::to_string(io_threads)};
+  if (tls != nullptr) {
+    argv.insert(argv.end(), {"--tls-port", std::to_string(tls_port), "--tls-cert-file", tls->dir + "/server.crt",
+                             "--tls-key-file", tls->dir + "/server.key"});
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
-  Server s{"ringcast-broker", ChildProcess::spawn(argv, kQuiet), port};
-  if (!s.process.running() || !wait_accepting(port)) return std::nullopt;
+  Server s{"ringcast-broker", ChildProcess::spawn(argv, kQuiet), port, tls_port};
+  if (!s.process.running() || !wait_accepting(port) || (tls != nullptr && !wait_accepting(tls_port))) {
+    return std::nullopt;
+  }
   return s;
 }
 
-std::optional<Server> start_redis(const std::string& exe) {
+// redis-server with its defaults, persistence off, as a user would run it for
+// pub/sub; with `tls` also its TLS port (client certificates not asked for).
+std::optional<Server> start_redis(const std::string& exe, const Tls* tls) {
   const int port = free_port();
-  Server s{"redis-server",
-           ChildProcess::spawn({exe, "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "",
-                                "--appendonly", "no", "--daemonize", "no"},
-                               kQuiet),
-           port};
-  if (!s.process.running() || !wait_accepting(port)) return std::nullopt;
+  const int tls_port = tls != nullptr ? free_port() : 0;
+  std::vector<std::string> argv{exe,      "--port", std::to_string(port), "--bind", "127.0.0.1",
+                                "--save", "",       "--appendonly",       "no",     "--daemonize",
+                                "no"};
+  if (tls != nullptr) {
+    argv.insert(argv.end(),
+                {"--tls-port", std::to_string(tls_port), "--tls-cert-file", tls->dir + "/server.crt", "--tls-key-file",
+                 tls->dir + "/server.key", "--tls-ca-cert-file", tls->dir + "/ca.crt", "--tls-auth-clients", "no"});
+  }
+  Server s{"redis-server", ChildProcess::spawn(argv, kQuiet), port, tls_port};
+  if (!s.process.running() || !wait_accepting(port) || (tls != nullptr && !wait_accepting(tls_port))) {
+    return std::nullopt;
+  }
   return s;
+}
+
+// A client connection: plain to server.port, or TLS to server.tls_port
+// (handshake done, socket non-blocking). nullptr if it failed.
+std::unique_ptr<ByteStream> connect_client(const Server& server, const Tls* tls) {
+  const int fd = ringcast::test::connect_loopback(tls != nullptr ? server.tls_port : server.port);
+  if (fd < 0) return nullptr;
+  if (tls == nullptr) return std::make_unique<PlainStream>(fd);
+  std::string error;
+  auto stream = tls->client->connect(fd, ringcast::test::deadline_in(std::chrono::seconds(10)), error);
+  if (!stream) {
+    fmt::print(stderr, "{}: {}\n", server.name, error);
+    ::close(fd);
+  }
+  return stream;
+}
+
+// A subscriber of `ch` over `io`, confirmed (the reply read whole, so the
+// next byte is the first delivery's). False if the server did not confirm.
+bool subscribe(ByteStream& io, const std::string& ch) {
+  std::string req;
+  append_resp_command(req, {"SUBSCRIBE", ch});
+  const std::string confirm = "*3\r\n$9\r\nsubscribe\r\n$" + std::to_string(ch.size()) + "\r\n" + ch + "\r\n:1\r\n";
+  if (!send_all(io, req)) return false;
+  std::string got;
+  const auto d = ringcast::test::deadline_in(std::chrono::seconds(10));
+  while (got.size() < confirm.size()) {
+    if (read_some(io, got, d) <= 0) return false;
+  }
+  return got == confirm;
 }
 
 // ---- one measurement ---------------------------------------------------------
@@ -107,6 +169,7 @@ struct Result {
   std::uint64_t stalls = 0;       // ringcast INFO publisher_stalls during the run
   double stall_ms = 0;            // ringcast INFO publisher_stall_usec during the run
   bool has_stalls = false;
+  std::string error;  // set: a client could not connect or subscribe; nothing was measured
 };
 
 // One "key:value" of INFO stats, or -1 if the server does not report it.
@@ -161,7 +224,7 @@ class FanoutTimeline {
 };
 
 struct Sub {
-  int fd = -1;
+  std::unique_ptr<ByteStream> io;
   std::string buf;
   std::size_t pos = 0;
   std::atomic<std::uint64_t> received{0};
@@ -169,20 +232,37 @@ struct Sub {
 };
 
 Result run(const Server& server, int subscribers, std::size_t payload, double seconds, double rate, std::size_t window,
-           std::size_t unpaced) {
+           std::size_t unpaced, const Tls* tls) {
   const std::string ch = "bench";
   const std::size_t fsize = resp_message_size(ch, payload);
   const std::size_t ts_off = resp_message_payload_offset(ch, payload);
   std::vector<std::unique_ptr<Sub>> subs;
+  auto close_subs = [&] {
+    for (auto& s : subs) {
+      if (!s->io) continue;
+      const int fd = s->io->fd();
+      s->io.reset();
+      ::close(fd);
+    }
+  };
+  auto failed = [&](std::string why) {
+    close_subs();
+    Result r;
+    r.error = std::move(why);
+    return r;
+  };
   for (int i = 0; i < subscribers; ++i) {
     auto s = std::make_unique<Sub>();
-    RespClient c(static_cast<std::uint16_t>(server.port));
-    s->fd = c.subscribe(ch) ? c.release() : -1;
-    ::fcntl(s->fd, F_SETFL, O_NONBLOCK);
+    s->io = connect_client(server, tls);
+    const bool ok = s->io && subscribe(*s->io, ch);
+    if (s->io) ::fcntl(s->io->fd(), F_SETFL, O_NONBLOCK);
     subs.push_back(std::move(s));
+    if (!ok) return failed(fmt::format("{}: subscriber {} could not subscribe", server.name, i));
   }
-  const int pub = ringcast::test::connect_loopback(server.port);
-  ::fcntl(pub, F_SETFL, O_NONBLOCK);
+  const std::unique_ptr<ByteStream> pub_io = connect_client(server, tls);
+  if (!pub_io) return failed(fmt::format("{}: the publisher could not connect", server.name));
+  ByteStream& pub = *pub_io;
+  ::fcntl(pub.fd(), F_SETFL, O_NONBLOCK);
 
   const bool latency_mode = rate > 0;
   std::atomic<bool> stop_readers{false};
@@ -190,7 +270,7 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
   latencies.reserve(latency_mode ? static_cast<std::size_t>(rate * seconds * subscribers) + 1024 : 0);
   FanoutTimeline timeline(latency_mode ? static_cast<std::size_t>(rate * seconds) + 1024 : 0);
   std::thread reader([&] {
-    EpollSet ep(subs.size(), [&](std::size_t i) { return subs[i]->fd; });
+    EpollSet ep(subs.size(), [&](std::size_t i) { return subs[i]->io->fd(); });
     std::vector<epoll_event> evs(256);
     std::vector<char> tmp(1 << 18);
     // relaxed: a stop flag.
@@ -199,11 +279,11 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
       for (int k = 0; k < n; ++k) {
         Sub& s = *subs[evs[static_cast<std::size_t>(k)].data.u64];
         for (;;) {
-          const ssize_t r = ::read(s.fd, tmp.data(), tmp.size());
+          const ssize_t r = s.io->read(tmp.data(), tmp.size());
           if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
             // relaxed: read after the join.
             s.disconnected.store(true, std::memory_order_relaxed);
-            ep.remove(s.fd);
+            ep.remove(s.io->fd());
             break;
           }
           if (r < 0) break;
@@ -256,7 +336,7 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
   };
   char sink[1 << 16];
   auto drain_replies = [&] {
-    while (::read(pub, sink, sizeof sink) > 0) {
+    while (pub.read(sink, sizeof sink) > 0) {
     }
   };
 
@@ -270,7 +350,7 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
   // Counts replies (one line each: ":<n>\r\n", or an error line).
   auto count_replies = [&] {
     for (;;) {
-      const ssize_t n = ::read(pub, sink, sizeof sink);
+      const ssize_t n = pub.read(sink, sizeof sink);
       if (n <= 0) return;
       replies += static_cast<std::uint64_t>(std::count(sink, sink + n, '\n'));
     }
@@ -281,14 +361,14 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
     while (Clock::now() < end) {
       count_replies();
       if (published - replies >= unpaced) {
-        pollfd p{pub, POLLIN, 0};
+        pollfd p{pub.fd(), POLLIN, 0};
         ::poll(&p, 1, 1);
         continue;
       }
       out.clear();
       const std::uint64_t room = unpaced - (published - replies);
       for (std::uint64_t i = 0; i < std::min<std::uint64_t>(room, 32); ++i) append_publish(out);
-      ringcast::test::send_all(pub, out);
+      (void)send_all(pub, out);
     }
   } else if (!latency_mode) {
     while (Clock::now() < end) {
@@ -301,7 +381,7 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
       }
       out.clear();
       for (int i = 0; i < 32; ++i) append_publish(out);
-      ringcast::test::send_all(pub, out);
+      (void)send_all(pub, out);
       drain_replies();
     }
   } else {
@@ -315,7 +395,7 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
         append_publish(out);
         next += std::chrono::duration_cast<Clock::duration>(interval);
       }
-      ringcast::test::send_all(pub, out);
+      (void)send_all(pub, out);
       drain_replies();
     }
   }
@@ -359,8 +439,8 @@ Result run(const Server& server, int subscribers, std::size_t payload, double se
   r.p50_us = percentile_us(latencies, 0.5);
   r.p99_us = percentile_us(latencies, 0.99);
   timeline.report(subscribers, r);
-  for (auto& s : subs) ::close(s->fd);
-  ::close(pub);
+  close_subs();
+  ::close(pub.fd());
   return r;
 }
 
@@ -383,6 +463,13 @@ int main(int argc, char** argv) {
   bool no_latency = false;
   std::vector<std::string> broker_args;
   std::vector<std::string> peer_broker_args;
+  bool use_tls = false;
+  std::string tls_certs;
+  app.add_flag("--tls", use_tls,
+               "Every client over TLS: to ringcast-broker --tls-port and redis-server --tls-port (a throwaway CA "
+               "and server certificate are made unless --tls-certs has them)");
+  app.add_option("--tls-certs", tls_certs,
+                 "With --tls: directory with ca.crt, server.crt and server.key (made there if absent)");
   app.add_option("--unpaced", unpaced,
                  "Throughput with a publisher that keeps this many PUBLISH replies outstanding and never waits "
                  "for deliveries (0: the paced publisher, --window)")
@@ -420,9 +507,27 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "cannot pin the load generator to CPU {}\n", client_cpu);
     return 1;
   }
-  auto rc = start_ringcast(broker_exe, io_threads, broker_args);
-  auto rd =
-      peer_broker_args.empty() ? start_redis(redis_exe) : start_ringcast(broker_exe, io_threads, peer_broker_args);
+  std::unique_ptr<ringcast::test::TempDir> cert_dir;
+  std::optional<Tls> tls_setup;
+  if (use_tls) {
+    if (tls_certs.empty()) {
+      cert_dir = std::make_unique<ringcast::test::TempDir>();
+      tls_certs = cert_dir->path();
+    }
+    if (!make_bench_certs(tls_certs)) {
+      fmt::print(stderr, "could not make certificates in {} (openssl CLI)\n", tls_certs);
+      return 1;
+    }
+    tls_setup = Tls{tls_certs, std::make_unique<TlsClient>(tls_certs + "/ca.crt")};
+    if (!tls_setup->client->ok()) {
+      fmt::print(stderr, "cannot load {}/ca.crt\n", tls_certs);
+      return 1;
+    }
+  }
+  const Tls* tls = tls_setup ? &*tls_setup : nullptr;
+  auto rc = start_ringcast(broker_exe, io_threads, broker_args, tls);
+  auto rd = peer_broker_args.empty() ? start_redis(redis_exe, tls)
+                                     : start_ringcast(broker_exe, io_threads, peer_broker_args, tls);
   if (!peer_broker_args.empty()) {
     std::string flags;
     for (const std::string& a : peer_broker_args) flags += " " + a;
@@ -446,9 +551,14 @@ int main(int argc, char** argv) {
     int p99_wins = 0;
   };
   auto pair = [&](int n, std::size_t p, double r) {
-    std::vector<std::function<Result()>> servers{[&] { return run(*rc, n, p, seconds, r, window, unpaced); }};
-    if (!ringcast_only) servers.emplace_back([&] { return run(*rd, n, p, seconds, r, window, unpaced); });
+    std::vector<std::function<Result()>> servers{[&] { return run(*rc, n, p, seconds, r, window, unpaced, tls); }};
+    if (!ringcast_only) servers.emplace_back([&] { return run(*rd, n, p, seconds, r, window, unpaced, tls); });
     const auto runs = alternate<Result>(repeat, servers);
+    for (const auto& server_runs : runs) {
+      for (const Result& x : server_runs) {
+        if (!x.error.empty()) fmt::print(stderr, "{}\n", x.error);
+      }
+    }
     Pair out;
     for (int i = 0; !ringcast_only && i < repeat; ++i) {
       const auto k = static_cast<std::size_t>(i);
@@ -463,14 +573,15 @@ int main(int argc, char** argv) {
   };
 
   if (unpaced > 0) {
-    fmt::print("## Throughput, unpaced publisher: {} PUBLISH replies outstanding, no wait on deliveries\n\n", unpaced);
+    fmt::print("## Throughput{}, unpaced publisher: {} PUBLISH replies outstanding, no wait on deliveries\n\n",
+               tls != nullptr ? " over TLS (every client)" : "", unpaced);
     fmt::print(
         "| subscribers | payload B | ringcast msgs/s | redis msgs/s | ratio | ringcast disconnected / lost "
         "| redis disconnected / lost | ringcast stalls (n / ms) | ringcast CPU-s/GB | redis CPU-s/GB |\n");
     fmt::print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   } else {
-    fmt::print("## Throughput: delivered messages/s (publisher pipelined, <= {} ahead of the slowest subscriber)\n\n",
-               window);
+    fmt::print("## Throughput{}: delivered messages/s (publisher pipelined, <= {} ahead of the slowest subscriber)\n\n",
+               tls != nullptr ? " over TLS (every client)" : "", window);
     fmt::print(
         "| subscribers | payload B | ringcast msgs/s | redis msgs/s | ratio | ringcast deliveries/CPU-s | redis "
         "deliveries/CPU-s |\n");
@@ -501,7 +612,8 @@ int main(int argc, char** argv) {
     (void)rd->process.stop();
     return 0;
   }
-  fmt::print("\n## Latency at {} msgs/s offered (publish to receive, every delivery)\n\n", rate);
+  fmt::print("\n## Latency{} at {} msgs/s offered (publish to receive, every delivery)\n\n",
+             tls != nullptr ? " over TLS" : "", rate);
   fmt::print(
       "Medians of {} alternated run pairs; 'first'/'last': when the first and the last of the N deliveries\n"
       "of one message arrived (p50 over messages).\n\n",

@@ -22,10 +22,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "byte_stream.hpp"
 #include "deadline.hpp"
 #include "fd_io.hpp"
 #include "histogram.hpp"
@@ -48,14 +50,18 @@ class Subscriber {
  public:
   // `fd`: a connected socket, owned (closed) by the caller. `latency`: where
   // delivery latencies go (may be null).
-  Subscriber(Dialect dialect, int fd, LatencyHistogram* latency) : dialect_(dialect), fd_(fd), latency_(latency) {}
+  Subscriber(Dialect dialect, int fd, LatencyHistogram* latency)
+      : Subscriber(dialect, std::make_unique<PlainStream>(fd), latency) {}
+  // Over `io` (plain or TLS, byte_stream.hpp); its fd is still the caller's to close.
+  Subscriber(Dialect dialect, std::unique_ptr<ByteStream> io, LatencyHistogram* latency)
+      : dialect_(dialect), io_(std::move(io)), latency_(latency) {}
 
   // Blocking: upgrades, subscribes to `topic` and waits until the server
   // confirms it. False with `error` set otherwise.
   bool subscribe(int port, std::string_view topic, const std::optional<std::string>& token, test::Deadline deadline,
                  std::string& error) {
     std::string rest;
-    if (!upgrade(fd_, port, rest, error, deadline)) return false;
+    if (!upgrade(*io_, port, rest, error, deadline)) return false;
     std::string out;
     if (dialect_ == Dialect::kPopSub) {
       if (token) out += client_frame(Opcode::kText, R"({"type":"auth","token":")" + *token + R"("})");
@@ -64,14 +70,14 @@ class Subscriber {
       out = client_frame(Opcode::kText, "CONNECT {\"verbose\":false,\"pedantic\":false}\r\nSUB " + std::string(topic) +
                                             " 1\r\nPING\r\n");
     }
-    if (!test::send_all(fd_, out)) {
+    if (!send_all(*io_, out)) {
       error = "cannot send the subscribe request";
       return false;
     }
     if (!feed(rest.data(), rest.size(), 0)) return fail(error);
     while (!confirmed_) {
       std::string in;
-      if (test::read_some(fd_, in, deadline) <= 0) {
+      if (read_some(*io_, in, deadline) <= 0) {
         error = error_.empty() ? "no subscribe confirmation" : error_;
         return false;
       }
@@ -88,7 +94,9 @@ class Subscriber {
     return error_.empty();
   }
 
-  [[nodiscard]] int fd() const { return fd_; }
+  [[nodiscard]] int fd() const { return io_->fd(); }
+  // Where the reader reads deliveries from (decrypting, over TLS).
+  [[nodiscard]] ByteStream& io() { return *io_; }
   [[nodiscard]] const Tally& tally() const { return tally_; }
   [[nodiscard]] const std::string& error() const { return error_; }
 
@@ -116,7 +124,7 @@ class Subscriber {
   }
   void end() {
     if (op_ == Opcode::kPing) {
-      (void)test::send_all(fd_, client_frame(Opcode::kPong, ping_));
+      (void)send_all(*io_, client_frame(Opcode::kPong, ping_));
       ping_.clear();
     } else if (dialect_ == Dialect::kPopSub && head_len_ != kDone && (op_ == Opcode::kText || op_ == Opcode::kBinary)) {
       popsub_frame();
@@ -254,7 +262,7 @@ class Subscriber {
       msg_left_ = size + 2;
       stamp_len_ = 0;
     } else if (line.substr(0, 4) == "PING") {
-      (void)test::send_all(fd_, client_frame(Opcode::kText, "PONG\r\n"));
+      (void)send_all(*io_, client_frame(Opcode::kText, "PONG\r\n"));
     } else if (line.substr(0, 4) == "PONG") {
       confirmed_ = true;
     } else if (line.substr(0, 4) == "-ERR") {
@@ -264,7 +272,7 @@ class Subscriber {
   }
 
   Dialect dialect_;
-  int fd_;
+  std::unique_ptr<ByteStream> io_;
   LatencyHistogram* latency_;
   FrameReader frames_;
   Tally tally_;

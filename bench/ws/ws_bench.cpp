@@ -19,6 +19,13 @@
 // topic or one of its own) and confirmed, against a freshly started server;
 // the server's VmRSS before and after gives bytes per connection.
 //
+// TLS (--tls): the subscribers' WebSocket connections are wss://, against
+// ringcast-broker --ws-tls and nats-server's `websocket { tls {...} }`, with
+// a throwaway CA (tls_client.hpp); the publisher stays on each server's plain
+// native port, alike for both, so the servers' TLS work is the fan-out's. The
+// fan-out table then also gives each server's CPU-seconds per GB of payload
+// delivered (/proc/<pid>/stat utime + stime around the run).
+//
 // QoS 1 (--mode qos1, ringcast only): acking WebSocket subscribers and a QoS 1
 // WebSocket publisher (qos1_run.hpp).
 #include <fcntl.h>
@@ -54,6 +61,7 @@
 #include "stamp.hpp"
 #include "subscriber.hpp"
 #include "temp_dir.hpp"
+#include "tls_client.hpp"
 
 namespace {
 
@@ -90,7 +98,28 @@ struct Options {
   std::vector<std::string> broker_args;
   std::optional<std::string> token;
   int server_cpu = -1;
+  // --tls: the certificates' directory and the client that trusts its CA.
+  std::string tls_dir;
+  std::unique_ptr<TlsClient> tls;
 };
+
+// A WebSocket subscriber on a new connection to `server`'s WebSocket port,
+// over TLS with --tls. nullptr (error set) if the connection failed.
+std::unique_ptr<Subscriber> connect_subscriber(const Server& server, const Options& o, LatencyHistogram* latency,
+                                               std::string& error) {
+  const int fd = ringcast::test::connect_loopback(server.ws_port);
+  if (fd < 0) {
+    error = fmt::format("cannot connect to the WebSocket port: {}", std::strerror(errno));
+    return nullptr;
+  }
+  if (!o.tls) return std::make_unique<Subscriber>(server.dialect, fd, latency);
+  auto io = o.tls->connect(fd, ringcast::test::deadline_in(std::chrono::seconds(10)), error);
+  if (!io) {
+    ::close(fd);
+    return nullptr;
+  }
+  return std::make_unique<Subscriber>(server.dialect, std::move(io), latency);
+}
 
 // Starts `which` ("ringcast" or "nats") on free loopback ports and waits until
 // both of its ports accept. `max_connections` > 0: ringcast's
@@ -111,15 +140,22 @@ std::optional<Server> start(const std::string& which, const Options& o, int max_
             "--io-threads",
             std::to_string(o.io_threads)};
     if (max_connections > 0) argv.insert(argv.end(), {"--max-connections", std::to_string(max_connections)});
+    if (o.tls) {
+      argv.insert(argv.end(), {"--ws-tls", "--tls-cert-file", o.tls_dir + "/server.crt", "--tls-key-file",
+                               o.tls_dir + "/server.key"});
+    }
     argv.insert(argv.end(), o.broker_args.begin(), o.broker_args.end());
   } else {
     s.name = "nats-server";
     s.dialect = Dialect::kNats;
     s.dir = std::make_unique<ringcast::test::TempDir>();
     const std::string conf = s.dir->file("nats.conf");
-    std::ofstream(conf) << fmt::format(
-        "listen: 127.0.0.1:{}\nwebsocket {{\n  host: 127.0.0.1\n  port: {}\n  no_tls: true\n}}\n", s.publish_port,
-        s.ws_port);
+    const std::string ws_tls =
+        o.tls ? fmt::format("tls {{\n    cert_file: \"{}/server.crt\"\n    key_file: \"{}/server.key\"\n  }}",
+                            o.tls_dir, o.tls_dir)
+              : std::string("no_tls: true");
+    std::ofstream(conf) << fmt::format("listen: 127.0.0.1:{}\nwebsocket {{\n  host: 127.0.0.1\n  port: {}\n  {}\n}}\n",
+                                       s.publish_port, s.ws_port, ws_tls);
     argv = {o.nats_exe, "-c", conf};
   }
   s.process = ChildProcess::spawn(argv, kQuiet);
@@ -178,6 +214,7 @@ struct Result {
   double p99_us = 0;
   double reader_cpu = 0;        // share of one core the subscribers' reader thread used while it ran
   double server_cpu = 0;        // server CPU-seconds per wall second
+  double cpu_s_per_gb = 0;      // server CPU-seconds per GB of payload delivered
   double seconds = 0;           // first publish to last delivery
   double longest_pause_ms = 0;  // the longest time with no delivery to any subscriber, after the first
   std::string error;            // the first subscriber error, if any
@@ -200,14 +237,15 @@ Result run(const Server& server, const Cell& cell, const Options& o) {
     for (auto& s : subs) ::close(s->fd());
   };
   for (int i = 0; i < cell.subscribers; ++i) {
-    const int fd = ringcast::test::connect_loopback(server.ws_port);
-    if (fd < 0) {
-      res.error = "cannot connect to the WebSocket port";
+    std::string error;
+    auto sub = connect_subscriber(server, o, latency.get(), error);
+    if (!sub) {
+      res.error = error;
       cleanup();
       return res;
     }
-    subs.push_back(std::make_unique<Subscriber>(server.dialect, fd, latency.get()));
-    std::string error;
+    const int fd = sub->fd();
+    subs.push_back(std::move(sub));
     if (!subs.back()->subscribe(server.ws_port, topic, o.token, ringcast::test::deadline_in(std::chrono::seconds(10)),
                                 error)) {
       res.error = error;
@@ -248,7 +286,7 @@ Result run(const Server& server, const Cell& cell, const Options& o) {
         // with megabytes queued does not hold up the others (level-triggered:
         // the rest is reported again).
         for (int reads = 0; reads < 4; ++reads) {
-          const ssize_t r = ::read(s.fd(), buf.data(), buf.size());
+          const ssize_t r = s.io().read(buf.data(), buf.size());
           if (r < 0 && (errno == EAGAIN || errno == EINTR)) break;
           const std::int64_t t = now_ns();
           const std::uint64_t before = s.tally().received;
@@ -367,6 +405,8 @@ Result run(const Server& server, const Cell& cell, const Options& o) {
   res.reader_cpu = reader_cpu;
   res.longest_pause_ms = static_cast<double>(longest_pause) / 1e6;
   res.server_cpu = (cpu1 - cpu0) / elapsed;
+  const double gb = static_cast<double>(res.delivered) * static_cast<double>(cell.payload) / 1e9;
+  res.cpu_s_per_gb = gb > 0 ? (cpu1 - cpu0) / gb : 0;
   res.seconds = elapsed;
   cleanup();
   ::close(pub);
@@ -391,14 +431,14 @@ IdleResult run_idle(const Server& server, int connections, bool own_topic, int s
   res.rss_before = rss_bytes(server.process.pid());
   const auto t0 = Clock::now();
   for (int i = 0; i < connections; ++i) {
-    const int fd = ringcast::test::connect_loopback(server.ws_port);
-    if (fd < 0) {
-      res.error = fmt::format("connection {} failed: {}", i, std::strerror(errno));
+    std::string error;
+    auto sub = connect_subscriber(server, o, nullptr, error);
+    if (!sub) {
+      res.error = fmt::format("connection {}: {}", i, error);
       break;
     }
-    subs.push_back(std::make_unique<Subscriber>(server.dialect, fd, nullptr));
+    subs.push_back(std::move(sub));
     const std::string topic = own_topic ? fmt::format("idle.{}", i) : std::string("idle");
-    std::string error;
     if (!subs.back()->subscribe(server.ws_port, topic, o.token, ringcast::test::deadline_in(std::chrono::seconds(10)),
                                 error)) {
       res.error = fmt::format("connection {}: {}", i, error);
@@ -420,8 +460,10 @@ IdleResult run_idle(const Server& server, int connections, bool own_topic, int s
   for (std::size_t i = 0; i < fds.size(); ++i) {
     bool open = (fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0;
     if (open && (fds[i].revents & POLLIN) != 0) {
-      const ssize_t r = ::recv(fds[i].fd, buf.data(), buf.size(), MSG_DONTWAIT);
-      open = r > 0 && subs[i]->feed(buf.data(), static_cast<std::size_t>(r), 0);
+      ::fcntl(fds[i].fd, F_SETFL, O_NONBLOCK);
+      const ssize_t r = subs[i]->io().read(buf.data(), buf.size());
+      // EAGAIN: TLS bytes that were no whole record, or a session ticket only.
+      open = (r > 0 && subs[i]->feed(buf.data(), static_cast<std::size_t>(r), 0)) || (r < 0 && errno == EAGAIN);
     }
     res.alive += open ? 1 : 0;
   }
@@ -452,6 +494,12 @@ int main(int argc, char** argv) {
   int idle_settle_ms = 2000;
   int client_cpu = -1;
   bool verbose = false;
+  bool use_tls = false;
+  app.add_flag("--tls", use_tls,
+               "Subscribers over wss:// (ringcast-broker --ws-tls, nats-server websocket { tls {} }); a throwaway CA "
+               "and server certificate are made unless --tls-certs has them");
+  app.add_option("--tls-certs", o.tls_dir,
+                 "With --tls: directory with ca.crt, server.crt and server.key (made there if absent)");
   app.add_flag("--verbose", verbose, "Every run's figures on stderr (published, delivered, seconds, CPU)");
   app.add_option("--mode", mode,
                  "fanout, idle, all (both), or qos1 (ringcast only: QoS 1 publisher, acking subscribers)")
@@ -505,6 +553,22 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "cannot pin the load generator to CPU {}\n", client_cpu);
     return 1;
   }
+  std::unique_ptr<ringcast::test::TempDir> cert_dir;
+  if (use_tls) {
+    if (o.tls_dir.empty()) {
+      cert_dir = std::make_unique<ringcast::test::TempDir>();
+      o.tls_dir = cert_dir->path();
+    }
+    if (!make_bench_certs(o.tls_dir)) {
+      fmt::print(stderr, "could not make certificates in {} (openssl CLI)\n", o.tls_dir);
+      return 1;
+    }
+    o.tls = std::make_unique<TlsClient>(o.tls_dir + "/ca.crt");
+    if (!o.tls->ok()) {
+      fmt::print(stderr, "cannot load {}/ca.crt\n", o.tls_dir);
+      return 1;
+    }
+  }
   fmt::print("load average at start: {}\n\n", load_average());
 
   if (mode == "qos1") {
@@ -552,18 +616,20 @@ int main(int argc, char** argv) {
       if (!s) return 1;  // a server that did start is killed on the way out
       running.push_back(std::move(*s));
     }
-    fmt::print("## WebSocket fan-out: delivered messages/s (publisher as fast as the server accepts, {})\n\n",
+    fmt::print("## WebSocket fan-out{}: delivered messages/s (publisher as fast as the server accepts, {})\n\n",
+               o.tls ? " over TLS (wss://; the publisher plain on the native port)" : "",
                messages > 0 ? fmt::format("{} messages per run", messages) : fmt::format("{} s per run", seconds));
     fmt::print(
         "Median of {} runs per server, alternated. lost = N x published - delivered; gaps / reordered from "
         "the per-subscriber sequence; latency includes queueing; reader = share of a core the load "
-        "generator's reader used.\n\n",
+        "generator's reader used; CPU-s/GB = the server's CPU seconds per GB of payload delivered.\n\n",
         runs);
     std::string head = "| N | payload B |";
     std::string rule = "|---:|---:|";
     for (const auto& s : running) {
-      head += fmt::format(" {0} msgs/s | {0} lost / gaps / reordered / cut | {0} p50 / p99 us | {0} reader |", s.name);
-      rule += "---:|---:|---:|---:|";
+      head += fmt::format(
+          " {0} msgs/s | {0} lost / gaps / reordered / cut | {0} p50 / p99 us | {0} reader | {0} CPU-s/GB |", s.name);
+      rule += "---:|---:|---:|---:|---:|";
     }
     if (running.size() == 2) {
       head += " ratio |";
@@ -594,8 +660,9 @@ int main(int argc, char** argv) {
                          100 * r.reader_cpu);
             }
           }
-          row += fmt::format(" {} | {} / {} / {} / {} | {:.0f} / {:.0f} | {:.0f} % |", si(m.delivered_per_s), m.lost,
-                             m.gaps, m.reordered, m.disconnected, m.p50_us, m.p99_us, 100 * m.reader_cpu);
+          row += fmt::format(" {} | {} / {} / {} / {} | {:.0f} / {:.0f} | {:.0f} % | {:.2f} |", si(m.delivered_per_s),
+                             m.lost, m.gaps, m.reordered, m.disconnected, m.p50_us, m.p99_us, 100 * m.reader_cpu,
+                             m.cpu_s_per_gb);
           rates.push_back(m.delivered_per_s);
         }
         if (rates.size() == 2) row += fmt::format(" {:.2f}x |", rates[0] / std::max(1.0, rates[1]));
@@ -608,8 +675,9 @@ int main(int argc, char** argv) {
   }
 
   if (mode != "fanout") {
-    fmt::print("## Idle WebSocket connections: server memory ({} connections, {} topic{})\n\n", connections,
-               idle_topic == "own" ? "one" : "a common", idle_topic == "own" ? " each" : "");
+    fmt::print("## Idle WebSocket{} connections: server memory ({} connections, {} topic{})\n\n",
+               o.tls ? " TLS (wss://)" : "", connections, idle_topic == "own" ? "one" : "a common",
+               idle_topic == "own" ? " each" : "");
     fmt::print("| server | VmRSS before | VmRSS after | bytes per connection | connected / still open | set-up s |\n");
     fmt::print("|---|---:|---:|---:|---:|---:|\n");
     for (const auto& which : servers) {

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "broker/ws/frame_header.hpp"
+#include "byte_stream.hpp"
 #include "deadline.hpp"
 #include "fd_io.hpp"
 
@@ -25,17 +26,18 @@ using broker::ws::Opcode;
 // It offers ringcast's richer protocol (subscribe confirmations, puback,
 // numeric ids: docs/broker.md), which the benchmarks wait for; nats-server
 // ignores the offer.
-inline bool upgrade(int fd, int port, std::string& rest, std::string& error, test::Deadline deadline) {
+// Plain or TLS (byte_stream.hpp): the same request either way.
+inline bool upgrade(ByteStream& io, int port, std::string& rest, std::string& error, test::Deadline deadline) {
   const std::string request = "GET / HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
                               "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                               "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
                               "Sec-WebSocket-Protocol: ringcast.v1\r\n\r\n";
   rest.clear();
-  if (!test::send_all(fd, request)) {
+  if (!send_all(io, request)) {
     error = "cannot send the upgrade request";
     return false;
   }
-  if (!test::read_until(fd, rest, "\r\n\r\n", deadline)) {
+  if (!read_until(io, rest, "\r\n\r\n", deadline)) {
     error = "no upgrade response";
     return false;
   }
@@ -47,6 +49,11 @@ inline bool upgrade(int fd, int port, std::string& rest, std::string& error, tes
   }
   rest.erase(0, end);
   return true;
+}
+
+inline bool upgrade(int fd, int port, std::string& rest, std::string& error, test::Deadline deadline) {
+  PlainStream io(fd);
+  return upgrade(io, port, rest, error, deadline);
 }
 
 // A final client frame of `op` carrying `payload`, masked with a fixed key

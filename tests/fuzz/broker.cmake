@@ -19,3 +19,11 @@ ringcast_add_fuzzer(NAME fuzz_ws_json
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/broker_ws_json_fuzz.cpp
   LIBS ringcast::broker)
 target_include_directories(fuzz_ws_json PRIVATE ${PROJECT_SOURCE_DIR}/src)
+
+# The TLS accept path: arbitrary client bytes, then EOF, to a server-side
+# TlsStream's handshake (seeds in corpus/fuzz_tls_accept/).
+find_package(OpenSSL REQUIRED COMPONENTS SSL Crypto)
+ringcast_add_fuzzer(NAME fuzz_tls_accept
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/broker_tls_accept_fuzz.cpp
+  LIBS ringcast::broker OpenSSL::SSL OpenSSL::Crypto)
+target_include_directories(fuzz_tls_accept PRIVATE ${PROJECT_SOURCE_DIR}/src)
