@@ -10,7 +10,7 @@
 #include "broker/core/broker_core.hpp"
 #include "broker/guarantees/channel_history.hpp"
 #include "broker/resp/session.hpp"
-#include "broker/server.hpp"
+#include "broker/server/server.hpp"
 #include "broker/tls/tls_context.hpp"
 #include "broker/ws/http_upgrade.hpp"
 #include "broker/ws/ws_session.hpp"

@@ -1,4 +1,4 @@
-// The Server's listener hook (src/broker/server.hpp): a listener serves the
+// The Server's listener hook (src/broker/server/server.hpp): a listener serves the
 // Client its factory makes, whatever protocol that client speaks, next to the
 // RESP listener, on one core; a connection over max_connections gets the
 // listener's own refusal bytes.
@@ -20,7 +20,7 @@
 #include "broker/core/broker_core.hpp"
 #include "broker/core/client.hpp"
 #include "broker/resp/session.hpp"
-#include "broker/server.hpp"
+#include "broker/server/server.hpp"
 #include "fd_io.hpp"
 #include "tcp_loopback.hpp"
 
@@ -189,7 +189,7 @@ TEST(ServerTest, ALingeringConnectionEndsWithoutTheClientsEof) {
   ::close(fd);
 }
 
-// A fan-out pass yields to the thread's other work (server.cpp, kDrainSlice):
+// A fan-out pass yields to the thread's other work (io_worker.hpp, kDrainSlice):
 // input that reaches a newcomer's socket in the middle of a pass over many
 // subscribers is handled before the pass ends, not after all of it. The
 // subscribers' clients count their writer turns (Client::next_timer runs at
@@ -264,7 +264,7 @@ TEST(ServerTest, ANewcomerIsServedBeforeAFanOutPassToManySubscribersEndsAndNoTur
   for (int i = 0; i < kSubscribers; ++i) subscribers.push_back(connect_served("SUB news\n"));
 
   // A read handler's own flush leaves a redundant ready entry behind
-  // (server.cpp, W 6), drained by a handler queued before the publisher's
+  // (connection.hpp, W 6), drained by a handler queued before the publisher's
   // next input: one more round trip, and no subscriber turn is left but the
   // pass's.
   EXPECT_TRUE(test::send_all(publisher, "SUB q\n"));

@@ -1,7 +1,7 @@
 // libFuzzer target for the broker's TLS accept path (issue 28, part 3): the
 // fuzzer's bytes are what a client sent to the TLS port before hanging up,
 // fed to a server-side TlsStream (the broker's own TlsContext and
-// TlsStream::handshake, as server.cpp drives them) over a socketpair.
+// TlsStream::handshake, as server/connection.cpp drives them) over a socketpair.
 //
 // Checks: the handshake ends, within a bounded number of steps, in kFailed
 // with a reason in words (garbage cannot complete a handshake: the client's

@@ -1,7 +1,7 @@
 // State shared by all connections of one broker: configuration, subscription
 // index, counters and the registry of live clients, and the operations every
 // session calls (publish, update). No I/O and no protocol: the Asio server
-// (server.cpp), every session and the protocol tests drive it.
+// (server/), every session and the protocol tests drive it.
 //
 // Thread safety: every member may be called from any thread, except that
 // update() is called by the client's owning thread (its SubscriptionUpdate is

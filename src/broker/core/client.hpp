@@ -1,7 +1,7 @@
 // One client connection as the core sees it, whatever its transport: the
 // subscriber (queue and wire format), what CLIENT LIST and INFO show, and the
 // input interface the server drives. The RESP session (resp/session.hpp) and
-// the WebSocket session derive from it; the server (server.cpp) holds any of
+// the WebSocket session derive from it; the server (server/connection.hpp) holds any of
 // them through a Client pointer and never knows which protocol it speaks.
 //
 // A session turns bytes into calls on the core (BrokerCore::update() for

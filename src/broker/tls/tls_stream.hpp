@@ -1,5 +1,5 @@
 // One TLS connection's OpenSSL state, on the connection's non-blocking socket
-// (SSL_set_fd): the server (server.cpp) keeps doing its own readiness waits
+// (SSL_set_fd): the server (server/connection.cpp) keeps doing its own readiness waits
 // and calls these where it would call recv and sendmsg.
 //
 // Writes: the writer's batch is a list of iovecs into frames shared by every
