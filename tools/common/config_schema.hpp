@@ -233,11 +233,9 @@ Setting<Config> with_old_name(Setting<Config> s, std::string old_name, std::stri
 
 // Registers every entry of `table` on `app` as a long option writing into
 // `cfg` (which must outlive parsing), with the value `cfg` holds now as its
-// default. Returns the options, in table order, for the caller to ask which
-// were given.
+// default, and the entry's old name beside it.
 template <class Config>
-std::vector<CLI::Option*> add_settings(CLI::App& app, const std::vector<Setting<Config>>& table, Config& cfg) {
-  std::vector<CLI::Option*> options;
+void add_settings(CLI::App& app, const std::vector<Setting<Config>>& table, Config& cfg) {
   for (const Setting<Config>& s : table) {
     const std::string flag_name = "--" + s.name;
     CLI::Option* opt = nullptr;
@@ -273,7 +271,6 @@ std::vector<CLI::Option*> add_settings(CLI::App& app, const std::vector<Setting<
     }
     if (s.existing_file) opt->check(CLI::ExistingFile);
     if (!s.type_name.empty()) opt->type_name(s.type_name);
-    options.push_back(opt);
     if (s.old_name.empty()) continue;
     // The old name hands its value, with its old unit, to the new name.
     const std::string old_flag = "--" + s.old_name;
@@ -292,7 +289,6 @@ std::vector<CLI::Option*> add_settings(CLI::App& app, const std::vector<Setting<
         ->type_name(s.type_name)
         ->group(std::string(kOldNamesGroup));
   }
-  return options;
 }
 
 }  // namespace ringcast::tools
