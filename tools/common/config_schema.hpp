@@ -82,6 +82,15 @@ struct Setting {
 
 namespace schema {
 
+// A whole number of type T and nothing else (from_chars fails on overflow), or nullopt.
+template <class T>
+std::optional<T> parse_whole(const std::string& text) {
+  T value{};
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
 template <class Config>
 Setting<Config> make(std::string name, std::string help, std::string type_name) {
   Setting<Config> s;
@@ -139,12 +148,11 @@ Setting<Config> number(std::string name, Get get, std::string help, T min = std:
                        T max = std::numeric_limits<T>::max()) {
   Setting<Config> s = make<Config>(std::move(name), std::move(help), "INT");
   s.parse = [get, min, max](Config& c, const std::string& text) -> std::optional<std::string> {
-    T value{};
-    const auto r = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size() || value < min || value > max) {
+    const auto value = parse_whole<T>(text);
+    if (!value || *value < min || *value > max) {
       return "'" + text + "': expected a whole number from " + std::to_string(min) + " to " + std::to_string(max);
     }
-    get(c) = value;
+    get(c) = *value;
     return std::nullopt;
   };
   s.format = [get](const Config& c) { return std::to_string(get(c)); };
@@ -156,12 +164,9 @@ template <class Config, class Get>
 Setting<Config> optional_port(std::string name, Get get, std::string help) {
   Setting<Config> s = make<Config>(std::move(name), std::move(help), "PORT");
   s.parse = [get](Config& c, const std::string& text) -> std::optional<std::string> {
-    unsigned value = 0;
-    const auto r = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size() || value > 65535) {
-      return "'" + text + "': expected a port from 0 to 65535";
-    }
-    get(c) = static_cast<std::uint16_t>(value);
+    const auto value = parse_whole<std::uint16_t>(text);
+    if (!value) return "'" + text + "': expected a port from 0 to 65535";
+    get(c) = *value;
     return std::nullopt;
   };
   s.format = [get](const Config& c) { return get(c) ? std::to_string(*get(c)) : std::string(); };
