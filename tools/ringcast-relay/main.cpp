@@ -7,7 +7,6 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <string>
