@@ -77,21 +77,22 @@ tl::expected<void, BrokerError> validate(const BrokerConfig& config) {
     return tl::unexpected(BrokerError{BrokerError::Code::kInvalidConfig, 0, std::move(what)});
   };
   const QueueLimits& q = config.queue_limits;
-  if (q.hard_bytes == 0) return invalid("hard limit must be > 0");
-  if (q.soft_bytes > q.hard_bytes) return invalid("soft limit must not exceed the hard limit");
-  if (config.write_budget_bytes == 0) return invalid("write budget must be > 0");
-  if (config.max_bulk_len == 0 || config.max_args == 0) return invalid("max bulk length and max args must be > 0");
+  if (q.hard_bytes == 0) return invalid("--hard-limit must be > 0");
+  if (q.soft_bytes > q.hard_bytes) return invalid("--soft-limit must not exceed --hard-limit");
+  if (config.write_budget_bytes == 0) return invalid("--write-budget must be > 0");
+  if (config.max_stall.count() <= 0) return invalid("--max-stall must be > 0");
+  if (config.max_bulk_len == 0 || config.max_args == 0) return invalid("--max-bulk-len and --max-args must be > 0");
   // Frames are sized in 32 bits; Redis caps a string at 512 MiB too.
-  if (config.max_bulk_len > (512u << 20)) return invalid("max bulk length must be at most 512mb");
-  if (config.ws_max_message == 0) return invalid("the WebSocket message limit must be > 0");
+  if (config.max_bulk_len > (512u << 20)) return invalid("--max-bulk-len must be at most 512mb");
+  if (config.ws_max_message == 0) return invalid("--ws-max-message must be > 0");
   if (!config.token_secret.empty() && config.token_secret.size() < kMinTokenSecretBytes) {
     return invalid("the token secret is " + std::to_string(config.token_secret.size()) +
                    " bytes; it must be at least " + std::to_string(kMinTokenSecretBytes));
   }
-  if (config.ack_timeout.count() <= 0) return invalid("the ack timeout must be > 0");
-  if (config.max_in_flight == 0) return invalid("max in-flight must be > 0");
+  if (config.ack_timeout.count() <= 0) return invalid("--ack-timeout must be > 0");
+  if (config.max_in_flight == 0) return invalid("--max-in-flight must be > 0");
   if (config.max_connections == 0 || config.max_subscriptions == 0) {
-    return invalid("max connections and max subscriptions must be > 0");
+    return invalid("--max-connections and --max-subscriptions must be > 0");
   }
   for (const std::string& spec : config.history) {
     if (auto rule = parse_retention(spec); !rule) return invalid(rule.error());
@@ -102,48 +103,93 @@ tl::expected<void, BrokerError> validate(const BrokerConfig& config) {
   if (config.flush_interval.count() <= 0 || config.prune_interval.count() <= 0) {
     return invalid("history flush and prune intervals must be > 0");
   }
+  const TlsConfig& t = config.tls;
+  if (!t.enabled() && (!t.cert_file.empty() || !t.key_file.empty() || !t.ca_cert_file.empty())) {
+    return invalid("--tls-cert-file, --tls-key-file and --tls-ca-cert-file need --tls-port or --ws-tls");
+  }
   if (auto tls = tls::validate(config); !tls) return invalid(std::move(tls.error()));
   return {};
 }
 
-std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+namespace {
+
+constexpr std::uint64_t kMsPerSecond = 1000;
+// The units of durations, largest first (format_duration picks the first exact one).
+struct DurationUnit {
+  std::string_view name;
+  std::uint64_t ms;
+};
+constexpr DurationUnit kDurationUnits[] = {
+    {"d", 86'400'000}, {"h", 3'600'000}, {"m", 60'000}, {"s", kMsPerSecond}, {"ms", 1}};
+
+struct SizeUnit {
+  std::string_view name;
+  std::size_t bytes;
+};
+// Longest suffix first, so that "mb" is not read as "m" + "b".
+constexpr SizeUnit kSizeUnits[] = {{"gb", std::size_t{1} << 30},
+                                   {"mb", std::size_t{1} << 20},
+                                   {"kb", std::size_t{1} << 10},
+                                   {"g", std::size_t{1} << 30},
+                                   {"m", std::size_t{1} << 20},
+                                   {"k", std::size_t{1} << 10},
+                                   {"b", 1}};
+
+}  // namespace
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text, BareDuration bare) {
   std::size_t digits = 0;
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
   const std::string_view unit = text.substr(digits);
-  std::uint64_t ms_per = 0;
-  if (unit == "ms") ms_per = 1;
-  else if (unit.empty() || unit == "s") ms_per = 1000;
-  else if (unit == "m") ms_per = 60'000;
-  else if (unit == "h") ms_per = 3'600'000;
-  else if (unit == "d") ms_per = 86'400'000;
   std::uint64_t n = 0;
   const auto r = std::from_chars(text.data(), text.data() + digits, n);
-  if (digits == 0 || ms_per == 0 || r.ec != std::errc() || r.ptr != text.data() + digits) return std::nullopt;
+  if (digits == 0 || r.ec != std::errc() || r.ptr != text.data() + digits) return std::nullopt;
+  std::uint64_t ms_per = 0;
+  if (unit.empty()) {
+    if (bare == BareDuration::kSeconds) ms_per = kMsPerSecond;
+    else if (n == 0) ms_per = 1;
+  }
+  for (const DurationUnit& u : kDurationUnits) {
+    if (unit == u.name) ms_per = u.ms;
+  }
   constexpr std::uint64_t kMaxMs = std::uint64_t{100} * 365 * 86'400'000;  // 100 years
-  if (n > kMaxMs / ms_per) return std::nullopt;
+  if (ms_per == 0 || n > kMaxMs / ms_per) return std::nullopt;
   return std::chrono::milliseconds(static_cast<std::int64_t>(n * ms_per));
+}
+
+std::string format_duration(std::chrono::milliseconds d) {
+  if (d.count() <= 0) return "0s";
+  const auto ms = static_cast<std::uint64_t>(d.count());
+  for (const DurationUnit& u : kDurationUnits) {
+    if (ms % u.ms == 0) return std::to_string(ms / u.ms) + std::string(u.name);
+  }
+  return std::to_string(ms) + "ms";  // not reached: every count is a whole number of ms
 }
 
 std::optional<std::size_t> parse_size(std::string_view text) {
   std::string s(text);
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   std::size_t mult = 1;
-  const auto strip = [&](std::string_view suffix, std::size_t m) {
-    if (s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      s.resize(s.size() - suffix.size());
-      mult = m;
-      return true;
+  for (const SizeUnit& u : kSizeUnits) {
+    if (s.size() > u.name.size() && s.compare(s.size() - u.name.size(), u.name.size(), u.name) == 0) {
+      s.resize(s.size() - u.name.size());
+      mult = u.bytes;
+      break;
     }
-    return false;
-  };
-  (void)(strip("gb", std::size_t{1} << 30) || strip("mb", std::size_t{1} << 20) || strip("kb", std::size_t{1} << 10) ||
-         strip("g", std::size_t{1} << 30) || strip("m", std::size_t{1} << 20) || strip("k", std::size_t{1} << 10) ||
-         strip("b", 1));
+  }
   std::size_t value = 0;
   const auto r = std::from_chars(s.data(), s.data() + s.size(), value);
   if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) return std::nullopt;
   if (value > SIZE_MAX / mult) return std::nullopt;
   return value * mult;
+}
+
+std::string format_size(std::size_t bytes) {
+  for (const SizeUnit& u : kSizeUnits) {
+    if (u.name.size() == 2 && bytes != 0 && bytes % u.bytes == 0)
+      return std::to_string(bytes / u.bytes) + std::string(u.name);
+  }
+  return std::to_string(bytes);
 }
 
 }  // namespace ringcast::broker

@@ -1,4 +1,4 @@
-// Parsing of relay routes, addresses and sizes; names of states and errors.
+// Parsing of relay routes and addresses; names of states and errors.
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -79,26 +79,6 @@ tl::expected<HostPort, RelayError> parse_host_port(std::string_view s) {
   }
   hp.port = static_cast<std::uint16_t>(value);
   return hp;
-}
-
-tl::expected<std::chrono::milliseconds, std::string> parse_duration(std::string_view s) {
-  std::uint64_t value = 0;
-  const char* const end = s.data() + s.size();
-  const auto r = std::from_chars(s.data(), end, value);
-  const std::string_view unit(r.ptr, static_cast<std::size_t>(end - r.ptr));
-  const auto bad = [&] {
-    return tl::unexpected(fmt::format("'{}': expected a duration such as 250ms, 30s, 15m, 24h, 7d (or 0)", s));
-  };
-  if (r.ec != std::errc() || r.ptr == s.data()) return bad();
-  std::uint64_t ms_per = 0;
-  if (unit == "ms" || (unit.empty() && value == 0)) ms_per = 1;
-  else if (unit == "s") ms_per = 1000;
-  else if (unit == "m") ms_per = 60'000;
-  else if (unit == "h") ms_per = 3'600'000;
-  else if (unit == "d") ms_per = 86'400'000;
-  else return bad();
-  if (value > (std::uint64_t{1} << 62) / ms_per) return bad();
-  return std::chrono::milliseconds(static_cast<std::int64_t>(value * ms_per));
 }
 
 std::string_view to_string(RingState s) noexcept {

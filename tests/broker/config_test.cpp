@@ -37,6 +37,50 @@ TEST(ConfigTest, DurationsTakeUnitsFromMillisecondsToDays) {
   EXPECT_FALSE(parse_duration("36501d")) << "past 100 years";
 }
 
+TEST(ConfigTest, BareDurationsCanBeRefused) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(parse_duration("0", BareDuration::kRefused), milliseconds(0));
+  EXPECT_EQ(parse_duration("200ms", BareDuration::kRefused), milliseconds(200));
+  EXPECT_FALSE(parse_duration("200", BareDuration::kRefused)) << "200 what?";
+}
+
+TEST(ConfigTest, FormattedSizesAndDurationsParseBackInTheLargestExactUnit) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(format_size(0), "0");
+  EXPECT_EQ(format_size(4097), "4097");
+  EXPECT_EQ(format_size(256u << 10), "256kb");
+  EXPECT_EQ(format_size(32u << 20), "32mb");
+  EXPECT_EQ(format_size(std::size_t{3} << 30), "3gb");
+  for (const std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{1536}, std::size_t{8} << 20}) {
+    EXPECT_EQ(parse_size(format_size(bytes)), bytes);
+  }
+  EXPECT_EQ(format_duration(milliseconds(0)), "0s");
+  EXPECT_EQ(format_duration(milliseconds(200)), "200ms");
+  EXPECT_EQ(format_duration(milliseconds(1500)), "1500ms");
+  EXPECT_EQ(format_duration(milliseconds(60'000)), "1m");
+  EXPECT_EQ(format_duration(milliseconds(86'400'000)), "1d");
+  for (const auto ms : {0LL, 1LL, 999LL, 5000LL, 90'000LL, 7LL * 86'400'000}) {
+    EXPECT_EQ(parse_duration(format_duration(milliseconds(ms)), BareDuration::kRefused), milliseconds(ms));
+  }
+}
+
+TEST(ConfigTest, ValidateNamesTheFlagOfTheFirstProblem) {
+  BrokerConfig hard;
+  hard.queue_limits.hard_bytes = 0;
+  EXPECT_EQ(validate(hard).error().detail, "--hard-limit must be > 0");
+  BrokerConfig soft;
+  soft.queue_limits.soft_bytes = soft.queue_limits.hard_bytes + 1;
+  EXPECT_EQ(validate(soft).error().detail, "--soft-limit must not exceed --hard-limit");
+  BrokerConfig stall;
+  stall.max_stall = std::chrono::milliseconds(0);
+  EXPECT_EQ(validate(stall).error().detail, "--max-stall must be > 0");
+  BrokerConfig cert;
+  cert.tls.cert_file = "/etc/cert.pem";
+  EXPECT_EQ(validate(cert).error().detail,
+            "--tls-cert-file, --tls-key-file and --tls-ca-cert-file need --tls-port or --ws-tls");
+  EXPECT_TRUE(validate(BrokerConfig{}));
+}
+
 TEST(ConfigTest, ErrorMessageNamesWhatFailedTheDetailAndTheErrno) {
   EXPECT_EQ((BrokerError{BrokerError::Code::kBind, EADDRINUSE, "127.0.0.1:6390"}.message()),
             std::string("cannot listen 127.0.0.1:6390: ") + std::strerror(EADDRINUSE));

@@ -1,7 +1,10 @@
 // Pure parts of the relay: route, address and size parsing, the topic-in-payload
 // codec and the relay's Prometheus series.
 #include <cerrno>
+#include <chrono>
 #include <gtest/gtest.h>
+#include <optional>
+#include <string_view>
 
 #include <string>
 #include <vector>
@@ -72,6 +75,12 @@ TEST(RelayOptionsTest, HostPortFormats) {
   EXPECT_FALSE(parse_host_port("127.0.0.1:65536"));
   EXPECT_FALSE(parse_host_port("127.0.0.1:x"));
   EXPECT_FALSE(parse_host_port("[::1]6390"));
+}
+
+// The relay's durations (--stream-max-age, --jetstream-ack-wait, ...) are the
+// broker's grammar with bare numbers refused.
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view s) {
+  return broker::parse_duration(s, broker::BareDuration::kRefused);
 }
 
 TEST(RelayOptionsTest, DurationsTakeAUnit) {

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "broker_flags.hpp"
+#include "broker_settings.hpp"
 #include "child_process.hpp"
 #include "fd_io.hpp"
 #include "settings.hpp"
@@ -197,6 +198,136 @@ TEST(SettingsTest, BadFilesAreUsageErrors) {
   EXPECT_EQ(missing_from_env.parse({}), kUsageExit);
 }
 
+std::map<std::string, std::string> settings_of(const std::string& printed);
+
+// Every setting of the table, as --print-config writes it.
+std::map<std::string, std::string> table_values(const broker::BrokerConfig& cfg) {
+  std::map<std::string, std::string> out;
+  for (const Setting<broker::BrokerConfig>& s : broker_settings()) {
+    auto& c = const_cast<broker::BrokerConfig&>(cfg);
+    switch (s.kind) {
+      case Setting<broker::BrokerConfig>::Kind::kValue:
+        out[s.name] = s.format(cfg);
+        break;
+      case Setting<broker::BrokerConfig>::Kind::kFlag:
+        out[s.name] = s.flag(c) ? "true" : "false";
+        break;
+      case Setting<broker::BrokerConfig>::Kind::kList:
+        for (const std::string& v : s.list(c)) out[s.name] += v + ";";
+        break;
+    }
+  }
+  return out;
+}
+
+TEST(SettingsTest, PrintedConfigReadsBackToTheSameConfiguration) {
+  test::TempDir dir;
+  BrokerApp first;
+  ::testing::internal::CaptureStdout();
+  const auto printed_status = first.parse({"--hard-limit",
+                                           "5MB",
+                                           "--max-stall-ms",
+                                           "300",
+                                           "--soft-seconds",
+                                           "5",
+                                           "--ack-timeout",
+                                           "7",
+                                           "--session-ttl",
+                                           "90m",
+                                           "--history",
+                                           "a.*=10,1m",
+                                           "--history",
+                                           "b=5",
+                                           "--dedupe",
+                                           "--ws-port",
+                                           "0",
+                                           "--overflow-policy",
+                                           "Block",
+                                           "--max-args",
+                                           "12",
+                                           "--print-config"});
+  const std::string printed = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(printed_status, 0);
+  EXPECT_EQ(settings_of(printed).count("max-stall-ms"), 0u) << "old names are not printed\n" << printed;
+  EXPECT_EQ(settings_of(printed).at("max-stall"), "\"300ms\"");
+  EXPECT_EQ(settings_of(printed).at("soft-limit-duration"), "\"5s\"");
+  EXPECT_EQ(settings_of(printed).at("ack-timeout"), "\"7s\"") << "a bare --ack-timeout is printed with its unit";
+  write_file(dir.file("printed.toml"), printed);
+
+  BrokerApp second;
+  ::testing::internal::CaptureStdout();
+  const auto reprinted_status = second.parse({"--config", dir.file("printed.toml"), "--print-config"});
+  const std::string reprinted = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(reprinted_status, 0);
+  EXPECT_EQ(reprinted, printed);
+  EXPECT_EQ(table_values(second.cfg), table_values(first.cfg));
+  EXPECT_EQ(second.cfg.queue_limits.hard_bytes, 5u << 20);
+  EXPECT_EQ(second.cfg.max_stall, 300ms);
+  EXPECT_EQ(second.cfg.queue_limits.soft_duration, 5s);
+  EXPECT_EQ(second.cfg.overflow_policy, broker::OverflowPolicy::kBlock);
+  EXPECT_EQ(second.cfg.history, (std::vector<std::string>{"a.*=10,1m", "b=5"}));
+}
+
+TEST(SettingsTest, DefaultsAreBrokerConfigsOwn) {
+  BrokerApp b;
+  ASSERT_EQ(b.parse({}), std::nullopt);
+  EXPECT_EQ(table_values(b.cfg), table_values(broker::BrokerConfig{}));
+  for (const Setting<broker::BrokerConfig>& s : broker_settings()) {
+    if (s.kind != Setting<broker::BrokerConfig>::Kind::kValue || !s.show_default) continue;
+    EXPECT_EQ(b.app.get_option("--" + s.name)->get_default_str(), s.format(broker::BrokerConfig{})) << s.name;
+  }
+}
+
+// The names before the units rule keep working, as flags, variables and file
+// keys, with their bare numbers in their old unit.
+TEST(SettingsTest, OldNamesKeepTheirBareNumbersOldUnit) {
+  BrokerApp flags;
+  ASSERT_EQ(flags.parse({"--max-stall-ms", "300", "--soft-seconds", "5", "--max-block-ms", "20", "--auth-timeout-ms",
+                         "1500", "--tls-handshake-timeout-ms", "250"}),
+            std::nullopt);
+  EXPECT_EQ(flags.cfg.max_stall, 300ms);
+  EXPECT_EQ(flags.cfg.queue_limits.soft_duration, 5s);
+  EXPECT_EQ(flags.cfg.max_block, 20ms);
+  EXPECT_EQ(flags.cfg.auth_timeout, 1500ms);
+  EXPECT_EQ(flags.cfg.tls.handshake_timeout, 250ms);
+
+  test::TempDir dir;
+  write_file(dir.file("old.toml"), "max-block-ms = 40\n");
+  const ScopedEnv stall("RINGCAST_MAX_STALL_MS", "250");
+  BrokerApp env_and_file;
+  ASSERT_EQ(env_and_file.parse({"--config", dir.file("old.toml")}), std::nullopt);
+  EXPECT_EQ(env_and_file.cfg.max_stall, 250ms);
+  EXPECT_EQ(env_and_file.cfg.max_block, 40ms);
+}
+
+TEST(SettingsTest, NewDurationNamesNeedAUnit) {
+  BrokerApp bare;
+  EXPECT_EQ(bare.parse({"--max-stall", "200"}), kUsageExit);
+  BrokerApp zero;
+  ASSERT_EQ(zero.parse({"--max-block", "0"}), std::nullopt);
+  EXPECT_EQ(zero.cfg.max_block, 0ms);
+  BrokerApp with_unit;
+  ASSERT_EQ(with_unit.parse({"--max-stall", "2s"}), std::nullopt);
+  EXPECT_EQ(with_unit.cfg.max_stall, 2s);
+}
+
+TEST(SettingsTest, BothNamesOfOneSettingAreAUsageError) {
+  BrokerApp both;
+  EXPECT_EQ(both.parse({"--max-stall", "2s", "--max-stall-ms", "300"}), kUsageExit);
+}
+
+TEST(SettingsTest, BadValuesAreUsageErrors) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{{"--hard-limit", "lots"},
+                                                                                    {"--overflow-policy", "drop"},
+                                                                                    {"--fsync", "sometimes"},
+                                                                                    {"--ws-port", "70000"},
+                                                                                    {"--max-args", "-1"},
+                                                                                    {"--session-ttl", "5w"}}) {
+    BrokerApp b;
+    EXPECT_EQ(b.parse(args), kUsageExit) << args.front();
+  }
+}
+
 // --- the executables --------------------------------------------------------
 
 struct Outcome {
@@ -375,6 +506,28 @@ TEST(BrokerSettingsTest, PrintedConfigReadsBackWithoutThePassword) {
   EXPECT_EQ(second.out, first.out);
   EXPECT_EQ(settings_of(second.out).at("hard-limit"), "\"5mb\"");
   EXPECT_EQ(settings_of(second.out).at("dedupe"), "true");
+}
+
+// The relay's own old names too: printed under their new names, with units,
+// and the printed file reads back to the same settings.
+TEST(RelaySettingsTest, PrintedConfigReadsBackToItselfUnderTheNewNames) {
+  test::TempDir dir;
+  const Outcome first =
+      run(RELAY_EXE, {"--ring", "/dev/shm/unused.ring=x", "--nats-ack-timeout-ms", "2000", "--nats-reconnect-wait-ms",
+                      "100", "--jetstream-ack-timeout-ms", "700", "--stream-max-bytes", "1GB", "--stream-subjects",
+                      "a.>,b.>", "--max-stall-ms", "300", "--print-config"});
+  ASSERT_EQ(first.exit, 0) << first.err;
+  const auto s = settings_of(first.out);
+  EXPECT_EQ(s.at("nats-ack-timeout"), "\"2s\"");
+  EXPECT_EQ(s.at("nats-reconnect-wait"), "\"100ms\"");
+  EXPECT_EQ(s.at("jetstream-ack-timeout"), "\"700ms\"");
+  EXPECT_EQ(s.at("stream-max-bytes"), "\"1gb\"");
+  EXPECT_EQ(s.at("max-stall"), "\"300ms\"");
+  for (const auto& [key, value] : s) EXPECT_FALSE(key.size() > 3 && key.compare(key.size() - 3, 3, "-ms") == 0) << key;
+  write_file(dir.file("printed.toml"), first.out);
+  const Outcome second = run(RELAY_EXE, {"--config", dir.file("printed.toml"), "--print-config"});
+  ASSERT_EQ(second.exit, 0) << second.err;
+  EXPECT_EQ(second.out, first.out);
 }
 
 }  // namespace

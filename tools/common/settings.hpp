@@ -29,6 +29,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "config_schema.hpp"
 #include "parse_flags.hpp"
 
 namespace ringcast::tools {
@@ -131,11 +132,12 @@ inline std::optional<int> parse_settings(CLI::App& app, int argc, char** argv) {
   }
   if (const auto exit_status = parse_flags(app, argc, argv)) return exit_status;
   if (!print) return std::nullopt;
-  // Left out: secrets, and options without a value or a default (an empty
-  // value would not read back: `requirepass-file = ""` names no file).
+  // Left out: secrets, options without a value or a default (an empty value
+  // would not read back: `requirepass-file = ""` names no file), and the old
+  // names of settings, whose values their new names print (config_schema.hpp).
   for (CLI::Option* opt : app.get_options()) {
     const bool unset = opt->count() == 0 && opt->get_default_str().empty() && opt->get_expected_min() > 0;
-    if (is_secret(*opt) || unset) opt->configurable(false);
+    if (is_secret(*opt) || unset || opt->get_group() == kOldNamesGroup) opt->configurable(false);
   }
   std::cout << app.config_to_str(/*default_also=*/true, /*write_description=*/true);
   return 0;

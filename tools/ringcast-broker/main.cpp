@@ -7,7 +7,6 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,8 +17,7 @@
 #include "broker_flags.hpp"
 #include "descriptor_limit.hpp"
 #include "guarded_main.hpp"
-#include "nats_in_flags.hpp"
-#include "nats_tls_flags.hpp"
+#include "nats_settings.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/relay/broker_nats_ingress.hpp"
 #include "settings.hpp"
@@ -32,32 +30,26 @@ int run(int argc, char** argv) {
   BrokerConfig cfg;
   CLI::App app{"ringcast-broker: Redis-protocol (RESP2/RESP3) pub/sub fan-out broker"};
   ringcast::tools::BrokerFlags flags;
-  app.add_option("--bind", cfg.bind_address, "Address to listen on")->capture_default_str();
-  app.add_option("--port", cfg.port,
-                 "TCP port; 0 picks a free one (printed at startup), or with --tls-port turns the plain port off")
-      ->capture_default_str();
+  ringcast::tools::add_settings(app, ringcast::tools::broker_listen_settings(), cfg);
   flags.add_to(app, cfg);
-  ringcast::tools::BrokerTlsFlags tls_flags;
-  tls_flags.add_to(app);
   std::string nats_url;
   std::vector<std::string> nats_in_specs;
   ringcast::relay::NatsIngressConfig ingress;
-  ringcast::tools::NatsInFlags nats_in_flags;
-  std::string js_stream;
+  ringcast::relay::NatsConfig nats;
+  ringcast::relay::JetStreamConfig js;
   app.add_option("--nats", nats_url,
                  "NATS server(s) for --nats-in: nats://HOST:PORT[,nats://...] (tls://HOST:PORT: over TLS)");
-  ringcast::tools::NatsTlsFlags nats_tls_flags;
-  nats_tls_flags.add_to(app);
+  ringcast::tools::add_settings(app, ringcast::tools::nats_tls_settings(), nats);
   app.add_option("--nats-in", nats_in_specs,
                  "SUBJECT[=CHANNEL]: publish every message of the NATS subscription SUBJECT (wildcards allowed) "
                  "on CHANNEL ('{subject}' in it, or no CHANNEL: the message's subject). Repeatable; needs --nats. "
                  "docs/scale-out.md");
-  nats_in_flags.add_pending(app, ingress);
-  app.add_option("--jetstream", js_stream,
+  ringcast::tools::add_settings(app, ringcast::tools::nats_in_pending_settings(), ingress);
+  app.add_option("--jetstream", js.stream,
                  "Read every --nats-in from this JetStream stream (made by the publishing relay's --jetstream) "
                  "through a durable consumer instead of a core NATS subscription: at least once, a message is acked "
                  "once the broker took it, and a restarted broker resumes after the last acked one");
-  nats_in_flags.add_jetstream(app);
+  ringcast::tools::add_settings(app, ringcast::tools::jetstream_ingress_settings(), js);
   if (const auto exit_status = ringcast::tools::parse_settings(app, argc, argv)) return *exit_status;
   std::vector<ringcast::relay::NatsBrokerIngressRoute> nats_routes;
   for (const auto& spec : nats_in_specs) {
@@ -72,43 +64,26 @@ int run(int argc, char** argv) {
     fmt::print(stderr, "ringcast-broker: --nats-in needs --nats URL\n");
     return 2;
   }
-  if (nats_tls_flags.given() && nats_url.empty()) {
+  if (ringcast::tools::nats_tls_given(nats) && nats_url.empty()) {
     fmt::print(stderr, "ringcast-broker: --nats-tls-* need --nats URL\n");
     return 2;
   }
-  ringcast::relay::NatsTlsConfig nats_tls;
-  {
-    ringcast::relay::NatsConfig n;
-    if (const auto wrong = nats_tls_flags.apply(n)) {
-      fmt::print(stderr, "ringcast-broker: {}\n", *wrong);
-      return 2;
-    }
-    nats_tls = n.tls;
-  }
-  if (!js_stream.empty() && nats_routes.empty()) {
-    fmt::print(stderr, "ringcast-broker: --jetstream reads the --nats-in routes: give --nats-in\n");
-    return 2;
-  }
-  if (const auto wrong = nats_in_flags.apply(ingress)) {
+  if (const auto wrong = ringcast::tools::finish_nats_tls(nats)) {
     fmt::print(stderr, "ringcast-broker: {}\n", *wrong);
     return 2;
   }
-  std::optional<ringcast::relay::JetStreamConfig> jetstream;
-  if (!js_stream.empty()) {
-    jetstream.emplace();
-    jetstream->stream = js_stream;
-    if (const auto wrong = nats_in_flags.apply(*jetstream)) {
-      fmt::print(stderr, "ringcast-broker: {}\n", *wrong);
-      return 2;
-    }
+  if (!js.stream.empty() && nats_routes.empty()) {
+    fmt::print(stderr, "ringcast-broker: --jetstream reads the --nats-in routes: give --nats-in\n");
+    return 2;
   }
+  if (!js.stream.empty()) nats.jetstream = js;
 
   if (const auto wrong = flags.apply(cfg)) {
     fmt::print(stderr, "ringcast-broker: {}\n", *wrong);
     return 2;
   }
-  if (const auto wrong = tls_flags.apply(cfg)) {
-    fmt::print(stderr, "ringcast-broker: {}\n", *wrong);
+  if (const auto valid = ringcast::broker::validate(cfg); !valid) {
+    fmt::print(stderr, "ringcast-broker: {}\n", valid.error().detail);
     return 2;
   }
   if (const auto lowered = ringcast::tools::fit_descriptor_limit(cfg)) {
@@ -144,11 +119,8 @@ int run(int argc, char** argv) {
   }
   std::unique_ptr<ringcast::relay::BrokerNatsIngress> nats_in;
   if (!nats_routes.empty()) {
-    ringcast::relay::NatsConfig n;
-    n.url = nats_url;
-    n.client_name = "ringcast-broker";
-    n.tls = nats_tls;
-    n.jetstream = jetstream;
+    nats.url = nats_url;
+    nats.client_name = "ringcast-broker";
     auto log = [](ringcast::relay::LogLevel level, std::string_view text) {
       const char* tag = level == ringcast::relay::LogLevel::kError     ? "error: "
                         : level == ringcast::relay::LogLevel::kWarning ? "warning: "
@@ -156,7 +128,7 @@ int run(int argc, char** argv) {
       const std::string line = fmt::format("ringcast-broker: {}{}\n", tag, text);
       std::fputs(line.c_str(), stderr);
     };
-    auto in = ringcast::relay::BrokerNatsIngress::start(**broker, n, nats_routes, ingress, log);
+    auto in = ringcast::relay::BrokerNatsIngress::start(**broker, nats, nats_routes, ingress, log);
     if (!in) {
       fmt::print(stderr, "ringcast-broker: {}\n", in.error().message());
       (*broker)->stop();
@@ -178,9 +150,9 @@ int run(int argc, char** argv) {
     });
     (*broker)->set_metrics_provider([&ni](ringcast::broker::PrometheusWriter& w) { ni.write_metrics(w); });
     for (const auto& r : nats_routes) {
-      if (jetstream) {
+      if (nats.jetstream) {
         fmt::print("ringcast-broker subscribed to NATS {} (JetStream stream {}) into channel {}\n", r.subject,
-                   jetstream->stream, r.channel.empty() ? "{subject}" : r.channel);
+                   nats.jetstream->stream, r.channel.empty() ? "{subject}" : r.channel);
       } else {
         fmt::print("ringcast-broker subscribed to NATS {} into channel {}\n", r.subject,
                    r.channel.empty() ? "{subject}" : r.channel);

@@ -7,7 +7,6 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -20,8 +19,8 @@
 #include "broker_flags.hpp"
 #include "descriptor_limit.hpp"
 #include "guarded_main.hpp"
-#include "nats_in_flags.hpp"
-#include "nats_tls_flags.hpp"
+#include "nats_settings.hpp"
+#include "relay_settings.hpp"
 #include "ringcast/relay/metrics_server.hpp"
 #include "ringcast/relay/relay.hpp"
 #include "settings.hpp"
@@ -45,18 +44,15 @@ int run(int argc, char** argv) {
   std::vector<std::string> ring_specs;
   std::vector<std::string> nats_in_specs;
   std::vector<std::string> nats_in_broker_specs;
-  NatsIngressConfig ingress;
   std::string listen = "127.0.0.1:6390";
   std::string nats_url;
-  std::string nats_buffer = "8mb";
-  std::string nats_in_max_message = "0";
-  unsigned nats_reconnect_wait_ms = 250;
   std::string metrics;
-  std::size_t batch = 256;
 
+  RelayConfig config;
+  NatsConfig nats;
+  JetStreamConfig js;
   broker::BrokerConfig cfg;
   tools::BrokerFlags broker_flags;
-  tools::BrokerTlsFlags broker_tls_flags;
 
   app.add_option("--ring", ring_specs,
                  "PATH=CHANNEL: relay the ring at PATH to CHANNEL (broker) / SUBJECT (NATS). "
@@ -68,16 +64,8 @@ int run(int argc, char** argv) {
   app.add_option("--nats-in-broker", nats_in_broker_specs,
                  "SUBJECT[=CHANNEL]: publish every message of SUBJECT to the embedded broker on CHANNEL "
                  "('{subject}' in it, or no CHANNEL: the message's subject). Runs the broker. Repeatable.");
-  app.add_option("--nats-in-capacity", ingress.ring_capacity, "Slots of a ring --nats-in creates")
-      ->capture_default_str();
-  app.add_option("--nats-in-max-message", nats_in_max_message,
-                 "Largest message of a ring --nats-in creates, bytes or with a unit (64k, 1m); 0: 64k, or what the "
-                 "capacity allows. A longer NATS message is counted as oversize and logged")
-      ->capture_default_str();
-  app.add_flag("--nats-in-lossy", ingress.ring_lossy,
-               "A ring --nats-in creates is lossy (never blocks NATS delivery; slow readers are lapped)");
-  tools::NatsInFlags nats_in_flags;
-  nats_in_flags.add_pending(app, ingress);
+  tools::add_settings(app, tools::nats_in_ring_settings(), config.nats_in);
+  tools::add_settings(app, tools::nats_in_pending_settings(), config.nats_in);
   auto* listen_opt =
       app.add_option("--listen", listen,
                      "Broker listen address HOST:PORT (port 0: the kernel chooses, printed; or with --tls-port turns "
@@ -85,93 +73,29 @@ int run(int argc, char** argv) {
           ->capture_default_str();
   app.add_option("--nats", nats_url,
                  "Also (or only) publish to NATS: nats://HOST:PORT[,nats://...] (tls://HOST:PORT: over TLS)");
-  tools::NatsTlsFlags nats_tls_flags;
-  nats_tls_flags.add_to(app);
-  app.add_option("--nats-reconnect-buffer", nats_buffer,
-                 "Bytes libnats buffers while reconnecting; beyond it publishes are dropped and counted")
-      ->capture_default_str();
-  std::size_t nats_batch = 1;
-  app.add_option("--nats-batch", nats_batch,
-                 "Ring messages per NATS message (1..4096; fixed-subject rings). 1: one NATS message each, readable "
-                 "by any NATS client; more: batches only a ringcast ingress unpacks (docs/scale-out.md)")
-      ->capture_default_str();
-  app.add_option("--nats-reconnect-wait-ms", nats_reconnect_wait_ms, "Pause between NATS reconnect attempts")
-      ->capture_default_str();
-  // Credit window (docs/scale-out.md, "Credit window").
-  std::uint64_t nats_window = NatsConfig{}.window;
-  unsigned nats_ack_timeout_ms = static_cast<unsigned>(NatsConfig{}.ack_timeout.count());
+  tools::add_settings(app, tools::nats_tls_settings(), nats);
+  tools::add_settings(app, tools::nats_publish_settings(), nats);
   bool nats_at_most_once = false;
-  app.add_option("--nats-window", nats_window,
-                 "Core NATS, fixed-subject rings: ring positions published and not yet acknowledged by every "
-                 "ringcast ingress receiving them; while that many are in flight the ring waits (its producer "
-                 "meets a full ring)")
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40))
-      ->capture_default_str();
-  // At least four of the ingress's keepalives (250 ms) while it is held by a
-  // full ring: a shorter timeout would give up on a live ingress.
-  app.add_option("--nats-ack-timeout-ms", nats_ack_timeout_ms,
-                 "An ingress silent this long while the window is full is no longer waited for (it counts what "
-                 "it misses as lost); at least 1000")
-      ->check(CLI::Range(1000u, 3600000u))
-      ->capture_default_str();
   app.add_flag("--nats-at-most-once", nats_at_most_once,
                "No credit window: publish as fast as the ring gives, whatever the ingresses take; loss is "
                "counted at the receiving side (upstream_lost)");
   // JetStream (docs/scale-out.md, "JetStream").
-  std::string js_stream;
-  std::vector<std::string> js_subjects;
-  std::string js_max_age = "0";
-  std::string js_max_bytes = "0";
-  std::string js_dup_window = "2m";
-  std::string js_storage = "file";
-  int js_replicas = 1;
-  int js_max_pending = 4096;
-  unsigned js_ack_timeout_ms = 5000;
-  int js_max_attempts = 30;
-  app.add_option("--jetstream", js_stream,
+  app.add_option("--jetstream", js.stream,
                  "With --nats: publish into this JetStream stream with acks (at least once; created or updated "
                  "with the --stream-* limits) instead of core NATS");
-  app.add_option("--stream-subjects", js_subjects,
-                 "Subjects the stream captures (default: the rings' subjects; a topic route PREFIX.* gives PREFIX.>)")
-      ->delimiter(',');
-  app.add_option("--stream-max-age", js_max_age,
-                 "Discard stream messages older than this (250ms, 30s, 15m, 24h, 7d; "
-                 "0: no limit)")
-      ->capture_default_str();
-  app.add_option("--stream-max-bytes", js_max_bytes,
-                 "Discard the oldest stream messages beyond this size (0: no limit)")
-      ->capture_default_str();
-  app.add_option("--stream-duplicate-window", js_dup_window,
-                 "How long the stream drops a republished Nats-Msg-Id as a duplicate")
-      ->capture_default_str();
-  app.add_option("--stream-storage", js_storage, "file or memory (a new stream only)")
-      ->check(CLI::IsMember({"file", "memory"}))
-      ->capture_default_str();
-  app.add_option("--stream-replicas", js_replicas, "Stream replicas in a JetStream cluster (1..5)")
-      ->capture_default_str();
-  app.add_option("--jetstream-max-pending", js_max_pending,
-                 "Publishes awaiting their ack; at the limit the ring's reader waits (the ring fills behind it)")
-      ->capture_default_str();
-  app.add_option("--jetstream-ack-timeout-ms", js_ack_timeout_ms, "An ack not back within this is retried")
-      ->capture_default_str();
-  app.add_option("--jetstream-max-attempts", js_max_attempts,
-                 "Attempts per message before it is given up (counted in js_failed, logged); 0: until stopped")
-      ->capture_default_str();
-  nats_in_flags.add_jetstream(app);
+  tools::add_settings(app, tools::jetstream_publish_settings(), js);
+  tools::add_settings(app, tools::jetstream_ingress_settings(), js);
   app.add_option("--metrics", metrics, "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9390)");
   bool metrics_tls = false;
   app.add_flag("--metrics-tls", metrics_tls,
                "https:// on --metrics with the broker's --tls-cert-file and --tls-key-file (reloaded on SIGHUP)");
-  app.add_option("--batch", batch, "Most messages taken from a ring per drain")->capture_default_str();
+  tools::add_settings(app, tools::relay_settings(), config);
   StartAt start = StartAt::kLatest;
   tools::add_start_at_option(app, start, "the relay opens a ring file it has not relayed before (every --ring)");
 
-  broker_flags.add_to(app, cfg);  // as ringcast-broker (docs/broker.md)
-  broker_tls_flags.add_to(app);   // as ringcast-broker (docs/security.md, "TLS")
+  broker_flags.add_to(app, cfg);  // as ringcast-broker (docs/broker.md, docs/security.md "TLS")
   if (const auto exit_status = ringcast::tools::parse_settings(app, argc, argv)) return *exit_status;
 
-  RelayConfig config;
-  config.batch = batch;
   for (const auto& spec : ring_specs) {
     auto route = parse_ring_route(spec);
     if (!route) return usage(route.error().detail);
@@ -194,13 +118,6 @@ int run(int argc, char** argv) {
     if (!route) return usage(route.error().detail);
     config.nats_broker_in.push_back(std::move(*route));
   }
-  if (const auto wrong = nats_in_flags.apply(ingress)) return usage(*wrong);
-  if (const auto max_message = broker::parse_size(nats_in_max_message)) {
-    ingress.ring_max_message = *max_message;
-  } else {
-    return usage("--nats-in-max-message: bad size");
-  }
-  config.nats_in = ingress;
   // The broker runs unless NATS is the only sink: --nats without --listen,
   // and no --nats-in-broker.
   const bool broker_on = nats_url.empty() || listen_opt->count() > 0 || !nats_in_broker_specs.empty();
@@ -210,7 +127,7 @@ int run(int argc, char** argv) {
     cfg.bind_address = hp->host;
     cfg.port = hp->port;
     if (const auto wrong = broker_flags.apply(cfg)) return usage(*wrong);
-    if (const auto wrong = broker_tls_flags.apply(cfg)) return usage(*wrong);
+    if (const auto valid = broker::validate(cfg); !valid) return usage(valid.error().detail);
     if (const auto lowered = tools::fit_descriptor_limit(cfg)) {
       fmt::print(stderr, "ringcast-relay: warning: {}\n", *lowered);
     }
@@ -224,41 +141,14 @@ int run(int argc, char** argv) {
     }
   }
   if (!nats_url.empty()) {
-    NatsConfig n;
-    n.url = nats_url;
-    const auto buf = broker::parse_size(nats_buffer);
-    if (!buf || *buf > static_cast<std::size_t>(INT32_MAX)) return usage("--nats-reconnect-buffer: bad size");
-    n.reconnect_buffer_bytes = static_cast<int>(*buf);
-    n.reconnect_wait = std::chrono::milliseconds(nats_reconnect_wait_ms);
-    n.batch = nats_batch;
-    n.window = nats_at_most_once ? 0 : nats_window;
-    n.ack_timeout = std::chrono::milliseconds(nats_ack_timeout_ms);
-    if (const auto wrong = nats_tls_flags.apply(n)) return usage(*wrong);
-    if (!js_stream.empty()) {
-      JetStreamConfig js;
-      js.stream = js_stream;
-      js.subjects = js_subjects;
-      const auto age = parse_duration(js_max_age);
-      if (!age) return usage("--stream-max-age " + age.error());
-      js.max_age = std::chrono::duration_cast<std::chrono::seconds>(*age);
-      const auto window = parse_duration(js_dup_window);
-      if (!window) return usage("--stream-duplicate-window " + window.error());
-      js.duplicate_window = *window;
-      const auto bytes = broker::parse_size(js_max_bytes);
-      if (!bytes) return usage("--stream-max-bytes: bad size");
-      js.max_bytes = *bytes == 0 ? -1 : static_cast<std::int64_t>(*bytes);
-      js.memory_storage = js_storage == "memory";
-      js.replicas = js_replicas;
-      js.max_pending = js_max_pending;
-      js.ack_timeout = std::chrono::milliseconds(js_ack_timeout_ms);
-      js.max_attempts = js_max_attempts;
-      if (const auto wrong = nats_in_flags.apply(js)) return usage(*wrong);
-      n.jetstream = js;
-    }
-    config.nats = n;
-  } else if (!js_stream.empty()) {
+    nats.url = nats_url;
+    if (nats_at_most_once) nats.window = 0;
+    if (const auto wrong = tools::finish_nats_tls(nats)) return usage(*wrong);
+    if (!js.stream.empty()) nats.jetstream = js;
+    config.nats = nats;
+  } else if (!js.stream.empty()) {
     return usage("--jetstream needs --nats URL");
-  } else if (nats_tls_flags.given()) {
+  } else if (tools::nats_tls_given(nats)) {
     return usage("--nats-tls-* need --nats URL");
   }
   std::optional<HostPort> metrics_at;
@@ -311,10 +201,10 @@ int run(int argc, char** argv) {
     }
   }
   if (!nats_url.empty() && !ring_specs.empty()) {
-    if (js_stream.empty()) {
+    if (js.stream.empty()) {
       fmt::print("ringcast-relay publishing to NATS {}\n", nats_url);
     } else {
-      fmt::print("ringcast-relay publishing to NATS {} (JetStream stream {})\n", nats_url, js_stream);
+      fmt::print("ringcast-relay publishing to NATS {} (JetStream stream {})\n", nats_url, js.stream);
     }
   }
   for (const auto& i : r.ingress_stats()) {

@@ -42,13 +42,32 @@ enum class OverflowPolicy : std::uint8_t {
 // Inverse of to_string (case-insensitive); nullopt for anything else.
 [[nodiscard]] std::optional<OverflowPolicy> parse_overflow_policy(std::string_view s) noexcept;
 
+// The one grammar of sizes and durations, for flags, config files, RINGCAST_*
+// variables and --history rules alike (docs/broker.md, "Settings").
+//
 // "32mb", "8m", "64k", "1gb", "4096": Redis-style sizes (k = kb = 1024), as
-// the limits are written in redis.conf. nullopt for anything else or on overflow.
+// the limits are written in redis.conf; a bare number is bytes. nullopt for
+// anything else or on overflow.
 [[nodiscard]] std::optional<std::size_t> parse_size(std::string_view s);
+// The inverse of parse_size, in the largest unit that is exact: "32mb",
+// "256kb", "1gb", "4097", "0".
+[[nodiscard]] std::string format_size(std::size_t bytes);
 
-// "250ms", "30s", "10m", "24h", "7d"; a bare number is seconds. nullopt for
+// What a duration without a unit means. Settings named since the units rule
+// take kRefused ("200" is an error: 200 what?); kSeconds keeps the meaning that
+// --ack-timeout, --session-ttl and --history TTLs always had.
+enum class BareDuration : std::uint8_t {
+  kSeconds,  // "30" is 30s
+  kRefused,  // only "0" may go without a unit
+};
+
+// "250ms", "30s", "10m", "24h", "7d"; a bare number as `bare` says. nullopt for
 // anything else or past 100 years. 0 is allowed (callers give it a meaning).
-[[nodiscard]] std::optional<std::chrono::milliseconds> parse_duration(std::string_view s);
+[[nodiscard]] std::optional<std::chrono::milliseconds> parse_duration(std::string_view s,
+                                                                      BareDuration bare = BareDuration::kSeconds);
+// The inverse of parse_duration, in the largest unit that is exact: "200ms",
+// "5s", "24h", "0s". Negative durations are written as 0s.
+[[nodiscard]] std::string format_duration(std::chrono::milliseconds d);
 
 // Defaults of BrokerConfig's request limits (docs/broker.md, "Errors and limits
 // against hostile input"), also the RESP parser's own defaults.
@@ -195,10 +214,12 @@ struct BrokerConfig {
   std::chrono::milliseconds prune_interval = std::chrono::seconds(1);
 };
 
-// Checks the limits for zero and inconsistent values; kInvalidConfig names the
-// first problem found ("soft limit must not exceed the hard limit"). Addresses
-// are checked when bound. Broker::start calls it; a tool may call it to report
-// a bad configuration before anything starts.
+// Every check of a configuration, in one place: limits that are zero or
+// inconsistent, history rules, TLS settings that need each other.
+// kInvalidConfig names the first problem found by the flag that sets it
+// ("--soft-limit must not exceed --hard-limit"). Addresses are checked when
+// bound. Broker::start calls it; the tools call it to report a bad
+// configuration before anything starts.
 [[nodiscard]] tl::expected<void, BrokerError> validate(const BrokerConfig& config);
 
 }  // namespace ringcast::broker

@@ -130,10 +130,6 @@ struct JetStreamConfig {
   std::chrono::milliseconds pull_wait{1000};
 };
 
-// "0", "250ms", "30s", "15m", "24h", "7d" (a whole number and a unit; bare 0
-// only). For the --stream-max-age style flags; errors name the text.
-[[nodiscard]] tl::expected<std::chrono::milliseconds, std::string> parse_duration(std::string_view s);
-
 // TLS to NATS (docs/security.md, "TLS to NATS"): on when `enabled` or when
 // any URL is tls://. The server's certificate must chain to `ca_cert_file`
 // (empty: whatever libnats trusts by default) and name the URL's host (all
