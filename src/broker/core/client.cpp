@@ -68,6 +68,34 @@ bool Client::auth_required() const noexcept {
   return !core_.config().requirepass.empty() || !core_.config().token_secret.empty();
 }
 
+Client::AuthOutcome Client::authenticate(std::optional<std::string_view> user, std::string_view secret) {
+  using Kind = AuthOutcome::Kind;
+  const BrokerConfig& cfg = core_.config();
+  AuthStats& stats = core_.auth_stats();
+  const bool password_user = user == "default" && !cfg.requirepass.empty();
+  if (!cfg.token_secret.empty() && !password_user) {
+    auto grant = verify_token(secret, cfg.token_secret);
+    if (!grant) {
+      stats.count_token_refused(grant.error());
+      return {Kind::kBadToken, grant.error()};
+    }
+    if (user && grant->subject != *user) {
+      stats.count_subject_mismatch();
+      return {Kind::kWrongSubject};
+    }
+    stats.count_token_accepted();
+    set_grant(std::move(*grant));
+  } else {
+    if ((user && *user != "default") || !password_matches(secret)) {
+      stats.count_password_refused();
+      return {Kind::kWrongPassword};
+    }
+    set_grant(std::nullopt);  // the password gives every channel
+  }
+  set_authenticated(true);
+  return {};
+}
+
 bool Client::password_matches(std::string_view pass) const noexcept {
   const std::string& want = core_.config().requirepass;
   if (want.empty()) return true;

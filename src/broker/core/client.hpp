@@ -38,6 +38,7 @@
 #include "broker/core/subscription_index.hpp"
 #include "broker/queue/wire_format.hpp"
 #include "ringcast/broker/grant.hpp"
+#include "ringcast/broker/token.hpp"
 
 namespace ringcast::broker {
 
@@ -132,10 +133,25 @@ class Client : public Subscriber {
   // A password or a token secret is set: a new (or RESET) connection must
   // authenticate before anything else.
   [[nodiscard]] bool auth_required() const noexcept;
-  // `pass` is the broker's password (BrokerConfig::requirepass), compared in
-  // time that depends only on the lengths; true when no password is set
-  // ("nopass", as Redis's default user).
-  [[nodiscard]] bool password_matches(std::string_view pass) const noexcept;
+  // The one authentication path of every session (docs/security.md): with a
+  // token secret set, `secret` must be a valid token, whose subject must be
+  // `user` when the protocol names one (RESP's AUTH <user> <token>), unless
+  // `user` is "default" and a password is set: then, as without a token
+  // secret, `secret` must be the password (and `user`, if named, "default").
+  // Accepted: the client is authenticated with the token's grant, or with
+  // none (every channel) for the password. Counted in AuthStats either way;
+  // the session words the refusal in its protocol.
+  struct AuthOutcome {
+    enum class Kind : std::uint8_t {
+      kAccepted,
+      kBadToken,       // `token_error` says why
+      kWrongSubject,   // a valid token of another subject than `user`
+      kWrongPassword,  // or a user other than "default"
+    };
+    Kind kind = Kind::kAccepted;
+    TokenError token_error{};
+  };
+  AuthOutcome authenticate(std::optional<std::string_view> user, std::string_view secret);
   // The grant of the token the client authenticated with; nullopt (no token, or
   // a password) allows every channel.
   void set_grant(std::optional<Grant> grant) noexcept { grant_ = std::move(grant); }
@@ -157,6 +173,11 @@ class Client : public Subscriber {
   void push_messages(std::span<const FrameRef> blocks) noexcept;
 
  private:
+  // `pass` is the broker's password (BrokerConfig::requirepass), compared in
+  // time that depends only on the lengths; true when no password is set
+  // ("nopass", as Redis's default user).
+  [[nodiscard]] bool password_matches(std::string_view pass) const noexcept;
+
   BrokerCore& core_;
   Waker& waker_;
   const std::uint64_t id_;

@@ -486,11 +486,6 @@ void RespSession::cmd_ping(std::span<const std::string> args) {
   }
 }
 
-bool RespSession::check_password(std::string_view user, std::string_view pass) {
-  if (user != "default") return false;
-  return password_matches(pass);
-}
-
 void RespSession::cmd_auth(std::span<const std::string> args) {
   if (args.size() > 3) {
     resp::error(reply_, "ERR syntax error");
@@ -502,42 +497,28 @@ void RespSession::cmd_auth(std::span<const std::string> args) {
                 "user. Are you sure your configuration is correct?");
     return;
   }
-  if (authenticate(args.size() == 2 ? std::string_view("default") : std::string_view(args[1]), args.back())) {
+  if (authenticate_or_reply(args.size() == 2 ? std::string_view("default") : std::string_view(args[1]), args.back())) {
     resp::simple(reply_, "OK");
   }
 }
 
-bool RespSession::authenticate(std::string_view user, std::string_view secret) {
-  const BrokerConfig& cfg = core().config();
-  if (!cfg.token_secret.empty() && !(user == "default" && !cfg.requirepass.empty())) {
-    return authenticate_token(user, secret);
+bool RespSession::authenticate_or_reply(std::string_view user, std::string_view secret) {
+  using Kind = AuthOutcome::Kind;
+  const AuthOutcome r = authenticate(user, secret);
+  switch (r.kind) {
+    case Kind::kAccepted:
+      return true;
+    case Kind::kBadToken:
+      resp::error(reply_, fmt::format("WRONGPASS invalid token: {}", describe(r.token_error)));
+      break;
+    case Kind::kWrongSubject:
+      resp::error(reply_, "WRONGPASS invalid token: the username is not the token's subject (sub)");
+      break;
+    case Kind::kWrongPassword:
+      resp::error(reply_, kWrongPass);
+      break;
   }
-  if (!check_password(user, secret)) {
-    core().auth_stats().count_password_refused();
-    resp::error(reply_, kWrongPass);
-    return false;
-  }
-  set_grant(std::nullopt);  // the password gives every channel
-  set_authenticated(true);
-  return true;
-}
-
-bool RespSession::authenticate_token(std::string_view user, std::string_view token) {
-  auto grant = verify_token(token, core().config().token_secret);
-  if (!grant) {
-    core().auth_stats().count_token_refused(grant.error());
-    resp::error(reply_, fmt::format("WRONGPASS invalid token: {}", describe(grant.error())));
-    return false;
-  }
-  if (grant->subject != user) {
-    core().auth_stats().count_subject_mismatch();
-    resp::error(reply_, "WRONGPASS invalid token: the username is not the token's subject (sub)");
-    return false;
-  }
-  core().auth_stats().count_token_accepted();
-  set_grant(std::move(*grant));
-  set_authenticated(true);
-  return true;
+  return false;
 }
 
 bool RespSession::check_permission(Access access, std::string_view name) {
@@ -609,7 +590,7 @@ void RespSession::cmd_hello(std::span<const std::string> args) {
       return;
     }
   }
-  if (user != nullptr && !authenticate(*user, *pass)) return;
+  if (user != nullptr && !authenticate_or_reply(*user, *pass)) return;
   if (!authenticated()) {
     resp::error(reply_,
                 "NOAUTH HELLO must be called with the client already authenticated, otherwise the "

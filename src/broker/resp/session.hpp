@@ -95,7 +95,6 @@ class RespSession : public Client {
   void cmd_pubsub(std::span<const std::string> args);
   void cmd_info(std::span<const std::string> args);
   void cmd_history(std::span<const std::string> args);
-  bool check_password(std::string_view user, std::string_view pass);
   // CLIENT SETNAME's check: queues the error and returns false for a bad name.
   bool try_set_name(std::string_view name);
 
@@ -103,8 +102,7 @@ class RespSession : public Client {
   // AUTH / HELLO AUTH credentials: a token when a token secret is set (unless
   // the user is "default" and a password is set too), else the password.
   // Returns true when authenticated; else appends the WRONGPASS reply.
-  bool authenticate(std::string_view user, std::string_view secret);
-  bool authenticate_token(std::string_view user, std::string_view token);
+  bool authenticate_or_reply(std::string_view user, std::string_view secret);
   // Client::permission() allows it, or else the NOPERM reply and false.
   bool check_permission(Access access, std::string_view name);
   // Appends the NOPERM reply for a refusal `p` of `name` and counts it.

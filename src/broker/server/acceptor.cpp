@@ -92,8 +92,8 @@ void Acceptor::accept_next() {
     std::string peer = pec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
     // Made on the worker's thread: the client belongs to it from the start.
     asio::post(w.context(), [this, &w, sock = std::move(sock), peer = std::move(peer)]() mutable {
-      auto conn =
-          std::make_shared<Connection>(shared_.core, w, std::move(sock), std::move(peer), shared_.live, spec_.factory, spec_.tls);
+      auto conn = std::make_shared<Connection>(shared_.core, w, std::move(sock), std::move(peer), shared_.live,
+                                               spec_.factory, spec_.tls);
       conn->start();
     });
     accept_next();

@@ -26,7 +26,7 @@ struct AcceptShared {
   BrokerCore& core;
   const Server& server;
   std::vector<std::unique_ptr<IoWorker>>& workers;
-  std::size_t next_worker = 0;         // accept thread only
+  std::size_t next_worker = 0;       // accept thread only
   std::atomic<std::size_t> live{0};  // open connections (the max_connections check)
 };
 

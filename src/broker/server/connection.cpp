@@ -12,8 +12,8 @@
 
 namespace ringcast::broker {
 
-Connection::Connection(BrokerCore& core, IoWorker& worker, tcp::socket sock, std::string peer, std::atomic<std::size_t>& live,
-           const ClientFactory& factory, tls::TlsContext* tls_context)
+Connection::Connection(BrokerCore& core, IoWorker& worker, tcp::socket sock, std::string peer,
+                       std::atomic<std::size_t>& live, const ClientFactory& factory, tls::TlsContext* tls_context)
     : core_(core),
       worker_(worker),
       sock_(std::move(sock)),

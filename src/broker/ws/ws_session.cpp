@@ -148,31 +148,25 @@ void WsSession::cmd_login() {
 }
 
 void WsSession::cmd_auth(const JsonCommand& c) {
-  const BrokerConfig& cfg = core().config();
-  AuthStats& stats = core().auth_stats();
-  if (!cfg.token_secret.empty()) {
-    auto grant = verify_token(c.token, cfg.token_secret);
-    if (!grant) {
-      stats.count_token_refused(grant.error());
-      send_error("invalid token: " + std::string(describe(grant.error())));
+  // No username: with a token secret the field holds a token, without one
+  // the broker's password (Client::authenticate).
+  using Kind = AuthOutcome::Kind;
+  const AuthOutcome r = authenticate(std::nullopt, c.token);
+  switch (r.kind) {
+    case Kind::kAccepted:
+      if (grant()) set_name(grant()->subject);
+      send_text(R"({"type":"authenticated"})");
+      return;
+    case Kind::kBadToken:
+    case Kind::kWrongSubject:  // no username, so never
+      send_error("invalid token: " + std::string(describe(r.token_error)));
       send_close(static_cast<std::uint16_t>(CloseCode::kPolicyViolation), "invalid token");
       return;
-    }
-    stats.count_token_accepted();
-    set_name(grant->subject);
-    set_grant(std::move(*grant));
-  } else if (!cfg.requirepass.empty()) {
-    // No token secret: the token field carries the broker's password.
-    if (!password_matches(c.token)) {
-      stats.count_password_refused();
+    case Kind::kWrongPassword:
       send_error("invalid password");
       send_close(static_cast<std::uint16_t>(CloseCode::kPolicyViolation), "invalid password");
       return;
-    }
-    set_grant(std::nullopt);
   }
-  set_authenticated(true);
-  send_text(R"({"type":"authenticated"})");
 }
 
 bool WsSession::check_permission(Access access, std::string_view name) {
