@@ -144,7 +144,7 @@ Client::InputResult RespSession::on_input(std::string_view bytes) {
 
 Client::InputResult RespSession::retry_held() {
   held_ = false;
-  if (!pending_.empty()) flush_publishes();
+  if (!batch_.empty()) flush_publishes();
   if (!held_ && !held_command_.empty()) {
     const std::vector<std::string> cmd = std::move(held_command_);
     held_command_.clear();
@@ -169,16 +169,10 @@ bool RespSession::keep_holding() {
 }
 
 void RespSession::flush_publishes(bool may_hold) {
-  if (pending_.empty()) return;
+  if (batch_.empty()) return;
   thread_local std::vector<Message> msgs;
   thread_local std::vector<std::size_t> receivers;
-  msgs.clear();
-  std::size_t offset = 0;
-  for (const PendingPublish& p : pending_) {
-    msgs.push_back({std::string_view(pending_bytes_).substr(offset, p.channel_len),
-                    std::string_view(pending_bytes_).substr(offset + p.channel_len, p.payload_len)});
-    offset += p.channel_len + p.payload_len;
-  }
+  batch_.messages(msgs);
   receivers.assign(msgs.size(), 0);
   mark_published();
   may_hold = may_hold && core().config().max_block.count() > 0;
@@ -188,8 +182,8 @@ void RespSession::flush_publishes(bool may_hold) {
     for (std::size_t i = at; i < at + done; ++i) {
       if (receivers[i] == kRefusedReceivers) {  // only when not holding
         core().count_refused(1);
-        if (pending_[i].reply) refused_reply(msgs[i].channel);
-      } else if (pending_[i].reply) {
+        if (batch_.reply(i)) refused_reply(msgs[i].channel);
+      } else if (batch_.reply(i)) {
         resp::integer(reply_, static_cast<long long>(receivers[i]));
       }
     }
@@ -197,20 +191,17 @@ void RespSession::flush_publishes(bool may_hold) {
     if (at == msgs.size()) break;
     // Stopped at a refusal (may_hold): hold, or refuse this one and go on.
     if (keep_holding()) {
-      const auto bytes = static_cast<std::size_t>(msgs[at].channel.data() - pending_bytes_.data());
-      pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(at));
-      pending_bytes_.erase(0, bytes);
+      batch_.drop_front(at);
       held_ = true;
       reply_mark_ = reply_.size();  // these replies belong to earlier commands (invariant 5)
       return;
     }
     core().count_refused(1);
-    if (pending_[at].reply) refused_reply(msgs[at].channel);
+    if (batch_.reply(at)) refused_reply(msgs[at].channel);
     ++at;
   }
   hold_started_ = false;
-  pending_.clear();
-  pending_bytes_.clear();
+  batch_.clear();
   reply_mark_ = reply_.size();  // these replies belong to earlier commands (invariant 5)
 }
 
@@ -412,14 +403,10 @@ void RespSession::cmd_publish(std::span<const std::string> args) {
     noperm_reply(args[1], p);
     return;
   }
-  if (!subscribed() && args[1].size() + args[2].size() <= kMaxBatchedPayload) {
+  if (!subscribed() && PublishBatch::fits(args[1], args[2])) {
     // Batched (invariant 3): nothing but this connection's own replies can enter
     // its queue, so executing at the end of the input changes no order.
-    pending_.push_back({static_cast<std::uint32_t>(args[1].size()), static_cast<std::uint32_t>(args[2].size()),
-                        !reply_off_ && !skip_current_});
-    pending_bytes_ += args[1];
-    pending_bytes_ += args[2];
-    if (pending_.size() >= kMaxPendingPublishes || pending_bytes_.size() >= kMaxPendingBytes) flush_publishes();
+    if (batch_.add(args[1], args[2], !reply_off_ && !skip_current_)) flush_publishes();
     return;
   }
   // A large message is published from the parser's copy, not copied into the

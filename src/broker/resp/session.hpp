@@ -23,7 +23,7 @@
 //     client sees an order Redis would not produce.
 //  4. Held (BrokerConfig::max_block > 0, a `block` subscriber refused a
 //     PUBLISH): the refused PUBLISH and everything after it wait, in order, as
-//     the batch remainder in pending_, the command being executed in
+//     the batch remainder in batch_, the command being executed in
 //     held_command_ and the unparsed input in held_input_; nothing else runs
 //     until retry_held() gets the PUBLISH through or max_block has passed since
 //     the first refusal (then it is answered with the REFUSED error).
@@ -49,6 +49,7 @@
 #include "broker/core/broker_core.hpp"
 #include "broker/core/client.hpp"
 #include "broker/core/subscription_index.hpp"
+#include "broker/resp/publish_batch.hpp"
 #include "broker/resp/request_parser.hpp"
 
 namespace ringcast::broker {
@@ -114,21 +115,7 @@ class RespSession : public Client {
   bool reply_off_ = false;      // CLIENT REPLY OFF
   bool skip_next_ = false;      // CLIENT REPLY SKIP: the next command's reply is dropped
   bool skip_current_ = false;   // ... and this is that command
-  // Batched PUBLISHes (invariant 3): channel and payload lengths, their bytes
-  // back to back in pending_bytes_. Bounded by the caps below: a batch is flushed
-  // once it reaches kMaxPendingBytes, so it never holds more than that plus one
-  // entry of at most kMaxBatchedPayload, and the buffer's capacity (kept for the
-  // next batch) stays under twice that.
-  struct PendingPublish {
-    std::uint32_t channel_len;
-    std::uint32_t payload_len;
-    bool reply;  // false: CLIENT REPLY OFF or SKIP (invariant 5)
-  };
-  static constexpr std::size_t kMaxPendingPublishes = 1024;
-  static constexpr std::size_t kMaxBatchedPayload = 64u << 10;  // channel + payload; larger are not copied
-  static constexpr std::size_t kMaxPendingBytes = 1u << 20;
-  std::vector<PendingPublish> pending_;
-  std::string pending_bytes_;
+  PublishBatch batch_;          // invariant 3
   bool closing_ = false;
   bool held_ = false;          // invariant 4
   bool hold_started_ = false;  // hold_until_ is set
