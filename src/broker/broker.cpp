@@ -103,10 +103,11 @@ tl::expected<void, std::string> Broker::reload_tls() {
   return impl_->tls->reload();
 }
 
-PublishResult Broker::publish(std::string_view channel, std::string_view payload, PublishWait wait) noexcept {
+PublishResult Broker::publish(std::string_view channel, std::string_view payload, PublishWait wait,
+                              const PublishHold& hold) noexcept {
   const Message m{channel, payload};
   std::size_t receivers = 0;
-  return publish({&m, 1}, {&receivers, 1}, wait);
+  return publish({&m, 1}, {&receivers, 1}, wait, hold);
 }
 
 std::size_t Broker::report_upstream_loss(std::string_view channel, std::uint64_t lost) noexcept {
@@ -118,8 +119,8 @@ std::size_t Broker::report_upstream_loss(std::string_view channel, std::uint64_t
   }
 }
 
-PublishResult Broker::publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
-                              PublishWait wait) noexcept {
+PublishResult Broker::publish(std::span<const Message> msgs, std::span<std::size_t> receivers, PublishWait wait,
+                              const PublishHold& hold) noexcept {
   // acquire: pairs with the release store in stop(); a publish that sees "not
   // stopped" may still race with shutdown, which is safe (the index outlives it).
   if (impl_->server.stopped()) return {PublishStatus::kStopped, 0, 0};
@@ -133,24 +134,40 @@ PublishResult Broker::publish(std::span<const Message> msgs, std::span<std::size
     (void)flow.wait_for(core.config().max_stall);
     flow.record_stall(std::chrono::steady_clock::now() - t0);
   }
-  const auto deadline = std::chrono::steady_clock::now() + core.config().max_block;
+  // kUntilAccepted counts a refusal per hold period; at least 1 ms, so that
+  // max_block 0 does not spin.
+  const bool until_accepted = wait == PublishWait::kUntilAccepted;
+  const std::chrono::nanoseconds max_block =
+      until_accepted ? std::max<std::chrono::nanoseconds>(core.config().max_block, std::chrono::milliseconds(1))
+                     : core.config().max_block;
+  auto deadline = std::chrono::steady_clock::now() + max_block;
   PublishResult r;
   while (r.published < msgs.size()) {
-    const std::size_t done = core.publish(msgs.subspan(r.published), receivers.subspan(r.published),
-                                          /*stop_at_refusal=*/true);
-    for (std::size_t i = r.published; i < r.published + done; ++i) r.receivers += receivers[i];
-    r.published += done;
-    if (r.published == msgs.size()) break;
-    if (receivers[r.published] == kUnstoredReceivers) {  // retrying cannot help a failing store now
+    const PublishOutcome o = core.publish(msgs.subspan(r.published), receivers.subspan(r.published));
+    for (std::size_t i = r.published; i < r.published + o.published; ++i) r.receivers += receivers[i];
+    r.published += o.published;
+    if (o.status == PublishOutcome::Status::kPublished) break;
+    if (o.status == PublishOutcome::Status::kNotStored) {  // retrying cannot help a failing store now
       r.status = PublishStatus::kNotStored;
       return r;
     }
-    // Refused: hold the caller up to max_block (woken when a `block` queue drains).
+    // Refused: hold the caller (woken when a `block` queue drains).
     const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline || wait == PublishWait::kNoWait || impl_->server.stopped()) {
-      core.count_refused(1);
-      r.status = PublishStatus::kRefused;
+    const bool stopped = impl_->server.stopped();
+    if (until_accepted && stopped) {
+      r.status = PublishStatus::kStopped;
       return r;
+    }
+    // acquire: pairs with the caller's release store of its cancel flag.
+    const bool cancelled = hold.cancel != nullptr && hold.cancel->load(std::memory_order_acquire);
+    if (stopped || cancelled || wait == PublishWait::kNoWait || now >= deadline) {
+      core.count_refused(1);
+      if (!until_accepted || cancelled) {
+        r.status = PublishStatus::kRefused;
+        return r;
+      }
+      if (hold.refusals != nullptr) hold.refusals->fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+      deadline = now + max_block;
     }
     // In slices: a drain between the refusal and the wait is not lost for long.
     flow.wait_room(std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::milliseconds(5)));

@@ -1,8 +1,6 @@
 #include "relay/broker_target.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
 namespace ringcast::relay {
 
@@ -56,19 +54,12 @@ IngressTarget::Outcome BrokerTarget::deliver(std::string_view subject, std::span
                                              const std::atomic<bool>& stopping) noexcept {
   const std::string_view channel = channel_for(subject);
   const std::string_view body(reinterpret_cast<const char*>(payload.data()), payload.size());
-  for (;;) {
-    // Waits while the broker paces publishers (at most max_stall), and while a
-    // `block` subscriber has no room (at most max_block): NATS delivery waits
-    // with it, bounded by the subscription's pending limits.
-    const broker::PublishResult r = broker_.publish(channel, body);
-    if (r.status == broker::PublishStatus::kPublished) return Outcome::kDelivered;
-    if (r.status == broker::PublishStatus::kStopped) return Outcome::kStopped;
-    // kRefused: offer it again, in order, as the relay's ring reader does.
-    refused_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
-    // acquire: pairs with the release store in NatsIngress::stop().
-    if (stopping.load(std::memory_order_acquire)) return Outcome::kStopped;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  // Waits while the broker paces publishers (at most max_stall), and while a
+  // `block` subscriber has no room, until it has: NATS delivery waits with it,
+  // bounded by the subscription's pending limits.
+  const broker::PublishResult r =
+      broker_.publish(channel, body, broker::PublishWait::kUntilAccepted, {&stopping, &refused_});
+  return r.status == broker::PublishStatus::kPublished ? Outcome::kDelivered : Outcome::kStopped;
 }
 
 std::size_t BrokerTarget::deliver_batch(std::string_view subject, std::span<const std::span<const std::byte>> payloads,
@@ -78,19 +69,10 @@ std::size_t BrokerTarget::deliver_batch(std::string_view subject, std::span<cons
   for (const auto& p : payloads.first(std::min(payloads.size(), batch_.capacity()))) {
     batch_.push_back({channel, std::string_view(reinterpret_cast<const char*>(p.data()), p.size())});
   }
-  std::size_t done = 0;
-  while (done < batch_.size()) {
-    // One call per run: one shared frame block per channel, as the relay's reader does.
-    const std::span<const broker::Message> rest(batch_.data() + done, batch_.size() - done);
-    const broker::PublishResult r = broker_.publish(rest, std::span<std::size_t>(receivers_.data(), rest.size()));
-    done += r.published;
-    if (r.status == broker::PublishStatus::kPublished || r.status == broker::PublishStatus::kStopped) break;
-    refused_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
-    // acquire: pairs with the release store in NatsIngress::stop().
-    if (stopping.load(std::memory_order_acquire)) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return done;
+  // One call per run: one shared frame block per channel, as the relay's reader does.
+  const broker::PublishResult r = broker_.publish(batch_, std::span<std::size_t>(receivers_.data(), batch_.size()),
+                                                  broker::PublishWait::kUntilAccepted, {&stopping, &refused_});
+  return r.published;
 }
 
 void BrokerTarget::fill(NatsIngressStats& s) const {

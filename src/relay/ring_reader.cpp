@@ -375,20 +375,12 @@ void RingReader::flush_nats_batch() noexcept {
 void RingReader::publish_pending() noexcept {
   if (nats_batch_ > 0) flush_nats_batch();  // every receive ends with publish_pending
   if (pending_.empty()) return;             // also the case without a broker
-  std::size_t done = 0;
-  while (done < pending_.size()) {
-    const std::span<const broker::Message> rest(pending_.data() + done, pending_.size() - done);
-    const broker::PublishResult r = broker_->publish(rest, std::span<std::size_t>(receivers_.data(), rest.size()));
-    local_.deliveries += r.receivers;
-    done += r.published;
-    if (r.status != broker::PublishStatus::kRefused) break;  // published, or the broker stopped
-    // The broker already held us up to its max_block; the slots stay untouched
-    // (nothing is taken meanwhile), so the views in pending_ stay valid.
-    ++local_.refused;
-    flush_counters();
-    if (stopping()) break;
-    nap(std::chrono::milliseconds(1));
-  }
+  // A refused message waits until a `block` subscriber has room (or the relay
+  // or the broker stops); the slots stay untouched (nothing is taken
+  // meanwhile), so the views in pending_ stay valid.
+  const broker::PublishResult r = broker_->publish(pending_, std::span<std::size_t>(receivers_.data(), pending_.size()),
+                                                   broker::PublishWait::kUntilAccepted, {&stop_, &refused_});
+  local_.deliveries += r.receivers;
   pending_.clear();
   arena_used_ = 0;
 }
@@ -400,7 +392,6 @@ void RingReader::flush_counters() noexcept {
   lapped_.store(local_.lapped, std::memory_order_relaxed);
   malformed_.store(local_.malformed, std::memory_order_relaxed);
   deliveries_.store(local_.deliveries, std::memory_order_relaxed);
-  refused_.store(local_.refused, std::memory_order_relaxed);
   nats_published_.store(local_.nats_published, std::memory_order_relaxed);
   nats_failed_.store(local_.nats_failed, std::memory_order_relaxed);
   reopens_.store(local_.reopens, std::memory_order_relaxed);

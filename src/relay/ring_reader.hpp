@@ -20,8 +20,9 @@
 //     Broker::publish(span) call, in ring order, before the counters are
 //     flushed or the next batch is taken (a batch of more than kMaxPending
 //     messages, or of more bytes than the arena holds, takes several calls, in
-//     order; while a `block` subscriber refuses, the refused message and the
-//     rest are offered again, in order, before anything more is taken). NATS
+//     order; while a `block` subscriber refuses, the broker holds the call
+//     until the refused message and the rest are accepted, in order, before
+//     anything more is taken). NATS
 //     gets each message as it is taken.
 //  5. Each pending Message views route_.name, its own copy in arena_ (never
 //     resized while messages are pending), or, for a message too long for the
@@ -80,7 +81,7 @@ class RingReader {
  private:
   // Local (thread-private) counters, published to the atomics once per batch.
   struct Counters {
-    std::uint64_t relayed = 0, batches = 0, lapped = 0, malformed = 0, deliveries = 0, refused = 0;
+    std::uint64_t relayed = 0, batches = 0, lapped = 0, malformed = 0, deliveries = 0;
     std::uint64_t nats_published = 0, nats_failed = 0, reopens = 0;
   };
 
@@ -118,8 +119,8 @@ class RingReader {
   // Publishes the pending batch to the broker with one call, adds up the
   // deliveries and empties the batch. No-op when nothing is pending. While the
   // broker paces publishers, that call waits (up to its max_stall). When a
-  // `block` subscriber refuses a message, the refused message and the rest stay
-  // pending and are offered again, in order, until accepted or stop: nothing more
+  // `block` subscriber refuses a message, the call waits until it and the rest
+  // are accepted, in order, or the relay stops (kUntilAccepted): nothing more
   // is taken from the ring meanwhile, so the ring's producer meets `full` (or, on
   // a lossy ring, laps the relay as documented).
   void publish_pending() noexcept;

@@ -543,8 +543,7 @@ TEST(SeedTest, BlockRefuses791Of1000AndTheHealthySubscriberReceives208) {
     for (int k = 0; k < 5; ++k) {
       const Message m{"t", payload};
       std::size_t receivers = 0;
-      (void)index.publish({&m, 1}, false, {&receivers, 1});
-      if (receivers == kRefusedReceivers) {
+      if (index.publish({&m, 1}, false, {&receivers, 1}).status == PublishOutcome::Status::kRefused) {
         ++refused;
       } else {
         EXPECT_EQ(receivers, 2u);
@@ -587,20 +586,20 @@ TEST(ConnectionQueueTest, BlockRefusalIsTopicWideAndLeavesEveryQueueUntouched) {
   // "u" is not affected.
   const std::vector<Message> msgs{{"t", payload}, {"t", payload}, {"t", payload},
                                   {"t", payload}, {"t", payload}, {"u", payload}};
-  std::vector<std::size_t> receivers(msgs.size());
-  EXPECT_EQ(index.publish(msgs, false, receivers), msgs.size());
-  EXPECT_EQ(receivers, (std::vector<std::size_t>{2, 2, kRefusedReceivers, kRefusedReceivers, kRefusedReceivers, 1}));
+  EXPECT_EQ(testing::publish_each(index, msgs),
+            (std::vector<std::size_t>{2, 2, testing::kRefused, testing::kRefused, testing::kRefused, 1}));
   EXPECT_EQ(blocker.queue().stats().queued_frames, 2u);
   EXPECT_EQ(dropper.queue().stats().queued_frames, 2u) << "never delivered to some and not others";
   EXPECT_EQ(other_channel.queue().stats().queued_frames, 1u);
-  // stop_at_refusal: the call stops at the first refused message.
-  std::fill(receivers.begin(), receivers.end(), 7u);
-  EXPECT_EQ(index.publish(msgs, false, receivers, /*stop_at_refusal=*/true), 0u);
-  EXPECT_EQ(receivers[0], kRefusedReceivers);
+  // One call stops at the first refused message.
+  std::vector<std::size_t> receivers(msgs.size(), 7u);
+  const PublishOutcome refused = index.publish(msgs, false, receivers);
+  EXPECT_EQ(refused.published, 0u);
+  EXPECT_EQ(refused.status, PublishOutcome::Status::kRefused);
   EXPECT_EQ(receivers[1], 7u) << "later slots untouched";
   // Room again: published.
   (void)testing::drain_all(blocker.queue());
-  EXPECT_EQ(index.publish(msgs, false, receivers, true), 2u);
+  EXPECT_EQ(index.publish(msgs, false, receivers).published, 2u);
   auto lock = index.lock_for_update();
   index.remove_all(blocker);
   index.remove_all(dropper);

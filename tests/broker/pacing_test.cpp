@@ -35,8 +35,8 @@ std::string payload_of(std::uint64_t seq) {
   return p;
 }
 
-std::string publish_cmd(std::string_view ch, const std::string& payload) {
-  return test::resp_command({"PUBLISH", ch, payload});
+std::string publish_cmd(std::string_view ch, const std::string& payload, std::string_view command = "PUBLISH") {
+  return test::resp_command({command, ch, payload});
 }
 
 std::string frame_of(std::uint64_t seq) { return test::resp_message("t", payload_of(seq)); }
@@ -130,16 +130,16 @@ class Reader {
   std::thread thread_;
 };
 
-// Pipelines `n` PUBLISHes on "t" from one connection without waiting for
-// deliveries (a thread reads the replies), as an unpaced client would. Returns
-// the replies, or what went wrong.
+// Pipelines `n` PUBLISHes (or `command`s) on "t" from one connection without
+// waiting for deliveries (a thread reads the replies), as an unpaced client
+// would. Returns the replies, or what went wrong.
 struct PublishOutcome {
   std::uint64_t replies = 0;
   std::uint64_t errors = 0;
   bool complete = false;
 };
 
-PublishOutcome publish_flood(std::uint16_t port, std::uint64_t n) {
+PublishOutcome publish_flood(std::uint16_t port, std::uint64_t n, std::string_view command = "PUBLISH") {
   const int fd = test::connect_loopback(port);
   PublishOutcome out;
   std::thread replies([&] {
@@ -157,7 +157,7 @@ PublishOutcome publish_flood(std::uint16_t port, std::uint64_t n) {
   });
   std::string chunk;
   for (std::uint64_t i = 0; i < n; ++i) {
-    chunk += publish_cmd("t", payload_of(i));
+    chunk += publish_cmd("t", payload_of(i), command);
     if (chunk.size() >= (64u << 10) || i + 1 == n) {
       if (!test::send_all(fd, chunk)) break;
       chunk.clear();
@@ -389,6 +389,43 @@ TEST(BlockTest, HeldTcpPublisherGoesThroughOnceTheBlockerReads) {
   EXPECT_EQ(broker->stats().refused_publishes, 0u);
 }
 
+// SPUBLISH is held as PUBLISH is: once the shard subscriber with the block
+// policy reads, every SPUBLISH goes through and none is refused.
+TEST(BlockTest, HeldShardPublisherGoesThroughOnceTheBlockerReads) {
+  BrokerConfig cfg = block_config();
+  cfg.max_block = 60s;
+  auto broker = start(cfg);
+  ASSERT_TRUE(broker);
+  const int blocker = test::connect_loopback(broker->port(), 4096);
+  ASSERT_GE(blocker, 0);
+  test::send_all(blocker, "CLIENT OVERFLOW block\r\nSSUBSCRIBE t\r\n");
+  ASSERT_TRUE(read_exactly(blocker, "+OK\r\n*3\r\n$10\r\nssubscribe\r\n$1\r\nt\r\n:1\r\n"));
+  constexpr std::uint64_t kMessages = 10'000;  // 10 MiB: far more than the blocker's room and buffers
+  PublishOutcome pub;
+  std::thread flood([&] { pub = publish_flood(broker->port(), kMessages, "SPUBLISH"); });
+  // The blocker's queue is full: the publisher is being held.
+  const std::size_t frame = test::resp_command({"smessage", "t", payload_of(0)}).size();
+  EXPECT_TRUE(test::eventually([&] {
+    for (const ConnectionStats& c : broker->connection_stats()) {
+      if (c.policy == OverflowPolicy::kBlock && c.queued_bytes + frame > cfg.queue_limits.hard_bytes) return true;
+    }
+    return false;
+  }));
+  std::vector<char> tmp(1 << 16);
+  std::uint64_t bytes = 0;
+  while (bytes < kMessages * frame) {
+    const std::size_t r = read_some(blocker, tmp.data(), tmp.size());
+    if (r == 0) break;
+    bytes += r;
+  }
+  flood.join();
+  EXPECT_EQ(bytes, kMessages * frame) << "every smessage reached the blocker";
+  EXPECT_TRUE(pub.complete) << pub.replies;
+  EXPECT_EQ(pub.errors, 0u);
+  EXPECT_EQ(broker->stats().refused_publishes, 0u);
+  ::close(blocker);
+}
+
 TEST(BlockTest, HeldTcpPublisherIsRefusedAfterMaxBlock) {
   BrokerConfig cfg = block_config();
   cfg.max_block = 50ms;
@@ -456,6 +493,41 @@ TEST(BlockTest, HeldPublisherGoesThroughOnceTheBlockerReads) {
   EXPECT_TRUE(a.error().empty()) << a.error();
   EXPECT_TRUE(b.error().empty()) << b.error();
   EXPECT_EQ(broker->stats().refused_publishes, 1u) << "only the kNoWait refusal";
+}
+
+// kUntilAccepted holds a refused message past max_block, counting each
+// period as it passes, until the blocker reads; a set cancel flag gives up.
+TEST(BlockTest, UntilAcceptedWaitsPastMaxBlockAndCountsEachPeriod) {
+  BrokerConfig cfg = block_config();
+  cfg.max_block = 10ms;
+  auto broker = start(cfg);
+  ASSERT_TRUE(broker);
+  const int blocker = subscribe(broker->port(), "block", 4096);
+  ASSERT_GE(blocker, 0);
+  const int other = subscribe(broker->port());
+  ASSERT_GE(other, 0);
+  Reader b(other, UINT64_MAX);
+  const std::uint64_t published = publish_until_refused(*broker, PublishWait::kNoWait);
+  const std::atomic<bool> cancel{true};
+  std::atomic<std::uint64_t> refusals{0};
+  const PublishResult cancelled =
+      broker->publish("t", payload_of(published), PublishWait::kUntilAccepted, {&cancel, &refusals});
+  EXPECT_EQ(cancelled.status, PublishStatus::kRefused) << "cancelled";
+  PublishResult held;
+  std::thread holder([&] {
+    held = broker->publish("t", payload_of(published), PublishWait::kUntilAccepted, {nullptr, &refusals});
+  });
+  EXPECT_TRUE(test::eventually([&] { return refusals.load() >= 3; })) << "several max_block periods counted";
+  b.set_target(published + 1);
+  Reader a(blocker, published + 1);
+  holder.join();
+  EXPECT_EQ(held.status, PublishStatus::kPublished);
+  EXPECT_EQ(held.receivers, 2u);
+  a.join();
+  b.join();
+  EXPECT_TRUE(a.error().empty()) << a.error();
+  EXPECT_TRUE(b.error().empty()) << b.error();
+  EXPECT_EQ(broker->stats().refused_publishes, 2 + refusals.load()) << "kNoWait's, the cancelled one and each period";
 }
 
 // kNoWait reports pacing without publishing; a waiting publish ends the stall

@@ -46,7 +46,7 @@ class LineClient : public Client {
         (void)push_reply("ok\n");  // under the index lock, before any message
       } else if (cmd.rfind("PUB ", 0) == 0) {
         const std::size_t sp = cmd.find(' ', 4);
-        const std::size_t n = core().publish(cmd.substr(4, sp - 4), cmd.substr(sp + 1));
+        const std::size_t n = core().publish(Message{cmd.substr(4, sp - 4), cmd.substr(sp + 1)}).receivers;
         mark_published();
         (void)push_reply(std::to_string(n) + "\n");
       } else {
@@ -219,7 +219,7 @@ class ProbedClient final : public LineClient {
   [[nodiscard]] std::optional<std::chrono::nanoseconds> next_timer() const override {
     if (role_ == Role::kSubscriber && probe_.armed.load() && probe_.turns.fetch_add(1) == 0) {
       EXPECT_TRUE(test::send_all(probe_.newcomer_fd, "SUB late\n"));
-      EXPECT_EQ(probe_.core->publish("aside", "meanwhile"), 1u);
+      EXPECT_EQ(probe_.core->publish(Message{"aside", "meanwhile"}).receivers, 1u);
     }
     return std::nullopt;
   }

@@ -389,7 +389,7 @@ TEST(SubscriptionIndexRunLogTest, IdsContinueFromTheLogAndEachRunIsLoggedBeforeA
   const std::vector<Message> msgs{{"kept", "1"}, {"kept", "2"}, {"other", "3"}, {"kept", "4"}};
   std::vector<std::size_t> receivers(msgs.size());
   std::vector<std::uint64_t> ids(msgs.size());
-  index.publish(msgs, false, receivers, false, ids);
+  index.publish(msgs, false, receivers, ids);
   EXPECT_EQ(ids, (std::vector<std::uint64_t>{42, 43, 1, 44}));
   // last_id is asked once per channel, the first time it is numbered.
   EXPECT_EQ(log.asked, (std::vector<std::string>{"kept", "other"}));
@@ -420,20 +420,21 @@ TEST(SubscriptionIndexRunLogTest, QosOneRunTheLogCannotStoreIsRefusedTakesNoIdsA
   std::vector<std::uint64_t> ids(2);
   log.failing = true;
   const std::vector<Message> q1{{"kept", "a", 1}, {"kept", "b", 1}};
-  EXPECT_EQ(index.publish(q1, false, receivers, false, ids), 2u);
-  EXPECT_EQ(receivers, (std::vector<std::size_t>{kUnstoredReceivers, kUnstoredReceivers}));
+  EXPECT_EQ(testing::publish_each(index, q1, false, ids),
+            (std::vector<std::size_t>{testing::kNotStored, testing::kNotStored}));
   EXPECT_EQ(ids, (std::vector<std::uint64_t>{0, 0}));
   EXPECT_EQ(a.queue().stats().queued_frames, 0u) << "nobody is offered a QoS 1 run that is not stored";
-  // With stop_at_refusal the call stops at it, as at a `block` refusal.
-  EXPECT_EQ(index.publish(q1, false, receivers, true, ids), 0u);
-  EXPECT_EQ(receivers[0], kUnstoredReceivers);
+  // The call stops at it, as at a `block` refusal.
+  const PublishOutcome refused = index.publish(q1, false, receivers, ids);
+  EXPECT_EQ(refused.published, 0u);
+  EXPECT_EQ(refused.status, PublishOutcome::Status::kNotStored);
   // A QoS 0 run is delivered all the same (the log counts the failure).
   const std::vector<Message> q0{{"kept", "c"}, {"kept", "d"}};
-  EXPECT_EQ(index.publish(q0, false, receivers, false, ids), 2u);
+  EXPECT_EQ(index.publish(q0, false, receivers, ids).published, 2u);
   EXPECT_EQ(receivers, (std::vector<std::size_t>{1, 1}));
   EXPECT_EQ(ids, (std::vector<std::uint64_t>{1, 2})) << "the refused QoS 1 run took no ids";
   log.failing = false;
-  EXPECT_EQ(index.publish(q1, false, receivers, false, ids), 2u);
+  EXPECT_EQ(index.publish(q1, false, receivers, ids).published, 2u);
   EXPECT_EQ(ids, (std::vector<std::uint64_t>{3, 4}));
   EXPECT_EQ(a.queue().stats().queued_frames, 4u);
   auto lock = index.lock_for_update();

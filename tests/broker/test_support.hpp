@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -109,5 +110,25 @@ class FakeSubscriber final : public Subscriber {
   void on_queue_ready() noexcept override { wakes.fetch_add(1, std::memory_order_relaxed); }
   std::atomic<int> wakes{0};
 };
+
+// A message's entry in publish_each()'s result when it was refused.
+inline constexpr std::size_t kRefused = static_cast<std::size_t>(-1);    // a `block` subscriber had no room
+inline constexpr std::size_t kNotStored = static_cast<std::size_t>(-2);  // QoS 1, the RunLog failed to store it
+
+// Publishes `msgs` as one publish per message would: where the index stops at
+// a refused message, that message is marked and the rest published on.
+// Returns each message's reply, kRefused or kNotStored.
+inline std::vector<std::size_t> publish_each(SubscriptionIndex& index, std::span<const Message> msgs,
+                                             bool dedupe = false, std::span<std::uint64_t> ids = {}) {
+  std::vector<std::size_t> receivers(msgs.size());
+  for (std::size_t at = 0; at < msgs.size();) {
+    const PublishOutcome o =
+        index.publish(msgs.subspan(at), dedupe, std::span(receivers).subspan(at), ids.empty() ? ids : ids.subspan(at));
+    at += o.published;
+    if (at == msgs.size()) break;
+    receivers[at++] = o.status == PublishOutcome::Status::kNotStored ? kNotStored : kRefused;
+  }
+  return receivers;
+}
 
 }  // namespace ringcast::broker::testing

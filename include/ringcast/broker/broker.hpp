@@ -18,6 +18,7 @@
 // under the `block` policy, where the publish is refused for the whole channel.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -52,14 +53,30 @@ enum class PublishStatus : std::uint8_t {
 // What Broker::publish does while publishers are paced (docs/broker.md,
 // "Publisher pacing").
 enum class PublishWait : std::uint8_t {
-  kWait,    // block the calling thread until the pressure ends, at most max_stall, then publish
-  kNoWait,  // return kWouldBlock at once
+  kWait,    // block the calling thread until the pressure ends, at most max_stall, then publish;
+            // a message a `block` subscriber refuses is held up to max_block, then kRefused
+  kNoWait,  // return kWouldBlock at once; a refused message is kRefused at once
+  // As kWait, but a refused message is held until it is accepted (every
+  // max_block of waiting counts one refusal, in BrokerStats and PublishHold),
+  // the broker stops (kStopped) or PublishHold::cancel is set (kRefused): for a
+  // caller that must lose nothing, such as the relay, which then stops taking
+  // from its source.
+  kUntilAccepted,
 };
 
 struct [[nodiscard]] PublishResult {
   PublishStatus status = PublishStatus::kPublished;
   std::size_t published = 0;  // messages published: a prefix of those given
   std::size_t receivers = 0;  // their deliveries (one message: Redis's PUBLISH reply)
+};
+
+// What a PublishWait::kUntilAccepted publish watches while a refused message
+// waits for room. Both must outlive the call.
+struct PublishHold {
+  const std::atomic<bool>* cancel = nullptr;  // set (read with acquire): give up, kRefused
+  // Incremented (relaxed) for each max_block period a message waited, as it
+  // happens, so that a caller's statistics show a publish that is still held.
+  std::atomic<std::uint64_t>* refusals = nullptr;
 };
 
 class Broker {
@@ -96,20 +113,22 @@ class Broker {
   //  * while publishers are paced, up to max_stall, unless `wait` is kNoWait,
   //    which returns kWouldBlock instead and publishes nothing;
   //  * while a `block` subscriber of the channel has no room, up to max_block
-  //    (kNoWait: not at all), then returns kRefused (published = 0).
+  //    (kNoWait: not at all), then returns kRefused (published = 0);
+  //    kUntilAccepted: until it has room, the broker stops or hold.cancel is
+  //    set.
   // Returns kStopped once stopped.
-  PublishResult publish(std::string_view channel, std::string_view payload,
-                        PublishWait wait = PublishWait::kWait) noexcept;
+  PublishResult publish(std::string_view channel, std::string_view payload, PublishWait wait = PublishWait::kWait,
+                        const PublishHold& hold = {}) noexcept;
   // Publishes `msgs` in order, exactly as consecutive publish() calls would, and
   // stores message i's delivery count in receivers[i] for each published one.
   // Consecutive messages on one channel are encoded once into one shared block and
   // reach each subscriber with one queue push and one iovec: the way to publish a
   // burst. Pacing is waited for (or reported) once, before the first message. On
   // kRefused, messages [0, published) were delivered and the rest were not: call
-  // again with the rest to retry in order (the relay does). REQUIRES:
-  // receivers.size() == msgs.size().
+  // again with the rest to retry in order, or use kUntilAccepted (the relay
+  // does). REQUIRES: receivers.size() == msgs.size().
   PublishResult publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
-                        PublishWait wait = PublishWait::kWait) noexcept;
+                        PublishWait wait = PublishWait::kWait, const PublishHold& hold = {}) noexcept;
 
   // For an ingress that feeds the broker from another system (the NATS
   // ingress, docs/scale-out.md): `lost` messages on `channel` were lost before

@@ -45,47 +45,32 @@ BrokerCore::BrokerCore(BrokerConfig config, const Clock& clock, std::unique_ptr<
 
 BrokerCore::~BrokerCore() = default;
 
-std::size_t BrokerCore::publish(std::string_view channel, std::string_view payload) {
-  const Message m{channel, payload};
-  std::size_t receivers = 0;
-  (void)publish({&m, 1}, {&receivers, 1});
-  return receivers;
-}
-
-BrokerCore::Published BrokerCore::publish_with_id(const Message& m) {
+BrokerCore::Published BrokerCore::publish(const Message& m) {
   Published p;
-  (void)publish({&m, 1}, {&p.receivers, 1}, false, {&p.id, 1});
+  p.status = publish({&m, 1}, {&p.receivers, 1}, {&p.id, 1}).status;
   return p;
 }
 
-std::size_t BrokerCore::publish(std::span<const Message> msgs, std::span<std::size_t> receivers, bool stop_at_refusal,
-                                std::span<std::uint64_t> ids) {
-  const std::size_t handled = index_.publish(msgs, config_.dedupe, receivers, stop_at_refusal, ids);
+PublishOutcome BrokerCore::publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
+                                   std::span<std::uint64_t> ids) {
+  const PublishOutcome out = index_.publish(msgs, config_.dedupe, receivers, ids);
+  if (out.status == PublishOutcome::Status::kNotStored) qos1_.count_not_stored();
   std::size_t deliveries = 0;
-  std::size_t published = 0;
-  for (std::size_t i = 0; i < handled; ++i) {
-    if (receivers[i] == kRefusedReceivers) continue;
-    if (receivers[i] == kUnstoredReceivers) {
-      qos1_.count_not_stored();
-      continue;
-    }
-    deliveries += receivers[i];
-    ++published;
-  }
+  for (std::size_t i = 0; i < out.published; ++i) deliveries += receivers[i];
   // relaxed: statistics only.
-  published_.fetch_add(published, std::memory_order_relaxed);
+  published_.fetch_add(out.published, std::memory_order_relaxed);
   deliveries_.fetch_add(deliveries, std::memory_order_relaxed);
-  return handled;
+  return out;
 }
 
-std::size_t BrokerCore::publish_shard(std::string_view channel, std::string_view payload) {
-  const Message m{channel, payload};
-  std::size_t receivers = 0;
-  index_.publish_shard({&m, 1}, {&receivers, 1});
+BrokerCore::Published BrokerCore::publish_shard(const Message& m) {
+  Published p;
+  p.status = index_.publish_shard({&m, 1}, {&p.receivers, 1}).status;
+  if (p.status != PublishOutcome::Status::kPublished) return p;
   // relaxed: statistics only.
   published_.fetch_add(1, std::memory_order_relaxed);
-  deliveries_.fetch_add(receivers, std::memory_order_relaxed);
-  return receivers;
+  deliveries_.fetch_add(p.receivers, std::memory_order_relaxed);
+  return p;
 }
 
 void BrokerCore::register_client(Client& c) {

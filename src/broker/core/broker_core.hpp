@@ -104,33 +104,30 @@ class BrokerCore {
   // Takes the index update lock for `c`'s (un)subscribes (SubscriptionUpdate).
   [[nodiscard]] SubscriptionUpdate update(Client& c) { return SubscriptionUpdate(index_, c); }
 
-  // PUBLISH from a client or from the embedding process; returns the receiver
-  // count, or kRefusedReceivers (a `block` subscriber had no room; not counted here).
-  std::size_t publish(std::string_view channel, std::string_view payload);
-  // A publish with its QoS (Message::qos) that also returns the message's id
-  // (0 if refused): a WebSocket `publish`, answered by `puback {message_id}`
-  // at QoS 1, or by an error when the history failed to store it.
+  // One PUBLISH (or a WebSocket publish, with its QoS: Message::qos) from a
+  // client or the embedding process: its deliveries (Redis's reply) and its id
+  // (0 if refused; a WebSocket QoS 1 publish is answered by puback
+  // {message_id}). Refusals are not counted here: the caller may wait and
+  // retry (count_refused once it gives up).
   struct Published {
-    std::size_t receivers = 0;  // or kRefusedReceivers, or kUnstoredReceivers (QoS 1)
+    PublishOutcome::Status status = PublishOutcome::Status::kPublished;
+    std::size_t receivers = 0;
     std::uint64_t id = 0;
   };
-  Published publish_with_id(const Message& m);
-  // Several PUBLISHes in order (SubscriptionIndex::publish, same return value);
-  // receivers[i] gets message i's reply or kRefusedReceivers. Refusals are not counted
-  // here: the caller may retry (count_refused once it gives up). A QoS 1
-  // message that history failed to store gets kUnstoredReceivers (counted in
-  // the qos1 stats).
-  // ids[i], when `ids` is not empty, gets message i's id (its history offset
-  // on a retained channel; 0 if refused).
+  Published publish(const Message& m);
+  // SPUBLISH: reaches the channel's shard subscriptions only.
+  Published publish_shard(const Message& m);
+  // Several PUBLISHes in order (SubscriptionIndex::publish): stops at the first
+  // refused message. receivers[i] gets message i's reply, ids[i] (when `ids` is
+  // not empty) its id (its history offset on a retained channel). Refusals are
+  // not counted here; a QoS 1 message that history failed to store is counted
+  // in the qos1 stats.
   // REQUIRES: receivers.size() == msgs.size(); ids empty or ids.size() == msgs.size().
-  std::size_t publish(std::span<const Message> msgs, std::span<std::size_t> receivers, bool stop_at_refusal = false,
-                      std::span<std::uint64_t> ids = {});
+  PublishOutcome publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
+                         std::span<std::uint64_t> ids = {});
   void count_refused(std::uint64_t n) noexcept {
     refused_.fetch_add(n, std::memory_order_relaxed);
   }  // relaxed: statistic
-  // SPUBLISH: reaches the channel's shard subscriptions only; returns their
-  // count, or kRefusedReceivers (a `block` subscriber had no room; not counted here).
-  std::size_t publish_shard(std::string_view channel, std::string_view payload);
 
   [[nodiscard]] std::uint64_t next_client_id() noexcept {
     return next_id_.fetch_add(1, std::memory_order_relaxed);  // relaxed: ids need only uniqueness

@@ -302,9 +302,9 @@ void SubscriptionIndex::for_each_matching_pattern(std::string_view channel, F&& 
   }
 }
 
-std::size_t SubscriptionIndex::publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers,
-                                       bool stop_at_refusal, std::span<std::uint64_t> ids) {
-  return publish_runs(msgs, dedupe, /*shard=*/false, receivers, stop_at_refusal, ids);
+PublishOutcome SubscriptionIndex::publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers,
+                                          std::span<std::uint64_t> ids) {
+  return publish_runs(msgs, dedupe, /*shard=*/false, receivers, ids);
 }
 
 std::size_t SubscriptionIndex::report_upstream_loss(std::string_view channel, std::uint64_t lost) {
@@ -324,14 +324,12 @@ std::size_t SubscriptionIndex::report_upstream_loss(std::string_view channel, st
   return told.size();
 }
 
-std::size_t SubscriptionIndex::publish_shard(std::span<const Message> msgs, std::span<std::size_t> receivers,
-                                             bool stop_at_refusal) {
-  return publish_runs(msgs, /*dedupe=*/false, /*shard=*/true, receivers, stop_at_refusal, {});
+PublishOutcome SubscriptionIndex::publish_shard(std::span<const Message> msgs, std::span<std::size_t> receivers) {
+  return publish_runs(msgs, /*dedupe=*/false, /*shard=*/true, receivers, {});
 }
 
-std::size_t SubscriptionIndex::publish_runs(std::span<const Message> msgs, bool dedupe, bool shard,
-                                            std::span<std::size_t> receivers, bool stop_at_refusal,
-                                            std::span<std::uint64_t> ids) {
+PublishOutcome SubscriptionIndex::publish_runs(std::span<const Message> msgs, bool dedupe, bool shard,
+                                               std::span<std::size_t> receivers, std::span<std::uint64_t> ids) {
   std::shared_lock lock(mu_);
   std::size_t i = 0;
   while (i < msgs.size()) {
@@ -345,22 +343,18 @@ std::size_t SubscriptionIndex::publish_runs(std::span<const Message> msgs, bool 
     std::uint64_t first_id = 0;
     bool unstored = false;
     const std::size_t n = publish_run(msgs.subspan(i, j - i), dedupe, shard, accepted, first_id, unstored);
-    const std::size_t refused = unstored ? kUnstoredReceivers : kRefusedReceivers;
     const auto at = [&](std::size_t k) { return receivers.begin() + static_cast<std::ptrdiff_t>(k); };
     std::fill(at(i), at(i + accepted), n);
     if (!ids.empty()) {
       for (std::size_t k = 0; k < j - i; ++k) ids[i + k] = k < accepted ? first_id + k : 0;
     }
     if (accepted < j - i) {
-      if (stop_at_refusal) {
-        receivers[i + accepted] = refused;
-        return i + accepted;
-      }
-      std::fill(at(i + accepted), at(j), refused);
+      using Status = PublishOutcome::Status;
+      return {i + accepted, unstored ? Status::kNotStored : Status::kRefused};
     }
     i = j;
   }
-  return msgs.size();
+  return {msgs.size(), PublishOutcome::Status::kPublished};
 }
 
 SubscriptionIndex::IdStripe& SubscriptionIndex::id_stripe(std::string_view channel) noexcept {

@@ -45,7 +45,7 @@
 //     log holds exactly the runs every current subscriber was offered: a
 //     subscriber added then may replay the log and take live runs after it
 //     with no gap and no duplicate (docs/guarantees.md, "Recovery"). A QoS 1
-//     run the log fails to store is refused whole (kUnstoredReceivers): it
+//     run the log fails to store is refused whole (kNotStored): it
 //     takes no ids and no subscriber is offered it, so a puback always means
 //     stored; a QoS 0 run is delivered anyway (the log counts the failure).
 #pragma once
@@ -144,11 +144,19 @@ class Subscriber {
   std::vector<std::string> qos1_;  // subscriptions made at QoS 1
 };
 
-// A publish's reply slot for a message that a `block` subscriber refused.
-inline constexpr std::size_t kRefusedReceivers = static_cast<std::size_t>(-1);
-// A publish's reply slot for a QoS 1 message that the RunLog failed to store
-// (invariant 5): it took no id and reached nobody.
-inline constexpr std::size_t kUnstoredReceivers = static_cast<std::size_t>(-2);
+// How a publish into the index ended (SubscriptionIndex::publish): messages
+// [0, published) were offered to their subscribers; when that is fewer than
+// given, message `published` was refused, for `status`, and the later ones
+// were not tried. A refused message took no id and reached nobody.
+struct PublishOutcome {
+  enum class Status : std::uint8_t {
+    kPublished,  // every message was offered
+    kRefused,    // a `block` subscriber it would reach had no room
+    kNotStored,  // it is QoS 1 and the RunLog failed to store its run (invariant 5)
+  };
+  std::size_t published = 0;
+  Status status = Status::kPublished;
+};
 
 class SubscriptionIndex {
  public:
@@ -196,13 +204,11 @@ class SubscriptionIndex {
   //
   // `block` subscribers (seed 002 §5): a message is offered to nobody unless
   // every blocking subscriber it would reach has room for it
-  // (ConnectionQueue::room_frames); otherwise receivers[i] = kRefusedReceivers, and so for
-  // the rest of its run. With stop_at_refusal the call returns at the first
-  // refused message, leaving the later receivers untouched; it returns the
-  // number of messages published before it (msgs.size() when none was refused
-  // or without stop_at_refusal). Costs one relaxed load per delivery, plus one
-  // queue lock per blocking subscriber. A QoS 1 run the RunLog cannot store is
-  // refused the same way, with kUnstoredReceivers (invariant 5).
+  // (ConnectionQueue::room_frames); otherwise it is refused and the call
+  // returns there (PublishOutcome), leaving the later receivers untouched: the
+  // caller decides whether to wait, retry or skip it. Costs one relaxed load
+  // per delivery, plus one queue lock per blocking subscriber. A QoS 1 run the
+  // RunLog cannot store is refused the same way, with kNotStored (invariant 5).
   //
   // Consecutive messages on one channel form a run (at most 1024 messages or
   // 1 MiB of payload): the run is encoded once per wire format that has
@@ -221,8 +227,8 @@ class SubscriptionIndex {
   // (window, redelivery); everybody else gets them as QoS 0. Messages of
   // different qos never share a run.
   // REQUIRES: receivers.size() == msgs.size(); ids empty or ids.size() == msgs.size().
-  std::size_t publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers,
-                      bool stop_at_refusal = false, std::span<std::uint64_t> ids = {});
+  PublishOutcome publish(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers,
+                         std::span<std::uint64_t> ids = {});
   // Tells every connection with a subscription matching `channel` (exact or
   // pattern; not shard) that `lost` messages on it were lost before the broker
   // (ConnectionQueue::note_upstream_loss): one loss notice per connection,
@@ -232,8 +238,7 @@ class SubscriptionIndex {
   // SPUBLISH: as publish(), but only shard subscriptions of each channel match,
   // each getting an `smessage` frame; patterns and plain subscriptions never do.
   // REQUIRES: receivers.size() == msgs.size().
-  std::size_t publish_shard(std::span<const Message> msgs, std::span<std::size_t> receivers,
-                            bool stop_at_refusal = false);
+  PublishOutcome publish_shard(std::span<const Message> msgs, std::span<std::size_t> receivers);
 
   // PUBSUB CHANNELS [pattern]: active channels, optionally filtered by glob.
   [[nodiscard]] std::vector<std::string> channels(std::optional<std::string_view> pattern) const;
@@ -270,8 +275,8 @@ class SubscriptionIndex {
   template <class F>
   void for_each_matching_pattern(std::string_view channel, F&& f) const;
   // Splits `msgs` into runs and publishes each (publish, publish_shard).
-  std::size_t publish_runs(std::span<const Message> msgs, bool dedupe, bool shard, std::span<std::size_t> receivers,
-                           bool stop_at_refusal, std::span<std::uint64_t> ids);
+  PublishOutcome publish_runs(std::span<const Message> msgs, bool dedupe, bool shard, std::span<std::size_t> receivers,
+                              std::span<std::uint64_t> ids);
   // Publishes one run (messages sharing a channel) to the channel's plain and
   // pattern subscriptions, or with `shard` to its shard subscriptions only, or
   // the prefix of it that every blocking subscriber has room for; stores that

@@ -178,19 +178,14 @@ void RespSession::flush_publishes(bool may_hold) {
   may_hold = may_hold && core().config().max_block.count() > 0;
   std::size_t at = 0;
   while (at < msgs.size()) {
-    const std::size_t done = core().publish(std::span(msgs).subspan(at), std::span(receivers).subspan(at), may_hold);
-    for (std::size_t i = at; i < at + done; ++i) {
-      if (receivers[i] == kRefusedReceivers) {  // only when not holding
-        core().count_refused(1);
-        if (batch_.reply(i)) refused_reply(msgs[i].channel);
-      } else if (batch_.reply(i)) {
-        resp::integer(reply_, static_cast<long long>(receivers[i]));
-      }
+    const PublishOutcome o = core().publish(std::span(msgs).subspan(at), std::span(receivers).subspan(at));
+    for (std::size_t i = at; i < at + o.published; ++i) {
+      if (batch_.reply(i)) resp::integer(reply_, static_cast<long long>(receivers[i]));
     }
-    at += done;
+    at += o.published;
     if (at == msgs.size()) break;
-    // Stopped at a refusal (may_hold): hold, or refuse this one and go on.
-    if (keep_holding()) {
+    // Stopped at a refusal: hold, or refuse this one and go on.
+    if (may_hold && keep_holding()) {
       batch_.drop_front(at);
       held_ = true;
       reply_mark_ = reply_.size();  // these replies belong to earlier commands (invariant 5)
@@ -419,21 +414,27 @@ void RespSession::cmd_publish(std::span<const std::string> args) {
     return;
   }
   flush_replies();
-  const std::size_t n = core().publish(args[1], args[2]);
+  const BrokerCore::Published p = core().publish(Message{args[1], args[2]});
   mark_published();
-  if (n == kRefusedReceivers) {
-    if (core().config().max_block.count() > 0 && keep_holding()) {
-      held_command_.assign(args.begin(), args.end());  // executed again by retry_held()
-      held_ = true;
-      return;
-    }
+  reply_published(args, p);
+}
+
+void RespSession::reply_published(std::span<const std::string> args, const BrokerCore::Published& p) {
+  if (p.status == PublishOutcome::Status::kPublished) {
     hold_started_ = false;
-    core().count_refused(1);
-    refused_reply(args[1]);
+    resp::integer(reply_, static_cast<long long>(p.receivers));
+    return;
+  }
+  // Refused by a `block` subscriber (a RESP publish is never QoS 1, so never
+  // kNotStored): held like a batched PUBLISH (invariant 4), or refused.
+  if (core().config().max_block.count() > 0 && keep_holding()) {
+    held_command_.assign(args.begin(), args.end());  // executed again by retry_held()
+    held_ = true;
     return;
   }
   hold_started_ = false;
-  resp::integer(reply_, static_cast<long long>(n));
+  core().count_refused(1);
+  refused_reply(args[1]);
 }
 
 void RespSession::refused_reply(std::string_view channel) {
@@ -444,17 +445,13 @@ void RespSession::refused_reply(std::string_view channel) {
 
 void RespSession::cmd_spublish(std::span<const std::string> args) {
   // Not batched: rare next to PUBLISH. As there, a subscribed RESP3 connection
-  // may receive its own smessage, after its earlier replies and before this one.
-  // A `block` refusal is answered at once: SPUBLISH is not held (--max-block-ms).
+  // may receive its own smessage, after its earlier replies and before this
+  // one, and a `block` refusal holds it as it holds a PUBLISH (invariant 4).
   if (!check_permission(Access::kPublish, args[1])) return;
   flush_replies();
-  const std::size_t n = core().publish_shard(args[1], args[2]);
-  if (n == kRefusedReceivers) {
-    core().count_refused(1);
-    refused_reply(args[1]);
-    return;
-  }
-  resp::integer(reply_, static_cast<long long>(n));
+  const BrokerCore::Published p = core().publish_shard(Message{args[1], args[2]});
+  mark_published();
+  reply_published(args, p);
 }
 
 void RespSession::cmd_ping(std::span<const std::string> args) {

@@ -22,7 +22,7 @@
 //     later reply. Nothing else can reach such a connection's queue, so no
 //     client sees an order Redis would not produce.
 //  4. Held (BrokerConfig::max_block > 0, a `block` subscriber refused a
-//     PUBLISH): the refused PUBLISH and everything after it wait, in order, as
+//     PUBLISH or SPUBLISH): the refused command and everything after it wait, in order, as
 //     the batch remainder in batch_, the command being executed in
 //     held_command_ and the unparsed input in held_input_; nothing else runs
 //     until retry_held() gets the PUBLISH through or max_block has passed since
@@ -87,6 +87,9 @@ class RespSession : public Client {
   void cmd_publish(std::span<const std::string> args);
   // The error reply of a PUBLISH refused by a `block` subscriber.
   void refused_reply(std::string_view channel);
+  // Answers a PUBLISH or SPUBLISH executed alone: its count, or its hold or
+  // REFUSED error when a `block` subscriber refused it (invariant 4).
+  void reply_published(std::span<const std::string> args, const BrokerCore::Published& p);
   void cmd_spublish(std::span<const std::string> args);
   void cmd_ping(std::span<const std::string> args);
   void cmd_auth(std::span<const std::string> args);

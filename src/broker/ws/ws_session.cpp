@@ -381,15 +381,17 @@ void WsSession::cmd_publish(const JsonCommand& c) {
   if (!check_permission(Access::kPublish, c.topic)) return;
   // The broker numbers messages per channel itself; a publisher's message_id
   // is only echoed in the puback, for its own bookkeeping.
-  const BrokerCore::Published p = core().publish_with_id(Message{c.topic, c.payload, c.qos});
+  const BrokerCore::Published p = core().publish(Message{c.topic, c.payload, c.qos});
   mark_published();
-  if (p.receivers == kRefusedReceivers) {
+  // Not held as RESP holds a refused PUBLISH (docs/broker.md, "The block
+  // policy"): answered at once, the client retries.
+  if (p.status == PublishOutcome::Status::kRefused) {
     core().count_refused(1);
     send_error("refused: a subscriber of '" + std::string(prefix(c.topic, 128)) +
                "' with the block overflow policy has no room; nothing was delivered, retry later");
     return;
   }
-  if (p.receivers == kUnstoredReceivers) {
+  if (p.status == PublishOutcome::Status::kNotStored) {
     // puback means stored: a QoS 1 message history could not store reached
     // nobody and took no id (docs/guarantees.md, "When history cannot store").
     const ChannelHistory* h = core().history();
