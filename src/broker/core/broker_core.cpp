@@ -92,18 +92,12 @@ void BrokerCore::unregister_client(Client& c) {
 
 namespace {
 
-// CLIENT LIST's resp= field: the RESP version, or "ws" for a WebSocket client.
+// CLIENT LIST's resp= field: the RESP version ("2", "3"), or "ws" for a
+// WebSocket client: the protocol label without its "resp".
 std::string_view resp_field(WireFormat f) noexcept {
-  switch (f) {
-    case WireFormat::kResp3:
-      return "3";
-    case WireFormat::kJson:
-    case WireFormat::kPopSubJson:
-      return "ws";
-    case WireFormat::kResp2:
-      break;
-  }
-  return "2";
+  std::string_view label = protocol_label(f);
+  if (label.starts_with("resp")) label.remove_prefix(4);
+  return label;
 }
 
 }  // namespace
