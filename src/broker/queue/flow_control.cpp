@@ -27,9 +27,20 @@ bool FlowControl::wait_async(PaceWaiter& w) {
   return true;
 }
 
+void FlowControl::wait_room_async(PaceWaiter& w) {
+  std::lock_guard lock(mu_);
+  room_waiters_.push_back(&w);
+  // relaxed: a hint for writers (has_blocked_waiters); invariant 4.
+  blocked_waiters_.fetch_add(1, std::memory_order_relaxed);
+}
+
 void FlowControl::cancel(PaceWaiter& w) noexcept {
   std::lock_guard lock(mu_);
   waiters_.erase(std::remove(waiters_.begin(), waiters_.end(), &w), waiters_.end());
+  const auto gone = std::remove(room_waiters_.begin(), room_waiters_.end(), &w);
+  // relaxed: a hint for writers.
+  blocked_waiters_.fetch_sub(static_cast<std::uint32_t>(room_waiters_.end() - gone), std::memory_order_relaxed);
+  room_waiters_.erase(gone, room_waiters_.end());
 }
 
 bool FlowControl::wait_for(std::chrono::nanoseconds timeout) {
@@ -42,6 +53,10 @@ void FlowControl::notify_room() noexcept {
   std::lock_guard lock(mu_);
   ++room_epoch_;
   cv_.notify_all();
+  for (PaceWaiter* w : room_waiters_) w->on_room();
+  // relaxed: a hint for writers.
+  blocked_waiters_.fetch_sub(static_cast<std::uint32_t>(room_waiters_.size()), std::memory_order_relaxed);
+  room_waiters_.clear();  // keeps its capacity
 }
 
 void FlowControl::wait_room(std::chrono::nanoseconds timeout) {

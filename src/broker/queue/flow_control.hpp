@@ -19,6 +19,11 @@
 //  3. No lost wake-up: wait_async() reads pressured_ under mu_ after adding the
 //     waiter, and end_pressure() takes mu_ after its decrement reached zero, so
 //     either the waiter sees zero and is not registered, or the waker sees it.
+//  4. Room waiters (wait_room_async) are told at the next notify_room(), once,
+//     under mu_, or forgotten by cancel(). Writers call notify_room() only
+//     when has_blocked_waiters() (a relaxed hint) says someone waits, and room
+//     made before a waiter registered is not reported to it: every room
+//     waiter also waits a bounded time (the held connection's retry slice).
 #pragma once
 
 #include <atomic>
@@ -31,11 +36,13 @@
 
 namespace ringcast::broker {
 
-// A publisher parked until the pressure ends (the server's paused connection).
+// A publisher parked until the pressure ends (the server's paused connection),
+// or until a `block` queue makes room (a connection held by a refused publish).
 class PaceWaiter {
  public:
-  // Called once, under FlowControl's lock, from the thread that ended the
-  // pressure (a writer): must not block or call back into FlowControl.
+  // Called once per registration, under FlowControl's lock, from the thread
+  // that ended the pressure or made room (a writer): must not block or call
+  // back into FlowControl.
   virtual void on_room() noexcept = 0;
 
  protected:
@@ -76,13 +83,16 @@ class FlowControl {
   // Publisher side. Registers `w` to be told when the pressure ends; returns
   // false, registering nothing, if there is none now (invariant 3).
   [[nodiscard]] bool wait_async(PaceWaiter& w);
-  // Forgets `w` if still registered. After it returns, on_room() is not called.
+  // Registers `w` to be told at the next notify_room() (invariant 4).
+  void wait_room_async(PaceWaiter& w);
+  // Forgets `w` (as a pace or a room waiter) if still registered. After it
+  // returns, on_room() is not called.
   void cancel(PaceWaiter& w) noexcept;
   // Blocks the calling thread until the pressure ends or `timeout` passes;
   // returns true if there is no pressure. Never call it on an I/O thread.
   bool wait_for(std::chrono::nanoseconds timeout);
-  // Wakes wait_for() callers waiting for room in a `block` queue (see
-  // ConnectionQueue::complete); cheap when nobody waits.
+  // Wakes wait_room() callers and tells room waiters that a `block` queue made
+  // room (see ConnectionQueue::complete); cheap when nobody waits.
   void notify_room() noexcept;
   [[nodiscard]] bool has_blocked_waiters() const noexcept {
     return blocked_waiters_.load(std::memory_order_relaxed) > 0;  // relaxed: a hint; wait_for times out anyway
@@ -105,9 +115,10 @@ class FlowControl {
   std::atomic<std::uint32_t> blocked_waiters_{0};
 
   std::mutex mu_;
-  std::condition_variable cv_;        // wait_for / wait_room sleepers
-  std::vector<PaceWaiter*> waiters_;  // guarded by mu_
-  std::uint64_t room_epoch_ = 0;      // guarded by mu_; bumped by notify_room
+  std::condition_variable cv_;             // wait_for / wait_room sleepers
+  std::vector<PaceWaiter*> waiters_;       // guarded by mu_
+  std::vector<PaceWaiter*> room_waiters_;  // guarded by mu_; each counted in blocked_waiters_
+  std::uint64_t room_epoch_ = 0;           // guarded by mu_; bumped by notify_room
 };
 
 }  // namespace ringcast::broker

@@ -19,7 +19,6 @@ Connection::Connection(BrokerCore& core, IoWorker& worker, tcp::socket sock, std
       sock_(std::move(sock)),
       auth_timer_(worker.context()),
       pace_timer_(worker.context()),
-      hold_timer_(worker.context()),
       client_timer_(worker.context()),
       live_(live) {
   // batch_ and iov_ start empty and grow with the largest batch this
@@ -51,7 +50,13 @@ void Connection::start() {
 
 void Connection::on_room() noexcept {
   asio::post(worker_.context(), [w = weak_from_this()] {
-    if (auto self = w.lock()) self->resume_reading();
+    auto self = w.lock();
+    if (!self) return;
+    if (self->held_) {
+      self->retry_hold();
+    } else {
+      self->resume_reading();
+    }
   });
 }
 
@@ -321,20 +326,29 @@ void Connection::tls_io_failed(tls::IoStatus status) {
 }
 
 void Connection::hold() {
-  static constexpr auto kHoldRetry = std::chrono::milliseconds(1);
-  hold_timer_.expires_after(kHoldRetry);
-  hold_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
-    if (e || self->closed_) return;
-    const InputResult r = self->client().retry_held();
-    if (r == InputResult::kHeld) {
-      self->hold();
-    } else if (r == InputResult::kClose) {
-      self->ending_ = Ending::kAfterFlush;
-      self->flush();
-    } else {
-      self->read_once();
-    }
+  static constexpr auto kHoldSlice = std::chrono::milliseconds(5);
+  held_ = true;
+  core_.flow().wait_room_async(*this);
+  pace_timer_.expires_after(kHoldSlice);
+  pace_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
+    if (!e) self->retry_hold();
   });
+}
+
+void Connection::retry_hold() {
+  if (!held_ || closed_) return;
+  held_ = false;
+  core_.flow().cancel(*this);
+  pace_timer_.cancel();
+  const InputResult r = client().retry_held();
+  if (r == InputResult::kHeld) {
+    hold();
+  } else if (r == InputResult::kClose) {
+    ending_ = Ending::kAfterFlush;
+    flush();
+  } else {
+    read_once();
+  }
 }
 
 void Connection::arm_client_timer() {
@@ -463,12 +477,12 @@ void Connection::teardown() {
   worker_.unmark(this);
   boost::system::error_code ec;
   auth_timer_.cancel();
-  if (paused_) {
+  if (paused_ || held_) {
     paused_ = false;
+    held_ = false;
     core_.flow().cancel(*this);
     pace_timer_.cancel();
   }
-  hold_timer_.cancel();
   client_timer_.cancel();
   sock_.close(ec);
   if (batch_bytes_ > 0) queue().release(batch_bytes_);

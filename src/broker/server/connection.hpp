@@ -36,7 +36,7 @@
 //      the critical section that saw the queue empty (as in 3).
 //   6. read_once's own flush (replies first) is one more (d); the ready entry
 //      it leaves behind is a redundant one (W).
-//   7. Pacing (PaceWaiter, pace_timer_), holds (hold_timer_) and ending_
+//   7. Pacing and holds (PaceWaiter, pace_timer_) and ending_
 //      (close after flush) stop reading only; no writer transition waits on
 //      them. teardown() unmarks (b), closes the queue and cancels (c).
 //      linger() closes the queue before flush() starts ignoring wakes, so a
@@ -189,11 +189,15 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   // broken peer).
   void tls_io_failed(tls::IoStatus status);
 
-  // This worker's thread: a `block` subscriber refused our PUBLISH and
-  // max_block > 0. No reading until the session lets go (session.hpp,
-  // invariant 4); it is retried every kHoldRetry, a rare path that needs no
-  // wake-up from the subscribers' writers.
+  // This worker's thread: a `block` subscriber refused our PUBLISH or
+  // SPUBLISH and max_block > 0. A paused reader, as under pacing: no reading
+  // until the session lets go (session.hpp, invariant 4). The session retries
+  // when a `block` queue makes room (FlowControl::wait_room_async) or at the
+  // latest after kHoldSlice (flow_control.hpp, invariant 4: room made before
+  // we registered is not reported); it refuses once max_block has passed.
   void hold();
+  // This worker's thread: room, or the slice passed: the session tries again.
+  void retry_hold();
 
   // This worker's thread: arms client_timer_ for the client's next deadline
   // (Client::next_timer) unless it is armed for one no later. Every QoS 1
@@ -234,14 +238,14 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   IoWorker& worker_;
   tcp::socket sock_;
   asio::steady_timer auth_timer_;    // auth_timeout; then, while lingering, kLingerTime
-  asio::steady_timer pace_timer_;    // ends a pause after max_stall
-  asio::steady_timer hold_timer_;    // retries a held PUBLISH (block policy)
+  asio::steady_timer pace_timer_;    // ends a pause after max_stall, or a hold's slice
   asio::steady_timer client_timer_;  // the client's own deadline (QoS 1 redelivery)
   std::chrono::nanoseconds client_timer_due_{0};
   bool client_timer_armed_ = false;
   std::atomic<std::size_t>& live_;
   std::chrono::steady_clock::time_point paused_at_{};
   bool paused_ = false;           // reading stopped for pacing
+  bool held_ = false;             // reading stopped for a held publish (hold())
   std::vector<FrameSpan> batch_;  // frames handed to the kernel, held until written
   std::vector<iovec> iov_;
   std::size_t iov_pos_ = 0;
