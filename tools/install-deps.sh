@@ -5,6 +5,9 @@ set -euo pipefail
 
 packages=(
   cmake g++ clang libclang-rt-14-dev ninja-build pkg-config
+  # LLVM's linker: the asan preset links with it (RINGCAST_LINKER=lld), about
+  # 1 s less per executable than GNU ld there.
+  lld
   libboost-dev libexpected-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libncurses-dev tmux nlohmann-json3-dev
