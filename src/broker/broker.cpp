@@ -166,7 +166,7 @@ PublishResult Broker::publish(std::span<const Message> msgs, std::span<std::size
         r.status = PublishStatus::kRefused;
         return r;
       }
-      if (hold.refusals != nullptr) hold.refusals->fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+      if (hold.on_refused != nullptr) hold.on_refused(hold.context);
       deadline = now + max_block;
     }
     // In slices: a drain between the refusal and the wait is not lost for long.

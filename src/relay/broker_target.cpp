@@ -6,6 +6,12 @@ namespace ringcast::relay {
 
 namespace {
 
+// PublishHold::on_refused: a delivery waited one --max-block for a `block`
+// subscriber's room.
+void count_refused(void* refused) noexcept {
+  static_cast<std::atomic<std::uint64_t>*>(refused)->fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+}
+
 constexpr std::string_view kSubjectField = "{subject}";
 
 }  // namespace
@@ -58,7 +64,7 @@ IngressTarget::Outcome BrokerTarget::deliver(std::string_view subject, std::span
   // `block` subscriber has no room, until it has: NATS delivery waits with it,
   // bounded by the subscription's pending limits.
   const broker::PublishResult r =
-      broker_.publish(channel, body, broker::PublishWait::kUntilAccepted, {&stopping, &refused_});
+      broker_.publish(channel, body, broker::PublishWait::kUntilAccepted, {&stopping, count_refused, &refused_});
   return r.status == broker::PublishStatus::kPublished ? Outcome::kDelivered : Outcome::kStopped;
 }
 
@@ -70,8 +76,9 @@ std::size_t BrokerTarget::deliver_batch(std::string_view subject, std::span<cons
     batch_.push_back({channel, std::string_view(reinterpret_cast<const char*>(p.data()), p.size())});
   }
   // One call per run: one shared frame block per channel, as the relay's reader does.
-  const broker::PublishResult r = broker_.publish(batch_, std::span<std::size_t>(receivers_.data(), batch_.size()),
-                                                  broker::PublishWait::kUntilAccepted, {&stopping, &refused_});
+  const broker::PublishResult r =
+      broker_.publish(batch_, std::span<std::size_t>(receivers_.data(), batch_.size()),
+                      broker::PublishWait::kUntilAccepted, {&stopping, count_refused, &refused_});
   return r.published;
 }
 

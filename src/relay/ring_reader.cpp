@@ -379,10 +379,16 @@ void RingReader::publish_pending() noexcept {
   // or the broker stops); the slots stay untouched (nothing is taken
   // meanwhile), so the views in pending_ stay valid.
   const broker::PublishResult r = broker_->publish(pending_, std::span<std::size_t>(receivers_.data(), pending_.size()),
-                                                   broker::PublishWait::kUntilAccepted, {&stop_, &refused_});
+                                                   broker::PublishWait::kUntilAccepted, {&stop_, count_refused, this});
   local_.deliveries += r.receivers;
   pending_.clear();
   arena_used_ = 0;
+}
+
+void RingReader::count_refused(void* self) noexcept {
+  auto* reader = static_cast<RingReader*>(self);
+  ++reader->local_.refused;
+  reader->flush_counters();  // the ring fills meanwhile: its lag shows it
 }
 
 void RingReader::flush_counters() noexcept {
@@ -392,6 +398,7 @@ void RingReader::flush_counters() noexcept {
   lapped_.store(local_.lapped, std::memory_order_relaxed);
   malformed_.store(local_.malformed, std::memory_order_relaxed);
   deliveries_.store(local_.deliveries, std::memory_order_relaxed);
+  refused_.store(local_.refused, std::memory_order_relaxed);
   nats_published_.store(local_.nats_published, std::memory_order_relaxed);
   nats_failed_.store(local_.nats_failed, std::memory_order_relaxed);
   reopens_.store(local_.reopens, std::memory_order_relaxed);

@@ -81,7 +81,7 @@ class RingReader {
  private:
   // Local (thread-private) counters, published to the atomics once per batch.
   struct Counters {
-    std::uint64_t relayed = 0, batches = 0, lapped = 0, malformed = 0, deliveries = 0;
+    std::uint64_t relayed = 0, batches = 0, lapped = 0, malformed = 0, deliveries = 0, refused = 0;
     std::uint64_t nats_published = 0, nats_failed = 0, reopens = 0;
   };
 
@@ -124,6 +124,9 @@ class RingReader {
   // is taken from the ring meanwhile, so the ring's producer meets `full` (or, on
   // a lossy ring, laps the relay as documented).
   void publish_pending() noexcept;
+  // PublishHold::on_refused for publish_pending, on this reader's thread: counts
+  // the refusal and publishes the counters (the lag grows while it waits).
+  static void count_refused(void* self) noexcept;
   // Publishes the NATS batch, if any, as one NATS message.
   void flush_nats_batch() noexcept;
   // Credit window: waits until position `seq` may be published (probing

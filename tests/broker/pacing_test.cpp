@@ -510,8 +510,9 @@ TEST(BlockTest, UntilAcceptedWaitsPastMaxBlockAndCountsEachPeriod) {
   const std::uint64_t published = publish_until_refused(*broker, PublishWait::kNoWait);
   const std::atomic<bool> cancel{true};
   std::atomic<std::uint64_t> refusals{0};
+  const auto count = [](void* n) { static_cast<std::atomic<std::uint64_t>*>(n)->fetch_add(1); };
   const PublishResult cancelled =
-      broker->publish("t", payload_of(published), PublishWait::kUntilAccepted, {&cancel, &refusals});
+      broker->publish("t", payload_of(published), PublishWait::kUntilAccepted, {&cancel, count, &refusals});
   EXPECT_EQ(cancelled.status, PublishStatus::kRefused) << "cancelled";
   // Until the blocker's socket is full its writer may still make room: publish
   // on until a message has to wait.
@@ -520,7 +521,7 @@ TEST(BlockTest, UntilAcceptedWaitsPastMaxBlockAndCountsEachPeriod) {
   std::thread holder([&] {
     for (;;) {
       const std::uint64_t before = refusals.load();
-      held = broker->publish("t", payload_of(next++), PublishWait::kUntilAccepted, {nullptr, &refusals});
+      held = broker->publish("t", payload_of(next++), PublishWait::kUntilAccepted, {nullptr, count, &refusals});
       if (held.status != PublishStatus::kPublished || refusals.load() > before) return;
     }
   });

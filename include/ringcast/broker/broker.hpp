@@ -71,12 +71,15 @@ struct [[nodiscard]] PublishResult {
 };
 
 // What a PublishWait::kUntilAccepted publish watches while a refused message
-// waits for room. Both must outlive the call.
+// waits for room. What they point to must outlive the call.
 struct PublishHold {
   const std::atomic<bool>* cancel = nullptr;  // set (read with acquire): give up, kRefused
-  // Incremented (relaxed) for each max_block period a message waited, as it
-  // happens, so that a caller's statistics show a publish that is still held.
-  std::atomic<std::uint64_t>* refusals = nullptr;
+  // Called with `context` on the publishing thread, outside the broker's
+  // locks, for each max_block period a message waits (each one counted in
+  // BrokerStats::refused_publishes too): lets the caller keep its own
+  // statistics current while it is held. Must not publish.
+  void (*on_refused)(void* context) = nullptr;
+  void* context = nullptr;
 };
 
 class Broker {
