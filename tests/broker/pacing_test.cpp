@@ -296,6 +296,17 @@ BrokerConfig block_config() {
   return cfg;
 }
 
+// True once a `block` subscriber's queue has no room for one more `frame`
+// (its publisher is then being held or refused); false after the usual wait.
+bool block_queue_fills(const Broker& broker, std::size_t frame, std::size_t hard_bytes) {
+  return test::eventually([&] {
+    for (const ConnectionStats& c : broker.connection_stats()) {
+      if (c.policy == OverflowPolicy::kBlock && c.queued_bytes + frame > hard_bytes) return true;
+    }
+    return false;
+  });
+}
+
 TEST(BlockTest, RefusalIsTopicWideAndTheRefusedMessageReachesNobody) {
   auto broker = start(block_config());
   ASSERT_TRUE(broker);
@@ -374,12 +385,7 @@ TEST(BlockTest, HeldTcpPublisherGoesThroughOnceTheBlockerReads) {
   std::thread flood([&] { pub = publish_flood(broker->port(), kMessages); });
   // The blocker's queue is full: the publisher is being held.
   const std::size_t frame = frame_of(0).size();
-  EXPECT_TRUE(test::eventually([&] {
-    for (const ConnectionStats& c : broker->connection_stats()) {
-      if (c.policy == OverflowPolicy::kBlock && c.queued_bytes + frame > cfg.queue_limits.hard_bytes) return true;
-    }
-    return false;
-  }));
+  EXPECT_TRUE(block_queue_fills(*broker, frame, cfg.queue_limits.hard_bytes));
   Reader r(blocker, kMessages);
   r.join();
   flood.join();
@@ -405,12 +411,7 @@ TEST(BlockTest, HeldShardPublisherGoesThroughOnceTheBlockerReads) {
   std::thread flood([&] { pub = publish_flood(broker->port(), kMessages, "SPUBLISH"); });
   // The blocker's queue is full: the publisher is being held.
   const std::size_t frame = test::resp_command({"smessage", "t", payload_of(0)}).size();
-  EXPECT_TRUE(test::eventually([&] {
-    for (const ConnectionStats& c : broker->connection_stats()) {
-      if (c.policy == OverflowPolicy::kBlock && c.queued_bytes + frame > cfg.queue_limits.hard_bytes) return true;
-    }
-    return false;
-  }));
+  EXPECT_TRUE(block_queue_fills(*broker, frame, cfg.queue_limits.hard_bytes));
   std::vector<char> tmp(1 << 16);
   std::uint64_t bytes = 0;
   while (bytes < kMessages * frame) {
