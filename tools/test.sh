@@ -12,6 +12,8 @@
 # First of all, tools/bench-summary.py --check: docs/benchmarks.md's summary
 # must match the notebook's marked tables; and tools/layout-docs.py: every
 # offset in docs/layout.md must be the one include/ringcast/layout.hpp asserts.
+# A failed test's output is printed again after the summary, so the end of the
+# log (often all a CI record keeps) names the test and shows why.
 #
 #   tools/test.sh                 everything (what CI runs)
 #   tools/test.sh release asan    only the named configurations
@@ -31,6 +33,7 @@ fi
 jobs=$(nproc)
 summary=()
 failed=0
+failures=()   # ctest logs (build/<preset>/ctest.log) of the presets with a failed test
 echo "=== docs/benchmarks.md: the summary against the notebook's marked tables"
 if tools/bench-summary.py --check; then
   summary+=("bench summary: passed")
@@ -53,10 +56,13 @@ for preset in "${configs[@]}"; do
   echo "=== $preset: test"
   label_args=()
   [[ $preset == fuzz ]] && label_args=(-L fuzz)
-  if ctest --test-dir "build/$preset" -j "$jobs" --output-on-failure "${label_args[@]}"; then
+  log="build/$preset/ctest.log"
+  if ctest --test-dir "build/$preset" -j "$jobs" --output-on-failure "${label_args[@]}" | tee "$log"; then
     summary+=("$preset: passed ($((SECONDS - start)) s)")
   else
-    summary+=("$preset: FAILED ($((SECONDS - start)) s)")
+    names=$(sed 's/^[0-9]*://' "build/$preset/Testing/Temporary/LastTestsFailed.log" 2>/dev/null | tr '\n' ' ')
+    summary+=("$preset: FAILED ($((SECONDS - start)) s): ${names:-see above}")
+    failures+=("$log")
     failed=1
   fi
   if [[ $preset == release ]]; then
@@ -70,6 +76,14 @@ for preset in "${configs[@]}"; do
       failed=1
     fi
   fi
+done
+for log in "${failures[@]}"; do
+  echo "=== failed in $log (each failed test's output, first 60 lines)"
+  # A failed test's block runs from its "***Failed"/"***Timeout"/"***Exception"
+  # line to the next test's "Start" or result line.
+  awk '/Test +#[0-9]+: .*\*\*\*(Failed|Timeout|Exception)/ { on = 1; n = 0; print; next }
+       on && (/^ +Start +[0-9]+: / || /^[0-9]+\/[0-9]+ Test +#/) { on = 0 }
+       on && ++n <= 60 { print }' "$log"
 done
 printf '%s\n' "=== summary" "${summary[@]}"
 exit $failed
