@@ -75,6 +75,21 @@ TEST_F(SessionTokenTest, GoodTokenAuthenticatesAndIsCounted) {
   EXPECT_NE(core_.info("auth").find("token_auth_accepted:1\r\n"), std::string::npos);
 }
 
+TEST_F(SessionTokenTest, OneArgumentAuthIsATokenWithoutAPassword) {
+  // What a client configured with only a password sends (redis://:<token>@host).
+  const std::string tok = token("alice", std::vector<std::string>{"md.*"}, std::nullopt);
+  auto s = connect();
+  EXPECT_EQ(
+      s->send("AUTH not-a-token\r\n"),
+      "-WRONGPASS invalid token: the token is malformed (expected three base64url parts holding JSON objects)\r\n");
+  EXPECT_FALSE(s->authenticated());
+  EXPECT_EQ(s->send(fmt::format("*2\r\n$4\r\nAUTH\r\n${}\r\n{}\r\n", tok.size(), tok)), "+OK\r\n");
+  EXPECT_TRUE(s->authenticated());
+  EXPECT_EQ(s->send("SUBSCRIBE b\r\n"), "-NOPERM User alice has no permissions to access the 'b' channel\r\n")
+      << "the token's grant applies";
+  EXPECT_NE(core_.info("auth").find("token_auth_accepted:1\r\n"), std::string::npos);
+}
+
 TEST_F(SessionTokenTest, UsernameMustBeTheTokensSubject) {
   auto s = connect();
   EXPECT_EQ(s->send(auth("bob", token("alice", std::nullopt, std::nullopt))),

@@ -475,18 +475,26 @@ void RespSession::cmd_auth(std::span<const std::string> args) {
     resp::error(reply_, "ERR syntax error");
     return;
   }
-  if (args.size() == 2 && core().config().requirepass.empty()) {
+  const BrokerConfig& cfg = core().config();
+  if (args.size() == 2 && cfg.requirepass.empty() && cfg.token_secret.empty()) {
     resp::error(reply_,
                 "ERR AUTH <password> called without any password configured for the default "
                 "user. Are you sure your configuration is correct?");
     return;
   }
-  if (authenticate_or_reply(args.size() == 2 ? std::string_view("default") : std::string_view(args[1]), args.back())) {
-    resp::simple(reply_, "OK");
+  // One argument is the password when one is set; with only a token secret it
+  // is a token, whose subject no username is there to match (as a client
+  // configured with just a password sends it: redis://:<token>@host).
+  std::optional<std::string_view> user;
+  if (args.size() == 3) {
+    user = args[1];
+  } else if (!cfg.requirepass.empty()) {
+    user = "default";
   }
+  if (authenticate_or_reply(user, args.back())) resp::simple(reply_, "OK");
 }
 
-bool RespSession::authenticate_or_reply(std::string_view user, std::string_view secret) {
+bool RespSession::authenticate_or_reply(std::optional<std::string_view> user, std::string_view secret) {
   using Kind = AuthOutcome::Kind;
   const AuthOutcome r = authenticate(user, secret);
   switch (r.kind) {
@@ -574,7 +582,7 @@ void RespSession::cmd_hello(std::span<const std::string> args) {
       return;
     }
   }
-  if (user != nullptr && !authenticate_or_reply(*user, *pass)) return;
+  if (user != nullptr && !authenticate_or_reply(std::string_view(*user), *pass)) return;
   if (!authenticated()) {
     resp::error(reply_,
                 "NOAUTH HELLO must be called with the client already authenticated, otherwise the "

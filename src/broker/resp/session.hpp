@@ -41,6 +41,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -104,9 +105,10 @@ class RespSession : public Client {
 
   // Tokens and permissions (invariant 6, docs/security.md "Tokens").
   // AUTH / HELLO AUTH credentials: a token when a token secret is set (unless
-  // the user is "default" and a password is set too), else the password.
+  // the user is "default" and a password is set too), else the password. No
+  // user: a token whose subject is not checked (one-argument AUTH).
   // Returns true when authenticated; else appends the WRONGPASS reply.
-  bool authenticate_or_reply(std::string_view user, std::string_view secret);
+  bool authenticate_or_reply(std::optional<std::string_view> user, std::string_view secret);
   // Client::permission() allows it, or else the NOPERM reply and false.
   bool check_permission(Access access, std::string_view name);
   // Appends the NOPERM reply for a refusal `p` of `name` and counts it.
