@@ -70,13 +70,6 @@ JetStreamPublisher::JetStreamPublisher(const JetStreamConfig& config, LogFn log)
 
 tl::expected<std::unique_ptr<JetStreamPublisher>, std::string> JetStreamPublisher::create(
     natsConnection* conn, const JetStreamConfig& config, const std::vector<std::string>& subjects, LogFn log) {
-  if (config.stream.empty() || config.stream.find_first_of(".*> \t") != std::string::npos) {
-    return tl::unexpected(
-        fmt::format("--jetstream '{}': a stream name is non-empty without '.', '*', '>' or spaces", config.stream));
-  }
-  if (config.max_pending < 1) return tl::unexpected(std::string("--jetstream-max-pending must be at least 1"));
-  if (config.ack_timeout.count() < 1) return tl::unexpected(std::string("--jetstream-ack-timeout must be positive"));
-  if (config.replicas < 1 || config.replicas > 5) return tl::unexpected(std::string("--stream-replicas is 1..5"));
   std::unique_ptr<JetStreamPublisher> p(new JetStreamPublisher(config, std::move(log)));
 
   jsOptions jo;

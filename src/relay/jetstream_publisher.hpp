@@ -57,8 +57,9 @@ class JetStreamPublisher {
   // Creates the stream `config.stream` (or updates its limits and adds the
   // missing subjects), waiting up to the connection's JetStream API timeout.
   // `subjects` are the relay's routes' subjects, used when config.subjects is
-  // empty. Fails with a message naming the step (server unreachable, JetStream
-  // not enabled, a subject overlapping another stream, a bad limit).
+  // empty. REQUIRES: `config` passed relay::validate (stream name, limits).
+  // Fails with a message naming the step (server unreachable, JetStream not
+  // enabled, a subject overlapping another stream, a limit the server refuses).
   static tl::expected<std::unique_ptr<JetStreamPublisher>, std::string> create(natsConnection* conn,
                                                                                const JetStreamConfig& config,
                                                                                const std::vector<std::string>& subjects,

@@ -154,55 +154,7 @@ void default_log(LogLevel level, std::string_view text) {
 
 tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config) {
   using Code = RelayError::Code;
-  const bool ingress = !config.nats_rings_in.empty() || !config.nats_broker_in.empty();
-  if (config.rings.empty() && !ingress) {
-    return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "no --ring and no --nats-in given"});
-  }
-  if (!config.rings.empty() && !config.broker && !config.nats) {
-    return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "no sink: enable the broker, NATS or both"});
-  }
-  if (config.nats && (config.nats->batch == 0 || config.nats->batch > kMaxNatsBatch)) {
-    return tl::unexpected(
-        RelayError{Code::kInvalidConfig, 0, fmt::format("--nats-batch must be 1..{}", kMaxNatsBatch)});
-  }
-  if (config.nats && config.nats->jetstream && config.nats->batch > 1) {
-    // JetStream deduplicates (Nats-Msg-Id) and acknowledges whole stored
-    // messages: a batch would share one id and one ack among its ring
-    // messages, and batches republished after a relay restart need not line
-    // up with the stored ones, so the dedupe would let them in twice.
-    return tl::unexpected(RelayError{
-        Code::kInvalidConfig, 0,
-        "--nats-batch over 1 is for core NATS: with --jetstream every ring message is its own JetStream message, "
-        "with its own Nats-Msg-Id and ack (a batch would share one; republished batches need not match the stored "
-        "ones, so duplicates would pass the dedupe)"});
-  }
-  if (ingress && !config.nats) {
-    return tl::unexpected(
-        RelayError{Code::kInvalidConfig, 0, "--nats-in needs --nats URL (the server to subscribe to)"});
-  }
-  if (!config.nats_broker_in.empty() && !config.broker) {
-    return tl::unexpected(
-        RelayError{Code::kInvalidConfig, 0, "--nats-in-broker needs the broker (give --listen with --nats)"});
-  }
-  for (const RingRoute& r : config.rings) {
-    if (r.path.empty()) return tl::unexpected(RelayError{Code::kInvalidConfig, 0, "a ring has an empty path"});
-    if (!r.topic_in_payload && r.name.empty()) {
-      return tl::unexpected(RelayError{Code::kInvalidConfig, 0, fmt::format("ring {}: empty channel", r.path)});
-    }
-    if (config.nats && !r.topic_in_payload && !is_valid_subject(r.name)) {
-      return tl::unexpected(
-          RelayError{Code::kInvalidConfig, 0,
-                     fmt::format("ring {}: '{}' is not a valid NATS subject to publish on", r.path, r.name)});
-    }
-  }
-  for (std::size_t i = 0; i < config.rings.size(); ++i) {
-    for (std::size_t j = i + 1; j < config.rings.size(); ++j) {
-      if (config.rings[i].path == config.rings[j].path) {
-        return tl::unexpected(
-            RelayError{Code::kInvalidConfig, 0, fmt::format("ring {} is given twice", config.rings[i].path)});
-      }
-    }
-  }
+  if (auto valid = validate(config); !valid) return tl::unexpected(valid.error());
   auto impl = std::make_unique<Impl>();
   impl->log = config.log ? config.log : LogFn(default_log);
   impl->config = std::move(config);
@@ -224,14 +176,10 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     }
     im.nats = std::move(*n);
     if (im.config.nats->jetstream && !im.config.rings.empty()) {
-      auto subjects = JetStreamPublisher::route_subjects(im.config.rings);
-      tl::expected<std::unique_ptr<JetStreamPublisher>, std::string> js = tl::unexpected(std::string());
-      if (subjects || !im.config.nats->jetstream->subjects.empty()) {
-        js = JetStreamPublisher::create(im.nats->connection(), *im.config.nats->jetstream,
-                                        subjects ? *subjects : std::vector<std::string>{}, im.log);
-      } else {
-        js = tl::unexpected(subjects.error());
-      }
+      // validate() refused routes without subjects where none were given.
+      const auto subjects = JetStreamPublisher::route_subjects(im.config.rings);
+      auto js = JetStreamPublisher::create(im.nats->connection(), *im.config.nats->jetstream,
+                                           subjects.value_or(std::vector<std::string>{}), im.log);
       if (!js) {
         im.nats->close(std::chrono::milliseconds(100));
         if (im.broker) {

@@ -460,6 +460,21 @@ TEST(RelayEndToEndTest, UsageErrorsExitTwo) {
   ASSERT_TRUE(from_status);
   EXPECT_TRUE(WIFEXITED(*from_status) && WEXITSTATUS(*from_status) == 2) << bad_from.stderr_text();
   EXPECT_NE(bad_from.stderr_text().find("--from"), std::string::npos) << bad_from.stderr_text();
+  // Settings checked by relay::validate: refused before anything connects.
+  const std::vector<std::vector<std::string>> refused = {
+      {"--nats", "nats://127.0.0.1:1", "--jetstream", "md.ticks"},
+      {"--nats", "nats://127.0.0.1:1", "--jetstream", "MD", "--jetstream-max-pending", "0"},
+      {"--nats-in", "md=/dev/shm/y.ring"},
+  };
+  for (const auto& flags : refused) {
+    std::vector<std::string> argv{RELAY_EXE, "--ring", "/dev/shm/x.ring=x"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    ChildProcess c = ChildProcess::spawn(argv, {.err = test::Stream::kPipe});
+    const auto st = c.wait_exit(deadline_in(20s));
+    ASSERT_TRUE(st);
+    EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 2) << flags.back() << ": " << c.stderr_text();
+    EXPECT_NE(c.stderr_text().find("--"), std::string::npos) << "names the setting: " << c.stderr_text();
+  }
 }
 
 }  // namespace

@@ -47,6 +47,49 @@ TEST(RelayOptionsTest, RejectsRoutesWithoutPathOrChannel) {
   EXPECT_FALSE(parse_ring_route("/dev/shm/x.ring="));
 }
 
+// validate() answers every check that needs nothing started, naming the
+// setting; Relay::start and ringcast-relay both ask it first.
+TEST(RelayValidateTest, RefusesEachBadSettingNamingIt) {
+  const auto refusal = [](const RelayConfig& c) {
+    const auto v = validate(c);
+    EXPECT_FALSE(v);
+    if (v) return std::string();
+    EXPECT_EQ(v.error().code, RelayError::Code::kInvalidConfig);
+    return v.error().detail;
+  };
+  RelayConfig ok;
+  ok.rings.push_back({"/dev/shm/a.ring", "md.ticks", false});
+  ok.nats = NatsConfig{};
+  ok.nats->url = "nats://127.0.0.1:1";
+  ok.nats->jetstream = JetStreamConfig{};
+  ok.nats->jetstream->stream = "MD";
+  ASSERT_TRUE(validate(ok)) << validate(ok).error().message();
+
+  EXPECT_EQ(refusal(RelayConfig{}), "no --ring, --nats-in or --nats-in-broker given");
+  RelayConfig c = ok;
+  c.nats->jetstream->stream = "md.ticks";
+  EXPECT_NE(refusal(c).find("a stream name is non-empty without '.'"), std::string::npos);
+  c = ok;
+  c.nats->jetstream->max_pending = 0;
+  EXPECT_EQ(refusal(c), "--jetstream-max-pending must be at least 1");
+  c = ok;
+  c.nats->jetstream->replicas = 6;
+  EXPECT_EQ(refusal(c), "--stream-replicas is 1..5");
+  c = ok;
+  c.rings.push_back({"/dev/shm/b.ring", "md", true});  // md*: no "PREFIX." to derive a stream subject from
+  EXPECT_NE(refusal(c).find("give --stream-subjects"), std::string::npos);
+  c.nats->jetstream->subjects = {"md.>"};
+  EXPECT_TRUE(validate(c));
+  c = ok;
+  c.rings.push_back(c.rings.front());
+  EXPECT_EQ(refusal(c), "ring /dev/shm/a.ring is given twice");
+  c = ok;
+  c.broker = broker::BrokerConfig{};
+  c.broker->ws_port = 1;
+  c.broker->tls.ws = true;  // wss without a certificate
+  EXPECT_FALSE(refusal(c).empty()) << "the embedded broker's own checks";
+}
+
 TEST(RelayOptionsTest, ParseErrorsAreInvalidConfigNamingTheInput) {
   const auto route = parse_ring_route("/dev/shm/x.ring");
   ASSERT_FALSE(route);

@@ -102,12 +102,6 @@ int run(int argc, char** argv) {
     route->start = start;
     config.rings.push_back(std::move(*route));
   }
-  if (ring_specs.empty() && nats_in_specs.empty() && nats_in_broker_specs.empty()) {
-    return usage("give --ring, --nats-in or --nats-in-broker (--help)");
-  }
-  if ((!nats_in_specs.empty() || !nats_in_broker_specs.empty()) && nats_url.empty()) {
-    return usage("--nats-in and --nats-in-broker need --nats URL");
-  }
   for (const auto& spec : nats_in_specs) {
     auto route = parse_nats_ring_route(spec);
     if (!route) return usage(route.error().detail);
@@ -127,10 +121,6 @@ int run(int argc, char** argv) {
     cfg.bind_address = hp->host;
     cfg.port = hp->port;
     if (const auto wrong = broker_flags.apply(cfg)) return usage(*wrong);
-    if (const auto valid = broker::validate(cfg); !valid) return usage(valid.error().detail);
-    if (const auto lowered = tools::fit_descriptor_limit(cfg)) {
-      fmt::print(stderr, "ringcast-relay: warning: {}\n", *lowered);
-    }
     config.broker = cfg;
   } else {
     for (const char* tls_flag :
@@ -164,6 +154,13 @@ int run(int argc, char** argv) {
       return usage("--metrics-tls uses the broker's --tls-cert-file and --tls-key-file (with --tls-port or --ws-tls)");
     }
     metrics_tls_files = MetricsServer::Tls{cfg.tls.cert_file, cfg.tls.key_file};
+  }
+
+  if (const auto valid = validate(config); !valid) return usage(valid.error().detail);
+  if (config.broker) {
+    if (const auto lowered = tools::fit_descriptor_limit(*config.broker)) {
+      fmt::print(stderr, "ringcast-relay: warning: {}\n", *lowered);
+    }
   }
 
   // Block the stop signals before any thread starts (broker, libnats, readers),

@@ -329,9 +329,15 @@ struct NatsStats {
   std::uint64_t js_stalls = 0;      // a reader waited because max_pending acks were outstanding
 };
 
+// Every check of `config` that needs nothing started: routes and sinks, the
+// NATS batch, the JetStream stream name and limits, and the embedded broker's
+// broker::validate. Relay::start calls it first; ringcast-relay calls it to
+// answer a bad configuration with a usage error before it starts anything.
+[[nodiscard]] tl::expected<void, RelayError> validate(const RelayConfig& config);
+
 class Relay {
  public:
-  // Validates the config, starts the broker (if any), connects NATS (if any;
+  // Validates the config (validate()), starts the broker (if any), connects NATS (if any;
   // an unreachable server is retried in the background, publishes buffer),
   // and starts one reader per ring. A ring file that does not exist yet is
   // waited for; a ring without a producer is registered on and waited on.
