@@ -204,11 +204,11 @@ bool BroadcastRing::spin_pays(WaitState& ws, std::int64_t now_ns) const noexcept
 }
 
 template <class Attempt>
-bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idle, std::chrono::nanoseconds timeout,
-                         Attempt&& attempt) noexcept {
+bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, WaitOptions options, Attempt&& attempt) noexcept {
   if (attempt()) return true;
+  const IdleStrategy idle = options.idle;
   const std::int64_t start = detail::monotonic_ns();
-  const std::int64_t deadline = start + std::max<std::int64_t>(timeout.count(), 0);
+  const std::int64_t deadline = start + std::max<std::int64_t>(options.timeout.count(), 0);
   std::int64_t now = start;
 
   if (idle == IdleStrategy::kSpin || idle == IdleStrategy::kSpinThenYield) {
@@ -280,11 +280,12 @@ bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idl
   return done;
 }
 
-RecvResult BroadcastRing::recv_wait(ConsumerId id, std::span<std::byte> out, std::chrono::nanoseconds timeout,
-                                    IdleStrategy idle) noexcept {
+// In these three the parameter `wait` hides the member template wait() above,
+// so they call it as this->wait.
+RecvResult BroadcastRing::recv_wait(ConsumerId id, std::span<std::byte> out, WaitOptions wait) noexcept {
   if (!owns(id)) return {Errc::invalid_consumer};
   RecvResult r{Errc::empty};
-  const bool done = wait(header_->data_wait, local_[id].wait, idle, timeout, [&]() noexcept {
+  const bool done = this->wait(header_->data_wait, local_[id].wait, wait, [&]() noexcept {
     r = try_recv(id, out);
     // stalled: the producer was preempted mid-write; it wakes us when it commits.
     return r.status != Errc::empty && r.status != Errc::stalled;
@@ -292,20 +293,18 @@ RecvResult BroadcastRing::recv_wait(ConsumerId id, std::span<std::byte> out, std
   return done ? r : RecvResult{Errc::timed_out};
 }
 
-Errc BroadcastRing::push_wait(std::span<const std::byte> payload, std::chrono::nanoseconds timeout,
-                              IdleStrategy idle) noexcept {
+Errc BroadcastRing::push_wait(std::span<const std::byte> payload, WaitOptions wait) noexcept {
   Errc e = Errc::full;
-  const bool done = wait(header_->space_wait, push_wait_, idle, timeout, [&]() noexcept {
+  const bool done = this->wait(header_->space_wait, push_wait_, wait, [&]() noexcept {
     e = try_push(payload);
     return e != Errc::full;
   });
   return done ? e : Errc::timed_out;
 }
 
-ProducerClaim BroadcastRing::claim_wait(std::size_t length, std::chrono::nanoseconds timeout,
-                                        IdleStrategy idle) noexcept {
+ProducerClaim BroadcastRing::claim_wait(std::size_t length, WaitOptions wait) noexcept {
   ProducerClaim claim;
-  const bool done = wait(header_->space_wait, push_wait_, idle, timeout, [&]() noexcept {
+  const bool done = this->wait(header_->space_wait, push_wait_, wait, [&]() noexcept {
     claim = try_claim(length);
     return claim.status() != Errc::full;
   });
