@@ -49,7 +49,7 @@ class RingcastSender final : public Sender {
     if (e != Errc::full) fail("try_push", e);
     ++full_hits;
     for (;;) {
-      const Errc w = ring_->push_wait(buffer_, kWaitSlice, spec_.ring_wait);
+      const Errc w = ring_->push_wait(buffer_, {kWaitSlice, spec_.ring_wait});
       if (w == Errc::ok) return;
       if (w != Errc::full && w != Errc::timed_out) fail("push_wait", w);
     }
@@ -62,7 +62,7 @@ class RingcastSender final : public Sender {
       if (claim.status() != Errc::full) fail("try_claim", claim.status());
       ++full_hits;
       do {
-        claim = ring_->claim_wait(spec_.size, kWaitSlice, spec_.ring_wait);
+        claim = ring_->claim_wait(spec_.size, {kWaitSlice, spec_.ring_wait});
         if (!claim && claim.status() != Errc::full && claim.status() != Errc::timed_out) {
           fail("claim_wait", claim.status());
         }
@@ -97,7 +97,7 @@ class RingcastReceiver final : public Receiver {
     for (;;) {
       RecvResult r = ring_->try_recv(id_, buffer_);
       if (r.status == Errc::empty || r.status == Errc::stalled) {
-        r = ring_->recv_wait(id_, buffer_, kWaitSlice, spec_.ring_wait);
+        r = ring_->recv_wait(id_, buffer_, {kWaitSlice, spec_.ring_wait});
       }
       if (r.status == Errc::ok) {
         if (sink.on_message(std::span<const std::byte>(buffer_.data(), r.length))) return;
@@ -120,7 +120,7 @@ class RingcastReceiver final : public Receiver {
       if (v.status != Errc::empty && v.status != Errc::stalled) fail("try_view", v.status);
       // Sleep until a message is there: with no room for it, recv_wait
       // returns buffer_too_small and leaves it for try_view.
-      const RecvResult w = ring_->recv_wait(id_, {}, kWaitSlice, spec_.ring_wait);
+      const RecvResult w = ring_->recv_wait(id_, {}, {kWaitSlice, spec_.ring_wait});
       if (w.status != Errc::buffer_too_small && w.status != Errc::timed_out && w.status != Errc::empty &&
           w.status != Errc::stalled) {
         fail("recv_wait", w.status);

@@ -140,7 +140,7 @@ void push(BroadcastRing& ring, std::uint64_t seq) {
   const Payload p{now_ns(), seq};
   std::memcpy(message, &p, sizeof p);
   const auto bytes = std::span<const std::byte>(message, kMessageBytes);
-  while (ring.push_wait(bytes, 1s, ringcast::IdleStrategy::kSpinThenYield) != Errc::ok) {
+  while (ring.push_wait(bytes, {1s, ringcast::IdleStrategy::kSpinThenYield}) != Errc::ok) {
   }
 }
 

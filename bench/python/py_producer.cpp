@@ -55,7 +55,7 @@ int produce_ring(const std::string& path, std::uint64_t count) {
       pushed += r.count;
       Errc e = r.status;
       if (e == Errc::full) {
-        e = ring->push_wait(spans[pushed], std::chrono::seconds(60), IdleStrategy::kSpinThenBlock);
+        e = ring->push_wait(spans[pushed], {std::chrono::seconds(60), IdleStrategy::kSpinThenBlock});
         if (e == Errc::ok) ++pushed;
       }
       if (e != Errc::ok) return fail(fmt::format("push: {}", to_string(e)));

@@ -181,7 +181,7 @@ void consume_ringcast(const ConsumerArgs& a, ConsumerReport& report) {
             *id, [&](std::span<const std::byte> m) noexcept { done = rx.on_message(m) || done; }, kDrainMax);
         if (r.count != 0 || done) continue;
       }
-      const RecvResult r = ring->recv_wait(*id, out, kWaitTimeout, IdleStrategy::kSpinThenBlock);
+      const RecvResult r = ring->recv_wait(*id, out, {kWaitTimeout, IdleStrategy::kSpinThenBlock});
       if (r.status == Errc::ok) {
         done = rx.on_message(std::span<const std::byte>(out.data(), r.length));
       } else if (r.status == Errc::stalled) {
@@ -402,7 +402,7 @@ class RingcastProducer final : public Producer {
  private:
   void wait_push(const Message& m) {
     for (;;) {
-      const Errc e = ring_.push_wait(m.span(), kWaitTimeout, IdleStrategy::kSpinThenBlock);
+      const Errc e = ring_.push_wait(m.span(), {kWaitTimeout, IdleStrategy::kSpinThenBlock});
       if (e == Errc::ok) return;
       if (e != Errc::timed_out && e != Errc::full) fail(fmt::format("push_wait: {}", to_string(e)));
     }

@@ -52,7 +52,7 @@ int wake_latency(int rounds, bool wakeups) {
   std::thread consumer([&] {
     std::array<std::byte, kMaxPayload> buf{};
     for (int i = 0; i < rounds; ++i) {
-      const RecvResult r = ring->recv_wait(id, buf, 60s, IdleStrategy::kSpinThenBlock);
+      const RecvResult r = ring->recv_wait(id, buf, {60s, IdleStrategy::kSpinThenBlock});
       const std::int64_t woke = now_ns();
       if (r.status != Errc::ok) {
         fmt::print(stderr, "wakeup_bench: round {}: {}\n", i, to_string(r.status));

@@ -84,6 +84,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "ringcast/error.hpp"
@@ -243,6 +244,24 @@ enum class IdleStrategy : std::uint8_t {
                    // <= CPUs this process may use), and this waiter's recent waits were
                    // short enough for a spin of at most 20 us to catch (adaptive)
   kBlock,          // sleep on the futex at once
+};
+
+// How a blocking call (recv_wait, push_wait, claim_wait) waits: for how long,
+// and how it idles meanwhile. A duration converts to one with the default
+// strategy, so both spellings work:
+//   ring.recv_wait(id, out, 1s);
+//   ring.push_wait(payload, {1s, IdleStrategy::kSpin});
+// Only the durations that convert to std::chrono::nanoseconds implicitly do
+// (no loss of precision: not a floating-point duration, nor a finer unit than
+// nanoseconds), as when the calls took a nanoseconds timeout.
+struct WaitOptions {
+  std::chrono::nanoseconds timeout;  // the call returns timed_out once it has waited this long
+  IdleStrategy idle = IdleStrategy::kSpinThenBlock;
+
+  template <class Rep, class Period>
+  requires std::is_convertible_v<std::chrono::duration<Rep, Period>, std::chrono::nanoseconds>
+  constexpr WaitOptions(std::chrono::duration<Rep, Period> t, IdleStrategy i = IdleStrategy::kSpinThenBlock) noexcept
+      : timeout(t), idle(i) {}
 };
 
 // How a producer wakes consumers asleep in recv_wait (set_wake_policy).
@@ -420,7 +439,8 @@ class BroadcastRing {
   }
 
   // --- blocking variants ---------------------------------------------------
-  // Wait for a message / for room, up to `timeout`; timed_out after it. On any
+  // Wait for a message / for room, up to `options.timeout`, idling as
+  // `options.idle` says (WaitOptions); timed_out after it. On any
   // ring, kSpinThenBlock and kBlock sleep on a futex in the mapping, and the
   // other side wakes them with one FUTEX_WAKE per push (or per receive, for
   // push_wait) only while someone sleeps. Going to sleep costs the waiter one
@@ -428,8 +448,7 @@ class BroadcastRing {
   // the kernel refuses it on a ring created without `wakeups`, sleeps last at
   // most 1 ms each, so a wake-up is never later than that. Same threading
   // rules as try_recv / try_push.
-  RecvResult recv_wait(ConsumerId id, std::span<std::byte> out, std::chrono::nanoseconds timeout,
-                       IdleStrategy idle = IdleStrategy::kSpinThenBlock) noexcept;
+  RecvResult recv_wait(ConsumerId id, std::span<std::byte> out, WaitOptions options) noexcept;
   // How this handle, as the producer, wakes sleeping consumers (docs/memory-ordering.md,
   // "The wake chain"). Process-local; set it before pushing (producer thread).
   void set_wake_policy(WakePolicy policy) noexcept { wake_policy_ = policy; }
@@ -460,12 +479,10 @@ class BroadcastRing {
     // relaxed: a statistic, read by nobody's protocol.
     return late_wakeups_.load(std::memory_order_relaxed);
   }
-  [[nodiscard]] Errc push_wait(std::span<const std::byte> payload, std::chrono::nanoseconds timeout,
-                               IdleStrategy idle = IdleStrategy::kSpinThenBlock) noexcept;
+  [[nodiscard]] Errc push_wait(std::span<const std::byte> payload, WaitOptions options) noexcept;
   // try_claim that waits for room like push_wait; status() timed_out after
-  // `timeout`. Same threading rules as try_claim.
-  ProducerClaim claim_wait(std::size_t length, std::chrono::nanoseconds timeout,
-                           IdleStrategy idle = IdleStrategy::kSpinThenBlock) noexcept;
+  // `options.timeout`. Same threading rules as try_claim.
+  ProducerClaim claim_wait(std::size_t length, WaitOptions options) noexcept;
 
   // --- observers (any thread, any process) --------------------------------
   // Positions (slots) published but not yet received by `id`: messages, on a
@@ -625,8 +642,7 @@ class BroadcastRing {
   };
   [[nodiscard]] bool spin_pays(WaitState& ws, std::int64_t now_ns) const noexcept;
   template <class Attempt>
-  bool wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idle, std::chrono::nanoseconds timeout,
-            Attempt&& attempt) noexcept;
+  bool wait(layout::WaitLine& line, WaitState& ws, WaitOptions options, Attempt&& attempt) noexcept;
   [[nodiscard]] bool lock_is_held(off_t offset) const noexcept;
 
   // Mapping. header_/slots_ point into [base_, base_ + map_bytes_).

@@ -105,7 +105,7 @@ bool Ring::push_wait(const py::buffer& payload, std::optional<double> timeout, s
   // Checked here so that an oversized payload fails at once, not after a wait.
   if (message.size() > ring.max_message()) raise_errc(name_, "push_wait", Errc::payload_too_large);
   const Errc e = wait_in_slices(*this, producer_waiting, limit, [&](std::chrono::nanoseconds slice) {
-    return idle ? ring.push_wait(message, slice, *idle) : ring.push_wait(message, slice);
+    return ring.push_wait(message, slice_wait(slice, idle));
   });
   if (e == Errc::ok) return true;
   if (e == Errc::timed_out) return false;
@@ -129,7 +129,7 @@ py::object Ring::claim_wait(std::size_t length, std::optional<double> timeout, s
   if (length > ring.max_message()) raise_errc(name_, "claim_wait", Errc::payload_too_large);
   ProducerClaim claim;
   const Errc e = wait_in_slices(*this, producer_waiting, limit, [&](std::chrono::nanoseconds slice) {
-    claim = idle ? ring.claim_wait(length, slice, *idle) : ring.claim_wait(length, slice);
+    claim = ring.claim_wait(length, slice_wait(slice, idle));
     return claim ? Errc::ok : claim.status();
   });
   if (e == Errc::timed_out) return py::none();
@@ -206,7 +206,7 @@ py::object Consumer::recv_long(BroadcastRing& ring, std::uint32_t length, const 
 RecvResult Consumer::wait_for(BroadcastRing& ring, std::span<std::byte> out,
                               std::optional<std::chrono::nanoseconds> timeout, std::optional<IdleStrategy> idle) {
   return wait_in_slices(*ring_, waiting, timeout, [&](std::chrono::nanoseconds slice) {
-    return idle ? ring.recv_wait(id_, out, slice, *idle) : ring.recv_wait(id_, out, slice);
+    return ring.recv_wait(id_, out, slice_wait(slice, idle));
   });
 }
 

@@ -32,6 +32,12 @@ inline std::optional<std::chrono::nanoseconds> to_timeout(std::optional<double> 
   return std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
 }
 
+// The C++ wait for one slice: `idle`, or (None from Python) WaitOptions'
+// default strategy.
+inline WaitOptions slice_wait(std::chrono::nanoseconds slice, std::optional<IdleStrategy> idle) noexcept {
+  return idle ? WaitOptions{slice, *idle} : WaitOptions{slice};
+}
+
 inline Errc status_of(Errc e) noexcept { return e; }
 inline Errc status_of(const RecvResult& r) noexcept { return r.status; }
 

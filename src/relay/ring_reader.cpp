@@ -452,7 +452,7 @@ RingReader::Step RingReader::handle_status(Errc status) {
       // A message longer than the buffer stays in the ring (buffer_too_small)
       // for the next drain.
       alignas(8) std::byte buf[kMaxPayload];
-      const RecvResult r = ring_->recv_wait(id_, buf, poll_, IdleStrategy::kSpinThenBlock);
+      const RecvResult r = ring_->recv_wait(id_, buf, {poll_, IdleStrategy::kSpinThenBlock});
       if (r.status == Errc::buffer_too_small) return Step::kAgain;
       if (r.status == Errc::ok) {
         const std::uint64_t end = ring_->position(id_);  // the cursor is past the message received

@@ -18,7 +18,8 @@ tl::unexpected<RelayError> invalid(std::string detail) {
 
 tl::expected<void, RelayError> validate_jetstream(const JetStreamConfig& js, const std::vector<RingRoute>& rings) {
   if (js.stream.empty() || js.stream.find_first_of(".*> \t") != std::string::npos) {
-    return invalid(fmt::format("--jetstream '{}': a stream name is non-empty without '.', '*', '>' or spaces", js.stream));
+    return invalid(
+        fmt::format("--jetstream '{}': a stream name is non-empty without '.', '*', '>' or spaces", js.stream));
   }
   if (js.max_pending < 1) return invalid("--jetstream-max-pending must be at least 1");
   if (js.ack_timeout.count() < 1) return invalid("--jetstream-ack-timeout must be positive");
@@ -34,8 +35,10 @@ tl::expected<void, RelayError> validate_jetstream(const JetStreamConfig& js, con
 tl::expected<void, RelayError> validate(const RelayConfig& config) {
   const bool ingress = !config.nats_rings_in.empty() || !config.nats_broker_in.empty();
   if (config.rings.empty() && !ingress) return invalid("no --ring, --nats-in or --nats-in-broker given");
-  if (!config.rings.empty() && !config.broker && !config.nats) return invalid("no sink: enable the broker, NATS or both");
-  if (ingress && !config.nats) return invalid("--nats-in and --nats-in-broker need --nats URL (the server to subscribe to)");
+  if (!config.rings.empty() && !config.broker && !config.nats)
+    return invalid("no sink: enable the broker, NATS or both");
+  if (ingress && !config.nats)
+    return invalid("--nats-in and --nats-in-broker need --nats URL (the server to subscribe to)");
   if (!config.nats_broker_in.empty() && !config.broker) {
     return invalid("--nats-in-broker needs the broker (give --listen with --nats)");
   }

@@ -188,9 +188,6 @@ void BroadcastRing::wake_producer() noexcept {
   }
 }
 
-// The one waiting loop behind recv_wait and push_wait. attempt() tries the
-// operation and returns true when the wait is over (any outcome but "not
-// yet"). Returns false at the deadline.
 // Spinning steals the CPU from whoever must run to end the wait (the producer,
 // or a sleeping consumer that must wake up to read) unless every process of
 // the ring has a CPU. Counting consumers is the cheap proxy: processes outside
@@ -203,12 +200,15 @@ bool BroadcastRing::spin_pays(WaitState& ws, std::int64_t now_ns) const noexcept
   return ws.processes <= usable_cpus();
 }
 
+// The one waiting loop behind recv_wait, push_wait and claim_wait. attempt()
+// tries the operation and returns true when the wait is over (any outcome but
+// "not yet"). Returns false at the deadline.
 template <class Attempt>
-bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idle, std::chrono::nanoseconds timeout,
-                         Attempt&& attempt) noexcept {
+bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, WaitOptions options, Attempt&& attempt) noexcept {
   if (attempt()) return true;
+  const IdleStrategy idle = options.idle;
   const std::int64_t start = detail::monotonic_ns();
-  const std::int64_t deadline = start + std::max<std::int64_t>(timeout.count(), 0);
+  const std::int64_t deadline = start + std::max<std::int64_t>(options.timeout.count(), 0);
   std::int64_t now = start;
 
   if (idle == IdleStrategy::kSpin || idle == IdleStrategy::kSpinThenYield) {
@@ -280,11 +280,10 @@ bool BroadcastRing::wait(layout::WaitLine& line, WaitState& ws, IdleStrategy idl
   return done;
 }
 
-RecvResult BroadcastRing::recv_wait(ConsumerId id, std::span<std::byte> out, std::chrono::nanoseconds timeout,
-                                    IdleStrategy idle) noexcept {
+RecvResult BroadcastRing::recv_wait(ConsumerId id, std::span<std::byte> out, WaitOptions options) noexcept {
   if (!owns(id)) return {Errc::invalid_consumer};
   RecvResult r{Errc::empty};
-  const bool done = wait(header_->data_wait, local_[id].wait, idle, timeout, [&]() noexcept {
+  const bool done = wait(header_->data_wait, local_[id].wait, options, [&]() noexcept {
     r = try_recv(id, out);
     // stalled: the producer was preempted mid-write; it wakes us when it commits.
     return r.status != Errc::empty && r.status != Errc::stalled;
@@ -292,20 +291,18 @@ RecvResult BroadcastRing::recv_wait(ConsumerId id, std::span<std::byte> out, std
   return done ? r : RecvResult{Errc::timed_out};
 }
 
-Errc BroadcastRing::push_wait(std::span<const std::byte> payload, std::chrono::nanoseconds timeout,
-                              IdleStrategy idle) noexcept {
+Errc BroadcastRing::push_wait(std::span<const std::byte> payload, WaitOptions options) noexcept {
   Errc e = Errc::full;
-  const bool done = wait(header_->space_wait, push_wait_, idle, timeout, [&]() noexcept {
+  const bool done = wait(header_->space_wait, push_wait_, options, [&]() noexcept {
     e = try_push(payload);
     return e != Errc::full;
   });
   return done ? e : Errc::timed_out;
 }
 
-ProducerClaim BroadcastRing::claim_wait(std::size_t length, std::chrono::nanoseconds timeout,
-                                        IdleStrategy idle) noexcept {
+ProducerClaim BroadcastRing::claim_wait(std::size_t length, WaitOptions options) noexcept {
   ProducerClaim claim;
-  const bool done = wait(header_->space_wait, push_wait_, idle, timeout, [&]() noexcept {
+  const bool done = wait(header_->space_wait, push_wait_, options, [&]() noexcept {
     claim = try_claim(length);
     return claim.status() != Errc::full;
   });

@@ -99,7 +99,7 @@ TEST(RelayJetStreamEndToEndTest, KilledIngressRestartsAndEveryMessageArrivesAtLe
     alignas(8) std::byte buf[kMaxPayload];
     for (std::uint64_t i = 0; i < n; ++i) {
       encode(i, buf);
-      if (producer->push_wait(std::span<const std::byte>(buf, kMaxPayload), 60s, IdleStrategy::kSpinThenBlock) !=
+      if (producer->push_wait(std::span<const std::byte>(buf, kMaxPayload), {60s, IdleStrategy::kSpinThenBlock}) !=
           Errc::ok) {
         return;
       }
@@ -112,7 +112,7 @@ TEST(RelayJetStreamEndToEndTest, KilledIngressRestartsAndEveryMessageArrivesAtLe
   alignas(8) std::byte buf[kMaxPayload];
   const auto d = deadline_in(240s);
   while (distinct < n && testing::ms_left(d) > 0) {
-    const RecvResult r = b->recv_wait(*id, buf, 100ms, IdleStrategy::kSpinThenBlock);
+    const RecvResult r = b->recv_wait(*id, buf, {100ms, IdleStrategy::kSpinThenBlock});
     if (r.status == Errc::ok) {
       std::uint64_t seq = 0;
       if (!decode(std::span<const std::byte>(buf, r.length), seq) || seq >= n) {
@@ -192,7 +192,7 @@ TEST(BrokerJetStreamEndToEndTest, StoredWhileDownArrivesAndAKilledBrokerResumesA
   const auto push = [&](std::uint64_t from, std::uint64_t to) {
     for (std::uint64_t i = from; i < to; ++i) {
       encode(i, buf);
-      ASSERT_EQ(producer->push_wait(std::span<const std::byte>(buf, kMaxPayload), 60s, IdleStrategy::kSpinThenBlock),
+      ASSERT_EQ(producer->push_wait(std::span<const std::byte>(buf, kMaxPayload), {60s, IdleStrategy::kSpinThenBlock}),
                 Errc::ok);
     }
   };

@@ -443,7 +443,7 @@ TEST_F(RelayJetStreamTest, EveryRingMessageIsStoredOnceInOrderAndCounted) {
   const std::uint64_t n = testing::scaled(20'000, 2'000);
   for (std::uint64_t i = 0; i < n; ++i) {
     const std::string p = "m" + std::to_string(i);
-    ASSERT_EQ(ring_->push_wait(testing::as_bytes(p), 10s, IdleStrategy::kSpinThenYield), Errc::ok);
+    ASSERT_EQ(ring_->push_wait(testing::as_bytes(p), {10s, IdleStrategy::kSpinThenYield}), Errc::ok);
   }
   ASSERT_TRUE(eventually([&] { return relay_->nats_stats().js_acked == n; }, 60s)) << log_.all();
   const NatsStats ns = relay_->nats_stats();

@@ -88,7 +88,7 @@ struct LocalConsumer {
     while (received < count && testing::ms_left(deadline) > 0) {
       const BatchResult b = ring->drain(id, check, 4096);
       if (b.count > 0) continue;
-      const RecvResult r = ring->recv_wait(id, buf, 100ms, IdleStrategy::kSpinThenBlock);
+      const RecvResult r = ring->recv_wait(id, buf, {100ms, IdleStrategy::kSpinThenBlock});
       if (r) check(std::span<const std::byte>(buf, r.length));
     }
     (void)ring->unregister_consumer(id);

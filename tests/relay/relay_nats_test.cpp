@@ -123,7 +123,7 @@ std::string numbered(int i) {
 void push_all(BroadcastRing& ring, int from, int to) {
   for (int i = from; i < to; ++i) {
     const std::string p = numbered(i);
-    ASSERT_EQ(ring.push_wait(as_bytes(p), 10s, IdleStrategy::kSpinThenYield), Errc::ok);
+    ASSERT_EQ(ring.push_wait(as_bytes(p), {10s, IdleStrategy::kSpinThenYield}), Errc::ok);
   }
 }
 

@@ -92,7 +92,7 @@ void relay_through_tls_nats(const Certs& certs, bool verify, const std::vector<s
   alignas(8) std::byte buf[kMaxPayload];
   const auto d = deadline_in(60s);
   while (next < kMessages && testing::ms_left(d) > 0) {
-    const RecvResult r = b->recv_wait(*consumer, buf, 100ms, IdleStrategy::kSpinThenBlock);
+    const RecvResult r = b->recv_wait(*consumer, buf, {100ms, IdleStrategy::kSpinThenBlock});
     if (!r) continue;
     ASSERT_EQ(std::string(reinterpret_cast<const char*>(buf), r.length), msg(next)) << "ring B out of order";
     ++next;

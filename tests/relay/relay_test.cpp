@@ -36,7 +36,7 @@ RingStats stats_of(const Relay& relay, std::size_t i = 0) { return relay.ring_st
 
 // Pushes with a bounded wait; a relay that keeps up never lets this time out.
 void push(BroadcastRing& ring, std::span<const std::byte> payload) {
-  ASSERT_EQ(ring.push_wait(payload, 10s, IdleStrategy::kSpinThenYield), Errc::ok);
+  ASSERT_EQ(ring.push_wait(payload, {10s, IdleStrategy::kSpinThenYield}), Errc::ok);
 }
 
 // A ring in a fresh directory, relayed to an embedded broker on port 0.

@@ -35,7 +35,7 @@ TEST(ConcurrencyTest, ConcurrentConsumersEachReceiveEveryMessageInOrder) {
     threads.emplace_back([&, id] {
       alignas(8) test::Buffer buf{};
       for (std::uint64_t expected = 0; expected < kCount;) {
-        const RecvResult r = ring->recv_wait(id, buf, 30s, IdleStrategy::kSpinThenYield);
+        const RecvResult r = ring->recv_wait(id, buf, {30s, IdleStrategy::kSpinThenYield});
         if (r.status != Errc::ok) {
           failures.fetch_add(1);
           return;
@@ -48,7 +48,7 @@ TEST(ConcurrencyTest, ConcurrentConsumersEachReceiveEveryMessageInOrder) {
   alignas(8) test::Buffer msg{};
   for (std::uint64_t seq = 0; seq < kCount; ++seq) {
     test::make_message(seq, msg);
-    ASSERT_EQ(ring->push_wait(msg, 30s, IdleStrategy::kSpinThenYield), Errc::ok);
+    ASSERT_EQ(ring->push_wait(msg, {30s, IdleStrategy::kSpinThenYield}), Errc::ok);
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);

@@ -67,7 +67,7 @@ TEST_F(CrossProcessTest, KilledConsumerIsReapedAndOthersLoseNothing) {
   // The stuck consumer never reads: the ring fills.
   for (; seq < 64; ++seq) {
     test::make_message(seq, msg);
-    ASSERT_EQ(ring->push_wait(msg, 30s, IdleStrategy::kSpinThenYield), Errc::ok);
+    ASSERT_EQ(ring->push_wait(msg, {30s, IdleStrategy::kSpinThenYield}), Errc::ok);
   }
   test::make_message(seq, msg);
   EXPECT_EQ(ring->try_push(msg), Errc::full);
@@ -75,7 +75,7 @@ TEST_F(CrossProcessTest, KilledConsumerIsReapedAndOthersLoseNothing) {
   // reap_on_full frees the dead entry; the producer runs on.
   for (; seq < kCount; ++seq) {
     test::make_message(seq, msg);
-    ASSERT_EQ(ring->push_wait(msg, 30s, IdleStrategy::kSpinThenYield), Errc::ok) << seq;
+    ASSERT_EQ(ring->push_wait(msg, {30s, IdleStrategy::kSpinThenYield}), Errc::ok) << seq;
   }
   EXPECT_EQ(exit_code_of(reader), 0);
   EXPECT_EQ(ring->active_consumer_count(), 0U);

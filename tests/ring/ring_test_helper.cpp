@@ -66,7 +66,7 @@ int produce(const std::string& path, std::uint64_t count) {
   alignas(8) std::array<std::byte, kMaxPayload> msg{};
   for (std::uint64_t seq = ring->producer_position(); seq < count; ++seq) {
     test::make_message(seq, msg);
-    const Errc e = ring->push_wait(msg, 60s, IdleStrategy::kSpinThenYield);
+    const Errc e = ring->push_wait(msg, {60s, IdleStrategy::kSpinThenYield});
     if (e != Errc::ok) return fail("push " + std::to_string(seq) + ": " + std::string(to_string(e)));
   }
   return 0;
@@ -141,7 +141,7 @@ int produce_sized(const std::string& path, std::uint64_t count, std::uint64_t fi
   for (std::uint64_t seq = first; seq < first + count; ++seq) {
     const std::span<std::byte> payload(msg.data(), test::sized_length(seq, ring->max_message()));
     test::make_sized_message(seq, payload);
-    const Errc e = ring->push_wait(payload, 60s, IdleStrategy::kSpinThenYield);
+    const Errc e = ring->push_wait(payload, {60s, IdleStrategy::kSpinThenYield});
     if (e != Errc::ok) return fail("push " + std::to_string(seq) + ": " + std::string(to_string(e)));
   }
   return 0;

@@ -40,7 +40,7 @@ int producer(const std::string& path, std::uint64_t total) {
   alignas(8) std::array<std::byte, kMaxPayload> msg{};
   for (std::uint64_t seq = ring->producer_position(); seq < total;) {
     test::make_message(seq, msg);
-    const Errc e = ring->push_wait(msg, 1s, IdleStrategy::kSpinThenYield);
+    const Errc e = ring->push_wait(msg, {1s, IdleStrategy::kSpinThenYield});
     if (e == Errc::ok) {
       ++seq;
     } else if (e != Errc::timed_out) {

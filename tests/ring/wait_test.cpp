@@ -11,8 +11,10 @@
 #include <chrono>
 #include <cstdint>
 #include <iostream>
+#include <ratio>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "child_process.hpp"
@@ -24,6 +26,25 @@ namespace ringcast {
 namespace {
 
 using namespace std::chrono_literals;
+
+// WaitOptions takes exactly the durations the std::chrono::nanoseconds timeout
+// it replaced took: lossless ones. A floating-point or finer-than-ns duration
+// (or a bare number) is still refused at compile time.
+template <class T>
+constexpr bool kConvertsAsNanoseconds =
+    std::is_convertible_v<T, WaitOptions> == std::is_convertible_v<T, std::chrono::nanoseconds>;
+static_assert(std::is_convertible_v<std::chrono::nanoseconds, WaitOptions>);
+static_assert(std::is_convertible_v<std::chrono::milliseconds, WaitOptions>);
+static_assert(std::is_convertible_v<std::chrono::duration<int, std::ratio<3600>>, WaitOptions>);
+static_assert(!std::is_convertible_v<std::chrono::duration<double>, WaitOptions>);
+static_assert(!std::is_convertible_v<std::chrono::duration<float, std::milli>, WaitOptions>);
+static_assert(!std::is_convertible_v<std::chrono::duration<std::int64_t, std::pico>, WaitOptions>);
+static_assert(!std::is_convertible_v<std::int64_t, WaitOptions>);
+static_assert(kConvertsAsNanoseconds<std::chrono::seconds> && kConvertsAsNanoseconds<std::chrono::microseconds> &&
+              kConvertsAsNanoseconds<std::chrono::duration<double>> &&
+              kConvertsAsNanoseconds<std::chrono::duration<std::int32_t, std::pico>> &&
+              kConvertsAsNanoseconds<std::chrono::duration<long double, std::nano>> && kConvertsAsNanoseconds<int>);
+static_assert(WaitOptions(5s).idle == IdleStrategy::kSpinThenBlock && WaitOptions(5s).timeout == 5s);
 
 // Plain rings rely on membarrier(2) (or the capped sleep it falls back to);
 // wakeups rings on a fence on every side. Both must never lose a wake-up,
@@ -83,7 +104,7 @@ TEST_P(WaitTest, EverySleeperWakesForASinglePush) {
       for (std::uint64_t round = 0; round < kRounds; ++round) {
         const auto delay_before = test::run_queue_delay();
         waiting.fetch_add(1);
-        const RecvResult r = ring->recv_wait(id, buf, 60s, GetParam().idle);
+        const RecvResult r = ring->recv_wait(id, buf, {60s, GetParam().idle});
         const std::int64_t delay = (test::run_queue_delay() - delay_before).count();
         std::int64_t longest = longest_delay_ns[round].load();
         while (delay > longest && !longest_delay_ns[round].compare_exchange_weak(longest, delay)) {
@@ -140,11 +161,11 @@ TEST_P(WaitTest, RecvWaitReturnsOnTimeout) {
   auto ring = BroadcastRing::create_anonymous(8, {.wakeups = GetParam().wakeups});
   auto id = ring->register_consumer();
   alignas(8) test::Buffer buf{};
-  EXPECT_EQ(ring->recv_wait(*id, buf, 20ms, GetParam().idle).status, Errc::timed_out);
-  EXPECT_EQ(ring->recv_wait(*id, buf, 0ms, GetParam().idle).status, Errc::timed_out);
+  EXPECT_EQ(ring->recv_wait(*id, buf, {20ms, GetParam().idle}).status, Errc::timed_out);
+  EXPECT_EQ(ring->recv_wait(*id, buf, {0ms, GetParam().idle}).status, Errc::timed_out);
   // And the next message still arrives afterwards.
   ASSERT_EQ(ring->try_push(test::as_bytes("late")), Errc::ok);
-  EXPECT_EQ(ring->recv_wait(*id, buf, 60s, GetParam().idle).status, Errc::ok);
+  EXPECT_EQ(ring->recv_wait(*id, buf, {60s, GetParam().idle}).status, Errc::ok);
 }
 
 TEST_P(WaitTest, FullRingProducerSleepsUntilAConsumerMakesRoom) {
@@ -152,9 +173,9 @@ TEST_P(WaitTest, FullRingProducerSleepsUntilAConsumerMakesRoom) {
   auto id = ring->register_consumer();
   ASSERT_EQ(ring->try_push(test::as_bytes("a")), Errc::ok);
   ASSERT_EQ(ring->try_push(test::as_bytes("b")), Errc::ok);
-  EXPECT_EQ(ring->push_wait(test::as_bytes("c"), 10ms, GetParam().idle), Errc::timed_out);
+  EXPECT_EQ(ring->push_wait(test::as_bytes("c"), {10ms, GetParam().idle}), Errc::timed_out);
   std::atomic<bool> pushed{false};
-  std::thread producer([&] { pushed.store(ring->push_wait(test::as_bytes("c"), 60s, GetParam().idle) == Errc::ok); });
+  std::thread producer([&] { pushed.store(ring->push_wait(test::as_bytes("c"), {60s, GetParam().idle}) == Errc::ok); });
   ASSERT_TRUE(test::eventually([&] { return ring->status().producer_sleeping; }, 60s, 1ms));
   alignas(8) test::Buffer buf{};
   ASSERT_EQ(ring->try_recv(*id, buf).status, Errc::ok);
@@ -168,7 +189,7 @@ TEST_P(WaitTest, UnregisteringTheSlowConsumerWakesTheProducer) {
   ASSERT_EQ(ring->try_push(test::as_bytes("a")), Errc::ok);
   ASSERT_EQ(ring->try_push(test::as_bytes("b")), Errc::ok);
   std::atomic<bool> pushed{false};
-  std::thread producer([&] { pushed.store(ring->push_wait(test::as_bytes("c"), 60s, GetParam().idle) == Errc::ok); });
+  std::thread producer([&] { pushed.store(ring->push_wait(test::as_bytes("c"), {60s, GetParam().idle}) == Errc::ok); });
   ASSERT_TRUE(test::eventually([&] { return ring->status().producer_sleeping; }, 60s, 1ms));
   EXPECT_EQ(ring->unregister_consumer(*id), Errc::ok);
   producer.join();
@@ -181,7 +202,7 @@ bool wake_one_sleeper(BroadcastRing& consumer_side, ConsumerId id, BroadcastRing
   std::atomic<bool> ok{false};
   std::thread consumer([&] {
     alignas(8) test::Buffer buf{};
-    const RecvResult r = consumer_side.recv_wait(id, buf, 60s, idle);
+    const RecvResult r = consumer_side.recv_wait(id, buf, {60s, idle});
     const auto got = r ? test::check_message(std::span<const std::byte>(buf.data(), r.length)) : std::nullopt;
     ok.store(got && *got == seq);
   });

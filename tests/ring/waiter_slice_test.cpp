@@ -56,7 +56,7 @@ class WaiterSliceTest : public ::testing::Test {
     auto id = ring.register_consumer();
     ASSERT_TRUE(id);
     alignas(8) std::array<std::byte, kMaxPayload> buf{};
-    EXPECT_EQ(ring.recv_wait(*id, buf, 5ms, IdleStrategy::kBlock).status, Errc::timed_out);
+    EXPECT_EQ(ring.recv_wait(*id, buf, {5ms, IdleStrategy::kBlock}).status, Errc::timed_out);
     ASSERT_EQ(ring.unregister_consumer(*id), Errc::ok);
   }
   ThreadSchedule initial_;
@@ -79,8 +79,9 @@ TEST_F(WaiterSliceTest, ASleepInPushWaitShortensTheSliceToTheHandlesSetting) {
   ASSERT_TRUE(id);
   ASSERT_EQ(ring->try_push(test::as_bytes("a")), Errc::ok);
   ASSERT_EQ(ring->try_push(test::as_bytes("b")), Errc::ok);
-  const auto after = schedule_after(
-      [&] { EXPECT_EQ(ring->push_wait(test::as_bytes("c"), 5ms, IdleStrategy::kBlock), Errc::timed_out); });
+  const auto after = schedule_after([&] {
+    EXPECT_EQ(ring->push_wait(test::as_bytes("c"), {5ms, IdleStrategy::kBlock}), Errc::timed_out);
+  });
   ASSERT_TRUE(after);
   EXPECT_EQ(after->slice, 300us);
 }

@@ -253,7 +253,7 @@ TEST_F(MonitorTest, ProducerAsleepInPushWaitIsReported) {
   Errc pushed = Errc::timed_out;
   std::thread producer([&] {
     const std::byte payload[1] = {};
-    pushed = ring.push_wait(payload, std::chrono::seconds(60), IdleStrategy::kSpinThenBlock);
+    pushed = ring.push_wait(payload, {std::chrono::seconds(60), IdleStrategy::kSpinThenBlock});
   });
   const bool seen = test::eventually([&] {
     const RingView r = m.refresh().rings.at(0);

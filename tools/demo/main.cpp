@@ -57,7 +57,7 @@ int run_child(const std::string& role, const std::string& path, std::uint64_t co
   if (!ring) return fmt::print(stderr, "{}: {}\n", role, ring.error().message()), 1;
   for (std::uint64_t seq = 0; role == "producer" && seq < count; ++seq) {
     const std::string p = payload_of(seq);
-    const Errc e = ring->push_wait(std::as_bytes(std::span(p)), 60s, IdleStrategy::kSpinThenYield);
+    const Errc e = ring->push_wait(std::as_bytes(std::span(p)), {60s, IdleStrategy::kSpinThenYield});
     if (e != Errc::ok) return fmt::print(stderr, "{}: {}\n", role, to_string(e)), 1;
   }
   if (role == "producer") return 0;
