@@ -80,9 +80,9 @@ done
 for log in "${failures[@]}"; do
   echo "=== failed in $log (each failed test's output, first 60 lines)"
   # A failed test's block runs from its "***Failed"/"***Timeout"/"***Exception"
-  # line to the next test's "Start" or result line.
+  # line to the next test's "Start" or result line, or ctest's closing count.
   awk '/Test +#[0-9]+: .*\*\*\*(Failed|Timeout|Exception)/ { on = 1; n = 0; print; next }
-       on && (/^ +Start +[0-9]+: / || /^[0-9]+\/[0-9]+ Test +#/) { on = 0 }
+       on && (/^ +Start +[0-9]+: / || /^[0-9]+\/[0-9]+ Test +#/ || /^[0-9]+% tests passed/) { on = 0 }
        on && ++n <= 60 { print }' "$log"
 done
 printf '%s\n' "=== summary" "${summary[@]}"
