@@ -10,9 +10,7 @@
 #include <unistd.h>
 
 #include <array>
-#include <chrono>
 #include <cstddef>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -54,18 +52,6 @@ inline unsigned file_mode(const std::string& path) {
 
 inline void make_symlink(const std::string& target, const std::string& link) {
   std::filesystem::create_symlink(target, link);
-}
-
-// How long the calling thread has waited on a run queue, runnable but not
-// running, since it started (/proc/thread-self/schedstat, second field); 0
-// where the kernel does not keep schedstat. A wait that a capped sleep ended
-// may be this thread's or another's lost CPU rather than a lost wake-up.
-inline std::chrono::nanoseconds run_queue_delay() {
-  std::ifstream in("/proc/thread-self/schedstat");
-  std::uint64_t running_ns = 0;
-  std::uint64_t waiting_ns = 0;
-  if (!(in >> running_ns >> waiting_ns)) return {};
-  return std::chrono::nanoseconds(waiting_ns);
 }
 
 struct CommandResult {
