@@ -9,17 +9,11 @@
 
 #include <fmt/format.h>
 
+#include "relay/jetstream_error.hpp"
+
 namespace ringcast::relay {
 
 namespace {
-
-std::string js_error(std::string_view step, natsStatus s, jsErrCode jerr) {
-  std::string text = fmt::format("{}: {}", step, natsStatus_GetText(s));
-  if (jerr != 0) text += fmt::format(" (JetStream error {})", static_cast<int>(jerr));
-  const char* last = nats_GetLastError(nullptr);
-  if (last != nullptr && *last != '\0') text += fmt::format(": {}", last);
-  return text;
-}
 
 std::int64_t nanos(std::chrono::milliseconds d) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
@@ -67,16 +61,16 @@ tl::expected<std::unique_ptr<JetStreamIngress>, std::string> JetStreamIngress::s
   jsOptions_Init(&jo);
   jo.Wait = 5000;
   if (natsStatus s = natsConnection_JetStream(&in->js_, conn, &jo); s != NATS_OK) {
-    return tl::unexpected(js_error("JetStream context", s, static_cast<jsErrCode>(0)));
+    return tl::unexpected(jetstream_error("JetStream context", s, static_cast<jsErrCode>(0)));
   }
   jsErrCode jerr = static_cast<jsErrCode>(0);
   jsStreamInfo* si = nullptr;
   natsStatus s = js_GetStreamInfo(&si, in->js_, stream, nullptr, &jerr);
   if (s != NATS_OK) {
-    return tl::unexpected(js_error(fmt::format("JetStream stream '{}' (created by the publishing relay's "
-                                               "--jetstream; is the server up, with -js?)",
-                                               config.stream),
-                                   s, jerr));
+    return tl::unexpected(jetstream_error(fmt::format("JetStream stream '{}' (created by the publishing relay's "
+                                                      "--jetstream; is the server up, with -js?)",
+                                                      config.stream),
+                                          s, jerr));
   }
   const std::uint64_t first_seq = std::max<std::uint64_t>(1, si->State.FirstSeq);
   const std::uint64_t next_seq = si->State.LastSeq + 1;
@@ -93,10 +87,11 @@ tl::expected<std::unique_ptr<JetStreamIngress>, std::string> JetStreamIngress::s
     jsConsumerInfo_Destroy(ci);
     ci = nullptr;
     if ((s = js_DeleteConsumer(in->js_, stream, name, nullptr, &jerr)) != NATS_OK) {
-      return tl::unexpected(js_error(fmt::format("recreating durable '{}'", in->durable_), s, jerr));
+      return tl::unexpected(jetstream_error(fmt::format("recreating durable '{}'", in->durable_), s, jerr));
     }
   } else if (jerr != JSConsumerNotFoundErr) {
-    return tl::unexpected(js_error(fmt::format("durable '{}' on stream '{}'", in->durable_, config.stream), s, jerr));
+    return tl::unexpected(
+        jetstream_error(fmt::format("durable '{}' on stream '{}'", in->durable_, config.stream), s, jerr));
   }
   in->resumed_at_ = start;
 
@@ -112,7 +107,7 @@ tl::expected<std::unique_ptr<JetStreamIngress>, std::string> JetStreamIngress::s
   cc.FilterSubject = subject.c_str();
   if ((s = js_AddConsumer(&ci, in->js_, stream, &cc, nullptr, &jerr)) != NATS_OK) {
     return tl::unexpected(
-        js_error(fmt::format("creating durable '{}' on stream '{}'", in->durable_, config.stream), s, jerr));
+        jetstream_error(fmt::format("creating durable '{}' on stream '{}'", in->durable_, config.stream), s, jerr));
   }
   jsConsumerInfo_Destroy(ci);
   // Our own pull requests (see the header: not libnats' fetch), answered on a
@@ -120,12 +115,12 @@ tl::expected<std::unique_ptr<JetStreamIngress>, std::string> JetStreamIngress::s
   // batch plus a late one's messages wait there.
   in->conn_ = conn;
   natsInbox* inbox = nullptr;
-  if ((s = natsInbox_Create(&inbox)) != NATS_OK) return tl::unexpected(js_error("inbox", s, jerr));
+  if ((s = natsInbox_Create(&inbox)) != NATS_OK) return tl::unexpected(jetstream_error("inbox", s, jerr));
   in->inbox_subject_ = inbox;
   natsInbox_Destroy(inbox);
   if ((s = natsConnection_SubscribeSync(&in->inbox_, conn, in->inbox_subject_.c_str())) != NATS_OK) {
     in->inbox_ = nullptr;
-    return tl::unexpected(js_error(fmt::format("subscribing for durable '{}'", in->durable_), s, jerr));
+    return tl::unexpected(jetstream_error(fmt::format("subscribing for durable '{}'", in->durable_), s, jerr));
   }
   in->next_subject_ = fmt::format("$JS.API.CONSUMER.MSG.NEXT.{}.{}", config.stream, in->durable_);
   // The server ends the request at "expires" with a 408 status if it could not

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "relay/jetstream_error.hpp"
+
 #include "ringcast/relay/continuity.hpp"
 
 namespace ringcast::relay {
@@ -35,14 +37,6 @@ std::string msg_id_of(natsMsg* msg) {
   const char* v = nullptr;
   if (natsMsgHeader_Get(msg, kMsgIdHeader, &v) != NATS_OK || v == nullptr) return "?";
   return v;
-}
-
-std::string js_error(std::string_view step, natsStatus s, jsErrCode jerr) {
-  std::string text = fmt::format("{}: {}", step, natsStatus_GetText(s));
-  if (jerr != 0) text += fmt::format(" (JetStream error {})", static_cast<int>(jerr));
-  const char* last = nats_GetLastError(nullptr);
-  if (last != nullptr && *last != '\0') text += fmt::format(": {}", last);
-  return text;
 }
 
 }  // namespace
@@ -81,7 +75,7 @@ tl::expected<std::unique_ptr<JetStreamPublisher>, std::string> JetStreamPublishe
   // Short, so a reader waiting at max_pending notices stop between waits.
   jo.PublishAsync.StallWait = 50;
   if (natsStatus s = natsConnection_JetStream(&p->js_, conn, &jo); s != NATS_OK) {
-    return tl::unexpected(js_error("JetStream context", s, static_cast<jsErrCode>(0)));
+    return tl::unexpected(jetstream_error("JetStream context", s, static_cast<jsErrCode>(0)));
   }
   // No per-message MaxWait: libnats 3.4 keeps those deadlines in a list it
   // walks on every publish (O(outstanding) each). The retry thread's
@@ -96,7 +90,7 @@ tl::expected<std::unique_ptr<JetStreamPublisher>, std::string> JetStreamPublishe
   const bool exists = s == NATS_OK;
   if (!exists && jerr != JSStreamNotFoundErr) {
     return tl::unexpected(
-        js_error(fmt::format("JetStream stream '{}' (is the server up, with -js?)", config.stream), s, jerr));
+        jetstream_error(fmt::format("JetStream stream '{}' (is the server up, with -js?)", config.stream), s, jerr));
   }
   if (exists) {
     for (int i = 0; i < si->Config->SubjectsLen; ++i) {
@@ -127,8 +121,8 @@ tl::expected<std::unique_ptr<JetStreamPublisher>, std::string> JetStreamPublishe
     s = js_AddStream(&si, p->js_, &sc, nullptr, &jerr);
   }
   if (s != NATS_OK) {
-    return tl::unexpected(
-        js_error(fmt::format("{} JetStream stream '{}'", exists ? "updating" : "creating", config.stream), s, jerr));
+    return tl::unexpected(jetstream_error(
+        fmt::format("{} JetStream stream '{}'", exists ? "updating" : "creating", config.stream), s, jerr));
   }
   std::string subjects_text;
   for (const auto& w : wanted) subjects_text += (subjects_text.empty() ? "" : ",") + w;
