@@ -62,6 +62,11 @@ constexpr RingSeries kWindowSeries[] = {
      &RingStats::window_acks},
     {"ringcast_relay_window_expired_total", "Credit window: ingresses no longer waited for (silent too long).",
      MetricType::kCounter, &RingStats::window_expired},
+    {"ringcast_relay_window_left_total", "Credit window: ingresses that said they left.", MetricType::kCounter,
+     &RingStats::window_left},
+    {"ringcast_relay_window_overflow_total",
+     "Credit window: acknowledgements from ingresses beyond the 64 it waits for (those are not waited for).",
+     MetricType::kCounter, &RingStats::window_overflow},
 };
 
 struct JsSeries {

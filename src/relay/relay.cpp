@@ -60,9 +60,11 @@ struct Relay::Impl {
           r.relayed, r.batches, r.lag, r.lapped, r.malformed, r.deliveries, r.refused, r.nats_published, r.nats_failed,
           r.reopens);
       if (r.window) {
-        out += fmt::format("ring_{}_window:size={},in_flight={},ingresses={},waits={},probes={},acks={},expired={}\r\n",
-                           i, r.window_size, r.window_in_flight, r.window_ingresses, r.window_waits, r.window_probes,
-                           r.window_acks, r.window_expired);
+        out += fmt::format(
+            "ring_{}_window:size={},in_flight={},ingresses={},waits={},probes={},acks={},expired={},left={},"
+            "overflow={}\r\n",
+            i, r.window_size, r.window_in_flight, r.window_ingresses, r.window_waits, r.window_probes, r.window_acks,
+            r.window_expired, r.window_left, r.window_overflow);
       }
     }
     out += ingress_info_lines(ingress_stats());

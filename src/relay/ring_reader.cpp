@@ -560,6 +560,8 @@ RingStats RingReader::stats() const {
     s.window_probes = w.probes;
     s.window_acks = w.acks;
     s.window_expired = w.expired;
+    s.window_left = w.left;
+    s.window_overflow = w.overflow;
   }
   return s;
 }

@@ -183,8 +183,12 @@ TEST(CrossHostTest, UsersCommandsOnTwoRoutedNodesDeliverEveryMessageInOrder) {
   EXPECT_EQ(info->find("upstream"), std::string::npos) << *info;
   std::cout << "window waits at the relay: " << metric(h.metrics_a, "ringcast_relay_window_waits_total")
             << ", probes: " << metric(h.metrics_a, "ringcast_relay_window_probes_total") << "\n";
+  EXPECT_EQ(metric(h.metrics_a, "ringcast_relay_window_overflow_total"), 0);
   EXPECT_EQ(sub.stop(SIGTERM), std::optional<int>(0));
   EXPECT_EQ(h.relay_b.stop(SIGTERM), std::optional<int>(0)) << h.relay_b.stderr_text();
+  // The stopped ingress said it left: relay A no longer waits for it.
+  EXPECT_TRUE(eventually([&] { return metric(h.metrics_a, "ringcast_relay_window_left_total") == 1; }, 30s));
+  EXPECT_EQ(metric(h.metrics_a, "ringcast_relay_window_ingresses"), 0);
   EXPECT_EQ(h.relay_a.stop(SIGTERM), std::optional<int>(0)) << h.relay_a.stderr_text();
 }
 

@@ -302,6 +302,8 @@ struct RingStats {
   std::uint64_t window_probes = 0;     // probes sent while waiting without progress
   std::uint64_t window_acks = 0;       // acknowledgements received
   std::uint64_t window_expired = 0;    // ingresses forgotten after ack_timeout of silence
+  std::uint64_t window_left = 0;       // ingresses that said they left (stopped, unsubscribed)
+  std::uint64_t window_overflow = 0;   // acks from ingresses beyond the 64 waited for (not waited for)
 };
 
 struct NatsStats {
