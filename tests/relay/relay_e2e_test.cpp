@@ -465,6 +465,9 @@ TEST(RelayEndToEndTest, UsageErrorsExitTwo) {
       {"--nats", "nats://127.0.0.1:1", "--jetstream", "md.ticks"},
       {"--nats", "nats://127.0.0.1:1", "--jetstream", "MD", "--jetstream-max-pending", "0"},
       {"--nats-in", "md=/dev/shm/y.ring"},
+      // Credit window settings where no window is kept.
+      {"--nats", "nats://127.0.0.1:1", "--nats-at-most-once", "--nats-window", "100"},
+      {"--nats", "nats://127.0.0.1:1", "--jetstream", "MD", "--nats-ack-timeout", "2s"},
   };
   for (const auto& flags : refused) {
     std::vector<std::string> argv{RELAY_EXE, "--ring", "/dev/shm/x.ring=x"};

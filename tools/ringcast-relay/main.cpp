@@ -130,6 +130,16 @@ int run(int argc, char** argv) {
       }
     }
   }
+  // The credit window's settings, given by flag, variable or file, where
+  // nothing would read them.
+  if (nats_at_most_once || !js.stream.empty()) {
+    for (const char* window_flag : {"--nats-window", "--nats-ack-timeout", "--nats-ack-timeout-ms"}) {
+      if (app.get_option(window_flag)->count() > 0) {
+        return usage(fmt::format("{} sets the credit window of core NATS, which {} turns off", window_flag,
+                                 nats_at_most_once ? "--nats-at-most-once" : "--jetstream (it has its own acks)"));
+      }
+    }
+  }
   if (!nats_url.empty()) {
     nats.url = nats_url;
     if (nats_at_most_once) nats.window = 0;
