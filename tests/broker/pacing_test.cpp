@@ -473,51 +473,65 @@ TEST(BlockTest, MaxBlockHoldsThePublisherThenRefuses) {
   ::close(blocker);
 }
 
-TEST(BlockTest, HeldPublisherGoesThroughOnceTheBlockerReads) {
+// A `block` broker (max_block as given) with two subscribers of "t": the
+// blocker, which reads nothing until a test starts a Reader on it, and the
+// other, read by `other` from the start; messages 0 .. published - 1 went out
+// and the next kNoWait publish was refused (the blocker's queue is full).
+struct BlockedBroker {
+  std::unique_ptr<Broker> broker;
+  int blocker = -1;
+  std::unique_ptr<Reader> other;
+  std::uint64_t published = 0;
+};
+
+void start_blocked(std::chrono::milliseconds max_block, BlockedBroker& s) {
   BrokerConfig cfg = block_config();
-  cfg.max_block = 60s;
-  auto broker = start(cfg);
-  ASSERT_TRUE(broker);
-  const int blocker = subscribe(broker->port(), "block", 4096);
-  ASSERT_GE(blocker, 0);
-  const int other = subscribe(broker->port());
+  cfg.max_block = max_block;
+  s.broker = start(cfg);
+  ASSERT_TRUE(s.broker);
+  s.blocker = subscribe(s.broker->port(), "block", 4096);
+  ASSERT_GE(s.blocker, 0);
+  const int other = subscribe(s.broker->port());
   ASSERT_GE(other, 0);
-  Reader b(other, UINT64_MAX);
-  const std::uint64_t published = publish_until_refused(*broker, PublishWait::kNoWait);
-  b.set_target(published + 1);
-  Reader a(blocker, published + 1);
-  const PublishResult held = broker->publish("t", payload_of(published));  // waits for room
-  EXPECT_EQ(held.status, PublishStatus::kPublished);
-  EXPECT_EQ(held.receivers, 2u);
+  s.other = std::make_unique<Reader>(other, UINT64_MAX);
+  s.published = publish_until_refused(*s.broker, PublishWait::kNoWait);
+}
+
+// Both readers end at their targets with every message in order.
+void join_clean(Reader& a, Reader& b) {
   a.join();
   b.join();
   EXPECT_TRUE(a.error().empty()) << a.error();
   EXPECT_TRUE(b.error().empty()) << b.error();
-  EXPECT_EQ(broker->stats().refused_publishes, 1u) << "only the kNoWait refusal";
+}
+
+TEST(BlockTest, HeldPublisherGoesThroughOnceTheBlockerReads) {
+  BlockedBroker s;
+  ASSERT_NO_FATAL_FAILURE(start_blocked(60s, s));
+  s.other->set_target(s.published + 1);
+  Reader a(s.blocker, s.published + 1);
+  const PublishResult held = s.broker->publish("t", payload_of(s.published));  // waits for room
+  EXPECT_EQ(held.status, PublishStatus::kPublished);
+  EXPECT_EQ(held.receivers, 2u);
+  join_clean(a, *s.other);
+  EXPECT_EQ(s.broker->stats().refused_publishes, 1u) << "only the kNoWait refusal";
 }
 
 // kUntilAccepted holds a refused message past max_block, counting each
 // period as it passes, until the blocker reads; a set cancel flag gives up.
 TEST(BlockTest, UntilAcceptedWaitsPastMaxBlockAndCountsEachPeriod) {
-  BrokerConfig cfg = block_config();
-  cfg.max_block = 10ms;
-  auto broker = start(cfg);
-  ASSERT_TRUE(broker);
-  const int blocker = subscribe(broker->port(), "block", 4096);
-  ASSERT_GE(blocker, 0);
-  const int other = subscribe(broker->port());
-  ASSERT_GE(other, 0);
-  Reader b(other, UINT64_MAX);
-  const std::uint64_t published = publish_until_refused(*broker, PublishWait::kNoWait);
+  BlockedBroker s;
+  ASSERT_NO_FATAL_FAILURE(start_blocked(10ms, s));
+  Broker* const broker = s.broker.get();
   const std::atomic<bool> cancel{true};
   std::atomic<std::uint64_t> refusals{0};
   const auto count = [](void* n) { static_cast<std::atomic<std::uint64_t>*>(n)->fetch_add(1); };
   const PublishResult cancelled =
-      broker->publish("t", payload_of(published), PublishWait::kUntilAccepted, {&cancel, count, &refusals});
+      broker->publish("t", payload_of(s.published), PublishWait::kUntilAccepted, {&cancel, count, &refusals});
   EXPECT_EQ(cancelled.status, PublishStatus::kRefused) << "cancelled";
   // Until the blocker's socket is full its writer may still make room: publish
   // on until a message has to wait.
-  std::uint64_t next = published;
+  std::uint64_t next = s.published;
   PublishResult held;
   std::thread holder([&] {
     for (;;) {
@@ -527,16 +541,13 @@ TEST(BlockTest, UntilAcceptedWaitsPastMaxBlockAndCountsEachPeriod) {
     }
   });
   EXPECT_TRUE(test::eventually([&] { return refusals.load() >= 3; })) << "several max_block periods counted";
-  Reader a(blocker, UINT64_MAX);
+  Reader a(s.blocker, UINT64_MAX);
   holder.join();
   EXPECT_EQ(held.status, PublishStatus::kPublished);
   EXPECT_EQ(held.receivers, 2u);
   a.set_target(next);
-  b.set_target(next);
-  a.join();
-  b.join();
-  EXPECT_TRUE(a.error().empty()) << a.error();
-  EXPECT_TRUE(b.error().empty()) << b.error();
+  s.other->set_target(next);
+  join_clean(a, *s.other);
   EXPECT_EQ(broker->stats().refused_publishes, 2 + refusals.load()) << "kNoWait's, the cancelled one and each period";
 }
 
