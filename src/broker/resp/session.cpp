@@ -5,12 +5,14 @@
 #include <charconv>
 #include <limits>
 #include <optional>
+#include <unordered_set>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "broker/guarantees/channel_history.hpp"
 #include "broker/resp/resp_encoder.hpp"
+#include "broker/util/glob.hpp"
 #include "ringcast/broker/token.hpp"
 
 namespace ringcast::broker {
@@ -330,15 +332,16 @@ std::string_view RespSession::confirmation_kind(SubscriptionSpace space, bool su
 void RespSession::cmd_subscribe(std::span<const std::string> args, SubscriptionSpace space) {
   const Access access = space == SubscriptionSpace::kPattern ? Access::kSubscribePattern : Access::kSubscribe;
   for (std::size_t i = 1; i < args.size(); ++i) {
+    if (space == SubscriptionSpace::kPattern && !glob_pattern_fits(args[i])) {
+      resp::error(reply_, "ERR " + pattern_too_long(args[i]));
+      return;
+    }
     if (!check_permission(access, args[i])) return;  // the whole command, as Redis's ACL
   }
-  const std::vector<std::string>& mine = subscriptions(space);
-  std::vector<std::string_view> fresh;
+  const SubscriptionList& mine = subscriptions(space);
+  std::unordered_set<std::string_view> fresh;
   for (std::size_t i = 1; i < args.size(); ++i) {
-    if (std::find(mine.begin(), mine.end(), args[i]) == mine.end() &&
-        std::find(fresh.begin(), fresh.end(), args[i]) == fresh.end()) {
-      fresh.push_back(args[i]);
-    }
+    if (!mine.contains(args[i])) fresh.insert(args[i]);
   }
   const std::size_t limit = core().config().max_subscriptions;
   if (subscription_count() + fresh.size() > limit) {
@@ -354,6 +357,7 @@ void RespSession::cmd_subscribe(std::span<const std::string> args, SubscriptionS
     resp::bulk(reply_, kind);
     resp::bulk(reply_, args[i]);
     resp::integer(reply_, static_cast<long long>(confirmation_count(space)));
+    update.slice_point([this] { flush_replies(); });
   }
   // Queued under the index lock: a message on a new channel cannot overtake
   // its confirmation (invariant 1).
@@ -370,9 +374,11 @@ void RespSession::cmd_unsubscribe(std::span<const std::string> args, Subscriptio
     resp::bulk(reply_, kind);
     resp::bulk(reply_, name);
     resp::integer(reply_, static_cast<long long>(confirmation_count(space)));
+    update.slice_point([this] { flush_replies(); });
   };
   if (args.size() == 1) {
-    const std::vector<std::string> all = subscriptions(space);
+    const SubscriptionList& mine = subscriptions(space);
+    const std::vector<std::string> all(mine.begin(), mine.end());
     if (all.empty()) {
       resp::push(reply_, format(), 3);
       resp::bulk(reply_, kind);
@@ -756,6 +762,10 @@ void RespSession::cmd_pubsub(std::span<const std::string> args) {
       return;
     }
     const auto pattern = args.size() == 3 ? std::optional<std::string_view>(args[2]) : std::nullopt;
+    if (pattern && !glob_pattern_fits(*pattern)) {
+      resp::error(reply_, "ERR " + pattern_too_long(*pattern));
+      return;
+    }
     const auto names = shard ? index.shard_channels(pattern) : index.channels(pattern);
     resp::array(reply_, names.size());
     for (const std::string& n : names) resp::bulk(reply_, n);

@@ -187,10 +187,13 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
   // (QoS 1 publishes at least once); ringcast's defaults to 0, as before.
   const std::uint8_t qos = c.qos_given ? c.qos : ringcast_ ? 0 : 1;
   const bool pattern = is_pattern(c.topic);
+  if (pattern && !glob_pattern_fits(c.topic)) {
+    send_error("subscribe: " + pattern_too_long(c.topic));
+    return;
+  }
   if (!check_permission(pattern ? Access::kSubscribePattern : Access::kSubscribe, c.topic)) return;
   const SubscriptionSpace space = pattern ? SubscriptionSpace::kPattern : SubscriptionSpace::kChannel;
-  const auto& mine = subscriptions(space);
-  const bool fresh = std::find(mine.begin(), mine.end(), c.topic) == mine.end();
+  const bool fresh = !subscriptions(space).contains(c.topic);
   const std::size_t limit = core().config().max_subscriptions;
   if (fresh && subscription_count() >= limit) {
     send_error("max subscriptions per client reached (" + std::to_string(limit) + ")");

@@ -57,6 +57,9 @@ class Broker {
   [[nodiscard]] std::uint16_t ws_port() const { return ws_port_; }
   [[nodiscard]] pid_t pid() const { return child_.pid(); }
   [[nodiscard]] test::ChildProcess& process() { return child_; }
+  // What the canary and info_field() send with AUTH first, when the broker
+  // was started with a password or a token secret.
+  void set_credential(std::string credential) { credential_ = std::move(credential); }
 
   // True while the process has not exited (a crash reaps as not running).
   [[nodiscard]] bool alive() { return !child_.wait_exit(test::deadline_in(std::chrono::milliseconds(0))); }
@@ -77,7 +80,9 @@ class Broker {
     const std::string channel = "canary." + std::to_string(++round);
     test::RespClient sub(port_), pub(port_);
     if (!sub.ok() || !pub.ok()) return ::testing::AssertionFailure() << "cannot connect to port " << port_;
-    if (!sub.subscribe(channel)) return ::testing::AssertionFailure() << "SUBSCRIBE " << channel << " got no confirmation";
+    if (!authenticate(sub) || !authenticate(pub)) return ::testing::AssertionFailure() << "AUTH refused";
+    if (!sub.subscribe(channel))
+      return ::testing::AssertionFailure() << "SUBSCRIBE " << channel << " got no confirmation";
     const auto reply = pub.call({"PUBLISH", channel, "tweet"});
     if (!reply || reply->type != ':' || reply->num != 1) {
       return ::testing::AssertionFailure() << "PUBLISH " << channel << " did not reach its one subscriber";
@@ -92,6 +97,7 @@ class Broker {
   // INFO's line `field:<value>` (the first one), or nullopt.
   [[nodiscard]] std::optional<std::string> info_field(std::string_view field) const {
     test::RespClient c(port_);
+    if (!authenticate(c)) return std::nullopt;
     const auto r = c.call({"INFO", "everything"});
     if (!r || r->type != '$') return std::nullopt;
     const std::string key = std::string(field) + ":";
@@ -108,7 +114,14 @@ class Broker {
   }
 
  private:
+  [[nodiscard]] bool authenticate(test::RespClient& c) const {
+    if (credential_.empty()) return true;
+    const auto r = c.call({"AUTH", credential_});
+    return r && r->type == '+';
+  }
+
   test::ChildProcess child_;
+  std::string credential_;
   std::uint16_t port_ = 0;
   std::uint16_t ws_port_ = 0;
 };
