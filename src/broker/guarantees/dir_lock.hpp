@@ -7,8 +7,8 @@
 //
 // The lock belongs to the open file description, so the kernel releases it
 // when the holder exits in any way (kill -9 included): a restart never finds
-// a stale lock, and the file's content is only a hint. O_CLOEXEC keeps a child
-// the broker spawns from inheriting it.
+// a stale lock, and the file's content is only a hint. O_CLOEXEC keeps a
+// program the process execs from inheriting it (and so holding it on).
 //
 // Thread safety: none needed; created once at start, destroyed at the end.
 #pragma once

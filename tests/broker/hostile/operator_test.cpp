@@ -169,7 +169,8 @@ TEST(OperatorSurfacesTest, ASecondBrokerOnOneDataDirIsRefusedUntilTheFirstDies) 
 TEST(OperatorSurfacesTest, HistoryWithoutCountReadsAPageAndATooLargeReplyIsAnError) {
   // 1500 messages of 900 bytes (1.35 MB) behind a 1 MiB output limit: the
   // whole channel does not fit in one reply, the default 1000 messages do.
-  Broker broker({"--history", "big=100000", "--hard-limit", "1mb", "--soft-limit", "0"});
+  // On `edge` the payloads fit and the framing tips the reply over.
+  Broker broker({"--history", "big=100000", "--history", "edge=1000", "--hard-limit", "1mb", "--soft-limit", "0"});
   test::RespClient pub(broker.port());
   const std::string payload(900, 'x');
   for (int i = 0; i < 1500; ++i) ASSERT_EQ(pub.call({"PUBLISH", "big", payload})->type, ':');
@@ -192,6 +193,14 @@ TEST(OperatorSurfacesTest, HistoryWithoutCountReadsAPageAndATooLargeReplyIsAnErr
   EXPECT_NE(r->str.find("ERR HISTORY reply of 1500 messages"), std::string_view::npos) << r->str;
   EXPECT_NE(r->str.find("would not fit the output limit (1048576 bytes, --hard-limit"), std::string_view::npos)
       << r->str;
+  // 1000 payloads of 1040 bytes fit the limit; with their framing they do not.
+  const std::string edge(1040, 'y');
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(pub.call({"PUBLISH", "edge", edge})->type, ':');
+  const auto framed = c.call({"HISTORY", "edge"});
+  ASSERT_TRUE(framed.has_value()) << "the connection was closed instead of answered";
+  EXPECT_EQ(framed->type, '-');
+  EXPECT_NE(framed->str.find("ERR HISTORY reply of 1000 messages would not fit"), std::string_view::npos)
+      << framed->str;
   const auto pong = c.call({"PING"});
   ASSERT_TRUE(pong.has_value());
   EXPECT_EQ(pong->str, "PONG");
