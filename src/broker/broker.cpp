@@ -13,6 +13,7 @@
 #include "broker/server/server.hpp"
 #include "broker/tls/tls_context.hpp"
 #include "broker/ws/http_upgrade.hpp"
+#include "broker/ws/metrics_route.hpp"
 #include "broker/ws/ws_session.hpp"
 #include "ringcast/broker/broker.hpp"
 
@@ -44,10 +45,9 @@ tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerCon
   if (!history) return tl::unexpected(std::move(history.error()));
   auto impl = std::make_unique<Impl>(cfg, std::move(*history));
   // The broker's Prometheus text, with whatever the embedder adds (the relay's
-  // series): one place for /metrics (docs/broker.md, "Metrics").
-  impl->http_routes.add("/metrics", [core = &impl->core](std::string_view) {
-    return ws::HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", core->metrics_text(), {}};
-  });
+  // series): one place for /metrics (docs/broker.md, "Metrics"), behind the
+  // password or a token that may read every channel (ws/metrics_route.hpp).
+  impl->http_routes.add("/metrics", ws::metrics_route(impl->core));
   if (cfg.tls.enabled()) {
     auto tls = tls::TlsContext::create(cfg.tls, impl->core.tls_stats());
     if (!tls) return tl::unexpected(std::move(tls.error()));
