@@ -21,7 +21,7 @@
 #include "broker/core/broker_core.hpp"
 #include "broker/core/client.hpp"
 #include "broker/tls/tls_context.hpp"
-#include "ringcast/broker/broker.hpp"
+#include "ringcast/broker/error.hpp"
 
 namespace ringcast::broker {
 
