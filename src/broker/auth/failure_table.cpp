@@ -30,8 +30,8 @@ std::size_t FailureTable::sources() const {
 void FailureTable::make_room(std::chrono::steady_clock::time_point now) {
   std::erase_if(table_, [now](const auto& kv) { return now - kv.second.last > kForgetAfter; });
   if (table_.size() < kMaxSources) return;
-  const auto oldest =
-      std::min_element(table_.begin(), table_.end(), [](const auto& a, const auto& b) { return a.second.last < b.second.last; });
+  const auto oldest = std::min_element(table_.begin(), table_.end(),
+                                       [](const auto& a, const auto& b) { return a.second.last < b.second.last; });
   table_.erase(oldest);
 }
 

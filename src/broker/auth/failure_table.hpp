@@ -36,7 +36,7 @@ class FailureTable {
   static constexpr std::chrono::milliseconds kMaxDelay{5000};
 
   struct Verdict {
-    std::uint32_t failures = 0;        // the source's failures, this one included
+    std::uint32_t failures = 0;         // the source's failures, this one included
     std::chrono::milliseconds delay{};  // before this refusal is answered (invariant 2)
   };
 

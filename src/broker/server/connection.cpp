@@ -270,6 +270,10 @@ void Connection::after_input(InputResult r, ReadNext next) {
   // (connection_queue.hpp, invariant 3), so an extra flush is harmless.
   flush();
   if (closed_) return;
+  if (!client().admitted() && queue().total_bytes() > kMaxUnadmittedQueue) {  // A3
+    shutdown();
+    return;
+  }
   if (r == InputResult::kHeld) {
     hold();
     return;

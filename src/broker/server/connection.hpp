@@ -55,6 +55,11 @@
 //   A2. Until admitted, auth_timer_ closes the connection at auth_timeout
 //       (after the TLS handshake's own deadline), authentication configured
 //       or not: a slow HTTP upgrade is held no longer than a slow AUTH.
+//   A3. Until admitted, a connection whose queue holds more than
+//       kMaxUnadmittedQueue bytes after its input's replies were written as
+//       far as the socket took them (a client sending PINGs and reading no
+//       PONG) is closed: what it can queue is bounded by that plus one read's
+//       replies, not by the hard limit.
 //
 // Ownership and lifetime (who destroys a Client, and when):
 //   L1. A Connection owns its Client (unique_ptr, declared last, so destroyed
@@ -121,6 +126,8 @@ constexpr std::size_t kMaxIov = 1024;
 // many bytes, before the socket is closed (Connection::linger).
 constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr std::size_t kLingerBytes = 4u << 20;
+// Replies a connection not yet admitted may leave unread (A3).
+constexpr std::size_t kMaxUnadmittedQueue = std::size_t{64} << 10;
 
 // One accepted socket and the Client its listener's factory made for it: the
 // connection reads into client().on_input() and writes what the client's queue

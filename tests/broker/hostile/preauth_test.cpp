@@ -154,6 +154,36 @@ TEST(PreAuthTest, UnfinishedLargeWebSocketMessageBeforeAuthIsClosedAndCostsLittl
   EXPECT_TRUE(broker.serves_canary());
 }
 
+// Replies before AUTH: PINGs of 16,000 bytes that the client never reads.
+// Unbounded, each connection's replies were queued up to --hard-limit (32 MB);
+// now a connection that has not authenticated and leaves more than 64 KiB
+// unread is closed.
+TEST(PreAuthTest, UnreadRepliesBeforeAuthCloseTheConnectionAndCostLittleMemory) {
+  constexpr int kPings = 400;  // 6.4 MB each, under --hard-limit
+  Broker broker = password_broker({"--auth-timeout", kLongAuthTimeout});
+  broker.set_password(std::string(kPassword));
+  ASSERT_TRUE(broker.serves_canary());
+  const std::size_t before = broker.rss_bytes();
+  std::string pings;
+  for (int i = 0; i < kPings; ++i) pings += "*2\r\n$4\r\nPING\r\n$16000\r\n" + std::string(16'000, 'p') + "\r\n";
+  std::vector<std::unique_ptr<test::RespClient>> attackers;
+  for (int i = 0; i < kAttackers / 2; ++i) {
+    attackers.push_back(std::make_unique<test::RespClient>(broker.port(), /*rcvbuf=*/4096));
+    ASSERT_TRUE(attackers.back()->ok());
+    (void)test::send_all(attackers.back()->fd(), pings);  // the broker may have closed already
+  }
+  const std::size_t after = broker.rss_bytes();
+  EXPECT_LT(after, before + kMemoryBound) << "resident memory grew from " << before << " to " << after << " bytes";
+  const Deadline d = deadline_in(5s);
+  int closed = 0;
+  for (const auto& c : attackers) {
+    std::string replies;
+    closed += test::read_to_eof(c->fd(), replies, d) && replies.size() < kPings * 16'000u ? 1 : 0;
+  }
+  EXPECT_EQ(closed, kAttackers / 2) << "connections closed before all their replies";
+  EXPECT_TRUE(broker.serves_canary());
+}
+
 // Guessing AUTH on one connection: ten guesses in one write get three
 // refusals, answered after the delays of all three (each longer than the one
 // before), and then the connection closes. Every refusal is logged
@@ -187,8 +217,7 @@ TEST(PreAuthTest, FailedAuthIsDelayedLoggedCountedAndClosesAfterThree) {
   EXPECT_EQ(ws.read_close(), 1008);
   const auto fourth = p.read_stderr_line_with("4 in a row", deadline_in(10s));
   ASSERT_TRUE(fourth);
-  EXPECT_NE(fourth->find("failure 1 of the connection, 4 in a row from 127.0.0.1; delayed 800 ms"),
-            std::string::npos)
+  EXPECT_NE(fourth->find("failure 1 of the connection, 4 in a row from 127.0.0.1; delayed 800 ms"), std::string::npos)
       << *fourth;
 
   EXPECT_EQ(broker.info_field("password_auth_refused"), "4");
