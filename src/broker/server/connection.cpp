@@ -270,7 +270,7 @@ void Connection::after_input(InputResult r, ReadNext next) {
   // (connection_queue.hpp, invariant 3), so an extra flush is harmless.
   flush();
   if (closed_) return;
-  if (!client().admitted() && queue().total_bytes() > kMaxUnadmittedQueue) {  // A3
+  if (counted_ && !client().admitted() && queue().total_bytes() > kMaxUnadmittedQueue) {  // A3
     shutdown();
     return;
   }

@@ -55,11 +55,12 @@
 //   A2. Until admitted, auth_timer_ closes the connection at auth_timeout
 //       (after the TLS handshake's own deadline), authentication configured
 //       or not: a slow HTTP upgrade is held no longer than a slow AUTH.
-//   A3. Until admitted, a connection whose queue holds more than
-//       kMaxUnadmittedQueue bytes after its input's replies were written as
-//       far as the socket took them (a client sending PINGs and reading no
-//       PONG) is closed: what it can queue is bounded by that plus one read's
-//       replies, not by the hard limit.
+//   A3. Until first admitted (while counted_), a connection whose queue holds
+//       more than kMaxUnadmittedQueue bytes after its input's replies were
+//       written as far as the socket took them (a client sending PINGs and
+//       reading no PONG) is closed: what it can queue is bounded by that plus
+//       one read's replies, not by the hard limit. (After a RESET the queue
+//       may still hold deliveries from before; the hard limit bounds those.)
 //
 // Ownership and lifetime (who destroys a Client, and when):
 //   L1. A Connection owns its Client (unique_ptr, declared last, so destroyed
