@@ -147,6 +147,8 @@ TEST(RequestParserTest, BeforeAuthenticationCommandsAreSmallWithRedisErrorTexts)
     EXPECT_EQ(run(big_args, chunk, {}, false).error, "");
     EXPECT_EQ(run(too_big_args, chunk, {}, false).error, "ERR Protocol error: unauthenticated bulk length");
     EXPECT_EQ(run("*1\r\n$100000\r\n", chunk, {}, false).error, "ERR Protocol error: unauthenticated bulk length");
+    EXPECT_EQ(run("a b c d e f g h i j k\r\n", chunk, {}, false).error,
+              "ERR Protocol error: unauthenticated multibulk length");
     // An inline line over the bound, even with its end in the same piece.
     EXPECT_EQ(run(std::string(kBytes + 1, 'a') + "\r\n", chunk, {}, false).error,
               "ERR Protocol error: too big inline request");

@@ -199,6 +199,8 @@ RequestParser::Status RequestParser::finish_inline() {
   state_ = State::kStart;
   argc_ = slots_.size();
   if (argc_ == 0) return Status::kNeedMore;  // an empty line is not a command
+  // Invariant 4 for inline commands too (Redis checks only multibulk ones).
+  if (!authenticated_ && argc_ > kMaxUnauthArgs) return fail("ERR Protocol error: unauthenticated multibulk length");
   if (argc_ > limits_.max_args) return fail("ERR Protocol error: invalid multibulk length");
   return Status::kCommand;
 }
