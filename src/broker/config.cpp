@@ -131,6 +131,8 @@ tl::expected<void, BrokerError> validate(const BrokerConfig& config) {
   if (config.max_connections == 0 || config.max_subscriptions == 0) {
     return invalid("--max-connections and --max-subscriptions must be > 0");
   }
+  if (config.max_unauthenticated == 0) return invalid("--max-unauthenticated must be > 0");
+  if (config.max_auth_failures == 0) return invalid("--max-auth-failures must be > 0");
   for (const std::string& spec : config.history) {
     if (auto rule = parse_retention(spec); !rule) return invalid(rule.error());
   }
