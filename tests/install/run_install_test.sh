@@ -16,4 +16,9 @@ export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig:$work/prefix/lib/x86_64-linux
 # shellcheck disable=SC2046
 c++ -o "$work/pkgconfig-consumer" "$consumer/main.cpp" $(pkg-config --cflags --libs ringcast)
 "$work/pkgconfig-consumer"
-echo "install test: both consumers built and ran"
+
+# 3. The C ABI, from C, through pkg-config.
+# shellcheck disable=SC2046
+cc -std=c11 -o "$work/c-consumer" "$consumer/main.c" $(pkg-config --cflags --libs ringcast-c)
+"$work/c-consumer"
+echo "install test: the three consumers built and ran"
