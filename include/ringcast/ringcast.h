@@ -8,8 +8,8 @@
  *    ringcast_create_anonymous or ringcast_open and freed by ringcast_close.
  *  * Every call returns a ringcast_status (or a struct carrying one) and
  *    never throws, aborts or unwinds: no C++ exception crosses this boundary.
- *    The statuses are the C++ Errc values plus two of this layer's own
- *    (RINGCAST_INVALID_ARGUMENT, RINGCAST_OUT_OF_MEMORY).
+ *    The statuses are the C++ Errc values plus three of this layer's own
+ *    (RINGCAST_INVALID_ARGUMENT, RINGCAST_OUT_OF_MEMORY, RINGCAST_CANCELLED).
  *  * ringcast_status_name names a status; ringcast_last_error_message gives
  *    the full text of the calling thread's last failed setup call
  *    ("create: open: io_error: Permission denied").
@@ -65,7 +65,8 @@ typedef enum ringcast_status {
   RINGCAST_ALREADY_EXISTS = 15,   /* create: the path exists and replace was not asked */
   RINGCAST_BUFFER_TOO_SMALL = 16, /* receive: the message needs `length` bytes; nothing consumed */
   RINGCAST_INVALID_ARGUMENT = 64, /* a NULL pointer or an out-of-range value where one is checked */
-  RINGCAST_OUT_OF_MEMORY = 65     /* setup could not allocate */
+  RINGCAST_OUT_OF_MEMORY = 65,    /* setup could not allocate */
+  RINGCAST_CANCELLED = 66         /* drain: the callback stopped the batch; nothing was consumed */
 } ringcast_status;
 
 /* Where a new consumer starts (ringcast::StartAt). */
@@ -150,9 +151,9 @@ typedef struct ringcast_ring_status {
 typedef struct ringcast_ring ringcast_ring;
 
 /* Called by ringcast_drain for each message; the bytes are valid during the
- * call only. It must return normally: no exception, longjmp or panic may
- * leave it (a C++ exception ends the process). */
-typedef void (*ringcast_message_fn)(void* context, const void* data, size_t length);
+ * call only. Returns 0 to go on; anything else stops the batch (see
+ * ringcast_drain). It must return: no longjmp or unwinding may leave it. */
+typedef int (*ringcast_message_fn)(void* context, const void* data, size_t length);
 
 /* --- errors ---------------------------------------------------------------- */
 
@@ -229,7 +230,10 @@ ringcast_recv_result ringcast_recv_wait(ringcast_ring* ring, uint32_t id, void* 
                                         uint64_t timeout_ns, ringcast_idle idle) RINGCAST_NOEXCEPT;
 /* Receives up to `max` messages, calling fn(context, data, length) for each
  * (zero copy where a view would be), and publishes the cursor once. status is
- * OK when any was delivered, else as try_recv. */
+ * OK when any was delivered, else as try_recv. When fn returns nonzero (or, a
+ * C++ fn, throws), none of the batch is consumed: the call returns CANCELLED
+ * with count 0 and the next one delivers the same messages again. Stopping
+ * costs a C++ throw inside the library (microseconds): it is for errors. */
 ringcast_batch_result ringcast_drain(ringcast_ring* ring, uint32_t id, ringcast_message_fn fn, void* context,
                                      size_t max) RINGCAST_NOEXCEPT;
 /* Batch receive without a callback (for FFIs where calling back is costly):

@@ -155,6 +155,8 @@ const char* ringcast_status_name(ringcast_status status) noexcept {
       return "invalid_argument";
     case RINGCAST_OUT_OF_MEMORY:
       return "out_of_memory";
+    case RINGCAST_CANCELLED:
+      return "cancelled";
     default:
       break;
   }
@@ -272,10 +274,17 @@ ringcast_recv_result ringcast_recv_wait(ringcast_ring* ring, std::uint32_t id, v
 ringcast_batch_result ringcast_drain(ringcast_ring* ring, std::uint32_t id, ringcast_message_fn fn, void* context,
                                      std::size_t max) noexcept {
   if (fn == nullptr) return {RINGCAST_INVALID_ARGUMENT, 0, 0};
-  // noexcept: a C++ callback that throws ends the process here instead of
-  // unwinding through C frames (ringcast_message_fn).
-  const auto deliver = [fn, context](std::span<const std::byte> m) noexcept { fn(context, m.data(), m.size()); };
-  return to_c(ring->ring.drain(id, deliver, max));
+  // A callback's stop leaves drain as an exception, which is how drain
+  // leaves the whole batch unconsumed; it never leaves this function.
+  struct Stop {};
+  const auto deliver = [fn, context](std::span<const std::byte> m) {
+    if (fn(context, m.data(), m.size()) != 0) throw Stop{};
+  };
+  try {
+    return to_c(ring->ring.drain(id, deliver, max));
+  } catch (...) {  // Stop, or what a C++ callback threw
+    return {RINGCAST_CANCELLED, 0, 0};
+  }
 }
 
 ringcast_batch_result ringcast_recv_batch(ringcast_ring* ring, std::uint32_t id, void* buffer, std::size_t capacity,

@@ -61,6 +61,7 @@ static void test_names_and_messages(void) {
   CHECK(strcmp(ringcast_status_name(RINGCAST_BUFFER_TOO_SMALL), "buffer_too_small") == 0);
   CHECK(strcmp(ringcast_status_name(RINGCAST_INVALID_ARGUMENT), "invalid_argument") == 0);
   CHECK(strcmp(ringcast_status_name(RINGCAST_OUT_OF_MEMORY), "out_of_memory") == 0);
+  CHECK(strcmp(ringcast_status_name(RINGCAST_CANCELLED), "cancelled") == 0);
   CHECK(strcmp(ringcast_status_name((ringcast_status)40), "unknown") == 0);
   CHECK(strcmp(ringcast_last_error_message(), "") == 0);
 }
@@ -319,9 +320,16 @@ struct collected {
   size_t count;
 };
 
-static void collect(void* context, const void* data, size_t length) {
+static int collect(void* context, const void* data, size_t length) {
   struct collected* c = context;
   c->first[c->count++] = length == 0 ? '-' : *(const char*)data;
+  return 0;
+}
+
+/* Stops the batch at a message starting with 's'. */
+static int stop_at_s(void* context, const void* data, size_t length) {
+  collect(context, data, length);
+  return length > 0 && *(const char*)data == 's';
 }
 
 static void test_batches(void) {
@@ -346,6 +354,14 @@ static void test_batches(void) {
   CHECK(b.count == 1 && c.count == 4 && c.first[3] == 'c');
   b = ringcast_drain(consumer, id, NULL, &c, 16);
   CHECK_STATUS(b.status, RINGCAST_INVALID_ARGUMENT);
+  /* A stop consumes none of the batch: the next call delivers it again. */
+  CHECK_STATUS(ringcast_try_push(producer, "d", 1), RINGCAST_OK);
+  CHECK_STATUS(ringcast_try_push(producer, "s", 1), RINGCAST_OK);
+  b = ringcast_drain(consumer, id, stop_at_s, &c, 16);
+  CHECK_STATUS(b.status, RINGCAST_CANCELLED);
+  CHECK(b.count == 0 && c.count == 6 && memcmp(c.first + 4, "ds", 2) == 0);
+  b = ringcast_drain(consumer, id, collect, &c, 16);
+  CHECK(b.status == RINGCAST_OK && b.count == 2 && c.count == 8 && memcmp(c.first + 6, "ds", 2) == 0);
 
   /* recv_batch: takes capacity / max_message (200) messages per round, and
    * more rounds while room is left. */

@@ -48,6 +48,7 @@ const (
 	BufferTooSmall  Status = C.RINGCAST_BUFFER_TOO_SMALL
 	InvalidArgument Status = C.RINGCAST_INVALID_ARGUMENT
 	OutOfMemory     Status = C.RINGCAST_OUT_OF_MEMORY
+	Cancelled       Status = C.RINGCAST_CANCELLED // the C ABI's drain only (Go uses RecvBatch)
 )
 
 const (
