@@ -45,6 +45,11 @@ extern "C" {
 #define RINGCAST_MAX_CONSUMERS 16
 #define RINGCAST_MAX_INLINE_PAYLOAD 52
 
+/* Each enum below has a last enumerator that is no value of its own: at
+ * INT32_MIN, it makes every int32_t a valid value of the enum in C++ too, so
+ * that a caller's out-of-range value (from C or an FFI) is checked by the
+ * library (INVALID_ARGUMENT, "unknown") rather than undefined behaviour. */
+
 /* ringcast::Errc, value for value, then this layer's own codes. */
 typedef enum ringcast_status {
   RINGCAST_OK = 0,
@@ -66,21 +71,25 @@ typedef enum ringcast_status {
   RINGCAST_BUFFER_TOO_SMALL = 16, /* receive: the message needs `length` bytes; nothing consumed */
   RINGCAST_INVALID_ARGUMENT = 64, /* a NULL pointer or an out-of-range value where one is checked */
   RINGCAST_OUT_OF_MEMORY = 65,    /* setup could not allocate */
-  RINGCAST_CANCELLED = 66         /* drain: the callback stopped the batch; nothing was consumed */
+  RINGCAST_CANCELLED = 66,        /* drain: the callback stopped the batch; nothing was consumed */
+  RINGCAST_STATUS_INT32_ = INT32_MIN
 } ringcast_status;
 
 /* Where a new consumer starts (ringcast::StartAt). */
 typedef enum ringcast_start_at {
   RINGCAST_START_LATEST = 0, /* messages published from now on */
-  RINGCAST_START_OLDEST = 1  /* the oldest message still in the ring */
+  RINGCAST_START_OLDEST = 1, /* the oldest message still in the ring */
+  RINGCAST_START_AT_INT32_ = INT32_MIN
 } ringcast_start_at;
 
-/* How a _wait call idles (ringcast::IdleStrategy); 0 is the C++ default. */
+/* How a _wait call idles (ringcast::IdleStrategy); 0, the C++ default, is
+ * also what any value not listed here means. */
 typedef enum ringcast_idle {
   RINGCAST_IDLE_SPIN_THEN_BLOCK = 0,
   RINGCAST_IDLE_SPIN = 1,
   RINGCAST_IDLE_SPIN_THEN_YIELD = 2,
-  RINGCAST_IDLE_BLOCK = 3
+  RINGCAST_IDLE_BLOCK = 3,
+  RINGCAST_IDLE_INT32_ = INT32_MIN
 } ringcast_idle;
 
 /* All-zero (or a NULL pointer) is the C++ defaults. */
@@ -234,6 +243,7 @@ ringcast_recv_result ringcast_recv_wait(ringcast_ring* ring, uint32_t id, void* 
  * C++ fn, throws), none of the batch is consumed: the call returns CANCELLED
  * with count 0 and the next one delivers the same messages again. Stopping
  * costs a C++ throw inside the library (microseconds): it is for errors. */
+/* NOLINTNEXTLINE(bugprone-exception-escape): a clang-tidy 14 false positive (src/ring/c_api.cpp) */
 ringcast_batch_result ringcast_drain(ringcast_ring* ring, uint32_t id, ringcast_message_fn fn, void* context,
                                      size_t max) RINGCAST_NOEXCEPT;
 /* Batch receive without a callback (for FFIs where calling back is costly):

@@ -63,6 +63,8 @@ static void test_names_and_messages(void) {
   CHECK(strcmp(ringcast_status_name(RINGCAST_OUT_OF_MEMORY), "out_of_memory") == 0);
   CHECK(strcmp(ringcast_status_name(RINGCAST_CANCELLED), "cancelled") == 0);
   CHECK(strcmp(ringcast_status_name((ringcast_status)40), "unknown") == 0);
+  CHECK(strcmp(ringcast_status_name((ringcast_status)-1), "unknown") == 0);
+  CHECK(strcmp(ringcast_status_name((ringcast_status)1000), "unknown") == 0);
   CHECK(strcmp(ringcast_last_error_message(), "") == 0);
 }
 
@@ -163,7 +165,7 @@ static void test_push_and_receive(void) {
   CHECK_STATUS(ringcast_push_wait(producer, "m", 1, 1000000, RINGCAST_IDLE_BLOCK), RINGCAST_TIMED_OUT);
   r = recv(consumer, id, buffer, sizeof buffer);
   CHECK_STATUS(r.status, RINGCAST_OK);
-  CHECK_STATUS(ringcast_push_wait(producer, "n", 1, 1000000, RINGCAST_IDLE_SPIN), RINGCAST_OK);
+  CHECK_STATUS(ringcast_push_wait(producer, "n", 1, 1000000, (ringcast_idle)99), RINGCAST_OK); /* the default */
   for (int i = 0; i < 8; ++i) CHECK_STATUS(recv(consumer, id, buffer, sizeof buffer).status, RINGCAST_OK);
   CHECK(buffer[0] == 'n');
 
@@ -211,6 +213,7 @@ static void test_register(void) {
   }
   CHECK_STATUS(recv(consumer, latest, buffer, sizeof buffer).status, RINGCAST_EMPTY);
   CHECK_STATUS(ringcast_register(consumer, (ringcast_start_at)7, &latest), RINGCAST_INVALID_ARGUMENT);
+  CHECK_STATUS(ringcast_register(consumer, (ringcast_start_at)-5, &latest), RINGCAST_INVALID_ARGUMENT);
   CHECK_STATUS(ringcast_register(consumer, RINGCAST_START_LATEST, NULL), RINGCAST_INVALID_ARGUMENT);
   /* An id registered through another handle is not this one's. */
   CHECK_STATUS(recv(producer, oldest, buffer, sizeof buffer).status, RINGCAST_INVALID_CONSUMER);
