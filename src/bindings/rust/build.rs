@@ -6,10 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn pkg_config(flag: &str) -> Vec<String> {
-    let out = Command::new("pkg-config")
-        .args([flag, "ringcast-c"])
-        .output()
-        .expect("running pkg-config");
+    let out = Command::new("pkg-config").args([flag, "ringcast-c"]).output().expect("running pkg-config");
     if !out.status.success() {
         panic!(
             "pkg-config {} ringcast-c: {} (install ringcast, or set PKG_CONFIG_PATH)",
@@ -17,11 +14,7 @@ fn pkg_config(flag: &str) -> Vec<String> {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect()
+    String::from_utf8(out.stdout).unwrap().split_whitespace().map(str::to_owned).collect()
 }
 
 fn main() {

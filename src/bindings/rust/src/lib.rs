@@ -302,7 +302,14 @@ impl Ring {
     /// try_recv waiting up to `timeout` for a message.
     pub fn recv_wait(&mut self, id: ConsumerId, buffer: &mut [u8], timeout: Duration, idle: Idle) -> RecvResult {
         unsafe {
-            sys::ringcast_recv_wait(self.ptr(), id, buffer.as_mut_ptr().cast(), buffer.len(), nanos(timeout), idle.raw())
+            sys::ringcast_recv_wait(
+                self.ptr(),
+                id,
+                buffer.as_mut_ptr().cast(),
+                buffer.len(),
+                nanos(timeout),
+                idle.raw(),
+            )
         }
         .into()
     }
@@ -331,9 +338,8 @@ impl Ring {
             }
         }
         let mut context = Context { f: &mut on_message, panic: None };
-        let result = unsafe {
-            sys::ringcast_drain(self.ptr(), id, deliver, (&mut context as *mut Context<'_>).cast(), max)
-        };
+        let result =
+            unsafe { sys::ringcast_drain(self.ptr(), id, deliver, (&mut context as *mut Context<'_>).cast(), max) };
         if let Some(panic) = context.panic {
             std::panic::resume_unwind(panic);
         }

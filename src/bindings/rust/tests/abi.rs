@@ -29,42 +29,87 @@ macro_rules! same_layout {
 fn structs_have_the_c_layout() {
     assert_eq!(size_of::<ringcast_status>(), c::SIZE_ringcast_status);
     assert_eq!(size_of::<bool>(), c::SIZE_bool);
-    same_layout!(ringcast_create_options, SIZE_ringcast_create_options, [
-        (mode, OFFSET_ringcast_create_options_mode), (replace, OFFSET_ringcast_create_options_replace),
-        (lossy, OFFSET_ringcast_create_options_lossy), (wakeups, OFFSET_ringcast_create_options_wakeups),
-        (no_producer, OFFSET_ringcast_create_options_no_producer),
-        (reap_on_full, OFFSET_ringcast_create_options_reap_on_full),
-        (max_message, OFFSET_ringcast_create_options_max_message)]);
-    same_layout!(ringcast_open_options, SIZE_ringcast_open_options, [
-        (expected_capacity, OFFSET_ringcast_open_options_expected_capacity),
-        (read_only, OFFSET_ringcast_open_options_read_only),
-        (reap_on_full, OFFSET_ringcast_open_options_reap_on_full)]);
-    same_layout!(ringcast_recv_result, SIZE_ringcast_recv_result, [
-        (status, OFFSET_ringcast_recv_result_status), (length, OFFSET_ringcast_recv_result_length),
-        (missed, OFFSET_ringcast_recv_result_missed)]);
-    same_layout!(ringcast_batch_result, SIZE_ringcast_batch_result, [
-        (status, OFFSET_ringcast_batch_result_status), (count, OFFSET_ringcast_batch_result_count),
-        (missed, OFFSET_ringcast_batch_result_missed)]);
-    same_layout!(ringcast_view, SIZE_ringcast_view, [
-        (data, OFFSET_ringcast_view_data), (length, OFFSET_ringcast_view_length),
-        (missed, OFFSET_ringcast_view_missed), (in_place, OFFSET_ringcast_view_in_place)]);
-    same_layout!(ringcast_consumer_status, SIZE_ringcast_consumer_status, [
-        (active, OFFSET_ringcast_consumer_status_active), (owner_alive, OFFSET_ringcast_consumer_status_owner_alive),
-        (owner_pid, OFFSET_ringcast_consumer_status_owner_pid), (cursor, OFFSET_ringcast_consumer_status_cursor),
-        (lag, OFFSET_ringcast_consumer_status_lag)]);
-    same_layout!(ringcast_ring_status, SIZE_ringcast_ring_status, [
-        (capacity, OFFSET_ringcast_ring_status_capacity), (flags, OFFSET_ringcast_ring_status_flags),
-        (producer_pid, OFFSET_ringcast_ring_status_producer_pid),
-        (producer_seq, OFFSET_ringcast_ring_status_producer_seq),
-        (producer_alive, OFFSET_ringcast_ring_status_producer_alive),
-        (half_written_slot, OFFSET_ringcast_ring_status_half_written_slot),
-        (producer_sleeping, OFFSET_ringcast_ring_status_producer_sleeping),
-        (sleeping_consumers, OFFSET_ringcast_ring_status_sleeping_consumers),
-        (upstream_lost, OFFSET_ringcast_ring_status_upstream_lost),
-        (upstream_gaps, OFFSET_ringcast_ring_status_upstream_gaps),
-        (max_message, OFFSET_ringcast_ring_status_max_message), (messages, OFFSET_ringcast_ring_status_messages),
-        (payload_bytes, OFFSET_ringcast_ring_status_payload_bytes),
-        (consumers, OFFSET_ringcast_ring_status_consumers)]);
+    same_layout!(
+        ringcast_create_options,
+        SIZE_ringcast_create_options,
+        [
+            (mode, OFFSET_ringcast_create_options_mode),
+            (replace, OFFSET_ringcast_create_options_replace),
+            (lossy, OFFSET_ringcast_create_options_lossy),
+            (wakeups, OFFSET_ringcast_create_options_wakeups),
+            (no_producer, OFFSET_ringcast_create_options_no_producer),
+            (reap_on_full, OFFSET_ringcast_create_options_reap_on_full),
+            (max_message, OFFSET_ringcast_create_options_max_message)
+        ]
+    );
+    same_layout!(
+        ringcast_open_options,
+        SIZE_ringcast_open_options,
+        [
+            (expected_capacity, OFFSET_ringcast_open_options_expected_capacity),
+            (read_only, OFFSET_ringcast_open_options_read_only),
+            (reap_on_full, OFFSET_ringcast_open_options_reap_on_full)
+        ]
+    );
+    same_layout!(
+        ringcast_recv_result,
+        SIZE_ringcast_recv_result,
+        [
+            (status, OFFSET_ringcast_recv_result_status),
+            (length, OFFSET_ringcast_recv_result_length),
+            (missed, OFFSET_ringcast_recv_result_missed)
+        ]
+    );
+    same_layout!(
+        ringcast_batch_result,
+        SIZE_ringcast_batch_result,
+        [
+            (status, OFFSET_ringcast_batch_result_status),
+            (count, OFFSET_ringcast_batch_result_count),
+            (missed, OFFSET_ringcast_batch_result_missed)
+        ]
+    );
+    same_layout!(
+        ringcast_view,
+        SIZE_ringcast_view,
+        [
+            (data, OFFSET_ringcast_view_data),
+            (length, OFFSET_ringcast_view_length),
+            (missed, OFFSET_ringcast_view_missed),
+            (in_place, OFFSET_ringcast_view_in_place)
+        ]
+    );
+    same_layout!(
+        ringcast_consumer_status,
+        SIZE_ringcast_consumer_status,
+        [
+            (active, OFFSET_ringcast_consumer_status_active),
+            (owner_alive, OFFSET_ringcast_consumer_status_owner_alive),
+            (owner_pid, OFFSET_ringcast_consumer_status_owner_pid),
+            (cursor, OFFSET_ringcast_consumer_status_cursor),
+            (lag, OFFSET_ringcast_consumer_status_lag)
+        ]
+    );
+    same_layout!(
+        ringcast_ring_status,
+        SIZE_ringcast_ring_status,
+        [
+            (capacity, OFFSET_ringcast_ring_status_capacity),
+            (flags, OFFSET_ringcast_ring_status_flags),
+            (producer_pid, OFFSET_ringcast_ring_status_producer_pid),
+            (producer_seq, OFFSET_ringcast_ring_status_producer_seq),
+            (producer_alive, OFFSET_ringcast_ring_status_producer_alive),
+            (half_written_slot, OFFSET_ringcast_ring_status_half_written_slot),
+            (producer_sleeping, OFFSET_ringcast_ring_status_producer_sleeping),
+            (sleeping_consumers, OFFSET_ringcast_ring_status_sleeping_consumers),
+            (upstream_lost, OFFSET_ringcast_ring_status_upstream_lost),
+            (upstream_gaps, OFFSET_ringcast_ring_status_upstream_gaps),
+            (max_message, OFFSET_ringcast_ring_status_max_message),
+            (messages, OFFSET_ringcast_ring_status_messages),
+            (payload_bytes, OFFSET_ringcast_ring_status_payload_bytes),
+            (consumers, OFFSET_ringcast_ring_status_consumers)
+        ]
+    );
 }
 
 #[test]
@@ -117,12 +162,10 @@ fn function_names(text: &str, prefix: &str) -> Vec<String> {
     let mut names: Vec<String> = code
         .match_indices(prefix)
         .filter_map(|(at, _)| {
-            let name: String = code[at + prefix.len()..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
+            let name: String =
+                code[at + prefix.len()..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
             let after = &code[at + prefix.len() + name.len()..];
-            after.starts_with('(').then(|| name)
+            after.starts_with('(').then_some(name)
         })
         .collect();
     names.sort();
