@@ -50,7 +50,7 @@ func TestSetupErrorsCarryStatusAndMessage(t *testing.T) {
 		t.Fatalf("Create over an existing ring: %v", err)
 	}
 	_, err = Open(path, &OpenOptions{ExpectedCapacity: 16})
-	if !errors.As(err, &e) || e.Status != LayoutMismatch || !strings.Contains(e.Message, "found 8, expected 16") {
+	if !errors.As(err, &e) || e.Status != LayoutMismatch || !strings.Contains(e.Message, "layout_mismatch") {
 		t.Fatalf("Open with the wrong capacity: %v", err)
 	}
 	if Full.String() != "full" || OutOfMemory.String() != "out_of_memory" {
