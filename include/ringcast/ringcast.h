@@ -16,8 +16,9 @@
  *  * The hot path (try_push, try_recv, try_claim, commit, lag) forwards to the
  *    inline C++ calls: no allocation, lock, exception or system call beyond
  *    the C++ API's own. Setup calls (create, open, register, status) may
- *    allocate. Hot-path calls do not check their handle: passing NULL or a
- *    closed handle is undefined, as in C++ (REQUIRES).
+ *    allocate. No call checks its ring handle: a NULL or closed handle is
+ *    undefined, as in C++ (REQUIRES), except that ringcast_close(NULL) is a
+ *    no-op. Other pointers are checked where the comment says so.
  *
  * Thread safety (as the C++ handle): one producing thread per handle (push,
  * claim, commit); a consumer id is used by one thread at a time, through the
