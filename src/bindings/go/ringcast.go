@@ -14,8 +14,58 @@ package ringcast
 
 /*
 #cgo pkg-config: ringcast-c
+#include <stdint.h>
 #include <stdlib.h>
 #include "ringcast/ringcast.h"
+
+// The hot path takes the handle as an integer, and returns out-values in
+// the result. cgo checks every pointer argument at run time, and boxes a
+// pointer to an incomplete C type (ringcast_ring) on the Go heap for the
+// check: one allocation per call. The handle is C memory, which needs no
+// check; an out-pointer to a Go variable would move it to the heap too.
+typedef uintptr_t rc_handle;
+static inline ringcast_ring* rc(rc_handle h) { return (ringcast_ring*)h; }
+typedef struct { ringcast_status status; void* data; } rc_claim;
+typedef struct { ringcast_status status; ringcast_view view; } rc_view;
+
+static inline ringcast_status rc_try_push(rc_handle h, const void* data, size_t length) {
+  return ringcast_try_push(rc(h), data, length);
+}
+static inline ringcast_status rc_push_wait(rc_handle h, const void* data, size_t length, uint64_t timeout_ns,
+                                           ringcast_idle idle) {
+  return ringcast_push_wait(rc(h), data, length, timeout_ns, idle);
+}
+static inline rc_claim rc_try_claim(rc_handle h, size_t length) {
+  rc_claim c = {RINGCAST_OK, NULL};
+  c.status = ringcast_try_claim(rc(h), length, &c.data);
+  return c;
+}
+static inline rc_claim rc_claim_wait(rc_handle h, size_t length, uint64_t timeout_ns, ringcast_idle idle) {
+  rc_claim c = {RINGCAST_OK, NULL};
+  c.status = ringcast_claim_wait(rc(h), length, &c.data, timeout_ns, idle);
+  return c;
+}
+static inline ringcast_status rc_commit(rc_handle h, size_t length) { return ringcast_commit(rc(h), length); }
+static inline ringcast_status rc_abort(rc_handle h) { return ringcast_abort(rc(h)); }
+static inline ringcast_recv_result rc_try_recv(rc_handle h, uint32_t id, void* buffer, size_t capacity) {
+  return ringcast_try_recv(rc(h), id, buffer, capacity);
+}
+static inline ringcast_recv_result rc_recv_wait(rc_handle h, uint32_t id, void* buffer, size_t capacity,
+                                                uint64_t timeout_ns, ringcast_idle idle) {
+  return ringcast_recv_wait(rc(h), id, buffer, capacity, timeout_ns, idle);
+}
+static inline ringcast_batch_result rc_recv_batch(rc_handle h, uint32_t id, void* buffer, size_t capacity,
+                                                  uint32_t* lengths, size_t max) {
+  return ringcast_recv_batch(rc(h), id, buffer, capacity, lengths, max);
+}
+static inline rc_view rc_try_view(rc_handle h, uint32_t id) {
+  rc_view v;
+  v.status = ringcast_try_view(rc(h), id, &v.view);
+  return v;
+}
+static inline ringcast_status rc_release_view(rc_handle h, uint32_t id) { return ringcast_release_view(rc(h), id); }
+static inline uint64_t rc_lag(rc_handle h, uint32_t id) { return ringcast_lag(rc(h), id); }
+static inline uint64_t rc_producer_position(rc_handle h) { return ringcast_producer_position(rc(h)); }
 */
 import "C"
 
@@ -121,7 +171,14 @@ type ConsumerID uint32
 
 // Ring is a handle on a ring; Close frees it.
 type Ring struct {
-	c *C.ringcast_ring
+	c *C.ringcast_ring // for setup calls
+	h C.rc_handle      // the same, for the hot path (see the cgo preamble)
+}
+
+// adopt completes a Ring whose c a setup call has just set.
+func (r *Ring) adopt() *Ring {
+	r.h = C.rc_handle(uintptr(unsafe.Pointer(r.c)))
+	return r
 }
 
 func (o *CreateOptions) toC() *C.ringcast_create_options {
@@ -144,7 +201,7 @@ func Create(path string, capacity uint64, options *CreateOptions) (*Ring, error)
 	if err != nil {
 		return nil, err
 	}
-	return r, nil
+	return r.adopt(), nil
 }
 
 // CreateAnonymous makes a ring in anonymous shared memory, for the goroutines
@@ -156,7 +213,7 @@ func CreateAnonymous(capacity uint64, options *CreateOptions) (*Ring, error) {
 	}); err != nil {
 		return nil, err
 	}
-	return r, nil
+	return r.adopt(), nil
 }
 
 // Open opens an existing ring file.
@@ -175,14 +232,14 @@ func Open(path string, options *OpenOptions) (*Ring, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r, nil
+	return r.adopt(), nil
 }
 
 // Close unregisters the handle's consumers, aborts an open claim, gives the
 // producer role up and unmaps. Safe to call twice.
 func (r *Ring) Close() {
 	C.ringcast_close(r.c)
-	r.c = nil
+	r.c, r.h = nil, 0
 }
 
 // ClaimProducer takes the producer role now (TryPush takes it lazily).
@@ -243,42 +300,38 @@ func nanos(d time.Duration) C.uint64_t {
 
 // TryPush copies p into the ring: OK, Full, PayloadTooLarge, NotProducer, ProducerBusy.
 func (r *Ring) TryPush(p []byte) Status {
-	return Status(C.ringcast_try_push(r.c, bytesOf(p), C.size_t(len(p))))
+	return Status(C.rc_try_push(r.h, bytesOf(p), C.size_t(len(p))))
 }
 
 // PushWait is TryPush waiting up to timeout for room: TimedOut after it.
 func (r *Ring) PushWait(p []byte, timeout time.Duration, idle Idle) Status {
-	return Status(C.ringcast_push_wait(r.c, bytesOf(p), C.size_t(len(p)), nanos(timeout), C.ringcast_idle(idle)))
+	return Status(C.rc_push_wait(r.h, bytesOf(p), C.size_t(len(p)), nanos(timeout), C.ringcast_idle(idle)))
 }
 
-func claimed(s C.ringcast_status, room unsafe.Pointer, n int) ([]byte, Status) {
-	if s != C.RINGCAST_OK {
-		return nil, Status(s)
+func claimed(c C.rc_claim, n int) ([]byte, Status) {
+	if c.status != C.RINGCAST_OK {
+		return nil, Status(c.status)
 	}
-	return unsafe.Slice((*byte)(room), n), OK
+	return unsafe.Slice((*byte)(c.data), n), OK
 }
 
 // TryClaim reserves room for an n-byte message at the head; write it through
 // the returned slice (memory of the ring or the handle: do not keep it), then
 // Commit or Abort. No push while a claim is open.
 func (r *Ring) TryClaim(n int) ([]byte, Status) {
-	var room unsafe.Pointer
-	s := C.ringcast_try_claim(r.c, C.size_t(n), &room)
-	return claimed(s, room, n)
+	return claimed(C.rc_try_claim(r.h, C.size_t(n)), n)
 }
 
 // ClaimWait is TryClaim waiting up to timeout for room.
 func (r *Ring) ClaimWait(n int, timeout time.Duration, idle Idle) ([]byte, Status) {
-	var room unsafe.Pointer
-	s := C.ringcast_claim_wait(r.c, C.size_t(n), &room, nanos(timeout), C.ringcast_idle(idle))
-	return claimed(s, room, n)
+	return claimed(C.rc_claim_wait(r.h, C.size_t(n), nanos(timeout), C.ringcast_idle(idle)), n)
 }
 
 // Commit publishes the open claim's first n bytes.
-func (r *Ring) Commit(n int) Status { return Status(C.ringcast_commit(r.c, C.size_t(n))) }
+func (r *Ring) Commit(n int) Status { return Status(C.rc_commit(r.h, C.size_t(n))) }
 
 // Abort gives the open claim's room back.
-func (r *Ring) Abort() Status { return Status(C.ringcast_abort(r.c)) }
+func (r *Ring) Abort() Status { return Status(C.rc_abort(r.h)) }
 
 // RecvResult is one receive's outcome.
 type RecvResult struct {
@@ -294,12 +347,12 @@ func recvResult(r C.ringcast_recv_result) RecvResult {
 // TryRecv copies the next message for id into buf. A buf of at least
 // MaxInlinePayload bytes takes the fast path for short messages.
 func (r *Ring) TryRecv(id ConsumerID, buf []byte) RecvResult {
-	return recvResult(C.ringcast_try_recv(r.c, C.uint32_t(id), bytesOf(buf), C.size_t(len(buf))))
+	return recvResult(C.rc_try_recv(r.h, C.uint32_t(id), bytesOf(buf), C.size_t(len(buf))))
 }
 
 // RecvWait is TryRecv waiting up to timeout for a message.
 func (r *Ring) RecvWait(id ConsumerID, buf []byte, timeout time.Duration, idle Idle) RecvResult {
-	return recvResult(C.ringcast_recv_wait(r.c, C.uint32_t(id), bytesOf(buf), C.size_t(len(buf)), nanos(timeout),
+	return recvResult(C.rc_recv_wait(r.h, C.uint32_t(id), bytesOf(buf), C.size_t(len(buf)), nanos(timeout),
 		C.ringcast_idle(idle)))
 }
 
@@ -319,7 +372,7 @@ func (r *Ring) RecvBatch(id ConsumerID, buf []byte, lengths []uint32) BatchResul
 	if len(lengths) > 0 {
 		l = (*C.uint32_t)(unsafe.Pointer(&lengths[0]))
 	}
-	b := C.ringcast_recv_batch(r.c, C.uint32_t(id), bytesOf(buf), C.size_t(len(buf)), l, C.size_t(len(lengths)))
+	b := C.rc_recv_batch(r.h, C.uint32_t(id), bytesOf(buf), C.size_t(len(buf)), l, C.size_t(len(lengths)))
 	return BatchResult{Status(b.status), int(b.count), uint64(b.missed)}
 }
 
@@ -332,8 +385,8 @@ type View struct {
 
 // TryView reads the next message for id without consuming it.
 func (r *Ring) TryView(id ConsumerID) (View, Status) {
-	var v C.ringcast_view
-	s := Status(C.ringcast_try_view(r.c, C.uint32_t(id), &v))
+	res := C.rc_try_view(r.h, C.uint32_t(id))
+	s, v := Status(res.status), res.view
 	view := View{InPlace: bool(v.in_place), Missed: uint64(v.missed)}
 	if s == OK && v.length > 0 {
 		view.Data = unsafe.Slice((*byte)(v.data), int(v.length))
@@ -343,14 +396,14 @@ func (r *Ring) TryView(id ConsumerID) (View, Status) {
 
 // ReleaseView consumes the viewed message.
 func (r *Ring) ReleaseView(id ConsumerID) Status {
-	return Status(C.ringcast_release_view(r.c, C.uint32_t(id)))
+	return Status(C.rc_release_view(r.h, C.uint32_t(id)))
 }
 
 // Lag is the positions published but not yet received by id.
-func (r *Ring) Lag(id ConsumerID) uint64 { return uint64(C.ringcast_lag(r.c, C.uint32_t(id))) }
+func (r *Ring) Lag(id ConsumerID) uint64 { return uint64(C.rc_lag(r.h, C.uint32_t(id))) }
 
 // ProducerPosition is the next position the producer writes.
-func (r *Ring) ProducerPosition() uint64 { return uint64(C.ringcast_producer_position(r.c)) }
+func (r *Ring) ProducerPosition() uint64 { return uint64(C.rc_producer_position(r.h)) }
 
 // Capacity is the ring's size in 64-byte slots.
 func (r *Ring) Capacity() uint64 { return uint64(C.ringcast_capacity(r.c)) }

@@ -189,3 +189,35 @@ func TestLossyRingReportsLap(t *testing.T) {
 		t.Fatalf("TryRecv after the lap: %+v", res)
 	}
 }
+
+// A regression test: cgo boxed the *C.ringcast_ring argument of every call
+// on the Go heap for its pointer check, one allocation per TryPush/TryRecv.
+func TestHotPathDoesNotAllocate(t *testing.T) {
+	producer, consumer := pair(t)
+	id, err := consumer.Register(Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := make([]byte, MaxInlinePayload)
+	out := make([]byte, MaxInlinePayload)
+	buf := make([]byte, 64*200)
+	lengths := make([]uint32, 64)
+	allocs := testing.AllocsPerRun(100, func() {
+		producer.TryPush(m)
+		producer.PushWait(m, time.Second, SpinThenBlock)
+		if room, s := producer.TryClaim(4); s == OK {
+			copy(room, "room")
+			producer.Commit(4)
+		}
+		consumer.TryRecv(id, out)
+		if _, s := consumer.TryView(id); s == OK {
+			consumer.ReleaseView(id)
+		}
+		consumer.RecvBatch(id, buf, lengths)
+		consumer.Lag(id)
+		producer.ProducerPosition()
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per round of hot-path calls", allocs)
+	}
+}
