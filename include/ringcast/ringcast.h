@@ -209,6 +209,13 @@ ringcast_status ringcast_reap_dead_consumers(ringcast_ring* ring, size_t* freed)
 /* Copies `length` bytes (0..max message) into the ring: OK, FULL,
  * PAYLOAD_TOO_LARGE, NOT_PRODUCER, PRODUCER_BUSY. */
 ringcast_status ringcast_try_push(ringcast_ring* ring, const void* data, size_t length) RINGCAST_NOEXCEPT;
+/* Pushes `count` messages in order until one does not fit: their bytes back
+ * to back in data, their lengths in lengths[0, count). The producer position
+ * is published once per up to 64 messages. status: what stopped it (OK if
+ * nothing did), as try_push, or INVALID_ARGUMENT (lengths NULL); count: how
+ * many were pushed. */
+ringcast_batch_result ringcast_try_push_batch(ringcast_ring* ring, const void* data, const uint32_t* lengths,
+                                              size_t count) RINGCAST_NOEXCEPT;
 /* As try_push, waiting up to timeout_ns for room: TIMED_OUT after it. */
 ringcast_status ringcast_push_wait(ringcast_ring* ring, const void* data, size_t length, uint64_t timeout_ns,
                                    ringcast_idle idle) RINGCAST_NOEXCEPT;

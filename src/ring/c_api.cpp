@@ -6,6 +6,7 @@
 #include "ringcast/ringcast.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -234,6 +235,27 @@ ringcast_status ringcast_reap_dead_consumers(ringcast_ring* ring, std::size_t* f
 
 ringcast_status ringcast_try_push(ringcast_ring* ring, const void* data, std::size_t length) noexcept {
   return to_c(ring->ring.try_push(bytes(data, length)));
+}
+
+ringcast_batch_result ringcast_try_push_batch(ringcast_ring* ring, const void* data, const std::uint32_t* lengths,
+                                              std::size_t count) noexcept {
+  if (lengths == nullptr && count != 0) return {RINGCAST_INVALID_ARGUMENT, 0, 0};
+  // The C++ call takes spans: made here, kChunk at a time, on the stack.
+  constexpr std::size_t kChunk = 64;
+  std::array<std::span<const std::byte>, kChunk> chunk;
+  const auto* at = static_cast<const std::byte*>(data);
+  std::size_t pushed = 0;
+  while (pushed < count) {
+    const std::size_t n = std::min(kChunk, count - pushed);
+    for (std::size_t i = 0; i < n; ++i) {
+      chunk[i] = {at, lengths[pushed + i]};
+      at += lengths[pushed + i];
+    }
+    const ringcast::BatchResult b = ring->ring.try_push_batch({chunk.data(), n});
+    pushed += b.count;
+    if (b.count < n) return {to_c(b.status), pushed, 0};
+  }
+  return {RINGCAST_OK, pushed, 0};
 }
 
 ringcast_status ringcast_push_wait(ringcast_ring* ring, const void* data, std::size_t length, std::uint64_t timeout_ns,

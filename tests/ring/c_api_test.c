@@ -158,8 +158,34 @@ static void test_push_and_receive(void) {
   CHECK_STATUS(r.status, RINGCAST_OK);
   CHECK(r.length == 0);
 
-  /* Full: eight one-slot messages fill eight slots. */
-  for (int i = 0; i < 8; ++i) CHECK_STATUS(ringcast_try_push(producer, "m", 1), RINGCAST_OK);
+  /* A batch of three, the middle one a record, then one stopped by a message
+   * too long. */
+  char batch[3 + 100];
+  memcpy(batch, "ab", 2);
+  memcpy(batch + 2, record, 100);
+  batch[102] = 'c';
+  const uint32_t lengths[] = {2, 100, 1, 201};
+  ringcast_batch_result pushed = ringcast_try_push_batch(producer, batch, lengths, 3);
+  CHECK(pushed.status == RINGCAST_OK && pushed.count == 3);
+  r = recv(consumer, id, buffer, sizeof buffer);
+  CHECK(r.status == RINGCAST_OK && r.length == 2 && memcmp(buffer, "ab", 2) == 0);
+  r = recv(consumer, id, buffer, sizeof buffer);
+  CHECK(r.status == RINGCAST_OK && r.length == 100 && memcmp(buffer, record, 100) == 0);
+  r = recv(consumer, id, buffer, sizeof buffer);
+  CHECK(r.status == RINGCAST_OK && r.length == 1 && buffer[0] == 'c');
+  pushed = ringcast_try_push_batch(producer, record, lengths + 2, 2);
+  CHECK_STATUS(pushed.status, RINGCAST_PAYLOAD_TOO_LARGE);
+  CHECK(pushed.count == 1);
+  CHECK_STATUS(recv(consumer, id, buffer, sizeof buffer).status, RINGCAST_OK);
+  CHECK_STATUS(ringcast_try_push_batch(producer, NULL, NULL, 2).status, RINGCAST_INVALID_ARGUMENT);
+  pushed = ringcast_try_push_batch(producer, NULL, NULL, 0);
+  CHECK(pushed.status == RINGCAST_OK && pushed.count == 0);
+
+  /* Full: eight one-slot messages fill eight slots, and a batch stops there. */
+  const uint32_t ones[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  pushed = ringcast_try_push_batch(producer, "mmmmmmmmmm", ones, 10);
+  CHECK_STATUS(pushed.status, RINGCAST_FULL);
+  CHECK(pushed.count == 8);
   CHECK_STATUS(ringcast_try_push(producer, "m", 1), RINGCAST_FULL);
   CHECK_STATUS(ringcast_push_wait(producer, "m", 1, 1000000, RINGCAST_IDLE_SPIN_THEN_BLOCK), RINGCAST_TIMED_OUT);
   CHECK_STATUS(ringcast_push_wait(producer, "m", 1, 1000000, RINGCAST_IDLE_BLOCK), RINGCAST_TIMED_OUT);
@@ -185,7 +211,7 @@ static void test_push_and_receive(void) {
   CHECK(status.consumers[id].active && status.consumers[id].owner_alive);
   CHECK(status.consumers[id].owner_pid == (uint32_t)getpid());
   CHECK(status.consumers[id].cursor == status.producer_seq && status.consumers[id].lag == 0);
-  CHECK(status.messages == 13 && status.payload_bytes == 5 + 100 + 0 + 9 + 1);
+  CHECK(status.messages == 17 && status.payload_bytes == 5 + 100 + 0 + 103 + 1 + 9 + 1);
   CHECK_STATUS(ringcast_get_status(consumer, NULL), RINGCAST_INVALID_ARGUMENT);
 
   CHECK_STATUS(ringcast_unregister(consumer, id), RINGCAST_OK);

@@ -31,6 +31,10 @@ typedef struct { ringcast_status status; ringcast_view view; } rc_view;
 static inline ringcast_status rc_try_push(rc_handle h, const void* data, size_t length) {
   return ringcast_try_push(rc(h), data, length);
 }
+static inline ringcast_batch_result rc_try_push_batch(rc_handle h, const void* data, const uint32_t* lengths,
+                                                      size_t count) {
+  return ringcast_try_push_batch(rc(h), data, lengths, count);
+}
 static inline ringcast_status rc_push_wait(rc_handle h, const void* data, size_t length, uint64_t timeout_ns,
                                            ringcast_idle idle) {
   return ringcast_push_wait(rc(h), data, length, timeout_ns, idle);
@@ -301,6 +305,26 @@ func nanos(d time.Duration) C.uint64_t {
 // TryPush copies p into the ring: OK, Full, PayloadTooLarge, NotProducer, ProducerBusy.
 func (r *Ring) TryPush(p []byte) Status {
 	return Status(C.rc_try_push(r.h, bytesOf(p), C.size_t(len(p))))
+}
+
+// TryPushBatch pushes messages in order until one does not fit: their bytes
+// back to back in data, their lengths in lengths; one cgo call, and the
+// producer position published once per up to 64. InvalidArgument (nothing
+// pushed) if the lengths add up to more than len(data).
+func (r *Ring) TryPushBatch(data []byte, lengths []uint32) BatchResult {
+	total := 0
+	for _, n := range lengths {
+		total += int(n)
+	}
+	if total > len(data) {
+		return BatchResult{Status: InvalidArgument}
+	}
+	var l *C.uint32_t
+	if len(lengths) > 0 {
+		l = (*C.uint32_t)(unsafe.Pointer(&lengths[0]))
+	}
+	b := C.rc_try_push_batch(r.h, bytesOf(data), l, C.size_t(len(lengths)))
+	return BatchResult{Status(b.status), int(b.count), uint64(b.missed)}
 }
 
 // PushWait is TryPush waiting up to timeout for room: TimedOut after it.

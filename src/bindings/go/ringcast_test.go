@@ -85,6 +85,17 @@ func TestPushAndReceiveEveryWay(t *testing.T) {
 	want(t, "RecvWait of nothing", consumer.RecvWait(id, buf, time.Millisecond, Spin).Status, TimedOut)
 	want(t, "TryPush too long", producer.TryPush(make([]byte, 201)), PayloadTooLarge)
 
+	// A batch, and one whose lengths overrun its bytes.
+	if b := producer.TryPushBatch([]byte("abcdef"), []uint32{1, 2, 3}); b.Status != OK || b.Count != 3 {
+		t.Fatalf("TryPushBatch: %+v", b)
+	}
+	for _, w := range []string{"a", "bc", "def"} {
+		if r := consumer.TryRecv(id, buf); r.Status != OK || string(buf[:r.Length]) != w {
+			t.Fatalf("TryRecv after TryPushBatch: %+v, want %q", r, w)
+		}
+	}
+	want(t, "TryPushBatch past its bytes", producer.TryPushBatch([]byte("abc"), []uint32{2, 2}).Status, InvalidArgument)
+
 	// A claim, committed short, and one aborted.
 	room, s := producer.TryClaim(100)
 	want(t, "TryClaim", s, OK)
@@ -202,8 +213,10 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 	out := make([]byte, MaxInlinePayload)
 	buf := make([]byte, 64*200)
 	lengths := make([]uint32, 64)
+	lengths[0] = MaxInlinePayload
 	allocs := testing.AllocsPerRun(100, func() {
 		producer.TryPush(m)
+		producer.TryPushBatch(m, lengths[:1])
 		producer.PushWait(m, time.Second, SpinThenBlock)
 		if room, s := producer.TryClaim(4); s == OK {
 			copy(room, "room")

@@ -56,14 +56,22 @@ fn main() {
         }
     });
 
+    // Batch64: 64 messages written back to back, one batch push, one batch
+    // receive.
+    let mut flat = [0u8; BATCH * 52];
+    let lengths52 = [52u32; BATCH];
+    let mut fill = |flat: &mut [u8], first: u64| {
+        for k in 0..BATCH {
+            flat[k * 52..k * 52 + 8].copy_from_slice(&(first + k as u64).to_le_bytes());
+        }
+    };
+
     let (mut r, id) = ring(true);
     report("Batch64/drain", n, || {
         let mut next = 0u64;
         for i in (0..n).step_by(BATCH) {
-            for k in i..i + BATCH as u64 {
-                m[..8].copy_from_slice(&k.to_le_bytes());
-                assert_eq!(r.try_push(&m), Status::OK);
-            }
+            fill(&mut flat, i);
+            assert_eq!(r.try_push_batch(&flat, &lengths52).count, BATCH);
             let b = r.drain(id, BATCH, |msg| {
                 assert_eq!(seq(msg), next);
                 next += 1;
@@ -77,10 +85,8 @@ fn main() {
     let mut lengths = [0u32; BATCH];
     report("Batch64/recv_batch", n, || {
         for i in (0..n).step_by(BATCH) {
-            for k in i..i + BATCH as u64 {
-                m[..8].copy_from_slice(&k.to_le_bytes());
-                assert_eq!(r.try_push(&m), Status::OK);
-            }
+            fill(&mut flat, i);
+            assert_eq!(r.try_push_batch(&flat, &lengths52).count, BATCH);
             let b = r.recv_batch(id, &mut buf, &mut lengths);
             assert_eq!(b.count, BATCH);
             for k in 0..BATCH {

@@ -260,6 +260,19 @@ impl Ring {
         Status(unsafe { sys::ringcast_try_push(self.ptr(), payload.as_ptr().cast(), payload.len()) })
     }
 
+    /// Pushes messages in order until one does not fit: their bytes back to
+    /// back in `data`, their lengths in `lengths`; the producer position is
+    /// published once per up to 64. INVALID_ARGUMENT (nothing pushed) if the
+    /// lengths add up to more than `data` holds.
+    pub fn try_push_batch(&mut self, data: &[u8], lengths: &[u32]) -> BatchResult {
+        let total = lengths.iter().try_fold(0usize, |sum, &n| sum.checked_add(n as usize));
+        if total.map_or(true, |t| t > data.len()) {
+            return BatchResult { status: Status::INVALID_ARGUMENT, count: 0, missed: 0 };
+        }
+        unsafe { sys::ringcast_try_push_batch(self.ptr(), data.as_ptr().cast(), lengths.as_ptr(), lengths.len()) }
+            .into()
+    }
+
     /// try_push waiting up to `timeout` for room: TIMED_OUT after it.
     pub fn push_wait(&mut self, payload: &[u8], timeout: Duration, idle: Idle) -> Status {
         Status(unsafe {

@@ -154,6 +154,12 @@ extern "C" {
     pub fn ringcast_reap_dead_consumers(ring: *mut ringcast_ring, freed: *mut usize) -> ringcast_status;
 
     pub fn ringcast_try_push(ring: *mut ringcast_ring, data: *const c_void, length: usize) -> ringcast_status;
+    pub fn ringcast_try_push_batch(
+        ring: *mut ringcast_ring,
+        data: *const c_void,
+        lengths: *const u32,
+        count: usize,
+    ) -> ringcast_batch_result;
     pub fn ringcast_push_wait(
         ring: *mut ringcast_ring,
         data: *const c_void,

@@ -65,6 +65,17 @@ fn push_and_receive_every_way() {
     assert_eq!(p.consumer.recv_wait(id, &mut buf, MILLI, Idle::Spin).status, Status::TIMED_OUT);
     assert_eq!(p.producer.try_push(&[0; 201]), Status::PAYLOAD_TOO_LARGE);
 
+    // A batch, and one whose lengths overrun its bytes.
+    let b = p.producer.try_push_batch(b"abcdef", &[1, 2, 3]);
+    assert_eq!((b.status, b.count), (Status::OK, 3));
+    for want in [&b"a"[..], b"bc", b"def"] {
+        let r = p.consumer.try_recv(id, &mut buf);
+        assert_eq!(&buf[..r.length], want);
+    }
+    assert_eq!(p.producer.try_push_batch(b"abc", &[2, 2]).status, Status::INVALID_ARGUMENT);
+    assert_eq!(p.producer.try_push_batch(b"abc", &[u32::MAX, u32::MAX]).status, Status::INVALID_ARGUMENT);
+    assert_eq!(p.consumer.try_recv(id, &mut buf).status, Status::EMPTY);
+
     // A claim committed short, one aborted, one dropped.
     let mut claim = p.producer.try_claim(100).unwrap();
     claim.data()[..7].copy_from_slice(b"claimed");
