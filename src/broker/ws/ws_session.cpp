@@ -48,7 +48,8 @@ WsSession::~WsSession() {
 WsSession::WsSession(BrokerCore& core, std::string peer, Waker& waker, const HttpRoutes& routes)
     : Client(core, std::move(peer), WireFormat::kPopSubJson, Deliveries::kPerMessage, waker, true),
       http_(std::make_unique<HttpUpgrade>(routes)),
-      decoder_(core.config().ws_max_message) {
+      decoder_(core.config().ws_max_message),
+      refusals_(core, std::chrono::nanoseconds(0)) {
   set_authenticated(!auth_required());
   if (!authenticated()) decoder_.set_max_message(std::min(kMaxUnauthMessage, core.config().ws_max_message));
 }
@@ -389,9 +390,10 @@ void WsSession::cmd_publish(const JsonCommand& c) {
   const BrokerCore::Published p = core().publish(Message{c.topic, c.payload, c.qos});
   mark_published();
   // Not held as RESP holds a refused PUBLISH (docs/broker.md, "The block
-  // policy"): answered at once, the client retries.
-  if (p.status == PublishOutcome::Status::kRefused) {
-    core().count_refused(1);
+  // policy"): refusals_ refuses at once, and the client retries.
+  if (p.status == PublishOutcome::Status::kRefused &&
+      refusals_.on_refused(RefusalHold::Clock::now()) == RefusalHold::Verdict::kRefuse) {
+    refusals_.release();
     send_error("refused: a subscriber of '" + std::string(prefix(c.topic, 128)) +
                "' with the block overflow policy has no room; nothing was delivered, retry later");
     return;

@@ -65,6 +65,7 @@
 
 #include "broker/core/broker_core.hpp"
 #include "broker/core/client.hpp"
+#include "broker/core/refusal_hold.hpp"
 #include "broker/guarantees/ack_tracker.hpp"
 #include "broker/guarantees/durable_sessions.hpp"
 #include "broker/guarantees/replay.hpp"
@@ -133,6 +134,9 @@ class WsSession final : public Client {
   std::unique_ptr<AckTracker> own_tracker_;
   std::shared_ptr<DurableSessions::Session> session_;  // with a client_id
   static constexpr std::chrono::milliseconds kFloorSaveInterval{20};
+  // A refused publish is refused at once (max_block 0): a WebSocket client
+  // has no PUBLISH pipeline to pause, and retries on the error.
+  RefusalHold refusals_;
   bool closing_ = false;
   bool ringcast_ = false;  // invariant 8: ringcast's protocol, else PopSub's
 };
