@@ -3,16 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include <fmt/format.h>
-
 #include "broker/guarantees/qos1_stats.hpp"
 #include "broker/queue/connection_queue.hpp"
 
 namespace ringcast::broker {
-
-std::string format_expiry_notice(std::string_view channel, std::uint64_t id, std::uint32_t sends, std::uint64_t total) {
-  return fmt::format("expired topic={} message_id={} sends={} total={}", channel, id, sends, total);
-}
 
 AckTracker::AckTracker(AckSettings settings, const Clock& clock, WireFormat format, Redeliver redeliver,
                        Qos1Stats* registry)
@@ -113,8 +107,8 @@ bool AckTracker::wait_locked(Key key, const FrameRef& block, std::uint32_t frame
           const Waiting& w = waiting_.front();
           waiting_bytes_ -= w.block->end(w.frame) - w.block->begin(w.frame);
           ++stats_.dropped;
-          wake |= push_notice_locked(queue, fmt::format("window-dropped topic={} message_id={} total={}",
-                                                        channel_names_[w.key.channel], w.key.id, stats_.dropped));
+          wake |= queue.note_qos1_loss(Qos1Loss::kWindowDropped, channel_names_[w.key.channel], w.key.id,
+                                       stats_.dropped, 0);
           unwait_locked(w.key);
           waiting_.pop_front();
         }
@@ -122,8 +116,7 @@ bool AckTracker::wait_locked(Key key, const FrameRef& block, std::uint32_t frame
       case OverflowPolicy::kDropNewest:
       case OverflowPolicy::kBlock:
         ++stats_.dropped;
-        return push_notice_locked(queue, fmt::format("window-dropped topic={} message_id={} total={}",
-                                                     channel_names_[key.channel], key.id, stats_.dropped));
+        return queue.note_qos1_loss(Qos1Loss::kWindowDropped, channel_names_[key.channel], key.id, stats_.dropped, 0);
     }
   }
   waiting_.push_back({key, block, frame});
@@ -230,11 +223,6 @@ bool AckTracker::redeliver_all(ConnectionQueue& queue, const std::function<bool(
   return wake;
 }
 
-bool AckTracker::push_notice_locked(ConnectionQueue& queue, const std::string& text) {
-  const FrameRef msg = encode_message(format_, kLossChannel, text);
-  return queue.push(FrameRef::copy_of(msg->view(), /*droppable=*/false)).wake;
-}
-
 bool AckTracker::on_timer(ConnectionQueue& queue) {
   std::lock_guard lock(mu_);
   const std::chrono::nanoseconds now = clock_.now();
@@ -259,8 +247,7 @@ bool AckTracker::on_timer(ConnectionQueue& queue) {
       index_.erase(key);
       release_slot_locked(d.slot);
       --stale_deadlines_;  // its deadline was just popped, not left behind
-      wake |=
-          push_notice_locked(queue, format_expiry_notice(channel_names_[key.channel], key.id, sends, stats_.expired));
+      wake |= queue.note_qos1_loss(Qos1Loss::kExpired, channel_names_[key.channel], key.id, stats_.expired, sends);
       settle_front_locked(key.channel);
       continue;
     }

@@ -34,7 +34,8 @@
 //     1 + max_retries times; counted in expired and reported by a loss notice)
 //     or by reset(); a waiting delivery leaves waiting_ only into the window or
 //     by the overflow policy (counted in dropped and reported by a loss
-//     notice). Nothing vanishes silently.
+//     notice). Nothing vanishes silently. Loss notices are owed to the queue
+//     (ConnectionQueue::note_qos1_loss), which coalesces a run of them.
 //  4. Pushes keep the queue's order: the tracker pushes only under mu_.
 //  5. Withheld channels (a durable session taken over by a connection that may
 //     not read them, docs/security.md): their deliveries are never pushed to
@@ -197,7 +198,6 @@ class AckTracker {
   bool refill_locked(ConnectionQueue& queue);
   // Holds one delivery past the window, under the overflow policy.
   bool wait_locked(Key key, const FrameRef& block, std::uint32_t frame, ConnectionQueue& queue);
-  bool push_notice_locked(ConnectionQueue& queue, const std::string& text);
   void unwait_locked(Key key);
   // Pops the settled ids at the front of channel `ch`'s offered FIFO, so it
   // holds only the span from the oldest unsettled id to the newest.
@@ -235,10 +235,5 @@ class AckTracker {
   std::size_t waiting_bytes_ = 0;
   AckStats stats_;
 };
-
-// The loss notice for a delivery that was never acked:
-// "expired topic=<channel> message_id=<id> sends=<n> total=<t>".
-[[nodiscard]] std::string format_expiry_notice(std::string_view channel, std::uint64_t id, std::uint32_t sends,
-                                               std::uint64_t total);
 
 }  // namespace ringcast::broker

@@ -240,8 +240,8 @@ TEST(SessionIdentityTest, NarrowerTokenOfTheOwnerGetsOnlyTheChannelsItMayRead) {
 TEST(SessionIdentityTest, BindingSurvivesARestartWithDataDir) {
   ringcast::test::TempDir dir;
   const std::string owner_token = token("owner", {"secret.*"});
-  const std::vector<std::string> persisted{"--history", "secret.*=100", "--data-dir", dir.file("data"), "--fsync",
-                                           "always"};
+  const std::string data = dir.file("data");
+  const std::vector<std::string> persisted{"--history", "secret.*=100", "--data-dir", data, "--fsync", "always"};
   std::uint64_t id = 0;
   {
     Broker b = token_broker(dir, persisted);
