@@ -21,7 +21,7 @@
 // the floors, so the binding survives a restart with --data-dir.
 //
 // Thread safety: every method may be called from any thread. mu_ guards the
-// maps, each session's `attached` and `detached_at`, and the expiry counter.
+// maps, each session's `attached` and `detached_at`, and the counters.
 // It is taken under no other lock and held for O(1), except by the expiry
 // thread, which holds it across the O(sessions) scan and the store's erase of
 // an expired session's floors (one write transaction each), so that no attach
@@ -35,7 +35,8 @@
 //     attached one never is. With ttl == 0 sessions live until the broker stops
 //     (bounded by the client ids used: each holds at most its window).
 //  3. A client id is in at most one of sessions_ and ghosts_; ghosts_ holds the
-//     client ids with floors in the store and no session since the start.
+//     client ids with floors (or an owner) in the store and no session since
+//     the start.
 //  4. Only a connection of a session's owner attaches it. A ghost saved
 //     without an owner (a directory written before owners were kept) takes
 //     the identity of its first attach as owner.

@@ -47,9 +47,8 @@ TEST(LossNoticeTest, FloodedQosOneSubscriberIsNotDisconnectedByItsOwnLossNotices
   // socket buffers hold.
   WsClient pub(b.ws_port());
   constexpr int kBatches = 750, kBatch = 200;
-  const std::string frame =
-      ws::test::client_frame(json{{"type", "publish"}, {"topic", "t"}, {"payload", "0123456789abcdef"}, {"qos", 1}}
-                                 .dump());
+  const std::string frame = ws::test::client_frame(
+      json{{"type", "publish"}, {"topic", "t"}, {"payload", "0123456789abcdef"}, {"qos", 1}}.dump());
   std::string batch;
   for (int i = 0; i < kBatch; ++i) batch += frame;
   for (int n = 0; n < kBatches; ++n) {
