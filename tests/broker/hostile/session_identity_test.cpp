@@ -8,7 +8,6 @@
 #include <chrono>
 #include <fstream>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,16 +30,6 @@ using ws::test::WsClient;
 
 constexpr std::string_view kSecret = "hostile-session-identity-secret-0123456789";
 
-// A broker with tokens (signed with kSecret, from a file in `dir`), QoS 1
-// redeliveries far off (only a take-over resends), and `extra` flags.
-Broker token_broker(const ringcast::test::TempDir& dir, std::vector<std::string> extra = {}) {
-  const std::string secret = dir.file("secret");
-  std::ofstream(secret) << kSecret << "\n";
-  std::vector<std::string> args{"--token-secret-file", secret, "--ack-timeout", "1h"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return Broker(args);
-}
-
 // A token of `subject` that may subscribe and publish to `globs`.
 std::string token(const std::string& subject, std::vector<std::string> globs) {
   Grant g;
@@ -51,6 +40,19 @@ std::string token(const std::string& subject, std::vector<std::string> globs) {
   const auto t = mint_token(g, kSecret);
   EXPECT_TRUE(t.has_value()) << "mint_token";
   return t ? *t : std::string();
+}
+
+// A broker with tokens (signed with kSecret, from a file in `dir`), QoS 1
+// redeliveries far off (only a take-over resends), and `extra` flags; the
+// canary and INFO authenticate with a token of their own.
+Broker token_broker(const ringcast::test::TempDir& dir, std::vector<std::string> extra = {}) {
+  const std::string secret = dir.file("secret");
+  std::ofstream(secret) << kSecret << "\n";
+  std::vector<std::string> args{"--token-secret-file", secret, "--ack-timeout", "1h"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  Broker b(args);
+  b.set_credential(token("operator", {"canary.*"}));
+  return b;
 }
 
 // A WebSocket connection (ringcast's protocol) authenticated with `tok`.
@@ -103,51 +105,11 @@ std::vector<json> messages_on(const std::vector<json>& frames, std::string_view 
   return out;
 }
 
-// hostile_support's info_field and serves_canary speak RESP without AUTH, which
-// a broker with tokens refuses: these authenticate first.
-
-// INFO's `field` as a connection with `tok` reads it.
-std::optional<std::string> info_as(const Broker& b, const std::string& tok, std::string_view field) {
-  ringcast::test::RespClient c(b.port());
-  const auto auth = c.call({"AUTH", tok});
-  if (!auth || auth->type != '+') return std::nullopt;
-  const auto r = c.call({"INFO", "qos1"});
-  if (!r || r->type != '$') return std::nullopt;
-  const std::string key = "\r\n" + std::string(field) + ":";
-  const auto at = r->str.find(key);
-  if (at == std::string_view::npos) return std::nullopt;
-  const auto from = at + key.size();
-  return std::string(r->str.substr(from, r->str.find('\r', from) - from));
-}
-
-// The canary over the attacked port: a fresh subscriber gets a fresh
-// publisher's message on a fresh channel.
-::testing::AssertionResult serves_ws_canary(const Broker& b) {
-  static int round = 0;
-  const std::string channel = "canary." + std::to_string(++round);
-  const std::string tok = token("canary", {"canary.*"});
-  auto sub = connect_as(b.ws_port(), tok);
-  auto pub = connect_as(b.ws_port(), tok);
-  (void)sub->send_json({{"type", "subscribe"}, {"topic", channel}});
-  const auto ok = sub->read_json();
-  if (!ok || (*ok)["type"] != "subscribed") return ::testing::AssertionFailure() << "no confirmation for " << channel;
-  (void)pub->send_json({{"type", "publish"}, {"topic", channel}, {"payload", "tweet"}});
-  const auto m = sub->read_json();
-  if (!m || (*m)["type"] != "message" || (*m)["payload"] != "tweet")
-    return ::testing::AssertionFailure() << "the canary subscriber got no message on " << channel;
-  return ::testing::AssertionSuccess();
-}
-
 // Waits until `n` durable sessions are detached (a closed connection lets go
 // of its session on the broker's side, after the close).
 bool detached(const Broker& b, int n) {
-  const std::string tok = token("observer", {});
-  return ringcast::test::eventually([&] { return info_as(b, tok, "qos1_durable_detached") == std::to_string(n); },
+  return ringcast::test::eventually([&] { return b.info_field("qos1_durable_detached") == std::to_string(n); },
                                     std::chrono::seconds(20), std::chrono::milliseconds(20));
-}
-
-std::optional<std::string> refused(const Broker& b) {
-  return info_as(b, token("observer", {}), "qos1_durable_refused");
 }
 
 // The owner subscribes secret.x with client_id victim-42, gets one QoS 1
@@ -181,7 +143,7 @@ TEST(SessionIdentityTest, TokenLimitedToPubCannotResumeAnotherIdentitysSession) 
   ASSERT_TRUE(attacker->send_json({{"type", "ack"}, {"topic", "secret.x"}, {"message_id", id}}));
   const auto ack = attacker->read_json();
   EXPECT_TRUE(ack && (*ack)["type"] == "error") << (ack ? ack->dump() : "nothing");
-  EXPECT_EQ(refused(b), "1");
+  EXPECT_EQ(b.info_field("qos1_durable_refused"), "1");
 
   // The owner resumes and gets its message again.
   auto owner = connect_as(b.ws_port(), owner_token);
@@ -191,7 +153,7 @@ TEST(SessionIdentityTest, TokenLimitedToPubCannotResumeAnotherIdentitysSession) 
   EXPECT_EQ(again[0]["message_id"], id);
   EXPECT_EQ(again[0]["payload"], "for the owner only");
   EXPECT_EQ(again[0]["dup"], true);
-  EXPECT_TRUE(serves_ws_canary(b));
+  EXPECT_TRUE(b.serves_canary());
 }
 
 // Defence in depth: the owner's own subject with a narrower token (re-minted
@@ -231,8 +193,8 @@ TEST(SessionIdentityTest, NarrowerTokenOfTheOwnerGetsOnlyTheChannelsItMayRead) {
   const auto again = messages_on(everything_queued(*owner), "secret.x");
   ASSERT_EQ(again.size(), 1u) << "the owner lost its unacked delivery";
   EXPECT_EQ(again[0]["message_id"], secret_id);
-  EXPECT_EQ(refused(b), "0");
-  EXPECT_TRUE(serves_ws_canary(b));
+  EXPECT_EQ(b.info_field("qos1_durable_refused"), "0");
+  EXPECT_TRUE(b.serves_canary());
 }
 
 // With --data-dir the owner is saved with the session's floors: after a
@@ -250,19 +212,19 @@ TEST(SessionIdentityTest, BindingSurvivesARestartWithDataDir) {
     ASSERT_TRUE(b.process().stop(SIGTERM).has_value());
   }
   Broker b = token_broker(dir, persisted);
-  ASSERT_EQ(info_as(b, token("observer", {}), "qos1_durable_detached"), "1") << "the session is not in the store";
+  ASSERT_EQ(b.info_field("qos1_durable_detached"), "1") << "the session is not in the store";
   auto attacker = connect_as(b.ws_port(), token("attacker", {"pub.*"}));
   const json r = subscribe_durable(*attacker, "pub.a", "victim-42");
   EXPECT_EQ(r["type"], "error") << r.dump();
   EXPECT_NE(r.value("message", "").find("belongs to another identity"), std::string::npos) << r.dump();
-  EXPECT_EQ(refused(b), "1");
+  EXPECT_EQ(b.info_field("qos1_durable_refused"), "1");
 
   auto owner = connect_as(b.ws_port(), owner_token);
   EXPECT_EQ(subscribe_durable(*owner, "secret.x", "victim-42")["type"], "subscribed");
   const auto again = messages_on(everything_queued(*owner), "secret.x");
   ASSERT_EQ(again.size(), 1u) << "the owner did not get its unacked message back from history";
   EXPECT_EQ(again[0]["message_id"], id);
-  EXPECT_TRUE(serves_ws_canary(b));
+  EXPECT_TRUE(b.serves_canary());
 }
 
 }  // namespace
