@@ -237,13 +237,17 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
       own_tracker_ = make();
       tracker_ = own_tracker_.get();
     } else {
-      bool created = false;
-      session_ = core().durable().attach(c.client_id, make, created);
-      if (session_ == nullptr) {
+      // Invariant 7: the session's owner is the token's subject, else
+      // "default" (the password's user, and everyone's without authentication).
+      auto attached = core().durable().attach(c.client_id, grant() ? grant()->subject : "default", make);
+      if (!attached) {
         send_error("subscribe: client_id '" + std::string(prefix(c.client_id, 128)) +
-                   "' is in use by another connection");
+                   (attached.error() == DurableSessions::Refusal::kNotOwner
+                        ? "' belongs to another identity: a durable session is resumed only by the one that created it"
+                        : "' is in use by another connection"));
         return;
       }
+      session_ = std::move(*attached);
       tracker_ = session_->tracker.get();
       attached_now = true;
       if (tracker_->format() != format()) {
@@ -317,7 +321,12 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
   if (replay) push_messages(replay->frames());  // still under it: before every live message
   // Invariant 7: still under the index lock, so no live message of the topic
   // can come before or between the session's redeliveries and what it missed.
-  if (attached_now && tracker_->redeliver_all(queue())) on_queue_ready();
+  // Channels this connection may not read stay withheld (ack_tracker.hpp,
+  // invariant 5): not sent to it, and not acked or expired by it.
+  if (attached_now && tracker_->redeliver_all(queue(), [this](std::string_view ch) {
+        return permission(Access::kSubscribe, ch) == Permission::kAllowed;
+      }))
+    on_queue_ready();
   if (session_ != nullptr && qos == 1 && !pattern) resume_durable(c.topic, resume);
 }
 

@@ -49,6 +49,9 @@
 //     the offer of its missed messages all happen under the index update lock,
 //     in that order: no live message can come before or between them, so there
 //     is no gap and no duplicate at the seam (beyond the dup redeliveries).
+//     Only the session's owner takes it (durable_sessions.hpp, invariant 4),
+//     and its unacked deliveries on channels this connection may not
+//     subscribe to are withheld from it (ack_tracker.hpp, invariant 5).
 //  8. Two JSON protocols (docs/broker.md, "PopSub's frames and ringcast's"):
 //     a connection speaks PopSub's (format kPopSubJson) unless its upgrade
 //     offered the subprotocol kRingcastSubprotocol (ringcast_, format kJson),
