@@ -10,13 +10,13 @@
 #include <fmt/format.h>
 
 #include "relay/broker_target.hpp"
-#include "relay/credit_window.hpp"
 #include "relay/jetstream_publisher.hpp"
 #include "relay/metrics.hpp"
 #include "relay/nats_connection.hpp"
 #include "relay/nats_ingress.hpp"
 #include "relay/ring_reader.hpp"
 #include "relay/ring_target.hpp"
+#include "relay/sinks/credit_window.hpp"
 #include "ringcast/relay/topic.hpp"
 
 namespace ringcast::relay {

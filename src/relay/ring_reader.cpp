@@ -12,9 +12,9 @@
 
 #include <fmt/format.h>
 
-#include "relay/credit_window.hpp"
 #include "relay/jetstream_publisher.hpp"
 #include "relay/nats_connection.hpp"
+#include "relay/sinks/credit_window.hpp"
 #include "ringcast/relay/continuity.hpp"
 #include "ringcast/relay/topic.hpp"
 

@@ -66,7 +66,7 @@ class RingReader {
   // publish (same connection; `--jetstream`; one JetStream message per ring
   // message). `nats_batch`: ring messages per core NATS message (NatsConfig::batch).
   // `window`, when not null (core NATS, fixed subject), holds every NATS
-  // publish until the credit window lets it go (credit_window.hpp): the
+  // publish until the credit window lets it go (sinks/credit_window.hpp): the
   // reader then stops taking from the ring.
   RingReader(RingRoute route, broker::Broker* broker, NatsConnection* nats, JetStreamPublisher* jetstream,
              std::size_t batch, std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop, FailFn fail,
