@@ -57,8 +57,8 @@ tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerCon
     return std::make_unique<RespSession>(core, std::move(peer), waker);
   };
   if (cfg.plain_port) {
-    auto port =
-        impl->server.listen(Listener{cfg.bind_address, cfg.port, resp, "-ERR max number of clients reached\r\n"});
+    auto port = impl->server.listen(Listener{cfg.bind_address, cfg.port, resp, "-ERR max number of clients reached\r\n",
+                                             nullptr, "-ERR max number of unauthenticated clients reached\r\n"});
     if (!port) return tl::unexpected(std::move(port.error()));
     impl->port = *port;
   }
@@ -77,7 +77,10 @@ tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerCon
                  },
                  "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 30\r\n"
                  "Connection: close\r\n\r\nmax number of clients reached\n",
-                 cfg.tls.ws ? impl->tls.get() : nullptr});
+                 cfg.tls.ws ? impl->tls.get() : nullptr,
+                 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 46\r\n"
+                 "Connection: close\r\n\r\nmax number of unauthenticated clients reached\n",
+                 /*upgrade=*/true});
     if (!wsp) return tl::unexpected(std::move(wsp.error()));
     impl->ws_port = *wsp;
   }

@@ -125,6 +125,7 @@ RespSession::RespSession(BrokerCore& core, std::string peer, Waker& waker)
 
 Client::InputResult RespSession::on_input(std::string_view bytes) {
   while (!closing_ && !held_) {
+    parser_.set_authenticated(authenticated());  // the parser's pre-auth limits (its invariant 4)
     const RequestParser::Status st = parser_.parse(bytes);
     if (st == RequestParser::Status::kNeedMore) break;
     if (st == RequestParser::Status::kError) {
@@ -503,6 +504,7 @@ void RespSession::cmd_auth(std::span<const std::string> args) {
 bool RespSession::authenticate_or_reply(std::optional<std::string_view> user, std::string_view secret) {
   using Kind = AuthOutcome::Kind;
   const AuthOutcome r = authenticate(user, secret);
+  closing_ = closing_ || r.close;  // max_auth_failures: answered, then closed
   switch (r.kind) {
     case Kind::kAccepted:
       return true;

@@ -50,6 +50,7 @@ WsSession::WsSession(BrokerCore& core, std::string peer, Waker& waker, const Htt
       http_(std::make_unique<HttpUpgrade>(routes)),
       decoder_(core.config().ws_max_message) {
   set_authenticated(!auth_required());
+  if (!authenticated()) decoder_.set_max_message(std::min(kMaxUnauthMessage, core.config().ws_max_message));
 }
 
 Client::InputResult WsSession::on_input(std::string_view bytes) {
@@ -154,6 +155,7 @@ void WsSession::cmd_auth(const JsonCommand& c) {
   const AuthOutcome r = authenticate(std::nullopt, c.token);
   switch (r.kind) {
     case Kind::kAccepted:
+      decoder_.set_max_message(core().config().ws_max_message);  // invariant 3
       if (grant()) set_name(grant()->subject);
       send_text(R"({"type":"authenticated"})");
       return;
