@@ -10,13 +10,16 @@
 #include <fmt/format.h>
 
 #include "relay/broker_target.hpp"
-#include "relay/credit_window.hpp"
 #include "relay/jetstream_publisher.hpp"
 #include "relay/metrics.hpp"
 #include "relay/nats_connection.hpp"
 #include "relay/nats_ingress.hpp"
 #include "relay/ring_reader.hpp"
 #include "relay/ring_target.hpp"
+#include "relay/sinks/broker_sink.hpp"
+#include "relay/sinks/credit_window.hpp"
+#include "relay/sinks/jetstream_sink.hpp"
+#include "relay/sinks/nats_sink.hpp"
 #include "ringcast/relay/topic.hpp"
 
 namespace ringcast::relay {
@@ -194,23 +197,32 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     }
   }
   for (const RingRoute& route : im.config.rings) {
-    // The credit window (docs/scale-out.md, "Credit window"): core NATS,
-    // fixed subject, unless --nats-at-most-once.
-    std::unique_ptr<CreditWindow> window;
-    if (im.nats && !im.jetstream && !route.topic_in_payload && im.config.nats->window > 0) {
-      auto w = CreditWindow::start(
-          im.nats->connection(), {im.config.nats->window, im.config.nats->probe_interval, im.config.nats->ack_timeout},
-          im.log);
-      if (!w) {
-        im.do_stop();
-        return tl::unexpected(RelayError{Code::kNats, 0, fmt::format("ring {}: {}", route.path, w.error())});
+    // The route's sinks (relay/sinks/sink.hpp), NATS first: a flush publishes
+    // the NATS batch before the broker's.
+    std::vector<std::unique_ptr<Sink>> sinks;
+    if (im.jetstream) {
+      sinks.push_back(std::make_unique<JetStreamSink>(route, *im.jetstream, im.stop_flag));
+    } else if (im.nats) {
+      // The credit window (docs/scale-out.md, "Credit window"): core NATS,
+      // fixed subject, unless --nats-at-most-once.
+      std::unique_ptr<CreditWindow> window;
+      if (!route.topic_in_payload && im.config.nats->window > 0) {
+        auto w = CreditWindow::start(
+            im.nats->connection(),
+            {im.config.nats->window, im.config.nats->probe_interval, im.config.nats->ack_timeout}, im.log);
+        if (!w) {
+          im.do_stop();
+          return tl::unexpected(RelayError{Code::kNats, 0, fmt::format("ring {}: {}", route.path, w.error())});
+        }
+        window = std::move(*w);
       }
-      window = std::move(*w);
+      sinks.push_back(
+          std::make_unique<NatsSink>(route, *im.nats, im.stop_flag, im.config.nats->batch, std::move(window)));
     }
-    im.readers.push_back(std::make_unique<RingReader>(
-        route, im.broker.get(), im.nats.get(), im.jetstream.get(), im.config.batch, im.config.poll_interval, im.log,
-        im.stop_flag, [&im](const std::string& why) { im.fail(why); }, im.config.nats ? im.config.nats->batch : 1,
-        std::move(window)));
+    if (im.broker) sinks.push_back(std::make_unique<BrokerSink>(*im.broker, im.stop_flag));
+    im.readers.push_back(std::make_unique<RingReader>(route, std::move(sinks), im.config.batch, im.config.poll_interval,
+                                                      im.log, im.stop_flag,
+                                                      [&im](const std::string& why) { im.fail(why); }));
   }
   if (im.broker) {
     // Installed once im.nats and im.readers are final: the providers read them
