@@ -44,7 +44,9 @@ void register_errors(py::module_& m) {
 }
 
 void raise_error(std::string_view subject, const Error& error) {
-  raise(fmt::format("{}: {}", subject, error.message()), error.code, error.sys_errno, 0, 0);
+  // An error of create or open names its path itself (Error::path).
+  raise(error.path.empty() ? fmt::format("{}: {}", subject, error.message()) : error.message(), error.code,
+        error.sys_errno, 0, 0);
 }
 
 void raise_errc(std::string_view subject, std::string_view operation, Errc code, std::uint64_t missed,

@@ -60,8 +60,19 @@ std::string error_message(std::string_view what, std::string_view detail, int sy
 
 std::string Error::message() const {
   std::string text = error_message(what, to_string(code), sys_errno);
-  if (sys_errno == 0 && (found != 0 || expected != 0)) text += fmt::format(" (found {}, expected {})", found, expected);
-  return text;
+  if (sys_errno == 0 && code == Errc::payload_too_large && expected != 0) {
+    text += fmt::format(" ({} bytes, at most {})", found, expected);
+  } else if (sys_errno == 0 && expected != 0) {
+    text += fmt::format(" (found {}, expected {})", found, expected);
+  } else if (sys_errno == 0 && found != 0) {
+    text += fmt::format(" (found {})", found);
+  }
+  // The next step, where the code alone names one.
+  if (code == Errc::already_exists) text += "; replace it with CreateOptions::replace (ringcast create --force)";
+  if (code == Errc::no_consumer_slot) {
+    text += "; entries of consumers that died are freed by reap_dead_consumers (ringcast reap RING)";
+  }
+  return path.empty() ? text : path + ": " + text;
 }
 
 }  // namespace ringcast

@@ -50,7 +50,8 @@ void install_stop_handlers() {
 }
 
 int report(const std::string& path, const Error& e) {
-  fmt::print(stderr, "ringcast: {}: {}\n", path, e.message());
+  // An error of open or create names the path itself (Error::path).
+  fmt::print(stderr, "ringcast: {}{}\n", e.path.empty() ? path + ": " : "", e.message());
   return 1;
 }
 
@@ -233,6 +234,7 @@ int cmd_sub(const std::string& path, std::uint64_t count, bool hex, bool binary,
       }
     } else if (e != Errc::ok && e != Errc::empty && e != Errc::timed_out && e != Errc::stalled) {
       fmt::print(stderr, "ringcast: receive: {}\n", to_string(e));
+      status = 1;
       break;
     }
   }
@@ -384,7 +386,10 @@ int cmd_token(const TokenRequest& r) {
 
 // main's body; main turns an exception that escapes it into a message.
 int run(int argc, char** argv) {
-  CLI::App app{"ringcast: shared-memory broadcast rings (create, pub, sub, info, reap, rm) and broker tokens (token)"};
+  CLI::App app{
+      "ringcast: shared-memory broadcast rings (create, pub, sub, info, reap, rm) and broker tokens (token)\n"
+      "  ringcast create /dev/shm/ticks.ring --capacity 4096\n"
+      "  ringcast sub /dev/shm/ticks.ring &  echo hello | ringcast pub /dev/shm/ticks.ring"};
   app.require_subcommand(1);
 
   std::string path;
