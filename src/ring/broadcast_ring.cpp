@@ -470,6 +470,9 @@ Result<void> BroadcastRing::claim_producer() {
 void BroadcastRing::release_producer() noexcept {
   if (!is_producer_) return;
   is_producer_ = false;
+  // relaxed: display only (status()); 0 with a published position is a
+  // producer that left, not one that died holding the role.
+  producer().producer_pid.store(0, std::memory_order_relaxed);
   if (fd_ >= 0) detail::unlock(fd_, detail::kProducerLock);
 }
 
@@ -733,8 +736,9 @@ bool BroadcastRing::is_fully_drained() const noexcept {
 std::size_t BroadcastRing::active_consumer_count() const noexcept {
   std::size_t n = 0;
   for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
-    // relaxed: an estimate for the spin policy (spin_pays); nothing is read
-    // through it.
+    // relaxed: a count for the spin policy (spin_pays) and for
+    // wait_for_consumers, which only decide when to spin or to start pushing;
+    // nothing is read through it (a push reads each entry itself).
     if (consumer(id).state.load(std::memory_order_relaxed) == kConsumerActive) ++n;
   }
   return n;
@@ -742,16 +746,39 @@ std::size_t BroadcastRing::active_consumer_count() const noexcept {
 
 bool BroadcastRing::lock_is_held(off_t offset) const noexcept { return fd_ < 0 || detail::held_by_other(fd_, offset); }
 
+std::string_view to_string(ProducerState state) noexcept {
+  switch (state) {
+    case ProducerState::kNone:
+      return "none";
+    case ProducerState::kLive:
+      return "live";
+    case ProducerState::kLeft:
+      return "left";
+    case ProducerState::kDead:
+      return "dead";
+  }
+  return "unknown";
+}
+
 RingStatus BroadcastRing::status() const {
   RingStatus s;
   const layout::ProducerLine& p = producer();
   s.capacity = capacity_;
   s.flags = flags_;
   s.producer_seq = producer_position();
+  // The lock before the pid: release_producer clears the pid before it
+  // unlocks, so a producer that left is not shown dead for a moment.
+  s.producer_alive = is_producer_ || lock_is_held(detail::kProducerLock);
   // relaxed (this and the five display reads below): a moment's view for
   // ring-top; no data is read through them.
   s.producer_pid = p.producer_pid.load(std::memory_order_relaxed);
-  s.producer_alive = is_producer_ || lock_is_held(detail::kProducerLock);
+  if (s.producer_alive) {
+    s.producer = ProducerState::kLive;
+  } else if (s.producer_pid != 0) {
+    s.producer = ProducerState::kDead;
+  } else {
+    s.producer = s.producer_seq == 0 ? ProducerState::kNone : ProducerState::kLeft;
+  }
   s.half_written_slot = slot(s.producer_seq).version.load(std::memory_order_relaxed) == 2 * s.producer_seq + 1;
   s.sleeping_consumers = header_->data_wait.sleepers.load(std::memory_order_relaxed);
   s.producer_sleeping = header_->space_wait.sleepers.load(std::memory_order_relaxed) != 0;

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -52,8 +53,7 @@ TEST(WrongInputTest, WrongFlagIsNamedAloneWithTheNearestSpellingAndTheHelp) {
   // --cnt pushes 3 into PATH and the path out of place: only --cnt is wrong.
   const Outcome r = run(RINGCAST_EXE, {"sub", "--cnt", "3", "/dev/shm/x.ring"});
   EXPECT_EQ(r.exit, 2);
-  EXPECT_TRUE(has(r.err, "ringcast sub: unknown flag '--cnt'; did you mean '--count'? (ringcast sub --help"))
-      << r.err;
+  EXPECT_TRUE(has(r.err, "ringcast sub: unknown flag '--cnt'; did you mean '--count'? (ringcast sub --help")) << r.err;
   EXPECT_FALSE(has(r.err, "/dev/shm/x.ring")) << r.err;
 }
 
@@ -63,8 +63,9 @@ TEST(WrongInputTest, UnknownCommandIsNamedWithTheNearestCommandOrTheList) {
   EXPECT_TRUE(has(typo.err, "ringcast: unknown command 'sbu'; did you mean 'sub'? (ringcast --help")) << typo.err;
   const Outcome far = run(RINGCAST_EXE, {"frobnicate"});
   EXPECT_EQ(far.exit, 2);
-  EXPECT_TRUE(has(far.err, "ringcast: unknown command 'frobnicate'; the commands are create, pub, sub, info, reap, "
-                           "rm, token."))
+  EXPECT_TRUE(has(far.err,
+                  "ringcast: unknown command 'frobnicate'; the commands are create, pub, sub, info, reap, "
+                  "rm, token."))
       << far.err;
   const Outcome none = run(RINGCAST_EXE, {});
   EXPECT_EQ(none.exit, 2);
@@ -81,8 +82,10 @@ TEST(WrongInputTest, EveryToolNamesItsWrongFlagAndTheNearestOne) {
       {BROKER_EXE, {"--prot", "6395"}, "ringcast-broker: unknown flag '--prot'; did you mean '--port'?"},
       {RELAY_EXE, {"--rign", "/dev/shm/x.ring=x"}, "ringcast-relay: unknown flag '--rign'; did you mean '--ring'?"},
       {RING_TOP_EXE, {"--jsno"}, "ring-top: unknown flag '--jsno'; did you mean '--json'?"},
-      {RINGCAST_EXE, {"create", "x.ring", "--capcity=16"}, "ringcast create: unknown flag '--capcity'; did you mean "
-                                                           "'--capacity'?"},
+      {RINGCAST_EXE,
+       {"create", "x.ring", "--capcity=16"},
+       "ringcast create: unknown flag '--capcity'; did you mean "
+       "'--capacity'?"},
   };
   for (const Case& c : cases) {
     const Outcome r = run(c.exe, c.args);
@@ -139,7 +142,8 @@ TEST(WrongInputTest, LibraryErrorsOfOpenAndCreateNameThePath) {
   EXPECT_EQ(opened.error().message(), missing + ": open: io_error: No such file or directory");
   const auto created = BroadcastRing::create(dir.file("big.ring"), 64, {.max_message = 1 << 20});
   ASSERT_FALSE(created);
-  EXPECT_TRUE(has(created.error().message(), dir.file("big.ring") + ": create: max_message is larger")) << created.error().message();
+  EXPECT_TRUE(has(created.error().message(), dir.file("big.ring") + ": create: max_message is larger"))
+      << created.error().message();
   EXPECT_TRUE(has(created.error().message(), "(1048576 bytes, at most ")) << created.error().message();
 }
 
@@ -240,6 +244,46 @@ TEST(WrongInputTest, RelayWithItsListenPortTakenExitsBeforeRegistering) {
   EXPECT_EQ(r.exit, 1);
   EXPECT_TRUE(has(r.err, "Address already in use")) << r.err;
   EXPECT_FALSE(has(r.err, "registered as consumer")) << r.err;
+}
+
+// --- a producer that left and one that died --------------------------------------
+
+// Pushes one message as the producer of `path` in a child process that then
+// ends with _exit: without `release`, its handle's destructor never runs, as
+// for a producer killed between two pushes.
+void produce_in_child(const std::string& path, bool release) {
+  const pid_t pid = test::fork_with_death_signal();
+  if (pid == 0) {
+    auto ring = BroadcastRing::open(path);
+    if (!ring || !ring->claim_producer() || ring->try_push(std::as_bytes(std::span("tick", 4))) != Errc::ok) {
+      ::_exit(1);
+    }
+    if (release) ring->release_producer();
+    ::_exit(0);
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_EQ(test::exit_code(status), 0);
+}
+
+TEST(WrongInputTest, InfoAndRingTopSayLeftForAProducerThatReleasedAndDeadForOneThatDied) {
+  test::TempDir dir;
+  const std::string path = dir.file("ticks.ring");
+  ASSERT_TRUE(BroadcastRing::create(path, 16, {.claim_producer = false}));
+  produce_in_child(path, /*release=*/true);
+  Outcome info = run(RINGCAST_EXE, {"info", path});
+  EXPECT_TRUE(has(info.out, "producer    position 1, left (")) << info.out;
+  Outcome top = run(RING_TOP_EXE, {"--once", "-d", "0", path});
+  EXPECT_TRUE(has(top.out, "producer left")) << top.out;
+  EXPECT_FALSE(has(top.out, "DEAD")) << top.out;
+
+  produce_in_child(path, /*release=*/false);
+  info = run(RINGCAST_EXE, {"info", path});
+  EXPECT_TRUE(has(info.out, "producer    position 2, dead (pid ")) << info.out;
+  top = run(RING_TOP_EXE, {"--once", "-d", "0", path});
+  EXPECT_TRUE(has(top.out, " DEAD")) << top.out;
+  EXPECT_FALSE(has(top.out, "producer left")) << top.out;
 }
 
 }  // namespace

@@ -261,6 +261,7 @@ nlohmann::json status_json(const std::string& path, const RingStatus& s) {
           {"producer_seq", s.producer_seq},
           {"producer_pid", s.producer_pid},
           {"producer_alive", s.producer_alive},
+          {"producer_state", to_string(s.producer)},
           {"half_written_slot", s.half_written_slot},
           {"upstream_lost", s.upstream_lost},
           {"upstream_gaps", s.upstream_gaps},
@@ -286,10 +287,22 @@ int cmd_info(const std::string& path, bool json) {
     fmt::print("max message {} bytes (up to {} slots per message)\n", s.max_message,
                layout::block_slots(s.max_message));
   }
-  fmt::print("producer    position {}, {}\n", s.producer_seq,
-             s.producer_alive ? fmt::format("live (pid {})", s.producer_pid)
-                              : (s.producer_pid ? fmt::format("none (last pid {}, gone)", s.producer_pid)
-                                                : std::string("none yet")));
+  // The words are ring-top's (to_string(ProducerState)).
+  switch (s.producer) {
+    case ProducerState::kLive:
+      fmt::print("producer    position {}, live (pid {})\n", s.producer_seq, s.producer_pid);
+      break;
+    case ProducerState::kNone:
+      fmt::print("producer    position {}, none yet\n", s.producer_seq);
+      break;
+    case ProducerState::kLeft:
+      fmt::print("producer    position {}, left (released the role; the next producer continues)\n", s.producer_seq);
+      break;
+    case ProducerState::kDead:
+      fmt::print("producer    position {}, dead (pid {} ended holding the role; the next producer continues)\n",
+                 s.producer_seq, s.producer_pid);
+      break;
+  }
   if (s.half_written_slot) {
     fmt::print(
         "            the slot at position {} is half-written by a producer that died; the next\n"
