@@ -1,8 +1,7 @@
 #include "ringcast/error.hpp"
 
 #include <cstring>
-
-#include <fmt/format.h>
+#include <string>
 
 namespace ringcast {
 
@@ -61,11 +60,11 @@ std::string error_message(std::string_view what, std::string_view detail, int sy
 std::string Error::message() const {
   std::string text = error_message(what, to_string(code), sys_errno);
   if (sys_errno == 0 && code == Errc::payload_too_large && expected != 0) {
-    text += fmt::format(" ({} bytes, at most {})", found, expected);
+    text += " (" + std::to_string(found) + " bytes, at most " + std::to_string(expected) + ")";
   } else if (sys_errno == 0 && expected != 0) {
-    text += fmt::format(" (found {}, expected {})", found, expected);
+    text += " (found " + std::to_string(found) + ", expected " + std::to_string(expected) + ")";
   } else if (sys_errno == 0 && found != 0) {
-    text += fmt::format(" (found {})", found);
+    text += " (found " + std::to_string(found) + ")";
   }
   // The next step, where the code alone names one.
   if (code == Errc::already_exists) text += "; replace it with CreateOptions::replace (ringcast create --force)";
