@@ -57,4 +57,10 @@ void raise_errc(std::string_view subject, std::string_view operation, Errc code,
   raise(message, code, 0, missed, needed);
 }
 
+void raise_too_large(std::string_view subject, std::string_view operation, std::size_t length,
+                     std::size_t max_message) {
+  raise(fmt::format("{}: {}: payload_too_large ({} bytes, at most {})", subject, operation, length, max_message),
+        Errc::payload_too_large, 0, 0, 0);
+}
+
 }  // namespace ringcast::python

@@ -286,5 +286,32 @@ TEST(WrongInputTest, InfoAndRingTopSayLeftForAProducerThatReleasedAndDeadForOneT
   EXPECT_FALSE(has(top.out, "producer left")) << top.out;
 }
 
+TEST(WrongInputTest, PubHeldFullByAConsumerThatDiedNamesReapWhichFreesIt) {
+  test::TempDir dir;
+  const std::string path = dir.file("held.ring");
+  ASSERT_TRUE(BroadcastRing::create(path, 2, {.claim_producer = false, .max_message = kMaxPayload}));
+  // A consumer registers in a child that ends without unregistering.
+  const pid_t pid = test::fork_with_death_signal();
+  if (pid == 0) {
+    auto ring = BroadcastRing::open(path);
+    ::_exit(ring && ring->register_consumer() ? 0 : 1);
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_EQ(test::exit_code(status), 0);
+  const std::string lines = dir.file("lines");
+  std::ofstream(lines) << "a\nb\nc\n";  // one more than the ring holds
+
+  test::SpawnOptions options;
+  options.err = test::Stream::kPipe;
+  test::ChildProcess pub = test::ChildProcess::spawn(
+      {"/bin/sh", "-c", std::string("exec ") + RINGCAST_EXE + " pub " + path + " < " + lines}, options);
+  EXPECT_TRUE(pub.read_stderr_until("free it with: ringcast reap " + path, test::deadline_in(20s)))
+      << pub.stderr_text();
+  EXPECT_EQ(run(RINGCAST_EXE, {"reap", path}).exit, 0);
+  EXPECT_EQ(test::exit_code(pub.wait_exit(test::deadline_in(20s))), 0) << pub.stderr_text();
+}
+
 }  // namespace
 }  // namespace ringcast

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -98,6 +99,11 @@ int cmd_create(const std::string& path, std::uint64_t capacity, const std::strin
   return 0;
 }
 
+bool has_dead_consumer(const RingStatus& s) {
+  return std::any_of(std::begin(s.consumers), std::end(s.consumers),
+                     [](const ConsumerStatus& c) { return c.active && !c.owner_alive; });
+}
+
 int cmd_pub(const std::string& path, bool binary) {
   install_stop_handlers();  // before the claim, as in cmd_sub
   auto ring = BroadcastRing::open(path);
@@ -108,6 +114,7 @@ int cmd_pub(const std::string& path, bool binary) {
   std::uint64_t number = 0;
   std::uint64_t published = 0;
   std::uint64_t rejected = 0;
+  bool dead_hinted = false;
   int status = 0;
   while (!g_stop) {
     const tools::MessageInput::Next next = input.next();
@@ -135,8 +142,17 @@ int cmd_pub(const std::string& path, bool binary) {
       continue;
     }
     Errc e = Errc::full;
-    // Back-pressure: wait for the slowest consumer, waking regularly for signals.
+    // Back-pressure: wait for the slowest consumer, waking regularly for
+    // signals; once, when a consumer that died is what holds the ring full,
+    // say how to free it.
     while (!g_stop && (e = ring->push_wait(next.data, 200ms)) == Errc::timed_out) {
+      if (!dead_hinted && has_dead_consumer(ring->status())) {
+        fmt::print(
+            stderr,
+            "ringcast: the ring is full and a consumer that died holds it back; free it with: ringcast reap {}\n",
+            path);
+        dead_hinted = true;
+      }
     }
     if (e != Errc::ok) {
       if (g_stop) break;
