@@ -168,8 +168,7 @@ std::optional<RelayError> refuse_non_ring(const std::string& path) {
   const Result<BroadcastRing> ring = BroadcastRing::open(path);
   if (ring || ring.error().code == Errc::not_ready || ring.error().sys_errno == ENOENT) return std::nullopt;
   return RelayError{RelayError::Code::kRing, 0,
-                    fmt::format("--ring {}: {} (create the ring with `ringcast create`, or fix the path)", path,
-                                ring.error().message())};
+                    ring.error().message() + " (a --ring path: create the ring there, or fix the path)"};
 }
 
 }  // namespace

@@ -191,7 +191,8 @@ TEST(WrongInputTest, RelayRefusesAFileThatIsNotARingBeforeListening) {
   std::ofstream(path) << "not a ring\n";
   const Outcome r = run(RELAY_EXE, {"--ring", path + "=notes", "--listen", "127.0.0.1:0"});
   EXPECT_EQ(r.exit, 1);
-  EXPECT_TRUE(has(r.err, "ring: --ring " + path + ": " + path + ": open: not a ringcast ring")) << r.err;
+  EXPECT_TRUE(has(r.err, "ringcast-relay: ring: " + path + ": open: not a ringcast ring")) << r.err;
+  EXPECT_TRUE(has(r.err, "(a --ring path: create the ring there, or fix the path)")) << r.err;
   EXPECT_FALSE(has(r.out, "listening")) << r.out;
 }
 

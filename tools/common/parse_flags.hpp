@@ -68,7 +68,8 @@ inline constexpr int kUsageExit = 2;
   return parent == nullptr ? std::string(program) : command_name(*parent, program) + " " + app.get_name();
 }
 
-// What a usage error says, after `program: `-less CLI11 error `e`.
+// The message for the usage error `e` (any CLI11 ParseError but a help
+// request) when `program` parsed `app`.
 [[nodiscard]] inline std::string usage_message(const CLI::App& app, const CLI::ParseError& e,
                                                std::string_view program) {
   const CLI::App& at = innermost(app);
