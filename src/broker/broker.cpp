@@ -13,6 +13,7 @@
 #include "broker/server/server.hpp"
 #include "broker/tls/tls_context.hpp"
 #include "broker/ws/http_upgrade.hpp"
+#include "broker/ws/metrics_route.hpp"
 #include "broker/ws/ws_session.hpp"
 #include "ringcast/broker/broker.hpp"
 
@@ -44,10 +45,9 @@ tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerCon
   if (!history) return tl::unexpected(std::move(history.error()));
   auto impl = std::make_unique<Impl>(cfg, std::move(*history));
   // The broker's Prometheus text, with whatever the embedder adds (the relay's
-  // series): one place for /metrics (docs/broker.md, "Metrics").
-  impl->http_routes.add("/metrics", [core = &impl->core](std::string_view) {
-    return ws::HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", core->metrics_text(), {}};
-  });
+  // series): one place for /metrics (docs/broker.md, "Metrics"), behind the
+  // password or a token that may read every channel (ws/metrics_route.hpp).
+  impl->http_routes.add("/metrics", ws::metrics_route(impl->core));
   if (cfg.tls.enabled()) {
     auto tls = tls::TlsContext::create(cfg.tls, impl->core.tls_stats());
     if (!tls) return tl::unexpected(std::move(tls.error()));
@@ -57,8 +57,8 @@ tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerCon
     return std::make_unique<RespSession>(core, std::move(peer), waker);
   };
   if (cfg.plain_port) {
-    auto port =
-        impl->server.listen(Listener{cfg.bind_address, cfg.port, resp, "-ERR max number of clients reached\r\n"});
+    auto port = impl->server.listen(Listener{cfg.bind_address, cfg.port, resp, "-ERR max number of clients reached\r\n",
+                                             nullptr, "-ERR max number of unauthenticated clients reached\r\n"});
     if (!port) return tl::unexpected(std::move(port.error()));
     impl->port = *port;
   }
@@ -77,7 +77,10 @@ tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerCon
                  },
                  "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 30\r\n"
                  "Connection: close\r\n\r\nmax number of clients reached\n",
-                 cfg.tls.ws ? impl->tls.get() : nullptr});
+                 cfg.tls.ws ? impl->tls.get() : nullptr,
+                 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 46\r\n"
+                 "Connection: close\r\n\r\nmax number of unauthenticated clients reached\n",
+                 /*upgrade=*/true});
     if (!wsp) return tl::unexpected(std::move(wsp.error()));
     impl->ws_port = *wsp;
   }

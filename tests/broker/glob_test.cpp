@@ -1,11 +1,14 @@
 // The glob matcher against Redis 7's stringmatchlen. Every row was checked
 // against a real redis-server 7.0.15 (KEYS for most rows, PUBSUB CHANNELS for the
 // empty-string rows), so the table is Redis's semantics, not our reading of it.
+#include <random>
+#include <string>
 #include <string_view>
 
 #include <gtest/gtest.h>
 
 #include "broker/util/glob.hpp"
+#include "glob_oracle.hpp"
 
 namespace ringcast::broker {
 namespace {
@@ -104,6 +107,44 @@ TEST(GlobTest, PathologicalStarsFinishQuickly) {
   const std::string pattern = "a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b";
   const std::string str(200, 'a');
   EXPECT_FALSE(glob_match(pattern, str));
+}
+
+// Issue 40: matching recursed once per `*`, so a 300,000-star pattern
+// overflowed the stack (SIGSEGV). Iterative now: any number of stars.
+TEST(GlobTest, HundredsOfThousandsOfStarsDoNotRecurse) {
+  std::string pattern;
+  for (int i = 0; i < 300'000; ++i) pattern += "*a";
+  const std::string str(300'000, 'a');
+  EXPECT_TRUE(glob_match(pattern, str));
+  EXPECT_FALSE(glob_match(pattern + "b", str));
+  EXPECT_FALSE(glob_match(pattern, std::string(299'999, 'a')));
+}
+
+// The iterative matcher against Redis's recursive one (glob_oracle.hpp) on
+// random patterns and strings over a small alphabet rich in the grammar's edge
+// cases (classes, ranges, escapes, unterminated brackets, NUL, a byte >= 0x80).
+TEST(GlobTest, AgreesWithRedisRecursiveMatcherOnRandomInputs) {
+  using namespace std::string_view_literals;
+  // '\\' is one backslash; "\0"sv keeps its NUL; '\x80' is negative as a char.
+  constexpr std::string_view kPatternBytes = "ab*?[]^-\\\0\x80"sv;
+  constexpr std::string_view kStringBytes = "ab]^-\\\0\x80"sv;
+  std::mt19937 rng(40);
+  auto random_string = [&rng](std::string_view alphabet, std::size_t max_len) {
+    std::string s(std::uniform_int_distribution<std::size_t>(0, max_len)(rng), ' ');
+    for (char& c : s) c = alphabet[std::uniform_int_distribution<std::size_t>(0, alphabet.size() - 1)(rng)];
+    return s;
+  };
+  for (int i = 0; i < 200'000; ++i) {
+    const std::string pattern = random_string(kPatternBytes, 10);
+    const std::string str = random_string(kStringBytes, 10);
+    ASSERT_EQ(glob_match(pattern, str), testing::glob_oracle(pattern, str))
+        << "pattern '" << pattern << "' string '" << str << "'";
+  }
+}
+
+TEST(GlobTest, PatternLengthLimit) {
+  EXPECT_TRUE(glob_pattern_fits(std::string(kMaxGlobPatternBytes, '*')));
+  EXPECT_FALSE(glob_pattern_fits(std::string(kMaxGlobPatternBytes + 1, 'a')));
 }
 
 TEST(GlobTest, LiteralPrefixStopsAtFirstSpecialByte) {

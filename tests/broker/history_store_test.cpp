@@ -521,6 +521,23 @@ TEST(LmdbHistoryStoreTest, RefusesANewerFormatWithoutTouchingIt) {
   EXPECT_EQ(test::file_contents(dir.path()), before);
 }
 
+// One broker per directory (dir_lock.hpp): a second open, here in the same
+// process, is refused with the holder's pid while the first is open, and
+// succeeds once it has closed.
+TEST(LmdbHistoryStoreTest, ASecondStoreOnOneDirectoryIsRefusedWhileTheFirstIsOpen) {
+  TempDir dir;
+  auto first = open_lmdb_history_store(lmdb_options(dir.path())).value();
+  auto second = open_lmdb_history_store(lmdb_options(dir.path()));
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, HistoryError::Code::kLocked);
+  EXPECT_NE(second.error().message().find(dir.path() + ": in use by another broker (pid " + std::to_string(::getpid())),
+            std::string::npos)
+      << second.error().message();
+  first.reset();
+  auto third = open_lmdb_history_store(lmdb_options(dir.path()));
+  EXPECT_TRUE(third) << third.error().message();
+}
+
 TEST(LmdbHistoryStoreTest, GrowsTheMapThenReportsFullAtTheMaximum) {
   TempDir dir;
   HistoryOptions o = lmdb_options(dir.path(), FsyncMode::kOff);

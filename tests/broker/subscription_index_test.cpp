@@ -244,6 +244,58 @@ TEST_F(SubscriptionIndexTest, UnsubscribeStopsDeliveryAndForgetsEmptyEntries) {
   EXPECT_TRUE(a.channels().empty());
 }
 
+// Issue 40: a client's subscriptions are removed a slice at a time, oldest
+// first, each removal O(1), so a caller can let publishers in between slices;
+// the order bare UNSUBSCRIBE reports survives removals from the middle.
+TEST_F(SubscriptionIndexTest, RemoveSomeTakesASliceOldestFirstAndKeepsTheRestInOrder) {
+  FakeSubscriber& a = make();
+  FakeSubscriber& b = make();
+  for (int i = 0; i < 5; ++i) sub(a, "ch" + std::to_string(i));
+  psub(a, "p*");
+  sub(b, "ch4");
+  const auto names = [](const SubscriptionList& l) { return std::vector<std::string>(l.begin(), l.end()); };
+  // Each step under the update lock, each check after it (the queries take
+  // the lock shared).
+  const auto remove_some = [this, &a](std::size_t n) {
+    auto lock = index_.lock_for_update();
+    return index_.remove_some(a, n);
+  };
+  {
+    auto lock = index_.lock_for_update();
+    EXPECT_TRUE(index_.remove_channel(a, "ch2"));
+  }
+  EXPECT_EQ(names(a.channels()), (std::vector<std::string>{"ch0", "ch1", "ch3", "ch4"}));
+  EXPECT_FALSE(remove_some(2));
+  EXPECT_EQ(names(a.channels()), (std::vector<std::string>{"ch3", "ch4"}));
+  EXPECT_EQ(index_.numsub("ch0"), 0u);
+  EXPECT_EQ(index_.numsub("ch3"), 1u);
+  EXPECT_EQ(index_.numpat(), 1u);
+  EXPECT_FALSE(remove_some(2));
+  EXPECT_EQ(index_.numsub("ch4"), 1u);  // b's is left
+  EXPECT_EQ(names(a.patterns()), (std::vector<std::string>{"p*"}));
+  EXPECT_TRUE(remove_some(2));
+  EXPECT_EQ(index_.numpat(), 0u);
+  EXPECT_EQ(a.subscription_count(), 0u);
+}
+
+// 200,000 subscriptions leave in linear time: searching each name from the
+// front of a vector (as before issue 40) made this take minutes.
+TEST_F(SubscriptionIndexTest, RemovingTwoHundredThousandSubscriptionsIsLinear) {
+  FakeSubscriber& a = make();
+  constexpr int kCount = 200'000;
+  {
+    auto lock = index_.lock_for_update();
+    for (int i = 0; i < kCount; ++i) index_.add_channel(a, "c" + std::to_string(i));
+    for (int i = 0; i < kCount; i += 2) EXPECT_TRUE(index_.remove_channel(a, "c" + std::to_string(i)));
+  }
+  EXPECT_EQ(index_.num_channels(), static_cast<std::size_t>(kCount / 2));
+  {
+    auto lock = index_.lock_for_update();
+    index_.remove_all(a);
+  }
+  EXPECT_EQ(index_.num_channels(), 0u);
+}
+
 TEST_F(SubscriptionIndexTest, SubscribingTwiceKeepsOneSubscription) {
   FakeSubscriber& a = make();
   auto lock = index_.lock_for_update();

@@ -27,3 +27,10 @@ ringcast_add_fuzzer(NAME fuzz_tls_accept
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/broker_tls_accept_fuzz.cpp
   LIBS ringcast::broker OpenSSL::SSL OpenSSL::Crypto)
 target_include_directories(fuzz_tls_accept PRIVATE ${PROJECT_SOURCE_DIR}/src)
+
+# Glob matching against Redis's recursive matcher (tests/broker/glob_oracle.hpp;
+# seeds in corpus/fuzz_glob/).
+ringcast_add_fuzzer(NAME fuzz_glob
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/broker_glob_fuzz.cpp
+  LIBS ringcast::broker)
+target_include_directories(fuzz_glob PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests/broker)

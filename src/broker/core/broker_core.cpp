@@ -26,7 +26,23 @@ bool SubscriptionUpdate::unsubscribe(SubscriptionSpace space, std::string_view n
   return index_.remove(client_, space, name);
 }
 
-void SubscriptionUpdate::unsubscribe_all() { index_.remove_all(client_); }
+void SubscriptionUpdate::unsubscribe_all() {
+  // A client may hold up to --max-subscriptions: remove them a slice at a
+  // time and let the publishers waiting on the index lock in between, so a
+  // client leaving costs each of them one slice at most (issue 40). Between
+  // slices the client is still in the index (invariant 3 of
+  // subscription_index.hpp holds until the last slice) and may still be
+  // offered messages on what it has not dropped yet, as before its command.
+  while (!index_.remove_some(client_, kSlice)) let_publishers_in();
+}
+
+void SubscriptionUpdate::let_publishers_in() {
+  // glibc's rwlock hands the lock to the readers already waiting when a
+  // writer releases it (they registered before blocking), so the lock() below
+  // waits for them: each waiting publisher gets one turn.
+  lock_.unlock();
+  lock_.lock();
+}
 
 void SubscriptionUpdate::set_format(WireFormat f) noexcept { index_.set_format(client_, f); }
 

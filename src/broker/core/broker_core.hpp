@@ -60,8 +60,21 @@ class SubscriptionUpdate {
   // True if added / removed; false if already present / absent.
   bool subscribe(SubscriptionSpace space, std::string_view name);
   bool unsubscribe(SubscriptionSpace space, std::string_view name);
-  // Drops every subscription of the client, in every space.
+  // Drops every subscription of the client, in every space, letting the
+  // publishers in after every kSlice removals.
   void unsubscribe_all();
+  // Most subscriptions changed under one hold of the index lock.
+  static constexpr std::size_t kSlice = 1024;
+  // Call after each subscribe or unsubscribe of a long command: every kSlice
+  // calls, `before_release` runs (it queues the slice's confirmations, which
+  // must be queued under the lock: a message must not overtake one), then the
+  // lock is released and retaken.
+  template <class F>
+  void slice_point(F&& before_release) {
+    if (++changes_ % kSlice != 0) return;
+    before_release();
+    let_publishers_in();
+  }
   void set_format(WireFormat f) noexcept;
   // QoS 1 (SubscriptionIndex::set_ack_tracker, set_qos1).
   void set_ack_tracker(AckTracker* tracker) noexcept;
@@ -70,9 +83,12 @@ class SubscriptionUpdate {
  private:
   friend class BrokerCore;
   SubscriptionUpdate(SubscriptionIndex& index, Client& client);
+  // Releases the lock and takes it again after the publishers waiting for it.
+  void let_publishers_in();
   SubscriptionIndex& index_;
   Client& client_;
   std::unique_lock<std::shared_mutex> lock_;
+  std::size_t changes_ = 0;  // slice_point() calls
 };
 
 class BrokerCore {

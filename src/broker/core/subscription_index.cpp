@@ -21,13 +21,6 @@ bool erase_one(std::vector<Subscriber*>& v, const Subscriber* s) noexcept {
   return true;
 }
 
-bool erase_name(std::vector<std::string>& v, std::string_view name) {
-  auto it = std::find(v.begin(), v.end(), name);
-  if (it == v.end()) return false;
-  v.erase(it);  // keep subscription order: bare UNSUBSCRIBE reports in this order
-  return true;
-}
-
 // Frames of one run from one source (exact subscriptions, shard subscriptions
 // or one pattern), encoded on first use per wire format: one block per format
 // that has subscribers, shared by all of them.
@@ -114,11 +107,9 @@ constexpr std::size_t kMaxRunBytes = 1u << 20;
 
 }  // namespace
 
-bool Subscriber::qos1_for(std::string_view name) const noexcept {
-  return std::find(qos1_.begin(), qos1_.end(), name) != qos1_.end();
-}
+bool Subscriber::qos1_for(std::string_view name) const noexcept { return qos1_.contains(name); }
 
-const std::vector<std::string>& Subscriber::subscriptions(SubscriptionSpace space) const noexcept {
+const SubscriptionList& Subscriber::subscriptions(SubscriptionSpace space) const noexcept {
   switch (space) {
     case SubscriptionSpace::kPattern:
       return patterns_;
@@ -166,23 +157,20 @@ void SubscriptionIndex::trie_prune(TrieNode* node) noexcept {
   }
 }
 
-bool SubscriptionIndex::add_to(ChannelMap& map, std::vector<std::string>& mine, Subscriber& s,
-                               std::string_view channel) {
+bool SubscriptionIndex::add_to(ChannelMap& map, SubscriptionList& mine, Subscriber& s, std::string_view channel) {
+  if (!mine.insert(channel)) return false;
   auto it = map.find(channel);
   if (it == map.end()) it = map.emplace(std::string(channel), 0).first;
-  auto& subs = it->second;
-  if (std::find(subs.begin(), subs.end(), &s) != subs.end()) return false;
-  subs.push_back(&s);
-  mine.emplace_back(channel);
+  it->second.push_back(&s);
   return true;
 }
 
-bool SubscriptionIndex::remove_from(ChannelMap& map, std::vector<std::string>& mine, Subscriber& s,
-                                    std::string_view channel) {
+bool SubscriptionIndex::remove_from(ChannelMap& map, SubscriptionList& mine, Subscriber& s, std::string_view channel) {
+  if (!mine.contains(channel)) return false;
   auto it = map.find(channel);
-  if (it == map.end() || !erase_one(it->second, &s)) return false;
+  erase_one(it->second, &s);  // invariant 1: present in the map because in `mine`
   if (it->second.empty()) map.erase(it);
-  erase_name(mine, channel);
+  mine.erase(channel);  // last: `channel` may view the string it frees
   return true;
 }
 
@@ -235,17 +223,15 @@ bool SubscriptionIndex::add_pattern(Subscriber& s, std::string_view pattern) {
     trie_find_or_add(pattern.substr(0, glob_literal_prefix(pattern)))->patterns.push_back(entry.get());
     it = patterns_.emplace(std::string(pattern), std::move(entry)).first;
   }
-  auto& subs = it->second->subs;
-  if (std::find(subs.begin(), subs.end(), &s) != subs.end()) return false;
-  subs.push_back(&s);
-  s.patterns_.emplace_back(pattern);
+  if (!s.patterns_.insert(pattern)) return false;
+  it->second->subs.push_back(&s);
   return true;
 }
 
 bool SubscriptionIndex::remove_pattern(Subscriber& s, std::string_view pattern) {
+  if (!s.patterns_.contains(pattern)) return false;
   auto it = patterns_.find(pattern);
-  if (it == patterns_.end() || !erase_one(it->second->subs, &s)) return false;
-  erase_name(s.patterns_, pattern);
+  erase_one(it->second->subs, &s);  // invariant 1: present because in s.patterns_
   if (it->second->subs.empty()) {
     PatternEntry* entry = it->second.get();
     TrieNode* node = &root_;
@@ -257,29 +243,26 @@ bool SubscriptionIndex::remove_pattern(Subscriber& s, std::string_view pattern) 
     patterns_.erase(it);
     trie_prune(node);
   }
+  s.patterns_.erase(pattern);  // last: `pattern` may view the string it frees
   return true;
 }
 
-void SubscriptionIndex::remove_all(Subscriber& s) {
+void SubscriptionIndex::remove_all(Subscriber& s) { remove_some(s, SIZE_MAX); }
+
+bool SubscriptionIndex::remove_some(Subscriber& s, std::size_t max) {
   s.qos1_.clear();
-  while (!s.channels_.empty()) {
-    const std::string c = s.channels_.back();
-    remove_channel(s, c);
-  }
-  while (!s.patterns_.empty()) {
-    const std::string p = s.patterns_.back();
-    remove_pattern(s, p);
-  }
-  while (!s.shard_channels_.empty()) {
-    const std::string c = s.shard_channels_.back();
-    remove_shard_channel(s, c);
-  }
+  for (; max > 0 && !s.channels_.empty(); --max) remove_channel(s, s.channels_.front());
+  for (; max > 0 && !s.patterns_.empty(); --max) remove_pattern(s, s.patterns_.front());
+  for (; max > 0 && !s.shard_channels_.empty(); --max) remove_shard_channel(s, s.shard_channels_.front());
+  return s.subscription_count() == 0;
 }
 
 void SubscriptionIndex::set_qos1(Subscriber& s, std::string_view name, bool qos1) {
-  const auto it = std::find(s.qos1_.begin(), s.qos1_.end(), name);
-  if (qos1 && it == s.qos1_.end()) s.qos1_.emplace_back(name);
-  if (!qos1 && it != s.qos1_.end()) s.qos1_.erase(it);
+  if (qos1) {
+    s.qos1_.insert(name);
+  } else {
+    s.qos1_.erase(name);
+  }
 }
 
 void SubscriptionIndex::set_format(Subscriber& s, WireFormat f) noexcept {

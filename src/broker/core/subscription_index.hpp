@@ -63,6 +63,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "broker/core/subscription_list.hpp"
 #include "broker/queue/connection_queue.hpp"
 #include "broker/queue/frame.hpp"
 #include "broker/util/run_log.hpp"
@@ -113,10 +114,10 @@ class Subscriber {
 
   // The subscriber's subscriptions in the order they were made (the order bare
   // UNSUBSCRIBE / PUNSUBSCRIBE / SUNSUBSCRIBE report them). Owner thread only.
-  [[nodiscard]] const std::vector<std::string>& channels() const noexcept { return channels_; }
-  [[nodiscard]] const std::vector<std::string>& patterns() const noexcept { return patterns_; }
-  [[nodiscard]] const std::vector<std::string>& shard_channels() const noexcept { return shard_channels_; }
-  [[nodiscard]] const std::vector<std::string>& subscriptions(SubscriptionSpace space) const noexcept;
+  [[nodiscard]] const SubscriptionList& channels() const noexcept { return channels_; }
+  [[nodiscard]] const SubscriptionList& patterns() const noexcept { return patterns_; }
+  [[nodiscard]] const SubscriptionList& shard_channels() const noexcept { return shard_channels_; }
+  [[nodiscard]] const SubscriptionList& subscriptions(SubscriptionSpace space) const noexcept;
   // Channels, patterns and shard channels together.
   [[nodiscard]] std::size_t subscription_count() const noexcept {
     return channels_.size() + patterns_.size() + shard_channels_.size();
@@ -137,11 +138,11 @@ class Subscriber {
   WireFormat format_ = WireFormat::kResp2;
   const Deliveries deliveries_;
   ConnectionQueue queue_;
-  std::vector<std::string> channels_;
-  std::vector<std::string> patterns_;
-  std::vector<std::string> shard_channels_;
+  SubscriptionList channels_;
+  SubscriptionList patterns_;
+  SubscriptionList shard_channels_;
   AckTracker* ack_tracker_ = nullptr;
-  std::vector<std::string> qos1_;  // subscriptions made at QoS 1
+  SubscriptionList qos1_;  // subscriptions made at QoS 1
 };
 
 // How a publish into the index ended (SubscriptionIndex::publish): messages
@@ -185,6 +186,12 @@ class SubscriptionIndex {
   bool remove(Subscriber& s, SubscriptionSpace space, std::string_view name);
   // Drops every subscription of `s`. REQUIRES: lock_for_update() held.
   void remove_all(Subscriber& s);
+  // Drops at most `max` subscriptions of `s` (the oldest first) and returns
+  // whether none is left: a caller removing many releases the update lock
+  // between slices, so that publishers never wait for more than one slice
+  // (SubscriptionUpdate::unsubscribe_all). Each removal costs O(1) plus the
+  // channel's or pattern's subscriber count. REQUIRES: lock_for_update() held.
+  bool remove_some(Subscriber& s, std::size_t max);
   // Changes the format messages to `s` are encoded in (and its queue's loss
   // notices). REQUIRES: lock_for_update() held.
   void set_format(Subscriber& s, WireFormat f) noexcept;
@@ -289,8 +296,8 @@ class SubscriptionIndex {
   // publish_run once the stripe lock is held and the first id known.
   std::size_t publish_run_locked(std::span<const Message> run, bool dedupe, bool shard, std::uint64_t first_id,
                                  std::size_t& accepted, bool& unstored);
-  static bool add_to(ChannelMap& map, std::vector<std::string>& mine, Subscriber& s, std::string_view channel);
-  static bool remove_from(ChannelMap& map, std::vector<std::string>& mine, Subscriber& s, std::string_view channel);
+  static bool add_to(ChannelMap& map, SubscriptionList& mine, Subscriber& s, std::string_view channel);
+  static bool remove_from(ChannelMap& map, SubscriptionList& mine, Subscriber& s, std::string_view channel);
   [[nodiscard]] std::vector<std::string> names_of(const ChannelMap& map, std::optional<std::string_view> pattern) const;
   TrieNode* trie_find_or_add(std::string_view prefix);
   void trie_prune(TrieNode* node) noexcept;

@@ -88,6 +88,7 @@ struct HistoryError {
     kCorrupt,        // the data directory is not a readable LMDB environment
     kForeign,        // the directory holds something that is not ringcast history
     kNewerFormat,    // the history was written by a newer ringcast (format version)
+    kLocked,         // another broker holds the directory (dir_lock.hpp)
     kFull,           // the LMDB map cannot grow past HistoryOptions::max_map_bytes
     kLmdb,           // another LMDB error (detail has mdb_strerror)
   };

@@ -25,11 +25,13 @@
 #include <fstream>
 #include <functional>  // std::hash
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "broker/guarantees/dir_lock.hpp"
 #include "broker/guarantees/history_store.hpp"
 
 namespace ringcast::broker {
@@ -189,7 +191,7 @@ class LmdbHistoryStore final : public HistoryStore {
     bool fresh = !fs::exists(dir / "data.mdb", ec);
     if (fresh) {
       for (const auto& entry : fs::directory_iterator(dir, ec))
-        if (entry.path().filename() != "lock.mdb")
+        if (entry.path().filename() != "lock.mdb" && entry.path().filename() != kDirLockFile)
           return tl::unexpected(HistoryError{
               Code::kForeign, 0,
               fmt::format("history dir {}: not empty and holds no ringcast history ({}); refusing to touch it",
@@ -198,6 +200,11 @@ class LmdbHistoryStore final : public HistoryStore {
     } else if (auto ok = validate_existing(opt_.dir); !ok) {
       return tl::unexpected(ok.error());
     }
+    // Ours or empty (checked without writing, so a refused directory gains no
+    // lock file): now take it, before the first write, for as long as we live.
+    auto lock = DirLock::acquire(opt_.dir);
+    if (!lock) return tl::unexpected(std::move(lock.error()));
+    dir_lock_.emplace(std::move(*lock));
 
     int rc = mdb_env_create(&env_);
     if (rc == 0) rc = mdb_env_set_maxdbs(env_, 4);
@@ -629,6 +636,9 @@ class LmdbHistoryStore final : public HistoryStore {
   }
 
   const HistoryOptions opt_;
+  // Held from open() until after the destructor closed env_ (members are
+  // destroyed after the destructor's body).
+  std::optional<DirLock> dir_lock_;
   MDB_env* env_ = nullptr;
   bool ready_ = false;  // open() succeeded: the destructor marks a clean close
   MDB_dbi meta_ = 0, channels_ = 0, messages_ = 0, sessions_ = 0;

@@ -5,12 +5,14 @@
 #include <charconv>
 #include <limits>
 #include <optional>
+#include <unordered_set>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "broker/guarantees/channel_history.hpp"
 #include "broker/resp/resp_encoder.hpp"
+#include "broker/util/glob.hpp"
 #include "ringcast/broker/token.hpp"
 
 namespace ringcast::broker {
@@ -123,6 +125,7 @@ RespSession::RespSession(BrokerCore& core, std::string peer, Waker& waker)
 
 Client::InputResult RespSession::on_input(std::string_view bytes) {
   while (!closing_ && !held_) {
+    parser_.set_authenticated(authenticated());  // the parser's pre-auth limits (its invariant 4)
     const RequestParser::Status st = parser_.parse(bytes);
     if (st == RequestParser::Status::kNeedMore) break;
     if (st == RequestParser::Status::kError) {
@@ -330,15 +333,16 @@ std::string_view RespSession::confirmation_kind(SubscriptionSpace space, bool su
 void RespSession::cmd_subscribe(std::span<const std::string> args, SubscriptionSpace space) {
   const Access access = space == SubscriptionSpace::kPattern ? Access::kSubscribePattern : Access::kSubscribe;
   for (std::size_t i = 1; i < args.size(); ++i) {
+    if (space == SubscriptionSpace::kPattern && !glob_pattern_fits(args[i])) {
+      resp::error(reply_, "ERR " + pattern_too_long(args[i]));
+      return;
+    }
     if (!check_permission(access, args[i])) return;  // the whole command, as Redis's ACL
   }
-  const std::vector<std::string>& mine = subscriptions(space);
-  std::vector<std::string_view> fresh;
+  const SubscriptionList& mine = subscriptions(space);
+  std::unordered_set<std::string_view> fresh;
   for (std::size_t i = 1; i < args.size(); ++i) {
-    if (std::find(mine.begin(), mine.end(), args[i]) == mine.end() &&
-        std::find(fresh.begin(), fresh.end(), args[i]) == fresh.end()) {
-      fresh.push_back(args[i]);
-    }
+    if (!mine.contains(args[i])) fresh.insert(args[i]);
   }
   const std::size_t limit = core().config().max_subscriptions;
   if (subscription_count() + fresh.size() > limit) {
@@ -354,6 +358,7 @@ void RespSession::cmd_subscribe(std::span<const std::string> args, SubscriptionS
     resp::bulk(reply_, kind);
     resp::bulk(reply_, args[i]);
     resp::integer(reply_, static_cast<long long>(confirmation_count(space)));
+    update.slice_point([this] { flush_replies(); });
   }
   // Queued under the index lock: a message on a new channel cannot overtake
   // its confirmation (invariant 1).
@@ -370,9 +375,11 @@ void RespSession::cmd_unsubscribe(std::span<const std::string> args, Subscriptio
     resp::bulk(reply_, kind);
     resp::bulk(reply_, name);
     resp::integer(reply_, static_cast<long long>(confirmation_count(space)));
+    update.slice_point([this] { flush_replies(); });
   };
   if (args.size() == 1) {
-    const std::vector<std::string> all = subscriptions(space);
+    const SubscriptionList& mine = subscriptions(space);
+    const std::vector<std::string> all(mine.begin(), mine.end());
     if (all.empty()) {
       resp::push(reply_, format(), 3);
       resp::bulk(reply_, kind);
@@ -497,6 +504,7 @@ void RespSession::cmd_auth(std::span<const std::string> args) {
 bool RespSession::authenticate_or_reply(std::optional<std::string_view> user, std::string_view secret) {
   using Kind = AuthOutcome::Kind;
   const AuthOutcome r = authenticate(user, secret);
+  closing_ = closing_ || r.close;  // max_auth_failures: answered, then closed
   switch (r.kind) {
     case Kind::kAccepted:
       return true;
@@ -722,26 +730,45 @@ void RespSession::cmd_history(std::span<const std::string> args) {
                                     c_str_prefix(channel, 128)));
     return;
   }
+  // Without COUNT a page, not the whole channel (docs/broker.md, "HISTORY").
+  constexpr std::uint64_t kDefaultCount = 1000;
   constexpr std::uint64_t kAll = std::numeric_limits<std::size_t>::max();
-  const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(count.value_or(kAll), kAll));
+  const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(count.value_or(kDefaultCount), kAll));
   const auto read = since ? history->store().read_since(channel, *since, n) : history->store().read_last(channel, n);
   if (!read) {
     resp::error(reply_, "ERR history: " + read.error().message());
     return;
   }
-  resp::array(reply_, 4);
-  resp::bulk(reply_, history->epoch());
-  resp::integer(reply_, static_cast<long long>(read->top));
-  resp::simple(reply_, read->status == ReadStatus::kOk          ? "ok"
-                       : read->status == ReadStatus::kTruncated ? "truncated"
-                                                                : "ahead");
-  resp::array(reply_, read->messages.size());
-  for (const HistoryMessage& m : read->messages) {
-    resp::array(reply_, 3);
-    resp::integer(reply_, static_cast<long long>(m.offset));
-    resp::integer(reply_, m.time_ms);
-    resp::bulk(reply_, m.payload);
+  // A reply is never dropped: one past the output limit would close the
+  // connection (connection_queue.hpp), so it is refused with a reason instead.
+  // The payloads alone are a lower bound of its size: checked first, so a
+  // reply far too large is not encoded only to be thrown away.
+  const std::size_t start = reply_.size();
+  const std::size_t limit = core().config().queue_limits.hard_bytes;
+  const std::size_t queued = queue().total_bytes() + start;
+  const std::size_t room = limit - std::min(limit, queued);
+  std::size_t payload_bytes = 0;
+  for (const HistoryMessage& m : read->messages) payload_bytes += m.payload.size();
+  if (payload_bytes <= room) {
+    resp::array(reply_, 4);
+    resp::bulk(reply_, history->epoch());
+    resp::integer(reply_, static_cast<long long>(read->top));
+    resp::simple(reply_, read->status == ReadStatus::kOk          ? "ok"
+                         : read->status == ReadStatus::kTruncated ? "truncated"
+                                                                  : "ahead");
+    resp::array(reply_, read->messages.size());
+    for (const HistoryMessage& m : read->messages) {
+      resp::array(reply_, 3);
+      resp::integer(reply_, static_cast<long long>(m.offset));
+      resp::integer(reply_, m.time_ms);
+      resp::bulk(reply_, m.payload);
+    }
+    if (reply_.size() - start <= room) return;
+    reply_.resize(start);
   }
+  resp::error(reply_, fmt::format("ERR HISTORY reply of {} messages would not fit the output limit ({} bytes, "
+                                  "--hard-limit, {} already queued); ask for fewer with COUNT",
+                                  read->messages.size(), limit, queued));
 }
 
 void RespSession::cmd_pubsub(std::span<const std::string> args) {
@@ -756,6 +783,10 @@ void RespSession::cmd_pubsub(std::span<const std::string> args) {
       return;
     }
     const auto pattern = args.size() == 3 ? std::optional<std::string_view>(args[2]) : std::nullopt;
+    if (pattern && !glob_pattern_fits(*pattern)) {
+      resp::error(reply_, "ERR " + pattern_too_long(*pattern));
+      return;
+    }
     const auto names = shard ? index.shard_channels(pattern) : index.channels(pattern);
     resp::array(reply_, names.size());
     for (const std::string& n : names) resp::bulk(reply_, n);

@@ -13,7 +13,10 @@
 //     itself (SUBSCRIBE family, PUBLISH), and (un)subscribe confirmations are
 //     queued while the index lock is held (while the SubscriptionUpdate lives).
 //  2. Until authenticated (when BrokerConfig::requirepass or token_secret is
-//     set), only AUTH, HELLO, PING, QUIT and RESET run.
+//     set), only AUTH, HELLO, PING, QUIT and RESET run, and commands are
+//     parsed under the parser's pre-authentication limits (request_parser.hpp,
+//     invariant 4). An AUTH or HELLO AUTH refused for the max_auth_failures-th
+//     time on the connection is answered, then the connection closes.
 //  3. PUBLISHes whose channel and payload together are at most 64 KiB, from a
 //     connection with no subscription, are batched: consecutive ones in one
 //     input buffer are executed together (one index lock, one queue push per

@@ -64,7 +64,7 @@ const HttpRoutes::Handler* HttpRoutes::find(std::string_view path) const noexcep
 
 HttpRoutes default_http_routes() {
   HttpRoutes routes;
-  routes.add("/", [](std::string_view) {
+  routes.add("/", [](const HttpRequest&) {
     HttpResponse r;
     r.content_type = "text/html; charset=utf-8";
     r.body = std::string(live_page_html());
@@ -166,7 +166,7 @@ HttpUpgrade::Status HttpUpgrade::route() {
   const HttpRoutes::Handler* h = routes_.find(path);
   if (h == nullptr) return respond(text(404, "Not found"), head);
   if (!get && !head) return respond(text(405, "Method not allowed", "Allow: GET, HEAD\r\n"));
-  return respond((*h)(query), head);
+  return respond((*h)(HttpRequest{query, sv(req[http::field::authorization])}), head);
 }
 
 HttpUpgrade::Status HttpUpgrade::respond(const HttpResponse& r, bool head_only) {

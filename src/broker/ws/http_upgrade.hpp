@@ -30,11 +30,17 @@ struct HttpResponse {
   std::string extra_headers;  // complete "Name: value\r\n" lines
 };
 
-// GET routes of the WebSocket port, matched on the exact path (the query, after
-// '?', goes to the handler).
+// What a route's handler sees of a request; views into the request, valid
+// during the call only.
+struct HttpRequest {
+  std::string_view query;          // after '?' in the target; empty without one
+  std::string_view authorization;  // the Authorization header's value; empty without one
+};
+
+// GET routes of the WebSocket port, matched on the exact path.
 class HttpRoutes {
  public:
-  using Handler = std::function<HttpResponse(std::string_view query)>;
+  using Handler = std::function<HttpResponse(const HttpRequest& request)>;
   // Adds `path`, or replaces its handler.
   void add(std::string path, Handler handler);
   // The handler of `path`, or nullptr.

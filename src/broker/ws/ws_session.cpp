@@ -50,6 +50,7 @@ WsSession::WsSession(BrokerCore& core, std::string peer, Waker& waker, const Htt
       http_(std::make_unique<HttpUpgrade>(routes)),
       decoder_(core.config().ws_max_message) {
   set_authenticated(!auth_required());
+  if (!authenticated()) decoder_.set_max_message(std::min(kMaxUnauthMessage, core.config().ws_max_message));
 }
 
 Client::InputResult WsSession::on_input(std::string_view bytes) {
@@ -154,6 +155,7 @@ void WsSession::cmd_auth(const JsonCommand& c) {
   const AuthOutcome r = authenticate(std::nullopt, c.token);
   switch (r.kind) {
     case Kind::kAccepted:
+      decoder_.set_max_message(core().config().ws_max_message);  // invariant 3
       if (grant()) set_name(grant()->subject);
       send_text(R"({"type":"authenticated"})");
       return;
@@ -187,10 +189,13 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
   // (QoS 1 publishes at least once); ringcast's defaults to 0, as before.
   const std::uint8_t qos = c.qos_given ? c.qos : ringcast_ ? 0 : 1;
   const bool pattern = is_pattern(c.topic);
+  if (pattern && !glob_pattern_fits(c.topic)) {
+    send_error("subscribe: " + pattern_too_long(c.topic));
+    return;
+  }
   if (!check_permission(pattern ? Access::kSubscribePattern : Access::kSubscribe, c.topic)) return;
   const SubscriptionSpace space = pattern ? SubscriptionSpace::kPattern : SubscriptionSpace::kChannel;
-  const auto& mine = subscriptions(space);
-  const bool fresh = std::find(mine.begin(), mine.end(), c.topic) == mine.end();
+  const bool fresh = !subscriptions(space).contains(c.topic);
   const std::size_t limit = core().config().max_subscriptions;
   if (fresh && subscription_count() >= limit) {
     send_error("max subscriptions per client reached (" + std::to_string(limit) + ")");

@@ -34,10 +34,12 @@ namespace ringcast::broker::hostile {
 // from its first lines; `extra` flags are appended. Always reaped.
 class Broker {
  public:
-  explicit Broker(std::vector<std::string> extra = {}) {
+  // `err`: the broker's stderr; kPipe lets a test read its log lines
+  // (process().read_stderr_line_with).
+  explicit Broker(std::vector<std::string> extra = {}, test::Stream err = test::Stream::kInherit) {
     std::vector<std::string> argv{BROKER_EXE, "--port", "0", "--ws-port", "0", "--io-threads", "2"};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    child_ = test::ChildProcess::spawn(argv);
+    child_ = test::ChildProcess::spawn(argv, {.err = err});
     // "ringcast-broker listening on 127.0.0.1:<port>" and
     // "ringcast-broker websocket on ws://127.0.0.1:<port>/ (live page: ...)".
     for (int line = 0; line < 4 && (port_ == 0 || ws_port_ == 0); ++line) {
@@ -57,6 +59,9 @@ class Broker {
   [[nodiscard]] std::uint16_t ws_port() const { return ws_port_; }
   [[nodiscard]] pid_t pid() const { return child_.pid(); }
   [[nodiscard]] test::ChildProcess& process() { return child_; }
+  // What the canary and info_field() send with AUTH first, when the broker
+  // was started with a password or a token secret.
+  void set_credential(std::string credential) { credential_ = std::move(credential); }
 
   // True while the process has not exited (a crash reaps as not running).
   [[nodiscard]] bool alive() { return !child_.wait_exit(test::deadline_in(std::chrono::milliseconds(0))); }
@@ -77,7 +82,9 @@ class Broker {
     const std::string channel = "canary." + std::to_string(++round);
     test::RespClient sub(port_), pub(port_);
     if (!sub.ok() || !pub.ok()) return ::testing::AssertionFailure() << "cannot connect to port " << port_;
-    if (!sub.subscribe(channel)) return ::testing::AssertionFailure() << "SUBSCRIBE " << channel << " got no confirmation";
+    if (!authenticate(sub) || !authenticate(pub)) return ::testing::AssertionFailure() << "AUTH refused";
+    if (!sub.subscribe(channel))
+      return ::testing::AssertionFailure() << "SUBSCRIBE " << channel << " got no confirmation";
     const auto reply = pub.call({"PUBLISH", channel, "tweet"});
     if (!reply || reply->type != ':' || reply->num != 1) {
       return ::testing::AssertionFailure() << "PUBLISH " << channel << " did not reach its one subscriber";
@@ -92,6 +99,7 @@ class Broker {
   // INFO's line `field:<value>` (the first one), or nullopt.
   [[nodiscard]] std::optional<std::string> info_field(std::string_view field) const {
     test::RespClient c(port_);
+    if (!authenticate(c)) return std::nullopt;
     const auto r = c.call({"INFO", "everything"});
     if (!r || r->type != '$') return std::nullopt;
     const std::string key = std::string(field) + ":";
@@ -108,7 +116,14 @@ class Broker {
   }
 
  private:
+  [[nodiscard]] bool authenticate(test::RespClient& c) const {
+    if (credential_.empty()) return true;
+    const auto r = c.call({"AUTH", credential_});
+    return r && r->type == '+';
+  }
+
   test::ChildProcess child_;
+  std::string credential_;
   std::uint16_t port_ = 0;
   std::uint16_t ws_port_ = 0;
 };

@@ -154,16 +154,16 @@ TEST(HttpUpgradeTest, OversizedHeadersGet431) {
   EXPECT_EQ(r.response.rfind("HTTP/1.1 431 ", 0), 0u) << r.response.substr(0, 100);
 }
 
-TEST(HttpUpgradeTest, RoutesCanBeAddedAndReceiveTheQuery) {
+TEST(HttpUpgradeTest, RoutesCanBeAddedAndReceiveTheQueryAndAuthorization) {
   HttpRoutes routes = default_http_routes();
-  routes.add("/metrics", [](std::string_view q) {
+  routes.add("/metrics", [](const HttpRequest& req) {
     HttpResponse r;
-    r.body = "q=" + std::string(q);
+    r.body = "q=" + std::string(req.query) + " a=" + std::string(req.authorization);
     return r;
   });
-  const Result r = run("GET /metrics?x=1 HTTP/1.1\r\n\r\n", 5, routes);
+  const Result r = run("GET /metrics?x=1 HTTP/1.1\r\nAuthorization: Bearer t\r\n\r\n", 5, routes);
   EXPECT_EQ(r.status, Status::kRespond);
-  EXPECT_EQ(r.response.substr(r.response.size() - 5), "q=x=1");
+  EXPECT_EQ(r.response.substr(r.response.size() - 16), "q=x=1 a=Bearer t");
 }
 
 }  // namespace
