@@ -1,9 +1,13 @@
 #include "ringcast/relay/relay.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -155,11 +159,29 @@ void default_log(LogLevel level, std::string_view text) {
   std::fputs(line.c_str(), stderr);
 }
 
+// A --ring path that holds something other than a ring (a typo naming another
+// file) fails the start, before anything registers on a ring. Waited for, by
+// its reader, as before: a path with nothing at it yet, an empty file and a
+// ring whose creator has not published its header (both what a ring being
+// created looks like; create() sizes the file in one step).
+std::optional<RelayError> refuse_non_ring(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || (S_ISREG(st.st_mode) && st.st_size == 0)) return std::nullopt;
+  // Opening registers nothing and claims nothing.
+  const Result<BroadcastRing> ring = BroadcastRing::open(path);
+  if (ring || ring.error().code == Errc::not_ready || ring.error().sys_errno == ENOENT) return std::nullopt;
+  return RelayError{RelayError::Code::kRing, 0,
+                    ring.error().message() + " (a --ring path: create the ring there, or fix the path)"};
+}
+
 }  // namespace
 
 tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config) {
   using Code = RelayError::Code;
   if (auto valid = validate(config); !valid) return tl::unexpected(valid.error());
+  for (const RingRoute& route : config.rings) {
+    if (auto refused = refuse_non_ring(route.path)) return tl::unexpected(*refused);
+  }
   auto impl = std::make_unique<Impl>();
   impl->log = config.log ? config.log : LogFn(default_log);
   impl->config = std::move(config);
