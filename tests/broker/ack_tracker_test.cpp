@@ -151,6 +151,29 @@ TEST(AckTrackerTest, AckWithoutTopicNeedsAnUnambiguousId) {
   EXPECT_EQ(f.ack(std::nullopt, 1), AckResult::kAcked) << "only a's id 1 is left";
 }
 
+TEST(AckTrackerTest, AckShownSettlesTheDeliverySentLongestAgoWhoseFrameMatches) {
+  Fixture f;
+  (void)f.tracker.offer("a", 1, qos1_run("a", 1, 3), f.queue);
+  (void)f.tracker.offer("b", 1, qos1_run("b", 1, 1), f.queue);
+  (void)drain(f.queue);
+  bool wake = false;
+  // "m2" is a's id 2 only; "m1" is a's 1 and b's 1 (a's was sent first).
+  auto shows = [](std::string_view payload) {
+    return [payload](std::string_view frame) {
+      return frame.find("\"payload\":\"" + std::string(payload) + "\"") != std::string_view::npos;
+    };
+  };
+  EXPECT_EQ(f.tracker.ack_shown("b", shows("m2"), f.queue, wake), AckResult::kUnknown) << "only b is looked at";
+  EXPECT_EQ(f.tracker.ack_shown(std::nullopt, shows("m2"), f.queue, wake), AckResult::kAcked);
+  EXPECT_EQ(f.ack("a", 2), AckResult::kUnknown) << "a's 2 was the one settled";
+  EXPECT_EQ(f.tracker.ack_shown(std::nullopt, shows("m1"), f.queue, wake), AckResult::kAcked);
+  EXPECT_EQ(f.ack("b", 1), AckResult::kAcked) << "a's 1, sent first, was the one settled";
+  EXPECT_EQ(f.tracker.ack_shown("nowhere", shows("m3"), f.queue, wake), AckResult::kUnknown);
+  EXPECT_EQ(f.tracker.ack_shown("a", shows("m3"), f.queue, wake), AckResult::kAcked);
+  EXPECT_EQ(f.tracker.stats().in_flight, 0u);
+  EXPECT_EQ(f.tracker.stats().acked, 4u);
+}
+
 TEST(AckTrackerTest, WindowHoldsLaterDeliveriesInOrderUntilAcksMakeRoom) {
   Fixture f(settings(/*window=*/2));
   (void)f.tracker.offer("t", 1, qos1_run("t", 1, 3), f.queue);  // split by the window

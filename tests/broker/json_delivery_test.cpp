@@ -204,6 +204,25 @@ TEST(JsonDeliveryTest, PopSubsFormatWritesTheIdAsAStringNamingTheTopic) {
   EXPECT_EQ(r->view(), f->frame(0));
 }
 
+TEST(JsonDeliveryTest, PopSubsFormatShowsThePublishersOwnIdAndRingcastsItsNumber) {
+  const std::vector<Message> run{{"t", "a", 1, "id-\"7\""}, {"t", "b", 1}, {"t", "c", 1, "id-9"}};
+  const DeliveryRun r{DeliveryKind::kMessage, {}, run, 4, 1, 1};
+  const FrameRef p = ws::encode_popsub_run(r);
+  EXPECT_EQ(parse_frame(p->frame(0)).payload,
+            R"({"type":"message","topic":"t","payload":"a","timestamp":1,"message_id":"id-\"7\"","qos":1})");
+  EXPECT_EQ(json_of(p, 1)["message_id"], "t#5") << "no id of its own: the broker's";
+  EXPECT_EQ(json_of(p, 2)["message_id"], "id-9");
+  const FrameRef j = ws::encode_json_run(r);
+  for (std::uint32_t i = 0; i < 3; ++i) EXPECT_EQ(json_of(j, i)["message_id"], 4 + i) << "ringcast's keep its numbers";
+  // What an ack echoes names the frame: the id as given, unescaped.
+  EXPECT_TRUE(ws::popsub_id_is(p->frame(0), "id-\"7\""));
+  EXPECT_TRUE(ws::popsub_id_is(p->frame(1), "t#5"));
+  EXPECT_TRUE(ws::popsub_id_is(p->frame(2), "id-9"));
+  for (std::string_view other : {"id-9", "id-\\\"7\\\"", "id-", "", "5"})
+    EXPECT_FALSE(ws::popsub_id_is(p->frame(0), other)) << other;
+  EXPECT_FALSE(ws::popsub_id_is(p->frame(1), "5"));
+}
+
 TEST(JsonDeliveryTest, AnAckIdIsTheTopicAndTheNumberAfterTheLastHash) {
   auto a = ws::parse_ack_id("md.#x#17");
   ASSERT_TRUE(a.has_value());

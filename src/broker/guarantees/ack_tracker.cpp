@@ -144,6 +144,35 @@ AckResult AckTracker::ack(std::optional<std::string_view> channel, std::uint64_t
     }
   }
   if (it == index_.end()) return AckResult::kUnknown;
+  settle_acked_locked(it, queue, wake);
+  return AckResult::kAcked;
+}
+
+AckResult AckTracker::ack_shown(std::optional<std::string_view> channel,
+                                const std::function<bool(std::string_view)>& shows, ConnectionQueue& queue,
+                                bool& wake) {
+  wake = false;
+  std::lock_guard lock(mu_);
+  std::optional<std::uint32_t> only;
+  if (channel) {
+    const auto ch = channel_ids_.find(*channel);
+    if (ch == channel_ids_.end()) return AckResult::kUnknown;
+    only = ch->second;
+  }
+  // The live deadlines are the in-flight deliveries in send order (invariant 1).
+  for (const Deadline& d : deadlines_) {
+    const Slot& slot = slots_[d.slot];
+    if (!slot.live || slot.generation != d.generation) continue;
+    if ((only && slot.key.channel != *only) || channel_state_[slot.key.channel].withheld) continue;  // invariant 5
+    if (!shows(slot.block->frame(slot.frame))) continue;
+    settle_acked_locked(index_.find(slot.key), queue, wake);  // invalidates d: the loop ends
+    return AckResult::kAcked;
+  }
+  return AckResult::kUnknown;
+}
+
+void AckTracker::settle_acked_locked(std::pmr::unordered_map<Key, std::uint32_t, KeyHash>::iterator it,
+                                     ConnectionQueue& queue, bool& wake) {
   const std::uint32_t ch = it->first.channel;
   release_slot_locked(it->second);
   index_.erase(it);
@@ -151,7 +180,6 @@ AckResult AckTracker::ack(std::optional<std::string_view> channel, std::uint64_t
   settle_front_locked(ch);
   compact_deadlines_locked();
   wake = refill_locked(queue);
-  return AckResult::kAcked;
 }
 
 bool AckTracker::refill_locked(ConnectionQueue& queue) {

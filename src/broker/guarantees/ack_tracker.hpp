@@ -129,6 +129,13 @@ class AckTracker {
   // at: invariant 5). Frees its slot and moves waiting deliveries into the
   // window; `wake` says whether the writer must be woken.
   AckResult ack(std::optional<std::string_view> channel, std::uint64_t id, ConnectionQueue& queue, bool& wake);
+  // Owner: the same for the in-flight delivery of `channel` (any channel when
+  // nullopt; withheld ones excepted) whose frame `shows` the id the subscriber
+  // echoed, the one sent longest ago if several do: PopSub's acks name a
+  // delivery by the id its frame shows, the publisher's own (docs/broker.md).
+  // O(in-flight deliveries): a scan in send order, so in-order acks stop early.
+  AckResult ack_shown(std::optional<std::string_view> channel, const std::function<bool(std::string_view)>& shows,
+                      ConnectionQueue& queue, bool& wake);
 
   // Owner: redelivers every delivery whose deadline has passed (dup), expires
   // those sent 1 + max_retries times (a loss notice each), and refills the
@@ -194,6 +201,9 @@ class AckTracker {
   // pushes it now (else it is withheld: invariant 5).
   void admit_locked(Key key, const FrameRef& block, std::uint32_t frame, std::chrono::nanoseconds now, bool sent);
   void release_slot_locked(std::uint32_t slot) noexcept;
+  // Settles the acked delivery `it` and refills the window into `queue`.
+  void settle_acked_locked(std::pmr::unordered_map<Key, std::uint32_t, KeyHash>::iterator it, ConnectionQueue& queue,
+                           bool& wake);
   // Moves waiting deliveries into the window; true if the writer must be woken.
   bool refill_locked(ConnectionQueue& queue);
   // Holds one delivery past the window, under the overflow policy.

@@ -36,7 +36,7 @@ struct JsonCommand {
   std::string payload;  // publish: the bytes to publish
   // publish (optional) and ack (required): a JSON string as is, a non-negative
   // integer as its decimal text. The broker numbers messages per channel itself;
-  // a publisher's id is accepted for PopSub's clients and not used.
+  // a publisher's id is what PopSub's dialect delivers (Message::message_id).
   std::optional<std::string> message_id;
   std::uint8_t qos = 0;    // publish, subscribe: 0 or 1
   bool qos_given = false;  // publish, subscribe: "qos" was present (PopSub's subscribe has none)

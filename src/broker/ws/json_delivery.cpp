@@ -177,8 +177,8 @@ char* put_popsub_id(char* p, const Value& topic, std::uint64_t id) {
   return p;
 }
 
-// Both JSON formats: `popsub` writes message_id as PopSub's string (see
-// json_delivery.hpp), otherwise as a number.
+// Both JSON formats: `popsub` writes message_id as PopSub's string, the
+// publisher's own when it gave one (see json_delivery.hpp), otherwise as a number.
 FrameRef encode_run(const DeliveryRun& run, bool popsub) {
   // Per thread, keeping their capacity: a steady publisher does not allocate here.
   thread_local std::vector<Value> payloads;
@@ -195,11 +195,16 @@ FrameRef encode_run(const DeliveryRun& run, bool popsub) {
   const std::size_t fixed = kHead.size() + (pattern ? field_size("pattern", pat) : 0) + field_size("topic", topic) +
                             std::string_view(R"("payload":)").size() + std::string_view(R"(,"timestamp":)").size() +
                             decimal_digits(ts) + std::string_view(R"(,"message_id":)").size() +
-                            std::string_view(R"(,"qos":0})").size() + (popsub ? popsub_id_extra(topic) : 0);
+                            std::string_view(R"(,"qos":0})").size();
   for (std::size_t i = 0; i < run.msgs.size(); ++i) {
     const Value v = value_of(run.msgs[i].payload);
     const std::uint64_t id = run.first_id == 0 ? 0 : run.first_id + i;
-    const std::size_t json = fixed + v.size + (v.base64 ? 1 + kBase64Flag.size() : 0) + decimal_digits(id);
+    const std::string_view own = popsub ? run.msgs[i].message_id : std::string_view();
+    assert(is_valid_utf8(own));  // it came from a JSON string (message.hpp)
+    const std::size_t id_size = !own.empty() ? escaped_size(own)
+                                : popsub     ? popsub_id_extra(topic) + decimal_digits(id)
+                                             : decimal_digits(id);
+    const std::size_t json = fixed + v.size + (v.base64 ? 1 + kBase64Flag.size() : 0) + id_size;
     payloads.push_back(v);
     jsons.push_back(static_cast<std::uint32_t>(json));
     sizes.push_back(static_cast<std::uint32_t>(server_header_size(json) + json));
@@ -221,7 +226,9 @@ FrameRef encode_run(const DeliveryRun& run, bool popsub) {
     p = put(p, R"(,"timestamp":)");
     p = put_number(p, ts);
     p = put(p, R"(,"message_id":)");
-    if (popsub) {
+    if (popsub && !run.msgs[i].message_id.empty()) {
+      p = put_value(p, Value{run.msgs[i].message_id, false, 0});  // the publisher's, as given
+    } else if (popsub) {
       p = put_popsub_id(p, topic, id);
     } else {
       p = put_number(p, id);
@@ -252,6 +259,22 @@ std::optional<AckId> parse_ack_id(std::string_view text) noexcept {
   if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
   if (hash != std::string_view::npos) r.topic = text.substr(0, hash);
   return r;
+}
+
+bool popsub_id_is(std::string_view frame, std::string_view id) {
+  // Neither marker can occur inside an escaped string, so the last of each
+  // delimits the value (see json_conflation_key).
+  constexpr std::string_view kKey = R"(,"message_id":")";
+  constexpr std::string_view kTail = R"(","qos":)";
+  const std::size_t at = frame.rfind(kKey);
+  const std::size_t end = frame.rfind(kTail);
+  if (at == std::string_view::npos || end == std::string_view::npos || end < at + kKey.size()) return false;
+  const std::string_view shown = frame.substr(at + kKey.size(), end - at - kKey.size());
+  if (shown.size() != escaped_size(id) - 2) return false;
+  thread_local std::string escaped;  // keeps its capacity
+  escaped.resize(shown.size());
+  put_value_body(escaped.data(), Value{id, false, 0});
+  return shown == escaped;
 }
 
 FrameRef json_redelivery(std::string_view frame) {

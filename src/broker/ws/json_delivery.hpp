@@ -17,11 +17,12 @@
 //
 // The kPopSubJson row (encode_popsub_run) writes the same object with one
 // difference, so that PopSub's clients parse it with PopSub's types
-// (`message_id: String`): message_id is the string "<topic>#<id>" (the topic
-// as escaped in "topic"; just "<id>" when the topic is base64). The topic in
-// it makes an ack that echoes it name its channel, as PopSub's unique ids do,
-// although ids are per channel. Its redeliveries (popsub_redelivery) are the
-// same bytes again: PopSub has no dup flag.
+// (`message_id: String`): message_id is the publisher's own id
+// (Message::message_id) when it gave one, as PopSub keeps it, else the string
+// "<topic>#<id>" (the topic as escaped in "topic"; just "<id>" when the topic
+// is base64). The topic in it makes an ack that echoes it name its channel, as
+// PopSub's unique ids do, although ids are per channel. Its redeliveries
+// (popsub_redelivery) are the same bytes again: PopSub has no dup flag.
 //
 // Thread safety: the functions may be called from any thread concurrently; the
 // encoder's scratch buffers are per thread.
@@ -45,6 +46,11 @@ namespace ringcast::broker::ws {
 
 // A QoS 1 redelivery in PopSub's types: a copy of `frame` (one allocation).
 [[nodiscard]] FrameRef popsub_redelivery(std::string_view frame);
+
+// Whether `frame` (one of encode_popsub_run's) shows `id` as its message_id:
+// what a PopSub ack echoes. O(frame + id); no allocation once the per-thread
+// scratch has grown.
+[[nodiscard]] bool popsub_id_is(std::string_view frame, std::string_view id);
 
 // Splits an ack's message_id as encode_popsub_run writes it, "<topic>#<id>",
 // into the topic and the id; a plain "<id>" gives an empty topic. nullopt when

@@ -395,8 +395,10 @@ void WsSession::cmd_unsubscribe(const JsonCommand& c) {
 void WsSession::cmd_publish(const JsonCommand& c) {
   if (!check_permission(Access::kPublish, c.topic)) return;
   // The broker numbers messages per channel itself; a publisher's message_id
-  // is only echoed in the puback, for its own bookkeeping.
-  const BrokerCore::Published p = core().publish(Message{c.topic, c.payload, c.qos});
+  // travels with the message for PopSub's subscribers, who see and ack it
+  // (json_delivery.hpp), and is echoed in the puback.
+  const std::string_view own = c.message_id ? std::string_view(*c.message_id) : std::string_view();
+  const BrokerCore::Published p = core().publish(Message{c.topic, c.payload, c.qos, own});
   mark_published();
   // Not held as RESP holds a refused PUBLISH (docs/broker.md, "The block
   // policy"): refusals_ refuses at once, and the client retries.
@@ -432,12 +434,19 @@ void WsSession::cmd_publish(const JsonCommand& c) {
 
 void WsSession::cmd_ack(const JsonCommand& c) {
   const std::string& text = *c.message_id;
-  // A PopSub delivery's id names its topic ("<topic>#<id>", json_delivery.hpp);
-  // an explicit "topic" wins.
-  const std::optional<AckId> parsed = parse_ack_id(text);
+  const std::optional<std::string_view> named =
+      c.topic.empty() ? std::nullopt : std::optional<std::string_view>(c.topic);
   AckResult r = AckResult::kUnknown;
   bool wake = false;
-  if (parsed && tracker_ != nullptr) {
+  // PopSub's dialect: the id as the delivery showed it, the publisher's own or
+  // "<topic>#<id>" (json_delivery.hpp).
+  if (!ringcast_ && tracker_ != nullptr)
+    r = tracker_->ack_shown(
+        named, [&text](std::string_view frame) { return popsub_id_is(frame, text); }, queue(), wake);
+  // Else the broker's id: a number, its decimal string, or "<topic>#<id>",
+  // whose topic names the channel; an explicit "topic" wins.
+  const std::optional<AckId> parsed = parse_ack_id(text);
+  if (r != AckResult::kAcked && parsed && tracker_ != nullptr) {
     const std::string_view topic = c.topic.empty() ? parsed->topic : std::string_view(c.topic);
     r = tracker_->ack(topic.empty() ? std::nullopt : std::optional<std::string_view>(topic), parsed->id, queue(), wake);
   }

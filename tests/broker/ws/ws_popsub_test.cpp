@@ -260,18 +260,26 @@ class Client {
   }
 
   // Publishes as PopSub's clients do (message_id and qos as serde writes
-  // Option: null when absent); ringcast's publisher gets a puback for QoS 1.
-  void publish(std::string_view topic, std::string_view payload, int qos) {
+  // Option: null when absent); ringcast's publisher gets a puback for QoS 1,
+  // which echoes the publisher's own id.
+  void publish(std::string_view topic, std::string_view payload, int qos,
+               std::optional<std::string> message_id = std::nullopt) {
     json cmd{{"type", "publish"}, {"topic", topic}, {"payload", payload}, {"message_id", nullptr}, {"qos", nullptr}};
     if (qos > 0) cmd["qos"] = qos;
+    if (message_id) cmd["message_id"] = *message_id;
     ASSERT_TRUE(send(cmd));
     if (!popsub() && qos == 1) {
-      EXPECT_EQ(next().type, "puback");
+      const Frame puback = next();
+      EXPECT_EQ(puback.type, "puback");
+      if (message_id) {
+        EXPECT_EQ(puback.raw["client_message_id"], *message_id);
+      }
     }
   }
 
   // Acks a delivery by echoing its message_id, as PopSub's Ack { message_id }.
-  void ack(const Frame& delivery) { ASSERT_TRUE(send({{"type", "ack"}, {"message_id", delivery.raw["message_id"]}})); }
+  void ack(const Frame& delivery) { ack(delivery.raw["message_id"]); }
+  void ack(const json& message_id) { ASSERT_TRUE(send({{"type", "ack"}, {"message_id", message_id}})); }
 
  private:
   WsClient c_;
@@ -508,6 +516,77 @@ TEST_P(WsPopSubTest, AckNamesItsTopicSoEqualIdsOnTwoTopicsAreNotAmbiguous) {
   }
 }
 
+// PopSub keeps a publisher's message_id on every delivery and acks it by that
+// id; ringcast's dialect keeps its per-channel numbers.
+TEST_P(WsPopSubTest, APublishersOwnIdsAreWhatPopSubSubscribersSeeAndAck) {
+  auto b = start_broker();
+  ASSERT_NE(b, nullptr);
+  Client sub = connect(*b), pub = connect(*b);
+  sub.subscribe_and_wait("critical");
+  pub.publish("critical", "Hello", 0, "id-122");
+  pub.publish("critical", "Important", 1, "id-123");
+  pub.publish("critical", "Also", 1, "id-124");
+  pub.publish("critical", "No id", 1);
+  const Frame hello = sub.next(), important = sub.next(), also = sub.next(), none = sub.next();
+  EXPECT_EQ(important.view.payload, "Important");
+  EXPECT_EQ(important.view.qos, 1);
+  if (popsub()) {
+    EXPECT_EQ(hello.view.message_id, "id-122");
+    EXPECT_EQ(important.view.message_id, "id-123");
+    EXPECT_EQ(also.view.message_id, "id-124");
+    EXPECT_EQ(none.view.message_id, "critical#4") << "where the publisher gives none, the broker's";
+    // Each ack settles the delivery it names, once: out of order, and the
+    // repeats are errors.
+    for (const char* id : {"id-124", "id-124", "id-123", "critical#4", "id-123", "id-122"}) sub.ack(json(id));
+    std::vector<std::string> errors;
+    for (const Frame& f : sub.frames_before_probe()) errors.push_back(f.view.message);
+    EXPECT_EQ(errors, (std::vector<std::string>{"ack: no delivery awaits an ack with message_id id-124",
+                                                "ack: no delivery awaits an ack with message_id id-123",
+                                                "ack: no delivery awaits an ack with message_id id-122"}))
+        << "id-122 was QoS 0: nothing awaits its ack";
+  } else {
+    EXPECT_EQ(hello.raw["message_id"], 1);
+    EXPECT_EQ(important.raw["message_id"], 2);
+    EXPECT_EQ(also.raw["message_id"], 3);
+    EXPECT_EQ(none.raw["message_id"], 4);
+    sub.ack(json("id-123"));
+    EXPECT_EQ(sub.next().view.message, "ack: no delivery awaits an ack with message_id id-123")
+        << "ringcast's dialect acks its own numbers";
+    for (const Frame* f : {&important, &also, &none}) sub.ack(*f);
+    EXPECT_TRUE(sub.frames_before_probe().empty()) << "the three acks taken";
+  }
+}
+
+TEST_P(WsPopSubTest, TwoPublishersUsingOneIdEachGetTheirDeliveryAckedInTurn) {
+  // Publishers' ids are kept as given, so two may collide: each ack settles
+  // the oldest delivery awaiting one with that id, and a redelivery shows it.
+  auto b = start_broker(with_ack_timeout(2s));
+  ASSERT_NE(b, nullptr);
+  Client sub = connect(*b), alice = connect(*b), bob = connect(*b);
+  sub.subscribe_and_wait("t");
+  alice.publish("t", "from alice", 1, "same");
+  const Frame a = sub.next();  // before Bob publishes: two connections' publishes have no order
+  bob.publish("t", "from bob", 1, "same");
+  const Frame first_b = sub.next();
+  EXPECT_EQ(first_b.view.payload, "from bob");
+  if (!popsub()) {
+    EXPECT_EQ(first_b.raw["message_id"], 2) << "ringcast's dialect keeps its numbers";
+    return;
+  }
+  EXPECT_EQ(a.view.message_id, "same");
+  EXPECT_EQ(first_b.view.message_id, "same");
+  sub.ack(a);
+  // Alice's, sent first, is settled: what comes again is Bob's.
+  const Frame again = sub.next();
+  EXPECT_EQ(again.view.payload, "from bob");
+  EXPECT_EQ(again.view.message_id, "same");
+  sub.ack(again);
+  sub.ack(again);
+  const std::vector<Frame> rest = sub.frames_before_probe();
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].view.message, "ack: no delivery awaits an ack with message_id same") << "both settled";
+}
+
 TEST_P(WsPopSubTest, AckOfAnUnknownIdIsAnErrorFrameAndTheConnectionStays) {
   auto b = start_broker();
   ASSERT_NE(b, nullptr);
@@ -596,6 +675,23 @@ TEST_P(WsPopSubTest, HistoryKeepsTheLastMaxMessagesAndANewSubscriberGetsThemInOr
   EXPECT_EQ(c.next().view.payload, "m6");
 }
 
+TEST_P(WsPopSubTest, HistoryDoesNotKeepAPublishersOwnIdSoAReplayShowsTheBrokers) {
+  auto b = start_broker(with_history("t=10"));
+  ASSERT_NE(b, nullptr);
+  Client pub = connect(*b);
+  pub.publish("t", "kept", 1, "id-1");
+  EXPECT_TRUE(pub.frames_before_probe().empty()) << "stored";
+  Client c = connect(*b);
+  const std::vector<Frame> got = replayed_on_subscribe(c, "t");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].view.payload, "kept");
+  if (popsub()) {
+    EXPECT_EQ(got[0].view.message_id, "t#1");
+  } else {
+    EXPECT_EQ(got[0].raw["message_id"], 1);
+  }
+}
+
 TEST_P(WsPopSubTest, HistoryPastItsTtlIsNotReplayed) {
   auto b = start_broker(with_history("t=100,50ms", 10ms));
   ASSERT_NE(b, nullptr);
@@ -660,6 +756,23 @@ TEST(WsPopSubMixedTest, APopSubAndARingcastSubscriberOfOneQosOnePublishEachGetTh
   EXPECT_EQ(r.raw["message_id"], 1);
   EXPECT_EQ(p.view.qos, 1);
   EXPECT_EQ(r.view.qos, 1);
+  popsub.ack(p);
+  rich.ack(r);
+  EXPECT_TRUE(popsub.frames_before_probe().empty());
+  EXPECT_TRUE(rich.frames_before_probe().empty());
+}
+
+TEST(WsPopSubMixedTest, ARingcastPublishersOwnIdReachesPopSubSubscribersAndTheirAcks) {
+  auto b = start_broker();
+  ASSERT_NE(b, nullptr);
+  Client popsub(b->ws_port(), Protocol::kPopSub), rich(b->ws_port(), Protocol::kRingcast);
+  Client pub(b->ws_port(), Protocol::kRingcast);
+  popsub.subscribe_and_wait("t");
+  rich.subscribe_and_wait("t");
+  pub.publish("t", "both", 1, "order-7");
+  const Frame p = popsub.next(), r = rich.next();
+  EXPECT_EQ(p.raw["message_id"], "order-7");
+  EXPECT_EQ(r.raw["message_id"], 1);
   popsub.ack(p);
   rich.ack(r);
   EXPECT_TRUE(popsub.frames_before_probe().empty());
