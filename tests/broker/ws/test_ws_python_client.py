@@ -105,6 +105,15 @@ def test_a_popsub_client_gets_popsub_frames_only(broker):
             m = await recv_json(sub)
             assert (m["type"], m["payload"], m["message_id"], m["qos"]) == ("message", "Hello", "chat#1", 1)
             await sub.send(json.dumps({"type": "ack", "message_id": m["message_id"]}))
+            # A publisher's own id is what the subscriber sees and acks, as PopSub's.
+            await pub.send(json.dumps({"type": "publish", "topic": "chat", "payload": "Again",
+                                       "message_id": "id-123", "qos": 1}))
+            m = await recv_json(sub)
+            assert (m["payload"], m["message_id"], m["qos"]) == ("Again", "id-123", 1)
+            await sub.send(json.dumps({"type": "ack", "message_id": "id-123"}))
+            await sub.send(json.dumps({"type": "login", "username": "admin", "password": "password"}))
+            err = await recv_json(sub)
+            assert err["type"] == "error" and err["message"].startswith("login:"), err  # both acks taken
 
     run(main())
 
