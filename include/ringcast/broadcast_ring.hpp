@@ -109,6 +109,8 @@ template <std::size_t N, class F>
   [&]<std::size_t... I>(std::index_sequence<I...>) __attribute__((always_inline)) { (f(I), ...); }
   (std::make_index_sequence<N>{});
 }
+// Reads what a WaitSet needs of a ring's internals (src/ring/wait_set.cpp).
+struct WaitSetAccess;
 }  // namespace detail
 
 using ConsumerId = std::uint32_t;
@@ -513,6 +515,7 @@ class BroadcastRing {
 
  private:
   friend class ProducerClaim;
+  friend struct detail::WaitSetAccess;  // WaitSet sleeps on data_wait (src/ring/wait_set.cpp)
   BroadcastRing() = default;
   static Result<BroadcastRing> attach_fd(int fd, const char* what, const OpenOptions& options);
   static Result<BroadcastRing> init_fd(int fd, std::uint64_t capacity, const CreateOptions& options);
