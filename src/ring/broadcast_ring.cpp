@@ -126,6 +126,13 @@ Result<BroadcastRing> BroadcastRing::init_fd(int fd, std::uint64_t capacity, con
   if (::ftruncate(fd, static_cast<off_t>(layout::file_size(capacity))) != 0) {
     return make_error(Errc::io_error, "create: ftruncate", errno);
   }
+  // Allocate every block now: a ring larger than its filesystem's room (a
+  // 64 MB /dev/shm in a container) fails here, with ENOSPC, instead of
+  // SIGBUS in whichever process first touches a slot past the room
+  // (docs/containers.md). Returns the error number; it does not set errno.
+  if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(layout::file_size(capacity))); err != 0) {
+    return make_error(Errc::io_error, "create: the ring does not fit its filesystem (posix_fallocate)", err);
+  }
   if (auto r = ring.map_and_initialise(capacity, options); !r) return tl::unexpected(r.error());
   return ring;
 }
