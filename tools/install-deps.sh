@@ -27,6 +27,9 @@ packages=(
   python3-redis openssl
   # Persisted history and QoS 1 state (--data-dir).
   liblmdb-dev
+  # The Go and Rust bindings (src/bindings, tests/bindings): Debian's own
+  # toolchains, used offline (the bindings have no dependencies).
+  golang-go rustc cargo
   # Format and lint checks (tools/test.sh, tools/lint.sh).
   clang-format clang-tidy
 )

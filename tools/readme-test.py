@@ -16,13 +16,19 @@ tools/test.sh runs it after the release build's tests have passed:
   * Every ```python block runs with /usr/bin/python3 (the interpreter the
     module is built for) with the build's python/ directory on PYTHONPATH, as
     the README tells a user to set it.
+  * A captured ring-top screen, preceded by `<!-- readme-test:
+    ring-top-screen -->`, must have the column headers (the ring table's and
+    the consumer table's, spacing aside) the installed ring-top prints for a
+    ring with a consumer.
   * The ```cmake block and the ```cpp blocks become one small project built
     against the installed package with find_package(ringcast): each cpp block
     is the body of a main() (its #include lines hoisted), with the few names
     the snippets leave to the reader (Tick, next_tick, handle) defined in a
     prelude. Those preceded by `<!-- readme-test: run -->` also run, in
     order (a producer, then a consumer that reads what it left in the ring),
-    and must exit 0.
+    and must exit 0. A snippet that waits for consumers
+    (`wait_for_consumers`) gets one: `ringcast sub` on the ring it creates,
+    which must receive a message before the snippet's process ends.
 
 usage: tools/readme-test.py [--build DIR] [--readme FILE] [--keep]
 Exits non-zero at the first block that fails, printing the block and its
@@ -36,6 +42,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -139,6 +146,42 @@ def remove_created_rings(text: str) -> None:
         Path(path).unlink(missing_ok=True)
 
 
+def start_consumer(text: str, env: dict):
+    """For a snippet that waits for consumers: `ringcast sub -n 1` on the ring
+    it creates, retried until the ring exists (sub fails at once before)."""
+    if "wait_for_consumers(" not in text:
+        return None
+    path = re.findall(r'create\("([^"]+)"', text)[0]
+    return subprocess.Popen(["bash", "-c", f"until ringcast sub {path} -n 1; do sleep 0.05; done"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def check_ring_top_screen(text: str, line: int, env: dict, work: Path) -> None:
+    print(f"readme-test: README.md:{line}: ring-top screen", flush=True)
+    ring = work / "columns.ring"
+    subprocess.run(["ringcast", "create", str(ring), "--capacity", "64", "--max-message", "52"], env=env,
+                   check=True, stdout=subprocess.DEVNULL)
+    sub = subprocess.Popen(["ringcast", "sub", str(ring)], env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # until the consumer is registered and shown
+            out = subprocess.run(["ring-top", "--once", "-d", "0", str(ring)], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True).stdout
+            if any(l.split()[:1] == ["#"] for l in out.splitlines()) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+    finally:
+        sub.terminate()
+        sub.wait()
+
+    def headers(screen: str) -> set:
+        return {" ".join(l.split()) for l in screen.splitlines() if l.split()[:1] in (["RING"], ["#"])}
+
+    if len(headers(out)) != 2 or headers(text) != headers(out):
+        fail(f"README.md:{line}: the ring-top screen's column headers are not ring-top's", text, out)
+
+
 def build_snippets(cmake_text: str, cpp_blocks: list, prefix: Path, work: Path, env: dict) -> None:
     src = work / "snippets"
     src.mkdir()
@@ -174,11 +217,23 @@ def build_snippets(cmake_text: str, cpp_blocks: list, prefix: Path, work: Path, 
             if not run:
                 continue
             print(f"readme-test: README.md:{line}: run the snippet", flush=True)
+            consumer = start_consumer(text, env)
             r = subprocess.run([str(work / "snippets-build" / name)], env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, timeout=BLOCK_TIMEOUT_S)
             sys.stdout.write("".join(f"    {l}\n" for l in r.stdout.splitlines()[-12:]))
             if r.returncode != 0:
+                if consumer:
+                    consumer.kill()
                 fail(f"running the snippet at README.md:{line}", text, r.stdout)
+            if consumer:
+                try:
+                    out, _ = consumer.communicate(timeout=60)
+                except subprocess.TimeoutExpired:
+                    consumer.kill()
+                    out, _ = consumer.communicate()
+                sys.stdout.write("".join(f"    consumer: {l}\n" for l in out.splitlines()[-3:]))
+                if consumer.returncode != 0 or "received 1 message(s)" not in out:
+                    fail(f"the consumer of the snippet at README.md:{line}", text, out)
     finally:
         for text, _, _ in cpp_blocks:
             remove_created_rings(text)
@@ -212,6 +267,8 @@ def main() -> None:
                 cmake_text = text
             elif lang == "cpp":
                 cpp_blocks.append((text, line, directive == "run"))
+            elif directive == "ring-top-screen":
+                check_ring_top_screen(text, line, env, work)
         if not cmake_text or not cpp_blocks:
             fail("README.md has no cmake block or no cpp blocks to build", "", "")
         build_snippets(cmake_text, cpp_blocks, prefix, work, env)

@@ -11,7 +11,9 @@
 # suite's time budget), which is run by hand before sending a change.
 # First of all, tools/bench-summary.py --check: docs/benchmarks.md's summary
 # must match the notebook's marked tables; and tools/layout-docs.py: every
-# offset in docs/layout.md must be the one include/ringcast/layout.hpp asserts.
+# offset in docs/layout.md must be the one include/ringcast/layout.hpp asserts;
+# and tools/include-floors.py: src/broker's includes run down the floors that
+# docs/architecture.md draws.
 # A failed test's output is printed again after the summary, so the end of the
 # log (often all a CI record keeps) names the test and shows why.
 #
@@ -46,6 +48,13 @@ if tools/layout-docs.py; then
   summary+=("layout docs: passed")
 else
   summary+=("layout docs: FAILED (docs/layout.md and layout.hpp disagree)")
+  failed=1
+fi
+echo "=== src/broker: includes run down the floors of docs/architecture.md"
+if tools/include-floors.py; then
+  summary+=("include floors: passed")
+else
+  summary+=("include floors: FAILED (an include runs upward or sideways; see above)")
   failed=1
 fi
 for preset in "${configs[@]}"; do

@@ -294,13 +294,24 @@ struct ConsumerStatus {
   std::uint64_t lag = 0;
 };
 
+// The producer role as RingStatus sees it; ringcast info and ring-top show
+// these words.
+enum class ProducerState : std::uint8_t {
+  kNone,  // "none": no producer has published yet
+  kLive,  // "live": a live handle holds the role
+  kLeft,  // "left": the last producer released the role (release_producer, or its handle's destructor)
+  kDead,  // "dead": the last producer's process ended holding the role (killed, crashed)
+};
+[[nodiscard]] std::string_view to_string(ProducerState state) noexcept;
+
 // A moment's view of the whole ring, for tools (ringcast info, ring-top).
 struct RingStatus {
   std::uint64_t capacity = 0;
   std::uint32_t flags = 0;
   std::uint64_t producer_seq = 0;
-  std::uint32_t producer_pid = 0;
-  bool producer_alive = false;           // some live handle holds the producer role
+  std::uint32_t producer_pid = 0;  // the live or dead producer's; 0 once it left or before any
+  bool producer_alive = false;     // some live handle holds the producer role
+  ProducerState producer = ProducerState::kNone;
   bool half_written_slot = false;        // the next slot is odd: a producer died mid-write
   std::uint32_t sleeping_consumers = 0;  // consumers asleep in recv_wait
   bool producer_sleeping = false;        // the producer is asleep in push_wait
@@ -485,6 +496,13 @@ class BroadcastRing {
   // try_claim that waits for room like push_wait; status() timed_out after
   // `options.timeout`. Same threading rules as try_claim.
   ProducerClaim claim_wait(std::size_t length, WaitOptions options) noexcept;
+  // Waits until at least `count` consumers are registered (in any process),
+  // polling every millisecond, for up to `timeout`: ok, or timed_out. For a
+  // producer whose first messages must reach its first consumers; a consumer
+  // that registers later starts at the position of that moment
+  // (StartAt::kLatest), or at the ring's history (kOldest). Any thread.
+  // REQUIRES: count <= kMaxConsumers.
+  [[nodiscard]] Errc wait_for_consumers(std::size_t count, std::chrono::nanoseconds timeout) const noexcept;
 
   // --- observers (any thread, any process) --------------------------------
   // Positions (slots) published but not yet received by `id`: messages, on a

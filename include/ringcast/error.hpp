@@ -5,8 +5,9 @@
 //    a small [[nodiscard]] status: an Errc or a struct carrying one.
 //  * Setup operations (create, open, register_consumer, ...) return
 //    Result<T> = tl::expected<T, Error>; Error carries an Errc, the errno of the
-//    failing system call (0 if none) and a static description of what failed.
-//    Text is built only when message() is called.
+//    failing system call (0 if none), a static description of what failed
+//    and the path or name the call was given. Text is built only when
+//    message() is called.
 //  * Contract violations are asserts, documented with REQUIRES.
 // No exception crosses the library boundary.
 #pragma once
@@ -51,11 +52,16 @@ struct Error {
   // when the failure names no value.
   std::uint64_t found = 0;
   std::uint64_t expected = 0;
+  // The file (or shared-memory name) that create, open and their _shm forms
+  // were given; empty for the other calls.
+  std::string path{};
 
-  // "<what>: <code>", with ": <strerror>" when sys_errno is set and " (found F,
-  // expected E)" for a field mismatch:
-  // "open: unsupported layout version: layout_mismatch (found 3, expected 2)",
-  // "create: open: io_error: Permission denied".
+  // "<path>: <what>: <code>", with ": <strerror>" when sys_errno is set,
+  // " (found F, expected E)" for a field mismatch and the next step where
+  // there is one:
+  // "/dev/shm/a.ring: open: unsupported layout version: layout_mismatch (found 3, expected 2)",
+  // "/dev/shm/a.ring: create: path exists: already_exists; replace it with CreateOptions::replace
+  // (ringcast create --force)".
   [[nodiscard]] std::string message() const;
 };
 

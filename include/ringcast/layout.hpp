@@ -88,7 +88,7 @@ struct alignas(kCacheLine) ProducerLine {
   std::atomic<std::uint32_t> slot_size;       // 12: kSlotBytes
   std::atomic<std::uint64_t> capacity;        // 16: number of slots
   std::atomic<std::uint32_t> flags;           // 24: kFlag* bits
-  std::atomic<std::uint32_t> producer_pid;    // 28: pid of the last producer (display only)
+  std::atomic<std::uint32_t> producer_pid;    // 28: pid of the producer; 0 once it released the role (display only)
   std::atomic<std::uint64_t> producer_seq;    // 32: positions published (a lower bound on committed)
   // 40, 48: for display. The messages published are producer_seq minus
   // extra_slots (the positions of paddings and of records' slots after their

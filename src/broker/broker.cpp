@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "broker/core/broker_core.hpp"
+#include "broker/core/refusal_hold.hpp"
 #include "broker/guarantees/channel_history.hpp"
 #include "broker/resp/session.hpp"
 #include "broker/server/server.hpp"
@@ -57,8 +58,8 @@ tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerCon
     return std::make_unique<RespSession>(core, std::move(peer), waker);
   };
   if (cfg.plain_port) {
-    auto port =
-        impl->server.listen(Listener{cfg.bind_address, cfg.port, resp, "-ERR max number of clients reached\r\n"});
+    auto port = impl->server.listen(Listener{cfg.bind_address, cfg.port, resp, "-ERR max number of clients reached\r\n",
+                                             nullptr, "-ERR max number of unauthenticated clients reached\r\n"});
     if (!port) return tl::unexpected(std::move(port.error()));
     impl->port = *port;
   }
@@ -77,7 +78,10 @@ tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerCon
                  },
                  "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 30\r\n"
                  "Connection: close\r\n\r\nmax number of clients reached\n",
-                 cfg.tls.ws ? impl->tls.get() : nullptr});
+                 cfg.tls.ws ? impl->tls.get() : nullptr,
+                 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 46\r\n"
+                 "Connection: close\r\n\r\nmax number of unauthenticated clients reached\n",
+                 /*upgrade=*/true});
     if (!wsp) return tl::unexpected(std::move(wsp.error()));
     impl->ws_port = *wsp;
   }
@@ -135,12 +139,13 @@ PublishResult Broker::publish(std::span<const Message> msgs, std::span<std::size
     flow.record_stall(std::chrono::steady_clock::now() - t0);
   }
   // kUntilAccepted counts a refusal per hold period; at least 1 ms, so that
-  // max_block 0 does not spin.
+  // max_block 0 does not spin. kNoWait refuses at once.
   const bool until_accepted = wait == PublishWait::kUntilAccepted;
   const std::chrono::nanoseconds max_block =
-      until_accepted ? std::max<std::chrono::nanoseconds>(core.config().max_block, std::chrono::milliseconds(1))
-                     : core.config().max_block;
-  auto deadline = std::chrono::steady_clock::now() + max_block;
+      wait == PublishWait::kNoWait ? std::chrono::nanoseconds(0)
+      : until_accepted ? std::max<std::chrono::nanoseconds>(core.config().max_block, std::chrono::milliseconds(1))
+                       : core.config().max_block;
+  RefusalHold refusals(core, max_block, until_accepted);
   PublishResult r;
   while (r.published < msgs.size()) {
     const PublishOutcome o = core.publish(msgs.subspan(r.published), receivers.subspan(r.published));
@@ -152,25 +157,31 @@ PublishResult Broker::publish(std::span<const Message> msgs, std::span<std::size
       return r;
     }
     // Refused: hold the caller (woken when a `block` queue drains).
-    const auto now = std::chrono::steady_clock::now();
     const bool stopped = impl_->server.stopped();
     if (until_accepted && stopped) {
       r.status = PublishStatus::kStopped;
       return r;
     }
     // acquire: pairs with the caller's release store of its cancel flag.
-    const bool cancelled = hold.cancel != nullptr && hold.cancel->load(std::memory_order_acquire);
-    if (stopped || cancelled || wait == PublishWait::kNoWait || now >= deadline) {
-      core.count_refused(1);
-      if (!until_accepted || cancelled) {
+    if (stopped || (hold.cancel != nullptr && hold.cancel->load(std::memory_order_acquire))) {
+      refusals.refuse_now();
+      r.status = PublishStatus::kRefused;
+      return r;
+    }
+    const auto now = RefusalHold::Clock::now();
+    switch (refusals.on_refused(now)) {
+      case RefusalHold::Verdict::kRefuse:
         r.status = PublishStatus::kRefused;
         return r;
-      }
-      if (hold.on_refused != nullptr) hold.on_refused(hold.context);
-      deadline = now + max_block;
+      case RefusalHold::Verdict::kWaitReported:
+        if (hold.on_refused != nullptr) hold.on_refused(hold.context);
+        break;
+      case RefusalHold::Verdict::kWait:
+        break;
     }
     // In slices: a drain between the refusal and the wait is not lost for long.
-    flow.wait_room(std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::milliseconds(5)));
+    flow.wait_room(
+        std::min<std::chrono::steady_clock::duration>(refusals.deadline() - now, std::chrono::milliseconds(5)));
   }
   return r;
 }

@@ -47,6 +47,43 @@ std::optional<OverflowPolicy> parse_overflow_policy(std::string_view s) noexcept
   return std::nullopt;
 }
 
+std::string_view to_string(FsyncMode m) noexcept {
+  switch (m) {
+    case FsyncMode::kAlways:
+      return "always";
+    case FsyncMode::kBatch:
+      return "batch";
+    case FsyncMode::kOff:
+      return "off";
+  }
+  return "?";
+}
+
+tl::expected<FsyncMode, std::string> parse_fsync_mode(std::string_view s) {
+  for (FsyncMode m : {FsyncMode::kAlways, FsyncMode::kBatch, FsyncMode::kOff})
+    if (s == to_string(m)) return m;
+  return tl::unexpected(fmt::format("--fsync '{}': expected always, batch or off", s));
+}
+
+std::string_view to_string(TlsAuthClients a) noexcept {
+  switch (a) {
+    case TlsAuthClients::kNo:
+      return "no";
+    case TlsAuthClients::kOptional:
+      return "optional";
+    case TlsAuthClients::kYes:
+      return "yes";
+  }
+  return "unknown";
+}
+
+std::optional<TlsAuthClients> parse_tls_auth_clients(std::string_view s) noexcept {
+  for (const TlsAuthClients a : {TlsAuthClients::kNo, TlsAuthClients::kOptional, TlsAuthClients::kYes}) {
+    if (s == to_string(a)) return a;
+  }
+  return std::nullopt;
+}
+
 std::string BrokerError::message() const {
   std::string_view what;
   switch (code) {
@@ -94,6 +131,8 @@ tl::expected<void, BrokerError> validate(const BrokerConfig& config) {
   if (config.max_connections == 0 || config.max_subscriptions == 0) {
     return invalid("--max-connections and --max-subscriptions must be > 0");
   }
+  if (config.max_unauthenticated == 0) return invalid("--max-unauthenticated must be > 0");
+  if (config.max_auth_failures == 0) return invalid("--max-auth-failures must be > 0");
   for (const std::string& spec : config.history) {
     if (auto rule = parse_retention(spec); !rule) return invalid(rule.error());
   }

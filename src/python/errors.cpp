@@ -44,7 +44,9 @@ void register_errors(py::module_& m) {
 }
 
 void raise_error(std::string_view subject, const Error& error) {
-  raise(fmt::format("{}: {}", subject, error.message()), error.code, error.sys_errno, 0, 0);
+  // An error of create or open names its path itself (Error::path).
+  raise(error.path.empty() ? fmt::format("{}: {}", subject, error.message()) : error.message(), error.code,
+        error.sys_errno, 0, 0);
 }
 
 void raise_errc(std::string_view subject, std::string_view operation, Errc code, std::uint64_t missed,
@@ -53,6 +55,12 @@ void raise_errc(std::string_view subject, std::string_view operation, Errc code,
   if (code == Errc::lapped) message += fmt::format(" ({} positions overwritten before they were read)", missed);
   if (code == Errc::buffer_too_small) message += fmt::format(" (the message is {} bytes)", needed);
   raise(message, code, 0, missed, needed);
+}
+
+void raise_too_large(std::string_view subject, std::string_view operation, std::size_t length,
+                     std::size_t max_message) {
+  raise(fmt::format("{}: {}: payload_too_large ({} bytes, at most {})", subject, operation, length, max_message),
+        Errc::payload_too_large, 0, 0, 0);
 }
 
 }  // namespace ringcast::python

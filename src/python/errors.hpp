@@ -12,6 +12,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -27,5 +28,9 @@ void register_errors(pybind11::module_& m);
 [[noreturn]] void raise_error(std::string_view subject, const Error& error);
 [[noreturn]] void raise_errc(std::string_view subject, std::string_view operation, Errc code, std::uint64_t missed = 0,
                              std::uint64_t needed = 0);
+// RingError payload_too_large naming both sizes: "<subject>: <operation>:
+// payload_too_large (N bytes, at most M)".
+[[noreturn]] void raise_too_large(std::string_view subject, std::string_view operation, std::size_t length,
+                                  std::size_t max_message);
 
 }  // namespace ringcast::python

@@ -84,6 +84,7 @@ bool Ring::try_push(const py::buffer& payload) {
   const Errc e = ring.try_push(bytes.bytes());
   if (e == Errc::ok) return true;
   if (e == Errc::full) return false;
+  if (e == Errc::payload_too_large) raise_too_large(name_, "try_push", bytes.bytes().size(), ring.max_message());
   raise_errc(name_, "try_push", e);
 }
 
@@ -104,7 +105,7 @@ bool Ring::push_wait(const py::buffer& payload, std::optional<double> timeout, s
   const BufferBytes bytes(payload);
   const std::span<const std::byte> message = bytes.bytes();
   // Checked here so that an oversized payload fails at once, not after a wait.
-  if (message.size() > ring.max_message()) raise_errc(name_, "push_wait", Errc::payload_too_large);
+  if (message.size() > ring.max_message()) raise_too_large(name_, "push_wait", message.size(), ring.max_message());
   const Errc e = wait_in_slices(*this, producer_waiting, limit, [&](std::chrono::nanoseconds slice) {
     return ring.push_wait(message, slice_wait(slice, idle));
   });
@@ -118,6 +119,7 @@ py::object Ring::try_claim(std::size_t length) {
   ProducerClaim claim = ring.try_claim(length);
   if (!claim) {
     if (claim.status() == Errc::full) return py::none();
+    if (claim.status() == Errc::payload_too_large) raise_too_large(name_, "try_claim", length, ring.max_message());
     raise_errc(name_, "try_claim", claim.status());
   }
   return py::cast(std::make_unique<Claim>(shared_from_this(), std::move(claim)));
@@ -127,7 +129,7 @@ py::object Ring::claim_wait(std::size_t length, std::optional<double> timeout, s
   BroadcastRing& ring = push_handle();
   const auto limit = to_timeout(timeout);
   // Checked here so that an oversized claim fails at once, not after a wait.
-  if (length > ring.max_message()) raise_errc(name_, "claim_wait", Errc::payload_too_large);
+  if (length > ring.max_message()) raise_too_large(name_, "claim_wait", length, ring.max_message());
   ProducerClaim claim;
   const Errc e = wait_in_slices(*this, producer_waiting, limit, [&](std::chrono::nanoseconds slice) {
     claim = ring.claim_wait(length, slice_wait(slice, idle));

@@ -114,6 +114,9 @@ std::string RelayError::message() const {
     case Code::kMetrics:
       what = "metrics";
       break;
+    case Code::kRing:
+      what = "ring";
+      break;
   }
   return error_message(what, detail, sys_errno);
 }

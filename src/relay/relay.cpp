@@ -1,22 +1,29 @@
 #include "ringcast/relay/relay.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "relay/broker_target.hpp"
-#include "relay/credit_window.hpp"
 #include "relay/jetstream_publisher.hpp"
 #include "relay/metrics.hpp"
 #include "relay/nats_connection.hpp"
 #include "relay/nats_ingress.hpp"
 #include "relay/ring_reader.hpp"
 #include "relay/ring_target.hpp"
+#include "relay/sinks/broker_sink.hpp"
+#include "relay/sinks/credit_window.hpp"
+#include "relay/sinks/jetstream_sink.hpp"
+#include "relay/sinks/nats_sink.hpp"
 #include "ringcast/relay/topic.hpp"
 
 namespace ringcast::relay {
@@ -152,11 +159,29 @@ void default_log(LogLevel level, std::string_view text) {
   std::fputs(line.c_str(), stderr);
 }
 
+// A --ring path that holds something other than a ring (a typo naming another
+// file) fails the start, before anything registers on a ring. Waited for, by
+// its reader, as before: a path with nothing at it yet, an empty file and a
+// ring whose creator has not published its header (both what a ring being
+// created looks like; create() sizes the file in one step).
+std::optional<RelayError> refuse_non_ring(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || (S_ISREG(st.st_mode) && st.st_size == 0)) return std::nullopt;
+  // Opening registers nothing and claims nothing.
+  const Result<BroadcastRing> ring = BroadcastRing::open(path);
+  if (ring || ring.error().code == Errc::not_ready || ring.error().sys_errno == ENOENT) return std::nullopt;
+  return RelayError{RelayError::Code::kRing, 0,
+                    ring.error().message() + " (a --ring path: create the ring there, or fix the path)"};
+}
+
 }  // namespace
 
 tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config) {
   using Code = RelayError::Code;
   if (auto valid = validate(config); !valid) return tl::unexpected(valid.error());
+  for (const RingRoute& route : config.rings) {
+    if (auto refused = refuse_non_ring(route.path)) return tl::unexpected(*refused);
+  }
   auto impl = std::make_unique<Impl>();
   impl->log = config.log ? config.log : LogFn(default_log);
   impl->config = std::move(config);
@@ -194,23 +219,32 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     }
   }
   for (const RingRoute& route : im.config.rings) {
-    // The credit window (docs/scale-out.md, "Credit window"): core NATS,
-    // fixed subject, unless --nats-at-most-once.
-    std::unique_ptr<CreditWindow> window;
-    if (im.nats && !im.jetstream && !route.topic_in_payload && im.config.nats->window > 0) {
-      auto w = CreditWindow::start(
-          im.nats->connection(), {im.config.nats->window, im.config.nats->probe_interval, im.config.nats->ack_timeout},
-          im.log);
-      if (!w) {
-        im.do_stop();
-        return tl::unexpected(RelayError{Code::kNats, 0, fmt::format("ring {}: {}", route.path, w.error())});
+    // The route's sinks (relay/sinks/sink.hpp), NATS first: a flush publishes
+    // the NATS batch before the broker's.
+    std::vector<std::unique_ptr<Sink>> sinks;
+    if (im.jetstream) {
+      sinks.push_back(std::make_unique<JetStreamSink>(route, *im.jetstream, im.stop_flag));
+    } else if (im.nats) {
+      // The credit window (docs/scale-out.md, "Credit window"): core NATS,
+      // fixed subject, unless --nats-at-most-once.
+      std::unique_ptr<CreditWindow> window;
+      if (!route.topic_in_payload && im.config.nats->window > 0) {
+        auto w = CreditWindow::start(
+            im.nats->connection(),
+            {im.config.nats->window, im.config.nats->probe_interval, im.config.nats->ack_timeout}, im.log);
+        if (!w) {
+          im.do_stop();
+          return tl::unexpected(RelayError{Code::kNats, 0, fmt::format("ring {}: {}", route.path, w.error())});
+        }
+        window = std::move(*w);
       }
-      window = std::move(*w);
+      sinks.push_back(
+          std::make_unique<NatsSink>(route, *im.nats, im.stop_flag, im.config.nats->batch, std::move(window)));
     }
-    im.readers.push_back(std::make_unique<RingReader>(
-        route, im.broker.get(), im.nats.get(), im.jetstream.get(), im.config.batch, im.config.poll_interval, im.log,
-        im.stop_flag, [&im](const std::string& why) { im.fail(why); }, im.config.nats ? im.config.nats->batch : 1,
-        std::move(window)));
+    if (im.broker) sinks.push_back(std::make_unique<BrokerSink>(*im.broker, im.stop_flag));
+    im.readers.push_back(std::make_unique<RingReader>(route, std::move(sinks), im.config.batch, im.config.poll_interval,
+                                                      im.log, im.stop_flag,
+                                                      [&im](const std::string& why) { im.fail(why); }));
   }
   if (im.broker) {
     // Installed once im.nats and im.readers are final: the providers read them

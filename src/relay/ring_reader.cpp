@@ -7,14 +7,10 @@
 #include <cassert>
 #include <cstring>
 #include <exception>
-#include <random>
 #include <thread>
 
 #include <fmt/format.h>
 
-#include "relay/credit_window.hpp"
-#include "relay/jetstream_publisher.hpp"
-#include "relay/nats_connection.hpp"
 #include "ringcast/relay/continuity.hpp"
 #include "ringcast/relay/topic.hpp"
 
@@ -30,29 +26,23 @@ std::string host_name() {
 
 }  // namespace
 
-RingReader::RingReader(RingRoute route, broker::Broker* broker, NatsConnection* nats, JetStreamPublisher* jetstream,
-                       std::size_t batch, std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop,
-                       FailFn fail, std::size_t nats_batch, std::unique_ptr<CreditWindow> window)
+RingReader::RingReader(RingRoute route, std::vector<std::unique_ptr<Sink>> sinks, std::size_t batch,
+                       std::chrono::milliseconds poll, LogFn log, const std::atomic<bool>& stop, FailFn fail)
     : route_(std::move(route)),
-      broker_(broker),
-      nats_(nats),
-      jetstream_(jetstream),
+      sinks_(std::move(sinks)),
+      keeps_views_(std::any_of(sinks_.begin(), sinks_.end(), [](const auto& s) { return s->keeps_views(); })),
+      needs_positions_(std::any_of(sinks_.begin(), sinks_.end(), [](const auto& s) { return s->needs_positions(); })),
       batch_(batch == 0 ? 1 : batch),
       poll_(poll.count() <= 0 ? std::chrono::milliseconds(1) : poll),
       log_(std::move(log)),
       stop_(stop),
       fail_(std::move(fail)),
       host_(host_name()),
-      nats_batch_(nats != nullptr && jetstream == nullptr && !route_.topic_in_payload && nats_batch > 1 ? nats_batch
-                                                                                                        : 0),
-      window_(nats != nullptr && jetstream == nullptr && !route_.topic_in_payload ? std::move(window) : nullptr),
-      numbered_(nats != nullptr && jetstream == nullptr && !route_.topic_in_payload),
-      max_pending_(std::min(batch_, kMaxPending)) {
-  // Sized once: the hot loop then never allocates (invariant 3). The arena
-  // is sized when a ring is opened, for its max_message.
-  pending_.reserve(max_pending_);
-  receivers_.resize(max_pending_);
-  batch_buf_.resize(nats_batch_ * (1 + kMaxPayload));
+      max_staged_(std::min(batch_, Sink::kMaxStaged)) {
+  // A sink waiting for its peer (a refusing `block` subscriber, a full credit
+  // window) publishes the counters first: the ring fills meanwhile, and its
+  // lag shows it.
+  for (const auto& s : sinks_) s->on_wait([this] { flush_counters(); });
 }
 
 RingReader::~RingReader() = default;
@@ -133,35 +123,26 @@ bool RingReader::open_and_register() {
   auto id = ring->register_consumer(same_file ? StartAt::kLatest : route_.start);
   if (!id) return wait_because(id.error().message());
   // The arena for this ring's messages (invariants 3 and 5); nothing is
-  // pending between rings.
-  assert(pending_.empty());
+  // staged between rings.
+  assert(staged_count_ == 0);
   const std::size_t prefix = route_.name.size();
-  const bool nats_copies = nats_ != nullptr && ring->max_message() > kMaxPayload;
+  const bool copies = needs_positions_ && ring->max_message() > kMaxPayload;
   const std::size_t arena =
-      max_pending_ * (prefix + kMaxPayload) + (nats_copies ? prefix + ring->max_message() : prefix + kMaxTopic + 1);
+      max_staged_ * (prefix + kMaxPayload) + (copies ? prefix + ring->max_message() : prefix + kMaxTopic + 1);
   if (arena_.size() != arena) {
     arena_.clear();
     arena_.shrink_to_fit();
     arena_.resize(arena);
   }
   arena_used_ = 0;
-  one_by_one_ = nats_copies;
+  one_by_one_ = copies;
   from_ = ring->position(*id);
   ring_.emplace(std::move(*ring));
   id_ = *id;
   ino_ = after.st_ino;
   dev_ = after.st_dev;
   source_ = format_source(host_, route_.path, dev_, ino_);
-  if (numbered_) {
-    // A new run: message numbers start over (Ringcast-Msg), and acks of the
-    // previous ring (or relay run) no longer count.
-    std::random_device rd;
-    const std::uint32_t old = run_;
-    do run_ = rd();
-    while (run_ == 0 || run_ == old);
-    msg_number_ = 0;
-    if (window_) window_->reset(run_);
-  }
+  for (const auto& s : sinks_) s->open(source_);
   last_wait_reason_.clear();
   // relaxed: statistics.
   consumer_id_.store(static_cast<std::int64_t>(id_), std::memory_order_relaxed);
@@ -212,121 +193,62 @@ RingReader::Taken RingReader::stage(std::span<const std::byte> payload) noexcept
   }
   ++local_.relayed;
   // Copy out: the payload may be a view of the ring, valid only until the
-  // next receive, and the broker reads the batch after the whole drain. In
-  // topic mode the copy is prefix + topic + NUL + body: prefix + payload bytes.
+  // next receive, and a sink that keeps views reads the batch after the whole
+  // drain. In topic mode the copy is prefix + topic + NUL + body: prefix +
+  // payload bytes.
   const std::size_t head = route_.topic_in_payload ? route_.name.size() + topic.size() + 1 : 0;
   const std::size_t need = head + body.size();
-  if (broker_ == nullptr) {
+  if (!keeps_views_) {
     arena_used_ = 0;  // nothing is kept: every message reuses the arena's start
-  } else if (pending_.size() == max_pending_ || need > arena_.size() - arena_used_) {
-    publish_pending();
+  } else if (staged_count_ == max_staged_ || need > arena_.size() - arena_used_) {
+    flush_sinks();
   }
-  // Broker only, a message longer than the arena: its body is published from
-  // the ring itself, before drain's callback returns (invariant 5).
+  // A message longer than the arena (only where no sink needs positions):
+  // its body stays in the ring and is flushed before drain's callback
+  // returns (invariant 5).
   const bool copy_body = need <= arena_.size() - arena_used_;
   char* const start = arena_.data() + arena_used_;
   char* p = start;
-  Taken t{true, route_.name, route_.name.c_str(), body};
+  Taken t{true, !copy_body, {route_.name, route_.name.c_str(), body}};
   if (route_.topic_in_payload) {
     std::memcpy(p, route_.name.data(), route_.name.size());
     p += route_.name.size();
     std::memcpy(p, topic.data(), topic.size());
     p += topic.size();
-    t.channel = std::string_view(start, static_cast<std::size_t>(p - start));
-    t.subject = start;
+    t.m.channel = std::string_view(start, static_cast<std::size_t>(p - start));
+    t.m.subject = start;
     *p++ = '\0';
   }
   if (copy_body) {
     if (!body.empty()) std::memcpy(p, body.data(), body.size());
-    t.body = std::string_view(p, body.size());
+    t.m.body = std::string_view(p, body.size());
     p += body.size();
   }
   assert(p <= arena_.data() + arena_.size());
-  if (broker_ != nullptr) {
+  if (keeps_views_) {
     arena_used_ = static_cast<std::size_t>(p - arena_.data());
-    // Within the reserved capacity: no allocation (invariant 3).
-    pending_.push_back({t.channel, t.body});
-    if (!copy_body) publish_pending();
+    ++staged_count_;
   }
   return t;
 }
 
-void RingReader::forward(const Taken& t, std::uint64_t from, std::uint64_t seq) noexcept {
-  if (nats_batch_ > 0) {
-    // A batch holds consecutive one-slot messages (docs/scale-out.md,
-    // "Batches"); anything else flushes it and travels alone.
-    const bool one_slot = from == seq && t.body.size() <= kMaxPayload;
-    if (batch_count_ > 0 && (!one_slot || seq != batch_first_ + batch_count_)) flush_nats_batch();
-    if (one_slot) {
-      if (batch_count_ == 0) batch_first_ = seq;
-      batch_buf_[batch_bytes_++] = static_cast<char>(t.body.size());
-      std::memcpy(batch_buf_.data() + batch_bytes_, t.body.data(), t.body.size());
-      batch_bytes_ += t.body.size();
-      if (++batch_count_ == nats_batch_) flush_nats_batch();
-      return;
-    }
-  }
-  if (nats_ == nullptr) return;
-  // A fixed subject was validated at start; a topic is checked here, because
-  // the server would close the connection on an invalid subject. JetStream
-  // may wait here for acks (its invariant 3): the one place a reader waits
-  // for a network peer, by choice of --jetstream.
-  const bool subject_ok = !route_.topic_in_payload || is_valid_subject(t.channel);
-  if (numbered_) {
-    if (window_ && !await_window(seq)) {
-      ++local_.nats_failed;  // stopping
-      return;
-    }
-    const NatsConnection::Tag tag{window_ ? window_->inbox() : nullptr, run_, msg_number_};
-    if (nats_->publish(t.subject, t.body, source_.c_str(), seq, 0, from, &tag)) {
-      ++local_.nats_published;
-    } else {
-      ++local_.nats_failed;
-    }
-    sent(seq, 1);
-    return;
-  }
-  if (subject_ok && (jetstream_ != nullptr ? jetstream_->publish(t.subject, t.body, source_.c_str(), seq, stop_, from)
-                                           : nats_->publish(t.subject, t.body, source_.c_str(), seq, 0, from))) {
-    ++local_.nats_published;
-  } else {
-    ++local_.nats_failed;
-  }
-}
-
-bool RingReader::await_window(std::uint64_t seq) noexcept {
-  if (window_->open(seq)) return true;
-  flush_counters();  // the wait shows in the statistics at once
-  try {
-    return window_->wait(seq, stop_, [this] {
-      const NatsConnection::Tag tag{window_->inbox(), run_, msg_number_};
-      (void)nats_->publish_probe(route_.name.c_str(), source_.c_str(), last_sent_, tag);
-    });
-  } catch (...) {
-    return window_->open(seq);  // a lock failed (system error): go on rather than stall
-  }
+void RingReader::put(const Taken& t, std::uint64_t from, std::uint64_t seq) noexcept {
+  Staged m = t.m;
+  m.from = from;
+  m.seq = seq;
+  for (const auto& s : sinks_) s->put(m);
+  if (t.in_ring) flush_sinks();
 }
 
 void RingReader::note_lapped(std::uint64_t missed) noexcept {
   local_.lapped += missed;
-  // The messages skipped count as numbers never sent, so the ingress sees
-  // them as a gap before the next message (positions: an upper bound on the
-  // messages when the ring holds records).
-  msg_number_ += missed;
-}
-
-void RingReader::sent(std::uint64_t seq, std::uint64_t count) noexcept {
-  // The number counts every message handed to NATS, refused ones too: a
-  // refused one is lost, and the ingress counts it from the numbers.
-  msg_number_ += count;
-  last_sent_ = seq;
-  if (window_) window_->published(seq);
+  for (const auto& s : sinks_) s->lapped(missed);
 }
 
 void RingReader::take(std::span<const std::byte> payload) noexcept {
   const std::uint64_t seq = next_seq_++;  // malformed ones too: they are gaps downstream
   const Taken t = stage(payload);
-  if (t.ok) forward(t, seq, seq);
+  if (t.ok) put(t, seq, seq);
 }
 
 BatchResult RingReader::drain_one_by_one() noexcept {
@@ -346,49 +268,17 @@ BatchResult RingReader::drain_one_by_one() noexcept {
       break;
     }
     const std::uint64_t end = ring_->position(id_);
-    if (staged_.ok) forward(staged_, from_, end - 1);
+    if (staged_.ok) put(staged_, from_, end - 1);
     from_ = end;  // a malformed message too: a gap downstream
     ++total.count;
   }
   return total;
 }
 
-void RingReader::flush_nats_batch() noexcept {
-  if (batch_count_ == 0) return;
-  const std::uint64_t last = batch_first_ + batch_count_ - 1;
-  if (window_ && !await_window(last)) {
-    local_.nats_failed += batch_count_;  // stopping
-  } else {
-    const NatsConnection::Tag tag{window_ ? window_->inbox() : nullptr, run_, msg_number_};
-    if (nats_->publish(route_.name.c_str(), std::string_view(batch_buf_.data(), batch_bytes_), source_.c_str(),
-                       batch_first_, batch_count_, kFromSeq, &tag)) {
-      local_.nats_published += batch_count_;
-    } else {
-      local_.nats_failed += batch_count_;
-    }
-    sent(last, batch_count_);
-  }
-  batch_bytes_ = 0;
-  batch_count_ = 0;
-}
-
-void RingReader::publish_pending() noexcept {
-  if (nats_batch_ > 0) flush_nats_batch();  // every receive ends with publish_pending
-  if (pending_.empty()) return;             // also the case without a broker
-  // A refused message waits until a `block` subscriber has room (or the relay
-  // or the broker stops); the slots stay untouched (nothing is taken
-  // meanwhile), so the views in pending_ stay valid.
-  const broker::PublishResult r = broker_->publish(pending_, std::span<std::size_t>(receivers_.data(), pending_.size()),
-                                                   broker::PublishWait::kUntilAccepted, {&stop_, count_refused, this});
-  local_.deliveries += r.receivers;
-  pending_.clear();
+void RingReader::flush_sinks() noexcept {
+  for (const auto& s : sinks_) s->flush();
   arena_used_ = 0;
-}
-
-void RingReader::count_refused(void* self) noexcept {
-  auto* reader = static_cast<RingReader*>(self);
-  ++reader->local_.refused;
-  reader->flush_counters();  // the ring fills meanwhile: its lag shows it
+  staged_count_ = 0;
 }
 
 void RingReader::flush_counters() noexcept {
@@ -397,11 +287,19 @@ void RingReader::flush_counters() noexcept {
   batches_.store(local_.batches, std::memory_order_relaxed);
   lapped_.store(local_.lapped, std::memory_order_relaxed);
   malformed_.store(local_.malformed, std::memory_order_relaxed);
-  deliveries_.store(local_.deliveries, std::memory_order_relaxed);
-  refused_.store(local_.refused, std::memory_order_relaxed);
-  nats_published_.store(local_.nats_published, std::memory_order_relaxed);
-  nats_failed_.store(local_.nats_failed, std::memory_order_relaxed);
   reopens_.store(local_.reopens, std::memory_order_relaxed);
+  SinkCounters sum;
+  for (const auto& s : sinks_) {
+    const SinkCounters& c = s->counters();  // this thread's own
+    sum.deliveries += c.deliveries;
+    sum.refused += c.refused;
+    sum.nats_published += c.nats_published;
+    sum.nats_failed += c.nats_failed;
+  }
+  deliveries_.store(sum.deliveries, std::memory_order_relaxed);
+  refused_.store(sum.refused, std::memory_order_relaxed);
+  nats_published_.store(sum.nats_published, std::memory_order_relaxed);
+  nats_failed_.store(sum.nats_failed, std::memory_order_relaxed);
   if (ring_) lag_.store(ring_->lag(id_), std::memory_order_relaxed);
 }
 
@@ -419,7 +317,7 @@ RingReader::Step RingReader::relay_until_stopped() {
       next_seq_ = ring_->position(id_);
       b = ring_->drain(id_, on_message, batch_);
     }
-    publish_pending();  // invariant 4
+    flush_sinks();  // invariant 4
     const std::size_t got = b.count;
     Errc status = b.status;
     if (status == Errc::lapped) {
@@ -457,9 +355,9 @@ RingReader::Step RingReader::handle_status(Errc status) {
       if (r.status == Errc::ok) {
         const std::uint64_t end = ring_->position(id_);  // the cursor is past the message received
         const Taken t = stage(std::span<const std::byte>(buf, r.length));
-        if (t.ok) forward(t, one_by_one_ ? from_ : end - 1, end - 1);
+        if (t.ok) put(t, one_by_one_ ? from_ : end - 1, end - 1);
         from_ = end;
-        publish_pending();
+        flush_sinks();
         ++local_.batches;
         set_state(RingState::kRelaying);
         flush_counters();
@@ -550,19 +448,7 @@ RingStats RingReader::stats() const {
   s.nats_published = nats_published_.load(std::memory_order_relaxed);
   s.nats_failed = nats_failed_.load(std::memory_order_relaxed);
   s.reopens = reopens_.load(std::memory_order_relaxed);
-  if (window_) {
-    const CreditWindow::Stats w = window_->stats();
-    s.window = true;
-    s.window_size = window_->size();
-    s.window_in_flight = w.in_flight;
-    s.window_ingresses = w.ingresses;
-    s.window_waits = w.waits;
-    s.window_probes = w.probes;
-    s.window_acks = w.acks;
-    s.window_expired = w.expired;
-    s.window_left = w.left;
-    s.window_overflow = w.overflow;
-  }
+  for (const auto& sink : sinks_) sink->add_stats(s);
   return s;
 }
 

@@ -22,7 +22,7 @@ tl::expected<std::unique_ptr<RingTarget>, std::string> RingTarget::open(const st
                                                                .claim_producer = false,
                                                                .reap_on_full = true,
                                                                .max_message = config.ring_max_message});
-  if (!ring) return tl::unexpected(fmt::format("ring {}: {}", path, ring.error().message()));
+  if (!ring) return tl::unexpected(fmt::format("ring {}", ring.error().message()));  // "ring PATH: ..."
   if (auto claimed = ring->claim_producer(); !claimed) {
     const RingStatus s = ring->status();
     return tl::unexpected(fmt::format("ring {}: cannot become its producer: {}{}", path, claimed.error().message(),

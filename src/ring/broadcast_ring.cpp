@@ -55,6 +55,18 @@ bool needs_light_fence(std::uint32_t flags) noexcept {
 
 bool valid_capacity(std::uint64_t capacity) noexcept { return capacity >= kMinCapacity && capacity <= kMaxCapacity; }
 
+static_assert(kMinCapacity == 2 && kMaxCapacity == std::uint64_t{1} << 30, "the range in the texts below");
+
+tl::unexpected<Error> capacity_out_of_range(const char* what, std::uint64_t capacity) noexcept {
+  return tl::unexpected<Error>(Error{Errc::layout_mismatch, 0, what, capacity, 0});
+}
+
+// `ring`, its error naming `path` (Error::path).
+Result<BroadcastRing> naming(Result<BroadcastRing> ring, const std::string& path) {
+  if (!ring) ring.error().path = path;
+  return ring;
+}
+
 std::uint32_t flags_of(const CreateOptions& options) noexcept {
   return (options.lossy ? kFlagLossy : 0U) | (options.wakeups ? kFlagWakeups : 0U);
 }
@@ -65,56 +77,67 @@ std::uint32_t flags_of(const CreateOptions& options) noexcept {
 
 Result<BroadcastRing> BroadcastRing::create(const std::string& path, std::uint64_t capacity,
                                             const CreateOptions& options) {
-  if (!valid_capacity(capacity)) return make_error(Errc::layout_mismatch, "create: capacity out of range");
-  if (options.replace) {
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) == 0) {
-      if (S_ISDIR(st.st_mode)) return make_error(Errc::io_error, "create: path is a directory", EISDIR);
-      // unlink removes a symlink itself, never its target.
-      if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-        return make_error(Errc::io_error, "create: unlink existing file", errno);
-      }
-    }
-  }
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.mode);
-  if (fd < 0) {
-    if (errno == EEXIST) return make_error(Errc::already_exists, "create: path exists");
-    return make_error(Errc::io_error, "create: open", errno);
-  }
-  // The mode must not depend on the caller's umask.
-  if (::fchmod(fd, options.mode) != 0) {
-    const int err = close_keep_errno(fd);
-    ::unlink(path.c_str());
-    return make_error(Errc::io_error, "create: fchmod", err);
-  }
-  auto ring = init_fd(fd, capacity, options);
-  if (!ring) ::unlink(path.c_str());
-  return ring;
+  return naming(
+      [&]() -> Result<BroadcastRing> {
+        if (!valid_capacity(capacity))
+          return capacity_out_of_range("create: capacity out of range (2..1073741824 slots)", capacity);
+        if (options.replace) {
+          struct stat st {};
+          if (::lstat(path.c_str(), &st) == 0) {
+            if (S_ISDIR(st.st_mode)) return make_error(Errc::io_error, "create: path is a directory", EISDIR);
+            // unlink removes a symlink itself, never its target.
+            if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+              return make_error(Errc::io_error, "create: unlink existing file", errno);
+            }
+          }
+        }
+        const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.mode);
+        if (fd < 0) {
+          if (errno == EEXIST) return make_error(Errc::already_exists, "create: path exists");
+          return make_error(Errc::io_error, "create: open", errno);
+        }
+        // The mode must not depend on the caller's umask.
+        if (::fchmod(fd, options.mode) != 0) {
+          const int err = close_keep_errno(fd);
+          ::unlink(path.c_str());
+          return make_error(Errc::io_error, "create: fchmod", err);
+        }
+        auto ring = init_fd(fd, capacity, options);
+        if (!ring) ::unlink(path.c_str());
+        return ring;
+      }(),
+      path);
 }
 
 Result<BroadcastRing> BroadcastRing::create_shm(const std::string& name, std::uint64_t capacity,
                                                 const CreateOptions& options) {
-  if (!valid_capacity(capacity)) return make_error(Errc::layout_mismatch, "create_shm: capacity out of range");
-  int fd = -1;
-  try {
-    if (options.replace) bip::shared_memory_object::remove(name.c_str());
-    bip::permissions perms(static_cast<int>(options.mode));
-    bip::shared_memory_object shm(bip::create_only, name.c_str(), bip::read_write, perms);
-    fd = ::fcntl(shm.get_mapping_handle().handle, F_DUPFD_CLOEXEC, 0);
-    if (fd < 0) return make_error(Errc::io_error, "create_shm: dup", errno);
-  } catch (const bip::interprocess_exception& e) {
-    if (e.get_error_code() == bip::already_exists_error) {
-      return make_error(Errc::already_exists, "create_shm: name exists");
-    }
-    return make_error(Errc::io_error, "create_shm: shm_open", e.get_native_error());
-  }
-  auto ring = init_fd(fd, capacity, options);
-  if (!ring) bip::shared_memory_object::remove(name.c_str());
-  return ring;
+  return naming(
+      [&]() -> Result<BroadcastRing> {
+        if (!valid_capacity(capacity))
+          return capacity_out_of_range("create_shm: capacity out of range (2..1073741824 slots)", capacity);
+        int fd = -1;
+        try {
+          if (options.replace) bip::shared_memory_object::remove(name.c_str());
+          bip::permissions perms(static_cast<int>(options.mode));
+          bip::shared_memory_object shm(bip::create_only, name.c_str(), bip::read_write, perms);
+          fd = ::fcntl(shm.get_mapping_handle().handle, F_DUPFD_CLOEXEC, 0);
+          if (fd < 0) return make_error(Errc::io_error, "create_shm: dup", errno);
+        } catch (const bip::interprocess_exception& e) {
+          if (e.get_error_code() == bip::already_exists_error) {
+            return make_error(Errc::already_exists, "create_shm: name exists");
+          }
+          return make_error(Errc::io_error, "create_shm: shm_open", e.get_native_error());
+        }
+        auto ring = init_fd(fd, capacity, options);
+        if (!ring) bip::shared_memory_object::remove(name.c_str());
+        return ring;
+      }(),
+      name);
 }
 
 Result<BroadcastRing> BroadcastRing::create_anonymous(std::uint64_t capacity, const CreateOptions& options) {
-  if (!valid_capacity(capacity)) return make_error(Errc::layout_mismatch, "create_anonymous: capacity out of range");
+  if (!valid_capacity(capacity))
+    return capacity_out_of_range("create_anonymous: capacity out of range (2..1073741824 slots)", capacity);
   BroadcastRing ring;
   if (auto r = ring.map_and_initialise(capacity, options); !r) return tl::unexpected(r.error());
   return ring;
@@ -203,21 +226,29 @@ Result<void> BroadcastRing::map_and_initialise(std::uint64_t capacity, const Cre
 // --- opening -----------------------------------------------------------------
 
 Result<BroadcastRing> BroadcastRing::open(const std::string& path, const OpenOptions& options) {
-  const int fd = ::open(path.c_str(), (options.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-  if (fd < 0) return make_error(Errc::io_error, "open", errno);
-  return attach_fd(fd, "open", options);
+  // O_NONBLOCK: opening a FIFO must not wait for its other end (attach_fd
+  // then refuses it as not a regular file); O_NOCTTY: nor may opening a
+  // terminal make it ours. Neither changes anything for a regular file.
+  const int fd = ::open(path.c_str(), (options.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return naming(make_error(Errc::io_error, "open", errno), path);
+  return naming(attach_fd(fd, "open", options), path);
 }
 
 Result<BroadcastRing> BroadcastRing::open_shm(const std::string& name, const OpenOptions& options) {
-  int fd = -1;
-  try {
-    bip::shared_memory_object shm(bip::open_only, name.c_str(), options.read_only ? bip::read_only : bip::read_write);
-    fd = ::fcntl(shm.get_mapping_handle().handle, F_DUPFD_CLOEXEC, 0);
-    if (fd < 0) return make_error(Errc::io_error, "open_shm: dup", errno);
-  } catch (const bip::interprocess_exception& e) {
-    return make_error(Errc::io_error, "open_shm: shm_open", e.get_native_error());
-  }
-  return attach_fd(fd, "open_shm", options);
+  return naming(
+      [&]() -> Result<BroadcastRing> {
+        int fd = -1;
+        try {
+          bip::shared_memory_object shm(bip::open_only, name.c_str(),
+                                        options.read_only ? bip::read_only : bip::read_write);
+          fd = ::fcntl(shm.get_mapping_handle().handle, F_DUPFD_CLOEXEC, 0);
+          if (fd < 0) return make_error(Errc::io_error, "open_shm: dup", errno);
+        } catch (const bip::interprocess_exception& e) {
+          return make_error(Errc::io_error, "open_shm: shm_open", e.get_native_error());
+        }
+        return attach_fd(fd, "open_shm", options);
+      }(),
+      name);
 }
 
 Result<void> BroadcastRing::remove_shm(const std::string& name) {
@@ -233,9 +264,13 @@ Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const O
   ring.read_only_ = options.read_only;
   struct stat st {};
   if (::fstat(fd, &st) != 0) return make_error(Errc::io_error, what, errno);
-  if (!S_ISREG(st.st_mode)) return make_error(Errc::layout_mismatch, "open: not a regular file");
+  if (!S_ISREG(st.st_mode)) {
+    return make_error(Errc::layout_mismatch,
+                      "open: not a ringcast ring (not a regular file: a directory, FIFO or device)");
+  }
   const auto file_bytes = static_cast<std::uint64_t>(st.st_size);
-  if (file_bytes < layout::kHeaderBytes) return make_error(Errc::layout_mismatch, "open: file too small for a header");
+  if (file_bytes < layout::kHeaderBytes)
+    return make_error(Errc::layout_mismatch, "open: not a ringcast ring (file too small for a header)");
 
   // Map the header alone first: its capacity decides how much more to map.
   const int prot = options.read_only ? PROT_READ : PROT_READ | PROT_WRITE;
@@ -260,7 +295,8 @@ Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const O
   if (version != kLayoutVersion) return make_mismatch("open: unsupported layout version", version, kLayoutVersion);
   if (slot_size != kSlotBytes) return make_mismatch("open: slot size is not 64", slot_size, kSlotBytes);
   if ((flags & ~kKnownFlags) != 0) return make_error(Errc::layout_mismatch, "open: unknown flags");
-  if (!valid_capacity(capacity)) return make_error(Errc::layout_mismatch, "open: capacity out of range");
+  if (!valid_capacity(capacity))
+    return capacity_out_of_range("open: capacity out of range (2..1073741824 slots)", capacity);
   if (file_bytes < layout::file_size(capacity)) {
     return make_mismatch("open: file smaller than its capacity needs", file_bytes, layout::file_size(capacity));
   }
@@ -441,6 +477,9 @@ Result<void> BroadcastRing::claim_producer() {
 void BroadcastRing::release_producer() noexcept {
   if (!is_producer_) return;
   is_producer_ = false;
+  // relaxed: display only (status()); 0 with a published position is a
+  // producer that left, not one that died holding the role.
+  producer().producer_pid.store(0, std::memory_order_relaxed);
   if (fd_ >= 0) detail::unlock(fd_, detail::kProducerLock);
 }
 
@@ -704,8 +743,9 @@ bool BroadcastRing::is_fully_drained() const noexcept {
 std::size_t BroadcastRing::active_consumer_count() const noexcept {
   std::size_t n = 0;
   for (ConsumerId id = 0; id < kMaxConsumers; ++id) {
-    // relaxed: an estimate for the spin policy (spin_pays); nothing is read
-    // through it.
+    // relaxed: a count for the spin policy (spin_pays) and for
+    // wait_for_consumers, which only decide when to spin or to start pushing;
+    // nothing is read through it (a push reads each entry itself).
     if (consumer(id).state.load(std::memory_order_relaxed) == kConsumerActive) ++n;
   }
   return n;
@@ -713,16 +753,39 @@ std::size_t BroadcastRing::active_consumer_count() const noexcept {
 
 bool BroadcastRing::lock_is_held(off_t offset) const noexcept { return fd_ < 0 || detail::held_by_other(fd_, offset); }
 
+std::string_view to_string(ProducerState state) noexcept {
+  switch (state) {
+    case ProducerState::kNone:
+      return "none";
+    case ProducerState::kLive:
+      return "live";
+    case ProducerState::kLeft:
+      return "left";
+    case ProducerState::kDead:
+      return "dead";
+  }
+  return "unknown";
+}
+
 RingStatus BroadcastRing::status() const {
   RingStatus s;
   const layout::ProducerLine& p = producer();
   s.capacity = capacity_;
   s.flags = flags_;
   s.producer_seq = producer_position();
+  // The lock before the pid: release_producer clears the pid before it
+  // unlocks, so a producer that left is not shown dead for a moment.
+  s.producer_alive = is_producer_ || lock_is_held(detail::kProducerLock);
   // relaxed (this and the five display reads below): a moment's view for
   // ring-top; no data is read through them.
   s.producer_pid = p.producer_pid.load(std::memory_order_relaxed);
-  s.producer_alive = is_producer_ || lock_is_held(detail::kProducerLock);
+  if (s.producer_alive) {
+    s.producer = ProducerState::kLive;
+  } else if (s.producer_pid != 0) {
+    s.producer = ProducerState::kDead;
+  } else {
+    s.producer = s.producer_seq == 0 ? ProducerState::kNone : ProducerState::kLeft;
+  }
   s.half_written_slot = slot(s.producer_seq).version.load(std::memory_order_relaxed) == 2 * s.producer_seq + 1;
   s.sleeping_consumers = header_->data_wait.sleepers.load(std::memory_order_relaxed);
   s.producer_sleeping = header_->space_wait.sleepers.load(std::memory_order_relaxed) != 0;

@@ -1,8 +1,7 @@
 #include "ringcast/error.hpp"
 
 #include <cstring>
-
-#include <fmt/format.h>
+#include <string>
 
 namespace ringcast {
 
@@ -60,8 +59,19 @@ std::string error_message(std::string_view what, std::string_view detail, int sy
 
 std::string Error::message() const {
   std::string text = error_message(what, to_string(code), sys_errno);
-  if (sys_errno == 0 && (found != 0 || expected != 0)) text += fmt::format(" (found {}, expected {})", found, expected);
-  return text;
+  if (sys_errno == 0 && code == Errc::payload_too_large && expected != 0) {
+    text += " (" + std::to_string(found) + " bytes, at most " + std::to_string(expected) + ")";
+  } else if (sys_errno == 0 && expected != 0) {
+    text += " (found " + std::to_string(found) + ", expected " + std::to_string(expected) + ")";
+  } else if (sys_errno == 0 && found != 0) {
+    text += " (found " + std::to_string(found) + ")";
+  }
+  // The next step, where the code alone names one.
+  if (code == Errc::already_exists) text += "; replace it with CreateOptions::replace (ringcast create --force)";
+  if (code == Errc::no_consumer_slot) {
+    text += "; entries of consumers that died are freed by reap_dead_consumers (ringcast reap RING)";
+  }
+  return path.empty() ? text : path + ": " + text;
 }
 
 }  // namespace ringcast

@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cassert>
 #include <limits>
 #include <thread>
 
@@ -287,6 +288,21 @@ ProducerClaim BroadcastRing::claim_wait(std::size_t length, WaitOptions options)
   });
   if (!done) claim.status_ = Errc::timed_out;
   return claim;
+}
+
+Errc BroadcastRing::wait_for_consumers(std::size_t count, std::chrono::nanoseconds timeout) const noexcept {
+  assert(count <= kMaxConsumers);
+  // Registering wakes nobody, so this polls; once, before a producer's first
+  // push, a millisecond's delay costs nothing.
+  const std::int64_t now = detail::monotonic_ns();
+  const std::int64_t deadline = timeout.count() >= std::numeric_limits<std::int64_t>::max() - now
+                                    ? std::numeric_limits<std::int64_t>::max()
+                                    : now + timeout.count();
+  while (active_consumer_count() < count) {
+    if (detail::monotonic_ns() >= deadline) return Errc::timed_out;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return Errc::ok;
 }
 
 }  // namespace ringcast

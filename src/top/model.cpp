@@ -224,6 +224,7 @@ RingView Monitor::sample(Entry& e, TimePoint now) {
   v.payload_bytes = st.payload_bytes;
   v.producer_pid = st.producer_pid;
   v.producer_alive = st.producer_alive;
+  v.producer = st.producer;
   if (st.producer_alive) v.producer_process = process_name(st.producer_pid);
   v.half_written_slot = st.half_written_slot;
   v.producer_sleeping = st.producer_sleeping;

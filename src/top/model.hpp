@@ -29,6 +29,8 @@
 
 #include <tl/expected.hpp>
 
+#include "ringcast/broadcast_ring.hpp"
+
 namespace ringcast::top {
 
 using TimePoint = std::chrono::steady_clock::time_point;
@@ -72,11 +74,12 @@ struct RingView {
   std::uint64_t payload_bytes = 0;  // their payload bytes
   std::uint32_t producer_pid = 0;
   bool producer_alive = false;
-  std::string producer_process;          // as ConsumerView::process
-  bool half_written_slot = false;        // a producer died mid-write (repaired by the next producer)
-  bool producer_sleeping = false;        // asleep in push_wait for room
-  std::uint32_t sleeping_consumers = 0;  // consumers asleep in recv_wait
-  std::uint64_t upstream_lost = 0;       // lost before the producer (NATS ingress gaps, docs/scale-out.md)
+  ProducerState producer = ProducerState::kNone;  // none, live, left (released the role) or dead
+  std::string producer_process;                   // as ConsumerView::process
+  bool half_written_slot = false;                 // a producer died mid-write (repaired by the next producer)
+  bool producer_sleeping = false;                 // asleep in push_wait for room
+  std::uint32_t sleeping_consumers = 0;           // consumers asleep in recv_wait
+  std::uint64_t upstream_lost = 0;                // lost before the producer (NATS ingress gaps, docs/scale-out.md)
   std::uint64_t upstream_gaps = 0;
   std::optional<double> push_rate;  // messages/s since the previous refresh
   std::optional<double> byte_rate;  // payload bytes/s since the previous refresh

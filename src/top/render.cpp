@@ -135,14 +135,16 @@ Line ring_detail(const RingView& r) {
   }
   // drained and blocked are the ring row's STATE; this line adds the producer
   // and the ring's mode.
+  // The words are ringcast info's (to_string(ProducerState)); dead in capitals,
+  // as a dead consumer is.
   Line l;
-  if (r.producer_pid == 0) {
-    l.spans.push_back({"    producer none", Style::kPlain});
+  if (r.producer == ProducerState::kNone || r.producer == ProducerState::kLeft) {
+    l.spans.push_back({fmt::format("    producer {}", to_string(r.producer)), Style::kPlain});
   } else {
     l.spans.push_back({fmt::format("    producer {} {} ", r.producer_pid,
                                    r.producer_process.empty() ? "-" : fit(r.producer_process, kProcessWidth)),
                        Style::kPlain});
-    if (r.producer_alive) {
+    if (r.producer == ProducerState::kLive) {
       // "waiting": asleep in push_wait, i.e. blocked until a consumer moves.
       l.spans.push_back({r.producer_sleeping ? "waiting" : "alive", Style::kPlain});
     } else {
@@ -610,6 +612,7 @@ std::string render_json(const Snapshot& snap, double interval_s) {
                      {"producer_seq", r.producer_seq},
                      {"producer_pid", r.producer_pid},
                      {"producer_alive", r.producer_alive},
+                     {"producer_state", to_string(r.producer)},
                      {"producer_process", r.producer_process},
                      {"half_written_slot", r.half_written_slot},
                      {"producer_sleeping", r.producer_sleeping},

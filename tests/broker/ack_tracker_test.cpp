@@ -243,13 +243,48 @@ TEST(AckTrackerTest, ResumeFloorIsTheHighestIdBelowEveryUnsettledOne) {
   EXPECT_EQ(f.tracker.resume_floor("other"), 0u);
 }
 
+// A durable session taken over by a connection that may not read one of its
+// channels (docs/security.md): that channel's deliveries are withheld, not
+// sent, acked or expired, until the connection's own subscription brings an
+// offer on it.
+TEST(AckTrackerTest, TakeOverWithholdsTheChannelsTheNewConnectionMayNotRead) {
+  Fixture f(settings(/*window=*/100, /*retries=*/1));
+  (void)f.tracker.offer("pub", 1, qos1_run("pub", 1, 1), f.queue);
+  (void)f.tracker.offer("secret", 9, qos1_run("secret", 9, 1), f.queue);
+  (void)drain(f.queue);
+  (void)f.tracker.redeliver_all(f.queue, [](std::string_view ch) { return ch != "secret"; });
+  const auto out = drain(f.queue);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0]["topic"], "pub");
+  EXPECT_EQ(f.ack("secret", 9), AckResult::kUnknown);
+  EXPECT_EQ(f.ack(std::nullopt, 9), AckResult::kUnknown);
+  for (int i = 0; i < 5; ++i) {  // well past 1 + max_retries sends
+    f.clock.advance(1s);
+    (void)f.tracker.on_timer(f.queue);
+  }
+  for (const json& j : drain(f.queue)) EXPECT_NE(j.dump().find("pub"), std::string::npos) << j.dump();
+  EXPECT_EQ(f.tracker.stats().expired, 1u) << "only pub's delivery expired";
+  EXPECT_EQ(f.tracker.stats().in_flight, 1u);
+  // The connection subscribed to it after all (a new grant): an offer ends
+  // the withholding, and the old delivery goes out at its next deadline.
+  (void)f.tracker.offer("secret", 10, qos1_run("secret", 10, 1), f.queue);
+  EXPECT_EQ(ids_of(drain(f.queue)), (std::vector<std::uint64_t>{10}));
+  f.clock.advance(1s);
+  (void)f.tracker.on_timer(f.queue);
+  const auto resent = drain(f.queue);
+  ASSERT_FALSE(resent.empty());
+  EXPECT_EQ(resent[0]["message_id"], 9);
+  EXPECT_EQ(resent[0]["dup"], true);
+  EXPECT_EQ(f.ack("secret", 9), AckResult::kAcked);
+}
+
 TEST(AckTrackerTest, RedeliverAllResendsEveryInFlightDeliveryInOrder) {
   Fixture f;
   (void)f.tracker.offer("a", 1, qos1_run("a", 1, 2), f.queue);
   (void)f.tracker.offer("b", 9, qos1_run("b", 9, 1), f.queue);
   (void)drain(f.queue);
   EXPECT_EQ(f.ack("a", 1), AckResult::kAcked);
-  (void)f.tracker.redeliver_all(f.queue);
+  (void)f.tracker.redeliver_all(f.queue, [](std::string_view) { return true; });
   const auto out = drain(f.queue);
   ASSERT_EQ(ids_of(out), (std::vector<std::uint64_t>{2, 9}));
   EXPECT_EQ(out[0]["dup"], true);

@@ -818,7 +818,8 @@ TEST_F(BrokerTokenTest, RedisCliGetsNopermOutsideItsGrant) {
 }
 
 TEST_F(BrokerTokenTest, HiredisSeesRefusalsAndTheirCountsInInfo) {
-  const int port = start({"--token-secret-file", secret_file_});
+  // Four refusals on one connection, which by default closes after three.
+  const int port = start({"--token-secret-file", secret_file_, "--max-auth-failures", "5"});
   ASSERT_GT(port, 0);
   Context c = hiredis_connect(port);
   ASSERT_TRUE(c && c->err == 0);

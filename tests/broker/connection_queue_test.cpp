@@ -261,6 +261,36 @@ TEST(ConnectionQueueTest, LossNoticeReachesAWebSocketConnectionAsAJsonTextFrame)
   EXPECT_LE(std::stoll(ts), after);
 }
 
+// QoS 1 losses (invariant 9): told at once while there is room; owed, and
+// coalesced into one notice per kind and channel, while there is none.
+TEST(ConnectionQueueTest, QosOneLossesAreToldAtOnceWithRoomAndCoalescedWithout) {
+  ManualClock clock;
+  ConnectionQueue q(limits(1000), OverflowPolicy::kDropOldest, clock);
+  const auto notice = [](std::string_view text) { return encode_message(WireFormat::kResp2, kLossChannel, text); };
+  EXPECT_TRUE(q.note_qos1_loss(Qos1Loss::kWindowDropped, "t", 1, 1, 0));
+  std::vector<FrameSpan> frames = testing::drain_all(q);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].view(), notice("window-dropped topic=t message_id=1 total=1")->view());
+  // Over half the limit: nothing more is queued, however many are lost.
+  (void)q.push(numbered_frame(0, 600));
+  for (std::uint64_t id = 2; id <= 500; ++id) (void)q.note_qos1_loss(Qos1Loss::kWindowDropped, "t", id, id, 0);
+  (void)q.note_qos1_loss(Qos1Loss::kExpired, "t", 7, 1, 3);
+  (void)q.note_qos1_loss(Qos1Loss::kWindowDropped, "u", 9, 501, 0);
+  EXPECT_EQ(q.stats().queued_frames, 1u);
+  EXPECT_TRUE(q.complete(0)) << "the writer keeps running while a notice is owed";
+  frames = testing::drain_all(q);
+  ASSERT_EQ(frames.size(), 4u);
+  EXPECT_EQ(frames[1].view(),
+            notice("window-dropped topic=t message_id=2 total=500 count=499 last_message_id=500")->view());
+  EXPECT_EQ(frames[2].view(), notice("expired topic=t message_id=7 sends=3 total=1")->view());
+  EXPECT_EQ(frames[3].view(), notice("window-dropped topic=u message_id=9 total=501")->view());
+  EXPECT_FALSE(frames[1].block->droppable());
+  EXPECT_EQ(q.stats().notices, 4u);
+  EXPECT_FALSE(q.complete(0));
+  q.close();
+  EXPECT_FALSE(q.note_qos1_loss(Qos1Loss::kExpired, "t", 8, 2, 3));
+}
+
 TEST(ConnectionQueueTest, ARunOfOneBlockIsOneSpanAndOneReference) {
   ManualClock clock;
   ConnectionQueue q(limits(1000), OverflowPolicy::kDropNewest, clock);

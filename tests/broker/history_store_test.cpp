@@ -276,6 +276,26 @@ TEST_P(HistoryStoreTest, EraseSessionDropsEveryFloorOfThatClientOnly) {
   EXPECT_EQ(s->session_clients().size(), 2u);
 }
 
+// A session's owner (durable_sessions.hpp, invariant 4) lives beside its
+// floors: listed with them, erased with them, never read as a floor.
+TEST_P(HistoryStoreTest, SessionOwnerIsKeptListedAndErasedWithTheFloors) {
+  auto s = open(rules({"*=10"}));
+  EXPECT_EQ(s->session_owner("a"), std::nullopt);
+  ASSERT_TRUE(s->put_session_owner("a", "alice"));
+  ASSERT_TRUE(s->put_session_owner("b", "bob"));
+  ASSERT_TRUE(s->put_resume_floor("a", "t", 4));
+  ASSERT_TRUE(s->put_resume_floor("ab", "t", 1));
+  EXPECT_EQ(s->session_owner("a"), "alice");
+  EXPECT_EQ(s->session_owner("ab"), std::nullopt);
+  EXPECT_EQ(s->session_clients(), (std::vector<std::string>{"a", "ab", "b"})) << "an owner alone lists its session";
+  EXPECT_EQ(s->resume_floor("a", ""), 0u) << "the owner is not a floor";
+  ASSERT_TRUE(s->erase_session("a"));
+  EXPECT_EQ(s->session_owner("a"), std::nullopt);
+  EXPECT_EQ(s->resume_floor("a", "t"), 0u);
+  EXPECT_EQ(s->session_owner("b"), "bob");
+  EXPECT_EQ(s->session_clients(), (std::vector<std::string>{"ab", "b"}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, HistoryStoreTest, ::testing::Values(Kind::kMemory, Kind::kLmdb),
                          [](const auto& p) { return p.param == Kind::kMemory ? "Memory" : "Lmdb"; });
 
@@ -333,14 +353,16 @@ TEST(LmdbHistoryStoreTest, ReopenKeepsOffsetsEpochAndUsage) {
   EXPECT_EQ(s->read_since("c", 0, 10).value().messages.size(), 6u);
 }
 
-TEST(LmdbHistoryStoreTest, ResumeFloorsSurviveAReopen) {
+TEST(LmdbHistoryStoreTest, ResumeFloorsAndOwnerSurviveAReopen) {
   TempDir dir;
   {
     auto s = open_lmdb_history_store(lmdb_options(dir.path(), FsyncMode::kAlways)).value();
+    ASSERT_TRUE(s->put_session_owner("dash", "ops"));
     ASSERT_TRUE(s->put_resume_floor("dash", "prices", 41));
   }
   auto s = open_lmdb_history_store(lmdb_options(dir.path())).value();
   EXPECT_EQ(s->resume_floor("dash", "prices"), 41u);
+  EXPECT_EQ(s->session_owner("dash"), "ops");
 }
 
 TEST(LmdbHistoryStoreTest, ReopenWithSmallerRulesPrunesAndRefusesUnmatchedChannels) {

@@ -17,8 +17,10 @@ struct Outcome {
 };
 
 // Feeds `input` in pieces of `chunk` bytes and collects every command.
-Outcome run(std::string_view input, std::size_t chunk, ParserLimits limits = {}) {
+// `authenticated` false: the pre-authentication limits (invariant 4).
+Outcome run(std::string_view input, std::size_t chunk, ParserLimits limits = {}, bool authenticated = true) {
   RequestParser p(limits);
+  p.set_authenticated(authenticated);
   Outcome out;
   for (std::size_t off = 0; off < input.size(); off += chunk) {
     std::string_view piece = input.substr(off, chunk);
@@ -126,6 +128,45 @@ TEST(RequestParserTest, RejectsOverlongLinesInsteadOfBuffering) {
             "ERR Protocol error: too big mbulk count string");
   EXPECT_EQ(run("*1\r\n$" + std::string(RequestParser::kMaxLine + 10, '1'), 4096).error,
             "ERR Protocol error: too big bulk count string");
+}
+
+TEST(RequestParserTest, BeforeAuthenticationCommandsAreSmallWithRedisErrorTexts) {
+  constexpr std::size_t kBytes = RequestParser::kMaxUnauthBytes;
+  std::string ten = "*10\r\n";
+  for (int i = 0; i < 10; ++i) ten += "$1\r\na\r\n";
+  const std::string big_args =
+      "*2\r\n$" + std::to_string(kBytes - 1) + "\r\n" + std::string(kBytes - 1, 'a') + "\r\n$1\r\nb\r\n";
+  const std::string too_big_args =
+      "*2\r\n$" + std::to_string(kBytes) + "\r\n" + std::string(kBytes, 'a') + "\r\n$1\r\n";
+  for (const std::size_t chunk : {std::size_t{1}, std::size_t{7}, std::size_t{1} << 20}) {
+    SCOPED_TRACE(chunk);
+    EXPECT_EQ(run(ten, chunk, {}, false).error, "");
+    EXPECT_EQ(run("*11\r\n", chunk, {}, false).error, "ERR Protocol error: unauthenticated multibulk length");
+    EXPECT_EQ(run("*1048576\r\n", chunk, {}, false).error, "ERR Protocol error: unauthenticated multibulk length");
+    // The arguments together: kBytes is the bound.
+    EXPECT_EQ(run(big_args, chunk, {}, false).error, "");
+    EXPECT_EQ(run(too_big_args, chunk, {}, false).error, "ERR Protocol error: unauthenticated bulk length");
+    EXPECT_EQ(run("*1\r\n$100000\r\n", chunk, {}, false).error, "ERR Protocol error: unauthenticated bulk length");
+    EXPECT_EQ(run("a b c d e f g h i j k\r\n", chunk, {}, false).error,
+              "ERR Protocol error: unauthenticated multibulk length");
+    // An inline line over the bound, even with its end in the same piece.
+    EXPECT_EQ(run(std::string(kBytes + 1, 'a') + "\r\n", chunk, {}, false).error,
+              "ERR Protocol error: too big inline request");
+    // The same input once authenticated: only the configured limits apply.
+    EXPECT_EQ(run("*11\r\n", chunk).error, "");
+    EXPECT_EQ(run(too_big_args, chunk).error, "");
+  }
+}
+
+TEST(RequestParserTest, BeforeAuthenticationAnUnfinishedCommandHoldsLittle) {
+  RequestParser p({});
+  p.set_authenticated(false);
+  std::string in = "*10\r\n";
+  for (int i = 0; i < 9; ++i) in += "$1000\r\n" + std::string(1000, 'a') + "\r\n";
+  in += "$7000\r\n" + std::string(6999, 'b');
+  std::string_view rest = in;
+  ASSERT_EQ(p.parse(rest), RequestParser::Status::kNeedMore);
+  EXPECT_LT(p.retained_bytes(), 2 * RequestParser::kMaxUnauthBytes);
 }
 
 TEST(RequestParserTest, StaysInErrorStateAfterAnError) {

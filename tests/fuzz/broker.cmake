@@ -34,3 +34,11 @@ ringcast_add_fuzzer(NAME fuzz_glob
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/broker_glob_fuzz.cpp
   LIBS ringcast::broker)
 target_include_directories(fuzz_glob PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests/broker)
+
+# The durable session resume path (issue 40): identities, client ids,
+# publishes, acks, leaving and timers in any order, checking that no connection
+# receives a channel its token may not read (seeds in corpus/fuzz_session_resume/).
+ringcast_add_fuzzer(NAME fuzz_session_resume
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/broker_session_resume_fuzz.cpp
+  LIBS ringcast::broker)
+target_include_directories(fuzz_session_resume PRIVATE ${PROJECT_SOURCE_DIR}/src)

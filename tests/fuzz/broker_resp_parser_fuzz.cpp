@@ -2,7 +2,7 @@
 //
 // 1. Differential: the parser must produce the same commands and the same error
 //    whether the input arrives whole or split at fuzzer-chosen points, and must
-//    respect its limits.
+//    respect its limits, also the smaller ones before authentication.
 // 2. The same bytes are executed by a RespSession against a private broker core, so
 //    command handlers see arbitrary arguments (nothing may crash, leak or grow
 //    without bound).
@@ -37,8 +37,9 @@ struct Outcome {
   std::string error;
 };
 
-Outcome parse(const ringcast::fuzz::SplitInput& in, bool whole) {
+Outcome parse(const ringcast::fuzz::SplitInput& in, bool whole, bool authenticated) {
   RequestParser p(kLimits);
+  p.set_authenticated(authenticated);
   Outcome out;
   const ringcast::fuzz::SplitInput one{in.stream, {}};
   ringcast::fuzz::for_each_piece(whole ? one : in, [&](std::string_view piece) {
@@ -49,6 +50,11 @@ Outcome parse(const ringcast::fuzz::SplitInput& in, bool whole) {
         for (const auto& a : p.args()) {
           // Inline arguments are bounded by the line limit instead.
           if (a.size() > kLimits.max_bulk_len && a.size() > RequestParser::kMaxLine) std::abort();
+        }
+        if (!authenticated) {  // the parser's invariant 4
+          std::size_t bytes = 0;
+          for (const auto& a : p.args()) bytes += a.size();
+          if (p.args().size() > RequestParser::kMaxUnauthArgs || bytes > RequestParser::kMaxUnauthBytes) std::abort();
         }
         out.commands.emplace_back(p.args().begin(), p.args().end());
         continue;
@@ -103,9 +109,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto in = ringcast::fuzz::split_input(data, size);
   if (!in) return 0;
 
-  const Outcome whole = parse(*in, true);
-  const Outcome split = parse(*in, false);
-  if (whole.commands != split.commands || whole.error != split.error) std::abort();
+  for (const bool authenticated : {true, false}) {
+    const Outcome whole = parse(*in, true, authenticated);
+    const Outcome split = parse(*in, false, authenticated);
+    if (whole.commands != split.commands || whole.error != split.error) std::abort();
+  }
 
   // Two sessions: one sends, one listens, so PUBLISH has somewhere to go.
   auto listener = std::make_unique<FuzzSession>(core());

@@ -87,6 +87,7 @@ def test_oversized_payload_is_payload_too_large(ring_path):
         with pytest.raises(RingError) as e:
             push(b"x" * (largest + 1) if push != ring.try_claim else largest + 1)
         assert e.value.errc == Errc.payload_too_large
+        assert f"payload_too_large ({largest + 1} bytes, at most {largest})" in str(e.value)
     assert ring.producer_position() == 0
     assert ring.try_push(b"x" * largest)
     assert c.try_recv() == b"x" * largest

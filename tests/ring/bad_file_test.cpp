@@ -72,7 +72,7 @@ TEST_F(BadFileTest, WrongLayoutVersionIsLayoutMismatchNamingBothVersions) {
   ASSERT_FALSE(ring);
   EXPECT_EQ(ring.error().found, kLayoutVersion + 1);
   EXPECT_EQ(ring.error().expected, kLayoutVersion);
-  EXPECT_EQ(ring.error().message(), "open: unsupported layout version: layout_mismatch (found " +
+  EXPECT_EQ(ring.error().message(), path_ + ": open: unsupported layout version: layout_mismatch (found " +
                                         std::to_string(kLayoutVersion + 1) + ", expected " +
                                         std::to_string(kLayoutVersion) + ")");
 }
@@ -83,7 +83,7 @@ TEST_F(BadFileTest, WrongSlotSizeIsLayoutMismatchNamingBothSizes) {
   EXPECT_EQ(open_code(bytes), Errc::layout_mismatch);
   const auto ring = BroadcastRing::open(path_);
   ASSERT_FALSE(ring);
-  EXPECT_EQ(ring.error().message(), "open: slot size is not 64: layout_mismatch (found 128, expected 64)");
+  EXPECT_EQ(ring.error().message(), path_ + ": open: slot size is not 64: layout_mismatch (found 128, expected 64)");
 }
 
 TEST(ErrorMessageTest, JoinsWhatDetailAndStrerrorLeavingOutEmptyParts) {

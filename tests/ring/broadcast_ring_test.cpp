@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -281,6 +282,24 @@ TEST_F(BroadcastRingTest, SecondHandleSubscribesToFirstHandlesMessages) {
   EXPECT_EQ(text(buf, r), "across");
   // The id belongs to the handle that registered it.
   EXPECT_EQ(producer->try_recv(*c, buf).status, Errc::invalid_consumer);
+}
+
+TEST_F(BroadcastRingTest, WaitForConsumersTimesOutUntilEnoughAreRegisteredWhoGetTheNextPush) {
+  auto producer = BroadcastRing::create(path(), 8);
+  ASSERT_TRUE(producer);
+  EXPECT_EQ(producer->wait_for_consumers(0, std::chrono::nanoseconds(0)), Errc::ok);
+  EXPECT_EQ(producer->wait_for_consumers(1, std::chrono::milliseconds(20)), Errc::timed_out);
+  auto consumer = BroadcastRing::open(path());
+  ASSERT_TRUE(consumer);
+  auto c = consumer->register_consumer();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(producer->wait_for_consumers(1, std::chrono::seconds(30)), Errc::ok);
+  EXPECT_EQ(producer->wait_for_consumers(2, std::chrono::milliseconds(1)), Errc::timed_out);
+  ASSERT_EQ(producer->try_push(as_bytes("first")), Errc::ok);
+  Buffer buf{};
+  const RecvResult r = consumer->try_recv(*c, buf);
+  ASSERT_EQ(r.status, Errc::ok);
+  EXPECT_EQ(text(buf, r), "first");
 }
 
 TEST_F(BroadcastRingTest, OversizedPayloadIsRejectedAndNothingIsPublished) {

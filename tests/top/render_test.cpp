@@ -40,6 +40,7 @@ RingView ring(std::uint64_t id, const std::string& name, std::vector<ConsumerVie
   r.producer_seq = 5000;
   r.producer_pid = 42;
   r.producer_alive = true;
+  r.producer = ProducerState::kLive;
   r.producer_process = "ticker";
   r.push_rate = 100.0;
   r.byte_rate = 5200.0;
@@ -244,6 +245,7 @@ TEST(RenderTest, ExtremeValuesStayInsideEightyColumns) {
   r.payload_bytes = std::numeric_limits<std::uint64_t>::max();
   r.max_message = layout::max_message_for(kMaxCapacity) - 1;  // not a whole KiB: printed in bytes
   r.producer_pid = 4194304;
+  r.producer = ProducerState::kDead;
   r.producer_process = "a-very-long-producer-name";
   r.half_written_slot = true;
   r.wakeups = true;

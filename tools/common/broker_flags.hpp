@@ -8,11 +8,13 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "broker_settings.hpp"
 #include "config_schema.hpp"
+#include "help_groups.hpp"
 #include "ringcast/broker/config.hpp"
 #include "token_secret.hpp"
 
@@ -59,6 +61,23 @@ class BrokerFlags {
   std::string password_file_;
   std::string token_secret_file_;
 };
+
+// The --help groups of the broker's settings, after each tool's "Common"
+// group (help_groups.hpp); NATS comes after them in both tools.
+[[nodiscard]] inline std::vector<HelpGroup> broker_help_groups() {
+  return {
+      {"Delivery: QoS 1 and history (docs/guarantees.md)",
+       {"--ack-timeout", "--max-retries", "--max-in-flight", "--session-ttl", "--history", "--data-dir", "--fsync"}},
+      {"Slow subscribers and limits (docs/broker.md)",
+       {"--overflow-policy", "--hard-limit", "--soft-limit*", "--write-budget", "--pace-bytes", "--max-stall",
+        "--max-block", "--max-bulk-len", "--max-args", "--max-subscriptions", "--max-connections", "--ws-max-message",
+        "--dedupe", "--io-threads"}},
+      {"Security: passwords, tokens, TLS (docs/security.md)",
+       {"--requirepass*", "--token-secret-file", "--auth-timeout", "--max-unauthenticated", "--max-auth-failures",
+        "--tls-*", "--ws-tls"}},
+      {"NATS (docs/scale-out.md)", {"--nats*", "--jetstream*", "--stream-*"}},
+  };
+}
 
 // HOST:PORT for a URL: an IPv6 literal goes in brackets ("[::1]:8080").
 [[nodiscard]] inline std::string url_authority(const std::string& host, std::uint16_t port) {

@@ -68,9 +68,17 @@ namespace ringcast::tools {
       schema::number<Config>("max-subscriptions", RINGCAST_MEMBER(max_subscriptions),
                              "Channels + patterns per connection"),
       schema::number<Config>("max-connections", RINGCAST_MEMBER(max_connections), "Most simultaneous clients"),
-      schema::with_old_name(schema::duration<Config>("auth-timeout", RINGCAST_MEMBER(auth_timeout),
-                                                     "Close connections that have not authenticated within this time"),
-                            "auth-timeout-ms", "ms"),
+      schema::number<Config>("max-unauthenticated", RINGCAST_MEMBER(max_unauthenticated),
+                             "Most connections not yet authenticated (or not yet through the WebSocket upgrade or "
+                             "TLS handshake); more are refused"),
+      schema::with_old_name(
+          schema::duration<Config>("auth-timeout", RINGCAST_MEMBER(auth_timeout),
+                                   "Close connections that have not authenticated (or completed the WebSocket "
+                                   "upgrade) within this time"),
+          "auth-timeout-ms", "ms"),
+      schema::number<Config>("max-auth-failures", RINGCAST_MEMBER(max_auth_failures),
+                             "Close a connection after this many failed authentications (each answered after a "
+                             "delay that grows per address)"),
       schema::text<Config>("requirepass", RINGCAST_MEMBER(requirepass),
                            "Require AUTH with this password (prefer --requirepass-file)"),
       schema::duration<Config>("ack-timeout", RINGCAST_MEMBER(ack_timeout),

@@ -111,12 +111,14 @@ inline std::optional<int> parse_settings(CLI::App& app, int argc, char** argv) {
                  "RINGCAST_* variables override it (docs/broker.md, \"Settings\")",
                  config_from_env)
       ->envname(config_env)
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->group(app.get_help_ptr()->get_group());
   bool print = false;
   app.add_flag("--print-config", print,
                "Print the effective settings (flags > RINGCAST_* variables > --config file > defaults) "
                "as a config file, without secrets, and exit")
-      ->configurable(false);
+      ->configurable(false)
+      ->group(app.get_help_ptr()->get_group());
   if (CLI::Option* help = app.get_help_ptr()) help->configurable(false);
   for (CLI::Option* opt : app.get_options()) {
     if (opt->get_configurable() && opt->get_envname().empty() && !opt->get_lnames().empty()) {

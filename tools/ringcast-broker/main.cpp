@@ -17,6 +17,7 @@
 #include "broker_flags.hpp"
 #include "descriptor_limit.hpp"
 #include "guarded_main.hpp"
+#include "help_groups.hpp"
 #include "nats_settings.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/relay/broker_nats_ingress.hpp"
@@ -28,7 +29,10 @@ namespace {
 int run(int argc, char** argv) {
   using ringcast::broker::BrokerConfig;
   BrokerConfig cfg;
-  CLI::App app{"ringcast-broker: Redis-protocol (RESP2/RESP3) pub/sub fan-out broker"};
+  CLI::App app{
+      "ringcast-broker: Redis-protocol (RESP2/RESP3) pub/sub fan-out broker, with WebSocket clients.\n"
+      "  ringcast-broker --port 6390                 redis-cli -p 6390 SUBSCRIBE chat / PUBLISH chat hi\n"
+      "  ringcast-broker --port 6390 --ws-port 8080  also WebSocket + JSON, live page on http://127.0.0.1:8080/"};
   ringcast::tools::BrokerFlags flags;
   ringcast::tools::add_settings(app, ringcast::tools::broker_listen_settings(), cfg);
   flags.add_to(app, cfg);
@@ -50,6 +54,10 @@ int run(int argc, char** argv) {
                  "through a durable consumer instead of a core NATS subscription: at least once, a message is acked "
                  "once the broker took it, and a restarted broker resumes after the last acked one");
   ringcast::tools::add_settings(app, ringcast::tools::jetstream_ingress_settings(), js);
+  std::vector<ringcast::tools::HelpGroup> groups = {
+      {"Common", {"--port", "--bind", "--ws-port", "--requirepass-file", "--overflow-policy"}}};
+  for (auto& g : ringcast::tools::broker_help_groups()) groups.push_back(std::move(g));
+  ringcast::tools::set_help_groups(app, groups);
   if (const auto exit_status = ringcast::tools::parse_settings(app, argc, argv)) return *exit_status;
   std::vector<ringcast::relay::NatsBrokerIngressRoute> nats_routes;
   for (const auto& spec : nats_in_specs) {

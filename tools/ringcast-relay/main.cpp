@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -19,6 +20,7 @@
 #include "broker_flags.hpp"
 #include "descriptor_limit.hpp"
 #include "guarded_main.hpp"
+#include "help_groups.hpp"
 #include "nats_settings.hpp"
 #include "relay_settings.hpp"
 #include "ringcast/relay/metrics_server.hpp"
@@ -40,7 +42,9 @@ int usage(const std::string& text) {
 int run(int argc, char** argv) {
   CLI::App app{
       "ringcast-relay: drains shared-memory rings into an in-process Redis-protocol broker and/or NATS.\n"
-      "The broker runs unless --nats is given without --listen. See docs/relay.md."};
+      "The broker runs unless --nats is given without --listen. See docs/relay.md.\n"
+      "  ringcast-relay --ring /dev/shm/ticks.ring=ticks --listen 127.0.0.1:6391   redis-cli -p 6391 SUBSCRIBE ticks\n"
+      "  ringcast-relay --ring /dev/shm/ticks.ring=ticks --nats nats://127.0.0.1:4222"};
   std::vector<std::string> ring_specs;
   std::vector<std::string> nats_in_specs;
   std::vector<std::string> nats_in_broker_specs;
@@ -94,6 +98,11 @@ int run(int argc, char** argv) {
   tools::add_start_at_option(app, start, "the relay opens a ring file it has not relayed before (every --ring)");
 
   broker_flags.add_to(app, cfg);  // as ringcast-broker (docs/broker.md, docs/security.md "TLS")
+  std::vector<tools::HelpGroup> groups = {
+      {"Common", {"--ring", "--listen", "--ws-port", "--nats", "--metrics", "--from"}},
+      {"Relay", {"--batch", "--metrics-tls", "--nats-in", "--nats-in-broker"}}};
+  for (auto& g : tools::broker_help_groups()) groups.push_back(std::move(g));
+  tools::set_help_groups(app, groups);
   if (const auto exit_status = ringcast::tools::parse_settings(app, argc, argv)) return *exit_status;
 
   for (const auto& spec : ring_specs) {
@@ -183,6 +192,27 @@ int run(int argc, char** argv) {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // The metrics port is bound before the relay starts, so that a busy port
+  // fails the start before any ring is registered on or any port listens.
+  // Until the relay is up a scrape gets an empty page. `relay_up` is written
+  // once, by this thread, after Relay::start; release/acquire: the scrape
+  // sees the started relay. The server stops before the relay does (below).
+  std::atomic<const Relay*> relay_up{nullptr};
+  std::unique_ptr<MetricsServer> metrics_server;
+  if (metrics_at) {
+    auto m = MetricsServer::start(
+        metrics_at->host, metrics_at->port,
+        [&relay_up] {
+          const Relay* up = relay_up.load(std::memory_order_acquire);
+          return up != nullptr ? up->prometheus_text() : std::string();
+        },
+        metrics_tls_files);
+    if (!m) {
+      fmt::print(stderr, "ringcast-relay: {} (--metrics {}; pick another port)\n", m.error().message(), metrics);
+      return 1;
+    }
+    metrics_server = std::move(*m);
+  }
   auto relay = Relay::start(std::move(config));
   if (!relay) {
     fmt::print(stderr, "ringcast-relay: {}\n", relay.error().message());
@@ -192,6 +222,7 @@ int run(int argc, char** argv) {
     return 1;
   }
   Relay& r = **relay;
+  relay_up.store(&r, std::memory_order_release);
   // Tests and scripts read the ports from these lines.
   if (r.broker() != nullptr && cfg.plain_port) {
     fmt::print("ringcast-relay listening on {}:{}\n", cfg.bind_address, r.broker()->port());
@@ -218,16 +249,7 @@ int run(int argc, char** argv) {
     fmt::print("ringcast-relay subscribed to NATS {} into {} {}\n", i.subject, i.to_ring ? "ring" : "channel",
                i.target);
   }
-  std::unique_ptr<MetricsServer> metrics_server;
-  if (metrics_at) {
-    auto m = MetricsServer::start(
-        metrics_at->host, metrics_at->port, [&r] { return r.prometheus_text(); }, metrics_tls_files);
-    if (!m) {
-      fmt::print(stderr, "ringcast-relay: {}\n", m.error().message());
-      r.stop();
-      return 1;
-    }
-    metrics_server = std::move(*m);
+  if (metrics_server) {
     fmt::print("ringcast-relay metrics on {}://{}/metrics\n", metrics_tls ? "https" : "http",
                tools::url_authority(metrics_at->host, metrics_server->port()));
   }

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -50,7 +51,8 @@ void install_stop_handlers() {
 }
 
 int report(const std::string& path, const Error& e) {
-  fmt::print(stderr, "ringcast: {}: {}\n", path, e.message());
+  // An error of open or create names the path itself (Error::path).
+  fmt::print(stderr, "ringcast: {}{}\n", e.path.empty() ? path + ": " : "", e.message());
   return 1;
 }
 
@@ -97,6 +99,11 @@ int cmd_create(const std::string& path, std::uint64_t capacity, const std::strin
   return 0;
 }
 
+bool has_dead_consumer(const RingStatus& s) {
+  return std::any_of(std::begin(s.consumers), std::end(s.consumers),
+                     [](const ConsumerStatus& c) { return c.active && !c.owner_alive; });
+}
+
 int cmd_pub(const std::string& path, bool binary) {
   install_stop_handlers();  // before the claim, as in cmd_sub
   auto ring = BroadcastRing::open(path);
@@ -107,6 +114,7 @@ int cmd_pub(const std::string& path, bool binary) {
   std::uint64_t number = 0;
   std::uint64_t published = 0;
   std::uint64_t rejected = 0;
+  bool dead_hinted = false;
   int status = 0;
   while (!g_stop) {
     const tools::MessageInput::Next next = input.next();
@@ -134,8 +142,17 @@ int cmd_pub(const std::string& path, bool binary) {
       continue;
     }
     Errc e = Errc::full;
-    // Back-pressure: wait for the slowest consumer, waking regularly for signals.
+    // Back-pressure: wait for the slowest consumer, waking regularly for
+    // signals; once, when a consumer that died is what holds the ring full,
+    // say how to free it.
     while (!g_stop && (e = ring->push_wait(next.data, 200ms)) == Errc::timed_out) {
+      if (!dead_hinted && has_dead_consumer(ring->status())) {
+        fmt::print(
+            stderr,
+            "ringcast: the ring is full and a consumer that died holds it back; free it with: ringcast reap {}\n",
+            path);
+        dead_hinted = true;
+      }
     }
     if (e != Errc::ok) {
       if (g_stop) break;
@@ -233,6 +250,7 @@ int cmd_sub(const std::string& path, std::uint64_t count, bool hex, bool binary,
       }
     } else if (e != Errc::ok && e != Errc::empty && e != Errc::timed_out && e != Errc::stalled) {
       fmt::print(stderr, "ringcast: receive: {}\n", to_string(e));
+      status = 1;
       break;
     }
   }
@@ -259,6 +277,7 @@ nlohmann::json status_json(const std::string& path, const RingStatus& s) {
           {"producer_seq", s.producer_seq},
           {"producer_pid", s.producer_pid},
           {"producer_alive", s.producer_alive},
+          {"producer_state", to_string(s.producer)},
           {"half_written_slot", s.half_written_slot},
           {"upstream_lost", s.upstream_lost},
           {"upstream_gaps", s.upstream_gaps},
@@ -284,10 +303,22 @@ int cmd_info(const std::string& path, bool json) {
     fmt::print("max message {} bytes (up to {} slots per message)\n", s.max_message,
                layout::block_slots(s.max_message));
   }
-  fmt::print("producer    position {}, {}\n", s.producer_seq,
-             s.producer_alive ? fmt::format("live (pid {})", s.producer_pid)
-                              : (s.producer_pid ? fmt::format("none (last pid {}, gone)", s.producer_pid)
-                                                : std::string("none yet")));
+  // The words are ring-top's (to_string(ProducerState)).
+  switch (s.producer) {
+    case ProducerState::kLive:
+      fmt::print("producer    position {}, live (pid {})\n", s.producer_seq, s.producer_pid);
+      break;
+    case ProducerState::kNone:
+      fmt::print("producer    position {}, none yet\n", s.producer_seq);
+      break;
+    case ProducerState::kLeft:
+      fmt::print("producer    position {}, left (released the role; the next producer continues)\n", s.producer_seq);
+      break;
+    case ProducerState::kDead:
+      fmt::print("producer    position {}, dead (pid {} ended holding the role; the next producer continues)\n",
+                 s.producer_seq, s.producer_pid);
+      break;
+  }
   if (s.half_written_slot) {
     fmt::print(
         "            the slot at position {} is half-written by a producer that died; the next\n"
@@ -384,7 +415,10 @@ int cmd_token(const TokenRequest& r) {
 
 // main's body; main turns an exception that escapes it into a message.
 int run(int argc, char** argv) {
-  CLI::App app{"ringcast: shared-memory broadcast rings (create, pub, sub, info, reap, rm) and broker tokens (token)"};
+  CLI::App app{
+      "ringcast: shared-memory broadcast rings (create, pub, sub, info, reap, rm) and broker tokens (token)\n"
+      "  ringcast create /dev/shm/ticks.ring --capacity 4096\n"
+      "  ringcast sub /dev/shm/ticks.ring &  echo hello | ringcast pub /dev/shm/ticks.ring"};
   app.require_subcommand(1);
 
   std::string path;

@@ -173,9 +173,20 @@ struct BrokerConfig {
   std::size_t max_args = kDefaultMaxArgs;         // most arguments in one command
   std::size_t max_subscriptions = 100'000;        // channels + patterns per connection
   std::size_t max_connections = 10'000;
-  // Connections that have not authenticated within this time are closed. Only
-  // applies when requirepass or token_secret is set.
+  // Connections that have not authenticated yet (or, on the WebSocket port,
+  // not completed the upgrade; on a TLS port, the handshake) count against
+  // this smaller limit too, so that idle newcomers cannot take every one of
+  // max_connections (docs/security.md, "Before authentication"); more are
+  // refused with an error and counted.
+  std::size_t max_unauthenticated = 1'000;
+  // Connections that have not authenticated within this time are closed; also
+  // a WebSocket connection that has not completed its HTTP upgrade by then,
+  // with or without authentication configured.
   std::chrono::milliseconds auth_timeout = std::chrono::seconds(10);
+  // A connection whose authentication failed this many times is closed after
+  // answering; every refusal is answered after a delay that grows with its
+  // address's recent failures (docs/security.md, "Before authentication").
+  std::uint32_t max_auth_failures = 3;
 
   // QoS 1 (docs/guarantees.md, "QoS 1"): a delivery at QoS 1 not acked within
   // ack_timeout is sent again (marked dup) to that subscriber, at most
@@ -197,6 +208,8 @@ struct BrokerConfig {
   // <token>` gives the channel permissions the token grants. At least
   // kMinTokenSecretBytes (32) bytes, else Broker::start fails with kInvalidConfig.
   std::string token_secret;
+  // A password or a token secret is set: every connection must authenticate.
+  [[nodiscard]] bool auth_required() const noexcept { return !requirepass.empty() || !token_secret.empty(); }
 
   // Per-channel history (docs/guarantees.md): each entry a --history
   // GLOB=SIZE[,TTL] rule, first match wins. Empty: no channel keeps history,

@@ -17,6 +17,7 @@ struct RelayError {
     kNats,           // the NATS options or connection could not be set up
     kThread,         // a reader thread could not be started; sys_errno says why
     kMetrics,        // the --metrics endpoint could not bind or start (MetricsServer)
+    kRing,           // a --ring path holds a file that is not a ring (Relay::start)
   };
   Code code = Code::kInvalidConfig;
   int sys_errno = 0;  // errno of the failing call, 0 when not a system error

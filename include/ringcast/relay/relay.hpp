@@ -341,8 +341,11 @@ class Relay {
  public:
   // Validates the config (validate()), starts the broker (if any), connects NATS (if any;
   // an unreachable server is retried in the background, publishes buffer),
-  // and starts one reader per ring. A ring file that does not exist yet is
-  // waited for; a ring without a producer is registered on and waited on.
+  // and starts one reader per ring. A ring file that does not exist yet (or is
+  // empty, or not yet initialised: a ring being created) is waited for; a ring
+  // without a producer is registered on and waited on. A path that holds
+  // something else (a text file, a directory, a FIFO) is kRing, before
+  // anything has started.
   [[nodiscard]] static tl::expected<std::unique_ptr<Relay>, RelayError> start(RelayConfig config);
 
   Relay(const Relay&) = delete;

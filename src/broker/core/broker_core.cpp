@@ -61,15 +61,16 @@ BrokerCore::BrokerCore(BrokerConfig config, const Clock& clock, std::unique_ptr<
 
 BrokerCore::~BrokerCore() = default;
 
-BrokerCore::Published BrokerCore::publish(const Message& m) {
+BrokerCore::Published BrokerCore::publish(const Message& m, Space space) {
   Published p;
-  p.status = publish({&m, 1}, {&p.receivers, 1}, {&p.id, 1}).status;
+  p.status = publish({&m, 1}, {&p.receivers, 1}, {&p.id, 1}, space).status;
   return p;
 }
 
 PublishOutcome BrokerCore::publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
-                                   std::span<std::uint64_t> ids) {
-  const PublishOutcome out = index_.publish(msgs, config_.dedupe, receivers, ids);
+                                   std::span<std::uint64_t> ids, Space space) {
+  const PublishOutcome out = space == Space::kShardChannels ? index_.publish_shard(msgs, receivers)
+                                                            : index_.publish(msgs, config_.dedupe, receivers, ids);
   if (out.status == PublishOutcome::Status::kNotStored) qos1_.count_not_stored();
   std::size_t deliveries = 0;
   for (std::size_t i = 0; i < out.published; ++i) deliveries += receivers[i];
@@ -77,16 +78,6 @@ PublishOutcome BrokerCore::publish(std::span<const Message> msgs, std::span<std:
   published_.fetch_add(out.published, std::memory_order_relaxed);
   deliveries_.fetch_add(deliveries, std::memory_order_relaxed);
   return out;
-}
-
-BrokerCore::Published BrokerCore::publish_shard(const Message& m) {
-  Published p;
-  p.status = index_.publish_shard({&m, 1}, {&p.receivers, 1}).status;
-  if (p.status != PublishOutcome::Status::kPublished) return p;
-  // relaxed: statistics only.
-  published_.fetch_add(1, std::memory_order_relaxed);
-  deliveries_.fetch_add(p.receivers, std::memory_order_relaxed);
-  return p;
 }
 
 void BrokerCore::register_client(Client& c) {

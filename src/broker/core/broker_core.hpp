@@ -120,27 +120,34 @@ class BrokerCore {
   // Takes the index update lock for `c`'s (un)subscribes (SubscriptionUpdate).
   [[nodiscard]] SubscriptionUpdate update(Client& c) { return SubscriptionUpdate(index_, c); }
 
-  // One PUBLISH (or a WebSocket publish, with its QoS: Message::qos) from a
-  // client or the embedding process: its deliveries (Redis's reply) and its id
-  // (0 if refused; a WebSocket QoS 1 publish is answered by puback
-  // {message_id}). Refusals are not counted here: the caller may wait and
-  // retry (count_refused once it gives up).
+  // Which subscriptions a publish reaches: PUBLISH's channels and patterns,
+  // or SPUBLISH's shard channels (a namespace of their own).
+  enum class Space : std::uint8_t { kChannels, kShardChannels };
+
+  // The one way a message enters the core, from every publisher: the RESP and
+  // WebSocket sessions, Broker::publish (the relay, an embedding process) and
+  // whatever feeds the broker from elsewhere. An accepted message leaves
+  // through SubscriptionIndex::publish into its subscribers' queues (and
+  // history); a refused one comes back as PublishOutcome::kRefused, which the
+  // caller's RefusalHold (refusal_hold.hpp) holds or refuses and counts.
+  //
+  // Publishes `msgs` in order, stopping at the first refused message.
+  // receivers[i] gets message i's reply (its deliveries), ids[i] (when `ids`
+  // is not empty; kChannels only) its id, its history offset on a retained
+  // channel. A QoS 1 message that history failed to store is counted in the
+  // qos1 stats. REQUIRES: receivers.size() == msgs.size(); ids empty or
+  // ids.size() == msgs.size().
+  PublishOutcome publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
+                         std::span<std::uint64_t> ids = {}, Space space = Space::kChannels);
+  // One message (a PUBLISH, SPUBLISH or WebSocket publish with its QoS,
+  // Message::qos): its outcome, deliveries and id (0 if refused; a WebSocket
+  // QoS 1 publish is answered by puback {message_id}).
   struct Published {
     PublishOutcome::Status status = PublishOutcome::Status::kPublished;
     std::size_t receivers = 0;
     std::uint64_t id = 0;
   };
-  Published publish(const Message& m);
-  // SPUBLISH: reaches the channel's shard subscriptions only.
-  Published publish_shard(const Message& m);
-  // Several PUBLISHes in order (SubscriptionIndex::publish): stops at the first
-  // refused message. receivers[i] gets message i's reply, ids[i] (when `ids` is
-  // not empty) its id (its history offset on a retained channel). Refusals are
-  // not counted here; a QoS 1 message that history failed to store is counted
-  // in the qos1 stats.
-  // REQUIRES: receivers.size() == msgs.size(); ids empty or ids.size() == msgs.size().
-  PublishOutcome publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
-                         std::span<std::uint64_t> ids = {});
+  Published publish(const Message& m, Space space = Space::kChannels);
   void count_refused(std::uint64_t n) noexcept {
     refused_.fetch_add(n, std::memory_order_relaxed);
   }  // relaxed: statistic

@@ -64,9 +64,7 @@ void Client::push_messages(std::span<const FrameRef> blocks) noexcept {
   if (wake) on_queue_ready();
 }
 
-bool Client::auth_required() const noexcept {
-  return !core_.config().requirepass.empty() || !core_.config().token_secret.empty();
-}
+bool Client::auth_required() const noexcept { return core_.config().auth_required(); }
 
 Client::AuthOutcome Client::authenticate(std::optional<std::string_view> user, std::string_view secret) {
   using Kind = AuthOutcome::Kind;
@@ -77,23 +75,32 @@ Client::AuthOutcome Client::authenticate(std::optional<std::string_view> user, s
     auto grant = verify_token(secret, cfg.token_secret);
     if (!grant) {
       stats.count_token_refused(grant.error());
-      return {Kind::kBadToken, grant.error()};
+      return refuse({Kind::kBadToken, grant.error()}, describe(grant.error()));
     }
     if (user && grant->subject != *user) {
       stats.count_subject_mismatch();
-      return {Kind::kWrongSubject};
+      return refuse({Kind::kWrongSubject}, "the user is not the token's subject");
     }
     stats.count_token_accepted();
     set_grant(std::move(*grant));
   } else {
     if ((user && *user != "default") || !password_matches(secret)) {
       stats.count_password_refused();
-      return {Kind::kWrongPassword};
+      return refuse({Kind::kWrongPassword}, "wrong password");
     }
     set_grant(std::nullopt);  // the password gives every channel
   }
   set_authenticated(true);
   return {};
+}
+
+Client::AuthOutcome Client::refuse(AuthOutcome r, std::string_view why) {
+  ++auth_failures_;
+  r.close = auth_failures_ >= core_.config().max_auth_failures;
+  // Summed: guesses pipelined in one input wait as long as guesses sent one
+  // after the other would.
+  reply_delay_ += core_.auth_stats().record_failure(peer_, why, auth_failures_, r.close);
+  return r;
 }
 
 bool Client::password_matches(std::string_view pass) const noexcept {

@@ -34,6 +34,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "broker/core/subscription_index.hpp"
 #include "broker/queue/wire_format.hpp"
@@ -105,6 +106,15 @@ class Client : public Subscriber {
 
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
   [[nodiscard]] bool authenticated() const noexcept { return authenticated_; }
+  // Authenticated, and past the protocol's own handshake (the WebSocket
+  // upgrade): until then the server closes the connection at auth_timeout and
+  // counts it against max_unauthenticated (server/connection.hpp, A1-A3).
+  [[nodiscard]] virtual bool admitted() const noexcept { return authenticated_; }
+  // How long the server waits before it writes what the last input queued:
+  // the sum of its refused authentications' delays (AuthStats::record_failure),
+  // else zero.
+  // Resets it. Owner thread.
+  [[nodiscard]] std::chrono::milliseconds take_reply_delay() noexcept { return std::exchange(reply_delay_, {}); }
   [[nodiscard]] const std::string& peer() const noexcept { return peer_; }
   [[nodiscard]] std::chrono::steady_clock::time_point created() const noexcept { return created_; }
   // CLIENT SETNAME's name, or empty. Any thread.
@@ -140,7 +150,10 @@ class Client : public Subscriber {
   // secret, `secret` must be the password (and `user`, if named, "default").
   // Accepted: the client is authenticated with the token's grant, or with
   // none (every channel) for the password. Counted in AuthStats either way;
-  // the session words the refusal in its protocol.
+  // the session words the refusal in its protocol. A refusal is also recorded
+  // per address and logged (AuthStats::record_failure), sets the reply delay
+  // (take_reply_delay), and at the connection's max_auth_failures-th sets
+  // `close`: the session answers, then closes the connection.
   struct AuthOutcome {
     enum class Kind : std::uint8_t {
       kAccepted,
@@ -150,6 +163,7 @@ class Client : public Subscriber {
     };
     Kind kind = Kind::kAccepted;
     TokenError token_error{};
+    bool close = false;
   };
   AuthOutcome authenticate(std::optional<std::string_view> user, std::string_view secret);
   // The grant of the token the client authenticated with; nullopt (no token, or
@@ -177,6 +191,9 @@ class Client : public Subscriber {
   // time that depends only on the lengths; true when no password is set
   // ("nopass", as Redis's default user).
   [[nodiscard]] bool password_matches(std::string_view pass) const noexcept;
+  // authenticate()'s refusal `r` (described by `why`): counts, records and
+  // delays it, and decides `close`.
+  AuthOutcome refuse(AuthOutcome r, std::string_view why);
 
   BrokerCore& core_;
   Waker& waker_;
@@ -184,6 +201,8 @@ class Client : public Subscriber {
   const std::string peer_;
   const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   bool authenticated_;
+  std::uint32_t auth_failures_ = 0;  // refused authentications on this connection
+  std::chrono::milliseconds reply_delay_{0};
   std::optional<Grant> grant_;
   bool detached_ = false;
   bool published_ = false;

@@ -43,6 +43,16 @@ struct SourceFrames {
     if (!slot) slot = wire_codec(f).encode(run);
     return slot;
   }
+  // Keeps only the first `n` messages (n >= 1): the frames already encoded
+  // are cut from their blocks, not encoded again.
+  void truncate(std::size_t n) {
+    run.msgs = run.msgs.first(n);
+    for (auto* slots : {&blocks, &qos1}) {
+      for (FrameRef& slot : *slots) {
+        if (slot) slot = copy_frames(FrameSpan{slot, 0, static_cast<std::uint32_t>(n)});
+      }
+    }
+  }
   // The subscription name this source matched: the channel or the pattern.
   [[nodiscard]] std::string_view name() const noexcept {
     return run.kind == DeliveryKind::kPattern ? run.pattern : run.msgs.front().channel;
@@ -413,16 +423,16 @@ std::size_t SubscriptionIndex::publish_run_locked(std::span<const Message> run, 
     if (!h.sub->queue().blocking()) continue;  // one relaxed load per delivery
     allowed = std::min<std::size_t>(allowed, h.sub->queue().room_frames(sources[h.source].get(h.sub->format())));
   }
-  if (allowed < run.size()) {
-    // Rare: encode the prefix that fits anew (the frames above hold the whole run).
+  if (allowed == 0) {
     hits.clear();
     sources.clear();
-    accepted = allowed;
-    std::size_t all = 0;
-    if (allowed == 0) return 0;
-    const std::size_t n = publish_run_locked(run.first(allowed), dedupe, shard, first_id, all, unstored);
-    if (unstored) accepted = 0;
-    return n;
+    accepted = 0;
+    return 0;
+  }
+  if (allowed < run.size()) {
+    // Rare: only the prefix that fits is published, from the frames above.
+    run = run.first(allowed);
+    for (SourceFrames& src : sources) src.truncate(allowed);
   }
   accepted = run.size();
   // Invariant 5: logged before any subscriber is offered the run; a QoS 1 run

@@ -59,7 +59,7 @@ class SubscriptionList {
   [[nodiscard]] const std::string& front() const noexcept { return names_.front(); }
 
  private:
-  std::list<std::string> names_;  // in insertion order; nodes never move
+  std::list<std::string> names_;                                // in insertion order; nodes never move
   std::unordered_map<std::string_view, const_iterator> where_;  // keys view names_' strings
 };
 

@@ -3,16 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include <fmt/format.h>
-
 #include "broker/guarantees/qos1_stats.hpp"
 #include "broker/queue/connection_queue.hpp"
 
 namespace ringcast::broker {
-
-std::string format_expiry_notice(std::string_view channel, std::uint64_t id, std::uint32_t sends, std::uint64_t total) {
-  return fmt::format("expired topic={} message_id={} sends={} total={}", channel, id, sends, total);
-}
 
 AckTracker::AckTracker(AckSettings settings, const Clock& clock, WireFormat format, Redeliver redeliver,
                        Qos1Stats* registry)
@@ -35,7 +29,8 @@ std::uint32_t AckTracker::intern_locked(std::string_view channel) {
   return id;
 }
 
-void AckTracker::admit_locked(Key key, const FrameRef& block, std::uint32_t frame, std::chrono::nanoseconds now) {
+void AckTracker::admit_locked(Key key, const FrameRef& block, std::uint32_t frame, std::chrono::nanoseconds now,
+                              bool sent) {
   std::uint32_t s;
   if (!free_slots_.empty()) {
     s = free_slots_.back();
@@ -48,7 +43,7 @@ void AckTracker::admit_locked(Key key, const FrameRef& block, std::uint32_t fram
   slot.key = key;
   slot.block = block;
   slot.frame = frame;
-  slot.sends = 1;
+  slot.sends = sent ? 1 : 0;
   slot.live = true;
   // A redelivered id that is still in flight (a recovery that overlaps) keeps
   // its first slot: the newer one replaces it in the index.
@@ -57,7 +52,7 @@ void AckTracker::admit_locked(Key key, const FrameRef& block, std::uint32_t fram
     it->second = s;
   }
   deadlines_.push_back({now + settings_.ack_timeout, s, slot.generation});
-  ++stats_.delivered;
+  if (sent) ++stats_.delivered;
 }
 
 void AckTracker::release_slot_locked(std::uint32_t s) noexcept {
@@ -75,12 +70,13 @@ bool AckTracker::offer(std::string_view channel, std::uint64_t first_id, const F
   const std::uint32_t ch = intern_locked(channel);
   const std::uint32_t n = block->count();
   ChannelState& cs = channel_state_[ch];
+  cs.withheld = false;  // invariant 5: this connection subscribed to it
   for (std::uint32_t i = 0; i < n; ++i) cs.offered.push_back(first_id + i);
   cs.last_offered = std::max(cs.last_offered, first_id + n - 1);
   const std::size_t room = waiting_.empty() ? settings_.max_in_flight - index_.size() : 0;  // invariant 2
   const auto admit = static_cast<std::uint32_t>(std::min<std::size_t>(n, room));
   const std::chrono::nanoseconds now = admit > 0 ? clock_.now() : std::chrono::nanoseconds{0};
-  for (std::uint32_t i = 0; i < admit; ++i) admit_locked({ch, first_id + i}, block, i, now);
+  for (std::uint32_t i = 0; i < admit; ++i) admit_locked({ch, first_id + i}, block, i, now, true);
   bool wake = false;
   if (admit == n) {
     wake = queue.push(block).wake;
@@ -111,8 +107,8 @@ bool AckTracker::wait_locked(Key key, const FrameRef& block, std::uint32_t frame
           const Waiting& w = waiting_.front();
           waiting_bytes_ -= w.block->end(w.frame) - w.block->begin(w.frame);
           ++stats_.dropped;
-          wake |= push_notice_locked(queue, fmt::format("window-dropped topic={} message_id={} total={}",
-                                                        channel_names_[w.key.channel], w.key.id, stats_.dropped));
+          wake |= queue.note_qos1_loss(Qos1Loss::kWindowDropped, channel_names_[w.key.channel], w.key.id,
+                                       stats_.dropped, 0);
           unwait_locked(w.key);
           waiting_.pop_front();
         }
@@ -120,8 +116,7 @@ bool AckTracker::wait_locked(Key key, const FrameRef& block, std::uint32_t frame
       case OverflowPolicy::kDropNewest:
       case OverflowPolicy::kBlock:
         ++stats_.dropped;
-        return push_notice_locked(queue, fmt::format("window-dropped topic={} message_id={} total={}",
-                                                     channel_names_[key.channel], key.id, stats_.dropped));
+        return queue.note_qos1_loss(Qos1Loss::kWindowDropped, channel_names_[key.channel], key.id, stats_.dropped, 0);
     }
   }
   waiting_.push_back({key, block, frame});
@@ -137,10 +132,11 @@ AckResult AckTracker::ack(std::optional<std::string_view> channel, std::uint64_t
   auto it = index_.end();
   if (channel) {
     const auto ch = channel_ids_.find(*channel);
-    if (ch != channel_ids_.end()) it = index_.find(Key{ch->second, id});
+    if (ch != channel_ids_.end() && !channel_state_[ch->second].withheld) it = index_.find(Key{ch->second, id});
   } else {
     // One lookup per channel this subscriber has been delivered on.
     for (std::uint32_t c = 0; c < channel_names_.size(); ++c) {
+      if (channel_state_[c].withheld) continue;  // invariant 5
       const auto found = index_.find(Key{c, id});
       if (found == index_.end()) continue;
       if (it != index_.end()) return AckResult::kAmbiguous;
@@ -165,8 +161,9 @@ bool AckTracker::refill_locked(ConnectionQueue& queue) {
     Waiting& w = waiting_.front();
     const std::string_view frame = w.block->frame(w.frame);
     waiting_bytes_ -= frame.size();
-    admit_locked(w.key, w.block, w.frame, now);
-    wake |= queue.push(FrameRef::copy_of(frame, /*droppable=*/true)).wake;
+    const bool send = !channel_state_[w.key.channel].withheld;  // invariant 5
+    admit_locked(w.key, w.block, w.frame, now, send);
+    if (send) wake |= queue.push(FrameRef::copy_of(frame, /*droppable=*/true)).wake;
     unwait_locked(w.key);
     waiting_.pop_front();
   }
@@ -200,8 +197,9 @@ std::uint64_t AckTracker::last_offered(std::string_view channel) const {
   return it == channel_ids_.end() ? 0 : channel_state_[it->second].last_offered;
 }
 
-bool AckTracker::redeliver_all(ConnectionQueue& queue) {
+bool AckTracker::redeliver_all(ConnectionQueue& queue, const std::function<bool(std::string_view)>& may_read) {
   std::lock_guard lock(mu_);
+  for (std::uint32_t c = 0; c < channel_names_.size(); ++c) channel_state_[c].withheld = !may_read(channel_names_[c]);
   const std::chrono::nanoseconds now = clock_.now();
   bool wake = false;
   // The live deadlines, in FIFO order, are the in-flight deliveries in the
@@ -215,17 +213,14 @@ bool AckTracker::redeliver_all(ConnectionQueue& queue) {
       --stale_deadlines_;
       continue;
     }
-    ++slot.sends;
-    ++stats_.redelivered;
-    wake |= queue.push(redeliver_(slot.block->frame(slot.frame))).wake;
+    if (!channel_state_[slot.key.channel].withheld) {  // invariant 5
+      ++slot.sends;
+      ++stats_.redelivered;
+      wake |= queue.push(redeliver_(slot.block->frame(slot.frame))).wake;
+    }
     deadlines_.push_back({now + settings_.ack_timeout, d.slot, slot.generation});
   }
   return wake;
-}
-
-bool AckTracker::push_notice_locked(ConnectionQueue& queue, const std::string& text) {
-  const FrameRef msg = encode_message(format_, kLossChannel, text);
-  return queue.push(FrameRef::copy_of(msg->view(), /*droppable=*/false)).wake;
 }
 
 bool AckTracker::on_timer(ConnectionQueue& queue) {
@@ -241,6 +236,10 @@ bool AckTracker::on_timer(ConnectionQueue& queue) {
       --stale_deadlines_;
       continue;
     }
+    if (channel_state_[slot.key.channel].withheld) {  // invariant 5: its deadline only comes round again
+      deadlines_.push_back({now + settings_.ack_timeout, d.slot, slot.generation});
+      continue;
+    }
     if (slot.sends > settings_.max_retries) {
       ++stats_.expired;
       const Key key = slot.key;
@@ -248,8 +247,7 @@ bool AckTracker::on_timer(ConnectionQueue& queue) {
       index_.erase(key);
       release_slot_locked(d.slot);
       --stale_deadlines_;  // its deadline was just popped, not left behind
-      wake |=
-          push_notice_locked(queue, format_expiry_notice(channel_names_[key.channel], key.id, sends, stats_.expired));
+      wake |= queue.note_qos1_loss(Qos1Loss::kExpired, channel_names_[key.channel], key.id, stats_.expired, sends);
       settle_front_locked(key.channel);
       continue;
     }

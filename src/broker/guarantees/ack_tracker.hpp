@@ -34,14 +34,22 @@
 //     1 + max_retries times; counted in expired and reported by a loss notice)
 //     or by reset(); a waiting delivery leaves waiting_ only into the window or
 //     by the overflow policy (counted in dropped and reported by a loss
-//     notice). Nothing vanishes silently.
+//     notice). Nothing vanishes silently. Loss notices are owed to the queue
+//     (ConnectionQueue::note_qos1_loss), which coalesces a run of them.
 //  4. Pushes keep the queue's order: the tracker pushes only under mu_.
+//  5. Withheld channels (a durable session taken over by a connection that may
+//     not read them, docs/security.md): their deliveries are never pushed to
+//     the queue, acked or expired; their deadlines only come round again.
+//     A channel stops being withheld at the next take-over that may read it,
+//     or at its next offer (only the connection's own subscriptions, each
+//     allowed when it was made, bring offers).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory_resource>
 #include <mutex>
 #include <optional>
@@ -117,8 +125,9 @@ class AckTracker {
                            ConnectionQueue& queue) noexcept;
 
   // Owner: the subscriber acked `id` on `channel` (or, without a channel, the
-  // only in-flight delivery with that id). Frees its slot and moves waiting
-  // deliveries into the window; `wake` says whether the writer must be woken.
+  // only in-flight delivery with that id; withheld channels are not looked
+  // at: invariant 5). Frees its slot and moves waiting deliveries into the
+  // window; `wake` says whether the writer must be woken.
   AckResult ack(std::optional<std::string_view> channel, std::uint64_t id, ConnectionQueue& queue, bool& wake);
 
   // Owner: redelivers every delivery whose deadline has passed (dup), expires
@@ -128,9 +137,10 @@ class AckTracker {
 
   // Owner, when a durable session's new connection takes the tracker over
   // (docs/guarantees.md, "Durable subscribers"): sends every in-flight
-  // delivery again, marked dup, in the order first sent, with fresh deadlines.
-  // Returns true if the writer must be woken.
-  [[nodiscard]] bool redeliver_all(ConnectionQueue& queue);
+  // delivery of a channel `may_read` allows again, marked dup, in the order
+  // first sent, with fresh deadlines; the other channels are withheld from
+  // this connection (invariant 5). Returns true if the writer must be woken.
+  [[nodiscard]] bool redeliver_all(ConnectionQueue& queue, const std::function<bool(std::string_view)>& may_read);
 
   // The highest id of `channel` such that every id up to it offered to this
   // tracker has been acked (or expired, or lost to the waiting list's policy):
@@ -180,14 +190,14 @@ class AckTracker {
   };
 
   std::uint32_t intern_locked(std::string_view channel);
-  // Takes a slot for `key` and its deadline (invariant 1).
-  void admit_locked(Key key, const FrameRef& block, std::uint32_t frame, std::chrono::nanoseconds now);
+  // Takes a slot for `key` and its deadline (invariant 1); `sent`: the caller
+  // pushes it now (else it is withheld: invariant 5).
+  void admit_locked(Key key, const FrameRef& block, std::uint32_t frame, std::chrono::nanoseconds now, bool sent);
   void release_slot_locked(std::uint32_t slot) noexcept;
   // Moves waiting deliveries into the window; true if the writer must be woken.
   bool refill_locked(ConnectionQueue& queue);
   // Holds one delivery past the window, under the overflow policy.
   bool wait_locked(Key key, const FrameRef& block, std::uint32_t frame, ConnectionQueue& queue);
-  bool push_notice_locked(ConnectionQueue& queue, const std::string& text);
   void unwait_locked(Key key);
   // Pops the settled ids at the front of channel `ch`'s offered FIFO, so it
   // holds only the span from the oldest unsettled id to the newest.
@@ -206,6 +216,7 @@ class AckTracker {
   struct ChannelState {
     std::uint64_t last_offered = 0;
     std::deque<std::uint64_t> offered;
+    bool withheld = false;  // invariant 5
   };
   [[nodiscard]] bool pending_locked(Key key) const;
   std::vector<std::string> channel_names_;
@@ -224,10 +235,5 @@ class AckTracker {
   std::size_t waiting_bytes_ = 0;
   AckStats stats_;
 };
-
-// The loss notice for a delivery that was never acked:
-// "expired topic=<channel> message_id=<id> sends=<n> total=<t>".
-[[nodiscard]] std::string format_expiry_notice(std::string_view channel, std::uint64_t id, std::uint32_t sends,
-                                               std::uint64_t total);
 
 }  // namespace ringcast::broker

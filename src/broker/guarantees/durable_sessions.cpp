@@ -9,7 +9,10 @@ namespace ringcast::broker {
 DurableSessions::DurableSessions(HistoryStore* store, std::chrono::milliseconds ttl) : store_(store), ttl_(ttl) {
   if (store_ != nullptr) {
     const auto now = std::chrono::steady_clock::now();
-    for (std::string& id : store_->session_clients()) ghosts_.emplace(std::move(id), now);
+    for (std::string& id : store_->session_clients()) {
+      std::optional<std::string> owner = store_->session_owner(id);
+      ghosts_.emplace(std::move(id), Ghost{now, std::move(owner)});
+    }
   }
   if (ttl_.count() > 0) expiry_ = std::thread([this] { expiry_loop(); });
 }
@@ -22,6 +25,41 @@ DurableSessions::~DurableSessions() {
   }
   cv_.notify_one();
   expiry_.join();
+}
+
+tl::expected<std::shared_ptr<DurableSessions::Session>, DurableSessions::Refusal> DurableSessions::attach(
+    std::string_view client_id, std::string_view owner, const std::function<std::unique_ptr<AckTracker>()>& make) {
+  std::shared_ptr<Session> s;
+  bool save_owner = false;
+  {
+    std::lock_guard lock(mu_);
+    const std::string id(client_id);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) {
+      if (const auto g = ghosts_.find(id); g != ghosts_.end()) {
+        if (g->second.owner && *g->second.owner != owner) {
+          ++refused_;
+          return tl::unexpected(Refusal::kNotOwner);
+        }
+        save_owner = !g->second.owner;  // invariant 4: claimed by its first attach
+        ghosts_.erase(g);               // invariant 3: its floors are the new session's
+      } else {
+        save_owner = true;
+      }
+      it = sessions_.emplace(id, std::make_shared<Session>(id, std::string(owner), make())).first;
+    } else if (it->second->owner != owner) {
+      ++refused_;
+      return tl::unexpected(Refusal::kNotOwner);
+    }
+    if (it->second->attached) return tl::unexpected(Refusal::kInUse);
+    it->second->attached = true;
+    s = it->second;
+  }
+  // Attached, so not expired meanwhile; before any floor of this connection,
+  // so a store that holds floors of the session holds its owner too (a failed
+  // write leaves it as a directory written before owners: invariant 4).
+  if (save_owner && store_ != nullptr) (void)store_->put_session_owner(client_id, owner);
+  return s;
 }
 
 void DurableSessions::detach(Session& s) {
@@ -59,7 +97,7 @@ std::optional<std::chrono::steady_clock::time_point> DurableSessions::expire_loc
     }
   }
   for (auto it = ghosts_.begin(); it != ghosts_.end();) {
-    it = consider(it->second, it->first) ? ghosts_.erase(it) : std::next(it);
+    it = consider(it->second.since, it->first) ? ghosts_.erase(it) : std::next(it);
   }
   return next;
 }
@@ -91,6 +129,7 @@ SessionCounts DurableSessions::counts() const {
   for (const auto& [id, s] : sessions_) ++(s->attached ? c.attached : c.detached);
   c.detached += ghosts_.size();
   c.expired = expired_;
+  c.refused = refused_;
   return c;
 }
 

@@ -14,8 +14,14 @@
 // restart, the client ids whose floors the store holds count as detached
 // since the start, and expire the same way.
 //
+// A session belongs to the identity that created it (docs/security.md,
+// "Durable sessions and loss notices"): the token's subject, or "default" for
+// the password and for a broker without authentication. Another identity
+// asking for it is refused and counted; the owner is saved in the store with
+// the floors, so the binding survives a restart with --data-dir.
+//
 // Thread safety: every method may be called from any thread. mu_ guards the
-// maps, each session's `attached` and `detached_at`, and the expiry counter.
+// maps, each session's `attached` and `detached_at`, and the counters.
 // It is taken under no other lock and held for O(1), except by the expiry
 // thread, which holds it across the O(sessions) scan and the store's erase of
 // an expired session's floors (one write transaction each), so that no attach
@@ -29,12 +35,17 @@
 //     attached one never is. With ttl == 0 sessions live until the broker stops
 //     (bounded by the client ids used: each holds at most its window).
 //  3. A client id is in at most one of sessions_ and ghosts_; ghosts_ holds the
-//     client ids with floors in the store and no session since the start.
+//     client ids with floors (or an owner) in the store and no session since
+//     the start.
+//  4. Only a connection of a session's owner attaches it. A ghost saved
+//     without an owner (a directory written before owners were kept) takes
+//     the identity of its first attach as owner.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,6 +53,9 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <vector>
+
+#include <tl/expected.hpp>
 
 #include "broker/guarantees/ack_tracker.hpp"
 #include "broker/guarantees/qos1_stats.hpp"
@@ -53,8 +67,10 @@ class HistoryStore;
 class DurableSessions {
  public:
   struct Session {
-    explicit Session(std::string id, std::unique_ptr<AckTracker> t) : client_id(std::move(id)), tracker(std::move(t)) {}
+    Session(std::string id, std::string who, std::unique_ptr<AckTracker> t)
+        : client_id(std::move(id)), owner(std::move(who)), tracker(std::move(t)) {}
     const std::string client_id;
+    const std::string owner;  // invariant 4
     const std::unique_ptr<AckTracker> tracker;
     bool attached = false;                              // guarded by DurableSessions::mu_ (invariant 1)
     std::chrono::steady_clock::time_point detached_at;  // guarded by DurableSessions::mu_
@@ -70,22 +86,15 @@ class DurableSessions {
   DurableSessions(const DurableSessions&) = delete;
   DurableSessions& operator=(const DurableSessions&) = delete;
 
-  // Takes `client_id`'s session for a connection, creating it with `make` on
-  // first use; `fresh` says whether it was created now. nullptr if another
-  // connection holds it (invariant 1).
-  template <class Make>
-  std::shared_ptr<Session> attach(std::string_view client_id, Make make, bool& fresh) {
-    std::lock_guard lock(mu_);
-    auto it = sessions_.find(std::string(client_id));
-    fresh = it == sessions_.end();
-    if (fresh) {
-      ghosts_.erase(std::string(client_id));  // invariant 3: its floors are the new session's
-      it = sessions_.emplace(std::string(client_id), std::make_shared<Session>(std::string(client_id), make())).first;
-    }
-    if (it->second->attached) return nullptr;
-    it->second->attached = true;
-    return it->second;
-  }
+  enum class Refusal : std::uint8_t {
+    kInUse,     // another connection holds it (invariant 1)
+    kNotOwner,  // another identity owns it (invariant 4); counted in counts().refused
+  };
+  // Takes `client_id`'s session for a connection of identity `owner`,
+  // creating it with `make` on first use (and saving its owner in the store,
+  // outside mu_: one write transaction).
+  tl::expected<std::shared_ptr<Session>, Refusal> attach(std::string_view client_id, std::string_view owner,
+                                                         const std::function<std::unique_ptr<AckTracker>()>& make);
   // The connection lets go of `s` (after it left the index); its ttl starts.
   void detach(Session& s);
 
@@ -110,8 +119,13 @@ class DurableSessions {
   const std::chrono::milliseconds ttl_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> ghosts_;  // client id -> since
+  struct Ghost {
+    std::chrono::steady_clock::time_point since;
+    std::optional<std::string> owner;  // nullopt: saved without one (invariant 4)
+  };
+  std::unordered_map<std::string, Ghost> ghosts_;  // by client id
   std::uint64_t expired_ = 0;
+  std::uint64_t refused_ = 0;   // attaches refused for kNotOwner
   std::condition_variable cv_;  // wakes the expiry thread: a detach while it waits for none, or stop
   bool idle_ = false;           // the expiry thread waits without a deadline
   bool stopping_ = false;

@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -148,10 +149,15 @@ class HistoryStore {
   virtual tl::expected<void, HistoryError> put_resume_floor(std::string_view client_id, std::string_view channel,
                                                             std::uint64_t floor) = 0;
   [[nodiscard]] virtual std::uint64_t resume_floor(std::string_view client_id, std::string_view channel) const = 0;
-  // The client ids with at least one floor kept, each once (sorted in LMDB).
+  // The identity that owns `client_id`'s session (durable_sessions.hpp,
+  // invariant 4), kept beside its floors; nullopt when none was saved.
+  virtual tl::expected<void, HistoryError> put_session_owner(std::string_view client_id, std::string_view owner) = 0;
+  [[nodiscard]] virtual std::optional<std::string> session_owner(std::string_view client_id) const = 0;
+  // The client ids with at least one floor or an owner kept, each once
+  // (sorted in LMDB).
   [[nodiscard]] virtual std::vector<std::string> session_clients() const = 0;
-  // Drops every floor of `client_id` (its session expired: --session-ttl),
-  // in one transaction; committed like an append.
+  // Drops every floor of `client_id` and its owner (its session expired:
+  // --session-ttl), in one transaction; committed like an append.
   virtual tl::expected<void, HistoryError> erase_session(std::string_view client_id) = 0;
 };
 

@@ -8,7 +8,9 @@
 //   messages  u64 BE channel id ++ u64 BE offset -> i64 BE time_ms ++ payload
 //   sessions  client id ++ NUL ++ channel -> u64 BE resume floor (durable
 //             QoS 1 subscribers; created on open, so a format-1 directory
-//             written before it gains it)
+//             written before it gains it), and client id alone -> its owner
+//             (the identity that created the session; a client id holds no
+//             NUL, so the two kinds of key never meet)
 // Keys are big-endian so that a cursor walks one channel in offset order.
 //
 // Thread safety: appends and prune() serialise on write_mu_ (LMDB has one
@@ -423,8 +425,27 @@ class LmdbHistoryStore final : public HistoryStore {
     return floor;
   }
 
-  // Keys are client id ++ NUL ++ channel and a client id holds no NUL, so one
-  // client's keys are adjacent in key order.
+  tl::expected<void, HistoryError> put_session_owner(std::string_view client_id, std::string_view owner) override {
+    std::lock_guard lock(write_mu_);
+    return write_txn([&](MDB_txn* txn) {
+      MDB_val k = val_of(client_id), v = val_of(owner);
+      return mdb_put(txn, sessions_, &k, &v, 0);
+    });
+  }
+
+  std::optional<std::string> session_owner(std::string_view client_id) const override {
+    std::shared_lock env_lock(env_mu_);
+    MDB_txn* txn = nullptr;
+    if (mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn) != 0) return std::nullopt;
+    MDB_val k = val_of(client_id), v;
+    std::optional<std::string> owner;
+    if (mdb_get(txn, sessions_, &k, &v) == 0) owner.emplace(view_of(v));
+    mdb_txn_abort(txn);
+    return owner;
+  }
+
+  // Keys are client id, or client id ++ NUL ++ channel, and a client id holds
+  // no NUL, so one client's keys are adjacent in key order.
   std::vector<std::string> session_clients() const override {
     std::vector<std::string> out;
     std::shared_lock env_lock(env_mu_);
@@ -448,8 +469,11 @@ class LmdbHistoryStore final : public HistoryStore {
     const std::string prefix = session_key(client_id, {});
     std::lock_guard lock(write_mu_);
     return write_txn([&](MDB_txn* txn) {
+      MDB_val owner_key = val_of(client_id);
+      int r = mdb_del(txn, sessions_, &owner_key, nullptr);
+      if (r != 0 && r != MDB_NOTFOUND) return r;
       MDB_cursor* cur = nullptr;
-      int r = mdb_cursor_open(txn, sessions_, &cur);
+      r = mdb_cursor_open(txn, sessions_, &cur);
       if (r != 0) return r;
       MDB_val k = val_of(prefix), v;
       for (r = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); r == 0; r = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {

@@ -184,11 +184,25 @@ class MemoryHistoryStore final : public HistoryStore {
     return it == sessions_.end() ? 0 : it->second;
   }
 
+  tl::expected<void, HistoryError> put_session_owner(std::string_view client_id, std::string_view owner) override {
+    std::lock_guard lock(sessions_mu_);
+    owners_.insert_or_assign(std::string(client_id), std::string(owner));
+    return {};
+  }
+
+  std::optional<std::string> session_owner(std::string_view client_id) const override {
+    std::lock_guard lock(sessions_mu_);
+    const auto it = owners_.find(std::string(client_id));
+    if (it == owners_.end()) return std::nullopt;
+    return it->second;
+  }
+
   std::vector<std::string> session_clients() const override {
     std::vector<std::string> out;
     {
       std::lock_guard lock(sessions_mu_);
       for (const auto& [key, floor] : sessions_) out.emplace_back(key.substr(0, key.find('\0')));
+      for (const auto& [id, owner] : owners_) out.push_back(id);
     }
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -199,6 +213,7 @@ class MemoryHistoryStore final : public HistoryStore {
     const std::string prefix = session_key(client_id, {});
     std::lock_guard lock(sessions_mu_);
     std::erase_if(sessions_, [&](const auto& kv) { return kv.first.compare(0, prefix.size(), prefix) == 0; });
+    owners_.erase(std::string(client_id));
     return {};
   }
 
@@ -246,8 +261,9 @@ class MemoryHistoryStore final : public HistoryStore {
   const std::vector<RetentionRule> rules_;
   const std::string epoch_;
   std::array<Shard, kShards> shards_;
-  mutable std::mutex sessions_mu_;  // a leaf lock: guards sessions_
+  mutable std::mutex sessions_mu_;  // a leaf lock: guards sessions_ and owners_
   std::unordered_map<std::string, std::uint64_t> sessions_;
+  std::unordered_map<std::string, std::string> owners_;  // client id -> owner
   std::atomic<std::uint64_t> messages_{0};
   std::atomic<std::uint64_t> bytes_{0};
   std::atomic<std::uint64_t> channels_{0};

@@ -61,10 +61,10 @@ std::string Qos1Stats::info_fields(const SessionCounts& sessions) const {
       "qos1_trackers:{}\r\nqos1_in_flight:{}\r\nqos1_waiting:{}\r\nqos1_delivered:{}\r\nqos1_redelivered:{}\r\n"
       "qos1_acked:{}\r\nqos1_expired:{}\r\nqos1_window_dropped:{}\r\nqos1_abandoned:{}\r\nqos1_unknown_acks:{}\r\n"
       "qos1_pubacks:{}\r\nqos1_not_stored:{}\r\nqos1_durable_attached:{}\r\nqos1_durable_detached:{}\r\n"
-      "qos1_durable_expired:{}\r\n",
+      "qos1_durable_expired:{}\r\nqos1_durable_refused:{}\r\n",
       t.trackers, t.acks.in_flight, t.acks.waiting, t.acks.delivered, t.acks.redelivered, t.acks.acked, t.acks.expired,
       t.acks.dropped, t.abandoned, t.unknown_acks, t.pubacks, t.not_stored, sessions.attached, sessions.detached,
-      sessions.expired);
+      sessions.expired, sessions.refused);
 }
 
 void Qos1Stats::write_metrics(PrometheusWriter& w, const SessionCounts& sessions) const {
@@ -103,6 +103,9 @@ void Qos1Stats::write_metrics(PrometheusWriter& w, const SessionCounts& sessions
   w.sample("ringcast_broker_qos1_durable_sessions", {{"state", "detached"}}, d(sessions.detached));
   w.metric("ringcast_broker_qos1_durable_expired_total", "Detached durable sessions dropped after --session-ttl.",
            MetricType::kCounter, d(sessions.expired));
+  w.metric("ringcast_broker_qos1_durable_refused_total",
+           "Durable session attaches refused: the client_id belongs to another identity.", MetricType::kCounter,
+           d(sessions.refused));
 }
 
 }  // namespace ringcast::broker

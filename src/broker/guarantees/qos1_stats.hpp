@@ -34,6 +34,7 @@ struct SessionCounts {
   std::uint64_t attached = 0;  // held by a connection
   std::uint64_t detached = 0;  // kept for a reconnect (until --session-ttl)
   std::uint64_t expired = 0;   // dropped by --session-ttl since start
+  std::uint64_t refused = 0;   // attaches by an identity other than the owner's, since start
 };
 
 struct Qos1Totals {

@@ -311,6 +311,31 @@ void ConnectionQueue::maybe_queue_notice_locked() noexcept {
   ++notices_;
 }
 
+bool ConnectionQueue::note_qos1_loss(Qos1Loss kind, std::string_view channel, std::uint64_t id, std::uint64_t total,
+                                     std::uint32_t sends) noexcept {
+  std::lock_guard lock(mu_);
+  if (closed_) return false;
+  owed_.add(kind, channel, id, total, sends);
+  queue_owed_notices_locked();
+  // Queued or owed, the writer must look (complete() keeps it running while
+  // a notice is owed).
+  return queued_locked().wake;
+}
+
+void ConnectionQueue::queue_owed_notices_locked() noexcept {
+  const std::size_t limit = limits_.soft_bytes > 0 ? limits_.soft_bytes : limits_.hard_bytes;
+  while (!owed_.empty()) {
+    const std::string payload = owed_.front();
+    const std::size_t used = queued_bytes_ + inflight_bytes_;
+    // Upper bound of the encoded size, as for the queue's own notice.
+    if (used > 0 && used + 64 + kLossChannel.size() + payload.size() > limit / 2) return;
+    const FrameRef msg = encode_message(format_, kLossChannel, payload);
+    append_locked(FrameRef::copy_of(msg->view(), /*droppable=*/false), 0);
+    owed_.pop_front();
+    ++notices_;
+  }
+}
+
 bool ConnectionQueue::note_upstream_loss(std::uint64_t lost) noexcept {
   std::lock_guard lock(mu_);
   if (closed_ || lost == 0) return false;
@@ -426,6 +451,7 @@ PopResult ConnectionQueue::pop_batch(std::size_t budget, std::size_t max_spans, 
     return r;
   }
   maybe_queue_notice_locked();
+  queue_owed_notices_locked();
   for (std::size_t spans = 0; !spans_.empty() && spans < max_spans; ++spans) {
     FrameSpan& s = spans_[0];
     const std::size_t size = s.size();
@@ -482,7 +508,7 @@ void ConnectionQueue::release_locked(std::size_t bytes) noexcept {
 bool ConnectionQueue::complete(std::size_t bytes) noexcept {
   std::lock_guard lock(mu_);
   release_locked(bytes);
-  if (closed_ || !spans_.empty() || pending_loss_ > 0) return true;
+  if (closed_ || !spans_.empty() || pending_loss_ > 0 || !owed_.empty()) return true;
   armed_ = false;
   return false;
 }

@@ -60,6 +60,12 @@
 //  8. blocking_ mirrors policy_ == kBlock; it is written under mu_ and read
 //     without it by publishers (a CLIENT OVERFLOW racing a publish may see either
 //     value).
+//  9. QoS 1 losses (note_qos1_loss) are owed in owed_ (loss_ranges.hpp) and
+//     queued as notices, one per owed (kind, channel), by note_qos1_loss and
+//     pop_batch, each only while queued + inflight stays within half the limit
+//     (or into an empty queue): notices never take the queue over its limit,
+//     and the losses a subscriber that does not read meanwhile meets
+//     coalesce. complete() keeps the writer running while any is owed.
 #pragma once
 
 #include <array>
@@ -75,6 +81,7 @@
 
 #include "broker/queue/flow_control.hpp"
 #include "broker/queue/frame.hpp"
+#include "broker/queue/loss_ranges.hpp"
 #include "broker/queue/span_deque.hpp"
 #include "broker/queue/wire_format.hpp"
 #include "broker/util/clock.hpp"
@@ -163,6 +170,12 @@ class ConnectionQueue {
   // (false) once closed. Allocates only to encode the notice.
   [[nodiscard]] bool note_upstream_loss(std::uint64_t lost) noexcept;
 
+  // A QoS 1 delivery was lost (LossRanges::add's arguments): it joins the
+  // owed notices, queued now or by the writer when there is room (invariant 9).
+  // True if the caller must wake the writer. No-op (false) once closed.
+  [[nodiscard]] bool note_qos1_loss(Qos1Loss kind, std::string_view channel, std::uint64_t id, std::uint64_t total,
+                                    std::uint32_t sends) noexcept;
+
   // Discards everything queued (counted as kDisconnect drops) and refuses later
   // pushes. Idempotent.
   void close() noexcept;
@@ -219,6 +232,8 @@ class ConnectionQueue {
   void index_locked(std::string_view key, std::uint64_t pos);
   void close_locked(bool overflowed) noexcept;
   void maybe_queue_notice_locked() noexcept;
+  // Invariant 9: queues owed QoS 1 notices while there is room.
+  void queue_owed_notices_locked() noexcept;
   [[nodiscard]] PushResult queued_locked() noexcept;
   // Invariant 6, after a droppable push / after bytes left.
   void pace_after_push_locked() noexcept;
@@ -260,6 +275,7 @@ class ConnectionQueue {
   std::uint64_t conflated_ = 0;          // over the connection's life
   std::uint64_t pending_conflated_ = 0;  // since the last notice (also counted in pending_loss_)
   std::uint64_t pending_upstream_ = 0;   // since the last notice (also counted in pending_loss_)
+  LossRanges owed_;                      // invariant 9
 };
 
 // The loss-notice payload: "lost=<n> total=<t> policy=<p>", then

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <new>
+#include <vector>
 
 namespace ringcast::broker {
 
@@ -25,6 +26,15 @@ FrameRef FrameRef::copy_of(std::string_view bytes, bool droppable) {
   FrameRef f = allocate(bytes.size(), droppable);
   if (!bytes.empty()) std::memcpy(f.mutable_data(), bytes.data(), bytes.size());
   return f;
+}
+
+FrameRef copy_frames(const FrameSpan& span) {
+  std::vector<std::uint32_t> sizes(span.count);
+  for (std::uint32_t i = 0; i < span.count; ++i)
+    sizes[i] = static_cast<std::uint32_t>(span.block->frame(span.first + i).size());
+  FrameRef copy = FrameRef::allocate_frames(sizes, span.block->droppable());
+  std::memcpy(copy.mutable_data(), span.data(), span.size());
+  return copy;
 }
 
 void FrameRef::reset() noexcept {

@@ -114,4 +114,10 @@ struct FrameSpan {
   [[nodiscard]] std::string_view view() const noexcept { return {data(), size()}; }
 };
 
+// A block of its own holding a copy of `span`'s frames (their sizes and
+// droppability): for whoever keeps part of a shared block (a queue that lost
+// some of its frames, a QoS 1 window that admits a prefix, a refused run's
+// accepted prefix) without encoding anything again. REQUIRES: span.count >= 1.
+[[nodiscard]] FrameRef copy_frames(const FrameSpan& span);
+
 }  // namespace ringcast::broker

@@ -155,6 +155,12 @@ RequestParser::Status RequestParser::fail(std::string text) {
 
 bool RequestParser::collect_line(std::string_view& in, char stop, bool& too_long) {
   const std::size_t pos = in.find(stop);
+  // Invariant 4: before authentication the bound holds even for a line whose
+  // end came in the same piece (nothing over it is copied).
+  if (!authenticated_ && line_.size() + std::min(pos, in.size()) > kMaxUnauthBytes) {
+    too_long = true;
+    return false;
+  }
   if (pos != std::string_view::npos) {
     line_.append(in.data(), pos);
     in.remove_prefix(stop == '\n' ? pos + 1 : pos);
@@ -162,7 +168,7 @@ bool RequestParser::collect_line(std::string_view& in, char stop, bool& too_long
   }
   line_.append(in.data(), in.size());
   in.remove_prefix(in.size());
-  too_long = line_.size() > kMaxLine;
+  too_long = line_.size() > max_line();
   return false;
 }
 
@@ -193,6 +199,8 @@ RequestParser::Status RequestParser::finish_inline() {
   state_ = State::kStart;
   argc_ = slots_.size();
   if (argc_ == 0) return Status::kNeedMore;  // an empty line is not a command
+  // Invariant 4 for inline commands too (Redis checks only multibulk ones).
+  if (!authenticated_ && argc_ > kMaxUnauthArgs) return fail("ERR Protocol error: unauthenticated multibulk length");
   if (argc_ > limits_.max_args) return fail("ERR Protocol error: invalid multibulk length");
   return Status::kCommand;
 }
@@ -233,9 +241,15 @@ RequestParser::Status RequestParser::parse(std::string_view& in) {
           return Status::kNeedMore;
         }
         long long n = 0;
-        if (!parse_int64(line_, n) || n > INT_MAX || (n > 0 && static_cast<unsigned long long>(n) > limits_.max_args)) {
+        if (!parse_int64(line_, n) || n > INT_MAX) return fail("ERR Protocol error: invalid multibulk length");
+        // Redis's check and text (invariant 4), before the configured limit's.
+        if (!authenticated_ && n > static_cast<long long>(kMaxUnauthArgs)) {
+          return fail("ERR Protocol error: unauthenticated multibulk length");
+        }
+        if (n > 0 && static_cast<unsigned long long>(n) > limits_.max_args) {
           return fail("ERR Protocol error: invalid multibulk length");
         }
+        command_bytes_ = 0;
         crlf_left_ = 2;
         state_ = State::kCrlf;
         if (n <= 0) {
@@ -262,6 +276,12 @@ RequestParser::Status RequestParser::parse(std::string_view& in) {
         if (!parse_int64(std::string_view(line_).substr(1), n) || n < 0 ||
             static_cast<unsigned long long>(n) > limits_.max_bulk_len) {
           return fail("ERR Protocol error: invalid bulk length");
+        }
+        // Redis refuses one bulk over 16384 before authentication; we bound the
+        // command's bulks together (invariant 4), with the same text.
+        command_bytes_ += static_cast<std::size_t>(n);
+        if (!authenticated_ && command_bytes_ > kMaxUnauthBytes) {
+          return fail("ERR Protocol error: unauthenticated bulk length");
         }
         bulk_len_ = static_cast<std::size_t>(n);
         if (argc_ == slots_.size()) slots_.emplace_back();

@@ -19,6 +19,11 @@
 //     and the commands produced do not depend on how it was split.
 //  3. After an error the parser stays in the error state; the connection replies
 //     with error() and closes, as Redis does.
+//  4. Before authentication (set_authenticated(false)) a command is small, as
+//     Redis's processMultibulkBuffer requires of an unauthenticated client: at
+//     most kMaxUnauthArgs arguments of kMaxUnauthBytes together, and lines of
+//     at most kMaxUnauthBytes. So a connection that has not authenticated holds
+//     at most about 2 x kMaxUnauthBytes here, whatever it declares or sends.
 #pragma once
 
 #include <cstddef>
@@ -55,6 +60,13 @@ class RequestParser {
   // rare. Between commands the parser so holds at most (kMaxRetainedSlots + 1) *
   // kMaxPrealloc bytes of strings (576 KiB).
   static constexpr std::size_t kMaxRetainedSlots = 8;
+  // Invariant 4: before authentication, the most arguments of one command (Redis:
+  // a multibulk length over 10 from an unauthenticated client is an error), and
+  // the most bytes of its arguments together and of one line (Redis: a bulk over
+  // 16384). AUTH <user> <token> and HELLO 3 AUTH <user> <token> SETNAME <name>
+  // fit, with tokens of up to about 16 KiB.
+  static constexpr std::size_t kMaxUnauthArgs = 10;
+  static constexpr std::size_t kMaxUnauthBytes = std::size_t{16} * 1024;
 
   enum class Status : std::uint8_t {
     kNeedMore,  // `in` is exhausted with no complete command
@@ -63,6 +75,11 @@ class RequestParser {
   };
 
   explicit RequestParser(ParserLimits limits) noexcept : limits_(limits) {}
+
+  // Whether the connection has authenticated: false applies invariant 4's
+  // limits to the commands parsed from now on. The session sets it before each
+  // parse() (a command may authenticate, or RESET de-authenticate). Default true.
+  void set_authenticated(bool yes) noexcept { authenticated_ = yes; }
 
   // Consumes bytes from the front of `in` until one command is complete, the
   // input runs out, or an error is found. args() stays valid until the next call.
@@ -102,7 +119,11 @@ class RequestParser {
   Status finish_inline();
   Status begin_bulk_or_finish();
 
+  // The longest line: kMaxLine, or invariant 4's bound before authentication.
+  [[nodiscard]] std::size_t max_line() const noexcept { return authenticated_ ? kMaxLine : kMaxUnauthBytes; }
+
   ParserLimits limits_;
+  bool authenticated_ = true;
   State state_ = State::kStart;
   State after_crlf_ = State::kStart;
   std::string line_;
@@ -112,6 +133,7 @@ class RequestParser {
   std::size_t argc_ = 0;
   std::size_t expected_args_ = 0;
   std::size_t bulk_len_ = 0;
+  std::size_t command_bytes_ = 0;  // the bulk lengths of the command so far (invariant 4)
   std::size_t crlf_left_ = 0;
   bool complete_after_crlf_ = false;
   std::string error_;

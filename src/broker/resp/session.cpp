@@ -119,12 +119,14 @@ constexpr std::string_view kWrongPass = "WRONGPASS invalid username-password pai
 
 RespSession::RespSession(BrokerCore& core, std::string peer, Waker& waker)
     : Client(core, std::move(peer), WireFormat::kResp2, Deliveries::kPerSubscription, waker, true),
-      parser_(ParserLimits{core.config().max_bulk_len, core.config().max_args}) {
+      parser_(ParserLimits{core.config().max_bulk_len, core.config().max_args}),
+      refusals_(core, core.config().max_block) {
   set_authenticated(!auth_required());
 }
 
 Client::InputResult RespSession::on_input(std::string_view bytes) {
   while (!closing_ && !held_) {
+    parser_.set_authenticated(authenticated());  // the parser's pre-auth limits (its invariant 4)
     const RequestParser::Status st = parser_.parse(bytes);
     if (st == RequestParser::Status::kNeedMore) break;
     if (st == RequestParser::Status::kError) {
@@ -161,13 +163,8 @@ Client::InputResult RespSession::retry_held() {
   return on_input(input);
 }
 
-bool RespSession::keep_holding() {
-  const auto now = std::chrono::steady_clock::now();
-  if (!hold_started_) {
-    hold_started_ = true;
-    hold_until_ = now + core().config().max_block;
-  }
-  return now < hold_until_;
+bool RespSession::hold_refused() {
+  return refusals_.on_refused(RefusalHold::Clock::now()) == RefusalHold::Verdict::kWait;
 }
 
 void RespSession::flush_publishes(bool may_hold) {
@@ -177,7 +174,6 @@ void RespSession::flush_publishes(bool may_hold) {
   batch_.messages(msgs);
   receivers.assign(msgs.size(), 0);
   mark_published();
-  may_hold = may_hold && core().config().max_block.count() > 0;
   std::size_t at = 0;
   while (at < msgs.size()) {
     const PublishOutcome o = core().publish(std::span(msgs).subspan(at), std::span(receivers).subspan(at));
@@ -187,17 +183,18 @@ void RespSession::flush_publishes(bool may_hold) {
     at += o.published;
     if (at == msgs.size()) break;
     // Stopped at a refusal: hold, or refuse this one and go on.
-    if (may_hold && keep_holding()) {
+    if (!may_hold) {
+      refusals_.refuse_now();
+    } else if (hold_refused()) {
       batch_.drop_front(at);
       held_ = true;
       reply_mark_ = reply_.size();  // these replies belong to earlier commands (invariant 5)
       return;
     }
-    core().count_refused(1);
     if (batch_.reply(at)) refused_reply(msgs[at].channel);
     ++at;
   }
-  hold_started_ = false;
+  refusals_.release();
   batch_.clear();
   reply_mark_ = reply_.size();  // these replies belong to earlier commands (invariant 5)
 }
@@ -426,21 +423,19 @@ void RespSession::cmd_publish(std::span<const std::string> args) {
 }
 
 void RespSession::reply_published(std::span<const std::string> args, const BrokerCore::Published& p) {
-  if (p.status == PublishOutcome::Status::kPublished) {
-    hold_started_ = false;
-    resp::integer(reply_, static_cast<long long>(p.receivers));
-    return;
-  }
   // Refused by a `block` subscriber (a RESP publish is never QoS 1, so never
   // kNotStored): held like a batched PUBLISH (invariant 4), or refused.
-  if (core().config().max_block.count() > 0 && keep_holding()) {
+  if (p.status != PublishOutcome::Status::kPublished && hold_refused()) {
     held_command_.assign(args.begin(), args.end());  // executed again by retry_held()
     held_ = true;
     return;
   }
-  hold_started_ = false;
-  core().count_refused(1);
-  refused_reply(args[1]);
+  refusals_.release();
+  if (p.status == PublishOutcome::Status::kPublished) {
+    resp::integer(reply_, static_cast<long long>(p.receivers));
+  } else {
+    refused_reply(args[1]);
+  }
 }
 
 void RespSession::refused_reply(std::string_view channel) {
@@ -455,7 +450,7 @@ void RespSession::cmd_spublish(std::span<const std::string> args) {
   // one, and a `block` refusal holds it as it holds a PUBLISH (invariant 4).
   if (!check_permission(Access::kPublish, args[1])) return;
   flush_replies();
-  const BrokerCore::Published p = core().publish_shard(Message{args[1], args[2]});
+  const BrokerCore::Published p = core().publish(Message{args[1], args[2]}, BrokerCore::Space::kShardChannels);
   mark_published();
   reply_published(args, p);
 }
@@ -503,6 +498,7 @@ void RespSession::cmd_auth(std::span<const std::string> args) {
 bool RespSession::authenticate_or_reply(std::optional<std::string_view> user, std::string_view secret) {
   using Kind = AuthOutcome::Kind;
   const AuthOutcome r = authenticate(user, secret);
+  closing_ = closing_ || r.close;  // max_auth_failures: answered, then closed
   switch (r.kind) {
     case Kind::kAccepted:
       return true;

@@ -13,7 +13,10 @@
 //     itself (SUBSCRIBE family, PUBLISH), and (un)subscribe confirmations are
 //     queued while the index lock is held (while the SubscriptionUpdate lives).
 //  2. Until authenticated (when BrokerConfig::requirepass or token_secret is
-//     set), only AUTH, HELLO, PING, QUIT and RESET run.
+//     set), only AUTH, HELLO, PING, QUIT and RESET run, and commands are
+//     parsed under the parser's pre-authentication limits (request_parser.hpp,
+//     invariant 4). An AUTH or HELLO AUTH refused for the max_auth_failures-th
+//     time on the connection is answered, then the connection closes.
 //  3. PUBLISHes whose channel and payload together are at most 64 KiB, from a
 //     connection with no subscription, are batched: consecutive ones in one
 //     input buffer are executed together (one index lock, one queue push per
@@ -49,6 +52,7 @@
 
 #include "broker/core/broker_core.hpp"
 #include "broker/core/client.hpp"
+#include "broker/core/refusal_hold.hpp"
 #include "broker/core/subscription_index.hpp"
 #include "broker/resp/publish_batch.hpp"
 #include "broker/resp/request_parser.hpp"
@@ -74,8 +78,9 @@ class RespSession : public Client {
   // Executes the batched PUBLISHes and appends their replies (invariant 3).
   // may_hold: a refusal may hold the session (invariant 4) instead of answering.
   void flush_publishes(bool may_hold = true);
-  // Invariant 4: starts the hold clock at the first refusal; true while it runs.
-  bool keep_holding();
+  // Invariant 4: a refused PUBLISH (now) is held, or else answered REFUSED
+  // (core/refusal_hold.hpp decides; false: refused and counted).
+  bool hold_refused();
   void set_protocol(WireFormat r);
   [[nodiscard]] bool subscribed() const noexcept { return subscription_count() > 0; }
 
@@ -122,9 +127,8 @@ class RespSession : public Client {
   bool skip_current_ = false;   // ... and this is that command
   PublishBatch batch_;          // invariant 3
   bool closing_ = false;
-  bool held_ = false;          // invariant 4
-  bool hold_started_ = false;  // hold_until_ is set
-  std::chrono::steady_clock::time_point hold_until_{};
+  bool held_ = false;     // invariant 4
+  RefusalHold refusals_;  // invariant 4: how long a refused PUBLISH is held
   std::vector<std::string> held_command_;
   std::string held_input_;
 };

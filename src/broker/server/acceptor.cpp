@@ -75,25 +75,41 @@ void Acceptor::accept_next() {
     }
     set_close_on_exec(sock.native_handle());
     shared_.core.count_connection();
-    // relaxed: only this acceptor thread increments; the bound is approximate
-    // while connections close concurrently, which errs on the side of refusing.
-    if (shared_.live.load(std::memory_order_relaxed) >= shared_.core.config().max_connections) {
-      shared_.core.count_rejected();
+    const BrokerConfig& cfg = shared_.core.config();
+    AuthStats& auth = shared_.core.auth_stats();
+    auto refuse = [&](const std::string& refusal) {
       boost::system::error_code ignored;
       sock.non_blocking(true, ignored);
-      if (spec_.tls == nullptr) sock.write_some(asio::buffer(spec_.refusal), ignored);
+      if (spec_.tls == nullptr) sock.write_some(asio::buffer(refusal), ignored);
       sock.close(ignored);
       accept_next();
+    };
+    // relaxed: only this acceptor thread increments; the bound is approximate
+    // while connections close concurrently, which errs on the side of refusing.
+    if (shared_.live.load(std::memory_order_relaxed) >= cfg.max_connections) {
+      shared_.core.count_rejected();
+      refuse(spec_.refusal);
       return;
     }
+    // Not admitted at once (Client::admitted): a TLS handshake, an upgrade or
+    // an authentication comes first. Such connections have their own, smaller
+    // bound, so that idle ones cannot take every connection (AuthStats: only
+    // this thread adds, so the check and the add are exact together).
+    const bool unauthenticated = spec_.tls != nullptr || spec_.upgrade || cfg.auth_required();
+    if (unauthenticated && auth.unauthenticated() >= cfg.max_unauthenticated) {
+      auth.count_unauthenticated_rejected();
+      refuse(spec_.unauthenticated_refusal);
+      return;
+    }
+    if (unauthenticated) auth.add_unauthenticated();
     shared_.live.fetch_add(1, std::memory_order_relaxed);
     boost::system::error_code pec;
     const auto ep = sock.remote_endpoint(pec);
     std::string peer = pec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
     // Made on the worker's thread: the client belongs to it from the start.
-    asio::post(w.context(), [this, &w, sock = std::move(sock), peer = std::move(peer)]() mutable {
+    asio::post(w.context(), [this, &w, sock = std::move(sock), peer = std::move(peer), unauthenticated]() mutable {
       auto conn = std::make_shared<Connection>(shared_.core, w, std::move(sock), std::move(peer), shared_.live,
-                                               spec_.factory, spec_.tls);
+                                               spec_.factory, spec_.tls, unauthenticated);
       conn->start();
     });
     accept_next();

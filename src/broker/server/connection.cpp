@@ -13,14 +13,16 @@
 namespace ringcast::broker {
 
 Connection::Connection(BrokerCore& core, IoWorker& worker, tcp::socket sock, std::string peer,
-                       std::atomic<std::size_t>& live, const ClientFactory& factory, tls::TlsContext* tls_context)
+                       std::atomic<std::size_t>& live, const ClientFactory& factory, tls::TlsContext* tls_context,
+                       bool unauthenticated)
     : core_(core),
       worker_(worker),
       sock_(std::move(sock)),
       auth_timer_(worker.context()),
       pace_timer_(worker.context()),
       client_timer_(worker.context()),
-      live_(live) {
+      live_(live),
+      counted_(unauthenticated) {
   // batch_ and iov_ start empty and grow with the largest batch this
   // connection writes, then keep their capacity: an idle connection holds
   // none of it (docs/benchmarks.md, idle memory).
@@ -62,8 +64,9 @@ void Connection::on_room() noexcept {
 
 void Connection::flush() {
   if (closed_ || ending_ == Ending::kLingering) return;
-  // Nothing is written before the handshake; its completion flushes (W, d).
-  if (handshaking_) return;
+  // Nothing is written before the handshake, or during a reply delay; their
+  // completion flushes (W, d; W8).
+  if (handshaking_ || delaying_) return;
   arm_client_timer();
   if (waiting_writable_) {
     // Parked on a full socket; only a disconnect verdict needs action now.
@@ -232,6 +235,26 @@ void Connection::continue_reading(ReadNext next) {
 
 void Connection::handle_input(std::string_view input, ReadNext next) {
   const InputResult r = client().on_input(input);
+  const std::chrono::milliseconds delay = client().take_reply_delay();
+  if (delay.count() > 0) {
+    delay_replies(delay, r);
+    return;
+  }
+  after_input(r, next);
+}
+
+void Connection::delay_replies(std::chrono::milliseconds delay, InputResult r) {
+  delaying_ = true;
+  pace_timer_.expires_after(delay);
+  pace_timer_.async_wait([self = shared_from_this(), r](const boost::system::error_code& e) {
+    if (e || self->closed_) return;
+    self->delaying_ = false;
+    // Input that came meanwhile raised no event we wait for: read at once.
+    self->after_input(r, ReadNext::kReadAgain);
+  });
+}
+
+void Connection::after_input(InputResult r, ReadNext next) {
   if (r == InputResult::kClose) {
     // Stop reading; flush() lingers, then closes, once the replies are out.
     ending_ = Ending::kAfterFlush;
@@ -247,6 +270,10 @@ void Connection::handle_input(std::string_view input, ReadNext next) {
   // (connection_queue.hpp, invariant 3), so an extra flush is harmless.
   flush();
   if (closed_) return;
+  if (counted_ && !client().admitted() && queue().total_bytes() > kMaxUnadmittedQueue) {  // A3
+    shutdown();
+    return;
+  }
   if (r == InputResult::kHeld) {
     hold();
     return;
@@ -432,7 +459,11 @@ void Connection::discard_input() {
 }
 
 void Connection::update_auth_timer() {
-  if (client().authenticated()) {
+  if (client().admitted()) {
+    if (counted_) {  // A1
+      counted_ = false;
+      core_.auth_stats().remove_unauthenticated();
+    }
     if (auth_timer_armed_) {
       auth_timer_.cancel();
       auth_timer_armed_ = false;
@@ -445,7 +476,7 @@ void Connection::update_auth_timer() {
   auth_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
     if (e) return;
     self->auth_timer_armed_ = false;
-    if (!self->client().authenticated()) self->shutdown();
+    if (!self->client().admitted()) self->shutdown();
   });
 }
 
@@ -482,6 +513,14 @@ void Connection::teardown() {
     held_ = false;
     core_.flow().cancel(*this);
     pace_timer_.cancel();
+  }
+  if (delaying_) {
+    delaying_ = false;
+    pace_timer_.cancel();
+  }
+  if (counted_) {
+    counted_ = false;
+    core_.auth_stats().remove_unauthenticated();
   }
   client_timer_.cancel();
   sock_.close(ec);

@@ -41,6 +41,26 @@
 //      them. teardown() unmarks (b), closes the queue and cancels (c).
 //      linger() closes the queue before flush() starts ignoring wakes, so a
 //      lingering connection owes no turn.
+//   8. A refused authentication's delay (delaying_, Client::take_reply_delay)
+//      stops reading and writing: flush() returns at once while it runs, and
+//      the pending wait of pace_timer_ owes the turn; its completion runs
+//      flush() (d), as the TLS handshake's does (T1).
+//
+// Admission (Client::admitted: authenticated, and past the WebSocket upgrade):
+//   A1. A connection the acceptor counted as unauthenticated (a TLS port, the
+//       WebSocket port, or authentication configured; AuthStats) is
+//       subtracted exactly once (counted_ cleared): when it is first admitted
+//       after its TLS handshake, or at teardown. A RESET that de-authenticates
+//       does not count it again (its auth timeout does run).
+//   A2. Until admitted, auth_timer_ closes the connection at auth_timeout
+//       (after the TLS handshake's own deadline), authentication configured
+//       or not: a slow HTTP upgrade is held no longer than a slow AUTH.
+//   A3. Until first admitted (while counted_), a connection whose queue holds
+//       more than kMaxUnadmittedQueue bytes after its input's replies were
+//       written as far as the socket took them (a client sending PINGs and
+//       reading no PONG) is closed: what it can queue is bounded by that plus
+//       one read's replies, not by the hard limit. (After a RESET the queue
+//       may still hold deliveries from before; the hard limit bounds those.)
 //
 // Ownership and lifetime (who destroys a Client, and when):
 //   L1. A Connection owns its Client (unique_ptr, declared last, so destroyed
@@ -107,14 +127,17 @@ constexpr std::size_t kMaxIov = 1024;
 // many bytes, before the socket is closed (Connection::linger).
 constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr std::size_t kLingerBytes = 4u << 20;
+// Replies a connection not yet admitted may leave unread (A3).
+constexpr std::size_t kMaxUnadmittedQueue = std::size_t{64} << 10;
 
 // One accepted socket and the Client its listener's factory made for it: the
 // connection reads into client().on_input() and writes what the client's queue
 // holds; it knows nothing of the protocol.
 class Connection final : public Waker, public PaceWaiter, public std::enable_shared_from_this<Connection> {
  public:
+  // `unauthenticated`: the acceptor counted it in AuthStats' gauge (A1).
   Connection(BrokerCore& core, IoWorker& worker, tcp::socket sock, std::string peer, std::atomic<std::size_t>& live,
-             const ClientFactory& factory, tls::TlsContext* tls_context);
+             const ClientFactory& factory, tls::TlsContext* tls_context, bool unauthenticated);
 
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -171,6 +194,12 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
 
   // This worker's thread: `input` was read; `next` says how to read on.
   void handle_input(std::string_view input, ReadNext next);
+  // This worker's thread: the client consumed input with result `r`, and owes
+  // no reply delay (any has passed): write, then read on as `next` says.
+  void after_input(InputResult r, ReadNext next);
+  // This worker's thread: neither reads nor writes for `delay` (W8), then
+  // after_input(r, kReadAgain).
+  void delay_replies(std::chrono::milliseconds delay, InputResult r);
 
   // This worker's thread: the handshake of a TLS connection, bounded by the
   // handshake timeout (auth_timer_ until it completes, then the auth timeout's
@@ -223,8 +252,9 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   // This worker's thread, while lingering: reads and drops what the peer sent.
   void discard_input();
 
-  // Unauthenticated connections get auth_timeout to authenticate, counted from
-  // connect or from the RESET that de-authenticated them.
+  // Connections not admitted get auth_timeout to be (A2), counted from
+  // connect or from the RESET that de-authenticated them; the first admission
+  // leaves the unauthenticated count (A1).
   void update_auth_timer();
 
   void advance(std::size_t n);
@@ -238,7 +268,7 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   IoWorker& worker_;
   tcp::socket sock_;
   asio::steady_timer auth_timer_;    // auth_timeout; then, while lingering, kLingerTime
-  asio::steady_timer pace_timer_;    // ends a pause after max_stall, or a hold's slice
+  asio::steady_timer pace_timer_;    // ends a pause after max_stall, a hold's slice, or a reply delay (W8)
   asio::steady_timer client_timer_;  // the client's own deadline (QoS 1 redelivery)
   std::chrono::nanoseconds client_timer_due_{0};
   bool client_timer_armed_ = false;
@@ -246,6 +276,8 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   std::chrono::steady_clock::time_point paused_at_{};
   bool paused_ = false;           // reading stopped for pacing
   bool held_ = false;             // reading stopped for a held publish (hold())
+  bool delaying_ = false;         // reading and writing stopped for a reply delay (W8)
+  bool counted_ = false;          // in AuthStats' unauthenticated gauge (A1)
   std::vector<FrameSpan> batch_;  // frames handed to the kernel, held until written
   std::vector<iovec> iov_;
   std::size_t iov_pos_ = 0;

@@ -21,7 +21,7 @@
 #include "broker/core/broker_core.hpp"
 #include "broker/core/client.hpp"
 #include "broker/tls/tls_context.hpp"
-#include "ringcast/broker/broker.hpp"
+#include "ringcast/broker/error.hpp"
 
 namespace ringcast::broker {
 
@@ -41,6 +41,13 @@ struct Listener {
   // current at each accept; it must outlive the server. The refusal is then
   // not written (it would not be TLS): the connection is just closed.
   tls::TlsContext* tls = nullptr;
+  // Written, best effort and never over TLS, to a connection refused because
+  // max_unauthenticated connections have not authenticated yet.
+  std::string unauthenticated_refusal{};
+  // The protocol opens with a handshake of its own (the WebSocket port's HTTP
+  // upgrade): its connections count as unauthenticated until it is done, with
+  // or without authentication configured (Client::admitted).
+  bool upgrade = false;
 };
 
 class Server {

@@ -9,25 +9,6 @@
 
 namespace ringcast::broker {
 
-std::string_view to_string(TlsAuthClients a) noexcept {
-  switch (a) {
-    case TlsAuthClients::kNo:
-      return "no";
-    case TlsAuthClients::kOptional:
-      return "optional";
-    case TlsAuthClients::kYes:
-      return "yes";
-  }
-  return "unknown";
-}
-
-std::optional<TlsAuthClients> parse_tls_auth_clients(std::string_view s) noexcept {
-  for (const TlsAuthClients a : {TlsAuthClients::kNo, TlsAuthClients::kOptional, TlsAuthClients::kYes}) {
-    if (s == to_string(a)) return a;
-  }
-  return std::nullopt;
-}
-
 namespace tls {
 
 tl::expected<void, std::string> validate(const BrokerConfig& config) {

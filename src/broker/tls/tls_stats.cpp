@@ -1,7 +1,5 @@
 #include "broker/tls/tls_stats.hpp"
 
-#include <chrono>
-#include <cstdio>
 #include <string>
 
 #include <fmt/format.h>
@@ -59,25 +57,6 @@ void TlsStats::write_metrics(PrometheusWriter& w) const {
   w.header("ringcast_broker_tls_reloads_total", "Certificate reloads (SIGHUP), by result.", MetricType::kCounter);
   w.sample("ringcast_broker_tls_reloads_total", {{"result", "ok"}}, static_cast<double>(get(reloads_)));
   w.sample("ringcast_broker_tls_reloads_total", {{"result", "failed"}}, static_cast<double>(get(reload_failures_)));
-}
-
-void TlsStats::log(std::string_view line) noexcept {
-  const std::int64_t now =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  // relaxed (all three): a rate limit, approximate under races.
-  if (log_second_.exchange(now, std::memory_order_relaxed) != now) log_lines_.store(0, std::memory_order_relaxed);
-  if (log_lines_.fetch_add(1, std::memory_order_relaxed) >= kLogBurst) {
-    log_dropped_.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  const std::uint64_t dropped = log_dropped_.exchange(0, std::memory_order_relaxed);
-  try {
-    const std::string text =
-        dropped == 0 ? fmt::format("ringcast broker: tls: {}\n", line)
-                     : fmt::format("ringcast broker: tls: {} ({} earlier lines not logged)\n", line, dropped);
-    std::fputs(text.c_str(), stderr);
-  } catch (...) {  // out of memory for a log line: nothing to do
-  }
 }
 
 }  // namespace ringcast::broker::tls

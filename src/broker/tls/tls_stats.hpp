@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "broker/util/rate_limited_log.hpp"
 #include "ringcast/broker/metrics.hpp"
 
 namespace ringcast::broker::tls {
@@ -51,13 +52,11 @@ class TlsStats {
   [[nodiscard]] std::string info_fields() const;
   void write_metrics(PrometheusWriter& w) const;
 
-  // Writes "ringcast broker: tls: <line>" to stderr, at most kLogBurst lines a
-  // second (a flood of bad handshakes must not flood the log); the lines
-  // dropped are counted and said on the next line written.
-  void log(std::string_view line) noexcept;
+  // Writes "ringcast broker: tls: <line>" to stderr, rate-limited (a flood of
+  // bad handshakes must not flood the log; util/rate_limited_log.hpp).
+  void log(std::string_view line) noexcept { log_.write(line); }
 
  private:
-  static constexpr std::uint32_t kLogBurst = 20;
   static void add(std::atomic<std::uint64_t>& c) noexcept {
     c.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
   }
@@ -71,11 +70,7 @@ class TlsStats {
   std::atomic<std::uint64_t> ktls_send_{0};
   std::atomic<std::uint64_t> reloads_{0};
   std::atomic<std::uint64_t> reload_failures_{0};
-  // The log's rate limit: the second it counts in and the lines it wrote in it;
-  // relaxed, as a burst a line or two over the limit does no harm.
-  std::atomic<std::int64_t> log_second_{0};
-  std::atomic<std::uint32_t> log_lines_{0};
-  std::atomic<std::uint64_t> log_dropped_{0};
+  RateLimitedLog log_{"tls"};
 };
 
 }  // namespace ringcast::broker::tls

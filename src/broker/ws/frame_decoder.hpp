@@ -55,6 +55,11 @@ class FrameDecoder {
   // max_message: the largest reassembled data message accepted (larger: 1009).
   explicit FrameDecoder(std::size_t max_message) noexcept : max_message_(max_message) {}
 
+  // Changes the limit for the frames whose header comes from now on (the
+  // session raises it from its pre-authentication bound once the client has
+  // authenticated; ws_session.hpp, invariant 3).
+  void set_max_message(std::size_t max_message) noexcept { max_message_ = max_message; }
+
   // Consumes bytes from the front of `in` until one event is complete, the
   // input runs out (kNeedMore, `in` empty), or an error is found. What the
   // accessors return stays valid until the next call. Allocates only when a
@@ -85,7 +90,7 @@ class FrameDecoder {
   // The frame's payload is complete: produces its event or continues.
   Status finish_frame() noexcept;
 
-  const std::size_t max_message_;
+  std::size_t max_message_;
   State state_ = State::kHeader;
   std::array<unsigned char, 14> hdr_{};  // 2 + up to 8 length bytes + 4 mask bytes
   std::size_t hdr_len_ = 0;

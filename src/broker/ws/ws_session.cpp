@@ -48,8 +48,10 @@ WsSession::~WsSession() {
 WsSession::WsSession(BrokerCore& core, std::string peer, Waker& waker, const HttpRoutes& routes)
     : Client(core, std::move(peer), WireFormat::kPopSubJson, Deliveries::kPerMessage, waker, true),
       http_(std::make_unique<HttpUpgrade>(routes)),
-      decoder_(core.config().ws_max_message) {
+      decoder_(core.config().ws_max_message),
+      refusals_(core, std::chrono::nanoseconds(0)) {
   set_authenticated(!auth_required());
+  if (!authenticated()) decoder_.set_max_message(std::min(kMaxUnauthMessage, core.config().ws_max_message));
 }
 
 Client::InputResult WsSession::on_input(std::string_view bytes) {
@@ -154,6 +156,7 @@ void WsSession::cmd_auth(const JsonCommand& c) {
   const AuthOutcome r = authenticate(std::nullopt, c.token);
   switch (r.kind) {
     case Kind::kAccepted:
+      decoder_.set_max_message(core().config().ws_max_message);  // invariant 3
       if (grant()) set_name(grant()->subject);
       send_text(R"({"type":"authenticated"})");
       return;
@@ -234,13 +237,17 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
       own_tracker_ = make();
       tracker_ = own_tracker_.get();
     } else {
-      bool created = false;
-      session_ = core().durable().attach(c.client_id, make, created);
-      if (session_ == nullptr) {
+      // Invariant 7: the session's owner is the token's subject, else
+      // "default" (the password's user, and everyone's without authentication).
+      auto attached = core().durable().attach(c.client_id, grant() ? grant()->subject : "default", make);
+      if (!attached) {
         send_error("subscribe: client_id '" + std::string(prefix(c.client_id, 128)) +
-                   "' is in use by another connection");
+                   (attached.error() == DurableSessions::Refusal::kNotOwner
+                        ? "' belongs to another identity: a durable session is resumed only by the one that created it"
+                        : "' is in use by another connection"));
         return;
       }
+      session_ = std::move(*attached);
       tracker_ = session_->tracker.get();
       attached_now = true;
       if (tracker_->format() != format()) {
@@ -314,7 +321,12 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
   if (replay) push_messages(replay->frames());  // still under it: before every live message
   // Invariant 7: still under the index lock, so no live message of the topic
   // can come before or between the session's redeliveries and what it missed.
-  if (attached_now && tracker_->redeliver_all(queue())) on_queue_ready();
+  // Channels this connection may not read stay withheld (ack_tracker.hpp,
+  // invariant 5): not sent to it, and not acked or expired by it.
+  if (attached_now && tracker_->redeliver_all(queue(), [this](std::string_view ch) {
+        return permission(Access::kSubscribe, ch) == Permission::kAllowed;
+      }))
+    on_queue_ready();
   if (session_ != nullptr && qos == 1 && !pattern) resume_durable(c.topic, resume);
 }
 
@@ -387,9 +399,10 @@ void WsSession::cmd_publish(const JsonCommand& c) {
   const BrokerCore::Published p = core().publish(Message{c.topic, c.payload, c.qos});
   mark_published();
   // Not held as RESP holds a refused PUBLISH (docs/broker.md, "The block
-  // policy"): answered at once, the client retries.
-  if (p.status == PublishOutcome::Status::kRefused) {
-    core().count_refused(1);
+  // policy"): refusals_ refuses at once, and the client retries.
+  if (p.status == PublishOutcome::Status::kRefused &&
+      refusals_.on_refused(RefusalHold::Clock::now()) == RefusalHold::Verdict::kRefuse) {
+    refusals_.release();
     send_error("refused: a subscriber of '" + std::string(prefix(c.topic, 128)) +
                "' with the block overflow policy has no room; nothing was delivered, retry later");
     return;

@@ -22,7 +22,10 @@
 //     nothing but control frames and `auth` is executed before a good `auth`:
 //     any other message, and a refused `auth`, get an error and a close with
 //     1008 (policy violation). PopSub's `login` is answered with an error and
-//     never closes: ringcast has no username/password step.
+//     never closes: ringcast has no username/password step. Until then a
+//     message (reassembled) is at most kMaxUnauthMessage bytes, larger ones
+//     close with 1009, so a connection that has not authenticated holds at
+//     most that much here; ws_max_message applies from the good `auth` on.
 //  4. Command errors (malformed JSON, bad fields, refused permissions) answer
 //     {"type":"error"} and keep the connection; protocol errors (bad frames,
 //     invalid UTF-8, a message over ws_max_message) close it with their code.
@@ -46,6 +49,9 @@
 //     the offer of its missed messages all happen under the index update lock,
 //     in that order: no live message can come before or between them, so there
 //     is no gap and no duplicate at the seam (beyond the dup redeliveries).
+//     Only the session's owner takes it (durable_sessions.hpp, invariant 4),
+//     and its unacked deliveries on channels this connection may not
+//     subscribe to are withheld from it (ack_tracker.hpp, invariant 5).
 //  8. Two JSON protocols (docs/broker.md, "PopSub's frames and ringcast's"):
 //     a connection speaks PopSub's (format kPopSubJson) unless its upgrade
 //     offered the subprotocol kRingcastSubprotocol (ringcast_, format kJson),
@@ -62,6 +68,7 @@
 
 #include "broker/core/broker_core.hpp"
 #include "broker/core/client.hpp"
+#include "broker/core/refusal_hold.hpp"
 #include "broker/guarantees/ack_tracker.hpp"
 #include "broker/guarantees/durable_sessions.hpp"
 #include "broker/guarantees/replay.hpp"
@@ -73,6 +80,10 @@ namespace ringcast::broker::ws {
 
 class WsSession final : public Client {
  public:
+  // Invariant 3: the largest message before authentication (an `auth` with a
+  // token of up to about 16 KiB fits), as RESP's bound (request_parser.hpp).
+  static constexpr std::size_t kMaxUnauthMessage = std::size_t{16} * 1024;
+
   // Registers with `core`; `waker` and `routes` must outlive the session.
   WsSession(BrokerCore& core, std::string peer, Waker& waker, const HttpRoutes& routes);
   // Detaches first: no publisher may reach tracker_ once it is gone; then
@@ -87,6 +98,9 @@ class WsSession final : public Client {
 
   // True once the 101 response is queued.
   [[nodiscard]] bool upgraded() const noexcept { return http_ == nullptr; }
+  // Upgraded and authenticated: until then auth_timeout runs, with or
+  // without authentication configured (a slow HTTP request is held no longer).
+  [[nodiscard]] bool admitted() const noexcept override { return upgraded() && authenticated(); }
 
  private:
   void on_frames(std::string_view bytes);
@@ -123,6 +137,9 @@ class WsSession final : public Client {
   std::unique_ptr<AckTracker> own_tracker_;
   std::shared_ptr<DurableSessions::Session> session_;  // with a client_id
   static constexpr std::chrono::milliseconds kFloorSaveInterval{20};
+  // A refused publish is refused at once (max_block 0): a WebSocket client
+  // has no PUBLISH pipeline to pause, and retries on the error.
+  RefusalHold refusals_;
   bool closing_ = false;
   bool ringcast_ = false;  // invariant 8: ringcast's protocol, else PopSub's
 };

@@ -34,10 +34,12 @@ namespace ringcast::broker::hostile {
 // from its first lines; `extra` flags are appended. Always reaped.
 class Broker {
  public:
-  explicit Broker(std::vector<std::string> extra = {}) {
+  // `err`: the broker's stderr; kPipe lets a test read its log lines
+  // (process().read_stderr_line_with).
+  explicit Broker(std::vector<std::string> extra = {}, test::Stream err = test::Stream::kInherit) {
     std::vector<std::string> argv{BROKER_EXE, "--port", "0", "--ws-port", "0", "--io-threads", "2"};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    child_ = test::ChildProcess::spawn(argv);
+    child_ = test::ChildProcess::spawn(argv, {.err = err});
     // "ringcast-broker listening on 127.0.0.1:<port>" and
     // "ringcast-broker websocket on ws://127.0.0.1:<port>/ (live page: ...)".
     for (int line = 0; line < 4 && (port_ == 0 || ws_port_ == 0); ++line) {

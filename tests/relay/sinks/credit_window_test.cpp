@@ -1,8 +1,8 @@
-// CreditWindow (src/relay/credit_window.hpp) against a real nats-server: the
+// CreditWindow (src/relay/sinks/credit_window.hpp) against a real nats-server: the
 // acks an ingress sends to the window's inbox decide which ring positions the
 // reader may publish. Each invariant of the header is one test here; the
 // cross-host tests drive the same window through whole relays.
-#include "relay/credit_window.hpp"
+#include "relay/sinks/credit_window.hpp"
 
 #include <nats/nats.h>
 

@@ -1,4 +1,4 @@
-#include "relay/credit_window.hpp"
+#include "relay/sinks/credit_window.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -1,0 +1,85 @@
+package ringcast
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+// The shapes of bench/ring/c_abi_bench.cpp from Go, 52-byte messages, one
+// goroutine (docs/benchmarks.md, "C ABI and bindings"):
+//
+//	go test -run '^$' -bench . -benchtime 2000000x
+
+func benchRing(b *testing.B, consumer bool) (*Ring, ConsumerID) {
+	r, err := CreateAnonymous(1024, &CreateOptions{MaxMessage: MaxInlinePayload})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(r.Close)
+	var id ConsumerID
+	if consumer {
+		if id, err = r.Register(Latest); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return r, id
+}
+
+func BenchmarkPushNoConsumer(b *testing.B) {
+	r, _ := benchRing(b, false)
+	m := make([]byte, MaxInlinePayload)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if r.TryPush(m) != OK {
+			b.Fatal("push failed")
+		}
+	}
+}
+
+func BenchmarkPushThenRecv(b *testing.B) {
+	r, id := benchRing(b, true)
+	m := make([]byte, MaxInlinePayload)
+	out := make([]byte, MaxInlinePayload)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		binary.LittleEndian.PutUint64(m, uint64(i))
+		if r.TryPush(m) != OK {
+			b.Fatal("push failed")
+		}
+		if res := r.TryRecv(id, out); res.Status != OK || binary.LittleEndian.Uint64(out) != uint64(i) {
+			b.Fatalf("message %d: %+v", i, res)
+		}
+	}
+}
+
+// BenchmarkBatch64: 64 messages written back to back, pushed by one
+// TryPushBatch and received by one RecvBatch; an iteration is one message.
+func BenchmarkBatch64(b *testing.B) {
+	const batch = 64
+	r, id := benchRing(b, true)
+	flat := make([]byte, batch*MaxInlinePayload)
+	flatLengths := make([]uint32, batch)
+	for k := range flatLengths {
+		flatLengths[k] = MaxInlinePayload
+	}
+	buf := make([]byte, batch*MaxInlinePayload)
+	lengths := make([]uint32, batch)
+	b.ResetTimer()
+	for i := 0; i < b.N; i += batch {
+		for k := 0; k < batch; k++ {
+			binary.LittleEndian.PutUint64(flat[k*MaxInlinePayload:], uint64(i+k))
+		}
+		if p := r.TryPushBatch(flat, flatLengths); p.Count != batch {
+			b.Fatalf("push batch at %d: %+v", i, p)
+		}
+		res := r.RecvBatch(id, buf, lengths)
+		if res.Status != OK || res.Count != batch {
+			b.Fatalf("batch at %d: %+v", i, res)
+		}
+		for k := 0; k < batch; k++ {
+			if binary.LittleEndian.Uint64(buf[k*MaxInlinePayload:]) != uint64(i+k) {
+				b.Fatalf("message %d wrong", i+k)
+			}
+		}
+	}
+}

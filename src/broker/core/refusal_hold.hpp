@@ -1,0 +1,73 @@
+// What a publisher does with a message the core refused (PublishOutcome::
+// kRefused: a `block` subscriber of its channel had no room, seed 002 §5):
+// the one policy every publisher follows, the RESP session, the WebSocket
+// session and Broker::publish alike. Each only waits its own way (a paused
+// connection, a blocked thread) and words the outcome.
+//
+//   refused -> hold it, retrying when a queue drains, until max_block has
+//              passed since the hold began -> refuse it (counted here, once)
+//
+// A hold spans what the publisher does in one go (a Broker::publish call, a
+// RESP connection's batch of pipelined PUBLISHes, one large PUBLISH): once its
+// max_block has passed, the rest of that go that is refused is refused at
+// once, so a stuck subscriber costs one max_block per go, not per message.
+// release() ends the go.
+//
+// max_block 0 refuses at once (the WebSocket session; --max-block 0). A
+// publisher that must lose nothing (the relay) holds until accepted: every
+// max_block of waiting counts one refusal and is reported, and it waits on.
+//
+// Thread safety: none; one per publisher, used by its thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "broker/core/broker_core.hpp"
+
+namespace ringcast::broker {
+
+class RefusalHold {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  enum class Verdict : std::uint8_t {
+    kWait,          // hold the message and try again by deadline()
+    kRefuse,        // give up on it: the caller tells its publisher (counted)
+    kWaitReported,  // until-accepted: another max_block passed (counted); wait on
+  };
+
+  RefusalHold(BrokerCore& core, std::chrono::nanoseconds max_block, bool until_accepted = false) noexcept
+      : core_(core), max_block_(max_block), until_accepted_(until_accepted) {}
+
+  // A message was refused at `now` (the one held, or a later one of the go).
+  Verdict on_refused(Clock::time_point now) noexcept {
+    if (!holding_) {
+      holding_ = true;
+      deadline_ = now + max_block_;
+    }
+    if (now < deadline_) return Verdict::kWait;
+    core_.count_refused(1);
+    if (!until_accepted_) return Verdict::kRefuse;
+    deadline_ = now + max_block_;
+    return Verdict::kWaitReported;
+  }
+  // A message is refused without holding (the caller is cancelled, stopping or
+  // closing): counted as any refusal.
+  void refuse_now() noexcept { core_.count_refused(1); }
+  // The go is over (its messages accepted or refused): the next refusal
+  // starts a new hold.
+  void release() noexcept { holding_ = false; }
+
+  // When the current hold's period ends. REQUIRES: on_refused() said kWait or kWaitReported.
+  [[nodiscard]] Clock::time_point deadline() const noexcept { return deadline_; }
+
+ private:
+  BrokerCore& core_;
+  const std::chrono::nanoseconds max_block_;
+  const bool until_accepted_;
+  bool holding_ = false;
+  Clock::time_point deadline_{};
+};
+
+}  // namespace ringcast::broker
