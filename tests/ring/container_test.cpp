@@ -110,6 +110,7 @@ TEST_F(ContainerTest, AConsumerKilledInItsNamespaceIsDeadAndReapedALiveOneIsNot)
   ASSERT_TRUE(s.consumers[0].active && s.consumers[1].active);
   EXPECT_TRUE(s.consumers[0].owner_alive && s.consumers[1].owner_alive);
   EXPECT_NE(s.consumers[0].owner_pid, static_cast<std::uint32_t>(victim));
+  EXPECT_FALSE(s.consumers[0].owner_pid_here);  // so ring-top does not name our process of that pid
   EXPECT_EQ(ring->reap_dead_consumers().value(), 0U);
   const nlohmann::json before = info_from_a_third_namespace();
   ASSERT_EQ(before["consumers"].size(), 2U) << before.dump();
@@ -140,6 +141,8 @@ TEST_F(ContainerTest, AProducerKilledMidWriteIsTakenOverFromAnotherNamespace) {
   RingStatus s = ring->status();
   EXPECT_FALSE(s.producer_alive);
   EXPECT_TRUE(s.half_written_slot);
+  EXPECT_FALSE(s.producer_pid_here);
+  EXPECT_TRUE(s.consumers[id].owner_pid_here);  // registered by this process
   const nlohmann::json dead = info_from_a_third_namespace();
   EXPECT_FALSE(dead["producer_alive"].get<bool>()) << dead.dump();
 
