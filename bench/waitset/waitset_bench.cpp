@@ -6,11 +6,11 @@
 // Each ring has its own producer process (forked before the consumer starts
 // any thread), which pushes its CLOCK_MONOTONIC send time every 1/rate
 // seconds (absolute sleeps, timer slack 1 ns). The consumer records, per
-// message, receive time minus send time, and its own CPU time (user +
-// system, all its threads) over the run. Modes: waitset (one thread, one
-// WaitSet over every ring, try_recv until empty), threads (one thread per
-// ring, recv_wait with the default strategy), single (one ring, one
-// recv_wait thread, at the same rate). Prints one line per mode.
+// message, receive time minus send time, its own CPU time (user + system,
+// all its threads) over the run, and its producers' together. Modes:
+// waitset (one thread, one WaitSet over every ring, try_recv until empty),
+// threads (one thread per ring, recv_wait with the default strategy), single
+// (one ring, one recv_wait thread, at the same rate). One line per mode.
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -79,6 +79,7 @@ struct Run {
   std::int64_t cpu = 0;
   std::int64_t wall = 0;
   std::uint64_t received = 0;
+  std::int64_t producers_cpu = 0;  // all producer processes together
 };
 
 void record(LatencyHistogram& h, std::span<const std::byte> buf) {
@@ -146,7 +147,12 @@ Run run(const std::string& mode, int rings, int rate, int seconds) {
   }
   out.cpu = cpu_ns() - cpu0;
   out.wall = now_ns() - wall0;
-  for (const pid_t pid : children) ::waitpid(pid, nullptr, 0);
+  for (const pid_t pid : children) {
+    struct rusage ru {};
+    ::wait4(pid, nullptr, 0, &ru);
+    out.producers_cpu += (std::int64_t{ru.ru_utime.tv_sec} + ru.ru_stime.tv_sec) * 1'000'000'000 +
+                         (std::int64_t{ru.ru_utime.tv_usec} + ru.ru_stime.tv_usec) * 1000;
+  }
   for (const std::string& p : path) ::unlink(p.c_str());
   return out;
 }
@@ -165,16 +171,17 @@ int main(int argc, char** argv) {
   app.add_option("--mode", mode, "waitset, threads, single or all")
       ->check(CLI::IsMember({"waitset", "threads", "single", "all"}));
   CLI11_PARSE(app, argc, argv);
-  fmt::print("{:<8} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9}\n", "mode", "rings", "msgs/s", "p50 us", "p99 us",
-             "max us", "received", "CPU %");
+  fmt::print("{:<8} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>12}\n", "mode", "rings", "msgs/s", "p50 us", "p99 us",
+             "max us", "received", "CPU %", "producers %");
   for (const std::string m : {"single", "waitset", "threads"}) {
     if (mode != "all" && mode != m) continue;
     const int n = m == "single" ? 1 : rings;
     const Run r = run(m == "single" ? "threads" : m, n, rate, seconds);
-    fmt::print("{:<8} {:>5} {:>9} {:>9.1f} {:>9.1f} {:>9.1f} {:>10} {:>9.1f}\n", m, n, n * rate,
+    fmt::print("{:<8} {:>5} {:>9} {:>9.1f} {:>9.1f} {:>9.1f} {:>10} {:>9.1f} {:>12.1f}\n", m, n, n * rate,
                static_cast<double>(r.latency.percentile(0.5)) / 1e3,
                static_cast<double>(r.latency.percentile(0.99)) / 1e3, static_cast<double>(r.latency.max()) / 1e3,
-               r.received, 100.0 * static_cast<double>(r.cpu) / static_cast<double>(r.wall));
+               r.received, 100.0 * static_cast<double>(r.cpu) / static_cast<double>(r.wall),
+               100.0 * static_cast<double>(r.producers_cpu) / static_cast<double>(r.wall));
   }
   return 0;
 }
