@@ -7,7 +7,13 @@
 #include "ringcast/wait_set.hpp"
 
 #include <gtest/gtest.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include <array>
@@ -60,6 +66,12 @@ bool readable(int fd, std::chrono::milliseconds timeout) {
     fd, POLLIN, 0
   };
   return ::poll(&p, 1, static_cast<int>(timeout.count())) == 1 && (p.revents & POLLIN) != 0;
+}
+
+std::chrono::nanoseconds thread_cpu_time() {
+  struct timespec ts {};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
 }
 
 TEST(WaitSetTest, AddsConsumersOfItsRingsUpToTheLimit) {
@@ -225,14 +237,58 @@ TEST(WaitSetTest, IdleWaitUsesAlmostNoCpu) {
   WaitSet ws;
   add_all(ws, rings);
   std::array<std::size_t, 16> ready{};
-  struct timespec before {};
-  struct timespec after {};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &before);
+  const auto before = thread_cpu_time();
   EXPECT_EQ(ws.wait(ready, 1s).status, Errc::timed_out);
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &after);
-  const auto used =
-      std::chrono::seconds(after.tv_sec - before.tv_sec) + std::chrono::nanoseconds(after.tv_nsec - before.tv_nsec);
+  const auto used = thread_cpu_time() - before;
   EXPECT_LT(used, 50ms) << "an idle WaitSet used " << used.count() << " ns of CPU in one second";
+}
+
+// Makes futex_waitv fail with ENOSYS in this process, as on kernels before
+// 5.16 (a seccomp filter; the process may not gain privileges after it).
+bool refuse_futex_waitv() {
+  struct sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_futex_waitv, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog program {
+    static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter
+  };
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) == 0;
+}
+
+// Without futex_waitv (ENOSYS), a WaitSet sleeps on one member's word at a
+// time for at most 1 ms: an idle wait still sleeps (a loop that retried
+// futex_waitv at once would spin for the whole second), and a push on any
+// member is seen. In a child process, which the seccomp filter stays with.
+TEST(WaitSetTest, WithoutFutexWaitvItSleepsInTurnsAndStillSeesEveryMember) {
+  const pid_t pid = test::fork_with_death_signal();
+  if (pid == 0) {
+    if (!refuse_futex_waitv()) _exit(77);
+    auto rings = anonymous_rings(4);
+    WaitSet ws;
+    for (Member& m : rings) (void)ws.add(m.ring, m.id);
+    std::array<std::size_t, 4> ready{};
+    const auto before = thread_cpu_time();
+    if (ws.wait(ready, 1s).status != Errc::timed_out) _exit(10);
+    if (thread_cpu_time() - before >= 200ms) _exit(11);  // spun
+    std::thread pusher([&] {
+      while (rings[3].ring.status().sleeping_consumers == 0) std::this_thread::sleep_for(1ms);
+      (void)rings[3].ring.try_push(test::as_bytes("x"));
+    });
+    const WaitSetResult r = ws.wait(ready, 60s);
+    pusher.join();
+    _exit(r.count == 1 && ready[0] == 3 ? 0 : 12);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) GTEST_SKIP() << "cannot install a seccomp filter";
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0) << "10: no timeout, 11: spun, 12: missed the push";
 }
 
 // A producer that died mid-write leaves its consumer's next slot odd; the
