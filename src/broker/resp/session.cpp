@@ -13,78 +13,11 @@ namespace ringcast::broker {
 
 namespace {
 
-enum class Cmd : std::uint8_t {
-  kSubscribe,
-  kUnsubscribe,
-  kPsubscribe,
-  kPunsubscribe,
-  kSsubscribe,
-  kSunsubscribe,
-  kPublish,
-  kSpublish,
-  kPing,
-  kQuit,
-  kReset,
-  kAuth,
-  kHello,
-  kClient,
-  kPubsub,
-  kInfo,
-  kHistory,
-};
-
-struct CommandSpec {
-  std::string_view name;  // lower case, as Redis's command table
-  int arity;              // Redis convention: n exact, -n at least n
-  bool pubsub_context;    // allowed while subscribed in RESP2
-  bool no_auth;           // allowed before authentication
-  bool container;         // has subcommands
-  Cmd cmd;
-};
-
-constexpr std::array kCommands{
-    CommandSpec{"subscribe", -2, true, false, false, Cmd::kSubscribe},
-    CommandSpec{"unsubscribe", -1, true, false, false, Cmd::kUnsubscribe},
-    CommandSpec{"psubscribe", -2, true, false, false, Cmd::kPsubscribe},
-    CommandSpec{"punsubscribe", -1, true, false, false, Cmd::kPunsubscribe},
-    CommandSpec{"ssubscribe", -2, true, false, false, Cmd::kSsubscribe},
-    CommandSpec{"sunsubscribe", -1, true, false, false, Cmd::kSunsubscribe},
-    CommandSpec{"publish", 3, false, false, false, Cmd::kPublish},
-    CommandSpec{"spublish", 3, false, false, false, Cmd::kSpublish},
-    // PING before AUTH is a ringcast choice (issue 4): health checks need no secret.
-    CommandSpec{"ping", -1, true, true, false, Cmd::kPing},
-    CommandSpec{"quit", -1, true, true, false, Cmd::kQuit},
-    CommandSpec{"reset", 1, true, true, false, Cmd::kReset},
-    CommandSpec{"auth", -2, false, true, false, Cmd::kAuth},
-    CommandSpec{"hello", -1, false, true, false, Cmd::kHello},
-    CommandSpec{"client", -2, false, false, true, Cmd::kClient},
-    CommandSpec{"pubsub", -2, false, false, true, Cmd::kPubsub},
-    CommandSpec{"info", -1, false, false, false, Cmd::kInfo},
-    // A ringcast extension (docs/broker.md, "HISTORY"): a channel's retained messages.
-    CommandSpec{"history", -2, false, false, false, Cmd::kHistory},
-};
-
-struct SubcommandSpec {
-  std::string_view container;
-  std::string_view name;
-  int arity;
-};
-
-constexpr std::array kSubcommands{
-    SubcommandSpec{"client", "setname", 3},      SubcommandSpec{"client", "getname", 2},
-    SubcommandSpec{"client", "id", 2},           SubcommandSpec{"client", "list", -2},
-    SubcommandSpec{"client", "info", 2},         SubcommandSpec{"client", "overflow", -2},
-    SubcommandSpec{"client", "help", 2},         SubcommandSpec{"client", "reply", 3},
-    SubcommandSpec{"pubsub", "channels", -2},    SubcommandSpec{"pubsub", "numsub", -2},
-    SubcommandSpec{"pubsub", "numpat", 2},       SubcommandSpec{"pubsub", "shardchannels", -2},
-    SubcommandSpec{"pubsub", "shardnumsub", -2}, SubcommandSpec{"pubsub", "help", 2},
-};
-
 bool arity_ok(int arity, std::size_t argc) {
   return arity >= 0 ? argc == static_cast<std::size_t>(arity) : argc >= static_cast<std::size_t>(-arity);
 }
 
-constexpr std::string_view kNoAuth = "NOAUTH Authentication required.";
+constexpr std::string_view kNoAuthReply = "NOAUTH Authentication required.";
 
 }  // namespace
 
@@ -178,9 +111,10 @@ void RespSession::flush_replies() {
 }
 
 void RespSession::execute(std::span<const std::string> args) {
-  const std::string name = lower(args[0]);
+  const Command* spec = find_command(lower(args[0]));
+  const bool batched = batches(spec, args);
   // Every reply but a batched PUBLISH's must follow the pending PUBLISH replies.
-  if (!(name == "publish" && args.size() == 3 && authenticated() && !subscribed())) {
+  if (!batched) {
     flush_publishes();
     if (held_) {  // invariant 4: this command runs after the held PUBLISH
       held_command_.assign(args.begin(), args.end());
@@ -192,16 +126,33 @@ void RespSession::execute(std::span<const std::string> args) {
   // ((un)subscribe confirmations, messages) never pass through reply_ unflushed.
   reply_mark_ = reply_.size();
   skip_current_ = std::exchange(skip_next_, false);
-  dispatch(name, args);
+  if (batched) {
+    // Invariant 3: nothing but this connection's own replies can enter its
+    // queue, so executing at the end of the input changes no order.
+    if (batch_.add(args[1], args[2], !reply_off_ && !skip_current_)) flush_publishes();
+  } else {
+    dispatch(spec, args);
+  }
   if (reply_off_ || skip_current_) reply_.resize(reply_mark_);
   // A command held here (invariant 4) runs again from retry_held(): its SKIP too.
   if (held_ && skip_current_) skip_next_ = true;
 }
 
-void RespSession::dispatch(const std::string& name, std::span<const std::string> args) {
-  const auto spec =
-      std::find_if(kCommands.begin(), kCommands.end(), [&](const CommandSpec& c) { return c.name == name; });
-  if (spec == kCommands.end()) {
+const RespSession::Command* RespSession::find_command(std::string_view name) noexcept {
+  const auto it = std::find_if(kCommands.begin(), kCommands.end(), [&](const Command& c) { return c.name == name; });
+  return it == kCommands.end() ? nullptr : &*it;
+}
+
+bool RespSession::batches(const Command* spec, std::span<const std::string> args) {
+  // Everything dispatch() would check for a PUBLISH, then the batch's own
+  // conditions: no subscription, and small enough to copy.
+  return spec != nullptr && (spec->flags & kBatched) != 0 && arity_ok(spec->arity, args.size()) && authenticated() &&
+         !subscribed() && permission(Access::kPublish, args[1]) == Permission::kAllowed &&
+         PublishBatch::fits(args[1], args[2]);
+}
+
+void RespSession::dispatch(const Command* spec, std::span<const std::string> args) {
+  if (spec == nullptr) {
     std::string list;
     for (std::size_t i = 1; i < args.size() && list.size() < 128; ++i) {
       list += fmt::format("'{}' ", c_str_prefix(args[i], 128 - list.size()));
@@ -211,11 +162,10 @@ void RespSession::dispatch(const std::string& name, std::span<const std::string>
     return;
   }
   std::string fullname(spec->name);
-  if (spec->container && args.size() >= 2) {
+  if ((spec->flags & kContainer) != 0 && args.size() >= 2) {
     const std::string sub = lower(args[1]);
-    const auto sspec = std::find_if(kSubcommands.begin(), kSubcommands.end(), [&](const SubcommandSpec& s) {
-      return s.container == spec->name && s.name == sub;
-    });
+    const auto sspec = std::find_if(kSubcommands.begin(), kSubcommands.end(),
+                                    [&](const Subcommand& s) { return s.container == spec->name && s.name == sub; });
     if (sspec == kSubcommands.end()) {
       resp::error(reply_, fmt::format("ERR unknown subcommand '{}'. Try {} HELP.", c_str_prefix(args[1], 128),
                                       upper(spec->name)));
@@ -230,54 +180,17 @@ void RespSession::dispatch(const std::string& name, std::span<const std::string>
     resp::error(reply_, fmt::format("ERR wrong number of arguments for '{}' command", fullname));
     return;
   }
-  if (!authenticated() && !spec->no_auth) {
-    resp::error(reply_, kNoAuth);
+  if (!authenticated() && (spec->flags & kNoAuth) == 0) {
+    resp::error(reply_, kNoAuthReply);
     return;
   }
-  if (format() == WireFormat::kResp2 && subscribed() && !spec->pubsub_context) {
+  if (format() == WireFormat::kResp2 && subscribed() && (spec->flags & kPubsubContext) == 0) {
     resp::error(reply_, fmt::format("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE "
                                     "/ PING / QUIT / RESET are allowed in this context",
                                     fullname));
     return;
   }
-  switch (spec->cmd) {
-    case Cmd::kSubscribe:
-      return cmd_subscribe(args, SubscriptionSpace::kChannel);
-    case Cmd::kPsubscribe:
-      return cmd_subscribe(args, SubscriptionSpace::kPattern);
-    case Cmd::kSsubscribe:
-      return cmd_subscribe(args, SubscriptionSpace::kShard);
-    case Cmd::kUnsubscribe:
-      return cmd_unsubscribe(args, SubscriptionSpace::kChannel);
-    case Cmd::kPunsubscribe:
-      return cmd_unsubscribe(args, SubscriptionSpace::kPattern);
-    case Cmd::kSunsubscribe:
-      return cmd_unsubscribe(args, SubscriptionSpace::kShard);
-    case Cmd::kPublish:
-      return cmd_publish(args);
-    case Cmd::kSpublish:
-      return cmd_spublish(args);
-    case Cmd::kPing:
-      return cmd_ping(args);
-    case Cmd::kQuit:
-      resp::simple(reply_, "OK");
-      closing_ = true;
-      return;
-    case Cmd::kReset:
-      return cmd_reset();
-    case Cmd::kAuth:
-      return cmd_auth(args);
-    case Cmd::kHello:
-      return cmd_hello(args);
-    case Cmd::kClient:
-      return cmd_client(args);
-    case Cmd::kPubsub:
-      return cmd_pubsub(args);
-    case Cmd::kHistory:
-      return cmd_history(args);
-    case Cmd::kInfo:
-      return cmd_info(args);
-  }
+  (this->*spec->handler)(args);
 }
 
 bool RespSession::check_permission(Access access, std::string_view name) {

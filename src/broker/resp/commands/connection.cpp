@@ -156,7 +156,12 @@ void RespSession::cmd_hello(std::span<const std::string> args) {
   resp::array(reply_, 0);
 }
 
-void RespSession::cmd_reset() {
+void RespSession::cmd_quit(std::span<const std::string> /*args*/) {
+  resp::simple(reply_, "OK");
+  closing_ = true;
+}
+
+void RespSession::cmd_reset(std::span<const std::string> /*args*/) {
   // As Redis's clearClientConnectionState: no unsubscribe confirmations, back to
   // RESP2, name cleared, authentication required again if a password is set.
   flush_replies();

@@ -30,7 +30,7 @@ std::string_view RespSession::confirmation_kind(SubscriptionSpace space, bool su
   return subscribe ? "subscribe" : "unsubscribe";
 }
 
-void RespSession::cmd_subscribe(std::span<const std::string> args, SubscriptionSpace space) {
+void RespSession::subscribe(std::span<const std::string> args, SubscriptionSpace space) {
   const Access access = space == SubscriptionSpace::kPattern ? Access::kSubscribePattern : Access::kSubscribe;
   for (std::size_t i = 1; i < args.size(); ++i) {
     if (space == SubscriptionSpace::kPattern && !glob_pattern_fits(args[i])) {
@@ -65,7 +65,7 @@ void RespSession::cmd_subscribe(std::span<const std::string> args, SubscriptionS
   flush_replies();
 }
 
-void RespSession::cmd_unsubscribe(std::span<const std::string> args, SubscriptionSpace space) {
+void RespSession::unsubscribe(std::span<const std::string> args, SubscriptionSpace space) {
   flush_replies();
   const std::string_view kind = confirmation_kind(space, false);
   SubscriptionUpdate update = core().update(*this);
@@ -95,31 +95,11 @@ void RespSession::cmd_unsubscribe(std::span<const std::string> args, Subscriptio
 }
 
 void RespSession::cmd_publish(std::span<const std::string> args) {
-  if (const Permission p = permission(Access::kPublish, args[1]); p != Permission::kAllowed) {
-    // The refusal is this command's reply: after the batched ones (invariant 3).
-    flush_publishes();
-    if (held_) {
-      held_command_.assign(args.begin(), args.end());
-      return;
-    }
-    noperm_reply(args[1], p);
-    return;
-  }
-  if (!subscribed() && PublishBatch::fits(args[1], args[2])) {
-    // Batched (invariant 3): nothing but this connection's own replies can enter
-    // its queue, so executing at the end of the input changes no order.
-    if (batch_.add(args[1], args[2], !reply_off_ && !skip_current_)) flush_publishes();
-    return;
-  }
-  // A large message is published from the parser's copy, not copied into the
-  // batch (after the batch, so replies stay in order). RESP3 and subscribed: this
-  // connection may receive the message itself, after its earlier replies and
-  // before this PUBLISH's reply, as Redis sends them.
-  flush_publishes();
-  if (held_) {
-    held_command_.assign(args.begin(), args.end());
-    return;
-  }
+  // Not batched (execute() decides, invariant 3; the batch was flushed before
+  // this): a large message is published from the parser's copy. RESP3 and
+  // subscribed: this connection may receive the message itself, after its
+  // earlier replies and before this PUBLISH's reply, as Redis sends them.
+  if (!check_permission(Access::kPublish, args[1])) return;
   flush_replies();
   const BrokerCore::Published p = core().publish(Message{args[1], args[2]});
   mark_published();
