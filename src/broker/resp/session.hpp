@@ -1,6 +1,7 @@
 // A RESP2/RESP3 client: parses its requests, executes the commands as calls on
-// the core (BrokerCore::update, BrokerCore::publish), and queues replies in
-// order with the messages it receives. It owns no subscription state: that is
+// the core (BrokerCore::update, BrokerCore::publish) through the command table
+// (command_table.cpp; the handlers are in commands/, one file per family), and
+// queues replies in order with the messages it receives. It owns no subscription state: that is
 // the index's (client.hpp).
 //
 // Thread safety: as Client (client.hpp): everything here runs on the

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "broker/resp/client_list.hpp"
 #include "broker/resp/commands/text.hpp"
 #include "broker/resp/resp_encoder.hpp"
 #include "ringcast/broker/token.hpp"
@@ -199,9 +200,9 @@ void RespSession::cmd_client(std::span<const std::string> args) {
       resp::error(reply_, "ERR syntax error");
       return;
     }
-    resp::verbatim(reply_, format(), core().client_list());
+    resp::verbatim(reply_, format(), client_list(core().connection_stats()));
   } else if (sub == "info") {
-    resp::verbatim(reply_, format(), core().client_info(*this));
+    resp::verbatim(reply_, format(), client_line(core().connection_stats(*this)));
   } else if (sub == "overflow") {
     if (args.size() == 2) {
       resp::bulk(reply_, to_string(queue().policy()));

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "broker/resp/commands/text.hpp"
+#include "broker/resp/info.hpp"
 #include "broker/resp/resp_encoder.hpp"
 #include "broker/util/glob.hpp"
 
@@ -63,7 +64,7 @@ void RespSession::cmd_pubsub(std::span<const std::string> args) {
 }
 
 void RespSession::cmd_info(std::span<const std::string> args) {
-  resp::verbatim(reply_, format(), core().info_reply(std::vector<std::string>(args.begin() + 1, args.end())));
+  resp::verbatim(reply_, format(), info_reply(core(), args.subspan(1)));
 }
 
 }  // namespace ringcast::broker
