@@ -53,9 +53,8 @@ std::string info_text(BrokerCore& core, std::string_view section) {
         "tcp_port:{}\r\nio_threads:{}\r\nuptime_in_seconds:{}\r\ndedupe:{}\r\n"
         "overflow_policy:{}\r\nhard_limit_bytes:{}\r\nsoft_limit_bytes:{}\r\n"
         "soft_limit_seconds:{}\r\npace_bytes:{}\r\nmax_stall_ms:{}\r\nmax_block_ms:{}\r\n",
-        core.port(), core.io_threads(), up.count(),
-        config.dedupe ? "yes" : "no", to_string(config.overflow_policy), config.queue_limits.hard_bytes,
-        config.queue_limits.soft_bytes,
+        core.port(), core.io_threads(), up.count(), config.dedupe ? "yes" : "no", to_string(config.overflow_policy),
+        config.queue_limits.hard_bytes, config.queue_limits.soft_bytes,
         std::chrono::duration_cast<std::chrono::seconds>(config.queue_limits.soft_duration).count(),
         core.flow().pace_bytes(), config.max_stall.count(), config.max_block.count());
   }
@@ -86,9 +85,8 @@ std::string info_text(BrokerCore& core, std::string_view section) {
   }
   if (config.tls.enabled() && (all || sec == "tls")) {
     begin("TLS");
-    out += fmt::format("tls_port:{}\r\ntls_ws:{}\r\ntls_auth_clients:{}\r\n",
-                       config.tls.port ? core.tls_port() : 0, config.tls.ws ? "yes" : "no",
-                       to_string(config.tls.auth_clients));
+    out += fmt::format("tls_port:{}\r\ntls_ws:{}\r\ntls_auth_clients:{}\r\n", config.tls.port ? core.tls_port() : 0,
+                       config.tls.ws ? "yes" : "no", to_string(config.tls.auth_clients));
     out += core.tls_stats().info_fields();
   }
   if (all || sec == "qos1") {
@@ -110,9 +108,9 @@ std::string info_text(BrokerCore& core, std::string_view section) {
     for (const ConnectionStats& c : core.connection_stats()) {
       const std::uint64_t total = c.dropped_hard_limit + c.dropped_soft_limit + c.dropped_disconnect + c.conflated;
       if (total == 0) continue;
-      out += fmt::format("client_{}:name={},policy={},hard_limit={},soft_limit={},disconnect={},conflated={}\r\n",
-                         c.id, c.name, to_string(c.policy), c.dropped_hard_limit, c.dropped_soft_limit,
-                         c.dropped_disconnect, c.conflated);
+      out += fmt::format("client_{}:name={},policy={},hard_limit={},soft_limit={},disconnect={},conflated={}\r\n", c.id,
+                         c.name, to_string(c.policy), c.dropped_hard_limit, c.dropped_soft_limit, c.dropped_disconnect,
+                         c.conflated);
     }
   }
   return out;
