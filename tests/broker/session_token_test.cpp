@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "broker/core/broker_core.hpp"
+#include "broker/resp/info.hpp"
 #include "broker/resp/session.hpp"
 #include "ringcast/broker/token.hpp"
 #include "test_support.hpp"
@@ -72,7 +73,7 @@ TEST_F(SessionTokenTest, GoodTokenAuthenticatesAndIsCounted) {
   auto s = connect();
   EXPECT_EQ(s->send(auth("alice", token("alice", std::nullopt, std::nullopt))), "+OK\r\n");
   EXPECT_TRUE(s->authenticated());
-  EXPECT_NE(core_.info("auth").find("token_auth_accepted:1\r\n"), std::string::npos);
+  EXPECT_NE(info_text(core_, "auth").find("token_auth_accepted:1\r\n"), std::string::npos);
 }
 
 TEST_F(SessionTokenTest, OneArgumentAuthIsATokenWithoutAPassword) {
@@ -87,7 +88,7 @@ TEST_F(SessionTokenTest, OneArgumentAuthIsATokenWithoutAPassword) {
   EXPECT_TRUE(s->authenticated());
   EXPECT_EQ(s->send("SUBSCRIBE b\r\n"), "-NOPERM User alice has no permissions to access the 'b' channel\r\n")
       << "the token's grant applies";
-  EXPECT_NE(core_.info("auth").find("token_auth_accepted:1\r\n"), std::string::npos);
+  EXPECT_NE(info_text(core_, "auth").find("token_auth_accepted:1\r\n"), std::string::npos);
 }
 
 TEST_F(SessionTokenTest, UsernameMustBeTheTokensSubject) {
@@ -95,7 +96,7 @@ TEST_F(SessionTokenTest, UsernameMustBeTheTokensSubject) {
   EXPECT_EQ(s->send(auth("bob", token("alice", std::nullopt, std::nullopt))),
             "-WRONGPASS invalid token: the username is not the token's subject (sub)\r\n");
   EXPECT_FALSE(s->authenticated());
-  EXPECT_NE(core_.info("auth").find("token_subject_mismatch:1\r\n"), std::string::npos);
+  EXPECT_NE(info_text(core_, "auth").find("token_subject_mismatch:1\r\n"), std::string::npos);
 }
 
 TEST_F(SessionTokenTest, RefusedTokensAreCountedByKind) {
@@ -106,7 +107,7 @@ TEST_F(SessionTokenTest, RefusedTokensAreCountedByKind) {
   EXPECT_EQ(s->send(auth("alice", token("alice", std::nullopt, std::nullopt, seconds(-3600)))),
             "-WRONGPASS invalid token: the token has expired\r\n");
   EXPECT_FALSE(s->authenticated());
-  const std::string info = core_.info("auth");
+  const std::string info = info_text(core_, "auth");
   EXPECT_NE(info.find("token_refused_bad_signature:1\r\n"), std::string::npos) << info;
   EXPECT_NE(info.find("token_refused_expired:1\r\n"), std::string::npos) << info;
   EXPECT_NE(info.find("token_auth_refused:2\r\n"), std::string::npos) << info;
@@ -118,7 +119,7 @@ TEST_F(SessionTokenTest, SubscribeOutsideTheGrantIsRefusedWhole) {
             "-NOPERM User alice has no permissions to access the 'secret' channel\r\n");
   EXPECT_EQ(s->subscription_count(), 0u) << "md.a was not subscribed either, as in Redis";
   EXPECT_EQ(s->send("SUBSCRIBE md.a\r\n"), "*3\r\n$9\r\nsubscribe\r\n$4\r\nmd.a\r\n:1\r\n");
-  EXPECT_NE(core_.info("auth").find("permission_denied:1\r\n"), std::string::npos);
+  EXPECT_NE(info_text(core_, "auth").find("permission_denied:1\r\n"), std::string::npos);
 }
 
 TEST_F(SessionTokenTest, PatternsAndShardChannelsAreChecked) {
@@ -185,7 +186,7 @@ TEST_F(SessionTokenAndPasswordTest, PasswordGivesEveryChannelTokenGivesItsGrant)
             "-NOPERM User alice has no permissions to access the 'anything' channel\r\n");
   EXPECT_EQ(alice->send("AUTH pw\r\n"), "+OK\r\n") << "a password AUTH replaces the grant";
   EXPECT_EQ(alice->send("SUBSCRIBE anything\r\n"), "*3\r\n$9\r\nsubscribe\r\n$8\r\nanything\r\n:1\r\n");
-  EXPECT_NE(core_.info("auth").find("password_auth_refused:1\r\n"), std::string::npos);
+  EXPECT_NE(info_text(core_, "auth").find("password_auth_refused:1\r\n"), std::string::npos);
 }
 
 }  // namespace

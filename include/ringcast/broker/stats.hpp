@@ -43,8 +43,12 @@ struct ConnectionStats {
   int resp = 2;          // RESP version; 0 for a WebSocket client
   std::string protocol;  // "resp2", "resp3" or "ws"
   OverflowPolicy policy = OverflowPolicy::kDisconnect;
-  std::uint64_t subscriptions = 0;  // channels + patterns + shard channels
-  std::uint64_t queued_bytes = 0;   // queued plus handed to the kernel, not yet written
+  std::uint64_t subscriptions = 0;   // channels + patterns + shard channels
+  std::uint64_t channels = 0;        // of them: SUBSCRIBE
+  std::uint64_t patterns = 0;        // PSUBSCRIBE
+  std::uint64_t shard_channels = 0;  // SSUBSCRIBE
+  std::uint64_t age_seconds = 0;     // since the connection was accepted
+  std::uint64_t queued_bytes = 0;    // queued plus handed to the kernel, not yet written
   std::uint64_t queued_frames = 0;
   std::uint64_t sent_frames = 0;  // frames handed to the socket writer
   std::uint64_t dropped_hard_limit = 0;

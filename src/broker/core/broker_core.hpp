@@ -162,24 +162,23 @@ class BrokerCore {
   }
   // relaxed: like set_listener_info, set once before the first connection.
   void set_tls_port(std::uint16_t port) noexcept { tls_port_.store(port, std::memory_order_relaxed); }
+  // relaxed: each a fact of its own, set once before the first connection.
+  [[nodiscard]] std::uint16_t port() const noexcept { return port_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint16_t tls_port() const noexcept { return tls_port_.load(std::memory_order_relaxed); }
+  [[nodiscard]] unsigned io_threads() const noexcept { return io_threads_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::chrono::steady_clock::time_point started() const noexcept { return started_; }
 
   // Client's constructor and detach() (client.hpp, invariant 1).
   void register_client(Client& c);
   // Folds the client's drop counters into the retired totals.
   void unregister_client(Client& c);
 
-  // CLIENT LIST body (one line per client, Redis-style key=value fields), or one
-  // client's line for CLIENT INFO.
-  [[nodiscard]] std::string client_list() const;
-  [[nodiscard]] std::string client_info(const Client& c) const;
-  // INFO text for `section` ("", "all", "default", "everything", "server",
-  // "clients", "stats", "pubsub", "auth", "tls", "qos1", "drops", "history"); unknown sections give "".
-  [[nodiscard]] std::string info(std::string_view section) const;
   [[nodiscard]] BrokerStats stats() const;
+  // Every connection, by id (CLIENT LIST), or one (CLIENT INFO).
   [[nodiscard]] std::vector<ConnectionStats> connection_stats() const;
-  // INFO text for a command's section list: the core's sections plus the
-  // embedder's provider (called outside every broker lock).
-  [[nodiscard]] std::string info_reply(const std::vector<std::string>& sections) const;
+  [[nodiscard]] ConnectionStats connection_stats(const Client& c) const;
+  // The embedder's extra INFO sections (resp/info.hpp), or null.
+  [[nodiscard]] std::shared_ptr<const InfoProvider> info_provider() const { return info_provider_.get(); }
   void set_info_provider(InfoProvider provider) { info_provider_.set(std::move(provider)); }
   // Prometheus text: the broker's series (core/metrics.hpp), then the
   // embedder's provider's (called outside every broker lock).
@@ -193,7 +192,7 @@ class BrokerCore {
   void count_command() noexcept { commands_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
-  [[nodiscard]] std::string client_line_locked(const Client& c) const;
+  [[nodiscard]] static ConnectionStats connection_stats_locked(const Client& c);
 
   const BrokerConfig config_;
   const Clock& clock_;

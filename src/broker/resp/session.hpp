@@ -1,6 +1,7 @@
 // A RESP2/RESP3 client: parses its requests, executes the commands as calls on
-// the core (BrokerCore::update, BrokerCore::publish), and queues replies in
-// order with the messages it receives. It owns no subscription state: that is
+// the core (BrokerCore::update, BrokerCore::publish) through the command table
+// (command_table.cpp; the handlers are in commands/, one file per family), and
+// queues replies in order with the messages it receives. It owns no subscription state: that is
 // the index's (client.hpp).
 //
 // Thread safety: as Client (client.hpp): everything here runs on the
@@ -42,6 +43,7 @@
 //     does, and changes nothing. A password AUTH or RESET drops the grant.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -71,9 +73,40 @@ class RespSession : public Client {
   InputResult retry_held() override;
 
  private:
-  // Runs one command with the CLIENT REPLY rules (invariant 5).
+  // The command table (command_table.cpp), as Redis's: a command's name,
+  // arity, flags and handler. A handler appends its reply to reply_.
+  using Handler = void (RespSession::*)(std::span<const std::string> args);
+  enum Flags : std::uint8_t {
+    kPubsubContext = 1,  // allowed while subscribed in RESP2
+    kNoAuth = 2,         // allowed before authentication (invariant 2)
+    kContainer = 4,      // has subcommands (kSubcommands)
+    kBatched = 8,        // may join the publish batch (invariant 3, batches())
+  };
+  struct Command {
+    std::string_view name;  // lower case, as Redis's command table
+    int arity;              // Redis convention: n exact, -n at least n
+    std::uint8_t flags;     // Flags
+    Handler handler;
+  };
+  struct Subcommand {
+    std::string_view container;
+    std::string_view name;
+    int arity;
+  };
+  static const std::array<Command, 17> kCommands;
+  static const std::array<Subcommand, 14> kSubcommands;
+  // The table's entry for a lower-case name, or null.
+  [[nodiscard]] static const Command* find_command(std::string_view name) noexcept;
+
+  // Runs one command with the CLIENT REPLY rules (invariant 5): into the
+  // publish batch when batches(), else through dispatch().
   void execute(std::span<const std::string> args);
-  void dispatch(const std::string& name, std::span<const std::string> args);
+  // The one batching decision (invariant 3): a PUBLISH that dispatch() would
+  // run and allow, from a connection with no subscription, small enough.
+  [[nodiscard]] bool batches(const Command* spec, std::span<const std::string> args);
+  // Checks the name, arity, authentication and RESP2 subscribed context, then
+  // calls the handler; else appends the error.
+  void dispatch(const Command* spec, std::span<const std::string> args);
   void flush_replies();
   // Executes the batched PUBLISHes and appends their replies (invariant 3).
   // may_hold: a refusal may hold the session (invariant 4) instead of answering.
@@ -88,8 +121,17 @@ class RespSession : public Client {
   [[nodiscard]] std::size_t confirmation_count(SubscriptionSpace space) const noexcept;
   [[nodiscard]] static std::string_view confirmation_kind(SubscriptionSpace space, bool subscribe) noexcept;
 
-  void cmd_subscribe(std::span<const std::string> args, SubscriptionSpace space);
-  void cmd_unsubscribe(std::span<const std::string> args, SubscriptionSpace space);
+  // Handlers (commands/*.cpp, one file per family).
+  template <SubscriptionSpace S>
+  void cmd_subscribe(std::span<const std::string> args) {
+    subscribe(args, S);
+  }
+  template <SubscriptionSpace S>
+  void cmd_unsubscribe(std::span<const std::string> args) {
+    unsubscribe(args, S);
+  }
+  void subscribe(std::span<const std::string> args, SubscriptionSpace space);
+  void unsubscribe(std::span<const std::string> args, SubscriptionSpace space);
   void cmd_publish(std::span<const std::string> args);
   // The error reply of a PUBLISH refused by a `block` subscriber.
   void refused_reply(std::string_view channel);
@@ -100,7 +142,8 @@ class RespSession : public Client {
   void cmd_ping(std::span<const std::string> args);
   void cmd_auth(std::span<const std::string> args);
   void cmd_hello(std::span<const std::string> args);
-  void cmd_reset();
+  void cmd_quit(std::span<const std::string> args);
+  void cmd_reset(std::span<const std::string> args);
   void cmd_client(std::span<const std::string> args);
   void cmd_pubsub(std::span<const std::string> args);
   void cmd_info(std::span<const std::string> args);
