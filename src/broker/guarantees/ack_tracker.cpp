@@ -1,7 +1,6 @@
 #include "broker/guarantees/ack_tracker.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include "broker/guarantees/qos1_stats.hpp"
 #include "broker/queue/connection_queue.hpp"
@@ -82,11 +81,7 @@ bool AckTracker::offer(std::string_view channel, std::uint64_t first_id, const F
     wake = queue.push(block).wake;
   } else if (admit > 0) {
     // Rare: the window splits the run; its admitted prefix gets a block of its own.
-    std::vector<std::uint32_t> sizes(admit);
-    for (std::uint32_t i = 0; i < admit; ++i) sizes[i] = static_cast<std::uint32_t>(block->frame(i).size());
-    FrameRef prefix = FrameRef::allocate_frames(sizes, /*droppable=*/true);
-    std::memcpy(prefix.mutable_data(), block->data(), block->end(admit - 1));
-    wake = queue.push(prefix).wake;
+    wake = queue.push(copy_frames(FrameSpan{block, 0, admit})).wake;
   }
   for (std::uint32_t i = admit; i < n; ++i) wake |= wait_locked({ch, first_id + i}, block, i, queue);
   return wake;

@@ -1,7 +1,6 @@
 #include "broker/queue/connection_queue.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 
 #include <fmt/format.h>
@@ -429,17 +428,9 @@ void ConnectionQueue::privatize_locked(const FrameRef& block, std::size_t create
   }
   // While conflating, any frame of a block of several is copied (invariant 5).
   if (held == 0 || (held == block->count() && (!conflating_ || held == 1))) return;
-  std::vector<std::uint32_t> sizes;
   for (std::size_t j = spans_.size() - n; j < spans_.size(); ++j) {
     FrameSpan& s = spans_[j];
-    if (s.block.get() != block.get()) continue;
-    sizes.clear();
-    for (std::uint32_t i = s.first; i < s.first + s.count; ++i) {
-      sizes.push_back(static_cast<std::uint32_t>(block->end(i) - block->begin(i)));
-    }
-    FrameRef copy = FrameRef::allocate_frames(sizes, block->droppable());
-    std::memcpy(copy.mutable_data(), s.data(), s.size());
-    s = FrameSpan{std::move(copy), 0, s.count};
+    if (s.block.get() == block.get()) s = FrameSpan{copy_frames(s), 0, s.count};
   }
 }
 

@@ -97,10 +97,15 @@ class Broker {
   }
 
   // INFO's line `field:<value>` (the first one), or nullopt.
-  [[nodiscard]] std::optional<std::string> info_field(std::string_view field) const {
-    test::RespClient c(port_);
-    if (!authenticate(c)) return std::nullopt;
-    const auto r = c.call({"INFO", "everything"});
+  // Over a connection of its own, or over `via` (already authenticated): a
+  // new connection is itself counted, or refused, by some limits under test.
+  [[nodiscard]] std::optional<std::string> info_field(std::string_view field, test::RespClient* via = nullptr) const {
+    std::optional<test::RespClient> own;
+    if (via == nullptr) {
+      via = &own.emplace(port_);
+      if (!authenticate(*via)) return std::nullopt;
+    }
+    const auto r = via->call({"INFO", "everything"});
     if (!r || r->type != '$') return std::nullopt;
     const std::string key = std::string(field) + ":";
     const std::string_view text = r->str;
