@@ -270,6 +270,8 @@ struct ConsumerStatus {
   bool active = false;
   bool owner_alive = false;  // false when the owner's lock is gone (it died without unregistering)
   std::uint32_t owner_pid = 0;
+  bool owner_pid_here = true;  // owner_pid is a pid of the caller's pid namespace (false: the owner is in
+                               // another, e.g. another container, and owner_pid is its pid there)
   std::uint64_t cursor = 0;
   std::uint64_t lag = 0;
 };
@@ -291,6 +293,7 @@ struct RingStatus {
   std::uint64_t producer_seq = 0;
   std::uint32_t producer_pid = 0;  // the live or dead producer's; 0 once it left or before any
   bool producer_alive = false;     // some live handle holds the producer role
+  bool producer_pid_here = true;   // producer_pid is a pid of the caller's pid namespace (as owner_pid_here)
   ProducerState producer = ProducerState::kNone;
   bool half_written_slot = false;        // the next slot is odd: a producer died mid-write
   std::uint32_t sleeping_consumers = 0;  // consumers asleep in recv_wait
@@ -495,6 +498,7 @@ class BroadcastRing {
   // members are in detail/broadcast_ring_inline.hpp, its helper types in
   // detail/broadcast_ring_state.hpp.
   friend class ProducerClaim;
+  friend struct detail::WaitSetAccess;  // WaitSet sleeps on data_wait (src/ring/wait_set.cpp)
   BroadcastRing() = default;
   static Result<BroadcastRing> attach_fd(int fd, const char* what, const OpenOptions& options);
   static Result<BroadcastRing> init_fd(int fd, std::uint64_t capacity, const CreateOptions& options);

@@ -114,7 +114,10 @@ struct alignas(kCacheLine) TailLine {
   // events. Zero in files whose producers never report loss.
   std::atomic<std::uint64_t> upstream_lost;  // 8
   std::atomic<std::uint64_t> upstream_gaps;  // 16
-  std::uint8_t reserved[40];                 // 24: zero
+  // 24: the pid namespace producer_pid belongs to (the inode of the
+  // producer's /proc/self/ns/pid; 0: unknown). Display only.
+  std::atomic<std::uint64_t> producer_pidns;
+  std::uint8_t reserved[32];  // 32: zero
 };
 
 // One side's sleeping place: consumers wait for data on RingHeader::data_wait,
@@ -136,7 +139,9 @@ struct alignas(kCacheLine) ConsumerEntry {
   std::atomic<std::uint64_t> cursor;     // 0: next position this consumer will read
   std::atomic<std::uint32_t> state;      // 8: kConsumerFree or kConsumerActive
   std::atomic<std::uint32_t> owner_pid;  // 12: pid of the registering process (display only)
-  std::uint8_t reserved[48];             // 16: zero
+  // 16: the pid namespace owner_pid belongs to (inode of /proc/self/ns/pid; 0: unknown)
+  std::atomic<std::uint64_t> owner_pidns;
+  std::uint8_t reserved[40];  // 24: zero
 };
 
 // A SeqLock cell. Positions count slots. version is 0 before the first
@@ -212,7 +217,8 @@ static_assert(sizeof(TailLine) == 64 && alignof(TailLine) == 64);
 static_assert(offsetof(TailLine, write_intent) == 0);
 static_assert(offsetof(TailLine, upstream_lost) == 8);
 static_assert(offsetof(TailLine, upstream_gaps) == 16);
-static_assert(offsetof(TailLine, reserved) == 24);
+static_assert(offsetof(TailLine, producer_pidns) == 24);
+static_assert(offsetof(TailLine, reserved) == 32);
 
 static_assert(sizeof(WaitLine) == 64 && alignof(WaitLine) == 64);
 static_assert(offsetof(WaitLine, signal) == 0);
@@ -223,7 +229,8 @@ static_assert(sizeof(ConsumerEntry) == 64 && alignof(ConsumerEntry) == 64);
 static_assert(offsetof(ConsumerEntry, cursor) == 0);
 static_assert(offsetof(ConsumerEntry, state) == 8);
 static_assert(offsetof(ConsumerEntry, owner_pid) == 12);
-static_assert(offsetof(ConsumerEntry, reserved) == 16);
+static_assert(offsetof(ConsumerEntry, owner_pidns) == 16);
+static_assert(offsetof(ConsumerEntry, reserved) == 24);
 
 static_assert(sizeof(Slot) == kSlotBytes && alignof(Slot) == 64);
 static_assert(offsetof(Slot, version) == 0);

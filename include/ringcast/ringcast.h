@@ -284,6 +284,42 @@ size_t ringcast_active_consumer_count(const ringcast_ring* ring) RINGCAST_NOEXCE
 /* Fills *status with a moment's view (one fcntl per active consumer). */
 ringcast_status ringcast_get_status(const ringcast_ring* ring, ringcast_ring_status* status) RINGCAST_NOEXCEPT;
 
+/* --- wait sets: one wait over many rings (ringcast::WaitSet, wait_set.hpp) --- */
+
+/* A set of up to RINGCAST_WAIT_SET_MAX_MEMBERS consumers (each a ring handle
+ * and an id registered through it) that one thread sleeps on until any has a
+ * message. Used by one thread at a time; a member's ring must stay open and
+ * its id registered until it is removed or the set closed. */
+typedef struct ringcast_wait_set ringcast_wait_set;
+#define RINGCAST_WAIT_SET_MAX_MEMBERS 127
+
+/* On OK *set is a new, empty set. OUT_OF_MEMORY. */
+ringcast_status ringcast_wait_set_create(ringcast_wait_set** set) RINGCAST_NOEXCEPT;
+/* Stops the notifier thread and closes its fd, if any. NULL is a no-op. */
+void ringcast_wait_set_close(ringcast_wait_set* set) RINGCAST_NOEXCEPT;
+/* Adds consumer `id` of `ring`; *member (may be NULL) is its index, the
+ * lowest free one. INVALID_CONSUMER (id not registered through ring),
+ * NO_CONSUMER_SLOT (the set is full), INVALID_ARGUMENT (ring NULL). */
+ringcast_status ringcast_wait_set_add(ringcast_wait_set* set, ringcast_ring* ring, uint32_t id,
+                                      size_t* member) RINGCAST_NOEXCEPT;
+/* INVALID_CONSUMER if `member` is no member. */
+ringcast_status ringcast_wait_set_remove(ringcast_wait_set* set, size_t member) RINGCAST_NOEXCEPT;
+/* Returns at once if a member has a message, else sleeps until one has or
+ * timeout_ns passes: OK with the indices of ready members in ready[0, *count)
+ * (at most `capacity`), or TIMED_OUT (*count 0). Readiness may be spurious:
+ * receive until EMPTY. INVALID_ARGUMENT if ready or count is NULL. */
+ringcast_status ringcast_wait_set_wait(ringcast_wait_set* set, size_t* ready, size_t capacity, size_t* count,
+                                       uint64_t timeout_ns) RINGCAST_NOEXCEPT;
+/* Whether `member` has a message now. */
+bool ringcast_wait_set_ready(const ringcast_wait_set* set, size_t member) RINGCAST_NOEXCEPT;
+/* An eventfd (owned by the set) that turns readable when a member has a
+ * message, for epoll and event loops; the first call starts the set's helper
+ * thread. After it fired, receive, then ringcast_wait_set_arm. No add or
+ * remove while armed. IO_ERROR. */
+ringcast_status ringcast_wait_set_notify_fd(ringcast_wait_set* set, int* fd) RINGCAST_NOEXCEPT;
+/* Clears the fd and re-arms it (it fires at once if a member still has a message). */
+void ringcast_wait_set_arm(ringcast_wait_set* set) RINGCAST_NOEXCEPT;
+
 #ifdef __cplusplus
 }
 #endif

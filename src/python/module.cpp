@@ -16,6 +16,7 @@
 #include "errors.hpp"
 #include "records.hpp"
 #include "ring.hpp"
+#include "wait_set.hpp"
 #include "zero_copy.hpp"
 
 namespace ringcast::python {
@@ -507,6 +508,7 @@ PYBIND11_MODULE(_ringcast, m) {
   rp::bind_ring(m);
   rp::bind_consumer(m);
   rp::bind_zero_copy(m);
+  rp::bind_wait_set(m);
   m.def(
       "max_message_for", [](std::uint64_t capacity) { return ringcast::layout::max_message_for(capacity); },
       pybind11::arg("capacity"),

@@ -68,6 +68,7 @@ BroadcastRing& Ring::push_handle() {
 
 void Ring::close() {
   if (waits_in_flight != 0) throw std::runtime_error("cannot close a ring while a thread waits on it");
+  if (wait_set_members != 0) throw std::runtime_error("cannot close a ring while its consumers are in a WaitSet");
   check_not_exported(exports, "close the ring", "its claims and views");
   if (open_claim != nullptr) open_claim->end_with_ring();
   if (inherited()) {
@@ -164,6 +165,7 @@ BroadcastRing& Consumer::receive_handle() {
 void Consumer::close() {
   if (!registered_) return;
   if (waiting) throw std::runtime_error("cannot close a consumer while a thread waits on it");
+  if (wait_sets != 0) throw std::runtime_error("cannot close a consumer while it is in a WaitSet (remove it first)");
   if (view != nullptr) view->supersede();
   registered_ = false;
   // A closed ring has unregistered it already; a forked child's is the parent's.

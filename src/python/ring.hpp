@@ -93,6 +93,7 @@ class Ring : public std::enable_shared_from_this<Ring> {
   bool producer_waiting = false;  // a thread is inside push_wait
   Claim* open_claim = nullptr;    // the claim open on this handle (invariant 5)
   Py_ssize_t exports = 0;         // live buffer exports of this handle's claims and views
+  int wait_set_members = 0;       // its consumers in WaitSets (wait_set.hpp): no close meanwhile
 
  private:
   std::unique_ptr<BroadcastRing> ring_;  // null once closed
@@ -140,6 +141,7 @@ class Consumer {
   [[nodiscard]] std::uint64_t upstream_lost_seen() { return handle().upstream_lost_seen(id_); }
 
   bool waiting = false;  // a thread is inside recv_wait or view_wait on this consumer
+  int wait_sets = 0;     // WaitSets it is a member of (wait_set.hpp): no close meanwhile
   View* view = nullptr;  // the view whose message the C++ view holds, until released or superseded
 
  private:

@@ -22,6 +22,7 @@
 
 #include "membarrier.hpp"
 #include "ofd_lock.hpp"
+#include "pid_namespace.hpp"
 #include "timing.hpp"
 
 namespace ringcast {
@@ -148,6 +149,13 @@ Result<BroadcastRing> BroadcastRing::init_fd(int fd, std::uint64_t capacity, con
   ring.fd_ = fd;  // owned by ring from here on
   if (::ftruncate(fd, static_cast<off_t>(layout::file_size(capacity))) != 0) {
     return make_error(Errc::io_error, "create: ftruncate", errno);
+  }
+  // Allocate every block now: a ring larger than its filesystem's room (a
+  // 64 MB /dev/shm in a container) fails here, with ENOSPC, instead of
+  // SIGBUS in whichever process first touches a slot past the room
+  // (docs/containers.md). Returns the error number; it does not set errno.
+  if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(layout::file_size(capacity))); err != 0) {
+    return make_error(Errc::io_error, "create: the ring does not fit its filesystem (posix_fallocate)", err);
   }
   if (auto r = ring.map_and_initialise(capacity, options); !r) return tl::unexpected(r.error());
   return ring;
@@ -461,6 +469,7 @@ Result<void> BroadcastRing::claim_producer() {
   cached_min_ = 0;
   // relaxed: display only (ring-top); no protocol reads it.
   p.producer_pid.store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);
+  header_->tail.producer_pidns.store(detail::own_pid_namespace(), std::memory_order_relaxed);
   // release: pairs with the acquire loads of producer_seq, as in publish().
   p.producer_seq.store(seq, std::memory_order_release);
   is_producer_ = true;
@@ -586,6 +595,7 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
     c.cursor.store(first, std::memory_order_relaxed);
     // relaxed: display only (ring-top); no protocol reads it.
     c.owner_pid.store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);
+    c.owner_pidns.store(detail::own_pid_namespace(), std::memory_order_relaxed);
     // release: a producer that acquire-loads state=active sees the cursor above.
     c.state.store(kConsumerActive, std::memory_order_release);
     // seq_cst fence: pairs with the seq_cst fence in full_slow (Dekker). Every
@@ -772,6 +782,7 @@ RingStatus BroadcastRing::status() const {
   // relaxed (this and the five display reads below): a moment's view for
   // ring-top; no data is read through them.
   s.producer_pid = p.producer_pid.load(std::memory_order_relaxed);
+  s.producer_pid_here = detail::pid_namespace_is_ours(header_->tail.producer_pidns.load(std::memory_order_relaxed));
   if (s.producer_alive) {
     s.producer = ProducerState::kLive;
   } else if (s.producer_pid != 0) {
@@ -801,6 +812,7 @@ RingStatus BroadcastRing::status() const {
     cs.cursor = c.cursor.load(std::memory_order_acquire);
     // relaxed: display only.
     cs.owner_pid = c.owner_pid.load(std::memory_order_relaxed);
+    cs.owner_pid_here = detail::pid_namespace_is_ours(c.owner_pidns.load(std::memory_order_relaxed));
     cs.owner_alive = owns(id) || lock_is_held(detail::consumer_lock(id));
     cs.lag = s.producer_seq > cs.cursor ? s.producer_seq - cs.cursor : 0;
   }

@@ -15,19 +15,11 @@
 #include <span>
 #include <string>
 
+#include "c_ring.hpp"
 #include "ringcast/broadcast_ring.hpp"
 
 using ringcast::BroadcastRing;
 using ringcast::Errc;
-
-// The handle: the C++ ring and the producer's one open claim (ringcast.h
-// allows one per handle, as the C++ API does). Declared in this order so
-// that destruction aborts the claim before the ring is closed.
-struct ringcast_ring {
-  explicit ringcast_ring(BroadcastRing&& r) noexcept : ring(std::move(r)) {}
-  BroadcastRing ring;
-  ringcast::ProducerClaim claim;
-};
 
 namespace {
 

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace ringcast::detail {
 
@@ -21,5 +23,24 @@ bool futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::u
 // Wakes at most `count` sleepers of `word` whose bits share one with `bits`;
 // returns how many it woke.
 int futex_wake(std::atomic<std::uint32_t>& word, int count, std::uint32_t bits) noexcept;
+
+// The most words one futex_wait_any takes (FUTEX_WAITV_MAX).
+inline constexpr std::size_t kFutexWaitAnyMax = 128;
+// One word of a futex_wait_any: sleep while *word == expected.
+struct FutexWaiter {
+  std::atomic<std::uint32_t>* word;
+  std::uint32_t expected;
+};
+// What futex_wait_any saw.
+enum class WaitAny : std::uint8_t {
+  kWoken,        // a wake on one of the words (or, rarely, spuriously)
+  kNotSleeping,  // timeout, signal, or a word that already differed
+  kUnsupported,  // the kernel has no futex_waitv (ENOSYS: before Linux 5.16)
+};
+// Sleeps on every word of `waiters` (at most kFutexWaitAnyMax) at once, until
+// a futex_wake on any of them (whatever its bits), a signal, or
+// CLOCK_MONOTONIC reaching `deadline_ns`: futex_waitv(2). Callers re-check
+// their conditions, on every word: one return may stand for several wakes.
+WaitAny futex_wait_any(std::span<const FutexWaiter> waiters, std::int64_t deadline_ns) noexcept;
 
 }  // namespace ringcast::detail

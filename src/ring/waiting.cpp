@@ -14,9 +14,15 @@
 #include "ringcast/broadcast_ring.hpp"
 #include "sched_slice.hpp"
 #include "timing.hpp"
+#include "wait_line.hpp"
 
 namespace ringcast {
 namespace {
+
+using detail::epoch_bits;
+using detail::kChainRescueNs;
+using detail::kUncoveredSleepNs;
+using detail::must_pass_on;
 
 // Adaptive spinning (IdleStrategy::kSpinThenBlock). A waiter spins only
 // while spinning pays: while every process of the ring has a CPU (spin_pays)
@@ -30,9 +36,6 @@ constexpr std::uint32_t kMinSpinNs = 500;
 constexpr std::uint32_t kPollsPerClockRead = 16;
 // IdleStrategy::kSpinThenYield: polls before the first sched_yield.
 constexpr std::uint32_t kYieldAfterPolls = 2000;
-// A sleep not covered by a heavy barrier (membarrier refused, ring without
-// wakeups) is capped: a wake-up lost to the race is then at most this late.
-constexpr std::int64_t kUncoveredSleepNs = 1'000'000;
 
 // The adaptive budget after a wait that took `waited_ns` (succeeded or not):
 // a wait a spin of twice its length would have caught raises the budget to
@@ -69,18 +72,6 @@ int producer_chain_wakes() noexcept {
   return wakes;
 }
 
-// The futex bits of the sleepers of one epoch (the epoch modulo 32). A wake
-// passed on reaches only the sleepers of the epoch that ended, not consumers
-// that went back to sleep since; a sleeper 32 epochs older is woken too,
-// which costs one spurious wake-up.
-std::uint32_t epoch_bits(std::uint32_t signal) noexcept { return 1U << ((signal / kSignalEpochStep) % 32U); }
-
-// A consumer asleep on data_wait re-checks at least this often: if the
-// consumer woken before it is stopped (SIGSTOP, a debugger) or killed before
-// it passes the wake-up on, the rest of the chain is this late, not asleep
-// until its timeout. Idle consumers pay one futex round trip per interval.
-constexpr std::int64_t kChainRescueNs = 100'000'000;
-
 // Clears the waiting bit of `line` and bumps its epoch in one step; with
 // `fenced` also sets kSignalFenced, and sets or clears kSignalChained as
 // `chained` says (data_wait, by the producer). Returns the futex bits of the
@@ -103,18 +94,6 @@ std::uint32_t end_epoch(layout::WaitLine& line, bool fenced, bool chained) noexc
     }
   }
   return 0;
-}
-
-// Whether a consumer woken from the epoch value `slept` must wake the rest of
-// its epoch: yes unless the word shows that the wake which ended that epoch
-// woke every sleeper of it (the next epoch, kSignalChained clear). Only the
-// producer's CAS writes bit 2, and the later modifications within an epoch
-// keep it, so a relaxed load suffices: a stale value shows an older epoch,
-// and the consumer passes the wake on, which is never wrong.
-bool must_pass_on(const layout::WaitLine& line, std::uint32_t slept) noexcept {
-  const std::uint32_t now = line.signal.load(std::memory_order_relaxed);
-  const bool next_epoch = now / kSignalEpochStep == slept / kSignalEpochStep + 1;
-  return !next_epoch || (now & kSignalChained) != 0;
 }
 
 // How often a waiter recounts the ring's processes (16 loads of lines that

@@ -225,7 +225,8 @@ RingView Monitor::sample(Entry& e, TimePoint now) {
   v.producer_pid = st.producer_pid;
   v.producer_alive = st.producer_alive;
   v.producer = st.producer;
-  if (st.producer_alive) v.producer_process = process_name(st.producer_pid);
+  // A pid of another pid namespace (another container) names some other process here.
+  if (st.producer_alive && st.producer_pid_here) v.producer_process = process_name(st.producer_pid);
   v.half_written_slot = st.half_written_slot;
   v.producer_sleeping = st.producer_sleeping;
   v.sleeping_consumers = st.sleeping_consumers;
@@ -269,7 +270,7 @@ RingView Monitor::sample(Entry& e, TimePoint now) {
     }
     // A dead owner's pid may already belong to an unrelated process: name it
     // only from what was seen while it lived.
-    if (cs.owner_alive) h.process = process_name(cs.owner_pid);
+    if (cs.owner_alive && cs.owner_pid_here) h.process = process_name(cs.owner_pid);
     c.process = h.process;
     c.since_advance_s = seconds(now - h.last_advance);
     c.since_advance_is_lower_bound = !h.advance_observed;

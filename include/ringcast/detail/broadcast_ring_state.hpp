@@ -11,6 +11,9 @@
 
 namespace ringcast::detail {
 
+// Reads what a WaitSet needs of a ring's internals (src/ring/wait_set.cpp).
+struct WaitSetAccess;
+
 // How a read of a slot went (BroadcastRing::read_slot). kRecord: the slot at
 // `pos` is a committed record header; `w0` holds its words[0] (meta and
 // length) and nothing was copied.

@@ -32,6 +32,7 @@ from ._ringcast import (
     RingError,
     RingStatus,
     StartAt,
+    WaitSet,
     WakePolicy,
     max_message_for,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "RingError",
     "RingStatus",
     "StartAt",
+    "WaitSet",
     "WakePolicy",
     "max_message_for",
 ]

@@ -1,0 +1,301 @@
+// WaitSet: one sleep over many rings' data_wait lines (futex_waitv), and the
+// notifier thread behind notify_fd(). docs/memory-ordering.md, "Waiting on
+// many rings", argues that no wake-up is lost.
+#include "ringcast/wait_set.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <limits>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "futex.hpp"
+#include "membarrier.hpp"
+#include "ofd_lock.hpp"
+#include "sched_slice.hpp"
+#include "timing.hpp"
+#include "wait_line.hpp"
+
+namespace ringcast {
+
+namespace detail {
+
+struct WaitSetAccess {
+  static bool owns(const BroadcastRing& ring, ConsumerId id) noexcept { return ring.owns(id); }
+  static layout::WaitLine& data_wait(BroadcastRing& ring) noexcept { return ring.header_->data_wait; }
+
+  // A message (or a lap, a padding, a loss marker) waits for `id`, or its
+  // next slot is half-written by a producer that died: what would end a
+  // recv_wait. A slot half-written by a live producer is not: it wakes the
+  // sleepers when it commits.
+  static bool has_message(const BroadcastRing& ring, ConsumerId id) noexcept {
+    if (ring.lag(id) > 0) return true;
+    // relaxed: the cursor is ours; a half-written slot is re-read by try_recv.
+    const std::uint64_t pos = ring.consumer(id).cursor.load(std::memory_order_relaxed);
+    if (ring.slot(pos).version.load(std::memory_order_relaxed) != 2 * pos + 1) return false;
+    return !ring.is_producer_ && !ring.lock_is_held(kProducerLock);
+  }
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::WaitSetAccess;
+
+// WaitSet::State::control, the notifier's state. wait() run by the user
+// leaves it at kDisarmed.
+constexpr std::uint32_t kDisarmed = 0;  // the notifier sleeps until arm()
+constexpr std::uint32_t kArmed = 1;     // the notifier waits for a message
+constexpr std::uint32_t kStop = 2;      // the notifier exits
+
+}  // namespace
+
+struct WaitSet::State {
+  struct Member {
+    BroadcastRing* ring = nullptr;  // nullptr: a free index
+    ConsumerId id = 0;
+    layout::WaitLine* line = nullptr;
+    std::uint32_t slept = 0;  // the line's signal this sleep expects
+  };
+  std::array<Member, kMaxMembers> members{};
+  std::size_t end = 0;          // members at or past this index are free
+  std::size_t next_scan = 0;    // where the next scan starts (fairness)
+  std::size_t fallback_on = 0;  // the member the ENOSYS fallback sleeps on next
+  // The notifier's state (kDisarmed, kArmed, kStop): a futex word of this
+  // process that the notifier sleeps on beside the rings' words, so arm() and
+  // the destructor can wake it.
+  std::atomic<std::uint32_t> control{kDisarmed};
+  int event_fd = -1;
+  std::thread notifier;
+  std::atomic<std::uint64_t> late_wakeups{0};  // see WaitSet::late_wakeups()
+
+  bool has_message(std::size_t i) const noexcept {
+    const Member& m = members[i];
+    return m.ring != nullptr && WaitSetAccess::has_message(*m.ring, m.id);
+  }
+
+  // Writes up to ready.size() ready members, scanning from next_scan.
+  std::size_t collect(std::span<std::size_t> ready) noexcept {
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < end && n < ready.size(); ++k) {
+      const std::size_t i = (next_scan + k) % end;
+      if (has_message(i)) ready[n++] = i;
+    }
+    if (n > 0) next_scan = (ready[n - 1] + 1) % end;
+    return n;
+  }
+
+  bool any_message() const noexcept {
+    for (std::size_t i = 0; i < end; ++i) {
+      if (has_message(i)) return true;
+    }
+    return false;
+  }
+
+  // Sleeps until a member may have a message, `control` leaves `expected`,
+  // or the deadline; the caller re-scans. Returns true when the sleep ended at
+  // a cap shorter than the deadline, not by a wake-up (late_wakeups). The
+  // handshake of BroadcastRing::wait(), made on every member's line before
+  // one sleep on all of them.
+  bool sleep(std::int64_t now, std::int64_t deadline, std::uint32_t expected) noexcept {
+    detail::cap_thread_slice(kDefaultWaiterSlice);
+    bool need_barrier = false;
+    for (std::size_t i = 0; i < end; ++i) {
+      Member& m = members[i];
+      if (m.ring == nullptr) continue;
+      // An RMW on every line before the heavy barrier, as a recv_wait makes on
+      // its one line. acquire: pairs with the release CAS in end_epoch().
+      const std::uint32_t old = m.line->signal.fetch_or(kSignalWaiting, std::memory_order_acquire);
+      m.slept = old | kSignalWaiting;
+      if (!m.ring->wakeups() && (old & kSignalFenced) == 0) need_barrier = true;
+    }
+    // Heavy side, once for all lines. seq_cst fence: pairs with the light
+    // side's fence on rings that fence; membarrier forces it onto the
+    // producers that only have a compiler barrier. If refused, capped sleep.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const bool covered = !need_barrier || detail::heavy_barrier();
+    if (any_message() || control.load(std::memory_order_relaxed) != expected) return false;
+
+    std::int64_t sleep_ns = std::min(deadline - now, detail::kChainRescueNs);
+    if (!covered) sleep_ns = std::min(sleep_ns, detail::kUncoveredSleepNs);
+    std::array<detail::FutexWaiter, detail::kFutexWaitAnyMax> waiters;
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < end; ++i) {
+      Member& m = members[i];
+      if (m.ring == nullptr) continue;
+      // relaxed: a display counter (ring-top), read by nobody's protocol.
+      m.line->sleepers.fetch_add(1, std::memory_order_relaxed);
+      waiters[n++] = {&m.line->signal, m.slept};
+    }
+    waiters[n++] = {&control, expected};
+    detail::WaitAny woken = detail::futex_wait_any(std::span(waiters.data(), n), now + sleep_ns);
+    if (woken == detail::WaitAny::kUnsupported) woken = fallback_sleep(now + sleep_ns);
+    for (std::size_t i = 0; i < end; ++i) {
+      Member& m = members[i];
+      if (m.ring == nullptr) continue;
+      // The wake chain: a producer that woke us may have left the rest of
+      // the epoch to us. We cannot tell which of the lines woke us (several
+      // may have), so pass on every line whose epoch ended since we slept.
+      // relaxed: as must_pass_on's load; a stale value passes on, never wrong.
+      const std::uint32_t now_signal = m.line->signal.load(std::memory_order_relaxed);
+      if (woken == detail::WaitAny::kWoken && now_signal / kSignalEpochStep != m.slept / kSignalEpochStep &&
+          detail::must_pass_on(*m.line, m.slept)) {
+        detail::futex_wake(m.line->signal, std::numeric_limits<int>::max(), detail::epoch_bits(m.slept));
+      }
+      m.line->sleepers.fetch_sub(1, std::memory_order_relaxed);
+    }
+    return sleep_ns < deadline - now && woken != detail::WaitAny::kWoken && detail::monotonic_ns() >= now + sleep_ns;
+  }
+
+  // Kernels before 5.16: one member's word at a time, for kFallbackSleep.
+  detail::WaitAny fallback_sleep(std::int64_t deadline) noexcept {
+    const std::int64_t capped =
+        std::min(deadline, detail::monotonic_ns() + std::chrono::nanoseconds(kFallbackSleep).count());
+    for (std::size_t k = 0; k < end; ++k) {
+      Member& m = members[(fallback_on + k) % end];
+      if (m.ring == nullptr) continue;
+      fallback_on = (fallback_on + k + 1) % end;
+      return detail::futex_wait(m.line->signal, m.slept, detail::kFutexAnyBits, capped) ? detail::WaitAny::kWoken
+                                                                                        : detail::WaitAny::kNotSleeping;
+    }
+    return detail::futex_wait(control, control.load(std::memory_order_relaxed), detail::kFutexAnyBits, capped)
+               ? detail::WaitAny::kWoken
+               : detail::WaitAny::kNotSleeping;
+  }
+
+  WaitSetResult wait_until(std::span<std::size_t> ready, std::int64_t deadline, std::uint32_t expected) noexcept {
+    for (;;) {
+      if (const std::size_t n = collect(ready); n > 0) return {Errc::ok, n};
+      const std::int64_t now = detail::monotonic_ns();
+      // acquire: pairs with arm()'s release store (the members it may change).
+      if (now >= deadline || control.load(std::memory_order_acquire) != expected) return {Errc::timed_out};
+      if (sleep(now, deadline, expected) && any_message()) {
+        // relaxed: a statistic.
+        late_wakeups.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+
+  // The notifier thread: while armed, wait; on a message, disarm and make the
+  // eventfd readable.
+  void notify_loop() noexcept {
+    std::size_t one[1];
+    for (;;) {
+      // acquire: pairs with the release stores of arm() and the destructor.
+      const std::uint32_t c = control.load(std::memory_order_acquire);
+      if (c == kStop) return;
+      if (c == kDisarmed) {
+        (void)detail::futex_wait(control, kDisarmed, detail::kFutexAnyBits, std::numeric_limits<std::int64_t>::max());
+        continue;
+      }
+      if (!wait_until(one, std::numeric_limits<std::int64_t>::max(), kArmed)) continue;
+      std::uint32_t armed = kArmed;
+      // relaxed: the eventfd write publishes nothing the user reads from us.
+      if (control.compare_exchange_strong(armed, kDisarmed, std::memory_order_relaxed)) {
+        const std::uint64_t v = 1;
+        while (::write(event_fd, &v, sizeof v) < 0 && errno == EINTR) {
+        }
+      }
+    }
+  }
+
+  ~State() {
+    if (notifier.joinable()) {
+      // release: pairs with notify_loop's acquire load.
+      control.store(kStop, std::memory_order_release);
+      detail::futex_wake(control, std::numeric_limits<int>::max(), detail::kFutexAnyBits);
+      notifier.join();
+    }
+    if (event_fd >= 0) ::close(event_fd);
+  }
+};
+
+WaitSet::WaitSet() : state_(std::make_unique<State>()) {}
+WaitSet::WaitSet(WaitSet&& other) noexcept = default;
+WaitSet& WaitSet::operator=(WaitSet&& other) noexcept = default;
+WaitSet::~WaitSet() = default;
+
+Result<std::size_t> WaitSet::add(BroadcastRing& ring, ConsumerId id) {
+  if (!WaitSetAccess::owns(ring, id))
+    return make_error(Errc::invalid_consumer, "wait set: add: not a consumer of the ring");
+  State& s = *state_;
+  std::size_t i = 0;
+  while (i < kMaxMembers && s.members[i].ring != nullptr) ++i;
+  if (i == kMaxMembers) return make_error(Errc::no_consumer_slot, "wait set: add: already 127 members");
+  s.members[i] = {&ring, id, &WaitSetAccess::data_wait(ring), 0};
+  s.end = std::max(s.end, i + 1);
+  return i;
+}
+
+Errc WaitSet::remove(std::size_t member) noexcept {
+  State& s = *state_;
+  if (member >= s.end || s.members[member].ring == nullptr) return Errc::invalid_consumer;
+  s.members[member] = {};
+  while (s.end > 0 && s.members[s.end - 1].ring == nullptr) --s.end;
+  if (s.next_scan >= s.end) s.next_scan = 0;
+  return Errc::ok;
+}
+
+std::size_t WaitSet::size() const noexcept {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < state_->end; ++i)
+    if (state_->members[i].ring != nullptr) ++n;
+  return n;
+}
+
+WaitSetResult WaitSet::wait(std::span<std::size_t> ready, std::chrono::nanoseconds timeout) noexcept {
+  const std::int64_t now = detail::monotonic_ns();
+  const std::int64_t deadline = timeout.count() >= std::numeric_limits<std::int64_t>::max() - now
+                                    ? std::numeric_limits<std::int64_t>::max()
+                                    : now + std::max<std::int64_t>(timeout.count(), 0);
+  // relaxed: only this thread changes control while the notifier is not armed.
+  return state_->wait_until(ready, deadline, state_->control.load(std::memory_order_relaxed));
+}
+
+bool WaitSet::ready(std::size_t member) const noexcept { return member < state_->end && state_->has_message(member); }
+
+std::uint64_t WaitSet::late_wakeups() const noexcept {
+  // relaxed: a statistic.
+  return state_->late_wakeups.load(std::memory_order_relaxed);
+}
+
+Result<int> WaitSet::notify_fd() {
+  State& s = *state_;
+  if (s.event_fd >= 0) return s.event_fd;
+  const int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd < 0) return make_error(Errc::io_error, "wait set: eventfd", errno);
+  s.event_fd = fd;
+  // relaxed: the thread's start orders it.
+  s.control.store(kArmed, std::memory_order_relaxed);
+  try {
+    s.notifier = std::thread([&s] { s.notify_loop(); });
+  } catch (const std::system_error& e) {
+    ::close(fd);
+    s.event_fd = -1;
+    s.control.store(kDisarmed, std::memory_order_relaxed);
+    return make_error(Errc::io_error, "wait set: notifier thread", e.code().value());
+  }
+  return fd;
+}
+
+void WaitSet::arm() noexcept {
+  State& s = *state_;
+  if (s.event_fd < 0) return;
+  std::uint64_t v = 0;
+  while (::read(s.event_fd, &v, sizeof v) < 0 && errno == EINTR) {
+  }
+  std::uint32_t disarmed = kDisarmed;
+  // release: pairs with notify_loop's acquire load, so the notifier sees the
+  // members as this thread left them.
+  if (s.control.compare_exchange_strong(disarmed, kArmed, std::memory_order_release, std::memory_order_relaxed)) {
+    detail::futex_wake(s.control, 1, detail::kFutexAnyBits);
+  }
+}
+
+}  // namespace ringcast
