@@ -7,7 +7,7 @@
 #
 # The files are the tracked *.cpp, *.hpp and *.h under src/ include/ tests/
 # bench/ tools/. Not formatted: anything under build/ (the generated live page
-# source, the seqlock detector's copy of broadcast_ring.hpp) and *.in
+# source, the seqlock detector's copy of broadcast_ring_inline.hpp) and *.in
 # templates (src/broker/ws/live_page.cpp.in holds a CMake placeholder, not C++).
 # tools/test.sh runs --check before it builds anything.
 set -euo pipefail

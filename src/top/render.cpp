@@ -577,7 +577,7 @@ nlohmann::ordered_json number_or_null(const std::optional<double>& x) {
 
 }  // namespace
 
-std::string render_json(const Snapshot& snap, double interval_s) {
+std::string render_json(const Snapshot& snap, std::optional<double> interval_s) {
   using Json = nlohmann::ordered_json;  // ordered: keys in the documented order
   Json rings = Json::array();
   for (const RingView& r : snap.rings) {

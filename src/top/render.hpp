@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -119,9 +120,10 @@ Action handle_key(ViewState& view, Key key, const Snapshot& snap);
 // selection, no footer, no height limit. Ends with a newline.
 [[nodiscard]] std::string render_text(const Snapshot& snap, SortKey sort, double interval_s);
 
-// One JSON object on one line (ends with a newline); rates unknown are null.
+// One JSON object on one line (ends with a newline); rates unknown are null,
+// and so is interval_s when there is none (ringcast info --json).
 // Documented field by field in docs/ring-top.md.
-[[nodiscard]] std::string render_json(const Snapshot& snap, double interval_s);
+[[nodiscard]] std::string render_json(const Snapshot& snap, std::optional<double> interval_s);
 
 // Formatting helpers, exposed for tests.
 [[nodiscard]] std::string format_count(std::uint64_t value, std::size_t width);  // 1234567 or 1.23M

@@ -75,7 +75,9 @@ class ContainerTest : public ::testing::Test {
   nlohmann::json info_from_a_third_namespace() {
     test::ChildProcess info = in_namespace("info", {RINGCAST_CLI, "info", "--json", "RING"});
     EXPECT_EQ(test::exit_code(info.wait_exit(test::deadline_in(60s))), 0);
-    return nlohmann::json::parse(info.stdout_text(), nullptr, false);
+    // ring-top's object (ringcast info --json): the ring is the one watched.
+    const nlohmann::json top = nlohmann::json::parse(info.stdout_text(), nullptr, false);
+    return top.is_object() && top.contains("rings") && top["rings"].size() == 1 ? top["rings"][0] : top;
   }
 
   test::TempDir dir_;
@@ -114,7 +116,7 @@ TEST_F(ContainerTest, AConsumerKilledInItsNamespaceIsDeadAndReapedALiveOneIsNot)
   EXPECT_EQ(ring->reap_dead_consumers().value(), 0U);
   const nlohmann::json before = info_from_a_third_namespace();
   ASSERT_EQ(before["consumers"].size(), 2U) << before.dump();
-  EXPECT_TRUE(before["consumers"][0]["owner_alive"].get<bool>() && before["consumers"][1]["owner_alive"].get<bool>());
+  EXPECT_TRUE(before["consumers"][0]["alive"].get<bool>() && before["consumers"][1]["alive"].get<bool>());
 
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
   EXPECT_EQ(test::exit_code(doomed.wait_exit(test::deadline_in(60s))), 128 + SIGKILL);
@@ -123,8 +125,8 @@ TEST_F(ContainerTest, AConsumerKilledInItsNamespaceIsDeadAndReapedALiveOneIsNot)
   EXPECT_TRUE(s.consumers[1].owner_alive);
   const nlohmann::json after = info_from_a_third_namespace();
   ASSERT_EQ(after["consumers"].size(), 2U) << after.dump();
-  EXPECT_FALSE(after["consumers"][0]["owner_alive"].get<bool>());
-  EXPECT_TRUE(after["consumers"][1]["owner_alive"].get<bool>());
+  EXPECT_FALSE(after["consumers"][0]["alive"].get<bool>());
+  EXPECT_TRUE(after["consumers"][1]["alive"].get<bool>());
   EXPECT_EQ(ring->reap_dead_consumers().value(), 1U);
   s = ring->status();
   EXPECT_FALSE(s.consumers[0].active);

@@ -102,7 +102,7 @@ TEST_F(RingcastCliTest, LinesOfTwoHundredBytesAndSixtyFourKibRoundTripAndALonger
   EXPECT_EQ(test::exit_code(sub.wait_exit(test::deadline_in(std::chrono::seconds(20)))), 0);
   EXPECT_EQ(sub.stdout_text(), medium + "\n" + large + "\nend\n");
 
-  const auto doc = nlohmann::json::parse(cli("info " + path_ + " --json").out);
+  const auto doc = nlohmann::json::parse(cli("info " + path_ + " --json").out)["rings"][0];
   EXPECT_EQ(doc["max_message"], 64 * 1024);
   EXPECT_EQ(doc["messages"], 3);
   EXPECT_EQ(doc["payload_bytes"], 200 + 64 * 1024 + 3);
@@ -161,7 +161,7 @@ TEST_F(RingcastCliTest, CreateTakesMaxMessageWithUnitsAndRefusesMoreThanTheCapac
   const auto made = cli("create " + path_ + " --capacity 64 --max-message 1k");
   EXPECT_EQ(made.status, 0) << made.out;
   EXPECT_NE(made.out.find("max message 1 KiB"), std::string::npos) << made.out;
-  EXPECT_EQ(nlohmann::json::parse(cli("info " + path_ + " --json").out)["max_message"], 1024);
+  EXPECT_EQ(nlohmann::json::parse(cli("info " + path_ + " --json").out)["rings"][0]["max_message"], 1024);
 
   const std::string big = dir_.path() + "/big.ring";
   const auto refused = cli("create " + big + " --capacity 64 --max-message 1m");
@@ -232,11 +232,17 @@ TEST_F(RingcastCliTest, InfoExplainsStateAfterEverythingIsKilledAndReapFreesDead
 
   const auto json = cli("info " + path_ + " --json");
   ASSERT_EQ(json.status, 0) << json.out;
-  const auto doc = nlohmann::json::parse(json.out);
+  // ring-top --json's object (docs/ring-top.md, "JSON"), for this ring alone.
+  const auto top = nlohmann::json::parse(json.out);
+  EXPECT_EQ(top["watched"], nlohmann::json::array({path_}));
+  ASSERT_EQ(top["rings"].size(), 1U);
+  const auto& doc = top["rings"][0];
+  EXPECT_EQ(doc["path"], path_);
   EXPECT_EQ(doc["capacity"], 8);
   EXPECT_FALSE(doc["producer_alive"].get<bool>());
+  EXPECT_EQ(doc["dead_consumers"], 2);
   ASSERT_EQ(doc["consumers"].size(), 2U);
-  for (const auto& c : doc["consumers"]) EXPECT_FALSE(c["owner_alive"].get<bool>());
+  for (const auto& c : doc["consumers"]) EXPECT_FALSE(c["alive"].get<bool>());
 
   const auto text = cli("info " + path_);
   EXPECT_NE(text.out.find("DEAD"), std::string::npos) << text.out;

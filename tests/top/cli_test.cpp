@@ -113,6 +113,26 @@ TEST_F(RingTopCliTest, JsonReportsLagLivenessRatesAndBlocking) {
   EXPECT_TRUE(full.at("push_rate").is_null());  // -d 0: one sample, no rate
 }
 
+// ringcast info --json renders the ring with ring-top's renderer: the same
+// object as ring-top --json -d 0 (one sample, no rates), and no interval.
+TEST_F(RingTopCliTest, RingcastInfoJsonIsRingTopsObjectForTheRing) {
+  const auto top = run({RING_TOP_EXE, "--json", "-d", "0", live_.path()});
+  const auto info = run({RINGCAST_EXE, "info", live_.path(), "--json"});
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  auto from_top = parse_json(top.out);
+  auto from_info = parse_json(info.out);
+  ASSERT_TRUE(from_top) << top.out;
+  ASSERT_TRUE(from_info) << info.out;
+  EXPECT_TRUE(from_info->at("interval_s").is_null()) << info.out;
+  // Equal but for what the clock moves between the two runs.
+  for (nlohmann::json* j : {&*from_top, &*from_info}) {
+    j->erase("interval_s");
+    for (nlohmann::json& c : j->at("rings").at(0).at("consumers")) c.erase("since_advance_s");
+  }
+  EXPECT_EQ(*from_info, *from_top) << info.out << top.out;
+}
+
 TEST_F(RingTopCliTest, JsonWithIterationsPrintsOneObjectPerRefresh) {
   const auto o = run({RING_TOP_EXE, "--json", "-n", "3", "-d", "0.05", live_.path()});
   ASSERT_EQ(o.exit_code, 0) << o.err;

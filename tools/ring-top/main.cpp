@@ -17,6 +17,7 @@
 
 #include "guarded_main.hpp"
 #include "parse_flags.hpp"
+#include "stop_signals.hpp"
 #include <fmt/format.h>
 
 // Real functions instead of curses.h's function-like macros: its refresh()
@@ -38,9 +39,6 @@ using ringcast::top::Snapshot;
 using ringcast::top::Style;
 using ringcast::top::ViewState;
 using SteadyClock = std::chrono::steady_clock;
-
-volatile sig_atomic_t g_stop = 0;  // set by SIGINT/SIGTERM/SIGHUP
-extern "C" void on_stop_signal(int /*sig*/) { g_stop = 1; }
 
 // The longest the interactive loop waits in getch, so a signal that ncurses
 // swallowed (it restarts its select) is still noticed promptly.
@@ -177,10 +175,7 @@ Key key_from(int ch) {
 int run_interactive(Monitor& monitor, const Settings& settings) {
   // Installed before ncurses starts, so it leaves them alone: a signal ends
   // the loop and endwin() restores the terminal.
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+  ringcast::tools::catch_stop_signals({SIGINT, SIGTERM, SIGHUP});
   // newterm, unlike initscr, returns NULL instead of exiting on an unknown TERM.
   SCREEN* screen = ::newterm(nullptr, stdout, stdin);
   if (screen == nullptr) {
@@ -226,7 +221,7 @@ int run_interactive(Monitor& monitor, const Settings& settings) {
   std::size_t frames = 1;
   SteadyClock::time_point last = SteadyClock::now();
   SteadyClock::time_point next = last + interval();
-  while (g_stop == 0) {
+  while (!ringcast::tools::stop_requested()) {
     draw(ringcast::top::render_screen(snap, view, LINES, COLS), colour);
     if (settings.iterations != 0 && frames >= settings.iterations) break;
     const auto now = SteadyClock::now();
@@ -273,7 +268,7 @@ int report_named_gone(const Snapshot& snap) {
 int run_scripted(Monitor& monitor, const Settings& settings, bool json, std::size_t iterations) {
   const auto delay = std::chrono::duration<double>(settings.delay_s);
   Snapshot snap = monitor.refresh();
-  for (std::size_t i = 0; (iterations == 0 || i < iterations) && g_stop == 0; ++i) {
+  for (std::size_t i = 0; (iterations == 0 || i < iterations) && !ringcast::tools::stop_requested(); ++i) {
     // Rates need two samples: the first output comes one interval after start.
     if (settings.delay_s > 0) {
       std::this_thread::sleep_for(delay);

@@ -1,7 +1,6 @@
 // ringcast: create, publish to, subscribe to, inspect, reap and remove rings;
 // mint broker tokens.
 // Flag parsing and wiring only; everything else is the library.
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,13 +8,13 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -24,31 +23,20 @@
 #include "message_input.hpp"
 #include "parse_flags.hpp"
 #include "start_at_flag.hpp"
+#include "stop_signals.hpp"
 #include "token_secret.hpp"
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "ringcast/broadcast_ring.hpp"
 #include "ringcast/broker/config.hpp"
 #include "ringcast/broker/token.hpp"
+#include "top/model.hpp"
+#include "top/render.hpp"
 
 namespace {
 
 using namespace ringcast;
 using namespace std::chrono_literals;
-
-volatile std::sig_atomic_t g_stop = 0;
-
-void on_signal(int) { g_stop = 1; }
-
-void install_stop_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
-}
 
 int report(const std::string& path, const Error& e) {
   // An error of open or create names the path itself (Error::path).
@@ -105,7 +93,7 @@ bool has_dead_consumer(const RingStatus& s) {
 }
 
 int cmd_pub(const std::string& path, bool binary) {
-  install_stop_handlers();  // before the claim, as in cmd_sub
+  tools::catch_stop_signals();  // before the claim, as in cmd_sub
   auto ring = BroadcastRing::open(path);
   if (!ring) return report(path, ring.error());
   if (auto claimed = ring->claim_producer(); !claimed) return report(path, claimed.error());
@@ -116,10 +104,10 @@ int cmd_pub(const std::string& path, bool binary) {
   std::uint64_t rejected = 0;
   bool dead_hinted = false;
   int status = 0;
-  while (!g_stop) {
+  while (!tools::stop_requested()) {
     const tools::MessageInput::Next next = input.next();
     using S = tools::MessageInput::Status;
-    if (next.status == S::kInterrupted) continue;  // the loop checks g_stop
+    if (next.status == S::kInterrupted) continue;  // the loop checks stop_requested()
     if (next.status == S::kEnd) break;
     if (next.status == S::kReadError) {
       fmt::print(stderr, "ringcast: reading stdin: {}\n", std::strerror(next.sys_errno));
@@ -145,7 +133,7 @@ int cmd_pub(const std::string& path, bool binary) {
     // Back-pressure: wait for the slowest consumer, waking regularly for
     // signals; once, when a consumer that died is what holds the ring full,
     // say how to free it.
-    while (!g_stop && (e = ring->push_wait(next.data, 200ms)) == Errc::timed_out) {
+    while (!tools::stop_requested() && (e = ring->push_wait(next.data, 200ms)) == Errc::timed_out) {
       if (!dead_hinted && has_dead_consumer(ring->status())) {
         fmt::print(
             stderr,
@@ -155,7 +143,7 @@ int cmd_pub(const std::string& path, bool binary) {
       }
     }
     if (e != Errc::ok) {
-      if (g_stop) break;
+      if (tools::stop_requested()) break;
       fmt::print(stderr, "ringcast: {} {}: {}\n", what, number, to_string(e));
       return 1;
     }
@@ -201,7 +189,7 @@ int cmd_sub(const std::string& path, std::uint64_t count, bool hex, bool binary,
   // Before registering: a SIGTERM that lands just after register_consumer
   // must still end in the loop below, which unregisters, not kill the process
   // with the entry still active.
-  install_stop_handlers();
+  tools::catch_stop_signals();
   auto ring = BroadcastRing::open(path);
   if (!ring) return report(path, ring.error());
   auto id = ring->register_consumer(start);
@@ -224,7 +212,7 @@ int cmd_sub(const std::string& path, std::uint64_t count, bool hex, bool binary,
   // the ring (buffer_too_small) for the next drain.
   alignas(8) std::array<std::byte, kMaxPayload> small{};
   int status = 0;
-  while (!g_stop && (count == 0 || received < count)) {
+  while (!tools::stop_requested() && (count == 0 || received < count)) {
     const std::uint64_t room = count == 0 ? kSubBatch : std::min<std::uint64_t>(count - received, kSubBatch);
     const BatchResult batch = ring->drain(*id, deliver, room);
     Errc e = batch.status;
@@ -260,40 +248,25 @@ int cmd_sub(const std::string& path, std::uint64_t count, bool hex, bool binary,
   return status;
 }
 
-nlohmann::json status_json(const std::string& path, const RingStatus& s) {
-  nlohmann::json consumers = nlohmann::json::array();
-  for (std::uint32_t i = 0; i < kMaxConsumers; ++i) {
-    const ConsumerStatus& c = s.consumers[i];
-    if (!c.active) continue;
-    consumers.push_back(
-        {{"id", i}, {"cursor", c.cursor}, {"lag", c.lag}, {"owner_pid", c.owner_pid}, {"owner_alive", c.owner_alive}});
+// ring-top's JSON object (docs/ring-top.md, "JSON") for this one ring, from
+// a single sample: no rates yet (null), no interval.
+int print_json(const std::string& path) {
+  top::MonitorOptions options;
+  options.targets = {path};
+  auto monitor = top::Monitor::create(std::move(options));
+  if (!monitor) {
+    for (const std::string& problem : monitor.error()) fmt::print(stderr, "ringcast: {}\n", problem);
+    return 1;
   }
-  return {{"path", path},
-          {"capacity", s.capacity},
-          {"file_bytes", layout::file_size(s.capacity)},
-          {"lossy", (s.flags & kFlagLossy) != 0},
-          {"wakeups", (s.flags & kFlagWakeups) != 0},
-          {"max_message", s.max_message},
-          {"producer_seq", s.producer_seq},
-          {"producer_pid", s.producer_pid},
-          {"producer_alive", s.producer_alive},
-          {"producer_state", to_string(s.producer)},
-          {"half_written_slot", s.half_written_slot},
-          {"upstream_lost", s.upstream_lost},
-          {"upstream_gaps", s.upstream_gaps},
-          {"messages", s.messages},
-          {"payload_bytes", s.payload_bytes},
-          {"consumers", consumers}};
+  fmt::print("{}", top::render_json(monitor->refresh(), std::nullopt));
+  return 0;
 }
 
 int cmd_info(const std::string& path, bool json) {
   auto ring = BroadcastRing::open(path, {.read_only = true});
   if (!ring) return report(path, ring.error());
+  if (json) return print_json(path);
   const RingStatus s = ring->status();
-  if (json) {
-    fmt::print("{}\n", status_json(path, s).dump(2));
-    return 0;
-  }
   fmt::print("ring        {}\n", path);
   fmt::print("capacity    {} slots x {} B ({} bytes){}{}\n", s.capacity, kSlotBytes, layout::file_size(s.capacity),
              (s.flags & kFlagLossy) ? ", lossy" : "", (s.flags & kFlagWakeups) ? ", wakeups" : "");
@@ -469,7 +442,8 @@ int run(int argc, char** argv) {
 
   auto* info = app.add_subcommand("info", "Show the header and the consumer table");
   info->add_option("PATH", path, "Ring file")->required();
-  info->add_flag("--json", json, "Machine-readable output");
+  info->add_flag("--json", json,
+                 "Machine-readable output: ring-top --json's object for this ring (one sample, no rates)");
 
   auto* reap = app.add_subcommand("reap", "Free consumer entries whose owner has died");
   reap->add_option("PATH", path, "Ring file")->required();
