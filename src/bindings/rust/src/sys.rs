@@ -121,6 +121,12 @@ pub struct ringcast_ring {
     _private: [u8; 0],
 }
 
+/// The opaque wait set handle (one wait over many rings).
+#[repr(C)]
+pub struct ringcast_wait_set {
+    _private: [u8; 0],
+}
+
 pub type ringcast_message_fn = unsafe extern "C" fn(context: *mut c_void, data: *const c_void, length: usize) -> i32;
 
 extern "C" {
@@ -218,4 +224,24 @@ extern "C" {
     pub fn ringcast_is_fully_drained(ring: *const ringcast_ring) -> bool;
     pub fn ringcast_active_consumer_count(ring: *const ringcast_ring) -> usize;
     pub fn ringcast_get_status(ring: *const ringcast_ring, status: *mut ringcast_ring_status) -> ringcast_status;
+
+    pub fn ringcast_wait_set_create(set: *mut *mut ringcast_wait_set) -> ringcast_status;
+    pub fn ringcast_wait_set_close(set: *mut ringcast_wait_set);
+    pub fn ringcast_wait_set_add(
+        set: *mut ringcast_wait_set,
+        ring: *mut ringcast_ring,
+        id: u32,
+        member: *mut usize,
+    ) -> ringcast_status;
+    pub fn ringcast_wait_set_remove(set: *mut ringcast_wait_set, member: usize) -> ringcast_status;
+    pub fn ringcast_wait_set_wait(
+        set: *mut ringcast_wait_set,
+        ready: *mut usize,
+        capacity: usize,
+        count: *mut usize,
+        timeout_ns: u64,
+    ) -> ringcast_status;
+    pub fn ringcast_wait_set_ready(set: *const ringcast_wait_set, member: usize) -> bool;
+    pub fn ringcast_wait_set_notify_fd(set: *mut ringcast_wait_set, fd: *mut i32) -> ringcast_status;
+    pub fn ringcast_wait_set_arm(set: *mut ringcast_wait_set);
 }
