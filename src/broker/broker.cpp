@@ -21,8 +21,8 @@
 namespace ringcast::broker {
 
 struct Broker::Impl {
-  Impl(const BrokerConfig& cfg, std::unique_ptr<ChannelHistory> history)
-      : core(cfg, steady_clock_source(), std::move(history)), server(core, cfg.io_threads) {}
+  Impl(const BrokerConfig& cfg, std::unique_ptr<ChannelHistory> history, ClusterLink* cluster)
+      : core(cfg, steady_clock_source(), std::move(history), cluster), server(core, cfg.io_threads) {}
 
   BrokerCore core;  // declared first: the server's connections use it until they close
   // TLS listeners' context (null without TLS); before server: its connections
@@ -37,14 +37,14 @@ struct Broker::Impl {
   std::uint16_t tls_port = 0;
 };
 
-tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerConfig& config) {
+tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerConfig& config, ClusterLink* cluster) {
   if (auto valid = validate(config); !valid) return tl::unexpected(std::move(valid.error()));
   BrokerConfig cfg = config;
   if (cfg.io_threads == 0) cfg.io_threads = std::max(1u, std::thread::hardware_concurrency());
   // Before any listener: a data dir that cannot be used stops the start.
   auto history = ChannelHistory::open(cfg);
   if (!history) return tl::unexpected(std::move(history.error()));
-  auto impl = std::make_unique<Impl>(cfg, std::move(*history));
+  auto impl = std::make_unique<Impl>(cfg, std::move(*history), cluster);
   // The broker's Prometheus text, with whatever the embedder adds (the relay's
   // series): one place for /metrics (docs/broker.md, "Metrics"), behind the
   // password or a token that may read every channel (ws/metrics_route.hpp).
@@ -107,28 +107,17 @@ tl::expected<void, std::string> Broker::reload_tls() {
   return impl_->tls->reload();
 }
 
-PublishResult Broker::publish(std::string_view channel, std::string_view payload, PublishWait wait,
-                              const PublishHold& hold) noexcept {
-  const Message m{channel, payload};
-  std::size_t receivers = 0;
-  return publish({&m, 1}, {&receivers, 1}, wait, hold);
-}
+namespace {
 
-std::size_t Broker::report_upstream_loss(std::string_view channel, std::uint64_t lost) noexcept {
-  if (impl_->server.stopped()) return 0;
-  try {
-    return impl_->core.index().report_upstream_loss(channel, lost);
-  } catch (...) {
-    return 0;  // out of memory for the scratch list: the notice is not sent
-  }
-}
-
-PublishResult Broker::publish(std::span<const Message> msgs, std::span<std::size_t> receivers, PublishWait wait,
-                              const PublishHold& hold) noexcept {
+// Broker::publish and publish_from_cluster: pacing, then the core, with each
+// refusal held as RefusalHold says.
+PublishResult publish_paced(Broker::Impl& impl, std::span<const Message> msgs, std::span<std::size_t> receivers,
+                            PublishWait wait, const PublishHold& hold, BrokerCore::Space space,
+                            BrokerCore::Origin origin) noexcept {
   // acquire: pairs with the release store in stop(); a publish that sees "not
   // stopped" may still race with shutdown, which is safe (the index outlives it).
-  if (impl_->server.stopped()) return {PublishStatus::kStopped, 0, 0};
-  BrokerCore& core = impl_->core;
+  if (impl.server.stopped()) return {PublishStatus::kStopped, 0, 0};
+  BrokerCore& core = impl.core;
   FlowControl& flow = core.flow();
   if (flow.pressured()) {
     if (wait == PublishWait::kNoWait) return {PublishStatus::kWouldBlock, 0, 0};
@@ -148,7 +137,7 @@ PublishResult Broker::publish(std::span<const Message> msgs, std::span<std::size
   RefusalHold refusals(core, max_block, until_accepted);
   PublishResult r;
   while (r.published < msgs.size()) {
-    const PublishOutcome o = core.publish(msgs.subspan(r.published), receivers.subspan(r.published));
+    const PublishOutcome o = core.publish(msgs.subspan(r.published), receivers.subspan(r.published), {}, space, origin);
     for (std::size_t i = r.published; i < r.published + o.published; ++i) r.receivers += receivers[i];
     r.published += o.published;
     if (o.status == PublishOutcome::Status::kPublished) break;
@@ -157,7 +146,7 @@ PublishResult Broker::publish(std::span<const Message> msgs, std::span<std::size
       return r;
     }
     // Refused: hold the caller (woken when a `block` queue drains).
-    const bool stopped = impl_->server.stopped();
+    const bool stopped = impl.server.stopped();
     if (until_accepted && stopped) {
       r.status = PublishStatus::kStopped;
       return r;
@@ -184,6 +173,37 @@ PublishResult Broker::publish(std::span<const Message> msgs, std::span<std::size
         std::min<std::chrono::steady_clock::duration>(refusals.deadline() - now, std::chrono::milliseconds(5)));
   }
   return r;
+}
+
+}  // namespace
+
+PublishResult Broker::publish(std::string_view channel, std::string_view payload, PublishWait wait,
+                              const PublishHold& hold) noexcept {
+  const Message m{channel, payload};
+  std::size_t receivers = 0;
+  return publish({&m, 1}, {&receivers, 1}, wait, hold);
+}
+
+std::size_t Broker::report_upstream_loss(std::string_view channel, std::uint64_t lost) noexcept {
+  if (impl_->server.stopped()) return 0;
+  try {
+    return impl_->core.index().report_upstream_loss(channel, lost);
+  } catch (...) {
+    return 0;  // out of memory for the scratch list: the notice is not sent
+  }
+}
+
+PublishResult Broker::publish(std::span<const Message> msgs, std::span<std::size_t> receivers, PublishWait wait,
+                              const PublishHold& hold) noexcept {
+  return publish_paced(*impl_, msgs, receivers, wait, hold, BrokerCore::Space::kChannels,
+                       BrokerCore::Origin::kThisNode);
+}
+
+PublishResult Broker::publish_from_cluster(bool shard, std::span<const Message> msgs,
+                                           std::span<std::size_t> receivers) noexcept {
+  return publish_paced(*impl_, msgs, receivers, PublishWait::kWait, {},
+                       shard ? BrokerCore::Space::kShardChannels : BrokerCore::Space::kChannels,
+                       BrokerCore::Origin::kCluster);
 }
 
 BrokerStats Broker::stats() const noexcept { return impl_->core.stats(); }

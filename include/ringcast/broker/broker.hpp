@@ -30,6 +30,7 @@
 
 #include <tl/expected.hpp>
 
+#include "ringcast/broker/cluster.hpp"
 #include "ringcast/broker/config.hpp"
 #include "ringcast/broker/error.hpp"
 #include "ringcast/broker/message.hpp"
@@ -43,7 +44,8 @@ enum class PublishStatus : std::uint8_t {
   kPublished,   // every message was offered to every matching subscription
   kWouldBlock,  // PublishWait::kNoWait and publishers are being paced: nothing was published
   kRefused,     // message `published` was refused: a `block` subscriber of its channel had
-                // no room, even after BrokerConfig::max_block; it and the later ones were not published
+                // no room, even after BrokerConfig::max_block, or (in a cluster) the cluster
+                // could not take it so long; it and the later ones were not published
   kStopped,     // the broker is stopped: nothing was published
   kNotStored,   // message `published` is QoS 1 (Message::qos) and its channel's history
                 // failed to store it (docs/guarantees.md): it reached nobody and took no
@@ -87,7 +89,12 @@ class Broker {
   // Validates `config` (validate()), binds the listener and starts the I/O
   // threads. Fails with kInvalidConfig, kBadAddress, kBind (with errno) or
   // kThread (with errno); never throws.
-  [[nodiscard]] static tl::expected<std::unique_ptr<Broker>, BrokerError> start(const BrokerConfig& config);
+  // With `cluster` (may be null; it must outlive the broker), the broker is
+  // one node of a cluster (ringcast/broker/cluster.hpp): every message
+  // published here is also handed to the link, and the link hears which
+  // channels, patterns and shard channels this node's clients subscribe to.
+  [[nodiscard]] static tl::expected<std::unique_ptr<Broker>, BrokerError> start(const BrokerConfig& config,
+                                                                                ClusterLink* cluster = nullptr);
 
   Broker(const Broker&) = delete;
   Broker& operator=(const Broker&) = delete;
@@ -133,6 +140,12 @@ class Broker {
   PublishResult publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
                         PublishWait wait = PublishWait::kWait, const PublishHold& hold = {}) noexcept;
 
+  // A cluster link's way in: `msgs`, published on another node of the
+  // cluster (`shard`: by SPUBLISH), are published to this node's subscribers
+  // as publish() with PublishWait::kWait does, and are not handed back to the
+  // link. Same thread rules as publish().
+  PublishResult publish_from_cluster(bool shard, std::span<const Message> msgs,
+                                     std::span<std::size_t> receivers) noexcept;
   // For an ingress that feeds the broker from another system (the NATS
   // ingress, docs/scale-out.md): `lost` messages on `channel` were lost before
   // they reached the broker (a gap in the source's sequence). Every connection

@@ -12,6 +12,9 @@ SubscriptionUpdate::SubscriptionUpdate(SubscriptionIndex& index, Client& client)
 
 SubscriptionUpdate::~SubscriptionUpdate() {
   lock_.unlock();
+  // The confirmations queued under the lock are written after this returns:
+  // interest this update created has reached the other nodes by then.
+  if (ClusterLink* cluster = index_.cluster()) cluster->settle();
   client_.refresh_mirrors();
 }
 
@@ -47,11 +50,12 @@ void SubscriptionUpdate::set_ack_tracker(AckTracker* tracker) noexcept { index_.
 
 void SubscriptionUpdate::set_qos1(std::string_view name, bool qos1) { index_.set_qos1(client_, name, qos1); }
 
-BrokerCore::BrokerCore(BrokerConfig config, const Clock& clock, std::unique_ptr<ChannelHistory> history)
+BrokerCore::BrokerCore(BrokerConfig config, const Clock& clock, std::unique_ptr<ChannelHistory> history,
+                       ClusterLink* cluster)
     : config_(std::move(config)),
       clock_(clock),
       history_(std::move(history)),
-      index_(history_.get()),
+      index_(history_.get(), cluster),
       // At most half the hard limit: pacing must start well before a reading
       // subscriber's queue could meet its policy.
       flow_(std::min(config_.pace_bytes, config_.queue_limits.hard_bytes / 2), config_.max_stall) {}
@@ -65,9 +69,14 @@ BrokerCore::Published BrokerCore::publish(const Message& m, Space space) {
 }
 
 PublishOutcome BrokerCore::publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
-                                   std::span<std::uint64_t> ids, Space space) {
+                                   std::span<std::uint64_t> ids, Space space, Origin origin) {
+  // A message from another node is not sent back out; one published here
+  // reaches nobody unless it can also leave (ClusterLink::ready).
+  ClusterLink* const cluster = origin == Origin::kThisNode ? index_.cluster() : nullptr;
+  if (cluster != nullptr && !cluster->ready()) return {0, PublishOutcome::Status::kUnreachable};
   const PublishOutcome out = space == Space::kShardChannels ? index_.publish_shard(msgs, receivers)
                                                             : index_.publish(msgs, config_.dedupe, receivers, ids);
+  if (cluster != nullptr && out.published > 0) cluster->send(space == Space::kShardChannels, msgs.first(out.published));
   if (out.status == PublishOutcome::Status::kNotStored) qos1_.count_not_stored();
   std::size_t deliveries = 0;
   for (std::size_t i = 0; i < out.published; ++i) deliveries += receivers[i];

@@ -95,8 +95,10 @@ class BrokerCore {
  public:
   // `history` (may be null: no channel keeps history) is ChannelHistory::open's
   // result for `config`; the core owns it and logs every publish run into it.
+  // `cluster` (may be null: this node alone) hears this node's interest and
+  // its publishes (ringcast/broker/cluster.hpp) and must outlive the core.
   explicit BrokerCore(BrokerConfig config, const Clock& clock = steady_clock_source(),
-                      std::unique_ptr<ChannelHistory> history = nullptr);
+                      std::unique_ptr<ChannelHistory> history = nullptr, ClusterLink* cluster = nullptr);
   ~BrokerCore();
   BrokerCore(const BrokerCore&) = delete;
   BrokerCore& operator=(const BrokerCore&) = delete;
@@ -123,13 +125,19 @@ class BrokerCore {
   // Which subscriptions a publish reaches: PUBLISH's channels and patterns,
   // or SPUBLISH's shard channels (a namespace of their own).
   enum class Space : std::uint8_t { kChannels, kShardChannels };
+  // Where a message was published: on this node (by any of its publishers;
+  // sent on to the other nodes of a cluster) or on another node (it came in
+  // through the cluster link and goes no further).
+  enum class Origin : std::uint8_t { kThisNode, kCluster };
 
   // The one way a message enters the core, from every publisher: the RESP and
   // WebSocket sessions, Broker::publish (the relay, an embedding process) and
   // whatever feeds the broker from elsewhere. An accepted message leaves
   // through SubscriptionIndex::publish into its subscribers' queues (and
-  // history); a refused one comes back as PublishOutcome::kRefused, which the
-  // caller's RefusalHold (refusal_hold.hpp) holds or refuses and counts.
+  // history) and, published on this node of a cluster, on to the other nodes
+  // (ClusterLink::send); a refused one comes back as PublishOutcome::kRefused
+  // (or kUnreachable: in a cluster, it could not have left this node), which
+  // the caller's RefusalHold (refusal_hold.hpp) holds or refuses and counts.
   //
   // Publishes `msgs` in order, stopping at the first refused message.
   // receivers[i] gets message i's reply (its deliveries), ids[i] (when `ids`
@@ -138,7 +146,8 @@ class BrokerCore {
   // qos1 stats. REQUIRES: receivers.size() == msgs.size(); ids empty or
   // ids.size() == msgs.size().
   PublishOutcome publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
-                         std::span<std::uint64_t> ids = {}, Space space = Space::kChannels);
+                         std::span<std::uint64_t> ids = {}, Space space = Space::kChannels,
+                         Origin origin = Origin::kThisNode);
   // One message (a PUBLISH, SPUBLISH or WebSocket publish with its QoS,
   // Message::qos): its outcome, deliveries and id (0 if refused; a WebSocket
   // QoS 1 publish is answered by puback {message_id}).

@@ -22,10 +22,24 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "broker/core/broker_core.hpp"
 
 namespace ringcast::broker {
+
+// Why a message was refused (kRefused or kUnreachable), in the words every
+// publisher sends after its protocol's prefix; `channel` is what the caller
+// shows of the channel's name.
+inline std::string refusal_reason(PublishOutcome::Status status, std::string_view channel) {
+  if (status == PublishOutcome::Status::kUnreachable) {
+    return "the cluster is unreachable: '" + std::string(channel) +
+           "' was not published, on this node or any other; retry later";
+  }
+  return "a subscriber of '" + std::string(channel) +
+         "' with the block overflow policy has no room; nothing was delivered, retry later";
+}
 
 class RefusalHold {
  public:

@@ -131,7 +131,7 @@ const SubscriptionList& Subscriber::subscriptions(SubscriptionSpace space) const
   return channels_;
 }
 
-SubscriptionIndex::SubscriptionIndex(RunLog* log) : log_(log) {}
+SubscriptionIndex::SubscriptionIndex(RunLog* log, ClusterLink* cluster) : log_(log), cluster_(cluster) {}
 SubscriptionIndex::~SubscriptionIndex() = default;
 
 SubscriptionIndex::TrieNode* SubscriptionIndex::TrieNode::child(unsigned char b) const noexcept {
@@ -167,37 +167,48 @@ void SubscriptionIndex::trie_prune(TrieNode* node) noexcept {
   }
 }
 
-bool SubscriptionIndex::add_to(ChannelMap& map, SubscriptionList& mine, Subscriber& s, std::string_view channel) {
-  if (!mine.insert(channel)) return false;
+bool SubscriptionIndex::add_to(InterestSpace space, Subscriber& s, std::string_view channel) {
+  const bool shard = space == InterestSpace::kShard;
+  if (!(shard ? s.shard_channels_ : s.channels_).insert(channel)) return false;
+  ChannelMap& map = shard ? shard_channels_ : channels_;
   auto it = map.find(channel);
-  if (it == map.end()) it = map.emplace(std::string(channel), 0).first;
+  if (it == map.end()) {
+    it = map.emplace(std::string(channel), 0).first;
+    if (cluster_ != nullptr) cluster_->interest_added(space, channel);  // invariant 6
+  }
   it->second.push_back(&s);
   return true;
 }
 
-bool SubscriptionIndex::remove_from(ChannelMap& map, SubscriptionList& mine, Subscriber& s, std::string_view channel) {
+bool SubscriptionIndex::remove_from(InterestSpace space, Subscriber& s, std::string_view channel) {
+  const bool shard = space == InterestSpace::kShard;
+  SubscriptionList& mine = shard ? s.shard_channels_ : s.channels_;
   if (!mine.contains(channel)) return false;
+  ChannelMap& map = shard ? shard_channels_ : channels_;
   auto it = map.find(channel);
   erase_one(it->second, &s);  // invariant 1: present in the map because in `mine`
-  if (it->second.empty()) map.erase(it);
+  if (it->second.empty()) {
+    if (cluster_ != nullptr) cluster_->interest_removed(space, channel);  // invariant 6
+    map.erase(it);
+  }
   mine.erase(channel);  // last: `channel` may view the string it frees
   return true;
 }
 
 bool SubscriptionIndex::add_channel(Subscriber& s, std::string_view channel) {
-  return add_to(channels_, s.channels_, s, channel);
+  return add_to(InterestSpace::kChannel, s, channel);
 }
 
 bool SubscriptionIndex::remove_channel(Subscriber& s, std::string_view channel) {
-  return remove_from(channels_, s.channels_, s, channel);
+  return remove_from(InterestSpace::kChannel, s, channel);
 }
 
 bool SubscriptionIndex::add_shard_channel(Subscriber& s, std::string_view channel) {
-  return add_to(shard_channels_, s.shard_channels_, s, channel);
+  return add_to(InterestSpace::kShard, s, channel);
 }
 
 bool SubscriptionIndex::remove_shard_channel(Subscriber& s, std::string_view channel) {
-  return remove_from(shard_channels_, s.shard_channels_, s, channel);
+  return remove_from(InterestSpace::kShard, s, channel);
 }
 
 bool SubscriptionIndex::add(Subscriber& s, SubscriptionSpace space, std::string_view name) {
@@ -232,6 +243,7 @@ bool SubscriptionIndex::add_pattern(Subscriber& s, std::string_view pattern) {
     entry->pattern = std::string(pattern);
     trie_find_or_add(pattern.substr(0, glob_literal_prefix(pattern)))->patterns.push_back(entry.get());
     it = patterns_.emplace(std::string(pattern), std::move(entry)).first;
+    if (cluster_ != nullptr) cluster_->interest_added(InterestSpace::kPattern, pattern);  // invariant 6
   }
   if (!s.patterns_.insert(pattern)) return false;
   it->second->subs.push_back(&s);
@@ -250,6 +262,7 @@ bool SubscriptionIndex::remove_pattern(Subscriber& s, std::string_view pattern) 
     }
     auto& list = node->patterns;
     list.erase(std::find(list.begin(), list.end(), entry));
+    if (cluster_ != nullptr) cluster_->interest_removed(InterestSpace::kPattern, pattern);  // invariant 6
     patterns_.erase(it);
     trie_prune(node);
   }

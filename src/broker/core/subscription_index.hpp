@@ -48,6 +48,9 @@
 //     run the log fails to store is refused whole (kNotStored): it
 //     takes no ids and no subscriber is offered it, so a puback always means
 //     stored; a QoS 0 run is delivered anyway (the log counts the failure).
+//  6. With a ClusterLink, the link is told when an entry of channels_,
+//     shard_channels_ or patterns_ is created and when it is erased, under mu_
+//     held exclusively: its interest is always the keys of those maps.
 #pragma once
 
 #include <array>
@@ -67,14 +70,16 @@
 #include "broker/queue/connection_queue.hpp"
 #include "broker/queue/frame.hpp"
 #include "broker/util/run_log.hpp"
+#include "ringcast/broker/cluster.hpp"
 
 namespace ringcast::broker {
 
 class AckTracker;
 
 // Which subscriptions an operation acts on: exact channels (SUBSCRIBE),
-// patterns (PSUBSCRIBE) or shard channels (SSUBSCRIBE, a namespace of its own).
-enum class SubscriptionSpace : std::uint8_t { kChannel, kPattern, kShard };
+// patterns (PSUBSCRIBE) or shard channels (SSUBSCRIBE, a namespace of its
+// own); the spaces a cluster link hears interest in.
+using SubscriptionSpace = InterestSpace;
 
 // How many deliveries a message makes to a subscriber several of whose
 // subscriptions match it. The session decides, not the wire format: the index
@@ -154,6 +159,9 @@ struct PublishOutcome {
     kPublished,  // every message was offered
     kRefused,    // a `block` subscriber it would reach had no room
     kNotStored,  // it is QoS 1 and the RunLog failed to store its run (invariant 5)
+    // It could not leave this node (ClusterLink::ready said no; decided by
+    // BrokerCore::publish, never by the index): refused like kRefused.
+    kUnreachable,
   };
   std::size_t published = 0;
   Status status = Status::kPublished;
@@ -161,8 +169,10 @@ struct PublishOutcome {
 
 class SubscriptionIndex {
  public:
-  // `log` (may be null) must outlive the index (invariant 5).
-  explicit SubscriptionIndex(RunLog* log = nullptr);
+  // `log` (may be null) must outlive the index (invariant 5), and so must
+  // `cluster` (may be null: one node; invariant 6).
+  explicit SubscriptionIndex(RunLog* log = nullptr, ClusterLink* cluster = nullptr);
+  [[nodiscard]] ClusterLink* cluster() const noexcept { return cluster_; }
   ~SubscriptionIndex();
   SubscriptionIndex(const SubscriptionIndex&) = delete;
   SubscriptionIndex& operator=(const SubscriptionIndex&) = delete;
@@ -296,8 +306,8 @@ class SubscriptionIndex {
   // publish_run once the stripe lock is held and the first id known.
   std::size_t publish_run_locked(std::span<const Message> run, bool dedupe, bool shard, std::uint64_t first_id,
                                  std::size_t& accepted, bool& unstored);
-  static bool add_to(ChannelMap& map, SubscriptionList& mine, Subscriber& s, std::string_view channel);
-  static bool remove_from(ChannelMap& map, SubscriptionList& mine, Subscriber& s, std::string_view channel);
+  bool add_to(InterestSpace space, Subscriber& s, std::string_view channel);
+  bool remove_from(InterestSpace space, Subscriber& s, std::string_view channel);
   [[nodiscard]] std::vector<std::string> names_of(const ChannelMap& map, std::optional<std::string_view> pattern) const;
   TrieNode* trie_find_or_add(std::string_view prefix);
   void trie_prune(TrieNode* node) noexcept;
@@ -313,7 +323,8 @@ class SubscriptionIndex {
   static constexpr std::size_t kIdStripes = 64;
   IdStripe& id_stripe(std::string_view channel) noexcept;
 
-  RunLog* const log_;  // invariant 5
+  RunLog* const log_;           // invariant 5
+  ClusterLink* const cluster_;  // invariant 6
   mutable std::shared_mutex mu_;
   std::array<IdStripe, kIdStripes> id_stripes_;
   ChannelMap channels_;

@@ -95,7 +95,7 @@ void RespSession::flush_publishes(bool may_hold) {
       reply_mark_ = reply_.size();  // these replies belong to earlier commands (invariant 5)
       return;
     }
-    if (batch_.reply(at)) refused_reply(msgs[at].channel);
+    if (batch_.reply(at)) refused_reply(msgs[at].channel, o.status);
     ++at;
   }
   refusals_.release();

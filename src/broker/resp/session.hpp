@@ -133,8 +133,9 @@ class RespSession : public Client {
   void subscribe(std::span<const std::string> args, SubscriptionSpace space);
   void unsubscribe(std::span<const std::string> args, SubscriptionSpace space);
   void cmd_publish(std::span<const std::string> args);
-  // The error reply of a PUBLISH refused by a `block` subscriber.
-  void refused_reply(std::string_view channel);
+  // The error reply of a PUBLISH refused by a `block` subscriber (REFUSED)
+  // or because the cluster is unreachable (CLUSTERDOWN).
+  void refused_reply(std::string_view channel, PublishOutcome::Status why);
   // Answers a PUBLISH or SPUBLISH executed alone: its count, or its hold or
   // REFUSED error when a `block` subscriber refused it (invariant 4).
   void reply_published(std::span<const std::string> args, const BrokerCore::Published& p);

@@ -402,11 +402,10 @@ void WsSession::cmd_publish(const JsonCommand& c) {
   mark_published();
   // Not held as RESP holds a refused PUBLISH (docs/broker.md, "The block
   // policy"): refusals_ refuses at once, and the client retries.
-  if (p.status == PublishOutcome::Status::kRefused &&
-      refusals_.on_refused(RefusalHold::Clock::now()) == RefusalHold::Verdict::kRefuse) {
+  const bool refused = p.status == PublishOutcome::Status::kRefused || p.status == PublishOutcome::Status::kUnreachable;
+  if (refused && refusals_.on_refused(RefusalHold::Clock::now()) == RefusalHold::Verdict::kRefuse) {
     refusals_.release();
-    send_error("refused: a subscriber of '" + std::string(prefix(c.topic, 128)) +
-               "' with the block overflow policy has no room; nothing was delivered, retry later");
+    send_error("refused: " + refusal_reason(p.status, prefix(c.topic, 128)));
     return;
   }
   if (p.status == PublishOutcome::Status::kNotStored) {

@@ -107,8 +107,9 @@ void RespSession::cmd_publish(std::span<const std::string> args) {
 }
 
 void RespSession::reply_published(std::span<const std::string> args, const BrokerCore::Published& p) {
-  // Refused by a `block` subscriber (a RESP publish is never QoS 1, so never
-  // kNotStored): held like a batched PUBLISH (invariant 4), or refused.
+  // Refused by a `block` subscriber or an unreachable cluster (a RESP publish
+  // is never QoS 1, so never kNotStored): held like a batched PUBLISH
+  // (invariant 4), or refused.
   if (p.status != PublishOutcome::Status::kPublished && hold_refused()) {
     held_command_.assign(args.begin(), args.end());  // executed again by retry_held()
     held_ = true;
@@ -118,14 +119,14 @@ void RespSession::reply_published(std::span<const std::string> args, const Broke
   if (p.status == PublishOutcome::Status::kPublished) {
     resp::integer(reply_, static_cast<long long>(p.receivers));
   } else {
-    refused_reply(args[1]);
+    refused_reply(args[1], p.status);
   }
 }
 
-void RespSession::refused_reply(std::string_view channel) {
-  resp::error(reply_, fmt::format("REFUSED a subscriber of '{}' with the block overflow policy has no room; "
-                                  "nothing was delivered, retry later",
-                                  c_str_prefix(channel, 128)));
+void RespSession::refused_reply(std::string_view channel, PublishOutcome::Status why) {
+  // CLUSTERDOWN: Redis Cluster's word for a command the cluster cannot serve.
+  resp::error(reply_, fmt::format("{} {}", why == PublishOutcome::Status::kUnreachable ? "CLUSTERDOWN" : "REFUSED",
+                                  refusal_reason(why, c_str_prefix(channel, 128))));
 }
 
 void RespSession::cmd_spublish(std::span<const std::string> args) {
