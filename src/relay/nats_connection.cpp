@@ -119,6 +119,9 @@ tl::expected<std::unique_ptr<NatsConnection>, std::string> NatsConnection::conne
   }
   if ((s = natsOptions_SetTimeout(o, config.connect_timeout.count())) != NATS_OK) return fail("timeout", s);
   if ((s = natsOptions_SetNoEcho(o, true)) != NATS_OK) return fail("no echo", s);
+  if (config.one_delivery_thread && (s = natsOptions_UseGlobalMessageDelivery(o, true)) != NATS_OK) {
+    return fail("global message delivery", s);
+  }
   const bool secure = config.tls.enabled || std::any_of(urls.begin(), urls.end(),
                                                         [](const std::string& u) { return u.rfind("tls://", 0) == 0; });
   if (secure) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config_schema.hpp"
+#include "ringcast/relay/nats_cluster.hpp"
 #include "ringcast/relay/relay.hpp"
 
 namespace ringcast::tools {
@@ -70,6 +71,21 @@ namespace ringcast::tools {
                            "PEM client certificate chain for NATS (a server with verify: true); turns TLS to NATS on"),
       schema::file<Config>("nats-tls-key-file", RINGCAST_MEMBER(tls.key_file),
                            "PEM private key of --nats-tls-cert-file"),
+  };
+  return table;
+}
+
+// --cluster-subject-prefix, --cluster-settle-timeout (docs/cluster.md).
+[[nodiscard]] inline const std::vector<Setting<relay::ClusterConfig>>& cluster_settings() {
+  using Config = relay::ClusterConfig;
+  static const std::vector<Setting<Config>> table = {
+      schema::text<Config>("cluster-subject-prefix", RINGCAST_MEMBER(subject_prefix),
+                           "--cluster: the NATS subjects' first token (<prefix>.c.<channel>); every node of one "
+                           "cluster uses the same, two clusters on one NATS differ"),
+      schema::duration<Config>("cluster-settle-timeout", RINGCAST_MEMBER(settle_timeout),
+                               "--cluster: how long a SUBSCRIBE's confirmation waits for the NATS server to hold "
+                               "the new interest; past it the confirmation goes anyway (counted)",
+                               broker::BareDuration::kRefused, std::chrono::milliseconds(0)),
   };
   return table;
 }

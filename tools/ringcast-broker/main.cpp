@@ -1,6 +1,7 @@
 // ringcast-broker: runs the Redis-protocol pub/sub broker (docs/broker.md),
-// optionally fed from NATS (--nats-in, docs/scale-out.md). Flag parsing and
-// wiring only; everything else is in ringcast::broker and ringcast::relay.
+// optionally fed from NATS (--nats-in, docs/scale-out.md) and one node of a
+// cluster (--cluster, docs/cluster.md). Flag parsing and wiring only;
+// everything else is in ringcast::broker and ringcast::relay.
 
 #include <pthread.h>
 
@@ -21,6 +22,7 @@
 #include "nats_settings.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/relay/broker_nats_ingress.hpp"
+#include "ringcast/relay/nats_cluster.hpp"
 #include "settings.hpp"
 #include "stop_signals.hpp"
 
@@ -54,9 +56,17 @@ int run(int argc, char** argv) {
                  "through a durable consumer instead of a core NATS subscription: at least once, a message is acked "
                  "once the broker took it, and a restarted broker resumes after the last acked one");
   ringcast::tools::add_settings(app, ringcast::tools::jetstream_ingress_settings(), js);
+  ringcast::relay::ClusterConfig cluster;
+  app.add_option("--cluster", cluster.nats.url,
+                 "Join a cluster of brokers through these NATS server(s), nats://HOST:PORT[,nats://...]: a message "
+                 "published on any node reaches the subscribers of every node (docs/cluster.md). The --nats-tls-* "
+                 "files apply");
+  ringcast::tools::add_settings(app, ringcast::tools::cluster_settings(), cluster);
   std::vector<ringcast::tools::HelpGroup> groups = {
       {"Common", {"--port", "--bind", "--ws-port", "--requirepass-file", "--overflow-policy"}}};
   for (auto& g : ringcast::tools::broker_help_groups()) groups.push_back(std::move(g));
+  groups.push_back(
+      {"Cluster (docs/cluster.md)", {"--cluster", "--cluster-subject-prefix", "--cluster-settle-timeout"}});
   ringcast::tools::set_help_groups(app, groups);
   if (const auto exit_status = ringcast::tools::parse_settings(app, argc, argv)) return *exit_status;
   std::vector<ringcast::relay::NatsBrokerIngressRoute> nats_routes;
@@ -72,8 +82,8 @@ int run(int argc, char** argv) {
     fmt::print(stderr, "ringcast-broker: --nats-in needs --nats URL\n");
     return 2;
   }
-  if (ringcast::tools::nats_tls_given(nats) && nats_url.empty()) {
-    fmt::print(stderr, "ringcast-broker: --nats-tls-* need --nats URL\n");
+  if (ringcast::tools::nats_tls_given(nats) && nats_url.empty() && cluster.nats.url.empty()) {
+    fmt::print(stderr, "ringcast-broker: --nats-tls-* need --nats URL or --cluster URL\n");
     return 2;
   }
   if (const auto wrong = ringcast::tools::finish_nats_tls(nats)) {
@@ -107,10 +117,36 @@ int run(int argc, char** argv) {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto broker = ringcast::broker::Broker::start(cfg);
+  auto log = [](ringcast::relay::LogLevel level, std::string_view text) {
+    const char* tag = level == ringcast::relay::LogLevel::kError     ? "error: "
+                      : level == ringcast::relay::LogLevel::kWarning ? "warning: "
+                                                                     : "";
+    const std::string line = fmt::format("ringcast-broker: {}{}\n", tag, text);
+    std::fputs(line.c_str(), stderr);
+  };
+  // The cluster link first: the broker tells it every subscription from its
+  // first one on, and it outlives the broker.
+  std::unique_ptr<ringcast::relay::NatsCluster> link;
+  if (!cluster.nats.url.empty()) {
+    const std::string url = cluster.nats.url;
+    cluster.nats = nats;
+    cluster.nats.url = url;
+    auto connected = ringcast::relay::NatsCluster::connect(cluster, log);
+    if (!connected) {
+      fmt::print(stderr, "ringcast-broker: {}\n", connected.error());
+      return 1;
+    }
+    link = std::move(*connected);
+  }
+  auto broker = ringcast::broker::Broker::start(cfg, link.get());
   if (!broker) {
     fmt::print(stderr, "ringcast-broker: {}\n", broker.error().message());
+    if (link) link->stop();
     return 1;
+  }
+  if (link) {
+    link->attach(**broker);
+    fmt::print("ringcast-broker joined the cluster through NATS {}\n", cluster.nats.url);
   }
   // Tests and scripts read the port from this line (--port 0).
   if (cfg.plain_port) fmt::print("ringcast-broker listening on {}:{}\n", cfg.bind_address, (*broker)->port());
@@ -129,16 +165,10 @@ int run(int argc, char** argv) {
   if (!nats_routes.empty()) {
     nats.url = nats_url;
     nats.client_name = "ringcast-broker";
-    auto log = [](ringcast::relay::LogLevel level, std::string_view text) {
-      const char* tag = level == ringcast::relay::LogLevel::kError     ? "error: "
-                        : level == ringcast::relay::LogLevel::kWarning ? "warning: "
-                                                                       : "";
-      const std::string line = fmt::format("ringcast-broker: {}{}\n", tag, text);
-      std::fputs(line.c_str(), stderr);
-    };
     auto in = ringcast::relay::BrokerNatsIngress::start(**broker, nats, nats_routes, ingress, log);
     if (!in) {
       fmt::print(stderr, "ringcast-broker: {}\n", in.error().message());
+      if (link) link->stop();
       (*broker)->stop();
       (*broker)->wait();
       // libnats' threads may still hold a late reply (a JetStream API call
@@ -147,16 +177,6 @@ int run(int argc, char** argv) {
       return 1;
     }
     nats_in = std::move(*in);
-    ringcast::relay::BrokerNatsIngress& ni = *nats_in;
-    // INFO nats-in (and a bare INFO / INFO all); /metrics gets the ingress series.
-    (*broker)->set_info_provider([&ni](std::string_view section) -> std::string {
-      if (section.empty() || section == "all" || section == "default" || section == "everything" ||
-          section == "nats-in") {
-        return ni.info_text();
-      }
-      return {};
-    });
-    (*broker)->set_metrics_provider([&ni](ringcast::broker::PrometheusWriter& w) { ni.write_metrics(w); });
     for (const auto& r : nats_routes) {
       if (nats.jetstream) {
         fmt::print("ringcast-broker subscribed to NATS {} (JetStream stream {}) into channel {}\n", r.subject,
@@ -166,6 +186,21 @@ int run(int argc, char** argv) {
                    r.channel.empty() ? "{subject}" : r.channel);
       }
     }
+  }
+  // INFO nats-in / INFO cluster (and a bare INFO / INFO all); /metrics gets
+  // their series.
+  if (nats_in || link) {
+    (*broker)->set_info_provider([&nats_in, &link](std::string_view section) -> std::string {
+      const bool all = section.empty() || section == "all" || section == "default" || section == "everything";
+      std::string text;
+      if (nats_in && (all || section == "nats-in")) text += nats_in->info_text();
+      if (link && (all || section == "cluster")) text += link->info_text();
+      return text;
+    });
+    (*broker)->set_metrics_provider([&nats_in, &link](ringcast::broker::PrometheusWriter& w) {
+      if (nats_in) nats_in->write_metrics(w);
+      if (link) link->write_metrics(w);
+    });
   }
   std::fflush(stdout);
 
@@ -184,10 +219,13 @@ int run(int argc, char** argv) {
                  reloaded.error());
     }
   }
-  if (nats_in) nats_in->stop();  // nothing more is published; the providers stay valid until wait()
+  // Nothing more is published from NATS; the providers stay valid until wait().
+  if (nats_in) nats_in->stop();
+  if (link) link->stop();
   (*broker)->stop();
   (*broker)->wait();
-  if (nats_in) {
+  link.reset();  // after the broker's threads, which called it
+  if (nats_in || cluster.nats.url.size() > 0) {
     nats_in.reset();
     nats_CloseAndWait(2000);  // libnats' threads end before the process does
   }

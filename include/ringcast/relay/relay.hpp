@@ -152,6 +152,11 @@ struct NatsConfig {
   std::chrono::milliseconds reconnect_wait{250};
   int max_reconnect = -1;  // -1: forever
   std::chrono::milliseconds connect_timeout{2000};
+  // Every subscription's messages delivered by libnats' global delivery pool
+  // (one thread unless the process sets nats_SetMessageDeliveryPoolSize) in
+  // the order they came from the server, not by a thread per subscription.
+  // The cluster link sets it (its duplicate check needs one order).
+  bool one_delivery_thread = false;
   // Ring messages per NATS message (`--nats-batch`, 1..kMaxNatsBatch). 1: one NATS message per
   // ring message, readable by any NATS client. More: a fixed-subject ring's
   // messages travel in batches of up to `batch` (fewer when the ring has no

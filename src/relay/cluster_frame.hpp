@@ -1,0 +1,92 @@
+// One message between the nodes of a cluster as the NATS link carries it
+// (docs/cluster.md, "The frame"), and the NATS subject it travels on.
+//
+// The frame is a 32-byte header, then the channel, the publisher's message id
+// (PopSub's message_id; may be empty) and the payload, back to back. Every
+// integer is little-endian (the header is copied as it is in memory; see the
+// static_assert on the byte order).
+//
+//   offset  size  field
+//        0     1  version: kClusterFrameVersion
+//        1     1  space: 0 a PUBLISH channel, 1 an SPUBLISH shard channel
+//        2     1  qos: 0 or 1 (Message::qos)
+//        3     1  reserved, 0
+//        4     4  channel length
+//        8     8  origin: the sending node's id, drawn at random when it starts
+//       16     8  seq: the message's number among the origin's messages on
+//                 this channel in this space (1, 2, 3, ...): the receiver's
+//                 duplicate and gap check
+//       24     4  message id length
+//       28     4  reserved, 0
+//       32        channel, message id, payload
+//
+// The subject: `<prefix>.c.<token>` for a channel, `<prefix>.s.<token>` for a
+// shard channel. The token is the channel itself when it is 1 to
+// kVerbatimTokenMax bytes of printable ASCII without '.', '*', '>' and does
+// not start with '#', so `nats sub 'ringcast.c.*'` reads as the channels do;
+// any other channel travels on '#' and the 16 hex digits of the FNV-1a hash
+// of its bytes (bounded length, no byte NATS reserves). Two channels that
+// share a hashed token share a subject: the receiver publishes each message on
+// the channel its frame names, so a collision costs traffic, never a
+// misdelivery.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ringcast::relay {
+
+inline constexpr std::uint8_t kClusterFrameVersion = 1;
+inline constexpr std::size_t kVerbatimTokenMax = 128;
+
+struct ClusterFrameHeader {
+  std::uint8_t version;
+  std::uint8_t space;
+  std::uint8_t qos;
+  std::uint8_t reserved0;
+  std::uint32_t channel_len;
+  std::uint64_t origin;
+  std::uint64_t seq;
+  std::uint32_t message_id_len;
+  std::uint32_t reserved1;
+};
+static_assert(std::endian::native == std::endian::little, "the frame's header is copied as it is in memory");
+static_assert(sizeof(ClusterFrameHeader) == 32);
+static_assert(offsetof(ClusterFrameHeader, version) == 0);
+static_assert(offsetof(ClusterFrameHeader, space) == 1);
+static_assert(offsetof(ClusterFrameHeader, qos) == 2);
+static_assert(offsetof(ClusterFrameHeader, channel_len) == 4);
+static_assert(offsetof(ClusterFrameHeader, origin) == 8);
+static_assert(offsetof(ClusterFrameHeader, seq) == 16);
+static_assert(offsetof(ClusterFrameHeader, message_id_len) == 24);
+static_assert(offsetof(ClusterFrameHeader, reserved1) == 28);
+
+// A decoded frame: views into the bytes it was decoded from.
+struct ClusterFrame {
+  bool shard = false;
+  std::uint8_t qos = 0;
+  std::uint64_t origin = 0;
+  std::uint64_t seq = 0;
+  std::string_view channel;
+  std::string_view message_id;
+  std::string_view payload;
+};
+
+// Replaces `out` with the frame of `f`. Allocates only when `out` is too small.
+void encode_cluster_frame(const ClusterFrame& f, std::string& out);
+// The frame in `bytes`, or nullopt if they are not one of this version (too
+// short, lengths past the end, unknown version or space).
+[[nodiscard]] std::optional<ClusterFrame> decode_cluster_frame(std::string_view bytes) noexcept;
+
+// Replaces `out` with the subject `channel` travels on (NUL-terminated by
+// std::string, for libnats). Allocates only when `out` is too small.
+void cluster_subject(std::string_view prefix, bool shard, std::string_view channel, std::string& out);
+// The subject every channel's messages match, for a node with pattern
+// subscribers: `<prefix>.c.*`.
+[[nodiscard]] std::string cluster_channels_wildcard(std::string_view prefix);
+
+}  // namespace ringcast::relay

@@ -1,0 +1,480 @@
+// NatsCluster (ringcast/relay/nats_cluster.hpp): interest as NATS
+// subscriptions, sends as NATS publishes, and the way back in with the
+// duplicate and gap check of docs/cluster.md.
+#include "ringcast/relay/nats_cluster.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <random>
+#include <span>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nats/nats.h>
+
+#include "cluster_frame.hpp"
+#include "nats_connection.hpp"
+
+namespace ringcast::relay {
+
+namespace {
+
+// Heterogeneous lookup, so a channel's state is found from a string_view
+// without building a key.
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+template <class V>
+using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
+
+// Whether this thread's subscription change subscribed anything in NATS
+// since its last settle(): set by interest_added, read and cleared by
+// settle(), both on the thread that holds the broker's index lock for the
+// change (ClusterLink's contract), so no other thread touches it.
+thread_local bool settle_pending = false;
+
+// The key of a channel's receive state: its space, then its name.
+void state_key(bool shard, std::string_view channel, std::string& out) {
+  out.assign(1, shard ? 's' : 'c');
+  out += channel;
+}
+
+}  // namespace
+
+struct NatsCluster::Impl {
+  ClusterConfig config;
+  LogFn log;
+  std::unique_ptr<NatsConnection> nats;
+  std::uint64_t origin = 0;  // this node's id in every frame it sends
+  std::string wildcard;      // <prefix>.c.*
+
+  // Publishing into the broker (delivery thread) against stop(): a delivery
+  // announces itself in `in_flight` and then reads `stopping`; stop() sets
+  // `stopping` and then waits for `in_flight` to be 0. seq_cst on all four,
+  // so one of them sees the other (no delivery runs after stop returns).
+  std::atomic<broker::Broker*> broker{nullptr};
+  std::atomic<bool> stopping{false};
+  std::atomic<int> in_flight{0};
+
+  // Interest: guarded by mu (see the header). Every channel and shard
+  // channel with local subscribers has its natsSubscription here (nullptr if
+  // subscribing failed, logged); with patterns, the wildcard besides.
+  mutable std::mutex mu;
+  bool stopped = false;
+  StringMap<natsSubscription*> channels;
+  StringMap<natsSubscription*> shard_channels;
+  std::size_t patterns = 0;
+  natsSubscription* wildcard_sub = nullptr;
+  std::size_t live_subscriptions = 0;  // made and not yet completed (on_complete)
+  std::condition_variable all_complete;
+  // Channels whose receive state the delivery thread must forget: their
+  // interest ended, and a later subscription starts afresh (no false gap).
+  // `forget_all_channels` after the wildcard went away.
+  std::vector<std::string> forget;
+  bool forget_all_channels = false;
+  std::atomic<bool> forget_pending{false};
+
+  // Sending: guarded by egress_mu. The last seq given per channel (state_key).
+  std::mutex egress_mu;
+  StringMap<std::uint64_t> sent_seq;
+  std::string frame;    // scratch, reused
+  std::string subject;  // scratch, reused
+
+  // Receiving: the delivery thread's alone. Per channel (state_key), the last
+  // seq received from each origin.
+  StringMap<std::vector<std::pair<std::uint64_t, std::uint64_t>>> received_seq;
+  std::string key;  // scratch
+
+  // A publish failed since the connection was last seen connected (send()
+  // sets it, ready() clears it): relaxed, a hint read by ready() alone.
+  std::atomic<bool> buffer_full{false};
+
+  // Counters: relaxed, statistics.
+  std::atomic<std::uint64_t> sent{0}, send_failed{0}, unreachable{0}, received{0}, duplicates{0}, gaps{0}, lost{0},
+      refused_here{0}, malformed{0}, settles{0}, settle_timeouts{0};
+
+  natsConnection* conn() const noexcept { return nats->connection(); }
+
+  // REQUIRES: mu held.
+  natsSubscription* subscribe(const std::string& subj) noexcept;
+  static void unsubscribe(natsSubscription* sub) noexcept;
+  void queue_forget(std::string key, bool all) noexcept;  // REQUIRES: mu held
+
+  void deliver(natsMsg* msg) noexcept;
+  void apply_forget() noexcept;
+  // False: a duplicate, dropped. Counts and tells a gap.
+  bool check_seq(const ClusterFrame& f, broker::Broker& b) noexcept;
+
+  static void on_message(natsConnection* nc, natsSubscription* sub, natsMsg* msg, void* closure);
+  static void on_complete(void* closure);
+};
+
+natsSubscription* NatsCluster::Impl::subscribe(const std::string& subj) noexcept {
+  natsSubscription* sub = nullptr;
+  natsStatus s = natsConnection_Subscribe(&sub, conn(), subj.c_str(), &Impl::on_message, this);
+  if (s == NATS_OK) s = natsSubscription_SetOnCompleteCB(sub, &Impl::on_complete, this);
+  if (s != NATS_OK) {
+    if (sub != nullptr) unsubscribe(sub);
+    log(LogLevel::kError, fmt::format("cluster: subscribing to {} failed: {}", subj, natsStatus_GetText(s)));
+    return nullptr;
+  }
+  ++live_subscriptions;
+  settle_pending = true;
+  return sub;
+}
+
+void NatsCluster::Impl::unsubscribe(natsSubscription* sub) noexcept {
+  if (sub == nullptr) return;
+  // Drained, not dropped: what the server sent before the UNSUB is still
+  // delivered (an overlapping subscription that replaces it may have come too
+  // late for those; the seq check drops the copies that came twice). Then
+  // on_complete.
+  if (natsSubscription_Drain(sub) != NATS_OK) (void)natsSubscription_Unsubscribe(sub);
+  natsSubscription_Destroy(sub);  // libnats keeps its own reference until then
+}
+
+void NatsCluster::Impl::queue_forget(std::string k, bool all) noexcept {
+  try {
+    if (all) {
+      forget_all_channels = true;
+    } else {
+      forget.push_back(std::move(k));
+    }
+  } catch (...) {
+    forget_all_channels = true;  // out of memory: forgetting more is safe
+  }
+  forget_pending.store(true, std::memory_order_release);  // pairs with apply_forget's acquire
+}
+
+tl::expected<std::unique_ptr<NatsCluster>, std::string> NatsCluster::connect(const ClusterConfig& config, LogFn log) {
+  const std::string_view prefix = config.subject_prefix;
+  if (prefix.empty() || prefix.front() == '.' || prefix.back() == '.' || prefix.find("..") != prefix.npos ||
+      std::any_of(prefix.begin(), prefix.end(), [](char c) { return c <= ' ' || c > '~' || c == '*' || c == '>'; })) {
+    return tl::unexpected(fmt::format(
+        "cluster: subject prefix '{}' is not a NATS subject: printable ASCII tokens joined by '.', no '*' or '>'",
+        prefix));
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  impl->log = log;
+  // One delivery thread for every subscription (the pool's default size is
+  // one worker): a message on two overlapping subscriptions arrives twice in
+  // order, which the seq check needs (the header's thread safety).
+  impl->config.nats.one_delivery_thread = true;
+  // libnats' pool (process-wide) gives each subscription one of its workers,
+  // round robin: one worker, so that all of them share it. A pool never
+  // shrinks: a process that grew it earlier breaks this (docs/cluster.md).
+  if (const natsStatus s = nats_SetMessageDeliveryPoolSize(1); s != NATS_OK) {
+    return tl::unexpected(fmt::format("cluster: libnats delivery pool: {}", natsStatus_GetText(s)));
+  }
+  if (impl->config.nats.client_name.empty() || impl->config.nats.client_name == NatsConfig{}.client_name) {
+    impl->config.nats.client_name = "ringcast-broker cluster";
+  }
+  auto nats = NatsConnection::connect(impl->config.nats, log);
+  if (!nats) return tl::unexpected("cluster: " + nats.error());
+  impl->nats = std::move(*nats);
+  std::random_device rd;
+  impl->origin = (std::uint64_t{rd()} << 32) | rd();
+  impl->wildcard = cluster_channels_wildcard(impl->config.subject_prefix);
+  return std::unique_ptr<NatsCluster>(new NatsCluster(std::move(impl)));
+}
+
+NatsCluster::NatsCluster(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
+
+NatsCluster::~NatsCluster() { stop(); }
+
+void NatsCluster::attach(broker::Broker& broker) noexcept { impl_->broker.store(&broker); }
+
+void NatsCluster::stop() noexcept {
+  Impl& m = *impl_;
+  std::unique_lock lock(m.mu);
+  if (m.stopped) return;
+  m.stopped = true;
+  m.stopping.store(true);
+  for (auto& [name, sub] : m.channels) Impl::unsubscribe(std::exchange(sub, nullptr));
+  for (auto& [name, sub] : m.shard_channels) Impl::unsubscribe(std::exchange(sub, nullptr));
+  Impl::unsubscribe(std::exchange(m.wildcard_sub, nullptr));
+  // Bounded: a libnats that never calls back must not hang shutdown.
+  m.all_complete.wait_for(lock, std::chrono::seconds(5), [&m] { return m.live_subscriptions == 0; });
+  lock.unlock();
+  while (m.in_flight.load() != 0) std::this_thread::yield();
+  m.nats->close(std::chrono::milliseconds(1000));
+}
+
+void NatsCluster::interest_added(broker::InterestSpace space, std::string_view name) noexcept {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  if (m.stopped) return;
+  try {
+    switch (space) {
+      case broker::InterestSpace::kPattern:
+        // Every channel through one more subscription. The channels' own
+        // stay: dropping one would lose what it had in flight before the
+        // server holds the wildcard (libnats drops an unsubscribed
+        // subscription's messages), and their copies are dropped as
+        // duplicates (docs/cluster.md, "What patterns cost").
+        if (++m.patterns == 1) m.wildcard_sub = m.subscribe(m.wildcard);
+        return;
+      case broker::InterestSpace::kShard:
+        cluster_subject(m.config.subject_prefix, true, name, m.subject);
+        m.shard_channels.emplace(std::string(name), m.subscribe(m.subject));
+        return;
+      case broker::InterestSpace::kChannel:
+        break;
+    }
+    cluster_subject(m.config.subject_prefix, false, name, m.subject);
+    m.channels.emplace(std::string(name), m.subscribe(m.subject));
+  } catch (...) {
+    m.log(LogLevel::kError, "cluster: out of memory recording interest; this node may miss messages");
+  }
+}
+
+void NatsCluster::interest_removed(broker::InterestSpace space, std::string_view name) noexcept {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  if (m.stopped) return;
+  std::string key;
+  switch (space) {
+    case broker::InterestSpace::kPattern:
+      if (m.patterns == 0 || --m.patterns > 0) return;
+      Impl::unsubscribe(std::exchange(m.wildcard_sub, nullptr));
+      m.queue_forget({}, /*all=*/true);
+      return;
+    case broker::InterestSpace::kShard:
+      if (auto it = m.shard_channels.find(name); it != m.shard_channels.end()) {
+        Impl::unsubscribe(it->second);
+        state_key(true, name, key);
+        m.shard_channels.erase(it);
+        m.queue_forget(std::move(key), false);
+      }
+      return;
+    case broker::InterestSpace::kChannel:
+      break;
+  }
+  if (auto it = m.channels.find(name); it != m.channels.end()) {
+    Impl::unsubscribe(it->second);
+    m.channels.erase(it);
+    // With the wildcard, the channel still comes in: its state stays.
+    if (m.wildcard_sub == nullptr) {
+      state_key(false, name, key);
+      m.queue_forget(std::move(key), false);
+    }
+  }
+}
+
+void NatsCluster::settle() noexcept {
+  if (!settle_pending) return;
+  settle_pending = false;
+  Impl& m = *impl_;
+  m.settles.fetch_add(1, std::memory_order_relaxed);
+  // A PING and its PONG: once the server answers, it holds every SUB sent
+  // before (docs/cluster.md, "When a subscription is confirmed").
+  if (natsConnection_Status(m.conn()) != NATS_CONN_STATUS_CONNECTED ||
+      natsConnection_FlushTimeout(m.conn(), m.config.settle_timeout.count()) != NATS_OK) {
+    m.settle_timeouts.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+bool NatsCluster::ready() const noexcept {
+  Impl& m = *impl_;
+  if (m.stopping.load(std::memory_order_relaxed)) return false;  // relaxed: a hint; send() counts a late one
+  // Connected, or reconnecting with room left in libnats' reconnect buffer:
+  // the first publish it refuses (counted by send(), a gap at every
+  // receiver) closes the door until the connection is back.
+  bool ok = false;
+  switch (natsConnection_Status(m.conn())) {
+    case NATS_CONN_STATUS_CONNECTED:
+      m.buffer_full.store(false, std::memory_order_relaxed);
+      ok = true;
+      break;
+    case NATS_CONN_STATUS_CONNECTING:
+    case NATS_CONN_STATUS_RECONNECTING:
+      ok = !m.buffer_full.load(std::memory_order_relaxed);
+      break;
+    default:
+      break;
+  }
+  if (!ok) m.unreachable.fetch_add(1, std::memory_order_relaxed);
+  return ok;
+}
+
+void NatsCluster::send(bool shard, std::span<const broker::Message> msgs) noexcept {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.egress_mu);
+  for (const broker::Message& msg : msgs) {
+    try {
+      state_key(shard, msg.channel, m.key);
+      auto it = m.sent_seq.find(m.key);
+      if (it == m.sent_seq.end()) it = m.sent_seq.emplace(m.key, 0).first;
+      const ClusterFrame f{shard, msg.qos, m.origin, ++it->second, msg.channel, msg.message_id, msg.payload};
+      encode_cluster_frame(f, m.frame);
+      cluster_subject(m.config.subject_prefix, shard, msg.channel, m.subject);
+    } catch (...) {
+      m.send_failed.fetch_add(1, std::memory_order_relaxed);  // out of memory: this node's subscribers had it
+      continue;
+    }
+    // A failure after the seq was taken shows as a gap at every receiver,
+    // which counts it and tells its subscribers (docs/cluster.md, "Loss").
+    const natsStatus s =
+        natsConnection_Publish(m.conn(), m.subject.c_str(), m.frame.data(), static_cast<int>(m.frame.size()));
+    if (s == NATS_OK) {
+      m.sent.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      m.send_failed.fetch_add(1, std::memory_order_relaxed);
+      m.buffer_full.store(true, std::memory_order_relaxed);
+    }
+  }
+}
+
+void NatsCluster::Impl::on_message(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
+  static_cast<Impl*>(closure)->deliver(msg);
+  natsMsg_Destroy(msg);
+}
+
+void NatsCluster::Impl::on_complete(void* closure) {
+  Impl& m = *static_cast<Impl*>(closure);
+  {
+    std::lock_guard lock(m.mu);
+    --m.live_subscriptions;
+  }
+  m.all_complete.notify_all();
+}
+
+void NatsCluster::Impl::deliver(natsMsg* msg) noexcept {
+  // seq_cst, with stop()'s: see `in_flight`.
+  in_flight.fetch_add(1);
+  struct Leave {
+    std::atomic<int>& n;
+    ~Leave() { n.fetch_sub(1); }
+  } leave{in_flight};
+  broker::Broker* const b = broker.load();
+  if (stopping.load() || b == nullptr) return;
+  if (forget_pending.load(std::memory_order_acquire)) apply_forget();  // pairs with queue_forget's release
+  const auto f = decode_cluster_frame(
+      std::string_view(natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg))));
+  if (!f) {
+    malformed.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (!check_seq(*f, *b)) return;
+  received.fetch_add(1, std::memory_order_relaxed);
+  const broker::Message m{f->channel, f->payload, f->qos, f->message_id};
+  std::size_t receivers = 0;
+  if (b->publish_from_cluster(f->shard, {&m, 1}, {&receivers, 1}).status != broker::PublishStatus::kPublished) {
+    refused_here.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+bool NatsCluster::Impl::check_seq(const ClusterFrame& f, broker::Broker& b) noexcept {
+  try {
+    state_key(f.shard, f.channel, key);
+    auto it = received_seq.find(key);
+    if (it == received_seq.end()) it = received_seq.emplace(key, std::vector<std::pair<std::uint64_t, std::uint64_t>>{}).first;
+    auto& origins = it->second;
+    auto o = std::find_if(origins.begin(), origins.end(), [&f](const auto& e) { return e.first == f.origin; });
+    if (o == origins.end()) {
+      // The first from this origin since this node's interest began: no gap.
+      origins.emplace_back(f.origin, f.seq);
+      return true;
+    }
+    if (f.seq <= o->second) {
+      duplicates.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    if (const std::uint64_t missed = f.seq - o->second - 1; missed > 0) {
+      gaps.fetch_add(1, std::memory_order_relaxed);
+      lost.fetch_add(missed, std::memory_order_relaxed);
+      // Shard channels have no loss notice (RESP3 has no push for it); counted only.
+      if (!f.shard) (void)b.report_upstream_loss(f.channel, missed);
+    }
+    o->second = f.seq;
+  } catch (...) {
+    // Out of memory for the state: delivered unchecked rather than lost.
+  }
+  return true;
+}
+
+void NatsCluster::Impl::apply_forget() noexcept {
+  std::lock_guard lock(mu);
+  forget_pending.store(false, std::memory_order_relaxed);
+  for (const std::string& k : forget) received_seq.erase(k);
+  forget.clear();
+  if (std::exchange(forget_all_channels, false) && wildcard_sub == nullptr) {
+    // The wildcard went: keep the state of the channels still subscribed.
+    std::erase_if(received_seq, [this](const auto& e) {
+      return e.first.front() == 'c' && !channels.contains(std::string_view(e.first).substr(1));
+    });
+  }
+}
+
+ClusterStats NatsCluster::stats() const {
+  const Impl& m = *impl_;
+  ClusterStats s;
+  s.connected = natsConnection_Status(m.conn()) == NATS_CONN_STATUS_CONNECTED;
+  if (s.connected) {
+    char url[256];
+    if (natsConnection_GetConnectedUrl(m.conn(), url, sizeof url) == NATS_OK) s.server = url;
+  }
+  s.sent = m.sent.load(std::memory_order_relaxed);
+  s.send_failed = m.send_failed.load(std::memory_order_relaxed);
+  s.unreachable = m.unreachable.load(std::memory_order_relaxed);
+  s.received = m.received.load(std::memory_order_relaxed);
+  s.duplicates = m.duplicates.load(std::memory_order_relaxed);
+  s.gaps = m.gaps.load(std::memory_order_relaxed);
+  s.lost = m.lost.load(std::memory_order_relaxed);
+  s.refused_here = m.refused_here.load(std::memory_order_relaxed);
+  s.malformed = m.malformed.load(std::memory_order_relaxed);
+  s.settles = m.settles.load(std::memory_order_relaxed);
+  s.settle_timeouts = m.settle_timeouts.load(std::memory_order_relaxed);
+  std::lock_guard lock(m.mu);
+  s.interest_channels = m.channels.size();
+  s.interest_patterns = m.patterns;
+  s.interest_shard_channels = m.shard_channels.size();
+  s.nats_subscriptions = m.channels.size() + m.shard_channels.size() + (m.wildcard_sub != nullptr ? 1 : 0);
+  return s;
+}
+
+std::string NatsCluster::info_text() const {
+  const ClusterStats s = stats();
+  return fmt::format(
+      "# Cluster\r\ncluster_connected:{}\r\ncluster_server:{}\r\ncluster_sent:{}\r\ncluster_send_failed:{}\r\n"
+      "cluster_unreachable:{}\r\ncluster_received:{}\r\ncluster_duplicates:{}\r\ncluster_gaps:{}\r\n"
+      "cluster_lost:{}\r\ncluster_refused_here:{}\r\ncluster_malformed:{}\r\ncluster_settles:{}\r\n"
+      "cluster_settle_timeouts:{}\r\ncluster_interest_channels:{}\r\ncluster_interest_patterns:{}\r\n"
+      "cluster_interest_shard_channels:{}\r\ncluster_nats_subscriptions:{}\r\n",
+      s.connected ? 1 : 0, s.server, s.sent, s.send_failed, s.unreachable, s.received, s.duplicates, s.gaps, s.lost,
+      s.refused_here, s.malformed, s.settles, s.settle_timeouts, s.interest_channels, s.interest_patterns,
+      s.interest_shard_channels, s.nats_subscriptions);
+}
+
+void NatsCluster::write_metrics(broker::PrometheusWriter& w) const {
+  using broker::MetricType;
+  const ClusterStats s = stats();
+  w.metric("ringcast_cluster_connected", "1 while connected to a NATS server of the cluster", MetricType::kGauge,
+           s.connected ? 1 : 0);
+  w.metric("ringcast_cluster_sent_total", "Messages published here and handed to NATS", MetricType::kCounter, static_cast<double>(s.sent));
+  w.metric("ringcast_cluster_send_failed_total",
+           "Messages published here that NATS refused (they reached this node's subscribers only)",
+           MetricType::kCounter, static_cast<double>(s.send_failed));
+  w.metric("ringcast_cluster_unreachable_total", "Publish attempts refused because the cluster was unreachable",
+           MetricType::kCounter, static_cast<double>(s.unreachable));
+  w.metric("ringcast_cluster_received_total", "Messages from other nodes published here", MetricType::kCounter, static_cast<double>(s.received));
+  w.metric("ringcast_cluster_duplicates_total", "Messages from other nodes dropped as already received",
+           MetricType::kCounter, static_cast<double>(s.duplicates));
+  w.metric("ringcast_cluster_lost_total", "Messages from other nodes that never arrived (told to subscribers)",
+           MetricType::kCounter, static_cast<double>(s.lost));
+  w.metric("ringcast_cluster_refused_here_total", "Messages from other nodes this node refused",
+           MetricType::kCounter, static_cast<double>(s.refused_here));
+  w.metric("ringcast_cluster_settle_timeouts_total",
+           "Subscription confirmations sent before NATS confirmed the interest", MetricType::kCounter, static_cast<double>(s.settle_timeouts));
+  w.metric("ringcast_cluster_nats_subscriptions", "NATS subscriptions this node's interest costs",
+           MetricType::kGauge, static_cast<double>(s.nats_subscriptions));
+}
+
+}  // namespace ringcast::relay

@@ -1,0 +1,351 @@
+// Brokers joined into a cluster through one nats-server (docs/cluster.md):
+// two in-process nodes, each a Broker started with its NatsCluster link, and
+// real RESP and WebSocket clients. What a confirmed subscription receives,
+// once and in order; what a node without interest takes in; how a frame that
+// skips or repeats a number is counted and told; a publish that cannot leave
+// its node refused with CLUSTERDOWN; and the executable's --cluster.
+#include <gtest/gtest.h>
+#include <nats/nats.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cluster_frame.hpp"
+#include "relay_fixture.hpp"
+#include "ringcast/broker/broker.hpp"
+#include "ringcast/relay/nats_cluster.hpp"
+#include "ws_client.hpp"
+
+namespace ringcast::relay {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::deadline_in;
+using testing::NatsServer;
+using testing::RespClient;
+using broker::ws::test::WsClient;
+
+struct Node {
+  std::unique_ptr<NatsCluster> link;
+  std::unique_ptr<broker::Broker> broker;
+  ~Node() {
+    if (link) link->stop();
+    if (broker) {
+      broker->stop();
+      broker->wait();
+    }
+  }
+};
+
+ClusterConfig cluster_config(const std::string& url) {
+  ClusterConfig c;
+  c.nats.url = url;
+  c.nats.reconnect_wait = 50ms;
+  return c;
+}
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = NatsServer::start();
+    ASSERT_TRUE(server_);
+    ASSERT_NO_FATAL_FAILURE(start_node(a_, cluster_config(server_->url())));
+    ASSERT_NO_FATAL_FAILURE(start_node(b_, cluster_config(server_->url())));
+  }
+  void start_node(Node& n, const ClusterConfig& c, broker::BrokerConfig bc = testing::loopback_broker()) {
+    auto link = NatsCluster::connect(c, log_.fn());
+    ASSERT_TRUE(link) << link.error();
+    n.link = std::move(*link);
+    bc.ws_port = 0;
+    auto b = broker::Broker::start(bc, n.link.get());
+    ASSERT_TRUE(b) << b.error().message();
+    n.broker = std::move(*b);
+    n.link->attach(*n.broker);
+  }
+
+  testing::LogSink log_;
+  std::unique_ptr<NatsServer> server_;
+  Node a_, b_;
+};
+
+// The next pub/sub message on `c` as "kind channel payload" (pmessage: "pmessage pattern channel payload").
+std::string next_message(RespClient& c) {
+  auto r = c.next(deadline_in(10s));
+  if (!r) return "<none>";
+  std::string s;
+  for (std::size_t i = 0; i < r->count && i < r->elems.size(); ++i) {
+    if (i > 0) s += ' ';
+    s += r->elems[i].str;
+  }
+  return s;
+}
+
+std::string publish(RespClient& c, std::string_view command, std::string_view channel, std::string_view payload) {
+  auto r = c.call({command, channel, payload});
+  if (!r) return "<none>";
+  return r->type == '-' ? std::string(r->str) : std::to_string(r->num);
+}
+
+TEST_F(ClusterTest, ConfirmedSubscribersOnTheOtherNodeGetEveryPublishOnceInOrderAndTheOriginNoEcho) {
+  RespClient channel(b_.broker->port()), pattern(b_.broker->port()), shard(b_.broker->port());
+  ASSERT_TRUE(channel.subscribe("chat"));
+  ASSERT_TRUE(pattern.subscribe("ch*", /*pattern=*/true));
+  ASSERT_TRUE(shard.send({"SSUBSCRIBE", "chat"}));
+  ASSERT_EQ(next_message(shard), "ssubscribe chat 1");
+  RespClient here(a_.broker->port());  // a subscriber on the publishing node
+  ASSERT_TRUE(here.subscribe("chat"));
+
+  // No wait between the confirmations and the publishes: a confirmation
+  // means the interest is in place (ClusterLink::settle).
+  RespClient pub(a_.broker->port());
+  constexpr int kMessages = 500;
+  for (int i = 0; i < kMessages; ++i) {
+    ASSERT_EQ(publish(pub, "PUBLISH", "chat", "m" + std::to_string(i)), "1");  // this node's receivers
+    if (i % 100 == 0) {
+      ASSERT_EQ(publish(pub, "SPUBLISH", "chat", "s" + std::to_string(i)), "0");
+    }
+  }
+  ASSERT_EQ(publish(pub, "PUBLISH", "chat", "end"), "1");
+  for (int i = 0; i < kMessages; ++i) {
+    const std::string m = "m" + std::to_string(i);
+    ASSERT_EQ(next_message(channel), "message chat " + m);
+    ASSERT_EQ(next_message(pattern), "pmessage ch* chat " + m);
+    ASSERT_EQ(next_message(here), "message chat " + m);
+    if (i % 100 == 0) {
+      ASSERT_EQ(next_message(shard), "smessage chat s" + std::to_string(i));
+    }
+  }
+  // Nothing twice: the next message after the last is "end" everywhere.
+  EXPECT_EQ(next_message(channel), "message chat end");
+  EXPECT_EQ(next_message(pattern), "pmessage ch* chat end");
+  EXPECT_EQ(next_message(here), "message chat end");
+  const ClusterStats sa = a_.link->stats(), sb = b_.link->stats();
+  EXPECT_EQ(sa.sent, kMessages + 1 + kMessages / 100);
+  EXPECT_EQ(sa.received, 0u) << "a node never takes its own messages back in";
+  EXPECT_EQ(sb.received, sa.sent);
+  // Each PUBLISH came twice, through the channel's subscription and the
+  // patterns' wildcard; the second copy was dropped.
+  EXPECT_EQ(sb.duplicates, kMessages + 1);
+  EXPECT_EQ(sb.gaps + sb.lost + sb.malformed + sb.refused_here, 0u);
+  EXPECT_EQ(sb.nats_subscriptions, 3u) << "the channel, the shard channel and the patterns' wildcard";
+}
+
+TEST_F(ClusterTest, AWebSocketPublishReachesARespSubscriberOnTheOtherNodeAndBack) {
+  RespClient sub(b_.broker->port());
+  ASSERT_TRUE(sub.subscribe("room"));
+  WsClient ws(a_.broker->ws_port());
+  ASSERT_TRUE(ws.upgraded());
+  ASSERT_TRUE(ws.send_json({{"type", "subscribe"}, {"topic", "room"}}));
+  ASSERT_EQ((*ws.read_json())["type"], "subscribed");
+  ASSERT_TRUE(ws.send_json({{"type", "publish"}, {"topic", "room"}, {"payload", "from the browser"}}));
+  EXPECT_EQ(next_message(sub), "message room from the browser");
+  const auto next_ws_message = [&ws]() -> std::string {
+    for (;;) {
+      auto m = ws.read_json();
+      if (!m) return "<none>";
+      if ((*m)["type"] == "message") return (*m)["topic"].get<std::string>() + " " + (*m)["payload"].get<std::string>();
+    }
+  };
+  EXPECT_EQ(next_ws_message(), "room from the browser");  // its own node's subscriber: the browser itself
+
+  RespClient pub(b_.broker->port());
+  ASSERT_EQ(publish(pub, "PUBLISH", "room", "from redis"), "1");
+  EXPECT_EQ(next_ws_message(), "room from redis");
+}
+
+TEST_F(ClusterTest, ANodeWithoutSubscribersOfAChannelTakesNoneOfItsMessagesIn) {
+  RespClient sub(b_.broker->port());
+  ASSERT_TRUE(sub.subscribe("wanted"));
+  RespClient pub(a_.broker->port());
+  for (int i = 0; i < 50; ++i) ASSERT_EQ(publish(pub, "PUBLISH", "unwanted", "x"), "0");
+  ASSERT_EQ(publish(pub, "PUBLISH", "wanted", "marker"), "0");
+  // One NATS connection each way keeps the order: "marker" came after the 50.
+  ASSERT_EQ(next_message(sub), "message wanted marker");
+  EXPECT_EQ(b_.link->stats().received, 1u);
+  EXPECT_EQ(a_.link->stats().sent, 51u);
+  // Its last subscriber gone, the channel is no longer taken in.
+  ASSERT_TRUE(sub.send({"UNSUBSCRIBE", "wanted"}));
+  ASSERT_EQ(next_message(sub), "unsubscribe wanted 0");
+  RespClient marker(b_.broker->port());
+  ASSERT_TRUE(marker.subscribe("marker"));
+  ASSERT_EQ(publish(pub, "PUBLISH", "wanted", "y"), "0");
+  ASSERT_EQ(publish(pub, "PUBLISH", "marker", "z"), "0");
+  ASSERT_EQ(next_message(marker), "message marker z");
+  EXPECT_EQ(b_.link->stats().received, 2u);
+}
+
+TEST_F(ClusterTest, PatternsComingAndGoingNeitherDuplicateNorLoseAnExactSubscribersMessages) {
+  RespClient exact(b_.broker->port()), patterns(b_.broker->port());
+  ASSERT_TRUE(exact.subscribe("ticks"));
+  RespClient pub(a_.broker->port());
+  int next = 0;
+  const auto publish_some = [&] {
+    for (int i = 0; i < 100; ++i) ASSERT_EQ(publish(pub, "PUBLISH", "ticks", std::to_string(next++)), "0");
+  };
+  ASSERT_NO_FATAL_FAILURE(publish_some());
+  ASSERT_TRUE(patterns.subscribe("t*", /*pattern=*/true));  // every channel comes in through the wildcard too
+  ASSERT_NO_FATAL_FAILURE(publish_some());
+  ASSERT_TRUE(patterns.send({"PUNSUBSCRIBE", "t*"}));  // and the wildcard goes
+  for (std::string m; m.rfind("punsubscribe", 0) != 0;) {
+    m = next_message(patterns);
+    ASSERT_NE(m, "<none>");
+  }
+  ASSERT_NO_FATAL_FAILURE(publish_some());
+  for (int i = 0; i < next; ++i) ASSERT_EQ(next_message(exact), "message ticks " + std::to_string(i));
+  ASSERT_EQ(publish(pub, "PUBLISH", "ticks", "end"), "0");
+  EXPECT_EQ(next_message(exact), "message ticks end");
+  EXPECT_EQ(b_.link->stats().lost, 0u);
+}
+
+// Frames put on the cluster's subjects by hand, as a node would send them.
+class RawNode {
+ public:
+  explicit RawNode(const std::string& url) { ok_ = natsConnection_ConnectTo(&conn_, url.c_str()) == NATS_OK; }
+  RawNode(const RawNode&) = delete;
+  RawNode& operator=(const RawNode&) = delete;
+  ~RawNode() {
+    natsConnection_Close(conn_);
+    natsConnection_Destroy(conn_);
+  }
+  bool send(std::string_view channel, std::uint64_t seq, std::string_view payload) {
+    std::string frame, subject;
+    encode_cluster_frame({false, 0, 42, seq, channel, {}, payload}, frame);
+    cluster_subject("ringcast", false, channel, subject);
+    return send_bytes(subject, frame);
+  }
+  bool send_bytes(const std::string& subject, std::string_view bytes) {
+    return natsConnection_Publish(conn_, subject.c_str(), bytes.data(), static_cast<int>(bytes.size())) == NATS_OK &&
+           natsConnection_FlushTimeout(conn_, 5000) == NATS_OK;
+  }
+  [[nodiscard]] bool ok() const { return ok_; }
+
+ private:
+  natsConnection* conn_ = nullptr;
+  bool ok_ = false;
+};
+
+TEST_F(ClusterTest, ASkippedNumberIsCountedAndToldInBandAndARepeatedOneIsDropped) {
+  RespClient sub(b_.broker->port());
+  ASSERT_TRUE(sub.subscribe("feed"));
+  RawNode other(server_->url());
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(other.send("feed", 7, "seven"));
+  ASSERT_TRUE(other.send("feed", 8, "eight"));
+  ASSERT_TRUE(other.send("feed", 8, "eight again"));
+  ASSERT_TRUE(other.send("feed", 11, "eleven"));
+  std::string subject;
+  cluster_subject("ringcast", false, "feed", subject);
+  ASSERT_TRUE(other.send_bytes(subject, "not a frame"));
+  ASSERT_TRUE(other.send("feed", 12, "twelve"));
+  EXPECT_EQ(next_message(sub), "message feed seven");
+  EXPECT_EQ(next_message(sub), "message feed eight");
+  const std::string notice = next_message(sub);
+  EXPECT_NE(notice.find("__ringcast__:loss"), std::string::npos) << notice;
+  EXPECT_NE(notice.find("upstream=2"), std::string::npos) << notice;
+  EXPECT_EQ(next_message(sub), "message feed eleven");
+  EXPECT_EQ(next_message(sub), "message feed twelve");
+  const ClusterStats s = b_.link->stats();
+  EXPECT_EQ(s.received, 4u);
+  EXPECT_EQ(s.duplicates, 1u);
+  EXPECT_EQ(s.gaps, 1u);
+  EXPECT_EQ(s.lost, 2u);
+  EXPECT_EQ(s.malformed, 1u);
+}
+
+TEST(ClusterUnreachableTest, APublishThatCannotLeaveItsNodeIsRefusedWithClusterDownNotDeliveredHere) {
+  // No NATS server behind the URL: libnats buffers while it retries, and
+  // once its buffer (this small) refuses a message the node is unreachable.
+  const std::uint16_t port = testing::free_port();
+  ClusterConfig c = cluster_config("nats://127.0.0.1:" + std::to_string(port));
+  c.nats.reconnect_buffer_bytes = 4096;
+  c.settle_timeout = 100ms;
+  testing::LogSink log;
+  auto link = NatsCluster::connect(c, log.fn());
+  ASSERT_TRUE(link) << link.error();
+  broker::BrokerConfig bc = testing::loopback_broker();
+  bc.max_block = 50ms;
+  auto b = broker::Broker::start(bc, link->get());
+  ASSERT_TRUE(b) << b.error().message();
+  (*link)->attach(**b);
+  Node node{std::move(*link), std::move(*b)};
+
+  RespClient sub(node.broker->port());
+  ASSERT_TRUE(sub.subscribe("chat"));  // confirmed after the settle timeout
+  RespClient pub(node.broker->port());
+  const std::string payload(1000, 'p');
+  std::string reply;
+  int accepted = 0;
+  for (; accepted < 100; ++accepted) {
+    reply = publish(pub, "PUBLISH", "chat", payload);
+    if (reply != "1") break;
+  }
+  EXPECT_LT(accepted, 100);
+  EXPECT_EQ(reply.rfind("CLUSTERDOWN ", 0), 0u) << reply;
+  EXPECT_NE(reply.find("'chat' was not published"), std::string::npos) << reply;
+  for (int i = 0; i < accepted; ++i) ASSERT_EQ(next_message(sub), "message chat " + payload);
+  // The refused one reached nobody here either.
+  ASSERT_TRUE(sub.send({"PING"}));
+  EXPECT_EQ(next_message(sub), "pong ") << "PING's reply comes next, after no other message";
+  const ClusterStats s = node.link->stats();
+  EXPECT_GE(s.unreachable, 1u);
+  // The one libnats could not buffer reached this node's subscriber only;
+  // every node that receives a later one counts the gap.
+  EXPECT_EQ(s.send_failed, 1u);
+  EXPECT_GE(s.settle_timeouts, 1u);
+  EXPECT_EQ(node.broker->stats().refused_publishes, 1u);
+}
+
+#if defined(BROKER_EXE)
+std::string listening_port(testing::ChildProcess& p) {
+  if (!p.read_stdout_until("listening on 127.0.0.1:", deadline_in(20s))) return {};
+  if (!p.read_stdout_until("\n", deadline_in(5s))) return {};
+  const std::string out = p.stdout_text();
+  const std::string marker = "listening on 127.0.0.1:";
+  return std::to_string(std::strtoul(out.c_str() + out.find(marker) + marker.size(), nullptr, 10));
+}
+
+// The executables, as the user tried them: redis-cli on node B hears
+// redis-cli's PUBLISH on node A; INFO cluster says what crossed.
+TEST(ClusterToolTest, RedisCliPublishOnOneRingcastBrokerReachesRedisCliSubscribedToAnother) {
+  auto server = NatsServer::start();
+  ASSERT_TRUE(server);
+  const auto node = [&] {
+    return testing::ChildProcess::spawn({BROKER_EXE, "--port", "0", "--cluster", server->url()},
+                                        {.err = ringcast::test::Stream::kPipe});
+  };
+  testing::ChildProcess a = node(), b = node();
+  const std::string pa = listening_port(a), pb = listening_port(b);
+  ASSERT_FALSE(pa.empty()) << a.stdout_text();
+  ASSERT_FALSE(pb.empty()) << b.stdout_text();
+  EXPECT_NE(a.stdout_text().find("joined the cluster through NATS " + server->url()), std::string::npos);
+  testing::ChildProcess cli = testing::ChildProcess::spawn({"/usr/bin/redis-cli", "-p", pb, "subscribe", "chat"});
+  ASSERT_TRUE(cli.read_stdout_until("subscribe\nchat\n1\n", deadline_in(20s))) << cli.stdout_text();
+  testing::ChildProcess publisher =
+      testing::ChildProcess::spawn({"/usr/bin/redis-cli", "-p", pa, "publish", "chat", "hello"});
+  ASSERT_TRUE(publisher.wait_exit(deadline_in(10s)).has_value());
+  EXPECT_EQ(publisher.stdout_text(), "0\n") << "PUBLISH counts this node's receivers, as in Redis Cluster";
+  ASSERT_TRUE(cli.read_stdout_until("message\nchat\nhello\n", deadline_in(20s))) << cli.stdout_text();
+  testing::ChildProcess info = testing::ChildProcess::spawn({"/usr/bin/redis-cli", "-p", pb, "info", "cluster"});
+  ASSERT_TRUE(info.wait_exit(deadline_in(10s)).has_value());
+  EXPECT_NE(info.stdout_text().find("cluster_received:1\r\n"), std::string::npos) << info.stdout_text();
+  EXPECT_NE(info.stdout_text().find("cluster_interest_channels:1\r\n"), std::string::npos) << info.stdout_text();
+  EXPECT_EQ(ringcast::test::exit_code(a.stop(SIGTERM)), 0) << a.stderr_text();
+  EXPECT_EQ(ringcast::test::exit_code(b.stop(SIGTERM)), 0) << b.stderr_text();
+}
+#endif
+
+TEST(ClusterOptionsTest, APrefixThatIsNotANatsSubjectIsRefusedSayingWhy) {
+  testing::LogSink log;
+  for (const char* prefix : {"", "a.*", "a b", ".a", "a..b", "a>"}) {
+    ClusterConfig c = cluster_config("nats://127.0.0.1:1");
+    c.subject_prefix = prefix;
+    auto link = NatsCluster::connect(c, log.fn());
+    ASSERT_FALSE(link) << prefix;
+    EXPECT_NE(link.error().find("is not a NATS subject"), std::string::npos) << link.error();
+  }
+}
+
+}  // namespace
+}  // namespace ringcast::relay
