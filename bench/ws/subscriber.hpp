@@ -3,6 +3,11 @@
 //            {"type":"auth","token":...} (when a token is given) and
 //            {"type":"subscribe","topic":...}, waits for "subscribed"; each
 //            delivery is one text frame {"type":"message",...,"payload":"<stamp>..."}.
+//   kPopSubOwn: ringcast-broker in PopSub's own dialect (no subprotocol
+//            offered): the same frames, but a subscribe is QoS 1 and gets no
+//            reply, so a ping follows it; the broker handles a connection's
+//            frames in order, so its pong confirms the subscribe. Idle use
+//            only: its deliveries would be owed acks this reader never sends.
 //   kNats:   nats-server's WebSocket listener, NATS protocol inside frames.
 //            Sends CONNECT {"verbose":false,"pedantic":false}, SUB <topic> 1 and
 //            PING, waits for the PONG (the server handles a connection's
@@ -36,7 +41,7 @@
 
 namespace ringcast::bench::ws {
 
-enum class Dialect { kPopSub, kNats };
+enum class Dialect { kPopSub, kPopSubOwn, kNats };
 
 // What one subscriber saw.
 struct Tally {
@@ -61,11 +66,12 @@ class Subscriber {
   bool subscribe(int port, std::string_view topic, const std::optional<std::string>& token, test::Deadline deadline,
                  std::string& error) {
     std::string rest;
-    if (!upgrade(*io_, port, rest, error, deadline)) return false;
+    if (!upgrade(*io_, port, rest, error, deadline, dialect_ != Dialect::kPopSubOwn)) return false;
     std::string out;
-    if (dialect_ == Dialect::kPopSub) {
+    if (dialect_ != Dialect::kNats) {
       if (token) out += client_frame(Opcode::kText, R"({"type":"auth","token":")" + *token + R"("})");
       out += client_frame(Opcode::kText, R"({"type":"subscribe","topic":")" + std::string(topic) + R"("})");
+      if (dialect_ == Dialect::kPopSubOwn) out += client_frame(Opcode::kPing, "subscribed");
     } else {
       out = client_frame(Opcode::kText, "CONNECT {\"verbose\":false,\"pedantic\":false}\r\nSUB " + std::string(topic) +
                                             " 1\r\nPING\r\n");
@@ -126,7 +132,9 @@ class Subscriber {
     if (op_ == Opcode::kPing) {
       (void)send_all(*io_, client_frame(Opcode::kPong, ping_));
       ping_.clear();
-    } else if (dialect_ == Dialect::kPopSub && head_len_ != kDone && (op_ == Opcode::kText || op_ == Opcode::kBinary)) {
+    } else if (op_ == Opcode::kPong && dialect_ == Dialect::kPopSubOwn) {
+      confirmed_ = true;
+    } else if (dialect_ != Dialect::kNats && head_len_ != kDone && (op_ == Opcode::kText || op_ == Opcode::kBinary)) {
       popsub_frame();
     }
   }

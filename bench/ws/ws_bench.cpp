@@ -17,7 +17,9 @@
 //
 // Idle: --connections K WebSocket connections, each subscribed (to a common
 // topic or one of its own) and confirmed, against a freshly started server;
-// the server's VmRSS before and after gives bytes per connection.
+// the server's VmRSS before and after gives bytes per connection. Server
+// "popsub" is ringcast-broker with clients that speak PopSub's own dialect
+// (no subprotocol: every subscription QoS 1), idle mode only.
 //
 // TLS (--tls): the subscribers' WebSocket connections are wss://, against
 // ringcast-broker --ws-tls and nats-server's `websocket { tls {...} }`, with
@@ -121,7 +123,7 @@ std::unique_ptr<Subscriber> connect_subscriber(const Server& server, const Optio
   return std::make_unique<Subscriber>(server.dialect, std::move(io), latency);
 }
 
-// Starts `which` ("ringcast" or "nats") on free loopback ports and waits until
+// Starts `which` ("ringcast", "popsub" or "nats") on free loopback ports and waits until
 // both of its ports accept. `max_connections` > 0: ringcast's
 // --max-connections (its default, 10000, would refuse the idle run's last few).
 std::optional<Server> start(const std::string& which, const Options& o, int max_connections = 0) {
@@ -129,9 +131,9 @@ std::optional<Server> start(const std::string& which, const Options& o, int max_
   s.publish_port = free_port();
   s.ws_port = free_port();
   std::vector<std::string> argv;
-  if (which == "ringcast") {
-    s.name = "ringcast-broker";
-    s.dialect = Dialect::kPopSub;
+  if (which == "ringcast" || which == "popsub") {
+    s.name = which == "popsub" ? "ringcast-broker, PopSub's dialect" : "ringcast-broker";
+    s.dialect = which == "popsub" ? Dialect::kPopSubOwn : Dialect::kPopSub;
     argv = {o.broker_exe,
             "--port",
             std::to_string(s.publish_port),
@@ -192,8 +194,8 @@ struct PublishTemplate {
 PublishTemplate publish_template(Dialect d, const std::string& topic, std::size_t payload) {
   PublishTemplate t;
   const std::string filler(payload, 'p');
-  t.bytes = d == Dialect::kPopSub ? ringcast::test::resp_command({"PUBLISH", topic, filler})
-                                  : fmt::format("PUB {} {}\r\n{}\r\n", topic, payload, filler);
+  t.bytes = d == Dialect::kNats ? fmt::format("PUB {} {}\r\n{}\r\n", topic, payload, filler)
+                                : ringcast::test::resp_command({"PUBLISH", topic, filler});
   t.stamp_at = t.bytes.size() - payload - 2;  // the payload's first byte
   return t;
 }
@@ -508,9 +510,11 @@ int main(int argc, char** argv) {
   std::size_t qos1_window = 1000;
   app.add_option("--qos1-window", qos1_window, "qos1 mode: publishes the publisher keeps without a puback")
       ->capture_default_str();
-  app.add_option("--servers", servers, "Servers to measure, in this order per round")
+  app.add_option("--servers", servers,
+                 "Servers to measure, in this order per round; popsub: ringcast-broker with clients in PopSub's "
+                 "dialect (idle mode only)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"ringcast", "nats"}))
+      ->check(CLI::IsMember({"ringcast", "popsub", "nats"}))
       ->capture_default_str();
   app.add_option("--broker", o.broker_exe, "ringcast-broker executable (needs --ws-port)")->capture_default_str();
   app.add_option("--nats", o.nats_exe, "nats-server executable")->capture_default_str();
@@ -540,6 +544,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   ::signal(SIGPIPE, SIG_IGN);
+  if (mode != "idle" && std::find(servers.begin(), servers.end(), "popsub") != servers.end()) {
+    fmt::print(stderr, "--servers popsub measures idle connections only (--mode idle): its deliveries are owed acks\n");
+    return 1;
+  }
 
   // Idle mode needs one fd per connection here and one in the server; the
   // servers inherit the raised limit.

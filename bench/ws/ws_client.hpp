@@ -23,15 +23,17 @@ using broker::ws::Opcode;
 // Sends the upgrade request for `/` and reads the response. True on
 // "101 Switching Protocols"; bytes the server sent after the response (its
 // first frames) are left in `rest`. `error` says what went wrong otherwise.
-// It offers ringcast's richer protocol (subscribe confirmations, puback,
-// numeric ids: docs/broker.md), which the benchmarks wait for; nats-server
-// ignores the offer.
+// With `offer_ringcast` it offers ringcast's richer protocol (subscribe
+// confirmations, puback, numeric ids: docs/broker.md), which the benchmarks wait
+// for; nats-server ignores the offer. Without it the broker speaks PopSub's
+// dialect.
 // Plain or TLS (byte_stream.hpp): the same request either way.
-inline bool upgrade(ByteStream& io, int port, std::string& rest, std::string& error, test::Deadline deadline) {
+inline bool upgrade(ByteStream& io, int port, std::string& rest, std::string& error, test::Deadline deadline,
+                    bool offer_ringcast = true) {
   const std::string request = "GET / HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
                               "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-                              "Sec-WebSocket-Protocol: ringcast.v1\r\n\r\n";
+                              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n" +
+                              (offer_ringcast ? "Sec-WebSocket-Protocol: ringcast.v1\r\n\r\n" : "\r\n");
   rest.clear();
   if (!send_all(io, request)) {
     error = "cannot send the upgrade request";

@@ -151,6 +151,61 @@ TEST(AckTrackerTest, AckWithoutTopicNeedsAnUnambiguousId) {
   EXPECT_EQ(f.ack(std::nullopt, 1), AckResult::kAcked) << "only a's id 1 is left";
 }
 
+// Invariant 6: before its first delivery a tracker has no table, and answers
+// as an empty one does.
+TEST(AckTrackerTest, IdleTrackerAnswersAsAnEmptyOne) {
+  Fixture f;
+  EXPECT_EQ(f.ack("t", 1), AckResult::kUnknown);
+  EXPECT_EQ(f.ack(std::nullopt, 1), AckResult::kUnknown);
+  bool wake = true;
+  EXPECT_EQ(f.tracker.ack_shown(
+                std::nullopt, [](std::string_view) { return true; }, f.queue, wake),
+            AckResult::kUnknown);
+  EXPECT_FALSE(wake);
+  EXPECT_EQ(f.tracker.ack_shown(
+                "t", [](std::string_view) { return true; }, f.queue, wake),
+            AckResult::kUnknown);
+  f.clock.advance(10s);
+  EXPECT_FALSE(f.tracker.on_timer(f.queue));
+  EXPECT_FALSE(f.tracker.redeliver_all(f.queue, [](std::string_view) { return true; }));
+  EXPECT_EQ(f.tracker.next_deadline(), std::nullopt);
+  EXPECT_EQ(f.tracker.resume_floor("t"), 0u);
+  EXPECT_EQ(f.tracker.last_offered("t"), 0u);
+  const AckStats s = f.tracker.stats();
+  EXPECT_EQ(s.in_flight, 0u);
+  EXPECT_EQ(s.waiting, 0u);
+  EXPECT_EQ(s.delivered, 0u);
+  EXPECT_EQ(s.acked, 0u);
+  EXPECT_TRUE(drain(f.queue).empty());
+}
+
+// The first offer makes the table; from then on the tracker works as one that
+// had it from the start: window, redelivery, ack, resume floor.
+TEST(AckTrackerTest, FirstTrackedDeliveryAfterIdleCallsWorksAsBefore) {
+  Fixture f(settings(/*window=*/2));
+  EXPECT_EQ(f.ack(std::nullopt, 1), AckResult::kUnknown);
+  EXPECT_FALSE(f.tracker.on_timer(f.queue));
+  EXPECT_TRUE(f.tracker.offer("t", 1, qos1_run("t", 1, 3), f.queue));
+  ASSERT_EQ(ids_of(drain(f.queue)), (std::vector<std::uint64_t>{1, 2})) << "3 waits for room in the window";
+  EXPECT_EQ(f.tracker.stats().in_flight, 2u);
+  EXPECT_EQ(f.tracker.stats().waiting, 1u);
+  EXPECT_EQ(f.tracker.last_offered("t"), 3u);
+  ASSERT_TRUE(f.tracker.next_deadline().has_value());
+  f.clock.advance(1s);
+  (void)f.tracker.on_timer(f.queue);
+  const auto resent = drain(f.queue);
+  ASSERT_EQ(ids_of(resent), (std::vector<std::uint64_t>{1, 2}));
+  EXPECT_EQ(resent[0]["dup"], true);
+  EXPECT_EQ(f.ack("t", 1), AckResult::kAcked);
+  EXPECT_EQ(ids_of(drain(f.queue)), (std::vector<std::uint64_t>{3}));
+  EXPECT_EQ(f.tracker.resume_floor("t"), 1u);
+  EXPECT_EQ(f.ack(std::nullopt, 2), AckResult::kAcked);
+  EXPECT_EQ(f.ack("t", 3), AckResult::kAcked);
+  EXPECT_EQ(f.tracker.resume_floor("t"), 3u);
+  EXPECT_EQ(f.tracker.stats().acked, 3u);
+  EXPECT_EQ(f.tracker.stats().in_flight, 0u);
+}
+
 TEST(AckTrackerTest, AckShownSettlesTheDeliverySentLongestAgoWhoseFrameMatches) {
   Fixture f;
   (void)f.tracker.offer("a", 1, qos1_run("a", 1, 3), f.queue);

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <new>
 #include <string>
@@ -15,9 +16,11 @@
 #include <gtest/gtest.h>
 
 #include "broker/core/broker_core.hpp"
+#include "broker/guarantees/ack_tracker.hpp"
 #include "broker/resp/request_parser.hpp"
 #include "broker/resp/session.hpp"
 #include "broker/ws/frame_decoder.hpp"
+#include "broker/ws/json_delivery.hpp"
 #include "test_support.hpp"
 #include "ws/client_frame.hpp"
 
@@ -288,6 +291,36 @@ TEST(FrameDecoderAllocationTest, SteadyStateFramesAllocateNothing) {
   const AllocationCount count;
   for (int i = 0; i < 10; ++i) ASSERT_EQ(run(), 20u);
   EXPECT_EQ(count.allocations(), 0u);
+}
+
+// An idle PopSub connection has a tracker (its subscriptions are QoS 1): until
+// the first delivery it holds no heap memory (ack_tracker.hpp, invariant 6),
+// whatever the owner asks of it.
+TEST(AckTrackerAllocationTest, IdleTrackerHoldsNoAllocation) {
+  testing::ManualClock clock;
+  ConnectionQueue queue(QueueLimits{1u << 20, 0, std::chrono::seconds(60)}, OverflowPolicy::kDropNewest, clock);
+  const std::function<bool(std::string_view)> any = [](std::string_view) { return true; };
+  const FrameRef frame = encode_message(WireFormat::kJson, "t", std::string(52, 'p'));
+  const AllocationCount count;
+  {
+    AckTracker tracker(AckSettings{}, clock, WireFormat::kJson, ws::json_redelivery);
+    bool wake = false;
+    EXPECT_EQ(tracker.ack("t", 1, queue, wake), AckResult::kUnknown);
+    EXPECT_EQ(tracker.ack(std::nullopt, 1, queue, wake), AckResult::kUnknown);
+    EXPECT_EQ(tracker.ack_shown(std::nullopt, any, queue, wake), AckResult::kUnknown);
+    clock.advance(std::chrono::seconds(10));
+    EXPECT_FALSE(tracker.on_timer(queue));
+    EXPECT_FALSE(tracker.redeliver_all(queue, any));
+    EXPECT_EQ(tracker.next_deadline(), std::nullopt);
+    EXPECT_EQ(tracker.resume_floor("t"), 0u);
+    EXPECT_EQ(tracker.stats().in_flight, 0u);
+    EXPECT_EQ(count.allocations(), 0u);
+
+    // The first delivery makes the table: the count sees it.
+    (void)tracker.offer("t", 1, frame, queue);
+    EXPECT_GT(count.allocations(), 0u) << "the counting operator new is not the one in use";
+    EXPECT_EQ(tracker.stats().in_flight, 1u);
+  }
 }
 
 }  // namespace

@@ -10,9 +10,12 @@ namespace ringcast::broker {
 AckTracker::AckTracker(AckSettings settings, const Clock& clock, WireFormat format, Redeliver redeliver,
                        Qos1Stats* registry)
     : settings_(settings), clock_(clock), format_(format), redeliver_(redeliver), registry_(registry) {
-  slots_.reserve(std::min<std::size_t>(settings_.max_in_flight, 4096));
-  index_.reserve(std::min<std::size_t>(settings_.max_in_flight, 4096));
   if (registry_ != nullptr) registry_->add(*this);
+}
+
+AckTracker::Table::Table(std::size_t max_in_flight) {
+  slots.reserve(std::min<std::size_t>(max_in_flight, 4096));
+  index.reserve(std::min<std::size_t>(max_in_flight, 4096));
 }
 
 AckTracker::~AckTracker() {
@@ -20,25 +23,27 @@ AckTracker::~AckTracker() {
 }
 
 std::uint32_t AckTracker::intern_locked(std::string_view channel) {
-  if (const auto it = channel_ids_.find(channel); it != channel_ids_.end()) return it->second;
-  const auto id = static_cast<std::uint32_t>(channel_names_.size());
-  channel_names_.emplace_back(channel);
-  channel_state_.emplace_back();
-  channel_ids_.emplace(std::string(channel), id);
+  Table& t = *table_;
+  if (const auto it = t.channel_ids.find(channel); it != t.channel_ids.end()) return it->second;
+  const auto id = static_cast<std::uint32_t>(t.channel_names.size());
+  t.channel_names.emplace_back(channel);
+  t.channel_state.emplace_back();
+  t.channel_ids.emplace(std::string(channel), id);
   return id;
 }
 
 void AckTracker::admit_locked(Key key, const FrameRef& block, std::uint32_t frame, std::chrono::nanoseconds now,
                               bool sent) {
+  Table& t = *table_;
   std::uint32_t s;
-  if (!free_slots_.empty()) {
-    s = free_slots_.back();
-    free_slots_.pop_back();
+  if (!t.free_slots.empty()) {
+    s = t.free_slots.back();
+    t.free_slots.pop_back();
   } else {
-    s = static_cast<std::uint32_t>(slots_.size());
-    slots_.emplace_back();
+    s = static_cast<std::uint32_t>(t.slots.size());
+    t.slots.emplace_back();
   }
-  Slot& slot = slots_[s];
+  Slot& slot = t.slots[s];
   slot.key = key;
   slot.block = block;
   slot.frame = frame;
@@ -46,33 +51,36 @@ void AckTracker::admit_locked(Key key, const FrameRef& block, std::uint32_t fram
   slot.live = true;
   // A redelivered id that is still in flight (a recovery that overlaps) keeps
   // its first slot: the newer one replaces it in the index.
-  if (auto [it, fresh] = index_.try_emplace(key, s); !fresh) {
+  if (auto [it, fresh] = t.index.try_emplace(key, s); !fresh) {
     release_slot_locked(it->second);
     it->second = s;
   }
-  deadlines_.push_back({now + settings_.ack_timeout, s, slot.generation});
+  t.deadlines.push_back({now + settings_.ack_timeout, s, slot.generation});
   if (sent) ++stats_.delivered;
 }
 
 void AckTracker::release_slot_locked(std::uint32_t s) noexcept {
-  Slot& slot = slots_[s];
+  Table& t = *table_;
+  Slot& slot = t.slots[s];
   slot.live = false;
   slot.block.reset();
   ++slot.generation;  // its deadline is stale from now on
-  ++stale_deadlines_;
-  free_slots_.push_back(s);
+  ++t.stale_deadlines;
+  t.free_slots.push_back(s);
 }
 
 bool AckTracker::offer(std::string_view channel, std::uint64_t first_id, const FrameRef& block,
                        ConnectionQueue& queue) noexcept {
   std::lock_guard lock(mu_);
+  if (table_ == nullptr) table_ = std::make_unique<Table>(settings_.max_in_flight);  // invariant 6
+  Table& t = *table_;
   const std::uint32_t ch = intern_locked(channel);
   const std::uint32_t n = block->count();
-  ChannelState& cs = channel_state_[ch];
+  ChannelState& cs = t.channel_state[ch];
   cs.withheld = false;  // invariant 5: this connection subscribed to it
   for (std::uint32_t i = 0; i < n; ++i) cs.offered.push_back(first_id + i);
   cs.last_offered = std::max(cs.last_offered, first_id + n - 1);
-  const std::size_t room = waiting_.empty() ? settings_.max_in_flight - index_.size() : 0;  // invariant 2
+  const std::size_t room = t.waiting.empty() ? settings_.max_in_flight - t.index.size() : 0;  // invariant 2
   const auto admit = static_cast<std::uint32_t>(std::min<std::size_t>(n, room));
   const std::chrono::nanoseconds now = admit > 0 ? clock_.now() : std::chrono::nanoseconds{0};
   for (std::uint32_t i = 0; i < admit; ++i) admit_locked({ch, first_id + i}, block, i, now, true);
@@ -88,9 +96,10 @@ bool AckTracker::offer(std::string_view channel, std::uint64_t first_id, const F
 }
 
 bool AckTracker::wait_locked(Key key, const FrameRef& block, std::uint32_t frame, ConnectionQueue& queue) {
+  Table& t = *table_;
   const std::size_t bytes = block->end(frame) - block->begin(frame);
   bool wake = false;
-  if (waiting_bytes_ + bytes > settings_.max_waiting_bytes) {
+  if (t.waiting_bytes + bytes > settings_.max_waiting_bytes) {
     switch (settings_.policy) {
       case OverflowPolicy::kDisconnect:
         queue.close();
@@ -98,25 +107,25 @@ bool AckTracker::wait_locked(Key key, const FrameRef& block, std::uint32_t frame
         return true;  // the writer sees the closed queue and ends the connection
       case OverflowPolicy::kDropOldest:
       case OverflowPolicy::kConflate:
-        while (!waiting_.empty() && waiting_bytes_ + bytes > settings_.max_waiting_bytes) {
-          const Waiting& w = waiting_.front();
-          waiting_bytes_ -= w.block->end(w.frame) - w.block->begin(w.frame);
+        while (!t.waiting.empty() && t.waiting_bytes + bytes > settings_.max_waiting_bytes) {
+          const Waiting& w = t.waiting.front();
+          t.waiting_bytes -= w.block->end(w.frame) - w.block->begin(w.frame);
           ++stats_.dropped;
-          wake |= queue.note_qos1_loss(Qos1Loss::kWindowDropped, channel_names_[w.key.channel], w.key.id,
+          wake |= queue.note_qos1_loss(Qos1Loss::kWindowDropped, t.channel_names[w.key.channel], w.key.id,
                                        stats_.dropped, 0);
           unwait_locked(w.key);
-          waiting_.pop_front();
+          t.waiting.pop_front();
         }
         break;
       case OverflowPolicy::kDropNewest:
       case OverflowPolicy::kBlock:
         ++stats_.dropped;
-        return queue.note_qos1_loss(Qos1Loss::kWindowDropped, channel_names_[key.channel], key.id, stats_.dropped, 0);
+        return queue.note_qos1_loss(Qos1Loss::kWindowDropped, t.channel_names[key.channel], key.id, stats_.dropped, 0);
     }
   }
-  waiting_.push_back({key, block, frame});
-  ++waiting_keys_[key];
-  waiting_bytes_ += bytes;
+  t.waiting.push_back({key, block, frame});
+  ++t.waiting_keys[key];
+  t.waiting_bytes += bytes;
   return wake;
 }
 
@@ -124,21 +133,23 @@ AckResult AckTracker::ack(std::optional<std::string_view> channel, std::uint64_t
                           bool& wake) {
   wake = false;
   std::lock_guard lock(mu_);
-  auto it = index_.end();
+  if (table_ == nullptr) return AckResult::kUnknown;  // invariant 6
+  Table& t = *table_;
+  auto it = t.index.end();
   if (channel) {
-    const auto ch = channel_ids_.find(*channel);
-    if (ch != channel_ids_.end() && !channel_state_[ch->second].withheld) it = index_.find(Key{ch->second, id});
+    const auto ch = t.channel_ids.find(*channel);
+    if (ch != t.channel_ids.end() && !t.channel_state[ch->second].withheld) it = t.index.find(Key{ch->second, id});
   } else {
     // One lookup per channel this subscriber has been delivered on.
-    for (std::uint32_t c = 0; c < channel_names_.size(); ++c) {
-      if (channel_state_[c].withheld) continue;  // invariant 5
-      const auto found = index_.find(Key{c, id});
-      if (found == index_.end()) continue;
-      if (it != index_.end()) return AckResult::kAmbiguous;
+    for (std::uint32_t c = 0; c < t.channel_names.size(); ++c) {
+      if (t.channel_state[c].withheld) continue;  // invariant 5
+      const auto found = t.index.find(Key{c, id});
+      if (found == t.index.end()) continue;
+      if (it != t.index.end()) return AckResult::kAmbiguous;
       it = found;
     }
   }
-  if (it == index_.end()) return AckResult::kUnknown;
+  if (it == t.index.end()) return AckResult::kUnknown;
   settle_acked_locked(it, queue, wake);
   return AckResult::kAcked;
 }
@@ -148,29 +159,31 @@ AckResult AckTracker::ack_shown(std::optional<std::string_view> channel,
                                 bool& wake) {
   wake = false;
   std::lock_guard lock(mu_);
+  if (table_ == nullptr) return AckResult::kUnknown;  // invariant 6
+  Table& t = *table_;
   std::optional<std::uint32_t> only;
   if (channel) {
-    const auto ch = channel_ids_.find(*channel);
-    if (ch == channel_ids_.end()) return AckResult::kUnknown;
+    const auto ch = t.channel_ids.find(*channel);
+    if (ch == t.channel_ids.end()) return AckResult::kUnknown;
     only = ch->second;
   }
   // The live deadlines are the in-flight deliveries in send order (invariant 1).
-  for (const Deadline& d : deadlines_) {
-    const Slot& slot = slots_[d.slot];
+  for (const Deadline& d : t.deadlines) {
+    const Slot& slot = t.slots[d.slot];
     if (!slot.live || slot.generation != d.generation) continue;
-    if ((only && slot.key.channel != *only) || channel_state_[slot.key.channel].withheld) continue;  // invariant 5
+    if ((only && slot.key.channel != *only) || t.channel_state[slot.key.channel].withheld) continue;  // invariant 5
     if (!shows(slot.block->frame(slot.frame))) continue;
-    settle_acked_locked(index_.find(slot.key), queue, wake);  // invalidates d: the loop ends
+    settle_acked_locked(t.index.find(slot.key), queue, wake);  // invalidates d: the loop ends
     return AckResult::kAcked;
   }
   return AckResult::kUnknown;
 }
 
-void AckTracker::settle_acked_locked(std::pmr::unordered_map<Key, std::uint32_t, KeyHash>::iterator it,
-                                     ConnectionQueue& queue, bool& wake) {
+void AckTracker::settle_acked_locked(Index::iterator it, ConnectionQueue& queue, bool& wake) {
+  Table& t = *table_;
   const std::uint32_t ch = it->first.channel;
   release_slot_locked(it->second);
-  index_.erase(it);
+  t.index.erase(it);
   ++stats_.acked;
   settle_front_locked(ch);
   compact_deadlines_locked();
@@ -178,131 +191,149 @@ void AckTracker::settle_acked_locked(std::pmr::unordered_map<Key, std::uint32_t,
 }
 
 bool AckTracker::refill_locked(ConnectionQueue& queue) {
+  Table& t = *table_;
   bool wake = false;
-  const std::chrono::nanoseconds now = waiting_.empty() ? std::chrono::nanoseconds{0} : clock_.now();
-  while (!waiting_.empty() && index_.size() < settings_.max_in_flight) {
-    Waiting& w = waiting_.front();
+  const std::chrono::nanoseconds now = t.waiting.empty() ? std::chrono::nanoseconds{0} : clock_.now();
+  while (!t.waiting.empty() && t.index.size() < settings_.max_in_flight) {
+    Waiting& w = t.waiting.front();
     const std::string_view frame = w.block->frame(w.frame);
-    waiting_bytes_ -= frame.size();
-    const bool send = !channel_state_[w.key.channel].withheld;  // invariant 5
+    t.waiting_bytes -= frame.size();
+    const bool send = !t.channel_state[w.key.channel].withheld;  // invariant 5
     admit_locked(w.key, w.block, w.frame, now, send);
     if (send) wake |= queue.push(FrameRef::copy_of(frame, /*droppable=*/true)).wake;
     unwait_locked(w.key);
-    waiting_.pop_front();
+    t.waiting.pop_front();
   }
   return wake;
 }
 
 void AckTracker::unwait_locked(Key key) {
-  const auto it = waiting_keys_.find(key);
-  if (it != waiting_keys_.end() && --it->second == 0) waiting_keys_.erase(it);
+  Table& t = *table_;
+  const auto it = t.waiting_keys.find(key);
+  if (it != t.waiting_keys.end() && --it->second == 0) t.waiting_keys.erase(it);
 }
 
-bool AckTracker::pending_locked(Key key) const { return index_.contains(key) || waiting_keys_.contains(key); }
+bool AckTracker::pending_locked(Key key) const {
+  const Table& t = *table_;
+  return t.index.contains(key) || t.waiting_keys.contains(key);
+}
 
 void AckTracker::settle_front_locked(std::uint32_t ch) {
-  ChannelState& cs = channel_state_[ch];
+  Table& t = *table_;
+  ChannelState& cs = t.channel_state[ch];
   while (!cs.offered.empty() && !pending_locked(Key{ch, cs.offered.front()})) cs.offered.pop_front();
 }
 
 std::uint64_t AckTracker::resume_floor(std::string_view channel) {
   std::lock_guard lock(mu_);
-  const auto it = channel_ids_.find(channel);
-  if (it == channel_ids_.end()) return 0;
+  if (table_ == nullptr) return 0;  // invariant 6
+  Table& t = *table_;
+  const auto it = t.channel_ids.find(channel);
+  if (it == t.channel_ids.end()) return 0;
   settle_front_locked(it->second);
-  const ChannelState& cs = channel_state_[it->second];
+  const ChannelState& cs = t.channel_state[it->second];
   return cs.offered.empty() ? cs.last_offered : cs.offered.front() - 1;
 }
 
 std::uint64_t AckTracker::last_offered(std::string_view channel) const {
   std::lock_guard lock(mu_);
-  const auto it = channel_ids_.find(channel);
-  return it == channel_ids_.end() ? 0 : channel_state_[it->second].last_offered;
+  if (table_ == nullptr) return 0;  // invariant 6
+  const Table& t = *table_;
+  const auto it = t.channel_ids.find(channel);
+  return it == t.channel_ids.end() ? 0 : t.channel_state[it->second].last_offered;
 }
 
 bool AckTracker::redeliver_all(ConnectionQueue& queue, const std::function<bool(std::string_view)>& may_read) {
   std::lock_guard lock(mu_);
-  for (std::uint32_t c = 0; c < channel_names_.size(); ++c) channel_state_[c].withheld = !may_read(channel_names_[c]);
+  if (table_ == nullptr) return false;  // invariant 6: nothing in flight
+  Table& t = *table_;
+  for (std::uint32_t c = 0; c < t.channel_names.size(); ++c)
+    t.channel_state[c].withheld = !may_read(t.channel_names[c]);
   const std::chrono::nanoseconds now = clock_.now();
   bool wake = false;
   // The live deadlines, in FIFO order, are the in-flight deliveries in the
   // order they were (re)sent; each gets a new deadline at the back.
-  const std::size_t n = deadlines_.size();
+  const std::size_t n = t.deadlines.size();
   for (std::size_t i = 0; i < n; ++i) {
-    const Deadline d = deadlines_.front();
-    deadlines_.pop_front();
-    Slot& slot = slots_[d.slot];
+    const Deadline d = t.deadlines.front();
+    t.deadlines.pop_front();
+    Slot& slot = t.slots[d.slot];
     if (!slot.live || slot.generation != d.generation) {
-      --stale_deadlines_;
+      --t.stale_deadlines;
       continue;
     }
-    if (!channel_state_[slot.key.channel].withheld) {  // invariant 5
+    if (!t.channel_state[slot.key.channel].withheld) {  // invariant 5
       ++slot.sends;
       ++stats_.redelivered;
       wake |= queue.push(redeliver_(slot.block->frame(slot.frame))).wake;
     }
-    deadlines_.push_back({now + settings_.ack_timeout, d.slot, slot.generation});
+    t.deadlines.push_back({now + settings_.ack_timeout, d.slot, slot.generation});
   }
   return wake;
 }
 
 bool AckTracker::on_timer(ConnectionQueue& queue) {
   std::lock_guard lock(mu_);
+  if (table_ == nullptr) return false;  // invariant 6: no deadline
+  Table& t = *table_;
   const std::chrono::nanoseconds now = clock_.now();
   bool wake = false;
   // Redeliveries get deadlines after `now`, behind every due one: the loop ends.
-  while (!deadlines_.empty() && deadlines_.front().due <= now) {
-    const Deadline d = deadlines_.front();
-    deadlines_.pop_front();
-    Slot& slot = slots_[d.slot];
+  while (!t.deadlines.empty() && t.deadlines.front().due <= now) {
+    const Deadline d = t.deadlines.front();
+    t.deadlines.pop_front();
+    Slot& slot = t.slots[d.slot];
     if (!slot.live || slot.generation != d.generation) {
-      --stale_deadlines_;
+      --t.stale_deadlines;
       continue;
     }
-    if (channel_state_[slot.key.channel].withheld) {  // invariant 5: its deadline only comes round again
-      deadlines_.push_back({now + settings_.ack_timeout, d.slot, slot.generation});
+    if (t.channel_state[slot.key.channel].withheld) {  // invariant 5: its deadline only comes round again
+      t.deadlines.push_back({now + settings_.ack_timeout, d.slot, slot.generation});
       continue;
     }
     if (slot.sends > settings_.max_retries) {
       ++stats_.expired;
       const Key key = slot.key;
       const std::uint32_t sends = slot.sends;
-      index_.erase(key);
+      t.index.erase(key);
       release_slot_locked(d.slot);
-      --stale_deadlines_;  // its deadline was just popped, not left behind
-      wake |= queue.note_qos1_loss(Qos1Loss::kExpired, channel_names_[key.channel], key.id, stats_.expired, sends);
+      --t.stale_deadlines;  // its deadline was just popped, not left behind
+      wake |= queue.note_qos1_loss(Qos1Loss::kExpired, t.channel_names[key.channel], key.id, stats_.expired, sends);
       settle_front_locked(key.channel);
       continue;
     }
     ++slot.sends;
     ++stats_.redelivered;
     wake |= queue.push(redeliver_(slot.block->frame(slot.frame))).wake;
-    deadlines_.push_back({now + settings_.ack_timeout, d.slot, slot.generation});
+    t.deadlines.push_back({now + settings_.ack_timeout, d.slot, slot.generation});
   }
   wake |= refill_locked(queue);
   return wake;
 }
 
 void AckTracker::compact_deadlines_locked() {
-  if (stale_deadlines_ < 64 || stale_deadlines_ <= deadlines_.size() / 2) return;
-  std::erase_if(deadlines_, [this](const Deadline& d) {
-    const Slot& s = slots_[d.slot];
+  Table& t = *table_;
+  if (t.stale_deadlines < 64 || t.stale_deadlines <= t.deadlines.size() / 2) return;
+  std::erase_if(t.deadlines, [&t](const Deadline& d) {
+    const Slot& s = t.slots[d.slot];
     return !s.live || s.generation != d.generation;
   });
-  stale_deadlines_ = 0;
+  t.stale_deadlines = 0;
 }
 
 std::optional<std::chrono::nanoseconds> AckTracker::next_deadline() const {
   std::lock_guard lock(mu_);
-  if (deadlines_.empty()) return std::nullopt;
-  return deadlines_.front().due;  // perhaps stale: firing early for it only pops it
+  if (table_ == nullptr || table_->deadlines.empty()) return std::nullopt;  // invariant 6
+  return table_->deadlines.front().due;  // perhaps stale: firing early for it only pops it
 }
 
 AckStats AckTracker::stats() const {
   std::lock_guard lock(mu_);
   AckStats s = stats_;
-  s.in_flight = index_.size();
-  s.waiting = waiting_.size();
+  if (table_ != nullptr) {  // invariant 6
+    s.in_flight = table_->index.size();
+    s.waiting = table_->waiting.size();
+  }
   return s;
 }
 

@@ -43,6 +43,11 @@
 //     A channel stops being withheld at the next take-over that may read it,
 //     or at its next offer (only the connection's own subscriptions, each
 //     allowed when it was made, bring offers).
+//  6. table_ is null until the first offer(): a tracker that has tracked no
+//     delivery holds no heap memory, since PopSub's subscriptions are QoS 1
+//     and every idle PopSub connection has a tracker. While it is null every
+//     member answers as for an empty table; once made, it lives as long as the
+//     tracker.
 #pragma once
 
 #include <chrono>
@@ -50,6 +55,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <memory_resource>
 #include <mutex>
 #include <optional>
@@ -119,8 +125,9 @@ class AckTracker {
   // frames that fit the window are pushed to `queue` (the whole block, or a copy
   // of its leading frames) and await an ack; the rest wait (invariant 2).
   // Returns true if the caller must wake the queue's writer. Allocates only for
-  // a channel seen for the first time, for waiting deliveries and for a block
-  // that is split; deliveries recycle their table nodes.
+  // the tracker's first offer (its table: invariant 6), for a channel seen for
+  // the first time, for waiting deliveries and for a block that is split;
+  // deliveries recycle their table nodes.
   [[nodiscard]] bool offer(std::string_view channel, std::uint64_t first_id, const FrameRef& block,
                            ConnectionQueue& queue) noexcept;
 
@@ -196,14 +203,41 @@ class AckTracker {
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
   };
 
+  // Per channel: its name, the highest id offered, and the ids offered in
+  // order and not yet known to be settled (resume_floor pops the settled).
+  struct ChannelState {
+    std::uint64_t last_offered = 0;
+    std::deque<std::uint64_t> offered;
+    bool withheld = false;  // invariant 5
+  };
+  using Index = std::pmr::unordered_map<Key, std::uint32_t, KeyHash>;
+  // The deliveries and the channels they came on: allocated by the first
+  // offer() (invariant 6).
+  struct Table {
+    explicit Table(std::size_t max_in_flight);
+    std::vector<std::string> channel_names;
+    std::vector<ChannelState> channel_state;
+    std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>> channel_ids;
+    std::vector<Slot> slots;
+    std::vector<std::uint32_t> free_slots;
+    // Nodes come from a pool that keeps them: a steady stream of deliveries
+    // and acks reuses the same few hundred nodes instead of calling malloc.
+    std::pmr::unsynchronized_pool_resource pool;
+    Index index{&pool};
+    std::deque<Deadline> deadlines;
+    std::size_t stale_deadlines = 0;
+    std::deque<Waiting> waiting;
+    Index waiting_keys{&pool};  // key -> count
+    std::size_t waiting_bytes = 0;
+  };
+
   std::uint32_t intern_locked(std::string_view channel);
   // Takes a slot for `key` and its deadline (invariant 1); `sent`: the caller
   // pushes it now (else it is withheld: invariant 5).
   void admit_locked(Key key, const FrameRef& block, std::uint32_t frame, std::chrono::nanoseconds now, bool sent);
   void release_slot_locked(std::uint32_t slot) noexcept;
   // Settles the acked delivery `it` and refills the window into `queue`.
-  void settle_acked_locked(std::pmr::unordered_map<Key, std::uint32_t, KeyHash>::iterator it, ConnectionQueue& queue,
-                           bool& wake);
+  void settle_acked_locked(Index::iterator it, ConnectionQueue& queue, bool& wake);
   // Moves waiting deliveries into the window; true if the writer must be woken.
   bool refill_locked(ConnectionQueue& queue);
   // Holds one delivery past the window, under the overflow policy.
@@ -213,6 +247,7 @@ class AckTracker {
   // holds only the span from the oldest unsettled id to the newest.
   void settle_front_locked(std::uint32_t ch);
   void compact_deadlines_locked();
+  [[nodiscard]] bool pending_locked(Key key) const;
 
   const AckSettings settings_;
   const Clock& clock_;
@@ -221,28 +256,7 @@ class AckTracker {
   Qos1Stats* const registry_;
 
   mutable std::mutex mu_;
-  // Per channel: its name, the highest id offered, and the ids offered in
-  // order and not yet known to be settled (resume_floor pops the settled).
-  struct ChannelState {
-    std::uint64_t last_offered = 0;
-    std::deque<std::uint64_t> offered;
-    bool withheld = false;  // invariant 5
-  };
-  [[nodiscard]] bool pending_locked(Key key) const;
-  std::vector<std::string> channel_names_;
-  std::vector<ChannelState> channel_state_;
-  std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>> channel_ids_;
-  std::vector<Slot> slots_;
-  std::vector<std::uint32_t> free_slots_;
-  // Nodes come from a pool that keeps them: a steady stream of deliveries and
-  // acks reuses the same few hundred nodes instead of calling malloc.
-  std::pmr::unsynchronized_pool_resource pool_;
-  std::pmr::unordered_map<Key, std::uint32_t, KeyHash> index_{&pool_};
-  std::deque<Deadline> deadlines_;
-  std::size_t stale_deadlines_ = 0;
-  std::deque<Waiting> waiting_;
-  std::pmr::unordered_map<Key, std::uint32_t, KeyHash> waiting_keys_{&pool_};  // key -> count
-  std::size_t waiting_bytes_ = 0;
+  std::unique_ptr<Table> table_;  // null until the first offer (invariant 6)
   AckStats stats_;
 };
 
