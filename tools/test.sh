@@ -4,7 +4,8 @@
 # the libFuzzer smoke runs) run the whole suite, TSan (g++ -O1) the parts whose
 # code shares memory between threads (RINGCAST_TEST_PARTS in CMakePresets.json).
 # Installs missing packages first.
-# After the release suite, tools/readme-test.py runs every block of README.md.
+# After the release suite, tools/readme-test.py runs every block of README.md,
+# docs/python.md and docs/relay.md and checks docs/ring-top.md's captured output.
 # Not run here: tools/mutants.py (minutes per mutation), which breaks each
 # critical invariant in turn and checks that a test fails; tools/lint.sh
 # (clang-tidy over src/ and include/, about 6 CPU-minutes: too much for the
@@ -77,8 +78,9 @@ for preset in "${configs[@]}"; do
   if [[ $preset == release ]]; then
     # The README as a newcomer runs it, against this release build.
     start=$SECONDS
-    echo "=== readme: every block of README.md; the tools' reference pages"
-    if tools/readme-test.py --build build/release && tools/tool-docs.py --build build/release --check; then
+    echo "=== readme: every block of README.md and the docs it runs; the tools' reference pages"
+    if tools/readme-test.py --build build/release README.md docs/python.md docs/relay.md docs/ring-top.md &&
+      tools/tool-docs.py --build build/release --check; then
       summary+=("readme: passed ($((SECONDS - start)) s)")
     else
       summary+=("readme: FAILED ($((SECONDS - start)) s)")
