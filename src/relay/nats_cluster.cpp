@@ -375,7 +375,8 @@ bool NatsCluster::Impl::check_seq(const ClusterFrame& f, broker::Broker& b) noex
   try {
     state_key(f.shard, f.channel, key);
     auto it = received_seq.find(key);
-    if (it == received_seq.end()) it = received_seq.emplace(key, std::vector<std::pair<std::uint64_t, std::uint64_t>>{}).first;
+    if (it == received_seq.end())
+      it = received_seq.emplace(key, std::vector<std::pair<std::uint64_t, std::uint64_t>>{}).first;
     auto& origins = it->second;
     auto o = std::find_if(origins.begin(), origins.end(), [&f](const auto& e) { return e.first == f.origin; });
     if (o == origins.end()) {
@@ -458,23 +459,26 @@ void NatsCluster::write_metrics(broker::PrometheusWriter& w) const {
   const ClusterStats s = stats();
   w.metric("ringcast_cluster_connected", "1 while connected to a NATS server of the cluster", MetricType::kGauge,
            s.connected ? 1 : 0);
-  w.metric("ringcast_cluster_sent_total", "Messages published here and handed to NATS", MetricType::kCounter, static_cast<double>(s.sent));
+  w.metric("ringcast_cluster_sent_total", "Messages published here and handed to NATS", MetricType::kCounter,
+           static_cast<double>(s.sent));
   w.metric("ringcast_cluster_send_failed_total",
            "Messages published here that NATS refused (they reached this node's subscribers only)",
            MetricType::kCounter, static_cast<double>(s.send_failed));
   w.metric("ringcast_cluster_unreachable_total", "Publish attempts refused because the cluster was unreachable",
            MetricType::kCounter, static_cast<double>(s.unreachable));
-  w.metric("ringcast_cluster_received_total", "Messages from other nodes published here", MetricType::kCounter, static_cast<double>(s.received));
+  w.metric("ringcast_cluster_received_total", "Messages from other nodes published here", MetricType::kCounter,
+           static_cast<double>(s.received));
   w.metric("ringcast_cluster_duplicates_total", "Messages from other nodes dropped as already received",
            MetricType::kCounter, static_cast<double>(s.duplicates));
   w.metric("ringcast_cluster_lost_total", "Messages from other nodes that never arrived (told to subscribers)",
            MetricType::kCounter, static_cast<double>(s.lost));
-  w.metric("ringcast_cluster_refused_here_total", "Messages from other nodes this node refused",
-           MetricType::kCounter, static_cast<double>(s.refused_here));
+  w.metric("ringcast_cluster_refused_here_total", "Messages from other nodes this node refused", MetricType::kCounter,
+           static_cast<double>(s.refused_here));
   w.metric("ringcast_cluster_settle_timeouts_total",
-           "Subscription confirmations sent before NATS confirmed the interest", MetricType::kCounter, static_cast<double>(s.settle_timeouts));
-  w.metric("ringcast_cluster_nats_subscriptions", "NATS subscriptions this node's interest costs",
-           MetricType::kGauge, static_cast<double>(s.nats_subscriptions));
+           "Subscription confirmations sent before NATS confirmed the interest", MetricType::kCounter,
+           static_cast<double>(s.settle_timeouts));
+  w.metric("ringcast_cluster_nats_subscriptions", "NATS subscriptions this node's interest costs", MetricType::kGauge,
+           static_cast<double>(s.nats_subscriptions));
 }
 
 }  // namespace ringcast::relay

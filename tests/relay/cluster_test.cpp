@@ -22,10 +22,10 @@ namespace ringcast::relay {
 namespace {
 
 using namespace std::chrono_literals;
+using broker::ws::test::WsClient;
 using testing::deadline_in;
 using testing::NatsServer;
 using testing::RespClient;
-using broker::ws::test::WsClient;
 
 struct Node {
   std::unique_ptr<NatsCluster> link;
