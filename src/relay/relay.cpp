@@ -24,6 +24,7 @@
 #include "relay/sinks/credit_window.hpp"
 #include "relay/sinks/jetstream_sink.hpp"
 #include "relay/sinks/nats_sink.hpp"
+#include "ringcast/relay/nats_cluster.hpp"
 #include "ringcast/relay/topic.hpp"
 
 namespace ringcast::relay {
@@ -31,6 +32,8 @@ namespace ringcast::relay {
 struct Relay::Impl {
   RelayConfig config;
   LogFn log;
+  // Before broker: the broker calls its cluster link until it is destroyed.
+  std::unique_ptr<NatsCluster> cluster;
   std::unique_ptr<broker::Broker> broker;
   std::unique_ptr<NatsConnection> nats;
   // After nats: destroyed first, so its JetStream context goes before the connection.
@@ -142,6 +145,7 @@ struct Relay::Impl {
           std::max<std::chrono::milliseconds>(config.nats->jetstream->ack_timeout, std::chrono::milliseconds(1000)));
     }
     if (nats) nats->close(std::chrono::milliseconds(1000));
+    if (cluster) cluster->stop();  // nothing more from the other nodes
     if (broker) {
       broker->stop();
       broker->wait();
@@ -187,18 +191,24 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
   impl->config = std::move(config);
   Impl& im = *impl;
 
+  if (im.config.cluster) {
+    auto c = NatsCluster::connect(*im.config.cluster, im.log);
+    if (!c) return tl::unexpected(RelayError{Code::kNats, 0, c.error()});
+    im.cluster = std::move(*c);
+  }
   if (im.config.broker) {
-    auto b = broker::Broker::start(*im.config.broker);
-    if (!b) return tl::unexpected(RelayError{Code::kBroker, b.error().sys_errno, b.error().message()});
+    auto b = broker::Broker::start(*im.config.broker, im.cluster.get());
+    if (!b) {
+      if (im.cluster) im.cluster->stop();
+      return tl::unexpected(RelayError{Code::kBroker, b.error().sys_errno, b.error().message()});
+    }
     im.broker = std::move(*b);
+    if (im.cluster) im.cluster->attach(*im.broker);
   }
   if (im.config.nats) {
     auto n = NatsConnection::connect(*im.config.nats, im.log);
     if (!n) {
-      if (im.broker) {
-        im.broker->stop();
-        im.broker->wait();
-      }
+      im.do_stop();
       return tl::unexpected(RelayError{Code::kNats, 0, n.error()});
     }
     im.nats = std::move(*n);
@@ -209,10 +219,7 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
                                            subjects.value_or(std::vector<std::string>{}), im.log);
       if (!js) {
         im.nats->close(std::chrono::milliseconds(100));
-        if (im.broker) {
-          im.broker->stop();
-          im.broker->wait();
-        }
+        im.do_stop();
         return tl::unexpected(RelayError{Code::kNats, 0, js.error()});
       }
       im.jetstream = std::move(*js);
@@ -254,13 +261,16 @@ tl::expected<std::unique_ptr<Relay>, RelayError> Relay::start(RelayConfig config
     // section; metrics_text() (GET /metrics, Relay::prometheus_text) appends
     // the relay's series to the broker's.
     im.broker->set_info_provider([&im](std::string_view section) -> std::string {
-      if (section.empty() || section == "all" || section == "default" || section == "everything" ||
-          section == "relay") {
-        return im.info_text();
-      }
-      return {};
+      const bool all = section.empty() || section == "all" || section == "default" || section == "everything";
+      std::string text;
+      if (all || section == "relay") text += im.info_text();
+      if (im.cluster && (all || section == "cluster")) text += im.cluster->info_text();
+      return text;
     });
-    im.broker->set_metrics_provider([&im](broker::PrometheusWriter& w) { im.write_metrics(w); });
+    im.broker->set_metrics_provider([&im](broker::PrometheusWriter& w) {
+      im.write_metrics(w);
+      if (im.cluster) im.cluster->write_metrics(w);
+    });
   }
   // The ingress last: the broker (and its providers) and the connection are up.
   // With --jetstream each route reads the stream through its durable consumer.

@@ -39,6 +39,8 @@ tl::expected<void, RelayError> validate(const RelayConfig& config) {
     return invalid("no sink: enable the broker, NATS or both");
   if (ingress && !config.nats)
     return invalid("--nats-in and --nats-in-broker need --nats URL (the server to subscribe to)");
+  if (config.cluster && !config.broker)
+    return invalid("--cluster joins the embedded broker to a cluster: the relay runs no broker");
   if (!config.nats_broker_in.empty() && !config.broker) {
     return invalid("--nats-in-broker needs the broker (give --listen with --nats)");
   }

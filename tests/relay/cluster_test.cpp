@@ -14,8 +14,10 @@
 
 #include "cluster_frame.hpp"
 #include "relay_fixture.hpp"
+#include "ringcast/broadcast_ring.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/relay/nats_cluster.hpp"
+#include "ringcast/relay/relay.hpp"
 #include "ws_client.hpp"
 
 namespace ringcast::relay {
@@ -197,6 +199,35 @@ TEST_F(ClusterTest, PatternsComingAndGoingNeitherDuplicateNorLoseAnExactSubscrib
   ASSERT_EQ(publish(pub, "PUBLISH", "ticks", "end"), "0");
   EXPECT_EQ(next_message(exact), "message ticks end");
   EXPECT_EQ(b_.link->stats().lost, 0u);
+}
+
+// The relay's embedded broker as a node: a ring's messages reach a
+// subscriber of another node, and that node's publishes reach the relay's.
+TEST_F(ClusterTest, TheRelaysEmbeddedBrokerJoinsTheClusterBothWays) {
+  testing::TempDir dir;
+  const std::string path = dir.file("feed.ring");
+  auto ring = BroadcastRing::create(path, 64);
+  ASSERT_TRUE(ring) << ring.error().message();
+  RelayConfig rc = testing::broker_config({{path, "feed", false}}, log_);
+  rc.cluster = cluster_config(server_->url());
+  auto relay = Relay::start(rc);
+  ASSERT_TRUE(relay) << relay.error().message();
+  ASSERT_TRUE(testing::eventually([&] { return ring->active_consumer_count() == 1; }));
+
+  RespClient on_b(b_.broker->port());
+  ASSERT_TRUE(on_b.subscribe("feed"));
+  for (int i = 0; i < 100; ++i) {
+    const std::string m = "r" + std::to_string(i);
+    ASSERT_EQ(ring->push_wait(std::as_bytes(std::span(m)), {10s, IdleStrategy::kSpinThenYield}), Errc::ok);
+  }
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(next_message(on_b), "message feed r" + std::to_string(i));
+
+  RespClient on_relay((*relay)->broker()->port());
+  ASSERT_TRUE(on_relay.subscribe("chat"));
+  RespClient pub(b_.broker->port());
+  ASSERT_EQ(publish(pub, "PUBLISH", "chat", "to the relay's clients"), "0");
+  EXPECT_EQ(next_message(on_relay), "message chat to the relay's clients");
+  (*relay)->stop();
 }
 
 // Frames put on the cluster's subjects by hand, as a node would send them.

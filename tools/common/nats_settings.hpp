@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "config_schema.hpp"
-#include "ringcast/relay/nats_cluster.hpp"
 #include "ringcast/relay/relay.hpp"
 
 namespace ringcast::tools {
@@ -80,10 +79,10 @@ namespace ringcast::tools {
   using Config = relay::ClusterConfig;
   static const std::vector<Setting<Config>> table = {
       schema::text<Config>("cluster-subject-prefix", RINGCAST_MEMBER(subject_prefix),
-                           "--cluster: the NATS subjects' first token (<prefix>.c.<channel>); every node of one "
+                           "With --cluster: the NATS subjects' first token (<prefix>.c.<channel>); every node of one "
                            "cluster uses the same, two clusters on one NATS differ"),
       schema::duration<Config>("cluster-settle-timeout", RINGCAST_MEMBER(settle_timeout),
-                               "--cluster: how long a SUBSCRIBE's confirmation waits for the NATS server to hold "
+                               "With --cluster: how long a SUBSCRIBE's confirmation waits for the NATS server to hold "
                                "the new interest; past it the confirmation goes anyway (counted)",
                                broker::BareDuration::kRefused, std::chrono::milliseconds(0)),
   };

@@ -79,6 +79,11 @@ int run(int argc, char** argv) {
                  "Also (or only) publish to NATS: nats://HOST:PORT[,nats://...] (tls://HOST:PORT: over TLS)");
   tools::add_settings(app, tools::nats_tls_settings(), nats);
   tools::add_settings(app, tools::nats_publish_settings(), nats);
+  ClusterConfig cluster;
+  app.add_option("--cluster", cluster.nats.url,
+                 "The embedded broker joins a cluster of brokers through these NATS server(s), "
+                 "nats://HOST:PORT[,...], as ringcast-broker --cluster does (docs/cluster.md); runs the broker");
+  tools::add_settings(app, tools::cluster_settings(), cluster);
   bool nats_at_most_once = false;
   app.add_flag("--nats-at-most-once", nats_at_most_once,
                "No credit window: publish as fast as the ring gives, whatever the ingresses take; loss is "
@@ -100,7 +105,8 @@ int run(int argc, char** argv) {
   broker_flags.add_to(app, cfg);  // as ringcast-broker (docs/broker.md, docs/security.md "TLS")
   std::vector<tools::HelpGroup> groups = {
       {"Common", {"--ring", "--listen", "--ws-port", "--nats", "--metrics", "--from"}},
-      {"Relay", {"--batch", "--metrics-tls", "--nats-in", "--nats-in-broker"}}};
+      {"Relay", {"--batch", "--metrics-tls", "--nats-in", "--nats-in-broker"}},
+      {"Cluster (docs/cluster.md)", {"--cluster", "--cluster-subject-prefix", "--cluster-settle-timeout"}}};
   for (auto& g : tools::broker_help_groups()) groups.push_back(std::move(g));
   tools::set_help_groups(app, groups);
   if (const auto exit_status = ringcast::tools::parse_settings(app, argc, argv)) return *exit_status;
@@ -122,8 +128,9 @@ int run(int argc, char** argv) {
     config.nats_broker_in.push_back(std::move(*route));
   }
   // The broker runs unless NATS is the only sink: --nats without --listen,
-  // and no --nats-in-broker.
-  const bool broker_on = nats_url.empty() || listen_opt->count() > 0 || !nats_in_broker_specs.empty();
+  // and no --nats-in-broker or --cluster.
+  const bool broker_on =
+      nats_url.empty() || listen_opt->count() > 0 || !nats_in_broker_specs.empty() || !cluster.nats.url.empty();
   if (broker_on) {
     auto hp = parse_host_port(listen);
     if (!hp) return usage("--listen " + hp.error().detail);
@@ -157,8 +164,16 @@ int run(int argc, char** argv) {
     config.nats = nats;
   } else if (!js.stream.empty()) {
     return usage("--jetstream needs --nats URL");
-  } else if (tools::nats_tls_given(nats)) {
-    return usage("--nats-tls-* need --nats URL");
+  } else if (tools::nats_tls_given(nats) && cluster.nats.url.empty()) {
+    return usage("--nats-tls-* need --nats URL or --cluster URL");
+  }
+  if (!cluster.nats.url.empty()) {
+    const std::string url = cluster.nats.url;
+    cluster.nats = nats;  // the --nats-tls-* files
+    cluster.nats.url = url;
+    cluster.nats.jetstream.reset();
+    if (const auto wrong = tools::finish_nats_tls(cluster.nats)) return usage(*wrong);
+    config.cluster = cluster;
   }
   std::optional<HostPort> metrics_at;
   if (!metrics.empty()) {
@@ -218,7 +233,7 @@ int run(int argc, char** argv) {
     fmt::print(stderr, "ringcast-relay: {}\n", relay.error().message());
     // libnats' threads may still hold a late reply (a JetStream API call
     // that timed out): let them finish before the process exits.
-    if (!nats_url.empty()) nats_CloseAndWait(2000);
+    if (!nats_url.empty() || !cluster.nats.url.empty()) nats_CloseAndWait(2000);
     return 1;
   }
   Relay& r = **relay;
@@ -230,6 +245,7 @@ int run(int argc, char** argv) {
   if (r.broker() != nullptr && cfg.tls.port) {
     fmt::print("ringcast-relay listening for TLS on {}:{}\n", cfg.bind_address, r.broker()->tls_port());
   }
+  if (!cluster.nats.url.empty()) fmt::print("ringcast-relay joined the cluster through NATS {}\n", cluster.nats.url);
   if (r.broker() != nullptr && r.broker()->ws_port() != 0) {
     const std::string at = tools::url_authority(cfg.bind_address, r.broker()->ws_port());
     if (cfg.tls.ws) {
@@ -298,7 +314,7 @@ int run(int argc, char** argv) {
                i.subject, i.target, i.received, i.delivered, i.gaps, i.lost, i.dropped);
   }
   relay->reset();
-  if (!nats_url.empty()) nats_CloseAndWait(2000);
+  if (!nats_url.empty() || !cluster.nats.url.empty()) nats_CloseAndWait(2000);
   return exit_status;
 }
 

@@ -37,16 +37,6 @@
 
 namespace ringcast::relay {
 
-struct ClusterConfig {
-  NatsConfig nats;  // url ("nats://a:4222,nats://b:4222"), TLS, reconnect buffer
-  // Subjects are `<subject_prefix>.c.<channel>` and `.s.` for shard channels.
-  std::string subject_prefix = "ringcast";
-  // How long a subscription's confirmation waits for its interest to reach
-  // the NATS server (ClusterLink::settle); past it the confirmation goes out
-  // anyway and the wait is counted as settle_timeouts.
-  std::chrono::milliseconds settle_timeout{2000};
-};
-
 struct ClusterStats {
   bool connected = false;
   std::string server;                 // the NATS server connected to, or empty

@@ -175,6 +175,18 @@ struct NatsConfig {
   std::chrono::milliseconds probe_interval{100};  // a probe after this long without progress
 };
 
+// `--cluster URL`: the broker joins a cluster of brokers through NATS
+// (NatsCluster, ringcast/relay/nats_cluster.hpp; docs/cluster.md).
+struct ClusterConfig {
+  NatsConfig nats;  // url ("nats://a:4222,nats://b:4222"), TLS, reconnect buffer
+  // Subjects are `<subject_prefix>.c.<channel>` and `.s.` for shard channels.
+  std::string subject_prefix = "ringcast";
+  // How long a subscription's confirmation waits for its interest to reach
+  // the NATS server (ClusterLink::settle); past it the confirmation goes out
+  // anyway and the wait is counted as settle_timeouts.
+  std::chrono::milliseconds settle_timeout{2000};
+};
+
 enum class LogLevel : std::uint8_t { kInfo, kWarning, kError };
 using LogFn = std::function<void(LogLevel, std::string_view)>;
 
@@ -259,6 +271,8 @@ struct RelayConfig {
   std::vector<RingRoute> rings;
   std::optional<broker::BrokerConfig> broker;  // nullopt: no broker sink
   std::optional<NatsConfig> nats;              // nullopt: no NATS sink (and no ingress)
+  // The embedded broker is a node of this cluster (needs `broker`); nullopt: alone.
+  std::optional<ClusterConfig> cluster;
   // NATS in (need `nats`): into local rings, and into the embedded broker (needs `broker`).
   std::vector<NatsRingIngressRoute> nats_rings_in;
   std::vector<NatsBrokerIngressRoute> nats_broker_in;
