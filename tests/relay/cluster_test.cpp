@@ -201,6 +201,64 @@ TEST_F(ClusterTest, PatternsComingAndGoingNeitherDuplicateNorLoseAnExactSubscrib
   EXPECT_EQ(b_.link->stats().lost, 0u);
 }
 
+// Nodes on two NATS servers joined by a route, as on two hosts: interest
+// crosses the route (not waited for by the confirmation: docs/cluster.md), then
+// every message arrives in order; when the server a node is on dies, the node
+// fails over to the other and the traffic resumes.
+TEST(ClusterOverRoutesTest, NodesOnRoutedNatsServersExchangeInOrderAndSurviveTheLossOfAServer) {
+  testing::LogSink log;
+  auto s1 = NatsServer::start({.cluster = true});
+  ASSERT_TRUE(s1);
+  auto s2 = NatsServer::start({.cluster = true, .route_to = s1->cluster_port()});
+  ASSERT_TRUE(s2);
+  // A knows s1 only and learns s2 from it (NATS's server discovery).
+  Node a, b;
+  for (auto [node, url] : {std::pair{&a, s1->url()}, std::pair{&b, s2->url()}}) {
+    auto link = NatsCluster::connect(cluster_config(url), log.fn());
+    ASSERT_TRUE(link) << link.error();
+    node->link = std::move(*link);
+    broker::BrokerConfig bc = testing::loopback_broker();
+    auto started = broker::Broker::start(bc, node->link.get());
+    ASSERT_TRUE(started) << started.error().message();
+    node->broker = std::move(*started);
+    node->link->attach(*node->broker);
+  }
+  RespClient sub(b.broker->port());
+  ASSERT_TRUE(sub.subscribe("chat"));
+  RespClient pub(a.broker->port());
+  // Probes until one crosses: the interest has reached A's server.
+  const auto crossed = [&](const std::string& probe) {
+    for (int i = 0; i < 200; ++i) {
+      if (publish(pub, "PUBLISH", "chat", probe) != "0") return false;
+      auto r = sub.next(deadline_in(50ms));
+      if (r && r->count == 3 && r->elems[2].str == probe) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(crossed("probe")) << log.all();
+  const auto exchange = [&](int from, int to) {
+    for (int i = from; i < to; ++i) ASSERT_EQ(publish(pub, "PUBLISH", "chat", std::to_string(i)), "0");
+    for (std::string m = next_message(sub); m != "message chat " + std::to_string(from);) {
+      ASSERT_EQ(m, "message chat probe");  // probes still on their way
+      m = next_message(sub);
+    }
+    for (int i = from + 1; i < to; ++i) ASSERT_EQ(next_message(sub), "message chat " + std::to_string(i));
+  };
+  ASSERT_NO_FATAL_FAILURE(exchange(0, 300));
+
+  // A's server dies; A reconnects to the one it discovered.
+  s1->kill();
+  ASSERT_TRUE(testing::eventually(
+      [&] {
+        const ClusterStats st = a.link->stats();
+        return st.connected && st.server != s1->url();
+      },
+      20s))
+      << log.all();
+  ASSERT_TRUE(crossed("probe")) << log.all();
+  ASSERT_NO_FATAL_FAILURE(exchange(300, 600));
+}
+
 // The relay's embedded broker as a node: a ring's messages reach a
 // subscriber of another node, and that node's publishes reach the relay's.
 TEST_F(ClusterTest, TheRelaysEmbeddedBrokerJoinsTheClusterBothWays) {
