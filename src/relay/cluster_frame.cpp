@@ -43,11 +43,11 @@ void encode_cluster_frame(const ClusterFrame& f, std::string& out) {
   char* p = out.data();
   std::memcpy(p, &h, sizeof h);
   p += sizeof h;
-  std::memcpy(p, f.channel.data(), f.channel.size());
-  p += f.channel.size();
-  std::memcpy(p, f.message_id.data(), f.message_id.size());
-  p += f.message_id.size();
-  std::memcpy(p, f.payload.data(), f.payload.size());
+  // An empty view may hold a null pointer, which memcpy must not be given.
+  for (const std::string_view part : {f.channel, f.message_id, f.payload}) {
+    if (!part.empty()) std::memcpy(p, part.data(), part.size());
+    p += part.size();
+  }
 }
 
 std::optional<ClusterFrame> decode_cluster_frame(std::string_view bytes) noexcept {
