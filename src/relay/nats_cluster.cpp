@@ -167,6 +167,12 @@ tl::expected<std::unique_ptr<NatsCluster>, std::string> NatsCluster::connect(con
   // one worker): a message on two overlapping subscriptions arrives twice in
   // order, which the seq check needs (the header's thread safety).
   impl->config.nats.one_delivery_thread = true;
+  // A node's own host's server first (docs/cluster.md, "Running one"); a
+  // server that stops answering noticed within seconds; a publish never
+  // waits long on a socket that does not drain (NatsConfig).
+  impl->config.nats.servers_in_order = true;
+  impl->config.nats.ping_interval = std::chrono::seconds(1);
+  impl->config.nats.write_deadline = std::chrono::milliseconds(500);
   // libnats' pool (process-wide) gives each subscription one of its workers,
   // round robin: one worker, so that all of them share it. A pool never
   // shrinks: a process that grew it earlier breaks this (docs/cluster.md).

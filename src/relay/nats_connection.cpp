@@ -122,6 +122,15 @@ tl::expected<std::unique_ptr<NatsConnection>, std::string> NatsConnection::conne
   if (config.one_delivery_thread && (s = natsOptions_UseGlobalMessageDelivery(o, true)) != NATS_OK) {
     return fail("global message delivery", s);
   }
+  if (config.servers_in_order && (s = natsOptions_SetNoRandomize(o, true)) != NATS_OK) return fail("no randomize", s);
+  if (config.ping_interval.count() > 0 &&
+      (s = natsOptions_SetPingInterval(o, config.ping_interval.count())) != NATS_OK) {
+    return fail("ping interval", s);
+  }
+  if (config.write_deadline.count() > 0 &&
+      (s = natsOptions_SetWriteDeadline(o, config.write_deadline.count())) != NATS_OK) {
+    return fail("write deadline", s);
+  }
   const bool secure = config.tls.enabled || std::any_of(urls.begin(), urls.end(),
                                                         [](const std::string& u) { return u.rfind("tls://", 0) == 0; });
   if (secure) {

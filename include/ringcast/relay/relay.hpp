@@ -157,6 +157,15 @@ struct NatsConfig {
   // the order they came from the server, not by a thread per subscription.
   // The cluster link sets it (its duplicate check needs one order).
   bool one_delivery_thread = false;
+  // The cluster link's connection (NatsCluster::connect sets them; 0 and
+  // false: libnats' defaults): servers tried in the order `url` gives them
+  // (a node's own host's server first), a dead server noticed after
+  // 2 x ping_interval without a PONG, and a socket write that cannot finish
+  // within write_deadline failing (the connection reconnects) instead of
+  // holding libnats' connection lock, and every publisher, until it does.
+  bool servers_in_order = false;
+  std::chrono::milliseconds ping_interval{0};
+  std::chrono::milliseconds write_deadline{0};
   // Ring messages per NATS message (`--nats-batch`, 1..kMaxNatsBatch). 1: one NATS message per
   // ring message, readable by any NATS client. More: a fixed-subject ring's
   // messages travel in batches of up to `batch` (fewer when the ring has no

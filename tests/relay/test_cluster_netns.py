@@ -1,0 +1,325 @@
+"""A ringcast cluster as hosts (issue 36, part 3; docs/cluster.md).
+
+Each host is a network namespace this test creates and removes: three hosts,
+198.51.100.1-3/24 (a documentation range), joined by veth links to a bridge
+in a fourth namespace, so that no packet leaves them. On each host a
+nats-server (the three routed into one NATS cluster) and a ringcast-broker
+with --cluster. The clients are redis-py, each connection's socket made on a
+thread that has entered its host's namespace (a socket keeps the namespace
+it was made in). Every check is message by message: a subscriber gets each
+accepted message in order, or a loss notice that counts it.
+"""
+
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+import uuid
+
+import pytest
+import redis
+
+BROKER = os.environ.get("RINGCAST_BROKER_EXE", "")
+NATS_SERVER = os.environ.get("NATS_SERVER_EXE", shutil.which("nats-server") or "")
+CLONE_NEWNET = 0x40000000
+LOSS = "__ringcast__:loss"
+
+
+def run(*argv):
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def in_namespace(ns, fn):
+    """fn() on a thread that has entered network namespace `ns`."""
+    out = {}
+
+    def body():
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+        try:
+            if libc.setns(fd, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), f"setns {ns}")
+        finally:
+            os.close(fd)
+        try:
+            out["value"] = fn()
+        except BaseException as e:  # handed to the caller's thread
+            out["error"] = e
+
+    t = threading.Thread(target=body)
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+class NsConnection(redis.Connection):
+    """redis-py's connection, its socket made inside a host's namespace."""
+
+    def __init__(self, ns, **kwargs):
+        self.ns = ns
+        super().__init__(**kwargs)
+
+    def _connect(self):
+        return in_namespace(self.ns, super()._connect)
+
+
+class Host:
+    def __init__(self, net, i):
+        self.i = i
+        self.ns = f"{net.tag}h{i}"
+        self.addr = f"198.51.100.{i}"
+        self.switch_port = f"{net.tag}s{i}"
+        self.nats = None
+        self.broker = None
+
+    def spawn(self, argv, log):
+        return subprocess.Popen(["ip", "netns", "exec", self.ns, *argv], stdout=log, stderr=subprocess.STDOUT)
+
+    def client(self):
+        pool = redis.ConnectionPool(connection_class=NsConnection, ns=self.ns, host=self.addr, port=6390,
+                                    socket_timeout=10)
+        return redis.Redis(connection_pool=pool)
+
+
+class Net:
+    """The namespaces, links and servers; removed by close()."""
+
+    def __init__(self, tmp_path, hosts=3):
+        self.tag = "rc" + uuid.uuid4().hex[:5]
+        self.switch = self.tag + "sw"
+        self.tmp = tmp_path
+        self.hosts = []
+        self.logs = []
+        run("ip", "netns", "add", self.switch)
+        run("ip", "-n", self.switch, "link", "add", "br0", "type", "bridge")
+        run("ip", "-n", self.switch, "link", "set", "br0", "up")
+        for i in range(1, hosts + 1):
+            h = Host(self, i)
+            self.hosts.append(h)
+            run("ip", "netns", "add", h.ns)
+            run("ip", "-n", h.ns, "link", "set", "lo", "up")
+            run("ip", "link", "add", h.switch_port, "netns", self.switch, "type", "veth", "peer", "name", "eth0",
+                "netns", h.ns)
+            run("ip", "-n", h.ns, "addr", "add", h.addr + "/24", "dev", "eth0")
+            run("ip", "-n", h.ns, "link", "set", "eth0", "up")
+            run("ip", "-n", self.switch, "link", "set", h.switch_port, "master", "br0")
+            run("ip", "-n", self.switch, "link", "set", h.switch_port, "up")
+
+    def log(self, name):
+        f = open(self.tmp / name, "w+")
+        self.logs.append(f)
+        return f
+
+    def start_nats(self, h):
+        routes = ",".join(f"nats://{o.addr}:6222" for o in self.hosts if o is not h)
+        h.nats = h.spawn([NATS_SERVER, "-a", h.addr, "-p", "4222", "--cluster", f"nats://{h.addr}:6222",
+                          "--cluster_name", "ringcast", "--routes", routes, "-n", h.ns],
+                         self.log(f"nats-{h.i}.log"))
+
+    def start_broker(self, h):
+        # Its own host's NATS server first, then the others.
+        servers = [h] + [o for o in self.hosts if o is not h]
+        urls = ",".join(f"nats://{o.addr}:4222" for o in servers)
+        log = self.log(f"broker-{h.i}.log")
+        h.broker = h.spawn([BROKER, "--bind", h.addr, "--port", "6390", "--cluster", urls], log)
+        wait_for(lambda: "listening on" in read(log), f"broker {h.i} listening")
+
+    def up(self):
+        for h in self.hosts:
+            self.start_nats(h)
+        for h in self.hosts:
+            self.start_broker(h)
+
+    def partition(self, h, cut):
+        run("ip", "-n", self.switch, "link", "set", h.switch_port, "down" if cut else "up")
+
+    def all_logs(self):
+        return "\n".join(f"--- {f.name}\n{(self.tmp / f.name).read_text()}" for f in self.logs)
+
+    def close(self):
+        for h in self.hosts:
+            for p in (h.broker, h.nats):
+                if p is not None and p.poll() is None:
+                    p.kill()
+                    p.wait()
+        for h in self.hosts:
+            subprocess.run(["ip", "netns", "del", h.ns], stderr=subprocess.DEVNULL)
+        subprocess.run(["ip", "netns", "del", self.switch], stderr=subprocess.DEVNULL)
+        for f in self.logs:
+            f.close()
+
+
+def read(f):
+    f.flush()
+    f.seek(0)
+    return f.read()
+
+
+def wait_for(cond, what, timeout=20.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def namespaces_work():
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        return False
+    probe = "rcprobe" + uuid.uuid4().hex[:5]
+    ok = subprocess.run(["ip", "netns", "add", probe], stderr=subprocess.DEVNULL).returncode == 0
+    subprocess.run(["ip", "netns", "del", probe], stderr=subprocess.DEVNULL)
+    return ok
+
+
+pytestmark = [
+    pytest.mark.skipif(not BROKER or not NATS_SERVER, reason="RINGCAST_BROKER_EXE and nats-server needed"),
+    pytest.mark.skipif(not namespaces_work(), reason="needs root and ip netns (iproute2)"),
+]
+
+
+@pytest.fixture
+def net(tmp_path):
+    n = Net(tmp_path)
+    try:
+        n.up()
+        yield n
+    finally:
+        n.close()
+        print(n.all_logs())  # pytest shows it when the test failed
+
+
+class Subscriber:
+    """A subscriber's view: the numbered messages it got, and the losses it was told."""
+
+    def __init__(self, host, channel):
+        self.client = host.client()
+        self.pubsub = self.client.pubsub()
+        self.pubsub.subscribe(channel)
+        assert self.pubsub.get_message(timeout=10)["type"] == "subscribe"
+        self.numbers = []
+        self.lost = 0
+        self.probes = 0
+
+    def poll(self, timeout=0.05):
+        m = self.pubsub.get_message(timeout=timeout)
+        if m is None or m["type"] != "message":
+            return m is not None
+        data = m["data"].decode()
+        if m["channel"].decode() == LOSS:
+            self.lost += int(re.search(r"lost=(\d+)", data).group(1))
+        elif data == "probe":
+            self.probes += 1
+        else:
+            self.numbers.append(int(data))
+        return True
+
+    def drain_until(self, number, timeout=30.0):
+        end = time.monotonic() + timeout
+        while (not self.numbers or self.numbers[-1] != number) and time.monotonic() < end:
+            self.poll(0.2)
+        assert self.numbers and self.numbers[-1] == number, f"never got {number}; last {self.numbers[-1:]}"
+
+    def check(self, accepted):
+        """Every accepted number received in order, or counted in a loss notice."""
+        assert self.numbers == sorted(self.numbers), "out of order"
+        assert len(set(self.numbers)) == len(self.numbers), "a message twice"
+        assert set(self.numbers) <= set(accepted), "a refused message was delivered"
+        missing = len(accepted) - len(self.numbers)
+        assert missing == self.lost, f"{missing} accepted messages missing, {self.lost} reported lost"
+
+
+def until_crossed(pub, subs, timeout=30.0):
+    """Probes until each subscriber has seen one: interest has crossed the NATS routes."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        pub.publish("chat", "probe")
+        for s in subs:
+            s.poll(0.05)
+        if all(s.probes > 0 for s in subs):
+            return
+    raise AssertionError("interest never crossed the routes")
+
+
+def publish_numbers(pub, numbers):
+    """PUBLISHes each number; returns those accepted (a CLUSTERDOWN refusal is not)."""
+    accepted = []
+    for n in numbers:
+        try:
+            pub.publish("chat", str(n))
+            accepted.append(n)
+        except redis.ResponseError as e:
+            assert str(e).startswith("CLUSTERDOWN "), e
+    return accepted
+
+
+def test_publishes_on_one_host_reach_subscribers_on_the_others_in_order(net):
+    h1, h2, h3 = net.hosts
+    subs = [Subscriber(h2, "chat"), Subscriber(h3, "chat")]
+    pub = h1.client()
+    until_crossed(pub, subs)
+    accepted = publish_numbers(pub, range(2000))
+    assert accepted == list(range(2000))
+    for s in subs:
+        s.drain_until(1999)
+        s.check(accepted)
+        assert s.lost == 0
+
+
+def test_a_killed_nats_server_fails_its_broker_over_and_every_loss_is_reported(net):
+    h1, h2, h3 = net.hosts
+    subs = [Subscriber(h2, "chat"), Subscriber(h3, "chat")]
+    pub = h1.client()
+    until_crossed(pub, subs)
+    accepted = publish_numbers(pub, range(500))
+    h1.nats.kill()  # kill -9 of the NATS server host 1's broker is connected to
+    h1.nats.wait()
+    accepted += publish_numbers(pub, range(500, 3000))
+    # Back through another server: a message that crosses shows it.
+    until_crossed(pub, subs)
+    accepted += publish_numbers(pub, [3000])  # the marker: any gap before it shows
+    assert accepted[-1] == 3000, "the broker never came back"
+    for s in subs:
+        s.drain_until(3000)
+        s.check(accepted)
+
+
+def test_a_partitioned_host_hears_everything_or_is_told_what_it_missed_after_healing(net):
+    h1, h2, h3 = net.hosts
+    far, near = Subscriber(h3, "chat"), Subscriber(h2, "chat")
+    pub = h1.client()
+    until_crossed(pub, [far, near])
+    accepted = publish_numbers(pub, range(300))
+    net.partition(h3, True)  # host 3's link down
+    accepted += publish_numbers(pub, range(300, 2300))
+    time.sleep(2)  # the partition lasts (no message is checked against this time)
+    net.partition(h3, False)
+    until_crossed(pub, [far, near])
+    accepted += publish_numbers(pub, [2300])
+    for s in (far, near):
+        s.drain_until(2300)
+        s.check(accepted)
+    assert near.lost == 0, "host 2 was never cut off"
+
+
+def test_subscribers_of_a_killed_broker_reconnect_to_another_host_and_hear_on(net):
+    h1, h2, h3 = net.hosts
+    moving = Subscriber(h2, "chat")
+    pub = h1.client()
+    until_crossed(pub, [moving])
+    h2.broker.kill()  # kill -9 of a broker node
+    h2.broker.wait()
+    with pytest.raises(redis.ConnectionError):
+        while True:
+            moving.pubsub.get_message(timeout=1)
+    moved = Subscriber(h3, "chat")  # its client reconnects elsewhere
+    until_crossed(pub, [moved])
+    accepted = publish_numbers(pub, range(1000))
+    moved.drain_until(999)
+    moved.check(accepted)
