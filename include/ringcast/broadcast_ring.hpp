@@ -128,8 +128,16 @@ struct CreateOptions {
 struct OpenOptions {
   std::uint64_t expected_capacity = 0;  // 0: take the header's; else layout_mismatch on disagreement
   bool read_only = false;               // map read-only (observers such as ring-top)
-  bool reap_on_full = false;            // as CreateOptions::reap_on_full, if this handle produces
-  ClockNs reap_clock = nullptr;         // as CreateOptions::reap_clock
+  // A reader whose message slots are mapped read-only: it registers,
+  // receives and reads views as any consumer, its cursor and liveness stay
+  // writable, but a stray write through a view (or anywhere in the slots
+  // past the header's page) faults in this process instead of corrupting
+  // every reader's messages. Such a handle cannot produce (claim_producer:
+  // not_producer). The file is still opened read-write: its header is
+  // shared state every consumer writes (docs/design.md, "Read-only readers").
+  bool read_only_slots = false;
+  bool reap_on_full = false;     // as CreateOptions::reap_on_full, if this handle produces
+  ClockNs reap_clock = nullptr;  // as CreateOptions::reap_clock
 };
 
 // Outcome of a single receive. 16 bytes, returned in registers.
@@ -603,9 +611,14 @@ class BroadcastRing {
   bool wait(layout::WaitLine& line, WaitState& ws, WaitOptions options, Attempt&& attempt) noexcept;
   [[nodiscard]] bool lock_is_held(off_t offset) const noexcept;
 
-  // Mapping. header_/slots_ point into [base_, base_ + map_bytes_).
+  // Mapping. header_/slots_ point into [base_, base_ + map_bytes_), or, with
+  // OpenOptions::read_only_slots, header_ into [base_, base_ + map_bytes_)
+  // (the header's pages, writable) and slots_ into the read-only mapping of
+  // the whole file [slots_map_, slots_map_ + slots_map_bytes_).
   std::byte* base_ = nullptr;
   std::size_t map_bytes_ = 0;
+  std::byte* slots_map_ = nullptr;
+  std::size_t slots_map_bytes_ = 0;
   int fd_ = -1;  // -1 for anonymous rings
   bool read_only_ = false;
   layout::RingHeader* header_ = nullptr;

@@ -313,7 +313,10 @@ Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const O
   }
   if (auto r = ring.set_geometry(capacity, flags, max_message); !r) return tl::unexpected(r.error());
 
-  ring.map_bytes_ = layout::file_size(capacity);
+  const bool slots_read_only = options.read_only_slots && !options.read_only;
+  // With read-only slots, the writable mapping is the header's pages alone.
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  ring.map_bytes_ = slots_read_only ? (layout::kHeaderBytes + page - 1) / page * page : layout::file_size(capacity);
   void* base = ::mmap(nullptr, ring.map_bytes_, prot, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
     ring.map_bytes_ = 0;
@@ -322,6 +325,13 @@ Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const O
   ring.base_ = static_cast<std::byte*>(base);
   ring.header_ = reinterpret_cast<layout::RingHeader*>(ring.base_);
   ring.slots_ = reinterpret_cast<layout::Slot*>(ring.base_ + layout::kHeaderBytes);
+  if (slots_read_only) {
+    void* all = ::mmap(nullptr, layout::file_size(capacity), PROT_READ, MAP_SHARED, fd, 0);
+    if (all == MAP_FAILED) return make_error(Errc::io_error, "open: mmap slots read-only", errno);
+    ring.slots_map_ = static_cast<std::byte*>(all);
+    ring.slots_map_bytes_ = layout::file_size(capacity);
+    ring.slots_ = reinterpret_cast<layout::Slot*>(ring.slots_map_ + layout::kHeaderBytes);
+  }
   ring.reap_on_full_ = options.reap_on_full;
   ring.reap_clock_ = options.reap_clock != nullptr ? options.reap_clock : detail::monotonic_ns;
   // A read-only handle neither pushes nor receives: it has no light side.
@@ -338,6 +348,8 @@ BroadcastRing& BroadcastRing::operator=(BroadcastRing&& other) noexcept {
   close();
   base_ = std::exchange(other.base_, nullptr);
   map_bytes_ = std::exchange(other.map_bytes_, 0);
+  slots_map_ = std::exchange(other.slots_map_, nullptr);
+  slots_map_bytes_ = std::exchange(other.slots_map_bytes_, 0);
   fd_ = std::exchange(other.fd_, -1);
   read_only_ = other.read_only_;
   header_ = std::exchange(other.header_, nullptr);
@@ -391,7 +403,9 @@ void BroadcastRing::close() noexcept {
     }
     release_producer();
     ::munmap(base_, map_bytes_);
+    if (slots_map_ != nullptr) ::munmap(slots_map_, slots_map_bytes_);
     base_ = nullptr;
+    slots_map_ = nullptr;
     header_ = nullptr;
     slots_ = nullptr;
   }
@@ -404,6 +418,9 @@ void BroadcastRing::close() noexcept {
 Result<void> BroadcastRing::claim_producer() {
   if (is_producer_) return {};
   if (read_only_) return make_error(Errc::not_producer, "claim_producer: ring opened read-only");
+  if (slots_map_ != nullptr) {
+    return make_error(Errc::not_producer, "claim_producer: ring opened with read-only slots (a reader)");
+  }
   if (fd_ >= 0) {
     if (const int err = detail::try_lock(fd_, detail::kProducerLock); err != 0) {
       if (err == EAGAIN) return make_error(Errc::producer_busy, "claim_producer: another producer is live");

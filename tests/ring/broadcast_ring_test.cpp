@@ -4,9 +4,12 @@
 #include "ringcast/broadcast_ring.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <array>
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -470,6 +473,51 @@ TEST_F(BroadcastRingTest, ReadOnlyHandleCannotProduceOrConsume) {
   EXPECT_EQ(observer->try_push(as_bytes("x")), Errc::not_producer);
   EXPECT_FALSE(observer->register_consumer());
   EXPECT_TRUE(observer->is_fully_drained());
+}
+
+// A reader opened with read_only_slots receives as any consumer, cannot
+// produce, and a write through its zero-copy view faults in its own process
+// (the message stays intact for every other reader).
+TEST_F(BroadcastRingTest, AReaderWithReadOnlySlotsReceivesButAWriteThroughItsViewFaultsInItsOwnProcess) {
+  auto producer = BroadcastRing::create(path(), 1024);  // records: a large message is viewed in place
+  ASSERT_TRUE(producer);
+  auto reader = BroadcastRing::open(path(), {.read_only_slots = true});
+  ASSERT_TRUE(reader) << reader.error().message();
+  EXPECT_EQ(reader->claim_producer().error().code, Errc::not_producer);
+  EXPECT_EQ(reader->try_push(as_bytes("x")), Errc::not_producer);
+  auto id = reader->register_consumer();
+  ASSERT_TRUE(id) << id.error().message();
+  auto other = producer->register_consumer();
+  ASSERT_TRUE(other);
+  const std::string big(3000, 'm');
+  ASSERT_EQ(producer->try_push(as_bytes("small")), Errc::ok);
+  ASSERT_EQ(producer->try_push(as_bytes(big)), Errc::ok);
+  Buffer buf{};
+  const RecvResult r = reader->try_recv(*id, buf);
+  ASSERT_EQ(r.status, Errc::ok);
+  EXPECT_EQ(text(buf, r), "small");
+  const MessageView v = reader->try_view(*id);
+  ASSERT_EQ(v.status, Errc::ok);
+  ASSERT_TRUE(v.in_place) << "the view must point into the ring for the write below to mean anything";
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(v.data.data()), v.data.size()), big);
+  const auto faults = [](int status) {
+    // A plain build dies of SIGSEGV; ASan reports the SEGV and exits 1.
+    return (WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) || (WIFEXITED(status) && WEXITSTATUS(status) != 0);
+  };
+  EXPECT_EXIT(
+      {
+        *reinterpret_cast<volatile std::byte*>(const_cast<std::byte*>(v.data.data())) = std::byte{'X'};
+        std::_Exit(0);
+      },
+      faults, "");
+  EXPECT_EQ(reader->release_view(*id), Errc::ok);
+  EXPECT_EQ(reader->lag(*id), 0U);
+  // The other reader's copy of the message is untouched.
+  ASSERT_EQ(producer->try_recv(*other, buf).status, Errc::ok);
+  std::vector<std::byte> out(4096);
+  const RecvResult whole = producer->try_recv(*other, out);
+  ASSERT_EQ(whole.status, Errc::ok);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(out.data()), whole.length), big);
 }
 
 TEST_F(BroadcastRingTest, BatchPushStopsAtFullAndPublishesOnce) {
