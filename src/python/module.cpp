@@ -114,15 +114,22 @@ max_message_for(capacity)); up to 52 keeps one slot per message. A larger value
 than the capacity allows raises RingError payload_too_large.)")
       .def_static(
           "open",
-          [](const std::filesystem::path& path, std::uint64_t expected_capacity, bool read_only, bool reap_on_full) {
+          [](const std::filesystem::path& path, std::uint64_t expected_capacity, bool read_only, bool read_only_slots,
+             bool reap_on_full) {
             return make_ring(BroadcastRing::open(path.string(), {.expected_capacity = expected_capacity,
                                                                  .read_only = read_only,
+                                                                 .read_only_slots = read_only_slots,
                                                                  .reap_on_full = reap_on_full}),
                              path.string());
           },
           py::arg("path"), py::kw_only(), py::arg("expected_capacity") = 0, py::arg("read_only") = false,
-          py::arg("reap_on_full") = false,
+          py::arg("read_only_slots") = false, py::arg("reap_on_full") = false,
           R"(Open an existing ring file.
+
+read_only_slots: a reader whose message slots are mapped read-only (its cursor
+stays writable): a stray write through its views faults in this process instead
+of corrupting everyone's messages; it cannot produce (docs/design.md,
+"Read-only readers").
 
 RingError io_error (no such file, permissions), not_ready (its creator is still
 initialising it), layout_mismatch (not a ring, another version, a capacity other

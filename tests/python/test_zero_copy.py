@@ -73,6 +73,32 @@ def test_a_numpy_frame_goes_through_claim_and_view_in_the_rings_own_memory(ring,
     assert c.try_view() is None and c.lag() == 0
 
 
+def mapping_permissions(buffer):
+    """The permissions ("r--s", "rw-s") of the mapping a buffer's bytes lie in."""
+    a = address(buffer)
+    with open("/proc/self/maps") as f:
+        for line in f:
+            span, perms = line.split()[:2]
+            low, high = (int(x, 16) for x in span.split("-"))
+            if low <= a < high:
+                return perms
+    return None
+
+
+def test_a_reader_with_read_only_slots_views_the_message_in_a_read_only_mapping(ring, ring_path):
+    with Ring.open(ring_path, read_only_slots=True) as reader:
+        guarded, plain = reader.register_consumer(), ring.register_consumer()
+        with ring.try_claim(FRAME.itemsize) as claim:
+            np.frombuffer(claim, dtype=FRAME)[0] = frame(3)
+        with guarded.try_view() as view, plain.try_view() as other:
+            assert view.in_place and other.in_place and bytes(view) == bytes(other)
+            assert mapping_permissions(view) == "r--s"      # a write through it would fault
+            assert mapping_permissions(other) == "rw-s"
+        with pytest.raises(RingError) as e:
+            reader.claim_producer()
+        assert e.value.errc == Errc.not_producer
+
+
 def test_try_recv_and_try_recv_into_copy_once_out_of_the_ring(ring, ring_path):
     c = ring.register_consumer()
     sent = frame(3)
