@@ -108,6 +108,7 @@ typedef struct ringcast_open_options {
   uint64_t expected_capacity; /* 0: the file's; else RINGCAST_LAYOUT_MISMATCH if it differs */
   bool read_only;             /* map read-only (observers) */
   bool reap_on_full;          /* as in ringcast_create_options, if this handle produces */
+  bool read_only_slots;       /* a reader whose message slots are mapped read-only (cannot produce) */
 } ringcast_open_options;
 
 /* One receive (ringcast::RecvResult); 16 bytes, returned in registers. */

@@ -183,6 +183,7 @@ ringcast_status ringcast_open(const char* path, const ringcast_open_options* opt
     o.expected_capacity = options->expected_capacity;
     o.read_only = options->read_only;
     o.reap_on_full = options->reap_on_full;
+    o.read_only_slots = options->read_only_slots;
   }
   return guarded("open", [&] { return adopt(BroadcastRing::open(path, o), ring); });
 }

@@ -103,6 +103,13 @@ static void test_setup_errors(void) {
   CHECK_STATUS(ringcast_open(path_of("exists"), &want, &opened), RINGCAST_OK);
   CHECK(ringcast_capacity(opened) == 16);
   ringcast_close(opened);
+  /* A reader with read-only slots opens, and cannot produce. */
+  ringcast_open_options reader = {0};
+  reader.read_only_slots = true;
+  CHECK_STATUS(ringcast_open(path_of("exists"), &reader, &opened), RINGCAST_OK);
+  CHECK_STATUS(ringcast_claim_producer(opened), RINGCAST_NOT_PRODUCER);
+  CHECK(strstr(ringcast_last_error_message(), "read-only slots") != NULL);
+  ringcast_close(opened);
   ringcast_close(again);
   ringcast_close(ring);
   ringcast_close(NULL); /* a no-op */

@@ -168,6 +168,7 @@ type OpenOptions struct {
 	ExpectedCapacity uint64
 	ReadOnly         bool
 	ReapOnFull       bool
+	ReadOnlySlots    bool // a reader whose message slots are mapped read-only (cannot produce)
 }
 
 // ConsumerID names a consumer registered through a Ring.
@@ -227,7 +228,8 @@ func Open(path string, options *OpenOptions) (*Ring, error) {
 	var o *C.ringcast_open_options
 	if options != nil {
 		o = &C.ringcast_open_options{expected_capacity: C.uint64_t(options.ExpectedCapacity),
-			read_only: C.bool(options.ReadOnly), reap_on_full: C.bool(options.ReapOnFull)}
+			read_only: C.bool(options.ReadOnly), reap_on_full: C.bool(options.ReapOnFull),
+			read_only_slots: C.bool(options.ReadOnlySlots)}
 	}
 	r := &Ring{}
 	err := setup(func() C.ringcast_status {

@@ -25,6 +25,7 @@ int main(void) {
   OFFSET(ringcast_open_options, expected_capacity);
   OFFSET(ringcast_open_options, read_only);
   OFFSET(ringcast_open_options, reap_on_full);
+  OFFSET(ringcast_open_options, read_only_slots);
   SIZE(ringcast_recv_result);
   OFFSET(ringcast_recv_result, status);
   OFFSET(ringcast_recv_result, length);

@@ -59,6 +59,7 @@ pub struct ringcast_open_options {
     pub expected_capacity: u64,
     pub read_only: bool,
     pub reap_on_full: bool,
+    pub read_only_slots: bool,
 }
 
 #[repr(C)]

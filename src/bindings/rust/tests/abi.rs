@@ -48,7 +48,8 @@ fn structs_have_the_c_layout() {
         [
             (expected_capacity, OFFSET_ringcast_open_options_expected_capacity),
             (read_only, OFFSET_ringcast_open_options_read_only),
-            (reap_on_full, OFFSET_ringcast_open_options_reap_on_full)
+            (reap_on_full, OFFSET_ringcast_open_options_reap_on_full),
+            (read_only_slots, OFFSET_ringcast_open_options_read_only_slots)
         ]
     );
     same_layout!(
