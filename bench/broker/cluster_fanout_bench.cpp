@@ -90,6 +90,12 @@ struct Cluster {
     return n;
   }
 
+  // Stops the processes last started first (brokers before their NATS
+  // servers, so no node logs a lost connection on the way out).
+  void stop() {
+    while (!processes.empty()) processes.pop_back();
+  }
+
   double cpu_seconds_total() const {
     double s = 0;
     for (const auto& p : processes) s += cpu_seconds(p.pid());
@@ -131,10 +137,10 @@ std::optional<Cluster> start_ringcast(const std::string& broker, const std::stri
     for (std::size_t j = 0; j < kNodes; ++j) {
       if (j != i) routes += fmt::format("{}nats://127.0.0.1:{}", routes.empty() ? "" : ",", route[j]);
     }
-    c.processes.push_back(ChildProcess::spawn({nats, "-a", "127.0.0.1", "-p", std::to_string(client[i]), "--cluster",
-                                               fmt::format("nats://127.0.0.1:{}", route[i]), "--cluster_name",
-                                               "ringcast-bench", "--routes", routes},
-                                              kQuiet));
+    c.processes.push_back(ChildProcess::spawn(
+        {nats, "-a", "127.0.0.1", "-p", std::to_string(client[i]), "--cluster",
+         fmt::format("nats://127.0.0.1:{}", route[i]), "--cluster_name", "ringcast-bench", "--routes", routes},
+        kQuiet));
     if (!c.processes.back().running() || !wait_accepting(client[i])) {
       fmt::print(stderr, "nats-server {} did not start ({})\n", i + 1, nats);
       return std::nullopt;
@@ -142,10 +148,10 @@ std::optional<Cluster> start_ringcast(const std::string& broker, const std::stri
   }
   for (std::size_t i = 0; i < kNodes; ++i) {
     const int port = free_port();
-    c.processes.push_back(ChildProcess::spawn({broker, "--port", std::to_string(port), "--io-threads",
-                                               std::to_string(io_threads), "--cluster",
-                                               fmt::format("nats://127.0.0.1:{}", client[i])},
-                                              kQuiet));
+    c.processes.push_back(
+        ChildProcess::spawn({broker, "--port", std::to_string(port), "--io-threads", std::to_string(io_threads),
+                             "--cluster", fmt::format("nats://127.0.0.1:{}", client[i])},
+                            kQuiet));
     c.ports.push_back(port);
     if (!c.processes.back().running() || !wait_accepting(port) ||
         !eventually([&] { return info_field(info(port, "cluster"), "cluster_connected") == 1; },
@@ -162,11 +168,28 @@ std::optional<Cluster> start_redis(const std::string& server, const std::string&
   std::vector<std::string> create{cli, "--cluster", "create"};
   for (std::size_t i = 0; i < kNodes; ++i) {
     const int port = free_port();
-    c.processes.push_back(ChildProcess::spawn(
-        {server, "--port", std::to_string(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes", "--cluster-port",
-         std::to_string(free_port()), "--cluster-config-file", fmt::format("nodes-{}.conf", port), "--dir", dir,
-         "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", fmt::format("{}/redis-{}.log", dir, port)},
-        kQuiet));
+    c.processes.push_back(ChildProcess::spawn({server,
+                                               "--port",
+                                               std::to_string(port),
+                                               "--bind",
+                                               "127.0.0.1",
+                                               "--cluster-enabled",
+                                               "yes",
+                                               "--cluster-port",
+                                               std::to_string(free_port()),
+                                               "--cluster-config-file",
+                                               fmt::format("nodes-{}.conf", port),
+                                               "--dir",
+                                               dir,
+                                               "--save",
+                                               "",
+                                               "--appendonly",
+                                               "no",
+                                               "--daemonize",
+                                               "no",
+                                               "--logfile",
+                                               fmt::format("{}/redis-{}.log", dir, port)},
+                                              kQuiet));
     c.ports.push_back(port);
     c.logs.push_back(fmt::format("{}/redis-{}.log", dir, port));
     if (!c.processes.back().running() || !wait_accepting(port)) {
@@ -178,20 +201,20 @@ std::optional<Cluster> start_redis(const std::string& server, const std::string&
   create.push_back("--cluster-yes");
   auto creator = ChildProcess::spawn(create, kQuiet);
   const auto rc = creator.wait_exit(ringcast::test::deadline_in(std::chrono::seconds(60)));
-  const bool ok = rc && *rc == 0 && eventually(
-                                        [&] {
-                                          for (const int port : c.ports) {
-                                            RespClient k(static_cast<std::uint16_t>(port));
-                                            const auto r = k.call({"CLUSTER", "INFO"});
-                                            if (!r || r->type != '$' ||
-                                                r->str.find("cluster_state:ok") == std::string_view::npos ||
-                                                r->str.find("cluster_known_nodes:3") == std::string_view::npos) {
-                                              return false;
-                                            }
-                                          }
-                                          return true;
-                                        },
-                                        std::chrono::seconds(30), std::chrono::milliseconds(50));
+  const bool ok = rc && *rc == 0 &&
+                  eventually(
+                      [&] {
+                        for (const int port : c.ports) {
+                          RespClient k(static_cast<std::uint16_t>(port));
+                          const auto r = k.call({"CLUSTER", "INFO"});
+                          if (!r || r->type != '$' || r->str.find("cluster_state:ok") == std::string_view::npos ||
+                              r->str.find("cluster_known_nodes:3") == std::string_view::npos) {
+                            return false;
+                          }
+                        }
+                        return true;
+                      },
+                      std::chrono::seconds(30), std::chrono::milliseconds(50));
   if (!ok) {
     fmt::print(stderr, "redis-cli --cluster create did not make a cluster ({})\n", cli);
     return std::nullopt;
@@ -258,9 +281,9 @@ struct Result {
   // drain included: a cluster that acknowledges publishes before delivering
   // them is not credited for what it still owes).
   double delivered_per_s = 0;
-  double offered_per_s = 0;    // published x subscribers, per second
-  double per_cpu_s = 0;        // deliveries per CPU-second of the cluster's processes
-  double client_cpu = 0;       // this harness's CPU-seconds per second (1 = a core): is the client the limit?
+  double offered_per_s = 0;  // published x subscribers, per second
+  double per_cpu_s = 0;      // deliveries per CPU-second of the cluster's processes
+  double client_cpu = 0;     // this harness's CPU-seconds per second (1 = a core): is the client the limit?
   std::uint64_t published = 0;
   std::uint64_t late_local = 0, late_remote = 0;
   std::uint64_t missing_local = 0, missing_remote = 0;  // never arrived within the drain
@@ -268,10 +291,10 @@ struct Result {
   std::uint64_t closed = 0;
   std::uint64_t closed_for_buffer = 0;  // redis: clients its log says it closed for the output-buffer limit
   std::uint64_t other_frames = 0;
-  double drain_ms = -1;              // publisher stopped to last delivery; -1: not all arrived
-  long long cluster_lost = -1;       // ringcast: INFO cluster_lost over the measured phase
-  long long probe_phase_lost = -1;   // ringcast: cluster_lost while interest crossed the routes
-  double probe_ms = 0;               // first probe to every subscriber having one
+  double drain_ms = -1;                  // publisher stopped to last delivery; -1: not all arrived
+  long long cluster_lost = -1;           // ringcast: INFO cluster_lost over the measured phase
+  long long probe_phase_lost = -1;       // ringcast: cluster_lost while interest crossed the routes
+  double probe_ms = 0;                   // first probe to every subscriber having one
   LatencyHistogram local_ns, remote_ns;  // latency mode
   std::string error;
 };
@@ -526,23 +549,28 @@ std::string lost(long long n) { return n < 0 ? "-" : std::to_string(n); }
 
 void print_throughput(std::size_t payload, const std::vector<std::vector<Result>>& runs, const Options& o) {
   const std::vector<std::string> names{"ringcast", "redis"};
-  fmt::print("\n## {} B payload: {} subscribers over {} nodes, publisher on node 1, window {}, {:.0f} s, medians of {}\n\n",
-             payload, o.subscribers, kNodes, o.window, o.seconds, runs[0].size());
+  fmt::print(
+      "\n## {} B payload: {} subscribers over {} nodes, publisher on node 1, window {}, {:.0f} s, medians of {}\n\n",
+      payload, o.subscribers, kNodes, o.window, o.seconds, runs[0].size());
   fmt::print(
       "| cluster | deliveries/s | published x subs/s | deliveries/CPU-s | client CPU | late (other nodes / node 1) | "
-      "missing (other / node 1) | out of order | closed (for output buffer) | drained in | cluster_lost (probe phase) |\n"
+      "missing (other / node 1) | out of order | closed (for output buffer) | drained in | cluster_lost (probe phase) "
+      "|\n"
       "|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<double> medians;
   for (std::size_t c = 0; c < runs.size(); ++c) {
-    const Result m = median_by(runs[c], [](const Result& a, const Result& b) { return a.delivered_per_s < b.delivered_per_s; });
+    const Result m =
+        median_by(runs[c], [](const Result& a, const Result& b) { return a.delivered_per_s < b.delivered_per_s; });
     medians.push_back(m.delivered_per_s);
     fmt::print("| {} | {} | {} | {} | {:.2f} | {} / {} | {} / {} | {} | {} ({}) | {} | {} ({}) |\n", names[c],
-               si(m.delivered_per_s), si(m.offered_per_s), si(m.per_cpu_s), m.client_cpu, m.late_remote, m.late_local, m.missing_remote, m.missing_local,
-               m.disordered, m.closed, m.closed_for_buffer, drain(m.drain_ms), lost(m.cluster_lost), lost(m.probe_phase_lost));
+               si(m.delivered_per_s), si(m.offered_per_s), si(m.per_cpu_s), m.client_cpu, m.late_remote, m.late_local,
+               m.missing_remote, m.missing_local, m.disordered, m.closed, m.closed_for_buffer, drain(m.drain_ms),
+               lost(m.cluster_lost), lost(m.probe_phase_lost));
   }
   if (medians.size() == 2 && medians[1] > 0) {
     int won = 0;
-    for (std::size_t i = 0; i < runs[0].size(); ++i) won += runs[0][i].delivered_per_s >= 2 * runs[1][i].delivered_per_s;
+    for (std::size_t i = 0; i < runs[0].size(); ++i)
+      won += runs[0][i].delivered_per_s >= 2 * runs[1][i].delivered_per_s;
     fmt::print("\nringcast / redis deliveries/s: {:.2f}x (target >= 2x; >= 2x in {} of {} round pairs)\n",
                medians[0] / medians[1], won, runs[0].size());
   }
@@ -559,8 +587,9 @@ void print_latency(const std::vector<std::vector<Result>>& runs, const Options& 
   const std::vector<std::string> names{"ringcast", "redis"};
   fmt::print("\n## Latency: {:.0f} msgs/s, 52 B, {} subscribers, {:.0f} s, all rounds merged\n\n", o.rate,
              o.subscribers, o.seconds);
-  fmt::print("| cluster | other nodes p50 | p99 | node 1 p50 | p99 | missing | out of order | cluster_lost |\n"
-             "|---|---|---|---|---|---|---|---|\n");
+  fmt::print(
+      "| cluster | other nodes p50 | p99 | node 1 p50 | p99 | missing | out of order | cluster_lost |\n"
+      "|---|---|---|---|---|---|---|---|\n");
   for (std::size_t c = 0; c < runs.size(); ++c) {
     LatencyHistogram remote, local;
     std::uint64_t missing = 0, disordered = 0;
@@ -634,9 +663,10 @@ int main(int argc, char** argv) {
         fmt::print(stderr, "{}\n", r.error);
         failed = true;
       } else {
-        progress(fmt::format("  {} deliveries/s of {} offered; late {}, missing {}, out of order {}, probes took {:.0f} ms",
-                             si(r.delivered_per_s), si(r.offered_per_s), r.late_remote + r.late_local,
-                             r.missing_remote + r.missing_local, r.disordered, r.probe_ms));
+        progress(
+            fmt::format("  {} deliveries/s of {} offered; late {}, missing {}, out of order {}, probes took {:.0f} ms",
+                        si(r.delivered_per_s), si(r.offered_per_s), r.late_remote + r.late_local,
+                        r.missing_remote + r.missing_local, r.disordered, r.probe_ms));
       }
       return r;
     };
@@ -644,7 +674,8 @@ int main(int argc, char** argv) {
   fmt::print("# ringcast-cluster-fanout-bench\n\nload average at start: {}\n", load_average());
   int round = 0;
   for (const std::size_t payload : payloads) {
-    const auto runs = alternate<Result>(rounds, {contestant(*rc, o, payload, round), contestant(*rd, o, payload, round)});
+    const auto runs =
+        alternate<Result>(rounds, {contestant(*rc, o, payload, round), contestant(*rd, o, payload, round)});
     print_throughput(payload, runs, o);
     std::fflush(stdout);
   }
@@ -656,5 +687,7 @@ int main(int argc, char** argv) {
   }
   fmt::print("\nload average at end: {}\n", load_average());
   progress("stopping both clusters");
+  rc->stop();
+  rd->stop();
   return failed ? 1 : 0;
 }
