@@ -555,17 +555,17 @@ void print_throughput(std::size_t payload, const std::vector<std::vector<Result>
   fmt::print(
       "| cluster | deliveries/s | published x subs/s | deliveries/CPU-s | client CPU | late (other nodes / node 1) | "
       "missing (other / node 1) | out of order | closed (for output buffer) | drained in | cluster_lost (probe phase) "
-      "|\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "| other frames (loss notices) |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<double> medians;
   for (std::size_t c = 0; c < runs.size(); ++c) {
     const Result m =
         median_by(runs[c], [](const Result& a, const Result& b) { return a.delivered_per_s < b.delivered_per_s; });
     medians.push_back(m.delivered_per_s);
-    fmt::print("| {} | {} | {} | {} | {:.2f} | {} / {} | {} / {} | {} | {} ({}) | {} | {} ({}) |\n", names[c],
+    fmt::print("| {} | {} | {} | {} | {:.2f} | {} / {} | {} / {} | {} | {} ({}) | {} | {} ({}) | {} |\n", names[c],
                si(m.delivered_per_s), si(m.offered_per_s), si(m.per_cpu_s), m.client_cpu, m.late_remote, m.late_local,
                m.missing_remote, m.missing_local, m.disordered, m.closed, m.closed_for_buffer, drain(m.drain_ms),
-               lost(m.cluster_lost), lost(m.probe_phase_lost));
+               lost(m.cluster_lost), lost(m.probe_phase_lost), m.other_frames);
   }
   if (medians.size() == 2 && medians[1] > 0) {
     int won = 0;
@@ -664,9 +664,10 @@ int main(int argc, char** argv) {
         failed = true;
       } else {
         progress(
-            fmt::format("  {} deliveries/s of {} offered; late {}, missing {}, out of order {}, probes took {:.0f} ms",
+            fmt::format("  {} deliveries/s of {} offered; late {}, missing {}, out of order {}, other frames {}, "
+                        "probes took {:.0f} ms",
                         si(r.delivered_per_s), si(r.offered_per_s), r.late_remote + r.late_local,
-                        r.missing_remote + r.missing_local, r.disordered, r.probe_ms));
+                        r.missing_remote + r.missing_local, r.disordered, r.other_frames, r.probe_ms));
       }
       return r;
     };
