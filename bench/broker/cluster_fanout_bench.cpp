@@ -18,7 +18,8 @@
 //     never looking at the subscribers (whatever paces it is the cluster), for
 //     --seconds;
 //   * latency (--rate > 0): --rate messages/s, each carrying its send time.
-// Every message carries its sequence number; every subscriber checks it got
+// Deliveries/s count every delivery over the time from the first publish to
+// the last delivery. Every message carries its sequence number; every subscriber checks it got
 // each one once, in order, and counts what arrived after the publisher stopped
 // (late), what never arrived within the drain (missing) and what came out of
 // order. ringcast's nodes also count in INFO cluster what they saw lost
@@ -270,7 +271,6 @@ struct Sub {
   std::atomic<bool> probed{false};
   std::atomic<bool> closed{false};
   std::uint64_t next = 0;        // the sequence number expected next
-  std::uint64_t skipped = 0;     // messages a later one jumped over
   std::uint64_t disordered = 0;  // messages below `next` (late after a skip, or twice)
   std::uint64_t late = 0;        // arrived after the publisher stopped
   std::uint64_t other = 0;       // frames that are not the run's messages (loss notices)
@@ -285,8 +285,8 @@ struct Result {
   double per_cpu_s = 0;      // deliveries per CPU-second of the cluster's processes
   double client_cpu = 0;     // this harness's CPU-seconds per second (1 = a core): is the client the limit?
   std::uint64_t published = 0;
-  std::uint64_t late_local = 0, late_remote = 0;
-  std::uint64_t missing_local = 0, missing_remote = 0;  // never arrived within the drain
+  std::uint64_t late_local = 0, late_remote = 0;        // arrived after the publisher stopped
+  std::uint64_t missing_local = 0, missing_remote = 0;  // published - received, after the drain
   std::uint64_t disordered = 0;
   std::uint64_t closed = 0;
   std::uint64_t closed_for_buffer = 0;  // redis: clients its log says it closed for the output-buffer limit
@@ -385,8 +385,7 @@ Result run(const Cluster& cluster, const Options& o, std::size_t payload, int ro
             }
             if (seq == s.next) {
               ++s.next;
-            } else if (seq > s.next) {
-              s.skipped += seq - s.next;
+            } else if (seq > s.next) {  // a gap: counted as missing at the end, unless it comes later
               s.next = seq + 1;
             } else {
               ++s.disordered;
