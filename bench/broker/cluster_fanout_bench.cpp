@@ -17,12 +17,13 @@
 //   * throughput: PUBLISH pipelined with at most --window replies outstanding,
 //     never looking at the subscribers (whatever paces it is the cluster), for
 //     --seconds;
-//   * latency (--rate > 0): --rate messages/s, each carrying its send time.
+//   * latency (--latency-rate > 0): that many 52 B messages/s, each carrying
+//     its send time.
 // Deliveries/s count every delivery over the time from the first publish to
-// the last delivery. Every message carries its sequence number; every subscriber checks it got
-// each one once, in order, and counts what arrived after the publisher stopped
-// (late), what never arrived within the drain (missing) and what came out of
-// order. ringcast's nodes also count in INFO cluster what they saw lost
+// the last delivery. Every message carries its sequence number; every
+// subscriber checks it got each one once, in order, and counts what arrived
+// after the publisher stopped (late), what never arrived within the drain
+// (missing) and what came out of order. ringcast's nodes also count in INFO cluster what they saw lost
 // (cluster_lost) during the measured phase.
 // Runs alternate (ringcast, redis, ringcast, ...) so load from elsewhere falls
 // on both alike; the tables give each system's median run and the ratio.
