@@ -33,12 +33,6 @@ struct StringHash {
 template <class V>
 using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
 
-// Whether this thread's subscription change subscribed anything in NATS
-// since its last settle(): set by interest_added, read and cleared by
-// settle(), both on the thread that holds the broker's index lock for the
-// change (ClusterLink's contract), so no other thread touches it.
-thread_local bool settle_pending = false;
-
 // The key of a channel's receive state: its space, then its name.
 void state_key(bool shard, std::string_view channel, std::string& out) {
   out.assign(1, shard ? 's' : 'c');
@@ -72,6 +66,7 @@ struct NatsCluster::Impl {
   std::size_t patterns = 0;
   natsSubscription* wildcard_sub = nullptr;
   std::size_t live_subscriptions = 0;  // made and not yet completed (on_complete)
+  std::string interest_subject;        // scratch, reused
   std::condition_variable all_complete;
   // Channels whose receive state the delivery thread must forget: their
   // interest ended, and a later subscription starts afresh (no false gap).
@@ -83,8 +78,9 @@ struct NatsCluster::Impl {
   // Sending: guarded by egress_mu. The last seq given per channel (state_key).
   std::mutex egress_mu;
   StringMap<std::uint64_t> sent_seq;
-  std::string frame;    // scratch, reused
-  std::string subject;  // scratch, reused
+  std::string frame;           // scratch, reused
+  std::string egress_subject;  // scratch, reused
+  std::string egress_key;      // scratch, reused
 
   // Receiving: the delivery thread's alone. Per channel (state_key), the last
   // seq received from each origin.
@@ -95,7 +91,17 @@ struct NatsCluster::Impl {
   // sets it, ready() clears it): relaxed, a hint read by ready() alone.
   std::atomic<bool> buffer_full{false};
 
-  // Counters: relaxed, statistics.
+  // Subscriptions made (SUBs handed to libnats), and how many of the first
+  // of them the NATS server is known to hold (a PING answered after them).
+  // settle() waits until `confirmed` covers what was issued when it began,
+  // whichever thread issued it: a second subscriber of a channel whose SUB
+  // another thread sent is confirmed no sooner than the first.
+  std::atomic<std::uint64_t> subs_issued{0};
+  std::atomic<std::uint64_t> subs_confirmed{0};
+
+  // Counters: relaxed, statistics. dropped_before: libnats' drops of the
+  // subscriptions already gone.
+  std::atomic<std::uint64_t> dropped_before{0};
   std::atomic<std::uint64_t> sent{0}, send_failed{0}, unreachable{0}, received{0}, duplicates{0}, gaps{0}, lost{0},
       refused_here{0}, malformed{0}, settles{0}, settle_timeouts{0};
 
@@ -103,7 +109,13 @@ struct NatsCluster::Impl {
 
   // REQUIRES: mu held.
   natsSubscription* subscribe(const std::string& subj) noexcept;
-  static void unsubscribe(natsSubscription* sub) noexcept;
+  void unsubscribe(natsSubscription* sub) noexcept;  // REQUIRES: mu held
+  // What libnats has dropped of `sub`'s messages (pending limits).
+  static std::uint64_t dropped_by(natsSubscription* sub) noexcept {
+    std::int64_t n = 0;
+    return sub != nullptr && natsSubscription_GetDropped(sub, &n) == NATS_OK && n > 0 ? static_cast<std::uint64_t>(n)
+                                                                                      : 0;
+  }
   void queue_forget(std::string key, bool all) noexcept;  // REQUIRES: mu held
 
   void deliver(natsMsg* msg) noexcept;
@@ -118,6 +130,7 @@ struct NatsCluster::Impl {
 natsSubscription* NatsCluster::Impl::subscribe(const std::string& subj) noexcept {
   natsSubscription* sub = nullptr;
   natsStatus s = natsConnection_Subscribe(&sub, conn(), subj.c_str(), &Impl::on_message, this);
+  if (s == NATS_OK) s = natsSubscription_SetPendingLimits(sub, config.pending_msgs, config.pending_bytes);
   if (s == NATS_OK) s = natsSubscription_SetOnCompleteCB(sub, &Impl::on_complete, this);
   if (s != NATS_OK) {
     if (sub != nullptr) unsubscribe(sub);
@@ -125,12 +138,14 @@ natsSubscription* NatsCluster::Impl::subscribe(const std::string& subj) noexcept
     return nullptr;
   }
   ++live_subscriptions;
-  settle_pending = true;
+  // release: pairs with settle()'s acquire; the SUB is in libnats' buffer.
+  subs_issued.fetch_add(1, std::memory_order_release);
   return sub;
 }
 
 void NatsCluster::Impl::unsubscribe(natsSubscription* sub) noexcept {
   if (sub == nullptr) return;
+  dropped_before.fetch_add(dropped_by(sub), std::memory_order_relaxed);
   // Drained, not dropped: what the server sent before the UNSUB is still
   // delivered (an overlapping subscription that replaces it may have come too
   // late for those; the seq check drops the copies that came twice). Then
@@ -193,7 +208,16 @@ tl::expected<std::unique_ptr<NatsCluster>, std::string> NatsCluster::connect(con
 
 NatsCluster::NatsCluster(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
 
-NatsCluster::~NatsCluster() { stop(); }
+NatsCluster::~NatsCluster() {
+  stop();
+  std::lock_guard lock(impl_->mu);
+  if (impl_->live_subscriptions != 0) {
+    // libnats still holds a subscription whose callbacks name Impl: leaked on
+    // purpose (a few hundred bytes, at exit) rather than freed under them.
+    impl_->log(LogLevel::kWarning, "cluster: libnats did not complete every subscription; not freeing its state");
+    (void)impl_.release();
+  }
+}
 
 void NatsCluster::attach(broker::Broker& broker) noexcept { impl_->broker.store(&broker); }
 
@@ -203,14 +227,19 @@ void NatsCluster::stop() noexcept {
   if (m.stopped) return;
   m.stopped = true;
   m.stopping.store(true);
-  for (auto& [name, sub] : m.channels) Impl::unsubscribe(std::exchange(sub, nullptr));
-  for (auto& [name, sub] : m.shard_channels) Impl::unsubscribe(std::exchange(sub, nullptr));
-  Impl::unsubscribe(std::exchange(m.wildcard_sub, nullptr));
-  // Bounded: a libnats that never calls back must not hang shutdown.
-  m.all_complete.wait_for(lock, std::chrono::seconds(5), [&m] { return m.live_subscriptions == 0; });
+  for (auto& [name, sub] : m.channels) m.unsubscribe(std::exchange(sub, nullptr));
+  for (auto& [name, sub] : m.shard_channels) m.unsubscribe(std::exchange(sub, nullptr));
+  m.unsubscribe(std::exchange(m.wildcard_sub, nullptr));
+  // Drains complete once the server confirms the UNSUBs; with the server
+  // gone they cannot, and closing the connection closes them. Either way
+  // every on_complete has run before Impl may go (~NatsCluster).
+  const auto all_done = [&m] { return m.live_subscriptions == 0; };
+  m.all_complete.wait_for(lock, std::chrono::seconds(5), all_done);
   lock.unlock();
   while (m.in_flight.load() != 0) std::this_thread::yield();
   m.nats->close(std::chrono::milliseconds(1000));
+  lock.lock();
+  m.all_complete.wait_for(lock, std::chrono::seconds(10), all_done);
 }
 
 void NatsCluster::interest_added(broker::InterestSpace space, std::string_view name) noexcept {
@@ -228,14 +257,14 @@ void NatsCluster::interest_added(broker::InterestSpace space, std::string_view n
         if (++m.patterns == 1) m.wildcard_sub = m.subscribe(m.wildcard);
         return;
       case broker::InterestSpace::kShard:
-        cluster_subject(m.config.subject_prefix, true, name, m.subject);
-        m.shard_channels.emplace(std::string(name), m.subscribe(m.subject));
+        cluster_subject(m.config.subject_prefix, true, name, m.interest_subject);
+        m.shard_channels.emplace(std::string(name), m.subscribe(m.interest_subject));
         return;
       case broker::InterestSpace::kChannel:
         break;
     }
-    cluster_subject(m.config.subject_prefix, false, name, m.subject);
-    m.channels.emplace(std::string(name), m.subscribe(m.subject));
+    cluster_subject(m.config.subject_prefix, false, name, m.interest_subject);
+    m.channels.emplace(std::string(name), m.subscribe(m.interest_subject));
   } catch (...) {
     m.log(LogLevel::kError, "cluster: out of memory recording interest; this node may miss messages");
   }
@@ -249,12 +278,12 @@ void NatsCluster::interest_removed(broker::InterestSpace space, std::string_view
   switch (space) {
     case broker::InterestSpace::kPattern:
       if (m.patterns == 0 || --m.patterns > 0) return;
-      Impl::unsubscribe(std::exchange(m.wildcard_sub, nullptr));
+      m.unsubscribe(std::exchange(m.wildcard_sub, nullptr));
       m.queue_forget({}, /*all=*/true);
       return;
     case broker::InterestSpace::kShard:
       if (auto it = m.shard_channels.find(name); it != m.shard_channels.end()) {
-        Impl::unsubscribe(it->second);
+        m.unsubscribe(it->second);
         state_key(true, name, key);
         m.shard_channels.erase(it);
         m.queue_forget(std::move(key), false);
@@ -264,7 +293,7 @@ void NatsCluster::interest_removed(broker::InterestSpace space, std::string_view
       break;
   }
   if (auto it = m.channels.find(name); it != m.channels.end()) {
-    Impl::unsubscribe(it->second);
+    m.unsubscribe(it->second);
     m.channels.erase(it);
     // With the wildcard, the channel still comes in: its state stays.
     if (m.wildcard_sub == nullptr) {
@@ -275,15 +304,21 @@ void NatsCluster::interest_removed(broker::InterestSpace space, std::string_view
 }
 
 void NatsCluster::settle() noexcept {
-  if (!settle_pending) return;
-  settle_pending = false;
   Impl& m = *impl_;
+  // acquire: pairs with subscribe()'s release increment.
+  const std::uint64_t issued = m.subs_issued.load(std::memory_order_acquire);
+  if (m.subs_confirmed.load(std::memory_order_acquire) >= issued) return;
   m.settles.fetch_add(1, std::memory_order_relaxed);
   // A PING and its PONG: once the server answers, it holds every SUB sent
   // before (docs/cluster.md, "When a subscription is confirmed").
   if (natsConnection_Status(m.conn()) != NATS_CONN_STATUS_CONNECTED ||
       natsConnection_FlushTimeout(m.conn(), m.config.settle_timeout.count()) != NATS_OK) {
     m.settle_timeouts.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  // release: pairs with the acquire load above in other threads' settle().
+  std::uint64_t seen = m.subs_confirmed.load(std::memory_order_relaxed);
+  while (seen < issued && !m.subs_confirmed.compare_exchange_weak(seen, issued, std::memory_order_release)) {
   }
 }
 
@@ -315,12 +350,12 @@ void NatsCluster::send(bool shard, std::span<const broker::Message> msgs) noexce
   std::lock_guard lock(m.egress_mu);
   for (const broker::Message& msg : msgs) {
     try {
-      state_key(shard, msg.channel, m.key);
-      auto it = m.sent_seq.find(m.key);
-      if (it == m.sent_seq.end()) it = m.sent_seq.emplace(m.key, 0).first;
+      state_key(shard, msg.channel, m.egress_key);
+      auto it = m.sent_seq.find(m.egress_key);
+      if (it == m.sent_seq.end()) it = m.sent_seq.emplace(m.egress_key, 0).first;
       const ClusterFrame f{shard, msg.qos, m.origin, ++it->second, msg.channel, msg.message_id, msg.payload};
       encode_cluster_frame(f, m.frame);
-      cluster_subject(m.config.subject_prefix, shard, msg.channel, m.subject);
+      cluster_subject(m.config.subject_prefix, shard, msg.channel, m.egress_subject);
     } catch (...) {
       m.send_failed.fetch_add(1, std::memory_order_relaxed);  // out of memory: this node's subscribers had it
       continue;
@@ -328,7 +363,7 @@ void NatsCluster::send(bool shard, std::span<const broker::Message> msgs) noexce
     // A failure after the seq was taken shows as a gap at every receiver,
     // which counts it and tells its subscribers (docs/cluster.md, "Loss").
     const natsStatus s =
-        natsConnection_Publish(m.conn(), m.subject.c_str(), m.frame.data(), static_cast<int>(m.frame.size()));
+        natsConnection_Publish(m.conn(), m.egress_subject.c_str(), m.frame.data(), static_cast<int>(m.frame.size()));
     if (s == NATS_OK) {
       m.sent.fetch_add(1, std::memory_order_relaxed);
     } else {
@@ -345,11 +380,9 @@ void NatsCluster::Impl::on_message(natsConnection*, natsSubscription*, natsMsg* 
 
 void NatsCluster::Impl::on_complete(void* closure) {
   Impl& m = *static_cast<Impl*>(closure);
-  {
-    std::lock_guard lock(m.mu);
-    --m.live_subscriptions;
-  }
-  m.all_complete.notify_all();
+  std::lock_guard lock(m.mu);
+  --m.live_subscriptions;
+  m.all_complete.notify_all();  // under mu: stop() may free the condition once it sees 0
 }
 
 void NatsCluster::Impl::deliver(natsMsg* msg) noexcept {
@@ -444,6 +477,10 @@ ClusterStats NatsCluster::stats() const {
   s.interest_patterns = m.patterns;
   s.interest_shard_channels = m.shard_channels.size();
   s.nats_subscriptions = m.channels.size() + m.shard_channels.size() + (m.wildcard_sub != nullptr ? 1 : 0);
+  s.nats_dropped = m.dropped_before.load(std::memory_order_relaxed) + Impl::dropped_by(m.wildcard_sub);
+  for (const auto* map : {&m.channels, &m.shard_channels}) {
+    for (const auto& [name, sub] : *map) s.nats_dropped += Impl::dropped_by(sub);
+  }
   return s;
 }
 
@@ -454,10 +491,10 @@ std::string NatsCluster::info_text() const {
       "cluster_unreachable:{}\r\ncluster_received:{}\r\ncluster_duplicates:{}\r\ncluster_gaps:{}\r\n"
       "cluster_lost:{}\r\ncluster_refused_here:{}\r\ncluster_malformed:{}\r\ncluster_settles:{}\r\n"
       "cluster_settle_timeouts:{}\r\ncluster_interest_channels:{}\r\ncluster_interest_patterns:{}\r\n"
-      "cluster_interest_shard_channels:{}\r\ncluster_nats_subscriptions:{}\r\n",
+      "cluster_interest_shard_channels:{}\r\ncluster_nats_subscriptions:{}\r\ncluster_nats_dropped:{}\r\n",
       s.connected ? 1 : 0, s.server, s.sent, s.send_failed, s.unreachable, s.received, s.duplicates, s.gaps, s.lost,
       s.refused_here, s.malformed, s.settles, s.settle_timeouts, s.interest_channels, s.interest_patterns,
-      s.interest_shard_channels, s.nats_subscriptions);
+      s.interest_shard_channels, s.nats_subscriptions, s.nats_dropped);
 }
 
 void NatsCluster::write_metrics(broker::PrometheusWriter& w) const {
@@ -483,6 +520,9 @@ void NatsCluster::write_metrics(broker::PrometheusWriter& w) const {
   w.metric("ringcast_cluster_settle_timeouts_total",
            "Subscription confirmations sent before NATS confirmed the interest", MetricType::kCounter,
            static_cast<double>(s.settle_timeouts));
+  w.metric("ringcast_cluster_nats_dropped_total",
+           "Messages from other nodes libnats dropped: this node fell behind its pending limits", MetricType::kCounter,
+           static_cast<double>(s.nats_dropped));
   w.metric("ringcast_cluster_nats_subscriptions", "NATS subscriptions this node's interest costs", MetricType::kGauge,
            static_cast<double>(s.nats_subscriptions));
 }

@@ -85,6 +85,12 @@ namespace ringcast::tools {
                                "With --cluster: how long a SUBSCRIBE's confirmation waits for the NATS server to hold "
                                "the new interest; past it the confirmation goes anyway (counted)",
                                broker::BareDuration::kRefused, std::chrono::milliseconds(0)),
+      schema::number<Config>("cluster-pending-msgs", RINGCAST_MEMBER(pending_msgs),
+                             "With --cluster: how many messages from other nodes this node may hold unpublished per "
+                             "NATS subscription before libnats drops (counted, and a gap its subscribers are told)",
+                             1),
+      schema::size<Config>("cluster-pending-bytes", RINGCAST_MEMBER(pending_bytes),
+                           "With --cluster: the same limit in bytes"),
   };
   return table;
 }

@@ -35,9 +35,10 @@ class ClusterLink {
 
   // Called on the thread that made a subscription change, after the index
   // lock is released and before the change's confirmations are written to its
-  // client. If that thread added interest, returns once a message another
-  // node publishes from now on will reach this node, or after the link's
-  // bound (counted by the link); otherwise at once.
+  // client. Returns once the interest this node has now (whichever thread
+  // added it) reaches it: a message another node publishes from now on will
+  // reach this node; or after the link's bound (counted by the link); at
+  // once when nothing is pending.
   virtual void settle() noexcept = 0;
 
   // Whether a message published now can leave this node. Asked before a
@@ -45,9 +46,11 @@ class ClusterLink {
   // (PublishStatus::kRefused, "the cluster is unreachable").
   [[nodiscard]] virtual bool ready() const noexcept = 0;
 
-  // `msgs`, accepted on this node (`shard`: SPUBLISH's space), in the order
-  // they were offered to this node's subscribers: hand them to the other
-  // nodes. A message that fails here, after ready() said yes, is the link's to
+  // `msgs`, accepted on this node (`shard`: SPUBLISH's space), one
+  // publisher's run in its order: hand them to the other nodes. (Two
+  // publishers' runs on one channel may be sent in another order than this
+  // node offered them: the cluster keeps each publisher's order, as Redis
+  // does, not a total order per channel.) A message that fails here, after ready() said yes, is the link's to
   // count; it has reached this node's subscribers already. Never throws.
   virtual void send(bool shard, std::span<const Message> msgs) noexcept = 0;
 };

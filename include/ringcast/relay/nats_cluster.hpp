@@ -49,6 +49,7 @@ struct ClusterStats {
   std::uint64_t lost = 0;             // messages those jumps skipped (told to subscribers in band)
   std::uint64_t refused_here = 0;     // received but refused by this node (block policy, stopped)
   std::uint64_t malformed = 0;        // not a ringcast cluster frame
+  std::uint64_t nats_dropped = 0;     // dropped by libnats: this node fell behind its pending limits
   std::uint64_t settles = 0;          // subscription confirmations that waited for NATS
   std::uint64_t settle_timeouts = 0;  // ... and gave up after settle_timeout (or NATS was down)
   std::uint64_t interest_channels = 0;

@@ -194,6 +194,11 @@ struct ClusterConfig {
   // the NATS server (ClusterLink::settle); past it the confirmation goes out
   // anyway and the wait is counted as settle_timeouts.
   std::chrono::milliseconds settle_timeout{2000};
+  // libnats' pending limits of each of the link's subscriptions: what this
+  // node may fall behind the cluster's traffic before libnats drops
+  // (counted as nats_dropped, and a gap at the channel's next message).
+  int pending_msgs = 1 << 20;
+  int pending_bytes = 256 << 20;
 };
 
 enum class LogLevel : std::uint8_t { kInfo, kWarning, kError };
