@@ -102,6 +102,7 @@ struct NatsCluster::Impl {
   // Counters: relaxed, statistics. dropped_before: libnats' drops of the
   // subscriptions already gone.
   std::atomic<std::uint64_t> dropped_before{0};
+  std::atomic<std::uint64_t> subscribe_failed{0};
   std::atomic<std::uint64_t> sent{0}, send_failed{0}, unreachable{0}, received{0}, duplicates{0}, gaps{0}, lost{0},
       refused_here{0}, malformed{0}, settles{0}, settle_timeouts{0};
 
@@ -134,7 +135,10 @@ natsSubscription* NatsCluster::Impl::subscribe(const std::string& subj) noexcept
   if (s == NATS_OK) s = natsSubscription_SetOnCompleteCB(sub, &Impl::on_complete, this);
   if (s != NATS_OK) {
     if (sub != nullptr) unsubscribe(sub);
-    log(LogLevel::kError, fmt::format("cluster: subscribing to {} failed: {}", subj, natsStatus_GetText(s)));
+    subscribe_failed.fetch_add(1, std::memory_order_relaxed);
+    log(LogLevel::kError, fmt::format("cluster: subscribing to {} failed: {}; this node's subscribers will not hear "
+                                      "other nodes on it until their interest is made again",
+                                      subj, natsStatus_GetText(s)));
     return nullptr;
   }
   ++live_subscriptions;
@@ -393,7 +397,11 @@ void NatsCluster::Impl::deliver(natsMsg* msg) noexcept {
     ~Leave() { n.fetch_sub(1); }
   } leave{in_flight};
   broker::Broker* const b = broker.load();
-  if (stopping.load() || b == nullptr) return;
+  if (stopping.load()) return;
+  if (b == nullptr) {  // before attach(): the broker's listeners may already be open
+    refused_here.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   if (forget_pending.load(std::memory_order_acquire)) apply_forget();  // pairs with queue_forget's release
   const auto f = decode_cluster_frame(
       std::string_view(natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg))));
@@ -470,6 +478,7 @@ ClusterStats NatsCluster::stats() const {
   s.lost = m.lost.load(std::memory_order_relaxed);
   s.refused_here = m.refused_here.load(std::memory_order_relaxed);
   s.malformed = m.malformed.load(std::memory_order_relaxed);
+  s.subscribe_failed = m.subscribe_failed.load(std::memory_order_relaxed);
   s.settles = m.settles.load(std::memory_order_relaxed);
   s.settle_timeouts = m.settle_timeouts.load(std::memory_order_relaxed);
   std::lock_guard lock(m.mu);
@@ -491,10 +500,11 @@ std::string NatsCluster::info_text() const {
       "cluster_unreachable:{}\r\ncluster_received:{}\r\ncluster_duplicates:{}\r\ncluster_gaps:{}\r\n"
       "cluster_lost:{}\r\ncluster_refused_here:{}\r\ncluster_malformed:{}\r\ncluster_settles:{}\r\n"
       "cluster_settle_timeouts:{}\r\ncluster_interest_channels:{}\r\ncluster_interest_patterns:{}\r\n"
-      "cluster_interest_shard_channels:{}\r\ncluster_nats_subscriptions:{}\r\ncluster_nats_dropped:{}\r\n",
+      "cluster_interest_shard_channels:{}\r\ncluster_nats_subscriptions:{}\r\ncluster_nats_dropped:{}\r\n"
+      "cluster_subscribe_failed:{}\r\n",
       s.connected ? 1 : 0, s.server, s.sent, s.send_failed, s.unreachable, s.received, s.duplicates, s.gaps, s.lost,
       s.refused_here, s.malformed, s.settles, s.settle_timeouts, s.interest_channels, s.interest_patterns,
-      s.interest_shard_channels, s.nats_subscriptions, s.nats_dropped);
+      s.interest_shard_channels, s.nats_subscriptions, s.nats_dropped, s.subscribe_failed);
 }
 
 void NatsCluster::write_metrics(broker::PrometheusWriter& w) const {

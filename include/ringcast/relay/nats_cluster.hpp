@@ -39,19 +39,20 @@ namespace ringcast::relay {
 
 struct ClusterStats {
   bool connected = false;
-  std::string server;                 // the NATS server connected to, or empty
-  std::uint64_t sent = 0;             // messages handed to NATS
-  std::uint64_t send_failed = 0;      // refused by libnats after ready() (reached this node only)
-  std::uint64_t unreachable = 0;      // publishes refused because the cluster was unreachable
-  std::uint64_t received = 0;         // messages from other nodes published here
-  std::uint64_t duplicates = 0;       // dropped: already received (overlapping subscriptions)
-  std::uint64_t gaps = 0;             // times a channel's seq from one origin jumped
-  std::uint64_t lost = 0;             // messages those jumps skipped (told to subscribers in band)
-  std::uint64_t refused_here = 0;     // received but refused by this node (block policy, stopped)
-  std::uint64_t malformed = 0;        // not a ringcast cluster frame
-  std::uint64_t nats_dropped = 0;     // dropped by libnats: this node fell behind its pending limits
-  std::uint64_t settles = 0;          // subscription confirmations that waited for NATS
-  std::uint64_t settle_timeouts = 0;  // ... and gave up after settle_timeout (or NATS was down)
+  std::string server;                  // the NATS server connected to, or empty
+  std::uint64_t sent = 0;              // messages handed to NATS
+  std::uint64_t send_failed = 0;       // refused by libnats after ready() (reached this node only)
+  std::uint64_t unreachable = 0;       // publishes refused because the cluster was unreachable
+  std::uint64_t received = 0;          // messages from other nodes published here
+  std::uint64_t duplicates = 0;        // dropped: already received (overlapping subscriptions)
+  std::uint64_t gaps = 0;              // times a channel's seq from one origin jumped
+  std::uint64_t lost = 0;              // messages those jumps skipped (told to subscribers in band)
+  std::uint64_t refused_here = 0;      // received but refused by this node (block policy, stopped)
+  std::uint64_t malformed = 0;         // not a ringcast cluster frame
+  std::uint64_t nats_dropped = 0;      // dropped by libnats: this node fell behind its pending limits
+  std::uint64_t subscribe_failed = 0;  // NATS subscriptions libnats refused (logged; that interest is deaf)
+  std::uint64_t settles = 0;           // subscription confirmations that waited for NATS
+  std::uint64_t settle_timeouts = 0;   // ... and gave up after settle_timeout (or NATS was down)
   std::uint64_t interest_channels = 0;
   std::uint64_t interest_patterns = 0;
   std::uint64_t interest_shard_channels = 0;
