@@ -243,9 +243,11 @@ TEST(CrossHostTest, AtMostOnceWithAStoppedIngressCountsEveryLostMessageExactly) 
   // Interest across the route: probes (short messages) until one arrives.
   const auto d = deadline_in(30s);
   bool through = false;
+  std::uint64_t probes = 0;
   while (!through && testing::ms_left(d) > 0) {
     const std::byte probe[1] = {std::byte{'p'}};
     ASSERT_EQ(a->push_wait(probe, 10s), Errc::ok);
+    ++probes;
     through = eventually(
         [&] {
           const RecvResult r = b->try_recv(*id, buf);
@@ -263,17 +265,20 @@ TEST(CrossHostTest, AtMostOnceWithAStoppedIngressCountsEveryLostMessageExactly) 
     encode(i, msg);
     ASSERT_EQ(a->push_wait(std::span<const std::byte>(msg, kLongPayload), 30s), Errc::ok);
   }
-  // Everything the relay published has reached the ingress: handed over,
-  // pending, or dropped.
+  // The relay has published every message (the probes and the n), and all of
+  // it has reached the ingress: handed over, pending, or dropped. Until both
+  // hold more is on its way, and a reader resumed early would meet it at the
+  // full pending queue and could see the marker below dropped with it.
   ASSERT_TRUE(eventually(
       [&] {
         const double published = metric(h.metrics_a, "ringcast_relay_ring_nats_published_total");
         const double seen = metric(h.metrics_b, "ringcast_nats_in_received_total") +
                             metric(h.metrics_b, "ringcast_nats_in_pending_messages") +
                             metric(h.metrics_b, "ringcast_nats_in_dropped_total");
-        return published > 0 && seen >= published;
+        return published >= static_cast<double>(probes + n) && seen >= published;
       },
       60s))
+      << "published " << metric(h.metrics_a, "ringcast_relay_ring_nats_published_total") << " of " << probes + n << "\n"
       << h.relay_b.stderr_text();
   EXPECT_GT(metric(h.metrics_b, "ringcast_nats_in_dropped_total"), 0);
   // The reader resumes and takes all the ingress still holds; then one more
@@ -291,7 +296,9 @@ TEST(CrossHostTest, AtMostOnceWithAStoppedIngressCountsEveryLostMessageExactly) 
         drain();
         return got_any && last == n;
       },
-      60s));
+      60s))
+      << "last " << last << ", received " << received << "\n"
+      << h.relay_a.stderr_text() << h.relay_b.stderr_text();
   ASSERT_EQ(last, n) << "the marker never arrived";
   EXPECT_EQ(disorder, 0u);
   const std::uint64_t lost = n + 1 - received;
