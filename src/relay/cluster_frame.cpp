@@ -33,13 +33,13 @@ void encode_cluster_frame(const ClusterFrame& f, std::string& out) {
   const ClusterFrameHeader h{kClusterFrameVersion,
                              static_cast<std::uint8_t>(f.shard ? 1 : 0),
                              f.qos,
-                             0,
+                             static_cast<std::uint8_t>(f.more ? kMoreChunks : 0),
                              static_cast<std::uint32_t>(f.channel.size()),
                              f.origin,
                              f.seq,
                              static_cast<std::uint32_t>(f.message_id.size()),
-                             0};
-  out.resize(sizeof h + f.channel.size() + f.message_id.size() + f.payload.size());
+                             f.chunk};
+  out.resize(cluster_frame_overhead(f) + f.payload.size());
   char* p = out.data();
   std::memcpy(p, &h, sizeof h);
   p += sizeof h;
@@ -54,7 +54,9 @@ std::optional<ClusterFrame> decode_cluster_frame(std::string_view bytes) noexcep
   ClusterFrameHeader h;
   if (bytes.size() < sizeof h) return std::nullopt;
   std::memcpy(&h, bytes.data(), sizeof h);
-  if (h.version != kClusterFrameVersion || h.space > 1 || h.qos > 1) return std::nullopt;
+  if (h.version != kClusterFrameVersion || h.space > 1 || h.qos > 1 || (h.flags & ~kMoreChunks) != 0) {
+    return std::nullopt;
+  }
   const std::size_t rest = bytes.size() - sizeof h;
   if (h.channel_len > rest || h.message_id_len > rest - h.channel_len) return std::nullopt;
   ClusterFrame f;
@@ -62,6 +64,8 @@ std::optional<ClusterFrame> decode_cluster_frame(std::string_view bytes) noexcep
   f.qos = h.qos;
   f.origin = h.origin;
   f.seq = h.seq;
+  f.chunk = h.chunk;
+  f.more = (h.flags & kMoreChunks) != 0;
   f.channel = bytes.substr(sizeof h, h.channel_len);
   f.message_id = bytes.substr(sizeof h + h.channel_len, h.message_id_len);
   f.payload = bytes.substr(sizeof h + h.channel_len + h.message_id_len);

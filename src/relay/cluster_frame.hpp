@@ -10,15 +10,23 @@
 //        0     1  version: kClusterFrameVersion
 //        1     1  space: 0 a PUBLISH channel, 1 an SPUBLISH shard channel
 //        2     1  qos: 0 or 1 (Message::qos)
-//        3     1  reserved, 0
+//        3     1  flags: bit 0 (kMoreChunks) a later chunk of this message
+//                 follows; the other bits 0
 //        4     4  channel length
 //        8     8  origin: the sending node's id, drawn at random when it starts
 //       16     8  seq: the message's number among the origin's messages on
 //                 this channel in this space (1, 2, 3, ...): the receiver's
-//                 duplicate and gap check
+//                 duplicate and gap check; every chunk of a message has its seq
 //       24     4  message id length
-//       28     4  reserved, 0
-//       32        channel, message id, payload
+//       28     4  chunk: this frame's place among its message's chunks (0, 1,
+//                 2, ...); 0 for a message in one frame
+//       32        channel, message id, payload (a chunk's: its slice of it)
+//
+// A message whose frame would exceed the NATS server's max_payload travels as
+// chunks: frames of the same seq, channel and message id, each carrying the
+// next slice of the payload, the last without kMoreChunks. One node's frames
+// on one subject arrive in the order sent (NATS keeps a connection's order),
+// so the receiver appends them; a chunk out of place means one was lost.
 //
 // The subject: `<prefix>.c.<token>` for a channel, `<prefix>.s.<token>` for a
 // shard channel. The token is the channel itself when it is 1 to
@@ -40,30 +48,32 @@
 
 namespace ringcast::relay {
 
-inline constexpr std::uint8_t kClusterFrameVersion = 1;
+inline constexpr std::uint8_t kClusterFrameVersion = 2;  // 2: chunks
+inline constexpr std::uint8_t kMoreChunks = 1;
 inline constexpr std::size_t kVerbatimTokenMax = 128;
 
 struct ClusterFrameHeader {
   std::uint8_t version;
   std::uint8_t space;
   std::uint8_t qos;
-  std::uint8_t reserved0;
+  std::uint8_t flags;
   std::uint32_t channel_len;
   std::uint64_t origin;
   std::uint64_t seq;
   std::uint32_t message_id_len;
-  std::uint32_t reserved1;
+  std::uint32_t chunk;
 };
 static_assert(std::endian::native == std::endian::little, "the frame's header is copied as it is in memory");
 static_assert(sizeof(ClusterFrameHeader) == 32);
 static_assert(offsetof(ClusterFrameHeader, version) == 0);
 static_assert(offsetof(ClusterFrameHeader, space) == 1);
 static_assert(offsetof(ClusterFrameHeader, qos) == 2);
+static_assert(offsetof(ClusterFrameHeader, flags) == 3);
 static_assert(offsetof(ClusterFrameHeader, channel_len) == 4);
 static_assert(offsetof(ClusterFrameHeader, origin) == 8);
 static_assert(offsetof(ClusterFrameHeader, seq) == 16);
 static_assert(offsetof(ClusterFrameHeader, message_id_len) == 24);
-static_assert(offsetof(ClusterFrameHeader, reserved1) == 28);
+static_assert(offsetof(ClusterFrameHeader, chunk) == 28);
 
 // A decoded frame: views into the bytes it was decoded from.
 struct ClusterFrame {
@@ -74,7 +84,15 @@ struct ClusterFrame {
   std::string_view channel;
   std::string_view message_id;
   std::string_view payload;
+  std::uint32_t chunk = 0;  // see the header's table
+  bool more = false;        // kMoreChunks
 };
+
+// The fixed part of `f`'s frame: what every chunk repeats (header, channel,
+// message id).
+[[nodiscard]] inline std::size_t cluster_frame_overhead(const ClusterFrame& f) noexcept {
+  return sizeof(ClusterFrameHeader) + f.channel.size() + f.message_id.size();
+}
 
 // Replaces `out` with the frame of `f`. Allocates only when `out` is too small.
 void encode_cluster_frame(const ClusterFrame& f, std::string& out);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <span>
 #include <thread>
@@ -83,9 +84,18 @@ struct NatsCluster::Impl {
   std::string egress_key;      // scratch, reused
 
   // Receiving: the delivery thread's alone. Per channel (state_key), the last
-  // seq received from each origin.
-  StringMap<std::vector<std::pair<std::uint64_t, std::uint64_t>>> received_seq;
-  std::string key;  // scratch
+  // seq received from each origin, and the message being put together from
+  // its chunks (docs/cluster.md, "The frame").
+  static constexpr std::uint32_t kDropping = UINT32_MAX;
+  struct OriginState {
+    std::uint64_t origin = 0;
+    std::uint64_t seq = 0;
+    std::uint32_t next_chunk = 0;  // 0: no message being put together; kDropping: the rest of seq's is let go
+    std::string partial;           // its chunks so far; empty (no capacity) otherwise
+  };
+  StringMap<std::vector<OriginState>> received_seq;
+  std::string key;        // scratch
+  std::string assembled;  // the last message put together from chunks, while it is published
 
   // A publish failed since the connection was last seen connected (send()
   // sets it, ready() clears it): relaxed, a hint read by ready() alone.
@@ -121,8 +131,10 @@ struct NatsCluster::Impl {
 
   void deliver(natsMsg* msg) noexcept;
   void apply_forget() noexcept;
-  // False: a duplicate, dropped. Counts and tells a gap.
-  bool check_seq(const ClusterFrame& f, broker::Broker& b) noexcept;
+  // The payload to publish for `f`: its own, or that of the message it
+  // completes; nullopt for a duplicate (dropped) or a chunk of a message not
+  // complete yet. Counts and tells a gap.
+  std::optional<std::string_view> receive(const ClusterFrame& f, broker::Broker& b) noexcept;
 
   static void on_message(natsConnection* nc, natsSubscription* sub, natsMsg* msg, void* closure);
   static void on_complete(void* closure);
@@ -352,13 +364,15 @@ bool NatsCluster::ready() const noexcept {
 void NatsCluster::send(bool shard, std::span<const broker::Message> msgs) noexcept {
   Impl& m = *impl_;
   std::lock_guard lock(m.egress_mu);
+  // The server's max_payload (as of its last INFO): a longer frame travels as chunks.
+  const auto max_frame = static_cast<std::size_t>(std::max<std::int64_t>(natsConnection_GetMaxPayload(m.conn()), 0));
   for (const broker::Message& msg : msgs) {
+    ClusterFrame f;
     try {
       state_key(shard, msg.channel, m.egress_key);
       auto it = m.sent_seq.find(m.egress_key);
       if (it == m.sent_seq.end()) it = m.sent_seq.emplace(m.egress_key, 0).first;
-      const ClusterFrame f{shard, msg.qos, m.origin, ++it->second, msg.channel, msg.message_id, msg.payload};
-      encode_cluster_frame(f, m.frame);
+      f = ClusterFrame{shard, msg.qos, m.origin, ++it->second, msg.channel, msg.message_id, {}};
       cluster_subject(m.config.subject_prefix, shard, msg.channel, m.egress_subject);
     } catch (...) {
       m.send_failed.fetch_add(1, std::memory_order_relaxed);  // out of memory: this node's subscribers had it
@@ -366,13 +380,29 @@ void NatsCluster::send(bool shard, std::span<const broker::Message> msgs) noexce
     }
     // A failure after the seq was taken shows as a gap at every receiver,
     // which counts it and tells its subscribers (docs/cluster.md, "Loss").
-    const natsStatus s =
-        natsConnection_Publish(m.conn(), m.egress_subject.c_str(), m.frame.data(), static_cast<int>(m.frame.size()));
-    if (s == NATS_OK) {
+    const std::size_t overhead = cluster_frame_overhead(f);
+    const std::size_t slice = max_frame > overhead ? max_frame - overhead : msg.payload.size();  // 0: refused whole
+    std::size_t at = 0;
+    bool ok = true, oom = false;
+    do {
+      f.payload = msg.payload.substr(at, slice);
+      at += f.payload.size();
+      f.more = at < msg.payload.size();
+      try {
+        encode_cluster_frame(f, m.frame);
+      } catch (...) {
+        oom = true;
+        break;
+      }
+      ok = natsConnection_Publish(m.conn(), m.egress_subject.c_str(), m.frame.data(),
+                                  static_cast<int>(m.frame.size())) == NATS_OK;
+      ++f.chunk;
+    } while (ok && f.more);
+    if (ok && !oom) {
       m.sent.fetch_add(1, std::memory_order_relaxed);
     } else {
       m.send_failed.fetch_add(1, std::memory_order_relaxed);
-      m.buffer_full.store(true, std::memory_order_relaxed);
+      if (!oom) m.buffer_full.store(true, std::memory_order_relaxed);
     }
   }
 }
@@ -409,43 +439,82 @@ void NatsCluster::Impl::deliver(natsMsg* msg) noexcept {
     malformed.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  if (!check_seq(*f, *b)) return;
+  const std::optional<std::string_view> payload = receive(*f, *b);
+  if (!payload) return;
   received.fetch_add(1, std::memory_order_relaxed);
-  const broker::Message m{f->channel, f->payload, f->qos, f->message_id};
+  const broker::Message m{f->channel, *payload, f->qos, f->message_id};
   std::size_t receivers = 0;
   if (b->publish_from_cluster(f->shard, {&m, 1}, {&receivers, 1}).status != broker::PublishStatus::kPublished) {
     refused_here.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
-bool NatsCluster::Impl::check_seq(const ClusterFrame& f, broker::Broker& b) noexcept {
+std::optional<std::string_view> NatsCluster::Impl::receive(const ClusterFrame& f, broker::Broker& b) noexcept {
+  // `missed` messages of f's channel from f's origin never arrived whole: counted and told.
+  const auto lose = [&](std::uint64_t missed) {
+    gaps.fetch_add(1, std::memory_order_relaxed);
+    lost.fetch_add(missed, std::memory_order_relaxed);
+    // Shard channels have no loss notice (RESP3 has no push for it); counted only.
+    if (!f.shard) (void)b.report_upstream_loss(f.channel, missed);
+  };
   try {
     state_key(f.shard, f.channel, key);
     auto it = received_seq.find(key);
-    if (it == received_seq.end())
-      it = received_seq.emplace(key, std::vector<std::pair<std::uint64_t, std::uint64_t>>{}).first;
+    if (it == received_seq.end()) it = received_seq.emplace(key, std::vector<OriginState>{}).first;
     auto& origins = it->second;
-    auto o = std::find_if(origins.begin(), origins.end(), [&f](const auto& e) { return e.first == f.origin; });
+    auto o = std::find_if(origins.begin(), origins.end(), [&f](const OriginState& e) { return e.origin == f.origin; });
     if (o == origins.end()) {
       // The first from this origin since this node's interest began: no gap.
-      origins.emplace_back(f.origin, f.seq);
-      return true;
+      // The rest of a message whose first chunk came before is not a loss either.
+      if (f.chunk != 0) return std::nullopt;
+      origins.push_back({f.origin, f.seq, 0, {}});
+      o = origins.end() - 1;
+    } else if (f.seq == o->seq && o->next_chunk == kDropping) {
+      return std::nullopt;  // the rest of a message that lost a chunk (counted then)
+    } else if (f.seq < o->seq || (f.seq == o->seq && (o->next_chunk == 0 || f.chunk < o->next_chunk))) {
+      duplicates.fetch_add(1, std::memory_order_relaxed);  // also a chunk this node has appended already
+      return std::nullopt;
+    } else if (f.seq == o->seq) {      // the next chunk of the message being put together
+      if (f.chunk != o->next_chunk) {  // one between was lost: so is the message
+        o->next_chunk = kDropping;
+        o->partial = std::string();
+        lose(1);
+        return std::nullopt;
+      }
+      o->partial += f.payload;
+      if (f.more) {
+        ++o->next_chunk;
+        return std::nullopt;
+      }
+      o->next_chunk = 0;
+      assembled = std::move(o->partial);
+      o->partial = std::string();
+      return std::string_view(assembled);
+    } else {
+      // A later message. One still being put together lost its last chunks.
+      const bool broken = o->next_chunk != 0 && o->next_chunk != kDropping;
+      o->next_chunk = 0;
+      o->partial = std::string();
+      if (f.chunk != 0) {
+        // This one's first chunk was lost: its seq shows as missed when the
+        // origin's next message starts.
+        if (broken) lose(1);
+        return std::nullopt;
+      }
+      if (const std::uint64_t missed = f.seq - o->seq - 1 + (broken ? 1 : 0); missed > 0) lose(missed);
+      o->seq = f.seq;
     }
-    if (f.seq <= o->second) {
-      duplicates.fetch_add(1, std::memory_order_relaxed);
-      return false;
+    if (f.more) {  // the first chunk of a message
+      o->partial.assign(f.payload);
+      o->next_chunk = 1;
+      return std::nullopt;
     }
-    if (const std::uint64_t missed = f.seq - o->second - 1; missed > 0) {
-      gaps.fetch_add(1, std::memory_order_relaxed);
-      lost.fetch_add(missed, std::memory_order_relaxed);
-      // Shard channels have no loss notice (RESP3 has no push for it); counted only.
-      if (!f.shard) (void)b.report_upstream_loss(f.channel, missed);
-    }
-    o->second = f.seq;
   } catch (...) {
-    // Out of memory for the state: delivered unchecked rather than lost.
+    // Out of memory for the state: a whole frame is delivered unchecked
+    // rather than lost; a chunk cannot be.
+    if (f.chunk != 0 || f.more) return std::nullopt;
   }
-  return true;
+  return f.payload;
 }
 
 void NatsCluster::Impl::apply_forget() noexcept {
