@@ -8,6 +8,7 @@
 #include <nats/nats.h>
 
 #include <chrono>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "relay_fixture.hpp"
 #include "ringcast/broadcast_ring.hpp"
 #include "ringcast/broker/broker.hpp"
+#include "ringcast/broker/metrics.hpp"
 #include "ringcast/relay/nats_cluster.hpp"
 #include "ringcast/relay/relay.hpp"
 #include "ws_client.hpp"
@@ -341,6 +343,19 @@ TEST_F(ClusterTest, ASkippedNumberIsCountedAndToldInBandAndARepeatedOneIsDropped
   EXPECT_EQ(s.gaps, 1u);
   EXPECT_EQ(s.lost, 2u);
   EXPECT_EQ(s.malformed, 1u);
+  // /metrics (and the live page, which reads it) says the same, with the
+  // server and the interest.
+  broker::PrometheusWriter w;
+  b_.link->write_metrics(w);
+  const std::string metrics = w.take();
+  for (const std::string& series : std::initializer_list<std::string>{
+           "ringcast_cluster_connected 1\n", "ringcast_cluster_info{server=\"" + s.server + "\"} 1\n",
+           "ringcast_cluster_received_total 4\n", "ringcast_cluster_gaps_total 1\n", "ringcast_cluster_lost_total 2\n",
+           "ringcast_cluster_malformed_total 1\n", "ringcast_cluster_interest{space=\"channel\"} 1\n",
+           "ringcast_cluster_interest{space=\"pattern\"} 0\n"}) {
+    EXPECT_NE(metrics.find(series), std::string::npos) << series << " not in\n" << metrics;
+  }
+  EXPECT_EQ(s.server.rfind("nats://127.0.0.1:", 0), 0u) << s.server;
 }
 
 TEST(ClusterUnreachableTest, APublishThatCannotLeaveItsNodeIsRefusedWithClusterDownNotDeliveredHere) {
