@@ -581,6 +581,10 @@ void NatsCluster::write_metrics(broker::PrometheusWriter& w) const {
   const ClusterStats s = stats();
   w.metric("ringcast_cluster_connected", "1 while connected to a NATS server of the cluster", MetricType::kGauge,
            s.connected ? 1 : 0);
+  // The server as a label of a constant 1 (Prometheus' "info" idiom); no
+  // sample while disconnected.
+  w.header("ringcast_cluster_info", "The NATS server this node is connected to", MetricType::kGauge);
+  if (!s.server.empty()) w.sample("ringcast_cluster_info", {{"server", s.server}}, 1);
   w.metric("ringcast_cluster_sent_total", "Messages published here and handed to NATS", MetricType::kCounter,
            static_cast<double>(s.sent));
   w.metric("ringcast_cluster_send_failed_total",
@@ -592,16 +596,31 @@ void NatsCluster::write_metrics(broker::PrometheusWriter& w) const {
            static_cast<double>(s.received));
   w.metric("ringcast_cluster_duplicates_total", "Messages from other nodes dropped as already received",
            MetricType::kCounter, static_cast<double>(s.duplicates));
+  w.metric("ringcast_cluster_gaps_total", "Times a channel's sequence from one origin node jumped",
+           MetricType::kCounter, static_cast<double>(s.gaps));
   w.metric("ringcast_cluster_lost_total", "Messages from other nodes that never arrived (told to subscribers)",
            MetricType::kCounter, static_cast<double>(s.lost));
   w.metric("ringcast_cluster_refused_here_total", "Messages from other nodes this node refused", MetricType::kCounter,
            static_cast<double>(s.refused_here));
+  w.metric("ringcast_cluster_malformed_total",
+           "Messages on the cluster's subjects that are not ringcast cluster frames", MetricType::kCounter,
+           static_cast<double>(s.malformed));
+  w.metric("ringcast_cluster_settles_total", "Subscription confirmations that waited for NATS", MetricType::kCounter,
+           static_cast<double>(s.settles));
   w.metric("ringcast_cluster_settle_timeouts_total",
            "Subscription confirmations sent before NATS confirmed the interest", MetricType::kCounter,
            static_cast<double>(s.settle_timeouts));
   w.metric("ringcast_cluster_nats_dropped_total",
            "Messages from other nodes libnats dropped: this node fell behind its pending limits", MetricType::kCounter,
            static_cast<double>(s.nats_dropped));
+  w.metric("ringcast_cluster_subscribe_failed_total",
+           "NATS subscriptions libnats refused (that interest hears this node only)", MetricType::kCounter,
+           static_cast<double>(s.subscribe_failed));
+  w.header("ringcast_cluster_interest", "This node's subscribed channels, patterns and shard channels",
+           MetricType::kGauge);
+  w.sample("ringcast_cluster_interest", {{"space", "channel"}}, static_cast<double>(s.interest_channels));
+  w.sample("ringcast_cluster_interest", {{"space", "pattern"}}, static_cast<double>(s.interest_patterns));
+  w.sample("ringcast_cluster_interest", {{"space", "shard"}}, static_cast<double>(s.interest_shard_channels));
   w.metric("ringcast_cluster_nats_subscriptions", "NATS subscriptions this node's interest costs", MetricType::kGauge,
            static_cast<double>(s.nats_subscriptions));
 }

@@ -208,6 +208,24 @@ class Page:
         return "\n".join(f"  {k}: {v!r}" for k, v in parts.items()) + f"\n  exceptions: {self.exceptions}"
 
 
+class NatsServer:
+    """nats-server on a loopback port of its choosing (-p -1), read back from its log."""
+
+    def __init__(self):
+        exe = shutil.which("nats-server")
+        if not exe:
+            pytest.fail("nats-server not found: tools/install-deps.sh installs Debian's nats-server")
+        self.proc = subprocess.Popen([exe, "-a", "127.0.0.1", "-p", "-1"], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)
+        self.err = LineReader(self.proc.stderr)
+        port = self.err.wait_for(r"Listening for client connections on 127\.0\.0\.1:(\d+)", "nats-server").group(1)
+        self.url = f"nats://127.0.0.1:{port}"
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=DEADLINE_S)
+
+
 @pytest.fixture
 def broker():
     b = Broker()
@@ -253,8 +271,48 @@ def test_page_shows_redis_cli_publish(broker, chromium):
         # The next once-a-second tick counts it in the rate history the plot draws.
         await page.wait_until("window.ringcast.state.rates.reduce((a, b) => a + b, 0) === 1", "the rate counter")
         assert await page.text("#notices") == ""
+        # A broker without --cluster has no cluster series: no cluster section.
+        await page.wait_until("window.ringcast.state.cluster !== 'unknown'", "the answer of /metrics")
+        assert await page.evaluate("window.ringcast.state.cluster") == "absent"
+        assert await page.evaluate("document.querySelector('#cluster').hidden") is True
 
     run_page(chromium, f"http://127.0.0.1:{broker.ws_port}/?channel=browser.test", body)
+
+
+def test_page_shows_the_cluster_of_a_broker_started_with_cluster(chromium):
+    nats = NatsServer()
+    here = there = None
+    try:
+        here = Broker(["--cluster", nats.url])
+        there = Broker(["--cluster", nats.url])
+
+        def series(name):  # the cluster table's value of one series, as text
+            return ("[...document.querySelectorAll('#cluster-series tr')].map((tr) => tr.cells)"
+                    f".find((c) => c[0].textContent === {json.dumps(name)})?.[1].textContent ?? null")
+
+        async def body(page):
+            await page.wait_until(SUBSCRIBED, "subscribed")
+            await page.wait_until("window.ringcast.state.cluster === 'present'", "the cluster section")
+            assert await page.evaluate("document.querySelector('#cluster').hidden") is False
+            assert await page.text("#cluster-state") == "connected"
+            assert await page.text("#cluster-server") == f"NATS {nats.url}"
+            # The page's subscription is this node's one interest in the cluster.
+            channels = series('interest{space="channel"}')
+            await page.wait_until(f"{channels} === '1'", "the interest count")
+            assert await page.evaluate(series('interest{space="pattern"}')) == "0"
+            # Published on the other node: it crosses NATS into this one and the page.
+            assert there.publish("browser.cluster", "hello-from-the-other-node") == "0"  # no receiver there
+            await page.wait_until(contains("#messages", "hello-from-the-other-node"), "the message from the other node")
+            await page.wait_until(f"{series('received_total')} === '1'", "the received counter")
+            for name in ("sent_total", "gaps_total", "lost_total", "unreachable_total", "nats_dropped_total"):
+                assert await page.evaluate(series(name)) == "0", name
+
+        run_page(chromium, f"http://127.0.0.1:{here.ws_port}/?channel=browser.cluster", body)
+    finally:
+        for b in (here, there):
+            if b:
+                b.stop()
+        nats.stop()
 
 
 def test_page_subscribes_to_a_glob_and_shows_binary_payloads_as_base64(broker, chromium):

@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "cluster_frame.hpp"
+#include "prometheus_text.hpp"
 #include "relay_fixture.hpp"
 #include "ringcast/broadcast_ring.hpp"
 #include "ringcast/broker/broker.hpp"
+#include "ringcast/broker/metrics.hpp"
 #include "ringcast/relay/nats_cluster.hpp"
 #include "ringcast/relay/relay.hpp"
 #include "ws_client.hpp"
@@ -343,6 +345,22 @@ TEST_F(ClusterTest, ASkippedNumberIsCountedAndToldInBandAndARepeatedOneIsDropped
   EXPECT_EQ(s.gaps, 1u);
   EXPECT_EQ(s.lost, 2u);
   EXPECT_EQ(s.malformed, 1u);
+  // /metrics (and the live page, which reads it) says the same, with the
+  // server and the interest, in well-formed exposition text.
+  broker::PrometheusWriter w;
+  b_.link->write_metrics(w);
+  const std::string text = w.take();
+  const test::PrometheusText m = test::parse_prometheus(text);
+  ASSERT_TRUE(m.ok()) << m.error << "\n" << text;
+  EXPECT_EQ(m.value("ringcast_cluster_connected"), 1);
+  EXPECT_EQ(m.value("ringcast_cluster_info", {{"server", s.server}}), 1) << text;
+  EXPECT_EQ(m.value("ringcast_cluster_received_total"), 4);
+  EXPECT_EQ(m.value("ringcast_cluster_gaps_total"), 1);
+  EXPECT_EQ(m.value("ringcast_cluster_lost_total"), 2);
+  EXPECT_EQ(m.value("ringcast_cluster_malformed_total"), 1);
+  EXPECT_EQ(m.value("ringcast_cluster_interest", {{"space", "channel"}}), 1);
+  EXPECT_EQ(m.value("ringcast_cluster_interest", {{"space", "pattern"}}), 0);
+  EXPECT_EQ(s.server.rfind("nats://127.0.0.1:", 0), 0u) << s.server;
 }
 
 TEST_F(ClusterTest, ChunksArePutTogetherAndAMessageMissingOneIsCountedAndToldNotDelivered) {
