@@ -224,6 +224,34 @@ TEST(ConnectionQueueAllocationTest, ConflatingKnownChannelsAllocatesNothing) {
   EXPECT_EQ(q.stats().conflated, 101000u - 2u);
 }
 
+// Almost no queue ever owes a QoS 1 loss notice: until one does, it holds no
+// table of owed notices, and once their notices are queued it frees the table
+// again (connection_queue.hpp, invariant 9), so every idle connection's queue
+// holds only its span ring.
+TEST(ConnectionQueueAllocationTest, QueueOwingNoLossNoticeHoldsNoAllocation) {
+  const AllocationCount count;
+  ConnectionQueue q(QueueLimits{1u << 20, 0, std::chrono::seconds(60)}, OverflowPolicy::kDropNewest,
+                    steady_clock_source());
+  EXPECT_EQ(count.allocations(), 0u);
+  std::vector<FrameSpan> out;
+  out.reserve(64);
+  const auto drain = [&] {
+    const PopResult r = q.pop_batch(SIZE_MAX, 64, out);
+    out.clear();
+    q.release(r.bytes);
+    return r.frames;
+  };
+  (void)q.push(encode_message(WireFormat::kJson, "t", "warm-up"));  // the span ring takes its capacity
+  EXPECT_EQ(drain(), 1u);
+
+  const AllocationCount around;
+  (void)q.note_qos1_loss(Qos1Loss::kExpired, "t", 7, 1, 6);
+  (void)q.note_qos1_loss(Qos1Loss::kWindowDropped, "u", 8, 1, 0);
+  EXPECT_EQ(drain(), 2u) << "two notices";
+  EXPECT_GT(around.allocations(), 0u) << "the counting operator new is not the one in use";
+  EXPECT_EQ(around.allocations(), around.deallocations()) << "nothing owed, nothing held";
+}
+
 // A publish to a channel seen before, with RESP2, RESP3 and WebSocket-JSON
 // subscribers (one of the latter also through a pattern) and two in PopSub's
 // JSON dialect, allocates one block per format and pattern and nothing else:
@@ -297,6 +325,9 @@ TEST(FrameDecoderAllocationTest, SteadyStateFramesAllocateNothing) {
 // the first delivery it holds no heap memory (ack_tracker.hpp, invariant 6),
 // whatever the owner asks of it.
 TEST(AckTrackerAllocationTest, IdleTrackerHoldsNoAllocation) {
+  // The tracker itself is one allocation per QoS 1 connection: 128 bytes of
+  // malloc (with its header) while it is at most 120.
+  EXPECT_LE(sizeof(AckTracker), 120u);
   testing::ManualClock clock;
   ConnectionQueue queue(QueueLimits{1u << 20, 0, std::chrono::seconds(60)}, OverflowPolicy::kDropNewest, clock);
   const std::function<bool(std::string_view)> any = [](std::string_view) { return true; };

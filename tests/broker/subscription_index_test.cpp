@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "broker/core/subscription_index.hpp"
+#include "broker/guarantees/ack_tracker.hpp"
+#include "broker/ws/json_delivery.hpp"
 #include "test_support.hpp"
 
 namespace ringcast::broker {
@@ -303,6 +305,39 @@ TEST_F(SubscriptionIndexTest, SubscribingTwiceKeepsOneSubscription) {
   EXPECT_FALSE(index_.add_channel(a, "x"));
   EXPECT_TRUE(index_.add_pattern(a, "x"));
   EXPECT_EQ(a.subscription_count(), 2u);
+}
+
+// A subscription's QoS 1 mark is its own (subscription_list.hpp): the
+// channel "t*" and the pattern "t*" are marked apart, and the mark goes with
+// its subscription, so subscribing again starts at QoS 0.
+TEST_F(SubscriptionIndexTest, Qos1MarkBelongsToOneSubscription) {
+  testing::ManualClock clock;
+  AckTracker tracker(AckSettings{}, clock, WireFormat::kJson, ws::json_redelivery);
+  FakeSubscriber& a = make(WireFormat::kJson);
+  {
+    auto lock = index_.lock_for_update();
+    index_.set_ack_tracker(a, &tracker);
+    index_.add_channel(a, "t*");
+    index_.add_pattern(a, "t*");
+    index_.set_qos1(a, SubscriptionSpace::kPattern, "t*", true);
+  }
+  const auto publish_qos1 = [this](std::string_view ch) { return publish_all({Message{ch, "p", 1}}).front(); };
+  EXPECT_EQ(publish_qos1("tx"), 1u);
+  EXPECT_EQ(tracker.stats().delivered, 1u) << "through the QoS 1 pattern";
+  EXPECT_EQ(publish_qos1("t*"), 1u);
+  EXPECT_EQ(tracker.stats().delivered, 1u) << "through the channel, its one delivery, at QoS 0";
+  {
+    auto lock = index_.lock_for_update();
+    EXPECT_TRUE(index_.remove(a, SubscriptionSpace::kPattern, "t*"));
+    EXPECT_TRUE(index_.add_pattern(a, "t*"));
+  }
+  EXPECT_EQ(publish_qos1("tx"), 1u);
+  EXPECT_EQ(tracker.stats().delivered, 1u) << "the new pattern subscription is QoS 0";
+  std::size_t frames = 0;
+  for (const FrameSpan& s : testing::drain_all(a.queue())) frames += s.count;
+  EXPECT_EQ(frames, 3u);
+  auto lock = index_.lock_for_update();
+  index_.remove_all(a);  // before the tracker goes
 }
 
 TEST_F(SubscriptionIndexTest, ShardChannelsAreANamespaceOfTheirOwn) {

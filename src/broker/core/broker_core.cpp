@@ -48,7 +48,9 @@ void SubscriptionUpdate::set_format(WireFormat f) noexcept { index_.set_format(c
 
 void SubscriptionUpdate::set_ack_tracker(AckTracker* tracker) noexcept { index_.set_ack_tracker(client_, tracker); }
 
-void SubscriptionUpdate::set_qos1(std::string_view name, bool qos1) { index_.set_qos1(client_, name, qos1); }
+void SubscriptionUpdate::set_qos1(SubscriptionSpace space, std::string_view name, bool qos1) noexcept {
+  index_.set_qos1(client_, space, name, qos1);
+}
 
 BrokerCore::BrokerCore(BrokerConfig config, const Clock& clock, std::unique_ptr<ChannelHistory> history,
                        ClusterLink* cluster)

@@ -78,7 +78,7 @@ class SubscriptionUpdate {
   void set_format(WireFormat f) noexcept;
   // QoS 1 (SubscriptionIndex::set_ack_tracker, set_qos1).
   void set_ack_tracker(AckTracker* tracker) noexcept;
-  void set_qos1(std::string_view name, bool qos1);
+  void set_qos1(SubscriptionSpace space, std::string_view name, bool qos1) noexcept;
 
  private:
   friend class BrokerCore;

@@ -53,9 +53,20 @@ struct SourceFrames {
       }
     }
   }
-  // The subscription name this source matched: the channel or the pattern.
+  // The subscription this source matched: the channel or the pattern, in its space.
   [[nodiscard]] std::string_view name() const noexcept {
     return run.kind == DeliveryKind::kPattern ? run.pattern : run.msgs.front().channel;
+  }
+  [[nodiscard]] SubscriptionSpace space() const noexcept {
+    switch (run.kind) {
+      case DeliveryKind::kPattern:
+        return SubscriptionSpace::kPattern;
+      case DeliveryKind::kShard:
+        return SubscriptionSpace::kShard;
+      case DeliveryKind::kMessage:
+        break;
+    }
+    return SubscriptionSpace::kChannel;
   }
 };
 
@@ -80,7 +91,7 @@ void deliver(Subscriber* s, const FrameRef& block) noexcept {
 // A QoS 1 delivery goes through the subscriber's tracker when the subscription
 // it matched is a QoS 1 one (only JSON subscribers have trackers).
 void deliver_from(Subscriber* s, SourceFrames& src) noexcept {
-  if (src.run.qos == 1 && s->ack_tracker() != nullptr && s->qos1_for(src.name())) {
+  if (src.run.qos == 1 && s->ack_tracker() != nullptr && s->qos1_for(src.space(), src.name())) {
     const FrameRef& block = src.get_qos1(s->format());
     if (s->ack_tracker()->offer(src.run.msgs.front().channel, src.run.first_id, block, s->queue())) s->on_queue_ready();
     return;
@@ -116,20 +127,6 @@ constexpr std::size_t kMaxRunMessages = 1024;
 constexpr std::size_t kMaxRunBytes = 1u << 20;
 
 }  // namespace
-
-bool Subscriber::qos1_for(std::string_view name) const noexcept { return qos1_.contains(name); }
-
-const SubscriptionList& Subscriber::subscriptions(SubscriptionSpace space) const noexcept {
-  switch (space) {
-    case SubscriptionSpace::kPattern:
-      return patterns_;
-    case SubscriptionSpace::kShard:
-      return shard_channels_;
-    case SubscriptionSpace::kChannel:
-      break;
-  }
-  return channels_;
-}
 
 SubscriptionIndex::SubscriptionIndex(RunLog* log, ClusterLink* cluster) : log_(log), cluster_(cluster) {}
 SubscriptionIndex::~SubscriptionIndex() = default;
@@ -224,7 +221,6 @@ bool SubscriptionIndex::add(Subscriber& s, SubscriptionSpace space, std::string_
 }
 
 bool SubscriptionIndex::remove(Subscriber& s, SubscriptionSpace space, std::string_view name) {
-  if (space != SubscriptionSpace::kShard) set_qos1(s, name, false);
   switch (space) {
     case SubscriptionSpace::kPattern:
       return remove_pattern(s, name);
@@ -273,19 +269,14 @@ bool SubscriptionIndex::remove_pattern(Subscriber& s, std::string_view pattern) 
 void SubscriptionIndex::remove_all(Subscriber& s) { remove_some(s, SIZE_MAX); }
 
 bool SubscriptionIndex::remove_some(Subscriber& s, std::size_t max) {
-  s.qos1_.clear();
   for (; max > 0 && !s.channels_.empty(); --max) remove_channel(s, s.channels_.front());
   for (; max > 0 && !s.patterns_.empty(); --max) remove_pattern(s, s.patterns_.front());
   for (; max > 0 && !s.shard_channels_.empty(); --max) remove_shard_channel(s, s.shard_channels_.front());
   return s.subscription_count() == 0;
 }
 
-void SubscriptionIndex::set_qos1(Subscriber& s, std::string_view name, bool qos1) {
-  if (qos1) {
-    s.qos1_.insert(name);
-  } else {
-    s.qos1_.erase(name);
-  }
+void SubscriptionIndex::set_qos1(Subscriber& s, SubscriptionSpace space, std::string_view name, bool qos1) noexcept {
+  Subscriber::list_of(s, space).set_qos1(name, qos1);
 }
 
 void SubscriptionIndex::set_format(Subscriber& s, WireFormat f) noexcept {

@@ -122,24 +122,43 @@ class Subscriber {
   [[nodiscard]] const SubscriptionList& channels() const noexcept { return channels_; }
   [[nodiscard]] const SubscriptionList& patterns() const noexcept { return patterns_; }
   [[nodiscard]] const SubscriptionList& shard_channels() const noexcept { return shard_channels_; }
-  [[nodiscard]] const SubscriptionList& subscriptions(SubscriptionSpace space) const noexcept;
+  [[nodiscard]] const SubscriptionList& subscriptions(SubscriptionSpace space) const noexcept {
+    return list_of(*this, space);
+  }
   // Channels, patterns and shard channels together.
   [[nodiscard]] std::size_t subscription_count() const noexcept {
     return channels_.size() + patterns_.size() + shard_channels_.size();
   }
 
   // QoS 1 (guarantees/ack_tracker.hpp): the tracker that QoS 1 publishes on
-  // the subscriber's QoS 1 subscriptions go through, and those subscriptions'
-  // names (channels or patterns). Written through SubscriptionIndex (update
-  // lock held), read by publishers under the shared lock.
+  // the subscriber's QoS 1 subscriptions go through, and whether its
+  // subscription `name` in `space` is one (marked in the subscription's own
+  // entry). Written through SubscriptionIndex (update lock held), read by
+  // publishers under the shared lock.
   [[nodiscard]] AckTracker* ack_tracker() const noexcept { return ack_tracker_; }
-  [[nodiscard]] bool qos1_for(std::string_view name) const noexcept;
+  [[nodiscard]] bool qos1_for(SubscriptionSpace space, std::string_view name) const noexcept {
+    return subscriptions(space).qos1(name);
+  }
 
  protected:
   virtual ~Subscriber() = default;
 
  private:
   friend class SubscriptionIndex;
+  // The list of `space`, const or not as `self`.
+  template <class Self>
+  static auto list_of(Self& self, SubscriptionSpace space) noexcept -> decltype((self.channels_)) {
+    switch (space) {
+      case SubscriptionSpace::kPattern:
+        return self.patterns_;
+      case SubscriptionSpace::kShard:
+        return self.shard_channels_;
+      case SubscriptionSpace::kChannel:
+        break;
+    }
+    return self.channels_;
+  }
+
   WireFormat format_ = WireFormat::kResp2;
   const Deliveries deliveries_;
   ConnectionQueue queue_;
@@ -147,7 +166,6 @@ class Subscriber {
   SubscriptionList patterns_;
   SubscriptionList shard_channels_;
   AckTracker* ack_tracker_ = nullptr;
-  SubscriptionList qos1_;  // subscriptions made at QoS 1
 };
 
 // How a publish into the index ended (SubscriptionIndex::publish): messages
@@ -206,10 +224,11 @@ class SubscriptionIndex {
   // notices). REQUIRES: lock_for_update() held.
   void set_format(Subscriber& s, WireFormat f) noexcept;
   // QoS 1: `tracker` (null: none) takes s's QoS 1 deliveries; set_qos1 marks
-  // the subscription `name` (a channel or a pattern) as QoS 1 or not. The
-  // tracker must outlive s's subscriptions. REQUIRES: lock_for_update() held.
+  // s's subscription `name` in `space` as QoS 1 or not (the mark goes when
+  // the subscription does). The tracker must outlive s's subscriptions.
+  // REQUIRES: lock_for_update() held; s subscribed to `name` in `space`.
   void set_ack_tracker(Subscriber& s, AckTracker* tracker) noexcept { s.ack_tracker_ = tracker; }
-  void set_qos1(Subscriber& s, std::string_view name, bool qos1);
+  void set_qos1(Subscriber& s, SubscriptionSpace space, std::string_view name, bool qos1) noexcept;
 
   // Publishes `msgs` in order, exactly as one publish per message would, and
   // stores each message's PUBLISH reply (the number of deliveries) in

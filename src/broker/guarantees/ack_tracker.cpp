@@ -56,7 +56,7 @@ void AckTracker::admit_locked(Key key, const FrameRef& block, std::uint32_t fram
     it->second = s;
   }
   t.deadlines.push_back({now + settings_.ack_timeout, s, slot.generation});
-  if (sent) ++stats_.delivered;
+  if (sent) ++t.stats.delivered;
 }
 
 void AckTracker::release_slot_locked(std::uint32_t s) noexcept {
@@ -103,24 +103,24 @@ bool AckTracker::wait_locked(Key key, const FrameRef& block, std::uint32_t frame
     switch (settings_.policy) {
       case OverflowPolicy::kDisconnect:
         queue.close();
-        ++stats_.dropped;
+        ++t.stats.dropped;
         return true;  // the writer sees the closed queue and ends the connection
       case OverflowPolicy::kDropOldest:
       case OverflowPolicy::kConflate:
         while (!t.waiting.empty() && t.waiting_bytes + bytes > settings_.max_waiting_bytes) {
           const Waiting& w = t.waiting.front();
           t.waiting_bytes -= w.block->end(w.frame) - w.block->begin(w.frame);
-          ++stats_.dropped;
+          ++t.stats.dropped;
           wake |= queue.note_qos1_loss(Qos1Loss::kWindowDropped, t.channel_names[w.key.channel], w.key.id,
-                                       stats_.dropped, 0);
+                                       t.stats.dropped, 0);
           unwait_locked(w.key);
           t.waiting.pop_front();
         }
         break;
       case OverflowPolicy::kDropNewest:
       case OverflowPolicy::kBlock:
-        ++stats_.dropped;
-        return queue.note_qos1_loss(Qos1Loss::kWindowDropped, t.channel_names[key.channel], key.id, stats_.dropped, 0);
+        ++t.stats.dropped;
+        return queue.note_qos1_loss(Qos1Loss::kWindowDropped, t.channel_names[key.channel], key.id, t.stats.dropped, 0);
     }
   }
   t.waiting.push_back({key, block, frame});
@@ -184,7 +184,7 @@ void AckTracker::settle_acked_locked(Index::iterator it, ConnectionQueue& queue,
   const std::uint32_t ch = it->first.channel;
   release_slot_locked(it->second);
   t.index.erase(it);
-  ++stats_.acked;
+  ++t.stats.acked;
   settle_front_locked(ch);
   compact_deadlines_locked();
   wake = refill_locked(queue);
@@ -264,7 +264,7 @@ bool AckTracker::redeliver_all(ConnectionQueue& queue, const std::function<bool(
     }
     if (!t.channel_state[slot.key.channel].withheld) {  // invariant 5
       ++slot.sends;
-      ++stats_.redelivered;
+      ++t.stats.redelivered;
       wake |= queue.push(redeliver_(slot.block->frame(slot.frame))).wake;
     }
     t.deadlines.push_back({now + settings_.ack_timeout, d.slot, slot.generation});
@@ -292,18 +292,18 @@ bool AckTracker::on_timer(ConnectionQueue& queue) {
       continue;
     }
     if (slot.sends > settings_.max_retries) {
-      ++stats_.expired;
+      ++t.stats.expired;
       const Key key = slot.key;
       const std::uint32_t sends = slot.sends;
       t.index.erase(key);
       release_slot_locked(d.slot);
       --t.stale_deadlines;  // its deadline was just popped, not left behind
-      wake |= queue.note_qos1_loss(Qos1Loss::kExpired, t.channel_names[key.channel], key.id, stats_.expired, sends);
+      wake |= queue.note_qos1_loss(Qos1Loss::kExpired, t.channel_names[key.channel], key.id, t.stats.expired, sends);
       settle_front_locked(key.channel);
       continue;
     }
     ++slot.sends;
-    ++stats_.redelivered;
+    ++t.stats.redelivered;
     wake |= queue.push(redeliver_(slot.block->frame(slot.frame))).wake;
     t.deadlines.push_back({now + settings_.ack_timeout, d.slot, slot.generation});
   }
@@ -329,11 +329,10 @@ std::optional<std::chrono::nanoseconds> AckTracker::next_deadline() const {
 
 AckStats AckTracker::stats() const {
   std::lock_guard lock(mu_);
-  AckStats s = stats_;
-  if (table_ != nullptr) {  // invariant 6
-    s.in_flight = table_->index.size();
-    s.waiting = table_->waiting.size();
-  }
+  if (table_ == nullptr) return {};  // invariant 6
+  AckStats s = table_->stats;
+  s.in_flight = table_->index.size();
+  s.waiting = table_->waiting.size();
   return s;
 }
 

@@ -314,7 +314,8 @@ bool ConnectionQueue::note_qos1_loss(Qos1Loss kind, std::string_view channel, st
                                      std::uint32_t sends) noexcept {
   std::lock_guard lock(mu_);
   if (closed_) return false;
-  owed_.add(kind, channel, id, total, sends);
+  if (owed_ == nullptr) owed_ = std::make_unique<LossRanges>();
+  owed_->add(kind, channel, id, total, sends);
   queue_owed_notices_locked();
   // Queued or owed, the writer must look (complete() keeps it running while
   // a notice is owed).
@@ -323,14 +324,15 @@ bool ConnectionQueue::note_qos1_loss(Qos1Loss kind, std::string_view channel, st
 
 void ConnectionQueue::queue_owed_notices_locked() noexcept {
   const std::size_t limit = limits_.soft_bytes > 0 ? limits_.soft_bytes : limits_.hard_bytes;
-  while (!owed_.empty()) {
-    const std::string payload = owed_.front();
+  while (owed_ != nullptr) {
+    const std::string payload = owed_->front();
     const std::size_t used = queued_bytes_ + inflight_bytes_;
     // Upper bound of the encoded size, as for the queue's own notice.
     if (used > 0 && used + 64 + kLossChannel.size() + payload.size() > limit / 2) return;
     const FrameRef msg = encode_message(format_, kLossChannel, payload);
     append_locked(FrameRef::copy_of(msg->view(), /*droppable=*/false), 0);
-    owed_.pop_front();
+    owed_->pop_front();
+    if (owed_->empty()) owed_.reset();  // invariant 9
     ++notices_;
   }
 }
@@ -499,7 +501,7 @@ void ConnectionQueue::release_locked(std::size_t bytes) noexcept {
 bool ConnectionQueue::complete(std::size_t bytes) noexcept {
   std::lock_guard lock(mu_);
   release_locked(bytes);
-  if (closed_ || !spans_.empty() || pending_loss_ > 0 || !owed_.empty()) return true;
+  if (closed_ || !spans_.empty() || pending_loss_ > 0 || owed_ != nullptr) return true;
   armed_ = false;
   return false;
 }

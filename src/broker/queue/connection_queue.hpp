@@ -66,6 +66,10 @@
 //     (or into an empty queue): notices never take the queue over its limit,
 //     and the losses a subscriber that does not read meanwhile meets
 //     coalesce. complete() keeps the writer running while any is owed.
+//     owed_ is null while nothing is owed: made by the first loss, freed once
+//     its last notice is queued, so a queue that owes nothing (every idle
+//     connection) holds no LossRanges and none of the heap its deque takes
+//     on construction.
 #pragma once
 
 #include <array>
@@ -73,6 +77,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -275,7 +280,7 @@ class ConnectionQueue {
   std::uint64_t conflated_ = 0;          // over the connection's life
   std::uint64_t pending_conflated_ = 0;  // since the last notice (also counted in pending_loss_)
   std::uint64_t pending_upstream_ = 0;   // since the last notice (also counted in pending_loss_)
-  LossRanges owed_;                      // invariant 9
+  std::unique_ptr<LossRanges> owed_;     // invariant 9; null while nothing is owed
 };
 
 // The loss-notice payload: "lost=<n> total=<t> policy=<p>", then

@@ -34,10 +34,10 @@ class SpanDeque {
   // push_back() calls, ever.
   [[nodiscard]] std::uint64_t pushed() const noexcept { return pushed_; }
 
-  // Allocates only when full (doubling, at least 16 spans).
+  // Allocates only when full (doubling, from kInitialSpans).
   void push_back(FrameSpan s) {
     if (count_ == buf_.size()) {
-      std::vector<FrameSpan> bigger(buf_.empty() ? 16 : buf_.size() * 2);
+      std::vector<FrameSpan> bigger(buf_.empty() ? kInitialSpans : buf_.size() * 2);
       for (std::size_t i = 0; i < count_; ++i) bigger[i] = std::move((*this)[i]);
       buf_.swap(bigger);
       head_ = 0;
@@ -67,6 +67,10 @@ class SpanDeque {
   }
 
  private:
+  // Small: the ring keeps its capacity, and every idle connection has queued
+  // a reply or two (its handshake's) and holds it; a busy queue doubles to its
+  // steady size once.
+  static constexpr std::size_t kInitialSpans = 4;
   std::vector<FrameSpan> buf_;
   std::size_t head_ = 0;
   std::size_t count_ = 0;

@@ -307,7 +307,7 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
   SubscriptionUpdate update = core().update(*this);
   if (qos == 1) update.set_ack_tracker(tracker_);  // invariant 6: before the subscription
   update.subscribe(space, c.topic);
-  update.set_qos1(c.topic, qos == 1);
+  update.set_qos1(space, c.topic, qos == 1);
   if (history != nullptr) {
     if (replay) {
       replay->complete();  // the runs logged since read(); none can be logged now
