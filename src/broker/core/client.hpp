@@ -185,6 +185,9 @@ class Client : public Subscriber {
   // publish would: droppable, under the queue's limits and policy, and wakes
   // the writer.
   void push_messages(std::span<const FrameRef> blocks) noexcept;
+  // Adds to the wait before what this input queued is written
+  // (take_reply_delay): a refused credential outside AUTH (HTTP /metrics).
+  void delay_reply(std::chrono::milliseconds d) noexcept { reply_delay_ += d; }
 
  private:
   // `pass` is the broker's password (BrokerConfig::requirepass), compared in

@@ -86,7 +86,8 @@ std::string websocket_accept(std::string_view key) {
   return out;
 }
 
-HttpUpgrade::HttpUpgrade(const HttpRoutes& routes) : routes_(routes), parser_(std::make_unique<Parser>()) {
+HttpUpgrade::HttpUpgrade(const HttpRoutes& routes, std::string_view peer)
+    : routes_(routes), peer_(peer), parser_(std::make_unique<Parser>()) {
   parser_->p.header_limit(static_cast<std::uint32_t>(kMaxHeader));
   parser_->p.body_limit(0);
 }
@@ -166,7 +167,7 @@ HttpUpgrade::Status HttpUpgrade::route() {
   const HttpRoutes::Handler* h = routes_.find(path);
   if (h == nullptr) return respond(text(404, "Not found"), head);
   if (!get && !head) return respond(text(405, "Method not allowed", "Allow: GET, HEAD\r\n"));
-  return respond((*h)(HttpRequest{query, sv(req[http::field::authorization])}), head);
+  return respond((*h)(HttpRequest{query, sv(req[http::field::authorization]), peer_}), head);
 }
 
 HttpUpgrade::Status HttpUpgrade::respond(const HttpResponse& r, bool head_only) {
@@ -183,6 +184,7 @@ HttpUpgrade::Status HttpUpgrade::respond(const HttpResponse& r, bool head_only) 
   response_ += r.extra_headers;
   response_ += "\r\n";
   if (!head_only) response_ += r.body;
+  delay_ = r.delay;
   return Status::kRespond;
 }
 

@@ -10,6 +10,7 @@
 // HttpUpgrade: none; one per connection, used by its thread only.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -28,6 +29,9 @@ struct HttpResponse {
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
   std::string extra_headers;  // complete "Name: value\r\n" lines
+  // How long the server waits before writing the response: a refused
+  // credential's delay (AuthStats::record_failure), as for AUTH.
+  std::chrono::milliseconds delay{0};
 };
 
 // What a route's handler sees of a request; views into the request, valid
@@ -35,6 +39,7 @@ struct HttpResponse {
 struct HttpRequest {
   std::string_view query;          // after '?' in the target; empty without one
   std::string_view authorization;  // the Authorization header's value; empty without one
+  std::string_view peer;           // the client's "address:port"
 };
 
 // GET routes of the WebSocket port, matched on the exact path.
@@ -73,8 +78,8 @@ class HttpUpgrade {
     kRespond,   // response() is a complete HTTP response: write it, then close
   };
 
-  // `routes` must outlive this object.
-  explicit HttpUpgrade(const HttpRoutes& routes);
+  // `routes` and `peer` (the client's "address:port") must outlive this object.
+  HttpUpgrade(const HttpRoutes& routes, std::string_view peer);
   ~HttpUpgrade();
   HttpUpgrade(const HttpUpgrade&) = delete;
   HttpUpgrade& operator=(const HttpUpgrade&) = delete;
@@ -84,6 +89,8 @@ class HttpUpgrade {
   // calls are not allowed.
   [[nodiscard]] Status feed(std::string_view& in);
   [[nodiscard]] const std::string& response() const noexcept { return response_; }
+  // After kRespond: how long to wait before writing response() (HttpResponse::delay).
+  [[nodiscard]] std::chrono::milliseconds delay() const noexcept { return delay_; }
   // After kUpgraded: bytes received after the request (the first frames, if the
   // client did not wait for the 101).
   [[nodiscard]] std::string_view rest() const noexcept;
@@ -102,10 +109,12 @@ class HttpUpgrade {
   Status route();
 
   const HttpRoutes& routes_;
+  std::string_view peer_;
   std::unique_ptr<Parser> parser_;
   std::string buf_;           // received bytes not yet consumed by the parser
   std::size_t consumed_ = 0;  // bytes of buf_ the parser consumed
   std::string response_;
+  std::chrono::milliseconds delay_{0};
   std::string target_;
   bool ringcast_protocol_ = false;
 };

@@ -57,14 +57,21 @@ HttpRoutes::Handler metrics_route(BrokerCore& core) {
         return refuse(401, {}, "authentication required: send Authorization: Bearer <password or token>");
       }
       if (!is_password(credential, cfg.requirepass)) {
+        // A wrong credential is a guess, delayed as AUTH's are (per address:
+        // the connection closes after every response).
         if (cfg.token_secret.empty()) {
           stats.count_password_refused();
-          return refuse(401, "invalid_token", "wrong password");
+          HttpResponse r = refuse(401, "invalid_token", "wrong password");
+          r.delay = stats.record_failure(request.peer, "wrong password on /metrics", 1, /*closing=*/false);
+          return r;
         }
         const auto grant = verify_token(credential, cfg.token_secret);
         if (!grant) {
           stats.count_token_refused(grant.error());
-          return refuse(401, "invalid_token", std::string(describe(grant.error())));
+          HttpResponse r = refuse(401, "invalid_token", std::string(describe(grant.error())));
+          r.delay = stats.record_failure(request.peer, std::string(describe(grant.error())) + " on /metrics", 1,
+                                         /*closing=*/false);
+          return r;
         }
         if (grant->subscribe) {
           stats.count_permission_denied();

@@ -47,7 +47,7 @@ WsSession::~WsSession() {
 
 WsSession::WsSession(BrokerCore& core, std::string peer, Waker& waker, const HttpRoutes& routes)
     : Client(core, std::move(peer), WireFormat::kPopSubJson, Deliveries::kPerMessage, waker, true),
-      http_(std::make_unique<HttpUpgrade>(routes)),
+      http_(std::make_unique<HttpUpgrade>(routes, Client::peer())),
       decoder_(core.config().ws_max_message),
       refusals_(core, std::chrono::nanoseconds(0)) {
   set_authenticated(!auth_required());
@@ -60,6 +60,7 @@ Client::InputResult WsSession::on_input(std::string_view bytes) {
       case HttpUpgrade::Status::kNeedMore:
         return InputResult::kOk;
       case HttpUpgrade::Status::kRespond:
+        delay_reply(http_->delay());
         push_reply(http_->response());
         closing_ = true;
         break;

@@ -118,16 +118,27 @@ TEST(OperatorSurfacesTest, MetricsNeedATokenThatMayReadEveryChannel) {
   EXPECT_TRUE(broker.alive());
 }
 
-TEST(OperatorSurfacesTest, MetricsTakeThePasswordAsBearer) {
-  Broker broker({"--requirepass", "hunter2-but-longer"});
+TEST(OperatorSurfacesTest, MetricsTakeThePasswordAsBearerAndDelayGuessesAsAuthDoes) {
+  Broker broker({"--requirepass", "hunter2-but-longer"}, test::Stream::kPipe);
   EXPECT_EQ(get_metrics(broker.ws_port()).rfind("HTTP/1.1 401 ", 0), 0u);
   const std::string wrong = get_metrics(broker.ws_port(), "hunter2");
   EXPECT_EQ(wrong.rfind("HTTP/1.1 401 ", 0), 0u) << wrong.substr(0, 200);
   EXPECT_NE(wrong.find("wrong password"), std::string::npos) << wrong.substr(0, 200);
+  // A guess per connection, and each one from the same address waits longer
+  // (the failure table AUTH's refusals go through).
+  EXPECT_EQ(get_metrics(broker.ws_port(), "hunter3").rfind("HTTP/1.1 401 ", 0), 0u);
+  test::ChildProcess& p = broker.process();
+  const auto second = p.read_stderr_line_with("2 in a row", test::deadline_in(seconds(10)));
+  ASSERT_TRUE(second);
+  EXPECT_NE(second->find("authentication refused (wrong password on /metrics); failure 1 of the connection, 2 in a "
+                         "row from 127.0.0.1; delayed 200 ms"),
+            std::string::npos)
+      << *second;
   const std::string served = get_metrics(broker.ws_port(), "hunter2-but-longer");
   EXPECT_EQ(served.rfind("HTTP/1.1 200 ", 0), 0u) << served.substr(0, 200);
   EXPECT_NE(served.find("ringcast_broker_messages_published_total"), std::string::npos);
-  EXPECT_EQ(authed_info(broker.port(), {"AUTH", "hunter2-but-longer"}, "password_auth_refused"), "1");
+  EXPECT_EQ(authed_info(broker.port(), {"AUTH", "hunter2-but-longer"}, "password_auth_refused"), "2");
+  EXPECT_EQ(authed_info(broker.port(), {"AUTH", "hunter2-but-longer"}, "auth_failure_sources"), "1");
 }
 
 TEST(OperatorSurfacesTest, MetricsStayOpenWithoutAuthentication) {

@@ -30,7 +30,7 @@ struct Result {
 
 // Feeds `input` in pieces of `chunk` bytes until the request is answered.
 Result run(std::string_view input, std::size_t chunk, const HttpRoutes& routes) {
-  HttpUpgrade h(routes);
+  HttpUpgrade h(routes, "127.0.0.1:1");
   for (std::size_t off = 0; off < input.size(); off += chunk) {
     std::string_view piece = input.substr(off, chunk);
     const Status st = h.feed(piece);
