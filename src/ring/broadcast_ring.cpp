@@ -529,8 +529,8 @@ Result<void> BroadcastRing::claim_producer() {
   if (read_only_) return make_error(Errc::not_producer, "claim_producer: ring opened read-only");
   if (slots_read_only_) {
     return make_error(Errc::not_producer,
-                      "claim_producer: the slots are mapped read-only (read_only_slots, or no write permission "
-                      "on the slots file: a reader)");
+                      "claim_producer: a reader with read-only slots (read_only_slots, or no write permission on "
+                      "the slots file)");
   }
   if (fd_ >= 0) {
     if (const int err = detail::try_lock(fd_, detail::kProducerLock); err != 0) {
