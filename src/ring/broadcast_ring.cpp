@@ -394,12 +394,12 @@ Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const O
     // Read-write where this process may write the slots file (a producer);
     // else read-only, as read_only_slots (a reader: its mode lets only the
     // producer's user write it).
-    const int ro = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+    constexpr int kFlags = O_CLOEXEC | O_NONBLOCK | O_NOCTTY;  // as open() above
     const bool try_write = !options.read_only && !options.read_only_slots;
-    int slots_fd = try_write ? ::open(slots_path->c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY) : -1;
+    int slots_fd = try_write ? ::open(slots_path->c_str(), O_RDWR | kFlags) : -1;
     const bool writable = slots_fd >= 0;
     if (!writable && (!try_write || errno == EACCES || errno == EPERM || errno == EROFS)) {
-      slots_fd = ::open(slots_path->c_str(), ro);
+      slots_fd = ::open(slots_path->c_str(), O_RDONLY | kFlags);
     }
     if (slots_fd < 0) return make_error(Errc::io_error, "open: the slots file (<path>.slots)", errno);
     struct stat slots_st {};
