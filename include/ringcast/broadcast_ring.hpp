@@ -123,6 +123,15 @@ struct CreateOptions {
   // Values up to 52 keep the ring to one slot per message. A larger value
   // than the capacity allows is refused with payload_too_large.
   std::size_t max_message = 0;
+  // The slots go in a second file, `<path>.slots`, created with `mode` less
+  // the group and other write bits; the ring file keeps the header (cursors,
+  // wait lines), which every consumer writes. So a reader needs write
+  // permission on the ring file and read permission alone on the slots file,
+  // and one without write permission on it maps the slots read-only
+  // (OpenOptions::read_only_slots). create() only (create_shm and
+  // create_anonymous refuse it: io_error, EINVAL). docs/design.md, "Read-only
+  // readers", has the deployment recipe.
+  bool separate_slots = false;
 };
 
 struct OpenOptions {
@@ -133,8 +142,12 @@ struct OpenOptions {
   // writable, but a stray write through a view (or anywhere in the slots
   // past the header's page) faults in this process instead of corrupting
   // every reader's messages. Such a handle cannot produce (claim_producer:
-  // not_producer). The file is still opened read-write: its header is
+  // not_producer). The ring file is still opened read-write: its header is
   // shared state every consumer writes (docs/design.md, "Read-only readers").
+  // On a ring with separate slots the slots file is then opened read-only;
+  // without this option it is opened read-write where this process may
+  // write it, and read-only (with the same effect as this option) where it
+  // may not.
   bool read_only_slots = false;
   bool reap_on_full = false;     // as CreateOptions::reap_on_full, if this handle produces
   ClockNs reap_clock = nullptr;  // as CreateOptions::reap_clock
@@ -327,6 +340,10 @@ class BroadcastRing {
   // Opens an existing ring file. Errors: io_error, not_ready (creator still
   // initialising), layout_mismatch (magic, version, slot size, capacity, size).
   static Result<BroadcastRing> open(const std::string& path, const OpenOptions& options = {});
+  // Unlinks the ring file at `path` and, if its slots are separate, its slots
+  // file. Refuses (with open's errors) a file that is not a ring, so a typo
+  // deletes nothing. Handles still open keep their mappings.
+  static Result<void> remove(const std::string& path);
 
   // The same over a POSIX shared-memory object name ("/ticks"), via Boost.Interprocess.
   static Result<BroadcastRing> create_shm(const std::string& name, std::uint64_t capacity,
@@ -498,6 +515,8 @@ class BroadcastRing {
   [[nodiscard]] std::size_t max_message() const noexcept { return max_message_; }
   [[nodiscard]] bool lossy() const noexcept { return (flags_ & kFlagLossy) != 0; }
   [[nodiscard]] bool wakeups() const noexcept { return (flags_ & kFlagWakeups) != 0; }
+  // The slots are in `<path>.slots` (CreateOptions::separate_slots); the ring file is the header alone.
+  [[nodiscard]] bool separate_slots() const noexcept { return (flags_ & kFlagSeparateSlots) != 0; }
   // Full view including owner liveness (makes one fcntl per active entry).
   [[nodiscard]] RingStatus status() const;
 
@@ -508,8 +527,15 @@ class BroadcastRing {
   friend class ProducerClaim;
   friend struct detail::WaitSetAccess;  // WaitSet sleeps on data_wait (src/ring/wait_set.cpp)
   BroadcastRing() = default;
-  static Result<BroadcastRing> attach_fd(int fd, const char* what, const OpenOptions& options);
-  static Result<BroadcastRing> init_fd(int fd, std::uint64_t capacity, const CreateOptions& options);
+  // `slots_path`: where the slots file of a ring with separate slots is
+  // (nullptr: nowhere, such a ring is refused).
+  static Result<BroadcastRing> attach_fd(int fd, const char* what, const OpenOptions& options,
+                                         const std::string* slots_path);
+  // Maps the separate slots file `slots_fd` of a ring of `capacity` slots
+  // into slots_map_ and closes `slots_fd` (on failure too).
+  Result<void> map_slots_file(int slots_fd, std::uint64_t capacity, int prot, const char* what);
+  // `slots_fd`: a new separate slots file (the ring owns it from here on), or -1.
+  static Result<BroadcastRing> init_fd(int fd, int slots_fd, std::uint64_t capacity, const CreateOptions& options);
   Result<void> map_and_initialise(std::uint64_t capacity, const CreateOptions& options);
   // Validated geometry into the handle; allocates a lossy ring's claim buffer.
   Result<void> set_geometry(std::uint64_t capacity, std::uint32_t flags, std::uint64_t max_message);
@@ -611,16 +637,19 @@ class BroadcastRing {
   bool wait(layout::WaitLine& line, WaitState& ws, WaitOptions options, Attempt&& attempt) noexcept;
   [[nodiscard]] bool lock_is_held(off_t offset) const noexcept;
 
-  // Mapping. header_/slots_ point into [base_, base_ + map_bytes_), or, with
-  // OpenOptions::read_only_slots, header_ into [base_, base_ + map_bytes_)
-  // (the header's pages, writable) and slots_ into the read-only mapping of
-  // the whole file [slots_map_, slots_map_ + slots_map_bytes_).
+  // Mapping. header_/slots_ point into [base_, base_ + map_bytes_), or
+  // header_ into [base_, base_ + map_bytes_) (the header's pages) and slots_
+  // into a second mapping [slots_map_, slots_map_ + slots_map_bytes_): of
+  // the whole file, read-only (OpenOptions::read_only_slots), or of a
+  // separate slots file (CreateOptions::separate_slots), read-only unless
+  // this handle may write it.
   std::byte* base_ = nullptr;
   std::size_t map_bytes_ = 0;
   std::byte* slots_map_ = nullptr;
   std::size_t slots_map_bytes_ = 0;
   int fd_ = -1;  // -1 for anonymous rings
   bool read_only_ = false;
+  bool slots_read_only_ = false;  // slots_ points into a read-only mapping: cannot produce
   layout::RingHeader* header_ = nullptr;
   layout::Slot* slots_ = nullptr;
   // Validated copies of header fields; the mapping is never trusted for bounds.

@@ -12,6 +12,11 @@
 //   offset 1280  Slot[capacity]   64 B each  (SeqLock cells; a message larger than
 //                                            52 bytes spans consecutive slots)
 //
+// A ring created with separate slots (kFlagSeparateSlots) is two files: the
+// ring file holds the header alone (kHeaderBytes), and `<path>.slots`
+// (kSlotsFileSuffix) holds Slot[capacity] from its offset 0, so that readers
+// may have read permission alone on the slots (docs/layout.md, "Separate slots").
+//
 // Every field is read and written only through std::atomic, which is valid
 // across processes because the atomics used here are lock-free and therefore
 // address-free (static_asserts below). Nothing read from the mapping is
@@ -49,7 +54,11 @@ inline constexpr std::uint32_t kLayoutVersion = 5;
 // ProducerLine::flags bits, fixed at creation.
 inline constexpr std::uint32_t kFlagLossy = 1U << 0;    // producer never waits; readers may be lapped
 inline constexpr std::uint32_t kFlagWakeups = 1U << 1;  // every side fences: exact wake-ups without membarrier(2)
-inline constexpr std::uint32_t kKnownFlags = kFlagLossy | kFlagWakeups;
+// The slots are in the file `<ring path>` + kSlotsFileSuffix, not after the
+// header. Builds that predate it refuse such a ring ("unknown flags").
+inline constexpr std::uint32_t kFlagSeparateSlots = 1U << 2;
+inline constexpr std::uint32_t kKnownFlags = kFlagLossy | kFlagWakeups | kFlagSeparateSlots;
+inline constexpr char kSlotsFileSuffix[] = ".slots";
 
 // WaitLine::signal: bit 0, a waiter is (about to be) asleep on this line;
 // bit 1 (data_wait only), the producer fences after every publish, so a
@@ -171,6 +180,8 @@ inline constexpr std::size_t kHeaderBytes = sizeof(RingHeader);
 [[nodiscard]] constexpr std::uint64_t file_size(std::uint64_t capacity) noexcept {
   return kHeaderBytes + capacity * kSlotBytes;
 }
+// The size of a separate slots file (kFlagSeparateSlots); its ring file is kHeaderBytes.
+[[nodiscard]] constexpr std::uint64_t slots_file_size(std::uint64_t capacity) noexcept { return capacity * kSlotBytes; }
 
 // Slots a record of `length` payload bytes spans, its header slot included.
 [[nodiscard]] constexpr std::uint64_t record_slots(std::uint64_t length) noexcept {

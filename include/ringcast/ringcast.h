@@ -95,12 +95,16 @@ typedef enum ringcast_idle {
 
 /* All-zero (or a NULL pointer) is the C++ defaults. */
 typedef struct ringcast_create_options {
-  uint32_t mode;        /* file mode of a new file; 0: 0600 */
-  bool replace;         /* unlink an existing regular file first */
-  bool lossy;           /* the producer never waits; slow consumers are lapped */
-  bool wakeups;         /* fence every push and receive instead of membarrier(2) */
-  bool no_producer;     /* the creating handle does not take the producer role */
-  bool reap_on_full;    /* the producer reaps dead consumers when it finds the ring full */
+  uint32_t mode;     /* file mode of a new file; 0: 0600 */
+  bool replace;      /* unlink an existing regular file first */
+  bool lossy;        /* the producer never waits; slow consumers are lapped */
+  bool wakeups;      /* fence every push and receive instead of membarrier(2) */
+  bool no_producer;  /* the creating handle does not take the producer role */
+  bool reap_on_full; /* the producer reaps dead consumers when it finds the ring full */
+  /* The slots in the file "<path>.slots", which only the owner may write
+   * (ringcast_create only). Added in the padding before max_message: the
+   * struct keeps its size and every earlier offset. */
+  bool separate_slots;
   uint64_t max_message; /* largest message in bytes; 0: 64 KiB or what the capacity allows */
 } ringcast_create_options;
 

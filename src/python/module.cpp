@@ -30,14 +30,15 @@ RingPtr make_ring(Result<BroadcastRing> ring, std::string name) {
 }
 
 CreateOptions create_options(std::uint32_t mode, bool replace, bool lossy, bool wakeups, bool claim_producer,
-                             bool reap_on_full, std::size_t max_message) {
+                             bool reap_on_full, std::size_t max_message, bool separate_slots = false) {
   return {.mode = static_cast<mode_t>(mode),
           .replace = replace,
           .lossy = lossy,
           .wakeups = wakeups,
           .claim_producer = claim_producer,
           .reap_on_full = reap_on_full,
-          .max_message = max_message};
+          .max_message = max_message,
+          .separate_slots = separate_slots};
 }
 
 void bind_enums(py::module_& m) {
@@ -92,15 +93,15 @@ consumers and gives up the producer role. Errors raise RingError.)");
   ring.def_static(
           "create",
           [](const std::filesystem::path& path, std::uint64_t capacity, std::uint32_t mode, bool replace, bool lossy,
-             bool wakeups, bool claim_producer, bool reap_on_full, std::size_t max_message) {
+             bool wakeups, bool claim_producer, bool reap_on_full, std::size_t max_message, bool separate_slots) {
             return make_ring(BroadcastRing::create(path.string(), capacity,
                                                    create_options(mode, replace, lossy, wakeups, claim_producer,
-                                                                  reap_on_full, max_message)),
+                                                                  reap_on_full, max_message, separate_slots)),
                              path.string());
           },
           py::arg("path"), py::arg("capacity"), py::kw_only(), py::arg("mode") = 0600, py::arg("replace") = false,
           py::arg("lossy") = false, py::arg("wakeups") = false, py::arg("claim_producer") = true,
-          py::arg("reap_on_full") = false, py::arg("max_message") = 0,
+          py::arg("reap_on_full") = false, py::arg("max_message") = 0, py::arg("separate_slots") = false,
           R"(Create a ring file with `capacity` 64-byte slots (2 .. 2**30).
 
 mode: file mode (default 0o600). replace: unlink an existing regular file first
@@ -111,7 +112,11 @@ reap_on_full: the producer frees dead consumers' entries when the ring is full.
 max_message: the largest message in bytes, fixed at creation; 0 means 64 KiB, or
 less if the capacity cannot hold it (a message may take at most half the ring:
 max_message_for(capacity)); up to 52 keeps one slot per message. A larger value
-than the capacity allows raises RingError payload_too_large.)")
+than the capacity allows raises RingError payload_too_large. separate_slots: the
+slots go in the file path + ".slots", made with `mode` less group and other
+write, so readers need write permission on the ring file and only read
+permission on the slots file (docs/design.md, "Read-only readers"); Ring.remove
+deletes both.)")
       .def_static(
           "open",
           [](const std::filesystem::path& path, std::uint64_t expected_capacity, bool read_only, bool read_only_slots,
@@ -163,6 +168,14 @@ than expected_capacity when that is not 0, a truncated file).)")
             if (auto r = BroadcastRing::remove_shm(name); !r) raise_error(name, r.error());
           },
           py::arg("name"), "Remove the shared-memory object `name` (handles already open keep working).")
+      .def_static(
+          "remove",
+          [](const std::filesystem::path& path) {
+            if (auto r = BroadcastRing::remove(path.string()); !r) raise_error(path.string(), r.error());
+          },
+          py::arg("path"),
+          "Remove the ring file `path` and, if its slots are separate, its slots file (handles already open keep "
+          "working). RingError, removing nothing, if `path` is not a ring.")
       .def_static(
           "create_anonymous",
           [](std::uint64_t capacity, bool lossy, bool wakeups, std::size_t max_message) {

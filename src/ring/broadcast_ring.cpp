@@ -69,7 +69,52 @@ Result<BroadcastRing> naming(Result<BroadcastRing> ring, const std::string& path
 }
 
 std::uint32_t flags_of(const CreateOptions& options) noexcept {
-  return (options.lossy ? kFlagLossy : 0U) | (options.wakeups ? kFlagWakeups : 0U);
+  return (options.lossy ? kFlagLossy : 0U) | (options.wakeups ? kFlagWakeups : 0U) |
+         (options.separate_slots ? kFlagSeparateSlots : 0U);
+}
+
+// Creates the file `path` with exactly `mode`, first unlinking a file there
+// if `replace`. Returns its descriptor (O_RDWR).
+Result<int> create_file(const std::string& path, mode_t mode, bool replace) {
+  if (replace) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+      if (S_ISDIR(st.st_mode)) return make_error(Errc::io_error, "create: path is a directory", EISDIR);
+      // unlink removes a symlink itself, never its target.
+      if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        return make_error(Errc::io_error, "create: unlink existing file", errno);
+      }
+    }
+  }
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) {
+    if (errno == EEXIST) return make_error(Errc::already_exists, "create: path exists");
+    return make_error(Errc::io_error, "create: open", errno);
+  }
+  // The mode must not depend on the caller's umask.
+  if (::fchmod(fd, mode) != 0) {
+    const int err = close_keep_errno(fd);
+    ::unlink(path.c_str());
+    return make_error(Errc::io_error, "create: fchmod", err);
+  }
+  return fd;
+}
+
+// Sizes a new file to `bytes` and allocates every block now: a ring larger
+// than its filesystem's room (a 64 MB /dev/shm in a container) fails here,
+// with ENOSPC, instead of SIGBUS in whichever process first touches a slot
+// past the room (docs/containers.md).
+Result<void> allocate(int fd, std::uint64_t bytes) {
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) return make_error(Errc::io_error, "create: ftruncate", errno);
+  // posix_fallocate returns the error number; it does not set errno.
+  if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); err != 0) {
+    return make_error(Errc::io_error, "create: the ring does not fit its filesystem (posix_fallocate)", err);
+  }
+  return {};
+}
+
+tl::unexpected<Error> separate_slots_need_a_path(const char* what) noexcept {
+  return make_error(Errc::io_error, what, EINVAL);
 }
 
 }  // namespace
@@ -82,29 +127,28 @@ Result<BroadcastRing> BroadcastRing::create(const std::string& path, std::uint64
       [&]() -> Result<BroadcastRing> {
         if (!valid_capacity(capacity))
           return capacity_out_of_range("create: capacity out of range (2..1073741824 slots)", capacity);
-        if (options.replace) {
-          struct stat st {};
-          if (::lstat(path.c_str(), &st) == 0) {
-            if (S_ISDIR(st.st_mode)) return make_error(Errc::io_error, "create: path is a directory", EISDIR);
-            // unlink removes a symlink itself, never its target.
-            if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-              return make_error(Errc::io_error, "create: unlink existing file", errno);
-            }
+        const auto fd = create_file(path, options.mode, options.replace);
+        if (!fd) return tl::unexpected(fd.error());
+        const std::string slots_path = path + kSlotsFileSuffix;
+        int slots_fd = -1;
+        if (options.separate_slots) {
+          // Whoever may read the ring may read its slots; only the owner may
+          // write them (docs/design.md, "Read-only readers").
+          auto made = create_file(slots_path, options.mode & ~mode_t{S_IWGRP | S_IWOTH}, options.replace);
+          if (!made) {
+            ::close(*fd);
+            ::unlink(path.c_str());
+            if (made.error().code == Errc::already_exists)
+              made.error().what = "create: the slots file (<path>.slots) exists";
+            return tl::unexpected(made.error());
           }
+          slots_fd = *made;
         }
-        const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options.mode);
-        if (fd < 0) {
-          if (errno == EEXIST) return make_error(Errc::already_exists, "create: path exists");
-          return make_error(Errc::io_error, "create: open", errno);
-        }
-        // The mode must not depend on the caller's umask.
-        if (::fchmod(fd, options.mode) != 0) {
-          const int err = close_keep_errno(fd);
+        auto ring = init_fd(*fd, slots_fd, capacity, options);
+        if (!ring) {
           ::unlink(path.c_str());
-          return make_error(Errc::io_error, "create: fchmod", err);
+          if (slots_fd >= 0) ::unlink(slots_path.c_str());
         }
-        auto ring = init_fd(fd, capacity, options);
-        if (!ring) ::unlink(path.c_str());
         return ring;
       }(),
       path);
@@ -116,6 +160,7 @@ Result<BroadcastRing> BroadcastRing::create_shm(const std::string& name, std::ui
       [&]() -> Result<BroadcastRing> {
         if (!valid_capacity(capacity))
           return capacity_out_of_range("create_shm: capacity out of range (2..1073741824 slots)", capacity);
+        if (options.separate_slots) return separate_slots_need_a_path("create_shm: separate_slots needs create()");
         int fd = -1;
         try {
           if (options.replace) bip::shared_memory_object::remove(name.c_str());
@@ -129,7 +174,7 @@ Result<BroadcastRing> BroadcastRing::create_shm(const std::string& name, std::ui
           }
           return make_error(Errc::io_error, "create_shm: shm_open", e.get_native_error());
         }
-        auto ring = init_fd(fd, capacity, options);
+        auto ring = init_fd(fd, -1, capacity, options);
         if (!ring) bip::shared_memory_object::remove(name.c_str());
         return ring;
       }(),
@@ -139,26 +184,36 @@ Result<BroadcastRing> BroadcastRing::create_shm(const std::string& name, std::ui
 Result<BroadcastRing> BroadcastRing::create_anonymous(std::uint64_t capacity, const CreateOptions& options) {
   if (!valid_capacity(capacity))
     return capacity_out_of_range("create_anonymous: capacity out of range (2..1073741824 slots)", capacity);
+  if (options.separate_slots) return separate_slots_need_a_path("create_anonymous: separate_slots needs create()");
   BroadcastRing ring;
   if (auto r = ring.map_and_initialise(capacity, options); !r) return tl::unexpected(r.error());
   return ring;
 }
 
-Result<BroadcastRing> BroadcastRing::init_fd(int fd, std::uint64_t capacity, const CreateOptions& options) {
+Result<BroadcastRing> BroadcastRing::init_fd(int fd, int slots_fd, std::uint64_t capacity,
+                                             const CreateOptions& options) {
   BroadcastRing ring;
   ring.fd_ = fd;  // owned by ring from here on
-  if (::ftruncate(fd, static_cast<off_t>(layout::file_size(capacity))) != 0) {
-    return make_error(Errc::io_error, "create: ftruncate", errno);
+  const bool separate = slots_fd >= 0;
+  auto r = allocate(fd, separate ? layout::kHeaderBytes : layout::file_size(capacity));
+  if (r && separate) r = allocate(slots_fd, layout::slots_file_size(capacity));
+  if (separate) {
+    if (r) r = ring.map_slots_file(slots_fd, capacity, PROT_READ | PROT_WRITE, "create: mmap slots file");
+    else ::close(slots_fd);
   }
-  // Allocate every block now: a ring larger than its filesystem's room (a
-  // 64 MB /dev/shm in a container) fails here, with ENOSPC, instead of
-  // SIGBUS in whichever process first touches a slot past the room
-  // (docs/containers.md). Returns the error number; it does not set errno.
-  if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(layout::file_size(capacity))); err != 0) {
-    return make_error(Errc::io_error, "create: the ring does not fit its filesystem (posix_fallocate)", err);
-  }
-  if (auto r = ring.map_and_initialise(capacity, options); !r) return tl::unexpected(r.error());
+  if (r) r = ring.map_and_initialise(capacity, options);
+  if (!r) return tl::unexpected(r.error());
   return ring;
+}
+
+Result<void> BroadcastRing::map_slots_file(int slots_fd, std::uint64_t capacity, int prot, const char* what) {
+  void* slots = ::mmap(nullptr, layout::slots_file_size(capacity), prot, MAP_SHARED, slots_fd, 0);
+  const int err = close_keep_errno(slots_fd);  // the mapping keeps the file
+  if (slots == MAP_FAILED) return make_error(Errc::io_error, what, err);
+  slots_map_ = static_cast<std::byte*>(slots);
+  slots_map_bytes_ = layout::slots_file_size(capacity);
+  slots_read_only_ = (prot & PROT_WRITE) == 0;
+  return {};
 }
 
 Result<void> BroadcastRing::set_geometry(std::uint64_t capacity, std::uint32_t flags, std::uint64_t max_message) {
@@ -190,7 +245,8 @@ Result<void> BroadcastRing::map_and_initialise(std::uint64_t capacity, const Cre
                                 max_message, allowed});
   }
   if (auto r = set_geometry(capacity, flags_of(options), max_message); !r) return r;
-  map_bytes_ = layout::file_size(capacity);
+  // The slots file, if separate, is mapped already (init_fd).
+  map_bytes_ = slots_map_ != nullptr ? layout::kHeaderBytes : layout::file_size(capacity);
   const int map_flags = fd_ >= 0 ? MAP_SHARED : (MAP_SHARED | MAP_ANONYMOUS);
   void* base = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, map_flags, fd_, 0);
   if (base == MAP_FAILED) {
@@ -199,7 +255,7 @@ Result<void> BroadcastRing::map_and_initialise(std::uint64_t capacity, const Cre
   }
   base_ = static_cast<std::byte*>(base);
   header_ = reinterpret_cast<layout::RingHeader*>(base_);
-  slots_ = reinterpret_cast<layout::Slot*>(base_ + layout::kHeaderBytes);
+  slots_ = reinterpret_cast<layout::Slot*>(slots_map_ != nullptr ? slots_map_ : base_ + layout::kHeaderBytes);
   reap_on_full_ = options.reap_on_full;
   reap_clock_ = options.reap_clock != nullptr ? options.reap_clock : detail::monotonic_ns;
   light_fence_ = needs_light_fence(flags_);
@@ -232,7 +288,23 @@ Result<BroadcastRing> BroadcastRing::open(const std::string& path, const OpenOpt
   // terminal make it ours. Neither changes anything for a regular file.
   const int fd = ::open(path.c_str(), (options.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return naming(make_error(Errc::io_error, "open", errno), path);
-  return naming(attach_fd(fd, "open", options), path);
+  const std::string slots_path = path + kSlotsFileSuffix;
+  return naming(attach_fd(fd, "open", options, &slots_path), path);
+}
+
+Result<void> BroadcastRing::remove(const std::string& path) {
+  // Only remove what is recognisably a ring: a typo must not delete a file.
+  auto ring = open(path, {.read_only = true});
+  if (!ring) return tl::unexpected(ring.error());
+  const bool separate = ring->separate_slots();
+  const auto failed = [&](const char* what) {
+    Error e{Errc::io_error, errno, what};
+    e.path = path;
+    return tl::unexpected<Error>(std::move(e));
+  };
+  if (::unlink(path.c_str()) != 0) return failed("remove: unlink");
+  if (separate && ::unlink((path + kSlotsFileSuffix).c_str()) != 0) return failed("remove: unlink the slots file");
+  return {};
 }
 
 Result<BroadcastRing> BroadcastRing::open_shm(const std::string& name, const OpenOptions& options) {
@@ -247,7 +319,7 @@ Result<BroadcastRing> BroadcastRing::open_shm(const std::string& name, const Ope
         } catch (const bip::interprocess_exception& e) {
           return make_error(Errc::io_error, "open_shm: shm_open", e.get_native_error());
         }
-        return attach_fd(fd, "open_shm", options);
+        return attach_fd(fd, "open_shm", options, nullptr);
       }(),
       name);
 }
@@ -259,7 +331,8 @@ Result<void> BroadcastRing::remove_shm(const std::string& name) {
   return {};
 }
 
-Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const OpenOptions& options) {
+Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const OpenOptions& options,
+                                               const std::string* slots_path) {
   BroadcastRing ring;
   ring.fd_ = fd;
   ring.read_only_ = options.read_only;
@@ -298,7 +371,8 @@ Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const O
   if ((flags & ~kKnownFlags) != 0) return make_error(Errc::layout_mismatch, "open: unknown flags");
   if (!valid_capacity(capacity))
     return capacity_out_of_range("open: capacity out of range (2..1073741824 slots)", capacity);
-  if (file_bytes < layout::file_size(capacity)) {
+  const bool separate = (flags & kFlagSeparateSlots) != 0;
+  if (!separate && file_bytes < layout::file_size(capacity)) {
     return make_mismatch("open: file smaller than its capacity needs", file_bytes, layout::file_size(capacity));
   }
   if (options.expected_capacity != 0 && options.expected_capacity != capacity) {
@@ -313,10 +387,42 @@ Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const O
   }
   if (auto r = ring.set_geometry(capacity, flags, max_message); !r) return tl::unexpected(r.error());
 
-  const bool slots_read_only = options.read_only_slots && !options.read_only;
-  // With read-only slots, the writable mapping is the header's pages alone.
+  if (separate) {
+    if (slots_path == nullptr) {
+      return make_error(Errc::layout_mismatch, "open_shm: the ring's slots are in a separate file; open it by path");
+    }
+    // Read-write where this process may write the slots file (a producer);
+    // else read-only, as read_only_slots (a reader: its mode lets only the
+    // producer's user write it).
+    constexpr int kFlags = O_CLOEXEC | O_NONBLOCK | O_NOCTTY;  // as open() above
+    const bool try_write = !options.read_only && !options.read_only_slots;
+    int slots_fd = try_write ? ::open(slots_path->c_str(), O_RDWR | kFlags) : -1;
+    const bool writable = slots_fd >= 0;
+    if (!writable && (!try_write || errno == EACCES || errno == EPERM || errno == EROFS)) {
+      slots_fd = ::open(slots_path->c_str(), O_RDONLY | kFlags);
+    }
+    if (slots_fd < 0) return make_error(Errc::io_error, "open: the slots file (<path>.slots)", errno);
+    struct stat slots_st {};
+    if (::fstat(slots_fd, &slots_st) != 0 || !S_ISREG(slots_st.st_mode) ||
+        static_cast<std::uint64_t>(slots_st.st_size) < layout::slots_file_size(capacity)) {
+      const auto found = S_ISREG(slots_st.st_mode) ? static_cast<std::uint64_t>(slots_st.st_size) : 0;
+      ::close(slots_fd);
+      return make_mismatch("open: the slots file (<path>.slots) is smaller than the capacity needs, or not a file",
+                           found, layout::slots_file_size(capacity));
+    }
+    const int slots_prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
+    if (auto r = ring.map_slots_file(slots_fd, capacity, slots_prot, "open: mmap the slots file"); !r) {
+      return tl::unexpected(r.error());
+    }
+  }
+
+  const bool slots_read_only = !separate && options.read_only_slots && !options.read_only;
+  // With read-only slots, the writable mapping is the header's pages alone;
+  // with separate slots, the ring file is the header.
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  ring.map_bytes_ = slots_read_only ? (layout::kHeaderBytes + page - 1) / page * page : layout::file_size(capacity);
+  ring.map_bytes_ = separate          ? layout::kHeaderBytes
+                    : slots_read_only ? (layout::kHeaderBytes + page - 1) / page * page
+                                      : layout::file_size(capacity);
   void* base = ::mmap(nullptr, ring.map_bytes_, prot, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
     ring.map_bytes_ = 0;
@@ -324,13 +430,14 @@ Result<BroadcastRing> BroadcastRing::attach_fd(int fd, const char* what, const O
   }
   ring.base_ = static_cast<std::byte*>(base);
   ring.header_ = reinterpret_cast<layout::RingHeader*>(ring.base_);
-  ring.slots_ = reinterpret_cast<layout::Slot*>(ring.base_ + layout::kHeaderBytes);
+  ring.slots_ = reinterpret_cast<layout::Slot*>(separate ? ring.slots_map_ : ring.base_ + layout::kHeaderBytes);
   if (slots_read_only) {
     void* all = ::mmap(nullptr, layout::file_size(capacity), PROT_READ, MAP_SHARED, fd, 0);
     if (all == MAP_FAILED) return make_error(Errc::io_error, "open: mmap slots read-only", errno);
     ring.slots_map_ = static_cast<std::byte*>(all);
     ring.slots_map_bytes_ = layout::file_size(capacity);
     ring.slots_ = reinterpret_cast<layout::Slot*>(ring.slots_map_ + layout::kHeaderBytes);
+    ring.slots_read_only_ = true;
   }
   ring.reap_on_full_ = options.reap_on_full;
   ring.reap_clock_ = options.reap_clock != nullptr ? options.reap_clock : detail::monotonic_ns;
@@ -352,6 +459,7 @@ BroadcastRing& BroadcastRing::operator=(BroadcastRing&& other) noexcept {
   slots_map_bytes_ = std::exchange(other.slots_map_bytes_, 0);
   fd_ = std::exchange(other.fd_, -1);
   read_only_ = other.read_only_;
+  slots_read_only_ = other.slots_read_only_;
   header_ = std::exchange(other.header_, nullptr);
   slots_ = std::exchange(other.slots_, nullptr);
   capacity_ = other.capacity_;
@@ -403,12 +511,13 @@ void BroadcastRing::close() noexcept {
     }
     release_producer();
     ::munmap(base_, map_bytes_);
-    if (slots_map_ != nullptr) ::munmap(slots_map_, slots_map_bytes_);
     base_ = nullptr;
-    slots_map_ = nullptr;
     header_ = nullptr;
-    slots_ = nullptr;
   }
+  // Mapped before base_ on creation and on opening a ring with separate slots.
+  if (slots_map_ != nullptr) ::munmap(slots_map_, slots_map_bytes_);
+  slots_map_ = nullptr;
+  slots_ = nullptr;
   if (fd_ >= 0) ::close(fd_);  // drops any lock this handle still holds
   fd_ = -1;
 }
@@ -418,8 +527,10 @@ void BroadcastRing::close() noexcept {
 Result<void> BroadcastRing::claim_producer() {
   if (is_producer_) return {};
   if (read_only_) return make_error(Errc::not_producer, "claim_producer: ring opened read-only");
-  if (slots_map_ != nullptr) {
-    return make_error(Errc::not_producer, "claim_producer: ring opened with read-only slots (a reader)");
+  if (slots_read_only_) {
+    return make_error(Errc::not_producer,
+                      "claim_producer: a reader with read-only slots (read_only_slots, or no write permission on "
+                      "the slots file)");
   }
   if (fd_ >= 0) {
     if (const int err = detail::try_lock(fd_, detail::kProducerLock); err != 0) {

@@ -117,6 +117,7 @@ ringcast::CreateOptions create_options(const ringcast_create_options* o) noexcep
   options.claim_producer = !o->no_producer;
   options.reap_on_full = o->reap_on_full;
   options.max_message = o->max_message;
+  options.separate_slots = o->separate_slots;
   return options;
 }
 

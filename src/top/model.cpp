@@ -194,10 +194,12 @@ void Monitor::check_still_there(Entry& e, TimePoint now) {
   } else if (st.st_dev != e.dev || st.st_ino != e.ino) {
     reason = "replaced";
   } else if (::fstat(e.fd.get(), &own) != 0 ||
-             static_cast<std::uint64_t>(own.st_size) < layout::file_size(e.ring->capacity())) {
+             static_cast<std::uint64_t>(own.st_size) <
+                 (e.ring->separate_slots() ? layout::kHeaderBytes : layout::file_size(e.ring->capacity()))) {
     // Another process shrank the file under us. There is a window between this
     // check and the next read, so a truncation at that instant still raises
-    // SIGBUS; ring files are never truncated by ringcast itself.
+    // SIGBUS; ring files are never truncated by ringcast itself. (A separate
+    // slots file is not watched: its ring file is the header alone.)
     reason = "truncated";
   }
   if (reason.empty()) return;

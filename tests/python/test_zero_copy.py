@@ -99,6 +99,24 @@ def test_a_reader_with_read_only_slots_views_the_message_in_a_read_only_mapping(
         assert e.value.errc == Errc.not_producer
 
 
+def test_a_ring_with_separate_slots_keeps_them_in_a_file_readers_need_only_read(ring_path):
+    slots = str(ring_path) + ".slots"
+    with Ring.create(ring_path, 1024, mode=0o660, separate_slots=True) as producer:
+        assert os.stat(ring_path).st_size == 1280 and os.stat(ring_path).st_mode & 0o777 == 0o660
+        assert os.stat(slots).st_mode & 0o777 == 0o640    # only the owner writes the slots
+        with Ring.open(ring_path, read_only_slots=True) as reader:
+            c = reader.register_consumer()
+            with producer.try_claim(FRAME.itemsize) as claim:
+                np.frombuffer(claim, dtype=FRAME)[0] = frame(5)
+                assert in_ring(slots, claim)
+            with c.try_view() as view:
+                assert view.in_place and in_ring(slots, view)
+                assert mapping_permissions(view) == "r--s"
+                assert np.frombuffer(view, dtype=FRAME)[0]["seq"] == 5
+    Ring.remove(ring_path)
+    assert not os.path.exists(ring_path) and not os.path.exists(slots)
+
+
 def test_try_recv_and_try_recv_into_copy_once_out_of_the_ring(ring, ring_path):
     c = ring.register_consumer()
     sent = frame(3)

@@ -3,8 +3,13 @@
 // sequences, producer role, lossy mode, reaping, takeover).
 #include "ringcast/broadcast_ring.hpp"
 
+#include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <chrono>
@@ -14,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "message_pattern.hpp"
 #include "raw_slots.hpp"
 #include "test_support.hpp"
 
@@ -516,6 +522,170 @@ TEST_F(BroadcastRingTest, AReaderWithReadOnlySlotsReceivesButAWriteThroughItsVie
   const RecvResult whole = producer->try_recv(*other, out);
   ASSERT_EQ(whole.status, Errc::ok);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(out.data()), whole.length), big);
+}
+
+// CreateOptions::separate_slots: the header stays in the ring file, the
+// slots go to `<path>.slots`, which only the ring file's owner may write.
+TEST_F(BroadcastRingTest, SeparateSlotsLiveInASecondFileOnlyTheOwnerMayWrite) {
+  auto ring = BroadcastRing::create(path(), 64, {.mode = 0666, .separate_slots = true});
+  ASSERT_TRUE(ring) << ring.error().message();
+  const std::string slots = path() + ".slots";
+  struct stat st {};
+  ASSERT_EQ(::stat(path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, static_cast<off_t>(layout::kHeaderBytes));
+  EXPECT_EQ(st.st_mode & 07777, 0666U);
+  ASSERT_EQ(::stat(slots.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, static_cast<off_t>(layout::slots_file_size(64)));
+  EXPECT_EQ(st.st_mode & 07777, 0644U);
+  auto reader = BroadcastRing::open(path());
+  ASSERT_TRUE(reader) << reader.error().message();
+  auto id = reader->register_consumer();
+  ASSERT_TRUE(id);
+  ASSERT_EQ(ring->try_push(as_bytes("split")), Errc::ok);
+  Buffer buf{};
+  const RecvResult r = reader->try_recv(*id, buf);
+  ASSERT_EQ(r.status, Errc::ok);
+  EXPECT_EQ(text(buf, r), "split");
+  // A second create finds the slots file taken unless it replaces it.
+  ASSERT_EQ(::unlink(path().c_str()), 0);
+  auto again = BroadcastRing::create(path(), 64, {.separate_slots = true});
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, Errc::already_exists);
+  EXPECT_NE(::access(path().c_str(), F_OK), 0) << "a failed create leaves no ring file behind";
+  EXPECT_TRUE(BroadcastRing::create(path(), 64, {.replace = true, .separate_slots = true}));
+  EXPECT_FALSE(BroadcastRing::create_anonymous(64, {.separate_slots = true}));
+}
+
+// The deployment docs/design.md describes: the reader may write the ring file
+// and only read the slots file. It is another user (nobody) when the test runs
+// as root, for whom file modes are not checked; otherwise the slots file loses
+// its owner's write bit. It receives every message in order, cannot produce,
+// and a write through its zero-copy view faults in its own process.
+TEST_F(BroadcastRingTest, AReaderThatMayOnlyReadTheSlotsFileReceivesEveryMessageAndCannotWriteThem) {
+  constexpr std::uint64_t kMessages = 2000;
+  constexpr std::size_t kMax = 1000;
+  const std::string last(kMax, 'm');
+  const std::string slots = path() + ".slots";
+  const bool root = ::geteuid() == 0;
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);  // the other user must reach the files
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  // Forked before the ring exists: the reader inherits no mapping of it.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Exits 0 only if every check passes; otherwise the code names the step.
+    ::close(go[1]);
+    if (root && (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0)) std::_Exit(10);
+    char byte = 0;
+    if (::read(go[0], &byte, 1) != 1) std::_Exit(11);
+    // The premise: this process may not write the slots file.
+    if (::open(slots.c_str(), O_RDWR) >= 0 || errno != EACCES) std::_Exit(12);
+    auto reader = BroadcastRing::open(path());
+    if (!reader) std::_Exit(13);
+    const auto claimed = reader->claim_producer();
+    if (claimed || claimed.error().code != Errc::not_producer) std::_Exit(14);
+    auto id = reader->register_consumer(StartAt::kOldest);
+    if (!id) std::_Exit(15);
+    std::vector<std::byte> buf(kMax);
+    for (std::uint64_t seq = 0; seq < kMessages; ++seq) {
+      const RecvResult r = reader->recv_wait(*id, buf, std::chrono::seconds(30));
+      if (r.status != Errc::ok) std::_Exit(16);
+      if (test::check_sized_message({buf.data(), r.length}, kMax) != seq) std::_Exit(17);
+    }
+    // The last message, a record the producer waits for, is viewed in place.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    MessageView v = reader->try_view(*id);
+    while (v.status == Errc::empty && std::chrono::steady_clock::now() < deadline) {
+      ::sched_yield();
+      v = reader->try_view(*id);
+    }
+    if (v.status != Errc::ok || !v.in_place) std::_Exit(18);
+    const pid_t writer = ::fork();
+    if (writer == 0) {
+      *reinterpret_cast<volatile std::byte*>(const_cast<std::byte*>(v.data.data())) = std::byte{'X'};
+      std::_Exit(0);
+    }
+    int status = 0;
+    if (writer < 0 || ::waitpid(writer, &status, 0) != writer) std::_Exit(19);
+    // How the writer dies depends on the build: SIGSEGV, or a sanitizer's report and exit.
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) std::_Exit(20);
+    if (std::string(reinterpret_cast<const char*>(v.data.data()), v.data.size()) != last) std::_Exit(21);
+    std::_Exit(0);
+  }
+  ::close(go[0]);
+  auto producer = BroadcastRing::create(path(), 256, {.mode = 0666, .max_message = kMax, .separate_slots = true});
+  bool pushed = static_cast<bool>(producer);
+  EXPECT_TRUE(producer) << producer.error().message();
+  if (pushed && !root) pushed = ::chmod(slots.c_str(), 0444) == 0;
+  pushed = pushed && ::write(go[1], "g", 1) == 1;
+  pushed = pushed && producer->wait_for_consumers(1, std::chrono::seconds(30)) == Errc::ok;
+  std::vector<std::byte> msg(kMax);
+  for (std::uint64_t seq = 0; pushed && seq < kMessages; ++seq) {
+    const std::span<std::byte> m(msg.data(), test::sized_length(seq, kMax));
+    test::make_sized_message(seq, m);
+    pushed = producer->push_wait(m, std::chrono::seconds(30)) == Errc::ok;
+  }
+  pushed = pushed && producer->push_wait(as_bytes(last), std::chrono::seconds(30)) == Errc::ok;
+  ::close(go[1]);
+  EXPECT_TRUE(pushed);
+  if (!pushed) ::kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the reader failed at step " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+// A producer's user may write the slots file, so its handles take the role
+// over as on any ring; a handle opened with read_only_slots may not.
+TEST_F(BroadcastRingTest, AHandleThatMayWriteTheSlotsFileTakesOverProducing) {
+  auto first = BroadcastRing::create(path(), 64, {.separate_slots = true});
+  ASSERT_TRUE(first);
+  auto consumer = BroadcastRing::open(path(), {.read_only_slots = true});
+  ASSERT_TRUE(consumer) << consumer.error().message();
+  EXPECT_EQ(consumer->claim_producer().error().code, Errc::not_producer);
+  auto id = consumer->register_consumer();
+  ASSERT_TRUE(id);
+  ASSERT_EQ(first->try_push(as_bytes("one")), Errc::ok);
+  first->release_producer();
+  auto second = BroadcastRing::open(path());
+  ASSERT_TRUE(second);
+  ASSERT_TRUE(second->claim_producer());
+  ASSERT_EQ(second->try_push(as_bytes("two")), Errc::ok);
+  Buffer buf{};
+  RecvResult r = consumer->try_recv(*id, buf);
+  ASSERT_EQ(r.status, Errc::ok);
+  EXPECT_EQ(text(buf, r), "one");
+  r = consumer->try_recv(*id, buf);
+  ASSERT_EQ(r.status, Errc::ok);
+  EXPECT_EQ(text(buf, r), "two");
+}
+
+TEST_F(BroadcastRingTest, ARingWhoseSlotsFileIsMissingOrShortIsRefused) {
+  ASSERT_TRUE(BroadcastRing::create(path(), 64, {.separate_slots = true}));
+  const std::string slots = path() + ".slots";
+  ASSERT_EQ(::truncate(slots.c_str(), 64), 0);
+  auto opened = BroadcastRing::open(path());
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().code, Errc::layout_mismatch);
+  ASSERT_EQ(::unlink(slots.c_str()), 0);
+  opened = BroadcastRing::open(path());
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().code, Errc::io_error);
+  EXPECT_EQ(opened.error().sys_errno, ENOENT);
+}
+
+TEST_F(BroadcastRingTest, RemoveDeletesARingAndItsSlotsFileButRefusesOtherFiles) {
+  ASSERT_TRUE(BroadcastRing::create(path("split"), 64, {.separate_slots = true}));
+  ASSERT_TRUE(BroadcastRing::create(path("whole"), 64));
+  test::write_file(path("text"), "not a ring");
+  EXPECT_TRUE(BroadcastRing::remove(path("split")));
+  EXPECT_TRUE(BroadcastRing::remove(path("whole")));
+  EXPECT_FALSE(BroadcastRing::remove(path("text")));
+  EXPECT_NE(::access(path("split").c_str(), F_OK), 0);
+  EXPECT_NE(::access(path("split.slots").c_str(), F_OK), 0);
+  EXPECT_NE(::access(path("whole").c_str(), F_OK), 0);
+  EXPECT_EQ(::access(path("text").c_str(), F_OK), 0);
 }
 
 TEST_F(BroadcastRingTest, BatchPushStopsAtFullAndPublishesOnce) {

@@ -110,6 +110,14 @@ static void test_setup_errors(void) {
   CHECK_STATUS(ringcast_claim_producer(opened), RINGCAST_NOT_PRODUCER);
   CHECK(strstr(ringcast_last_error_message(), "read-only slots") != NULL);
   ringcast_close(opened);
+  /* A ring with separate slots: its slots file is made beside it. */
+  ringcast_create_options split = {0};
+  split.separate_slots = true;
+  CHECK_STATUS(ringcast_create(path_of("split"), 8, &split, &opened), RINGCAST_OK);
+  char slots[512];
+  snprintf(slots, sizeof slots, "%s.slots", path_of("split"));
+  CHECK(access(slots, R_OK) == 0);
+  ringcast_close(opened);
   ringcast_close(again);
   ringcast_close(ring);
   ringcast_close(NULL); /* a no-op */
@@ -522,8 +530,8 @@ int main(void) {
   test_batches();
   test_lossy_lap();
   test_reap();
-  const char* names[] = {"x",    "small", "exists", "garbage", "push", "register",
-                         "role", "claim", "view",   "batch",   "reap"};
+  const char* names[] = {"x",     "small", "exists", "garbage", "push",  "register",   "role",
+                         "claim", "view",  "batch",  "reap",    "split", "split.slots"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) unlink(path_of(names[i]));
   rmdir(dir);
   if (failures != 0) {

@@ -466,6 +466,21 @@ TEST_F(MonitorTest, TruncatedRingIsGoneWithoutBeingRead) {
   EXPECT_EQ(s.rings[0].gone_reason, "truncated");
 }
 
+// Its ring file is the header alone and its slots file starts with no magic:
+// one ring, live, and no "truncated" or second entry for the slots file.
+TEST_F(MonitorTest, RingWithSeparateSlotsIsOneLiveRing) {
+  BroadcastRing ring = make_ring(path(), 64, {.separate_slots = true});
+  push(ring, 3);
+  Monitor m = monitor({dir_.path()});
+  for (int refresh = 0; refresh < 2; ++refresh) {
+    const Snapshot s = m.refresh();
+    ASSERT_EQ(s.rings.size(), 1U);
+    EXPECT_EQ(s.rings[0].name, "ticks");
+    EXPECT_EQ(s.rings[0].state, RingPresence::kLive) << s.rings[0].gone_reason;
+    EXPECT_EQ(s.rings[0].messages, 3U);
+  }
+}
+
 TEST_F(MonitorTest, NamedTargetsThatCannotBeOpenedFailWithTheirReasons) {
   { std::ofstream(path("notes.txt")) << std::string(2000, 'x'); }
   MonitorOptions options;

@@ -52,7 +52,7 @@ std::string size_text(std::uint64_t bytes) {
 }
 
 int cmd_create(const std::string& path, std::uint64_t capacity, const std::string& mode_text, bool lossy, bool wakeups,
-               bool force, const std::string& max_message_text) {
+               bool force, const std::string& max_message_text, bool separate_slots) {
   CreateOptions options;
   std::size_t parsed = 0;
   const unsigned long mode = std::stoul(mode_text, &parsed, 8);
@@ -61,6 +61,7 @@ int cmd_create(const std::string& path, std::uint64_t capacity, const std::strin
   options.lossy = lossy;
   options.wakeups = wakeups;
   options.replace = force;
+  options.separate_slots = separate_slots;
   options.claim_producer = false;
   if (!max_message_text.empty()) {
     const auto max_message = broker::parse_size(max_message_text);
@@ -82,8 +83,9 @@ int cmd_create(const std::string& path, std::uint64_t capacity, const std::strin
     }
     return report(path, ring.error());
   }
-  fmt::print("created {} (capacity {}, max message {}, {} bytes{}{})\n", path, capacity, size_text(ring->max_message()),
-             layout::file_size(capacity), lossy ? ", lossy" : "", wakeups ? ", wakeups" : "");
+  fmt::print("created {} (capacity {}, max message {}, {} bytes{}{}{})\n", path, capacity,
+             size_text(ring->max_message()), layout::file_size(capacity), lossy ? ", lossy" : "",
+             wakeups ? ", wakeups" : "", separate_slots ? ", slots in PATH.slots" : "");
   return 0;
 }
 
@@ -268,8 +270,9 @@ int cmd_info(const std::string& path, bool json) {
   if (json) return print_json(path);
   const RingStatus s = ring->status();
   fmt::print("ring        {}\n", path);
-  fmt::print("capacity    {} slots x {} B ({} bytes){}{}\n", s.capacity, kSlotBytes, layout::file_size(s.capacity),
-             (s.flags & kFlagLossy) ? ", lossy" : "", (s.flags & kFlagWakeups) ? ", wakeups" : "");
+  fmt::print("capacity    {} slots x {} B ({} bytes){}{}{}\n", s.capacity, kSlotBytes, layout::file_size(s.capacity),
+             (s.flags & kFlagLossy) ? ", lossy" : "", (s.flags & kFlagWakeups) ? ", wakeups" : "",
+             (s.flags & kFlagSeparateSlots) ? ", slots in PATH.slots" : "");
   if (s.max_message <= kMaxPayload) {
     fmt::print("max message {} bytes (one slot per message)\n", s.max_message);
   } else {
@@ -332,11 +335,8 @@ int cmd_reap(const std::string& path) {
 }
 
 int cmd_rm(const std::string& path) {
-  // Only remove what is recognisably a ring: a typo must not delete a file.
-  if (auto ring = BroadcastRing::open(path, {.read_only = true}); !ring) return report(path, ring.error());
-  if (::unlink(path.c_str()) != 0) {
-    return report(path, Error{Errc::io_error, errno, "unlink"});
-  }
+  // Refuses what is not recognisably a ring: a typo must not delete a file.
+  if (auto removed = BroadcastRing::remove(path); !removed) return report(path, removed.error());
   return 0;
 }
 
@@ -398,6 +398,7 @@ int run(int argc, char** argv) {
   std::uint64_t capacity = 0;
   std::string mode = "0600";
   bool lossy = false, wakeups = false, force = false, json = false, hex = false, binary = false;
+  bool separate_slots = false;
   std::uint64_t count = 0;
   std::string max_message;
 
@@ -410,6 +411,9 @@ int run(int argc, char** argv) {
                    "Full fences on every push and receive, for exact wake-ups without membarrier(2) "
                    "(blocking waits work on every ring)");
   create->add_flag("--force", force, "Replace an existing file");
+  create->add_flag("--separate-slots", separate_slots,
+                   "Put the slots in PATH.slots, which only the owner may write (--mode less group/other write): "
+                   "readers then need write permission on PATH and read permission alone on PATH.slots");
   create->add_option("--max-message", max_message,
                      "Largest message in bytes, or with a unit k, m (64k, 1m); default 64k, or the most the "
                      "capacity allows (a message may take half the ring: 64k needs 2050 slots). Up to 52 keeps one "
@@ -472,7 +476,7 @@ int run(int argc, char** argv) {
 
   if (const auto exit_status = ringcast::tools::parse_flags(app, argc, argv)) return *exit_status;
   try {
-    if (*create) return cmd_create(path, capacity, mode, lossy, wakeups, force, max_message);
+    if (*create) return cmd_create(path, capacity, mode, lossy, wakeups, force, max_message, separate_slots);
   } catch (const std::exception&) {
     fmt::print(stderr, "ringcast: --mode must be an octal number such as 0600\n");
     return 2;

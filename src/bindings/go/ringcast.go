@@ -161,6 +161,8 @@ type CreateOptions struct {
 	NoProducer bool   // the creating handle does not take the producer role
 	ReapOnFull bool   // the producer reaps dead consumers when the ring is full
 	MaxMessage uint64 // largest message in bytes; 0: 64 KiB or what the capacity allows
+	// The slots in path + ".slots", which only the owner may write (Create only).
+	SeparateSlots bool
 }
 
 // OpenOptions: the zero value opens read-write and takes the file's capacity.
@@ -192,7 +194,7 @@ func (o *CreateOptions) toC() *C.ringcast_create_options {
 	}
 	return &C.ringcast_create_options{mode: C.uint32_t(o.Mode), replace: C.bool(o.Replace), lossy: C.bool(o.Lossy),
 		wakeups: C.bool(o.Wakeups), no_producer: C.bool(o.NoProducer), reap_on_full: C.bool(o.ReapOnFull),
-		max_message: C.uint64_t(o.MaxMessage)}
+		max_message: C.uint64_t(o.MaxMessage), separate_slots: C.bool(o.SeparateSlots)}
 }
 
 // Create makes a ring file at path with capacity 64-byte slots (2..2^30).

@@ -20,6 +20,7 @@ int main(void) {
   OFFSET(ringcast_create_options, wakeups);
   OFFSET(ringcast_create_options, no_producer);
   OFFSET(ringcast_create_options, reap_on_full);
+  OFFSET(ringcast_create_options, separate_slots);
   OFFSET(ringcast_create_options, max_message);
   SIZE(ringcast_open_options);
   OFFSET(ringcast_open_options, expected_capacity);

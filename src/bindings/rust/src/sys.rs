@@ -50,6 +50,7 @@ pub struct ringcast_create_options {
     pub wakeups: bool,
     pub no_producer: bool,
     pub reap_on_full: bool,
+    pub separate_slots: bool,
     pub max_message: u64,
 }
 

@@ -39,6 +39,7 @@ fn structs_have_the_c_layout() {
             (wakeups, OFFSET_ringcast_create_options_wakeups),
             (no_producer, OFFSET_ringcast_create_options_no_producer),
             (reap_on_full, OFFSET_ringcast_create_options_reap_on_full),
+            (separate_slots, OFFSET_ringcast_create_options_separate_slots),
             (max_message, OFFSET_ringcast_create_options_max_message)
         ]
     );
