@@ -133,7 +133,10 @@ struct WaitSet::State {
       m.line->sleepers.fetch_add(1, std::memory_order_relaxed);
       waiters[n++] = {&m.line->signal, m.slept};
     }
-    waiters[n++] = {&control, expected};
+    // Only the notifier's wait can see `control` change (arm(), the
+    // destructor); a user's wait() leaves the word out, one key less per
+    // call, unless it has no member (then it sleeps on it until the deadline).
+    if (expected == kArmed || n == 0) waiters[n++] = {&control, expected};
     detail::WaitAny woken = detail::futex_wait_any(std::span(waiters.data(), n), now + sleep_ns);
     if (woken == detail::WaitAny::kUnsupported) woken = fallback_sleep(now + sleep_ns);
     for (std::size_t i = 0; i < end; ++i) {
