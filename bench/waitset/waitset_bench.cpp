@@ -7,7 +7,9 @@
 // any thread), which pushes its CLOCK_MONOTONIC send time every 1/rate
 // seconds (absolute sleeps, timer slack 1 ns). The consumer records, per
 // message, receive time minus send time, its own CPU time (user + system,
-// all its threads) over the run, and its producers' together. Modes:
+// all its threads) over the run, its voluntary context switches per message
+// received (its sleeps: a futex_waitv that returns at once is not one), and
+// its producers' CPU time together. Modes:
 // waitset (one thread, one WaitSet over every ring, try_recv until empty),
 // threads (one thread per ring, recv_wait with the default strategy), single
 // (one ring, one recv_wait thread, at the same rate). One line per mode.
@@ -45,11 +47,16 @@ std::int64_t now_ns() {
   return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-std::int64_t cpu_ns() {
+struct Usage {
+  std::int64_t cpu_ns;  // user + system, all threads
+  std::int64_t sleeps;  // voluntary context switches: a futex sleep each, here
+};
+
+Usage usage() {
   struct rusage ru {};
   ::getrusage(RUSAGE_SELF, &ru);
   const auto us = [](const timeval& t) { return std::int64_t{t.tv_sec} * 1'000'000 + t.tv_usec; };
-  return (us(ru.ru_utime) + us(ru.ru_stime)) * 1000;
+  return {(us(ru.ru_utime) + us(ru.ru_stime)) * 1000, ru.ru_nvcsw};
 }
 
 // The producer process of one ring: `count` messages at `rate` per second,
@@ -77,6 +84,7 @@ std::int64_t cpu_ns() {
 struct Run {
   LatencyHistogram latency;
   std::int64_t cpu = 0;
+  std::int64_t sleeps = 0;
   std::int64_t wall = 0;
   std::uint64_t received = 0;
   std::int64_t producers_cpu = 0;  // all producer processes together
@@ -110,7 +118,7 @@ Run run(const std::string& mode, int rings, int rate, int seconds) {
     children.push_back(pid);
   }
   Run out;
-  const std::int64_t cpu0 = cpu_ns();
+  const Usage usage0 = usage();
   const std::int64_t wall0 = now_ns();
   const std::uint64_t total = count * static_cast<std::uint64_t>(rings);
   if (mode == "waitset") {
@@ -145,7 +153,9 @@ Run run(const std::string& mode, int rings, int rate, int seconds) {
     for (const LatencyHistogram& h : per) out.latency.merge(h);
     out.received = out.latency.count();
   }
-  out.cpu = cpu_ns() - cpu0;
+  const Usage usage1 = usage();
+  out.cpu = usage1.cpu_ns - usage0.cpu_ns;
+  out.sleeps = usage1.sleeps - usage0.sleeps;
   out.wall = now_ns() - wall0;
   for (const pid_t pid : children) {
     struct rusage ru {};
@@ -171,16 +181,17 @@ int main(int argc, char** argv) {
   app.add_option("--mode", mode, "waitset, threads, single or all")
       ->check(CLI::IsMember({"waitset", "threads", "single", "all"}));
   CLI11_PARSE(app, argc, argv);
-  fmt::print("{:<8} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>12}\n", "mode", "rings", "msgs/s", "p50 us", "p99 us",
-             "max us", "received", "CPU %", "producers %");
+  fmt::print("{:<8} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>10} {:>12}\n", "mode", "rings", "msgs/s", "p50 us",
+             "p99 us", "max us", "received", "CPU %", "sleeps/msg", "producers %");
   for (const std::string m : {"single", "waitset", "threads"}) {
     if (mode != "all" && mode != m) continue;
     const int n = m == "single" ? 1 : rings;
     const Run r = run(m == "single" ? "threads" : m, n, rate, seconds);
-    fmt::print("{:<8} {:>5} {:>9} {:>9.1f} {:>9.1f} {:>9.1f} {:>10} {:>9.1f} {:>12.1f}\n", m, n, n * rate,
+    fmt::print("{:<8} {:>5} {:>9} {:>9.1f} {:>9.1f} {:>9.1f} {:>10} {:>9.1f} {:>10.2f} {:>12.1f}\n", m, n, n * rate,
                static_cast<double>(r.latency.percentile(0.5)) / 1e3,
                static_cast<double>(r.latency.percentile(0.99)) / 1e3, static_cast<double>(r.latency.max()) / 1e3,
                r.received, 100.0 * static_cast<double>(r.cpu) / static_cast<double>(r.wall),
+               static_cast<double>(r.sleeps) / static_cast<double>(std::max<std::uint64_t>(r.received, 1)),
                100.0 * static_cast<double>(r.producers_cpu) / static_cast<double>(r.wall));
   }
   return 0;

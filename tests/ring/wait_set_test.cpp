@@ -243,6 +243,17 @@ TEST(WaitSetTest, IdleWaitUsesAlmostNoCpu) {
   EXPECT_LT(used, 50ms) << "an idle WaitSet used " << used.count() << " ns of CPU in one second";
 }
 
+// A wait() sleeps on no word of its own unless the set is empty: then it must
+// still sleep until its timeout (futex_waitv takes no empty list).
+TEST(WaitSetTest, IdleWaitWithoutMembersUsesAlmostNoCpu) {
+  WaitSet ws;
+  std::array<std::size_t, 1> ready{};
+  const auto before = thread_cpu_time();
+  EXPECT_EQ(ws.wait(ready, 1s).status, Errc::timed_out);
+  const auto used = thread_cpu_time() - before;
+  EXPECT_LT(used, 50ms) << "an empty WaitSet used " << used.count() << " ns of CPU in one second";
+}
+
 // Makes futex_waitv fail with ENOSYS in this process, as on kernels before
 // 5.16 (a seccomp filter; the process may not gain privileges after it).
 bool refuse_futex_waitv() {
