@@ -42,7 +42,7 @@ tl::expected<std::unique_ptr<Broker>, BrokerError> Broker::start(const BrokerCon
   BrokerConfig cfg = config;
   if (cfg.io_threads == 0) cfg.io_threads = std::max(1u, std::thread::hardware_concurrency());
   // Before any listener: a data dir that cannot be used stops the start.
-  auto history = ChannelHistory::open(cfg);
+  auto history = ChannelHistory::open(cfg, cluster);
   if (!history) return tl::unexpected(std::move(history.error()));
   auto impl = std::make_unique<Impl>(cfg, std::move(*history), cluster);
   // The broker's Prometheus text, with whatever the embedder adds (the relay's
@@ -113,7 +113,7 @@ namespace {
 // refusal held as RefusalHold says.
 PublishResult publish_paced(Broker::Impl& impl, std::span<const Message> msgs, std::span<std::size_t> receivers,
                             PublishWait wait, const PublishHold& hold, BrokerCore::Space space,
-                            BrokerCore::Origin origin) noexcept {
+                            BrokerCore::Origin origin, std::span<std::uint64_t> ids = {}) noexcept {
   // acquire: pairs with the release store in stop(); a publish that sees "not
   // stopped" may still race with shutdown, which is safe (the index outlives it).
   if (impl.server.stopped()) return {PublishStatus::kStopped, 0, 0};
@@ -137,7 +137,8 @@ PublishResult publish_paced(Broker::Impl& impl, std::span<const Message> msgs, s
   RefusalHold refusals(core, max_block, until_accepted);
   PublishResult r;
   while (r.published < msgs.size()) {
-    const PublishOutcome o = core.publish(msgs.subspan(r.published), receivers.subspan(r.published), {}, space, origin);
+    const PublishOutcome o = core.publish(msgs.subspan(r.published), receivers.subspan(r.published),
+                                          ids.empty() ? ids : ids.subspan(r.published), space, origin);
     for (std::size_t i = r.published; i < r.published + o.published; ++i) r.receivers += receivers[i];
     r.published += o.published;
     if (o.status == PublishOutcome::Status::kPublished) break;
@@ -204,6 +205,12 @@ PublishResult Broker::publish_from_cluster(bool shard, std::span<const Message> 
   return publish_paced(*impl_, msgs, receivers, PublishWait::kWait, {},
                        shard ? BrokerCore::Space::kShardChannels : BrokerCore::Space::kChannels,
                        BrokerCore::Origin::kCluster);
+}
+
+PublishResult Broker::publish_from_history(std::span<const Message> msgs, std::span<std::uint64_t> offsets,
+                                           std::span<std::size_t> receivers) noexcept {
+  return publish_paced(*impl_, msgs, receivers, PublishWait::kWait, {}, BrokerCore::Space::kChannels,
+                       BrokerCore::Origin::kHistory, offsets);
 }
 
 BrokerStats Broker::stats() const noexcept { return impl_->core.stats(); }

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include <fmt/format.h>
+
 namespace ringcast::relay {
 
 namespace {
@@ -72,9 +74,11 @@ std::optional<ClusterFrame> decode_cluster_frame(std::string_view bytes) noexcep
   return f;
 }
 
-void cluster_subject(std::string_view prefix, bool shard, std::string_view channel, std::string& out) {
+void cluster_subject(std::string_view prefix, SubjectSpace space, std::string_view channel, std::string& out) {
   out.assign(prefix);
-  out += shard ? ".s." : ".c.";
+  out += '.';
+  out += static_cast<char>(space);
+  out += '.';
   if (verbatim_token(channel)) {
     out += channel;
     return;
@@ -85,6 +89,8 @@ void cluster_subject(std::string_view prefix, bool shard, std::string_view chann
   for (int shift = 60; shift >= 0; shift -= 4) out += kHex[(h >> shift) & 0xf];
 }
 
-std::string cluster_channels_wildcard(std::string_view prefix) { return std::string(prefix) + ".c.*"; }
+std::string cluster_wildcard(std::string_view prefix, SubjectSpace space) {
+  return fmt::format("{}.{}.*", prefix, static_cast<char>(space));
+}
 
 }  // namespace ringcast::relay

@@ -29,7 +29,8 @@
 // so the receiver appends them; a chunk out of place means one was lost.
 //
 // The subject: `<prefix>.c.<token>` for a channel, `<prefix>.s.<token>` for a
-// shard channel. The token is the channel itself when it is 1 to
+// shard channel, `<prefix>.h.<token>` for a retained channel's message on its
+// way into the cluster's history stream (docs/cluster.md, "History"). The token is the channel itself when it is 1 to
 // kVerbatimTokenMax bytes of printable ASCII without '.', '*', '>' and does
 // not start with '#', so `nats sub 'ringcast.c.*'` reads as the channels do;
 // any other channel travels on '#' and the 16 hex digits of the FNV-1a hash
@@ -100,11 +101,16 @@ void encode_cluster_frame(const ClusterFrame& f, std::string& out);
 // short, lengths past the end, unknown version or space).
 [[nodiscard]] std::optional<ClusterFrame> decode_cluster_frame(std::string_view bytes) noexcept;
 
-// Replaces `out` with the subject `channel` travels on (NUL-terminated by
-// std::string, for libnats). Allocates only when `out` is too small.
-void cluster_subject(std::string_view prefix, bool shard, std::string_view channel, std::string& out);
-// The subject every channel's messages match, for a node with pattern
-// subscribers: `<prefix>.c.*`.
-[[nodiscard]] std::string cluster_channels_wildcard(std::string_view prefix);
+// The subject spaces, named by their second token.
+enum class SubjectSpace : char { kChannel = 'c', kShard = 's', kHistory = 'h' };
+
+// Replaces `out` with the subject `channel` travels on in `space`
+// (NUL-terminated by std::string, for libnats). Allocates only when `out` is
+// too small.
+void cluster_subject(std::string_view prefix, SubjectSpace space, std::string_view channel, std::string& out);
+// The subject every channel of `space` matches, `<prefix>.<space>.*`: a node
+// with pattern subscribers takes in every channel's messages; the history
+// stream holds every retained channel's.
+[[nodiscard]] std::string cluster_wildcard(std::string_view prefix, SubjectSpace space);
 
 }  // namespace ringcast::relay

@@ -19,6 +19,7 @@
 #include <nats/nats.h>
 
 #include "cluster_frame.hpp"
+#include "cluster_history.hpp"
 #include "nats_connection.hpp"
 
 namespace ringcast::relay {
@@ -115,6 +116,9 @@ struct NatsCluster::Impl {
   std::atomic<std::uint64_t> subscribe_failed{0};
   std::atomic<std::uint64_t> sent{0}, send_failed{0}, unreachable{0}, received{0}, duplicates{0}, gaps{0}, lost{0},
       refused_here{0}, malformed{0}, settles{0}, settle_timeouts{0};
+
+  // With --history: the cluster's history (open_history); null without.
+  std::unique_ptr<ClusterHistory> history;
 
   natsConnection* conn() const noexcept { return nats->connection(); }
 
@@ -218,7 +222,7 @@ tl::expected<std::unique_ptr<NatsCluster>, std::string> NatsCluster::connect(con
   impl->nats = std::move(*nats);
   std::random_device rd;
   impl->origin = (std::uint64_t{rd()} << 32) | rd();
-  impl->wildcard = cluster_channels_wildcard(impl->config.subject_prefix);
+  impl->wildcard = cluster_wildcard(impl->config.subject_prefix, SubjectSpace::kChannel);
   return std::unique_ptr<NatsCluster>(new NatsCluster(std::move(impl)));
 }
 
@@ -235,7 +239,24 @@ NatsCluster::~NatsCluster() {
   }
 }
 
-void NatsCluster::attach(broker::Broker& broker) noexcept { impl_->broker.store(&broker); }
+void NatsCluster::attach(broker::Broker& broker) noexcept {
+  impl_->broker.store(&broker);
+  if (impl_->history) impl_->history->start_copy(broker);
+}
+
+tl::expected<std::string, std::string> NatsCluster::open_history(const broker::ClusterHistoryLimits& limits) {
+  Impl& m = *impl_;
+  auto h = ClusterHistory::open(m.conn(), m.config, m.origin, limits, m.log);
+  if (!h) return tl::unexpected(std::move(h.error()));
+  m.history = std::move(*h);
+  return m.history->epoch();
+}
+
+bool NatsCluster::store(std::span<const broker::Message> msgs, bool wait, std::span<std::uint64_t> offsets) noexcept {
+  Impl& m = *impl_;
+  if (m.history == nullptr || m.stopping.load(std::memory_order_relaxed)) return false;
+  return m.history->store(msgs, wait, offsets);
+}
 
 void NatsCluster::stop() noexcept {
   Impl& m = *impl_;
@@ -243,6 +264,7 @@ void NatsCluster::stop() noexcept {
   if (m.stopped) return;
   m.stopped = true;
   m.stopping.store(true);
+  if (m.history) m.history->stop();
   for (auto& [name, sub] : m.channels) m.unsubscribe(std::exchange(sub, nullptr));
   for (auto& [name, sub] : m.shard_channels) m.unsubscribe(std::exchange(sub, nullptr));
   m.unsubscribe(std::exchange(m.wildcard_sub, nullptr));
@@ -273,13 +295,13 @@ void NatsCluster::interest_added(broker::InterestSpace space, std::string_view n
         if (++m.patterns == 1) m.wildcard_sub = m.subscribe(m.wildcard);
         return;
       case broker::InterestSpace::kShard:
-        cluster_subject(m.config.subject_prefix, true, name, m.interest_subject);
+        cluster_subject(m.config.subject_prefix, SubjectSpace::kShard, name, m.interest_subject);
         m.shard_channels.emplace(std::string(name), m.subscribe(m.interest_subject));
         return;
       case broker::InterestSpace::kChannel:
         break;
     }
-    cluster_subject(m.config.subject_prefix, false, name, m.interest_subject);
+    cluster_subject(m.config.subject_prefix, SubjectSpace::kChannel, name, m.interest_subject);
     m.channels.emplace(std::string(name), m.subscribe(m.interest_subject));
   } catch (...) {
     m.log(LogLevel::kError, "cluster: out of memory recording interest; this node may miss messages");
@@ -373,7 +395,8 @@ void NatsCluster::send(bool shard, std::span<const broker::Message> msgs) noexce
       auto it = m.sent_seq.find(m.egress_key);
       if (it == m.sent_seq.end()) it = m.sent_seq.emplace(m.egress_key, 0).first;
       f = ClusterFrame{shard, msg.qos, m.origin, ++it->second, msg.channel, msg.message_id, {}};
-      cluster_subject(m.config.subject_prefix, shard, msg.channel, m.egress_subject);
+      cluster_subject(m.config.subject_prefix, shard ? SubjectSpace::kShard : SubjectSpace::kChannel, msg.channel,
+                      m.egress_subject);
     } catch (...) {
       m.send_failed.fetch_add(1, std::memory_order_relaxed);  // out of memory: this node's subscribers had it
       continue;
@@ -550,6 +573,15 @@ ClusterStats NatsCluster::stats() const {
   s.subscribe_failed = m.subscribe_failed.load(std::memory_order_relaxed);
   s.settles = m.settles.load(std::memory_order_relaxed);
   s.settle_timeouts = m.settle_timeouts.load(std::memory_order_relaxed);
+  if (m.history) {
+    const ClusterHistoryStats h = m.history->stats();
+    s.history = true;
+    s.history_stored = h.stored;
+    s.history_store_failed = h.store_failed;
+    s.history_store_timeouts = h.store_timeouts;
+    s.history_copied = h.copied;
+    s.history_copy_refused = h.copy_refused;
+  }
   std::lock_guard lock(m.mu);
   s.interest_channels = m.channels.size();
   s.interest_patterns = m.patterns;
@@ -570,10 +602,13 @@ std::string NatsCluster::info_text() const {
       "cluster_lost:{}\r\ncluster_refused_here:{}\r\ncluster_malformed:{}\r\ncluster_settles:{}\r\n"
       "cluster_settle_timeouts:{}\r\ncluster_interest_channels:{}\r\ncluster_interest_patterns:{}\r\n"
       "cluster_interest_shard_channels:{}\r\ncluster_nats_subscriptions:{}\r\ncluster_nats_dropped:{}\r\n"
-      "cluster_subscribe_failed:{}\r\n",
+      "cluster_subscribe_failed:{}\r\ncluster_history:{}\r\ncluster_history_stored:{}\r\n"
+      "cluster_history_store_failed:{}\r\ncluster_history_store_timeouts:{}\r\ncluster_history_copied:{}\r\n"
+      "cluster_history_copy_refused:{}\r\n",
       s.connected ? 1 : 0, s.server, s.sent, s.send_failed, s.unreachable, s.received, s.duplicates, s.gaps, s.lost,
       s.refused_here, s.malformed, s.settles, s.settle_timeouts, s.interest_channels, s.interest_patterns,
-      s.interest_shard_channels, s.nats_subscriptions, s.nats_dropped, s.subscribe_failed);
+      s.interest_shard_channels, s.nats_subscriptions, s.nats_dropped, s.subscribe_failed, s.history ? 1 : 0,
+      s.history_stored, s.history_store_failed, s.history_store_timeouts, s.history_copied, s.history_copy_refused);
 }
 
 void NatsCluster::write_metrics(broker::PrometheusWriter& w) const {
@@ -616,6 +651,22 @@ void NatsCluster::write_metrics(broker::PrometheusWriter& w) const {
   w.metric("ringcast_cluster_subscribe_failed_total",
            "NATS subscriptions libnats refused (that interest hears this node only)", MetricType::kCounter,
            static_cast<double>(s.subscribe_failed));
+  w.metric("ringcast_cluster_history_stored_total",
+           "Messages on retained channels published here and stored in the cluster's history (JetStream)",
+           MetricType::kCounter, static_cast<double>(s.history_stored));
+  w.metric("ringcast_cluster_history_store_failed_total",
+           "Messages on retained channels that could not be stored in the cluster's history (refused here or by "
+           "JetStream)",
+           MetricType::kCounter, static_cast<double>(s.history_store_failed));
+  w.metric("ringcast_cluster_history_store_timeouts_total",
+           "QoS 1 publishes on retained channels whose store was not confirmed in time (the publisher got an error)",
+           MetricType::kCounter, static_cast<double>(s.history_store_timeouts));
+  w.metric("ringcast_cluster_history_copied_total",
+           "Messages of the cluster's history published to this node's subscribers and copy of the history",
+           MetricType::kCounter, static_cast<double>(s.history_copied));
+  w.metric("ringcast_cluster_history_copy_refused_total",
+           "Messages of the cluster's history this node could not read or refused", MetricType::kCounter,
+           static_cast<double>(s.history_copy_refused));
   w.header("ringcast_cluster_interest", "This node's subscribed channels, patterns and shard channels",
            MetricType::kGauge);
   w.sample("ringcast_cluster_interest", {{"space", "channel"}}, static_cast<double>(s.interest_channels));

@@ -306,6 +306,41 @@ TEST(MemoryHistoryStoreTest, EachStartHasANewEpoch) {
   EXPECT_NE(a->epoch(), b->epoch());
 }
 
+// A cluster node's copy (MemoryHistoryOptions::sparse_offsets): a channel's
+// offsets skip the other channels' in the cluster's one sequence. Only the
+// first append sets the floor; later ones continue the channel, reads find
+// the first offset above `since` whatever the holes, and pruning by size keeps
+// the floor at the last offset pruned, so a client whose own last message was
+// the last pruned still recovers whole.
+TEST(MemoryHistoryStoreTest, SparseOffsetsContinueAChannelAndTruncateOnlyWhatWasPruned) {
+  auto s = make_memory_history_store(rules({"*=3"}), {"00000000000000aa", /*sparse_offsets=*/true});
+  EXPECT_EQ(s->epoch(), "00000000000000aa");
+  for (const std::uint64_t offset : {5u, 9u, 12u}) {
+    const HistoryInput in{payload_of(offset), 1000};
+    ASSERT_TRUE(s->append("c", offset, {&in, 1}, 1000));
+  }
+  const auto offsets = [](const HistoryRead& r) {
+    std::vector<std::uint64_t> v;
+    for (const HistoryMessage& m : r.messages) v.push_back(m.offset);
+    return v;
+  };
+  auto r = s->read_since("c", 4, 100).value();
+  EXPECT_EQ(r.status, ReadStatus::kOk) << "4 is the floor: the copy's first message of c was 5";
+  EXPECT_EQ(offsets(r), (std::vector<std::uint64_t>{5, 9, 12}));
+  EXPECT_EQ(s->read_since("c", 3, 100).value().status, ReadStatus::kTruncated) << "older than the copy";
+  r = s->read_since("c", 6, 100).value();  // an offset between two of c's: another channel's
+  EXPECT_EQ(r.status, ReadStatus::kOk);
+  EXPECT_EQ(offsets(r), (std::vector<std::uint64_t>{9, 12}));
+  const HistoryInput in{payload_of(20), 1000};
+  ASSERT_TRUE(s->append("c", 20, {&in, 1}, 1000));  // the size cap prunes 5
+  r = s->read_since("c", 5, 100).value();
+  EXPECT_EQ(r.status, ReadStatus::kOk) << "5 was the last pruned: 9 came next";
+  EXPECT_EQ(offsets(r), (std::vector<std::uint64_t>{9, 12, 20}));
+  EXPECT_EQ(s->read_since("c", 4, 100).value().status, ReadStatus::kTruncated) << "5 is gone";
+  EXPECT_EQ(s->read_since("c", 21, 100).value().status, ReadStatus::kAhead);
+  EXPECT_EQ(s->top("c"), 20u);
+}
+
 // --- LMDB only ---------------------------------------------------------------
 
 HistoryOptions lmdb_options(const std::string& dir, FsyncMode fsync = FsyncMode::kAlways) {

@@ -51,6 +51,19 @@ ClusterConfig cluster_config(const std::string& url) {
   return c;
 }
 
+// Connects `n`'s link, starts its broker (WebSocket on a port of its own)
+// and attaches them.
+void start_node(Node& n, const ClusterConfig& c, broker::BrokerConfig bc, const LogFn& log) {
+  auto link = NatsCluster::connect(c, log);
+  ASSERT_TRUE(link) << link.error();
+  n.link = std::move(*link);
+  bc.ws_port = 0;
+  auto b = broker::Broker::start(bc, n.link.get());
+  ASSERT_TRUE(b) << b.error().message();
+  n.broker = std::move(*b);
+  n.link->attach(*n.broker);
+}
+
 class ClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -60,14 +73,7 @@ class ClusterTest : public ::testing::Test {
     ASSERT_NO_FATAL_FAILURE(start_node(b_, cluster_config(server_->url())));
   }
   void start_node(Node& n, const ClusterConfig& c, broker::BrokerConfig bc = testing::loopback_broker()) {
-    auto link = NatsCluster::connect(c, log_.fn());
-    ASSERT_TRUE(link) << link.error();
-    n.link = std::move(*link);
-    bc.ws_port = 0;
-    auto b = broker::Broker::start(bc, n.link.get());
-    ASSERT_TRUE(b) << b.error().message();
-    n.broker = std::move(*b);
-    n.link->attach(*n.broker);
+    relay::start_node(n, c, std::move(bc), log_.fn());
   }
 
   testing::LogSink log_;
@@ -305,7 +311,7 @@ class RawNode {
             bool more = false) {
     std::string frame, subject;
     encode_cluster_frame({false, 0, 42, seq, channel, {}, payload, chunk, more}, frame);
-    cluster_subject("ringcast", false, channel, subject);
+    cluster_subject("ringcast", SubjectSpace::kChannel, channel, subject);
     return send_bytes(subject, frame);
   }
   bool send_bytes(const std::string& subject, std::string_view bytes) {
@@ -329,7 +335,7 @@ TEST_F(ClusterTest, ASkippedNumberIsCountedAndToldInBandAndARepeatedOneIsDropped
   ASSERT_TRUE(other.send("feed", 8, "eight again"));
   ASSERT_TRUE(other.send("feed", 11, "eleven"));
   std::string subject;
-  cluster_subject("ringcast", false, "feed", subject);
+  cluster_subject("ringcast", SubjectSpace::kChannel, "feed", subject);
   ASSERT_TRUE(other.send_bytes(subject, "not a frame"));
   ASSERT_TRUE(other.send("feed", 12, "twelve"));
   EXPECT_EQ(next_message(sub), "message feed seven");
@@ -518,6 +524,149 @@ TEST(ClusterToolTest, RedisCliPublishOnOneRingcastBrokerReachesRedisCliSubscribe
   EXPECT_EQ(ringcast::test::exit_code(b.stop(SIGTERM)), 0) << b.stderr_text();
 }
 #endif
+
+// --- History across nodes (docs/cluster.md, "History") ---------------------------------------------
+
+// Nodes on one JetStream nats-server, each keeping the history of `room*`.
+class ClusterHistoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = NatsServer::start({.jetstream_dir = store_.path()});
+    ASSERT_TRUE(server_);
+    ASSERT_NO_FATAL_FAILURE(start(a_));
+    ASSERT_NO_FATAL_FAILURE(start(b_));
+  }
+  void start(Node& n) {
+    ClusterConfig c = cluster_config(server_->url());
+    c.history_replicas = 1;  // one NATS server
+    broker::BrokerConfig bc = testing::loopback_broker();
+    bc.history = {"room*=100"};
+    start_node(n, c, std::move(bc), log_.fn());
+  }
+
+  testing::LogSink log_;
+  testing::TempDir store_;
+  std::unique_ptr<NatsServer> server_;
+  Node a_, b_;
+};
+
+nlohmann::json ws_subscribe(WsClient& c, nlohmann::json cmd) {
+  cmd["type"] = "subscribe";
+  EXPECT_TRUE(c.send_json(cmd));
+  return c.read_json().value_or(nlohmann::json{});
+}
+
+// The next `n` deliveries on `c` as (offset, payload).
+std::vector<std::pair<std::uint64_t, std::string>> ws_messages(WsClient& c, std::size_t n) {
+  std::vector<std::pair<std::uint64_t, std::string>> out;
+  while (out.size() < n) {
+    auto j = c.read_json();
+    if (!j || (*j)["type"] != "message") {
+      ADD_FAILURE() << "after " << out.size() << " of " << n << " messages: " << (j ? j->dump() : "nothing");
+      break;
+    }
+    out.emplace_back((*j)["message_id"].get<std::uint64_t>(), (*j)["payload"].get<std::string>());
+  }
+  return out;
+}
+
+// A message published on any node reaches every node's subscribers from the
+// cluster's history with the same offset everywhere (room1's offsets skip
+// room2's: one stream numbers both), so a subscriber that saw some of them on
+// one node recovers the rest on another with `since`; and after the node it
+// published on is gone, a node that joins later has all of it.
+TEST_F(ClusterHistoryTest, EveryNodeDeliversTheSameOffsetsAndASubscriberRecoversOnAnotherNodeAfterItsLoss) {
+  WsClient on_a(a_.broker->ws_port()), on_b(b_.broker->ws_port());
+  const nlohmann::json ca = ws_subscribe(on_a, {{"topic", "room1"}});
+  const nlohmann::json cb = ws_subscribe(on_b, {{"topic", "room1"}});
+  ASSERT_EQ(ca["type"], "subscribed") << ca.dump();
+  const std::string epoch = ca["epoch"];
+  EXPECT_EQ(epoch.size(), 16u);
+  EXPECT_EQ(cb["epoch"], epoch) << "one history, one epoch on every node";
+
+  RespClient pub(a_.broker->port());
+  constexpr int kMessages = 20;
+  for (int i = 1; i <= kMessages; ++i) {
+    // 0: a retained channel is delivered from the cluster's history, on every node alike.
+    ASSERT_EQ(publish(pub, "PUBLISH", "room1", "m" + std::to_string(i)), "0");
+    ASSERT_EQ(publish(pub, "PUBLISH", "room2", "other"), "0");
+  }
+  const auto seen_a = ws_messages(on_a, kMessages);
+  const auto seen_b = ws_messages(on_b, kMessages);
+  ASSERT_EQ(seen_a.size(), static_cast<std::size_t>(kMessages));
+  EXPECT_EQ(seen_b, seen_a) << "the same messages with the same offsets on both nodes";
+  for (std::size_t i = 0; i < seen_a.size(); ++i) {
+    EXPECT_EQ(seen_a[i].second, "m" + std::to_string(i + 1));
+    if (i > 0) {
+      EXPECT_EQ(seen_a[i].first, seen_a[i - 1].first + 2) << "room2's messages are numbered between";
+    }
+  }
+
+  // Saw the first 10 on A; recovers the rest on B.
+  WsClient late(b_.broker->ws_port());
+  const nlohmann::json r =
+      ws_subscribe(late, {{"topic", "room1"}, {"since", {{"offset", seen_a[9].first}, {"epoch", epoch}}}});
+  EXPECT_EQ(r["recovered"], true) << r.dump();
+  const auto recovered = ws_messages(late, kMessages - 10);
+  EXPECT_EQ(recovered, std::vector(seen_a.begin() + 10, seen_a.end()));
+
+  // A goes; B's publishes go on; a node that starts now copies the whole history.
+  a_.link->stop();
+  a_.broker->stop();
+  a_.broker->wait();
+  RespClient pub_b(b_.broker->port());
+  for (int i = kMessages + 1; i <= kMessages + 5; ++i) {
+    ASSERT_EQ(publish(pub_b, "PUBLISH", "room1", "m" + std::to_string(i)), "0");
+  }
+  const auto more = ws_messages(on_b, 5);
+  ASSERT_EQ(more.size(), 5u);
+  Node c;
+  ASSERT_NO_FATAL_FAILURE(start(c));
+  ASSERT_TRUE(testing::eventually([&] { return c.link->stats().history_copied >= 2u * kMessages + 5; }))
+      << "node C copied " << c.link->stats().history_copied << " of the cluster's " << 2 * kMessages + 5 << " messages";
+  WsClient on_c(c.broker->ws_port());
+  const nlohmann::json rc =
+      ws_subscribe(on_c, {{"topic", "room1"}, {"since", {{"offset", seen_a[4].first}, {"epoch", epoch}}}});
+  EXPECT_EQ(rc["recovered"], true) << rc.dump();
+  auto expected = std::vector(seen_a.begin() + 5, seen_a.end());
+  expected.insert(expected.end(), more.begin(), more.end());
+  EXPECT_EQ(ws_messages(on_c, expected.size()), expected);
+  // Live after the replay, with no gap at the seam.
+  ASSERT_EQ(publish(pub_b, "PUBLISH", "room1", "last"), "0");
+  const auto last = ws_messages(on_c, 1);
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0].second, "last");
+  EXPECT_GT(last[0].first, more.back().first);
+}
+
+// QoS 1 on a retained channel: the puback comes once JetStream has stored
+// the message, and names the offset every node delivers it with.
+TEST_F(ClusterHistoryTest, AQos1PublishIsAcknowledgedWithTheOffsetEveryNodeDeliversItWith) {
+  WsClient sub(b_.broker->ws_port());
+  ASSERT_EQ(ws_subscribe(sub, {{"topic", "room9"}})["type"], "subscribed");
+  WsClient publisher(a_.broker->ws_port());
+  ASSERT_TRUE(publisher.send_json({{"type", "publish"}, {"topic", "room9"}, {"payload", "hello"}, {"qos", 1}}));
+  const auto ack = publisher.read_json();
+  ASSERT_TRUE(ack);
+  ASSERT_EQ((*ack)["type"], "puback") << ack->dump();
+  const auto got = ws_messages(sub, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], std::make_pair((*ack)["message_id"].get<std::uint64_t>(), std::string("hello")));
+  EXPECT_GE(a_.link->stats().history_stored, 1u);
+}
+
+// --history in a cluster whose NATS has no JetStream cannot keep its promise:
+// the node does not start, and says why.
+TEST_F(ClusterTest, HistoryWithoutJetStreamStopsTheStartSayingWhy) {
+  auto link = NatsCluster::connect(cluster_config(server_->url()), log_.fn());
+  ASSERT_TRUE(link) << link.error();
+  broker::BrokerConfig bc = testing::loopback_broker();
+  bc.history = {"room*=100"};
+  auto b = broker::Broker::start(bc, link->get());
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.error().message().find("JetStream"), std::string::npos) << b.error().message();
+  (*link)->stop();
+}
 
 TEST(ClusterOptionsTest, APrefixThatIsNotANatsSubjectIsRefusedSayingWhy) {
   testing::LogSink log;

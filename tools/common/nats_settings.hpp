@@ -74,7 +74,7 @@ namespace ringcast::tools {
   return table;
 }
 
-// --cluster-subject-prefix, --cluster-settle-timeout (docs/cluster.md).
+// --cluster-subject-prefix, --cluster-settle-timeout, ... (docs/cluster.md).
 [[nodiscard]] inline const std::vector<Setting<relay::ClusterConfig>>& cluster_settings() {
   using Config = relay::ClusterConfig;
   static const std::vector<Setting<Config>> table = {
@@ -91,6 +91,14 @@ namespace ringcast::tools {
                              1),
       schema::size<Config>("cluster-pending-bytes", RINGCAST_MEMBER(pending_bytes),
                            "With --cluster: the same limit in bytes"),
+      schema::number<Config>("cluster-history-replicas", RINGCAST_MEMBER(history_replicas),
+                             "With --cluster and --history: the JetStream replicas of the cluster's history stream "
+                             "(3 survives the loss of one NATS server of three; at most the NATS servers' number)",
+                             1, 5),
+      schema::duration<Config>("cluster-store-timeout", RINGCAST_MEMBER(store_timeout),
+                               "With --cluster and --history: how long a QoS 1 publish on a retained channel waits "
+                               "for JetStream to store it; past it the publisher is told it was not stored",
+                               broker::BareDuration::kRefused, std::chrono::milliseconds(1)),
   };
   return table;
 }

@@ -146,6 +146,15 @@ class Broker {
   // link. Same thread rules as publish().
   PublishResult publish_from_cluster(bool shard, std::span<const Message> msgs,
                                      std::span<std::size_t> receivers) noexcept;
+  // The other way in, for retained channels in a cluster with history
+  // (ClusterLink::open_history): `msgs`, published on any node (this one
+  // too), each with the offset the cluster's history gave it in offsets[i],
+  // in the history's order (read, not written). Published here as publish_from_cluster does, each
+  // stored in this node's copy of the history under its offset; one at or
+  // below its channel's last offset here was published before and is
+  // skipped. REQUIRES: offsets.size() == receivers.size() == msgs.size().
+  PublishResult publish_from_history(std::span<const Message> msgs, std::span<std::uint64_t> offsets,
+                                     std::span<std::size_t> receivers) noexcept;
   // For an ingress that feeds the broker from another system (the NATS
   // ingress, docs/scale-out.md): `lost` messages on `channel` were lost before
   // they reached the broker (a gap in the source's sequence). Every connection

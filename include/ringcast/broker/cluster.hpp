@@ -11,9 +11,13 @@
 // for: they must not block).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
+
+#include <tl/expected.hpp>
 
 #include "ringcast/broker/message.hpp"
 
@@ -23,6 +27,14 @@ namespace ringcast::broker {
 // (PSUBSCRIBE; interest only, a message is never published to one), and
 // SPUBLISH's shard channels, a namespace of their own.
 enum class InterestSpace : std::uint8_t { kChannel, kPattern, kShard };
+
+// What the cluster's history must keep so that every node's --history rule
+// is served: the largest size and the longest TTL of the rules (0: a rule
+// without TTL, so none).
+struct ClusterHistoryLimits {
+  std::uint64_t max_per_channel = 0;
+  std::chrono::milliseconds max_age{0};
+};
 
 class ClusterLink {
  public:
@@ -53,6 +65,25 @@ class ClusterLink {
   // does, not a total order per channel.) A message that fails here, after ready() said yes, is the link's to
   // count; it has reached this node's subscribers already. Never throws.
   virtual void send(bool shard, std::span<const Message> msgs) noexcept = 0;
+
+  // History across nodes (docs/cluster.md, "History"). Called once, by
+  // Broker::start with --history, before any publish: opens the cluster's
+  // store of retained channels (made if missing, its limits raised to
+  // `limits`) and returns its epoch, the same on every node for as long as
+  // that store lives; an error (the cluster has no storage) fails the start.
+  // From then on a PUBLISH on a retained channel is not offered on its node:
+  // it goes to store(), and every node, this one included, takes it back in
+  // cluster order through Broker::publish_from_history with the offset the
+  // store gave it, so an offset names one message on every node.
+  [[nodiscard]] virtual tl::expected<std::string, std::string> open_history(const ClusterHistoryLimits& limits) = 0;
+  // Hands `msgs` (PUBLISH channels that a --history rule retains) to the
+  // cluster's store, in order. `wait` (QoS 1): returns once every one is
+  // stored, true, with each one's offset in offsets[i] (when not empty), or
+  // once one failed or the link's bound passed, false (puback means stored).
+  // Without `wait`: true once handed over (a later failure is the link's to
+  // count); false if one could not be. Never throws.
+  [[nodiscard]] virtual bool store(std::span<const Message> msgs, bool wait,
+                                   std::span<std::uint64_t> offsets) noexcept = 0;
 };
 
 }  // namespace ringcast::broker

@@ -57,6 +57,15 @@ struct ClusterStats {
   std::uint64_t interest_patterns = 0;
   std::uint64_t interest_shard_channels = 0;
   std::uint64_t nats_subscriptions = 0;  // what those cost in NATS (one wildcard for all patterns)
+  // With --history (docs/cluster.md, "History"): retained channels' messages
+  // stored in the cluster's JetStream stream, refused (here or by JetStream),
+  // QoS 1 stores that timed out, and the stream's messages published here.
+  bool history = false;
+  std::uint64_t history_stored = 0;
+  std::uint64_t history_store_failed = 0;
+  std::uint64_t history_store_timeouts = 0;
+  std::uint64_t history_copied = 0;
+  std::uint64_t history_copy_refused = 0;
 };
 
 class NatsCluster final : public broker::ClusterLink {
@@ -85,6 +94,10 @@ class NatsCluster final : public broker::ClusterLink {
   void settle() noexcept override;
   [[nodiscard]] bool ready() const noexcept override;
   void send(bool shard, std::span<const broker::Message> msgs) noexcept override;
+  [[nodiscard]] tl::expected<std::string, std::string> open_history(
+      const broker::ClusterHistoryLimits& limits) override;
+  [[nodiscard]] bool store(std::span<const broker::Message> msgs, bool wait,
+                           std::span<std::uint64_t> offsets) noexcept override;
 
   struct Impl;
 

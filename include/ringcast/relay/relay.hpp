@@ -199,6 +199,13 @@ struct ClusterConfig {
   // (counted as nats_dropped, and a gap at the channel's next message).
   int pending_msgs = 1 << 20;
   int pending_bytes = 256 << 20;
+  // With --history (docs/cluster.md, "History"): the JetStream replicas of
+  // the history stream (3: it survives the loss of one NATS server of three;
+  // a NATS cluster of fewer servers needs fewer), and how long a QoS 1
+  // publish on a retained channel waits for JetStream to store it before its
+  // publisher is told it was not stored.
+  int history_replicas = 3;
+  std::chrono::milliseconds store_timeout{5000};
 };
 
 enum class LogLevel : std::uint8_t { kInfo, kWarning, kError };

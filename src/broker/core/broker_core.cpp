@@ -76,9 +76,18 @@ PublishOutcome BrokerCore::publish(std::span<const Message> msgs, std::span<std:
   // reaches nobody unless it can also leave (ClusterLink::ready).
   ClusterLink* const cluster = origin == Origin::kThisNode ? index_.cluster() : nullptr;
   if (cluster != nullptr && !cluster->ready()) return {0, PublishOutcome::Status::kUnreachable};
-  const PublishOutcome out = space == Space::kShardChannels ? index_.publish_shard(msgs, receivers)
-                                                            : index_.publish(msgs, config_.dedupe, receivers, ids);
-  if (cluster != nullptr && out.published > 0) cluster->send(space == Space::kShardChannels, msgs.first(out.published));
+  PublishOutcome out;
+  if (origin == Origin::kHistory) {
+    out = index_.publish_numbered(msgs, config_.dedupe, receivers, ids);
+  } else if (cluster != nullptr && history_ != nullptr && space == Space::kChannels) {
+    out = publish_through_history(msgs, receivers, ids, *cluster);
+  } else {
+    out = space == Space::kShardChannels ? index_.publish_shard(msgs, receivers)
+                                         : index_.publish(msgs, config_.dedupe, receivers, ids);
+    if (cluster != nullptr && out.published > 0) {
+      cluster->send(space == Space::kShardChannels, msgs.first(out.published));
+    }
+  }
   if (out.status == PublishOutcome::Status::kNotStored) qos1_.count_not_stored();
   std::size_t deliveries = 0;
   for (std::size_t i = 0; i < out.published; ++i) deliveries += receivers[i];
@@ -86,6 +95,36 @@ PublishOutcome BrokerCore::publish(std::span<const Message> msgs, std::span<std:
   published_.fetch_add(out.published, std::memory_order_relaxed);
   deliveries_.fetch_add(deliveries, std::memory_order_relaxed);
   return out;
+}
+
+PublishOutcome BrokerCore::publish_through_history(std::span<const Message> msgs, std::span<std::size_t> receivers,
+                                                   std::span<std::uint64_t> ids, ClusterLink& cluster) {
+  const auto retained = [this](const Message& m) { return history_->rule(m.channel) != nullptr; };
+  std::size_t i = 0;
+  while (i < msgs.size()) {
+    // The longest stretch from i that is retained, or not, throughout: in
+    // order, so a publisher's messages on one channel stay in its order.
+    const bool kept = retained(msgs[i]);
+    std::size_t j = i + 1;
+    while (j < msgs.size() && retained(msgs[j]) == kept) ++j;
+    const auto part = msgs.subspan(i, j - i);
+    const auto part_ids = ids.empty() ? ids : ids.subspan(i, j - i);
+    if (!kept) {
+      const PublishOutcome o = index_.publish(part, config_.dedupe, receivers.subspan(i, j - i), part_ids);
+      if (o.published > 0) cluster.send(false, part.first(o.published));
+      if (o.status != PublishOutcome::Status::kPublished) return {i + o.published, o.status};
+    } else {
+      const bool wait = std::any_of(part.begin(), part.end(), [](const Message& m) { return m.qos == 1; });
+      std::fill(part_ids.begin(), part_ids.end(), 0);
+      if (!cluster.store(part, wait, part_ids)) {
+        return {i, wait ? PublishOutcome::Status::kNotStored : PublishOutcome::Status::kUnreachable};
+      }
+      std::fill(receivers.begin() + static_cast<std::ptrdiff_t>(i), receivers.begin() + static_cast<std::ptrdiff_t>(j),
+                std::size_t{0});
+    }
+    i = j;
+  }
+  return {msgs.size(), PublishOutcome::Status::kPublished};
 }
 
 void BrokerCore::register_client(Client& c) {

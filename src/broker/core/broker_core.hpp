@@ -126,9 +126,11 @@ class BrokerCore {
   // or SPUBLISH's shard channels (a namespace of their own).
   enum class Space : std::uint8_t { kChannels, kShardChannels };
   // Where a message was published: on this node (by any of its publishers;
-  // sent on to the other nodes of a cluster) or on another node (it came in
-  // through the cluster link and goes no further).
-  enum class Origin : std::uint8_t { kThisNode, kCluster };
+  // sent on to the other nodes of a cluster), on another node (it came in
+  // through the cluster link and goes no further), or on any node of a
+  // cluster, on a retained channel, taken back from the cluster's history
+  // with the offset the history gave it (ClusterLink::open_history).
+  enum class Origin : std::uint8_t { kThisNode, kCluster, kHistory };
 
   // The one way a message enters the core, from every publisher: the RESP and
   // WebSocket sessions, Broker::publish (the relay, an embedding process) and
@@ -145,6 +147,13 @@ class BrokerCore {
   // channel. A QoS 1 message that history failed to store is counted in the
   // qos1 stats. REQUIRES: receivers.size() == msgs.size(); ids empty or
   // ids.size() == msgs.size().
+  //
+  // In a cluster with history, a message published here on a retained
+  // channel is not offered here: it goes to the cluster's history
+  // (ClusterLink::store; QoS 1 waits until stored, and ids[i] is its offset,
+  // or 0 for QoS 0) with 0 receivers, and comes back with Origin::kHistory,
+  // whose ids are the offsets given (REQUIRES: not empty). A message the link
+  // fails to take is refused: kNotStored at QoS 1, else kUnreachable.
   PublishOutcome publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
                          std::span<std::uint64_t> ids = {}, Space space = Space::kChannels,
                          Origin origin = Origin::kThisNode);
@@ -201,6 +210,10 @@ class BrokerCore {
   void count_command() noexcept { commands_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
+  // publish() on this node of a cluster with history: each stretch of
+  // retained channels to ClusterLink::store, the rest as publish() does.
+  PublishOutcome publish_through_history(std::span<const Message> msgs, std::span<std::size_t> receivers,
+                                         std::span<std::uint64_t> ids, ClusterLink& cluster);
   [[nodiscard]] static ConnectionStats connection_stats_locked(const Client& c);
 
   const BrokerConfig config_;

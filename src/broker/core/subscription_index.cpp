@@ -337,7 +337,7 @@ PublishOutcome SubscriptionIndex::publish_runs(std::span<const Message> msgs, bo
       bytes += msgs[j++].payload.size();
     }
     std::size_t accepted = 0;
-    std::uint64_t first_id = 0;
+    std::uint64_t first_id = 0;  // the channel's next
     bool unstored = false;
     const std::size_t n = publish_run(msgs.subspan(i, j - i), dedupe, shard, accepted, first_id, unstored);
     const auto at = [&](std::size_t k) { return receivers.begin() + static_cast<std::ptrdiff_t>(k); };
@@ -350,6 +350,20 @@ PublishOutcome SubscriptionIndex::publish_runs(std::span<const Message> msgs, bo
       return {i + accepted, unstored ? Status::kNotStored : Status::kRefused};
     }
     i = j;
+  }
+  return {msgs.size(), PublishOutcome::Status::kPublished};
+}
+
+PublishOutcome SubscriptionIndex::publish_numbered(std::span<const Message> msgs, bool dedupe,
+                                                   std::span<std::size_t> receivers,
+                                                   std::span<const std::uint64_t> ids) {
+  std::shared_lock lock(mu_);
+  for (std::size_t i = 0; i < msgs.size(); ++i) {
+    std::size_t accepted = 0;
+    std::uint64_t id = ids[i];
+    bool unstored = false;
+    receivers[i] = publish_run(msgs.subspan(i, 1), dedupe, /*shard=*/false, accepted, id, unstored);
+    if (accepted == 0) return {i, unstored ? PublishOutcome::Status::kNotStored : PublishOutcome::Status::kRefused};
   }
   return {msgs.size(), PublishOutcome::Status::kPublished};
 }
@@ -369,11 +383,15 @@ std::size_t SubscriptionIndex::publish_run(std::span<const Message> run, bool de
   auto it = ids.find(channel);  // heterogeneous: no allocation for a channel seen before
   // Invariant 5: a logged channel continues from its log after a restart.
   const std::uint64_t last = it != ids.end() ? it->second : log_ != nullptr && !shard ? log_->last_id(channel) : 0;
-  first_id = last + 1;
+  if (first_id != 0 && first_id <= last) {  // numbered elsewhere, and published here before
+    accepted = run.size();
+    return 0;
+  }
+  if (first_id == 0) first_id = last + 1;
   const std::size_t receivers = publish_run_locked(run, dedupe, shard, first_id, accepted, unstored);
   if (accepted > 0) {
     if (it == ids.end()) it = ids.emplace(std::string(channel), 0).first;
-    it->second = last + accepted;
+    it->second = first_id + accepted - 1;
   }
   return receivers;
 }

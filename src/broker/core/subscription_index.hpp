@@ -276,6 +276,16 @@ class SubscriptionIndex {
   // REQUIRES: receivers.size() == msgs.size().
   PublishOutcome publish_shard(std::span<const Message> msgs, std::span<std::size_t> receivers);
 
+  // Messages numbered elsewhere (a cluster's history, ClusterLink::
+  // open_history): each published as publish() does, one run each, with
+  // ids[i] as its id instead of its channel's next; the channel's numbering
+  // continues after it (invariant 4 with holes: the ids still only grow). A
+  // message whose id is at or below its channel's last was published here
+  // before: skipped, with 0 receivers. PUBLISH channels only.
+  // REQUIRES: receivers.size() == ids.size() == msgs.size().
+  PublishOutcome publish_numbered(std::span<const Message> msgs, bool dedupe, std::span<std::size_t> receivers,
+                                  std::span<const std::uint64_t> ids);
+
   // PUBSUB CHANNELS [pattern]: active channels, optionally filtered by glob.
   [[nodiscard]] std::vector<std::string> channels(std::optional<std::string_view> pattern) const;
   // PUBSUB NUMSUB: subscribers of one channel (exact subscriptions only, as Redis).
@@ -316,9 +326,10 @@ class SubscriptionIndex {
   // Publishes one run (messages sharing a channel) to the channel's plain and
   // pattern subscriptions, or with `shard` to its shard subscriptions only, or
   // the prefix of it that every blocking subscriber has room for; stores that
-  // prefix's length in `accepted` and its first id in `first_id`, and returns
-  // its reply count. `unstored`: the run was refused because the log could not
-  // store it (invariant 5; accepted is 0).
+  // prefix's length in `accepted` and returns its reply count. `first_id`: 0
+  // on entry takes the channel's next ids and stores the first; otherwise the
+  // id given (publish_numbered). `unstored`: the run was refused because the
+  // log could not store it (invariant 5; accepted is 0).
   // REQUIRES: mu_ held shared.
   std::size_t publish_run(std::span<const Message> run, bool dedupe, bool shard, std::size_t& accepted,
                           std::uint64_t& first_id, bool& unstored);

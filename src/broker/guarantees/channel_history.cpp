@@ -1,5 +1,6 @@
 #include "broker/guarantees/channel_history.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -9,10 +10,32 @@
 
 namespace ringcast::broker {
 
-tl::expected<std::unique_ptr<ChannelHistory>, BrokerError> ChannelHistory::open(const BrokerConfig& config) {
+tl::expected<std::unique_ptr<ChannelHistory>, BrokerError> ChannelHistory::open(const BrokerConfig& config,
+                                                                                ClusterLink* cluster) {
   if (config.history.empty()) return std::unique_ptr<ChannelHistory>();
   std::vector<RetentionRule> rules;
   for (const std::string& spec : config.history) rules.push_back(parse_retention(spec).value());
+  if (cluster != nullptr) {
+    // The cluster's store holds the history; this node keeps a copy in memory
+    // that the cluster fills in its order (docs/cluster.md, "History").
+    if (!config.data_dir.empty()) {
+      return tl::unexpected(BrokerError{BrokerError::Code::kHistory, 0,
+                                        "--data-dir does not go with --cluster: a cluster keeps its history in "
+                                        "JetStream, and each node a copy in memory (docs/cluster.md, \"History\")"});
+    }
+    ClusterHistoryLimits limits;
+    bool every_rule_expires = true;
+    for (const RetentionRule& r : rules) {
+      limits.max_per_channel = std::max(limits.max_per_channel, r.size);
+      limits.max_age = std::max(limits.max_age, r.ttl);
+      every_rule_expires = every_rule_expires && r.ttl.count() > 0;
+    }
+    if (!every_rule_expires) limits.max_age = std::chrono::milliseconds(0);
+    auto epoch = cluster->open_history(limits);
+    if (!epoch) return tl::unexpected(BrokerError{BrokerError::Code::kHistory, 0, epoch.error()});
+    auto store = make_memory_history_store(rules, {std::move(*epoch), /*sparse_offsets=*/true});
+    return std::make_unique<ChannelHistory>(std::move(store), std::move(rules), false, config);
+  }
   if (config.data_dir.empty()) {
     auto store = make_memory_history_store(rules);
     return std::make_unique<ChannelHistory>(std::move(store), std::move(rules), false, config);

@@ -36,6 +36,7 @@
 #include "broker/guarantees/history_store.hpp"
 #include "broker/guarantees/retention.hpp"
 #include "broker/util/run_log.hpp"
+#include "ringcast/broker/cluster.hpp"
 #include "ringcast/broker/config.hpp"
 #include "ringcast/broker/error.hpp"
 #include "ringcast/broker/metrics.hpp"
@@ -47,8 +48,12 @@ class ChannelHistory final : public RunLog {
   // The history `config` asks for: nullptr when it has no --history rule;
   // LMDB in config.data_dir when set (kHistory naming the directory and the
   // reason when it is corrupt, foreign, of a newer format or unusable), else
-  // memory. REQUIRES: validate(config) succeeded.
-  [[nodiscard]] static tl::expected<std::unique_ptr<ChannelHistory>, BrokerError> open(const BrokerConfig& config);
+  // memory. With a `cluster`: the cluster's history (ClusterLink::open_history;
+  // kHistory with its error), copied into memory here, its offsets the
+  // cluster's (sparse per channel); config.data_dir must be empty.
+  // REQUIRES: validate(config) succeeded.
+  [[nodiscard]] static tl::expected<std::unique_ptr<ChannelHistory>, BrokerError> open(const BrokerConfig& config,
+                                                                                       ClusterLink* cluster = nullptr);
 
   // Starts the timer thread (invariant 3).
   ChannelHistory(std::unique_ptr<HistoryStore> store, std::vector<RetentionRule> rules, bool persistent,

@@ -161,9 +161,21 @@ class HistoryStore {
   virtual tl::expected<void, HistoryError> erase_session(std::string_view client_id) = 0;
 };
 
-// A store in memory: a new random epoch per instance; `rules` decide which
-// channels are retained and how much (first match wins).
-[[nodiscard]] std::unique_ptr<HistoryStore> make_memory_history_store(std::vector<RetentionRule> rules);
+struct MemoryHistoryOptions {
+  std::string epoch;  // empty: a new random one (new_history_epoch)
+  // A cluster node's copy of the cluster's history (docs/cluster.md,
+  // "History"): the cluster numbers every retained channel's messages in one
+  // sequence, so a channel's offsets skip the other channels'. An append above
+  // top then continues the channel (its messages are still (floor, top], with
+  // holes that name no message of it); only the channel's first append sets
+  // floor, to just below itself, as the cluster may have dropped older ones.
+  bool sparse_offsets = false;
+};
+
+// A store in memory; `rules` decide which channels are retained and how much
+// (first match wins).
+[[nodiscard]] std::unique_ptr<HistoryStore> make_memory_history_store(std::vector<RetentionRule> rules,
+                                                                      MemoryHistoryOptions options = {});
 
 struct HistoryOptions {
   std::string dir;  // created if missing; must be empty or hold ringcast history

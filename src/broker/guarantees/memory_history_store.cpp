@@ -51,8 +51,10 @@ struct Shard {
 
 class MemoryHistoryStore final : public HistoryStore {
  public:
-  explicit MemoryHistoryStore(std::vector<RetentionRule> rules)
-      : rules_(std::move(rules)), epoch_(new_history_epoch()) {}
+  MemoryHistoryStore(std::vector<RetentionRule> rules, MemoryHistoryOptions options)
+      : rules_(std::move(rules)),
+        epoch_(options.epoch.empty() ? new_history_epoch() : std::move(options.epoch)),
+        sparse_offsets_(options.sparse_offsets) {}
 
   tl::expected<void, HistoryError> append(std::string_view channel, std::uint64_t first_offset,
                                           std::span<const HistoryInput> run, std::int64_t now_ms) override {
@@ -74,7 +76,9 @@ class MemoryHistoryStore final : public HistoryStore {
       return tl::unexpected(HistoryError{
           HistoryError::Code::kNotIncreasing, 0,
           fmt::format("history: channel '{}' offset {} is not above its top {}", channel, first_offset, c.top)});
-    if (first_offset != c.top + 1) {  // the skipped ids can never be served
+    // The skipped ids can never be served; with sparse offsets they name other
+    // channels' messages, except before the channel's first.
+    if (first_offset != c.top + 1 && (!sparse_offsets_ || c.top == 0)) {
       drop_front(c, c.count);
       c.floor = first_offset - 1;
     }
@@ -126,8 +130,18 @@ class MemoryHistoryStore final : public HistoryStore {
       return r;
     }
     if (since < c.floor) r.status = ReadStatus::kTruncated;
-    const std::size_t first = static_cast<std::size_t>(std::max(since, c.floor) - c.floor);  // index in ring
-    copy_out(c, first, std::min(count, c.count - first), r);
+    // The first entry above `since` (offsets ascend along the ring, with holes
+    // when sparse): a binary search over the ring's indexes.
+    std::size_t lo = 0, hi = c.count;
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (c.at(mid).offset <= since) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    copy_out(c, lo, std::min(count, c.count - lo), r);
     return r;
   }
 
@@ -260,6 +274,7 @@ class MemoryHistoryStore final : public HistoryStore {
 
   const std::vector<RetentionRule> rules_;
   const std::string epoch_;
+  const bool sparse_offsets_;
   std::array<Shard, kShards> shards_;
   mutable std::mutex sessions_mu_;  // a leaf lock: guards sessions_ and owners_
   std::unordered_map<std::string, std::uint64_t> sessions_;
@@ -271,8 +286,9 @@ class MemoryHistoryStore final : public HistoryStore {
 
 }  // namespace
 
-std::unique_ptr<HistoryStore> make_memory_history_store(std::vector<RetentionRule> rules) {
-  return std::make_unique<MemoryHistoryStore>(std::move(rules));
+std::unique_ptr<HistoryStore> make_memory_history_store(std::vector<RetentionRule> rules,
+                                                        MemoryHistoryOptions options) {
+  return std::make_unique<MemoryHistoryStore>(std::move(rules), std::move(options));
 }
 
 }  // namespace ringcast::broker

@@ -1,0 +1,297 @@
+#include "cluster_history.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cluster_frame.hpp"
+#include "relay/jetstream_error.hpp"
+
+namespace ringcast::relay {
+
+namespace {
+
+constexpr const char* kMsgIdHeader = "Nats-Msg-Id";
+
+// "<origin as 16 hex digits>-<seq>": unique per node and message, so a
+// message libnats sent twice is stored once (the stream's duplicate window).
+void msg_id(std::uint64_t origin, std::uint64_t seq, fmt::memory_buffer& out) {
+  out.clear();
+  fmt::format_to(std::back_inserter(out), "{:016x}-{}", origin, seq);
+  out.push_back('\0');
+}
+
+// The seq of a Nats-Msg-Id this node wrote, or 0.
+std::uint64_t seq_of(natsMsg* msg, std::uint64_t origin) noexcept {
+  const char* id = nullptr;
+  if (natsMsgHeader_Get(msg, kMsgIdHeader, &id) != NATS_OK || id == nullptr) return 0;
+  const std::string_view text(id);
+  char own[17];
+  fmt::format_to_n(own, 16, "{:016x}", origin);
+  if (text.size() < 18 || text.compare(0, 16, std::string_view(own, 16)) != 0 || text[16] != '-') return 0;
+  std::uint64_t seq = 0;
+  const auto r = std::from_chars(text.data() + 17, text.data() + text.size(), seq);
+  return r.ec == std::errc() ? seq : 0;
+}
+
+}  // namespace
+
+ClusterHistory::ClusterHistory(natsConnection* conn, const ClusterConfig& config, std::uint64_t origin, LogFn log)
+    : conn_(conn), config_(config), origin_(origin), log_(std::move(log)) {}
+
+tl::expected<std::unique_ptr<ClusterHistory>, std::string> ClusterHistory::open(
+    natsConnection* conn, const ClusterConfig& config, std::uint64_t origin,
+    const broker::ClusterHistoryLimits& limits, LogFn log) {
+  std::unique_ptr<ClusterHistory> h(new ClusterHistory(conn, config, origin, std::move(log)));
+  h->stream_ = config.subject_prefix + "_HISTORY";
+  std::replace(h->stream_.begin(), h->stream_.end(), '.', '_');
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.Wait = std::max<std::int64_t>(config.store_timeout.count(), 2000);  // the stream API calls below
+  jo.PublishAsync.MaxPending = 65536;
+  jo.PublishAsync.AckHandler = &ClusterHistory::on_ack;
+  jo.PublishAsync.AckHandlerClosure = h.get();
+  // A store waits at most this long for room among the pending acks; then
+  // its publisher is refused (the cluster is not keeping up).
+  jo.PublishAsync.StallWait = 500;
+  if (natsStatus s = natsConnection_JetStream(&h->js_, conn, &jo); s != NATS_OK) {
+    return tl::unexpected(jetstream_error("cluster history: JetStream context", s, static_cast<jsErrCode>(0)));
+  }
+  const std::string subject = cluster_wildcard(config.subject_prefix, SubjectSpace::kHistory);
+  const char* subjects[] = {subject.c_str()};
+  jsStreamConfig sc;
+  jsStreamConfig_Init(&sc);
+  sc.Name = h->stream_.c_str();
+  sc.Subjects = subjects;
+  sc.SubjectsLen = 1;
+  sc.Storage = js_FileStorage;
+  sc.Replicas = config.history_replicas;
+  sc.MaxMsgsPerSubject = static_cast<std::int64_t>(limits.max_per_channel);
+  sc.MaxAge = std::chrono::duration_cast<std::chrono::nanoseconds>(limits.max_age).count();
+  jsStreamInfo* si = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = js_GetStreamInfo(&si, h->js_, h->stream_.c_str(), nullptr, &jerr);
+  const bool exists = s == NATS_OK;
+  if (!exists && jerr != JSStreamNotFoundErr) {
+    return tl::unexpected(jetstream_error(
+        fmt::format("cluster history: JetStream stream '{}' (do the NATS servers run JetStream, -js?)", h->stream_), s,
+        jerr));
+  }
+  if (exists) {
+    // Another node made it: keep its replicas, and limits no lower than its.
+    const jsStreamConfig& have = *si->Config;
+    sc.Replicas = have.Replicas;
+    sc.MaxMsgsPerSubject = std::max(sc.MaxMsgsPerSubject, have.MaxMsgsPerSubject);
+    sc.MaxAge = sc.MaxAge == 0 || have.MaxAge == 0 ? 0 : std::max(sc.MaxAge, have.MaxAge);
+    const bool same = sc.MaxMsgsPerSubject == have.MaxMsgsPerSubject && sc.MaxAge == have.MaxAge;
+    if (same) {
+      s = NATS_OK;
+    } else {
+      jsStreamInfo_Destroy(si);
+      si = nullptr;
+      s = js_UpdateStream(&si, h->js_, &sc, nullptr, &jerr);
+    }
+  } else {
+    s = js_AddStream(&si, h->js_, &sc, nullptr, &jerr);
+  }
+  if (s != NATS_OK) {
+    std::string why = jetstream_error(fmt::format("cluster history: {} JetStream stream '{}' ({} replicas)",
+                                                  exists ? "updating" : "creating", h->stream_, sc.Replicas),
+                                      s, jerr);
+    if (jerr == JSInsufficientResourcesErr || jerr == JSStreamReplicasNotSupportedErr) {
+      why += "; a NATS cluster of fewer servers than --cluster-history-replicas cannot hold it: lower it";
+    }
+    return tl::unexpected(std::move(why));
+  }
+  h->epoch_ = fmt::format("{:016x}", static_cast<std::uint64_t>(si->Created));
+  h->log_(LogLevel::kInfo, fmt::format("cluster history: JetStream stream '{}' {} (subject {}, replicas {}, at most {} "
+                                       "messages per channel, max age {}; {} messages held; epoch {})",
+                                       h->stream_, exists ? "joined" : "created", subject, si->Config->Replicas,
+                                       si->Config->MaxMsgsPerSubject,
+                                       si->Config->MaxAge == 0 ? std::string("none")
+                                                               : fmt::format("{} s", si->Config->MaxAge / 1'000'000'000),
+                                       si->State.Msgs, h->epoch_));
+  jsStreamInfo_Destroy(si);
+  return h;
+}
+
+ClusterHistory::~ClusterHistory() {
+  stop();
+  if (js_ != nullptr) jsCtx_Destroy(js_);
+}
+
+bool ClusterHistory::store(std::span<const broker::Message> msgs, bool wait, std::span<std::uint64_t> offsets) noexcept {
+  Wait w{offsets, 0, false};
+  std::vector<std::uint64_t> mine;  // the seqs registered for `w` (invariant 1)
+  bool ok = true;  // false: refused here (on_ack counts JetStream's refusals)
+  {
+    std::lock_guard lock(egress_mu_);
+    // One frame per message, whole: a stream message is the unit JetStream
+    // numbers, so a message longer than the server's max_payload is refused.
+    const auto max_frame = static_cast<std::size_t>(std::max<std::int64_t>(natsConnection_GetMaxPayload(conn_), 0));
+    fmt::memory_buffer id;
+    for (std::size_t i = 0; i < msgs.size() && ok; ++i) {
+      const broker::Message& m = msgs[i];
+      natsMsg* nm = nullptr;
+      try {
+        const ClusterFrame f{false, m.qos, origin_, ++seq_, m.channel, m.message_id, m.payload};
+        encode_cluster_frame(f, frame_);
+        cluster_subject(config_.subject_prefix, SubjectSpace::kHistory, m.channel, subject_);
+        msg_id(origin_, seq_, id);
+        if (wait) {
+          std::lock_guard wl(waits_mu_);
+          waits_.emplace(seq_, std::pair{&w, i});
+          ++w.remaining;
+          mine.push_back(seq_);
+        }
+      } catch (...) {
+        ok = false;  // out of memory
+        break;
+      }
+      if (frame_.size() > max_frame ||
+          natsMsg_Create(&nm, subject_.c_str(), nullptr, frame_.data(), static_cast<int>(frame_.size())) != NATS_OK ||
+          natsMsgHeader_Set(nm, kMsgIdHeader, id.data()) != NATS_OK ||
+          js_PublishMsgAsync(js_, &nm, nullptr) != NATS_OK) {
+        natsMsg_Destroy(nm);  // libnats took it (nm is null) only on success
+        ok = false;
+      }
+    }
+  }
+  if (!ok) store_failed_.fetch_add(1, std::memory_order_relaxed);
+  if (wait) {
+    std::unique_lock wl(waits_mu_);
+    if (ok && !waits_cv_.wait_for(wl, config_.store_timeout, [&w] { return w.remaining == 0 || w.failed; })) {
+      store_timeouts_.fetch_add(1, std::memory_order_relaxed);
+      ok = false;
+    }
+    ok = ok && !w.failed;
+    for (const std::uint64_t seq : mine) waits_.erase(seq);  // invariant 1
+  }
+  return ok;
+}
+
+void ClusterHistory::on_ack(jsCtx* /*js*/, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure) {
+  auto& h = *static_cast<ClusterHistory*>(closure);
+  const bool stored = pa != nullptr && pae == nullptr;
+  // relaxed: statistics.
+  (stored ? h.stored_ : h.store_failed_).fetch_add(1, std::memory_order_relaxed);
+  if (const std::uint64_t seq = seq_of(msg, h.origin_); seq != 0) {
+    std::lock_guard lock(h.waits_mu_);
+    if (auto it = h.waits_.find(seq); it != h.waits_.end()) {
+      auto [w, i] = it->second;
+      if (stored) {
+        if (i < w->offsets.size()) w->offsets[i] = pa->Sequence;
+        --w->remaining;
+      } else {
+        w->failed = true;
+      }
+      h.waits_.erase(it);
+      h.waits_cv_.notify_all();
+    }
+  }
+  natsMsg_Destroy(msg);
+}
+
+void ClusterHistory::start_copy(broker::Broker& broker) noexcept {
+  broker_.store(&broker);
+  jsSubOptions so;
+  jsSubOptions_Init(&so);
+  so.Stream = stream_.c_str();
+  so.Ordered = true;
+  so.Config.DeliverPolicy = js_DeliverAll;
+  const std::string subject = cluster_wildcard(config_.subject_prefix, SubjectSpace::kHistory);
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  std::lock_guard lock(copy_mu_);
+  natsStatus s = js_Subscribe(&copy_sub_, js_, subject.c_str(), &ClusterHistory::on_copy, this, nullptr, &so, &jerr);
+  if (s == NATS_OK) s = natsSubscription_SetPendingLimits(copy_sub_, config_.pending_msgs, config_.pending_bytes);
+  if (s == NATS_OK) s = natsSubscription_SetOnCompleteCB(copy_sub_, &ClusterHistory::on_copy_complete, this);
+  if (s != NATS_OK) {
+    log_(LogLevel::kError, jetstream_error("cluster history: reading the stream back failed; this node serves no "
+                                           "history and delivers no retained channel",
+                                           s, jerr));
+    if (copy_sub_ != nullptr) {
+      (void)natsSubscription_Unsubscribe(copy_sub_);
+      natsSubscription_Destroy(copy_sub_);
+      copy_sub_ = nullptr;
+    }
+    return;
+  }
+  copy_done_ = false;
+}
+
+void ClusterHistory::on_copy(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
+  static_cast<ClusterHistory*>(closure)->copy(msg);
+  natsMsg_Destroy(msg);
+}
+
+void ClusterHistory::on_copy_complete(void* closure) {
+  auto& h = *static_cast<ClusterHistory*>(closure);
+  std::lock_guard lock(h.copy_mu_);
+  h.copy_done_ = true;
+  h.copy_done_cv_.notify_all();  // under copy_mu_: stop() may free the condition once it sees it
+}
+
+void ClusterHistory::copy(natsMsg* msg) noexcept {
+  // seq_cst, with stop()'s: see in_flight_.
+  in_flight_.fetch_add(1);
+  struct Leave {
+    std::atomic<int>& n;
+    ~Leave() { n.fetch_sub(1); }
+  } leave{in_flight_};
+  broker::Broker* const b = broker_.load();
+  if (stopping_.load() || b == nullptr) return;
+  jsMsgMetaData* meta = nullptr;
+  if (natsMsg_GetMetaData(&meta, msg) != NATS_OK) {
+    copy_refused_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  std::uint64_t offset = meta->Sequence.Stream;
+  jsMsgMetaData_Destroy(meta);
+  const auto f = decode_cluster_frame(
+      std::string_view(natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg))));
+  if (!f || f->shard || f->more || f->chunk != 0) {
+    copy_refused_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const broker::Message m{f->channel, f->payload, f->qos, f->message_id};
+  std::size_t receivers = 0;
+  if (b->publish_from_history({&m, 1}, {&offset, 1}, {&receivers, 1}).status == broker::PublishStatus::kPublished) {
+    copied_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    copy_refused_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void ClusterHistory::stop() noexcept {
+  if (stopping_.exchange(true)) return;
+  {
+    std::unique_lock lock(copy_mu_);
+    if (copy_sub_ != nullptr) {
+      (void)natsSubscription_Unsubscribe(copy_sub_);
+      copy_done_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return copy_done_; });
+    }
+  }
+  while (in_flight_.load() != 0) std::this_thread::yield();
+  if (copy_sub_ != nullptr) {
+    natsSubscription_Destroy(copy_sub_);
+    copy_sub_ = nullptr;
+  }
+  // The acks of stores in flight, so their outcome is counted.
+  jsPubOptions po;
+  jsPubOptions_Init(&po);
+  po.MaxWait = 1000;
+  (void)js_PublishAsyncComplete(js_, &po);
+}
+
+ClusterHistoryStats ClusterHistory::stats() const noexcept {
+  // relaxed: statistics.
+  return {stored_.load(std::memory_order_relaxed), store_failed_.load(std::memory_order_relaxed),
+          store_timeouts_.load(std::memory_order_relaxed), copied_.load(std::memory_order_relaxed),
+          copy_refused_.load(std::memory_order_relaxed)};
+}
+
+}  // namespace ringcast::relay

@@ -1,0 +1,130 @@
+// ClusterHistory: a cluster's history of retained channels, kept by JetStream
+// (docs/cluster.md, "History"), for NatsCluster's ClusterLink::open_history
+// and store().
+//
+// One stream, `<PREFIX>_HISTORY` (the subject prefix with '.' as '_'), holds
+// every retained channel's messages on `<prefix>.h.<token>`, replicated as
+// --cluster-history-replicas says, limited per subject by the largest
+// --history size and the longest TTL. A node publishes a retained channel's
+// message into it and does not deliver it itself; every node, the publishing
+// one too, reads the whole stream back through an ordered consumer and
+// publishes each message to its subscribers with its stream sequence as its
+// offset (Broker::publish_from_history), which also stores it in the node's
+// copy of the history. So an offset names the same message on every node,
+// and a subscriber that recovers `since` an offset on another node gets what
+// it missed. The epoch is the stream's creation time: a stream deleted and
+// made anew is another history.
+//
+// Thread safety
+//  * store() from any thread, concurrently. egress_mu_ orders the frames
+//    handed to libnats (one node's messages on one subject keep their order);
+//    waits_mu_ guards waits_, the QoS 1 stores waiting for their acks.
+//  * on_ack() runs on libnats' delivery thread (the connection uses the one
+//    global delivery worker, nats_cluster.hpp): it only counts and, for a
+//    message someone waits for, records its outcome under waits_mu_.
+//  * on_copy() runs on the same thread, in stream order: the copy's state is
+//    that thread's. It publishes into the broker, which must not wait for
+//    this thread: a store() that waits (QoS 1) must not be called from it.
+//  * stop() once, before the connection closes; no on_copy() runs after it.
+// Invariants
+//  1. A waiting store() registers each message in waits_ before handing it to
+//     libnats and removes every entry of its own before it returns, so
+//     on_ack() never touches a waiter that has gone.
+//  2. The copy sees each stream sequence at most once and in order (the
+//     ordered consumer starts anew after the last sequence it delivered when
+//     it misses one), so a node's copy of a channel has no hole the stream
+//     does not have.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+
+#include <nats/nats.h>
+#include <tl/expected.hpp>
+
+#include "ringcast/broker/broker.hpp"
+#include "ringcast/broker/cluster.hpp"
+#include "ringcast/relay/relay.hpp"
+
+namespace ringcast::relay {
+
+struct ClusterHistoryStats {
+  std::uint64_t stored = 0;         // messages JetStream acknowledged
+  std::uint64_t store_failed = 0;   // refused here (too large, buffer full) or by JetStream
+  std::uint64_t store_timeouts = 0; // QoS 1 stores that gave up waiting (the publisher got an error)
+  std::uint64_t copied = 0;         // stream messages published here
+  std::uint64_t copy_refused = 0;   // ... that this node refused (stopping) or could not read
+};
+
+class ClusterHistory {
+ public:
+  // Makes the stream, or raises an existing one's limits to `limits`; an
+  // error names the step (no JetStream, too few servers for the replicas).
+  static tl::expected<std::unique_ptr<ClusterHistory>, std::string> open(natsConnection* conn,
+                                                                         const ClusterConfig& config,
+                                                                         std::uint64_t origin,
+                                                                         const broker::ClusterHistoryLimits& limits,
+                                                                         LogFn log);
+  ClusterHistory(const ClusterHistory&) = delete;
+  ClusterHistory& operator=(const ClusterHistory&) = delete;
+  ~ClusterHistory();
+
+  [[nodiscard]] const std::string& epoch() const noexcept { return epoch_; }
+  // ClusterLink::store.
+  [[nodiscard]] bool store(std::span<const broker::Message> msgs, bool wait, std::span<std::uint64_t> offsets) noexcept;
+  // Starts this node's copy: every message of the stream, from its first,
+  // into `broker`. A failure is logged (the node then serves no history).
+  void start_copy(broker::Broker& broker) noexcept;
+  // Ends the copy (no on_copy() after it returns) and waits briefly for the
+  // acks of stores in flight.
+  void stop() noexcept;
+  [[nodiscard]] ClusterHistoryStats stats() const noexcept;
+
+ private:
+  ClusterHistory(natsConnection* conn, const ClusterConfig& config, std::uint64_t origin, LogFn log);
+  struct Wait {
+    std::span<std::uint64_t> offsets;
+    std::size_t remaining = 0;
+    bool failed = false;
+  };
+  static void on_ack(jsCtx* js, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure);
+  static void on_copy(natsConnection* nc, natsSubscription* sub, natsMsg* msg, void* closure);
+  static void on_copy_complete(void* closure);
+  void copy(natsMsg* msg) noexcept;
+
+  natsConnection* const conn_;
+  const ClusterConfig config_;
+  const std::uint64_t origin_;
+  const LogFn log_;
+  jsCtx* js_ = nullptr;
+  std::string stream_;
+  std::string epoch_;
+
+  std::mutex egress_mu_;
+  std::uint64_t seq_ = 0;  // this node's history messages, numbered (their Nats-Msg-Id); guarded by egress_mu_
+  std::string frame_, subject_;  // scratch, guarded by egress_mu_
+
+  std::mutex waits_mu_;
+  std::condition_variable waits_cv_;
+  std::unordered_map<std::uint64_t, std::pair<Wait*, std::size_t>> waits_;  // seq -> (waiter, index); invariant 1
+
+  // The copy. Publishing into the broker against stop(): as NatsCluster's
+  // deliveries (in_flight announced, then stopping read; seq_cst).
+  std::atomic<broker::Broker*> broker_{nullptr};
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> in_flight_{0};
+  natsSubscription* copy_sub_ = nullptr;
+  std::mutex copy_mu_;
+  std::condition_variable copy_done_cv_;
+  bool copy_done_ = true;  // guarded by copy_mu_: no subscription, or it completed
+
+  std::atomic<std::uint64_t> stored_{0}, store_failed_{0}, store_timeouts_{0}, copied_{0}, copy_refused_{0};
+};
+
+}  // namespace ringcast::relay
