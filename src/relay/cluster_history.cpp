@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -16,6 +17,7 @@ namespace ringcast::relay {
 namespace {
 
 constexpr const char* kMsgIdHeader = "Nats-Msg-Id";
+constexpr auto kJetStreamReadyWait = std::chrono::seconds(30);
 
 // "<origin as 16 hex digits>-<seq>": unique per node and message, so a
 // message libnats sent twice is stored once (the stream's duplicate window).
@@ -44,8 +46,8 @@ ClusterHistory::ClusterHistory(natsConnection* conn, const ClusterConfig& config
     : conn_(conn), config_(config), origin_(origin), log_(std::move(log)) {}
 
 tl::expected<std::unique_ptr<ClusterHistory>, std::string> ClusterHistory::open(
-    natsConnection* conn, const ClusterConfig& config, std::uint64_t origin,
-    const broker::ClusterHistoryLimits& limits, LogFn log) {
+    natsConnection* conn, const ClusterConfig& config, std::uint64_t origin, const broker::ClusterHistoryLimits& limits,
+    LogFn log) {
   std::unique_ptr<ClusterHistory> h(new ClusterHistory(conn, config, origin, std::move(log)));
   h->stream_ = config.subject_prefix + "_HISTORY";
   std::replace(h->stream_.begin(), h->stream_.end(), '.', '_');
@@ -72,49 +74,66 @@ tl::expected<std::unique_ptr<ClusterHistory>, std::string> ClusterHistory::open(
   sc.Replicas = config.history_replicas;
   sc.MaxMsgsPerSubject = static_cast<std::int64_t>(limits.max_per_channel);
   sc.MaxAge = std::chrono::duration_cast<std::chrono::nanoseconds>(limits.max_age).count();
+  // JetStream may not be ready when the node starts with its NATS servers
+  // (not connected yet, no meta leader elected, peers not known yet): such
+  // answers are waited out for up to kJetStreamReadyWait; anything else, or
+  // still one of those after it, stops the start.
+  const auto transient = [&](natsStatus st, jsErrCode e) {
+    return natsConnection_Status(conn) != NATS_CONN_STATUS_CONNECTED || st == NATS_TIMEOUT ||
+           e == JSClusterIncompleteErr || e == JSClusterNoPeersErr || e == JSClusterNotAvailErr ||
+           e == JSClusterNotLeaderErr || e == JSInsufficientResourcesErr;
+  };
+  const auto give_up = std::chrono::steady_clock::now() + kJetStreamReadyWait;
   jsStreamInfo* si = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
-  natsStatus s = js_GetStreamInfo(&si, h->js_, h->stream_.c_str(), nullptr, &jerr);
-  const bool exists = s == NATS_OK;
-  if (!exists && jerr != JSStreamNotFoundErr) {
-    return tl::unexpected(jetstream_error(
-        fmt::format("cluster history: JetStream stream '{}' (do the NATS servers run JetStream, -js?)", h->stream_), s,
-        jerr));
-  }
-  if (exists) {
-    // Another node made it: keep its replicas, and limits no lower than its.
-    const jsStreamConfig& have = *si->Config;
-    sc.Replicas = have.Replicas;
-    sc.MaxMsgsPerSubject = std::max(sc.MaxMsgsPerSubject, have.MaxMsgsPerSubject);
-    sc.MaxAge = sc.MaxAge == 0 || have.MaxAge == 0 ? 0 : std::max(sc.MaxAge, have.MaxAge);
-    const bool same = sc.MaxMsgsPerSubject == have.MaxMsgsPerSubject && sc.MaxAge == have.MaxAge;
-    if (same) {
-      s = NATS_OK;
-    } else {
-      jsStreamInfo_Destroy(si);
-      si = nullptr;
-      s = js_UpdateStream(&si, h->js_, &sc, nullptr, &jerr);
+  natsStatus s = NATS_OK;
+  bool exists = false;
+  const char* step = "looking up";
+  bool waiting_logged = false;
+  for (;;) {
+    jerr = static_cast<jsErrCode>(0);
+    s = js_GetStreamInfo(&si, h->js_, h->stream_.c_str(), nullptr, &jerr);
+    exists = s == NATS_OK;
+    if (exists) {
+      // Another node made it: keep its replicas, and limits no lower than its.
+      const jsStreamConfig& have = *si->Config;
+      sc.Replicas = have.Replicas;
+      sc.MaxMsgsPerSubject = std::max(sc.MaxMsgsPerSubject, have.MaxMsgsPerSubject);
+      sc.MaxAge = sc.MaxAge == 0 || have.MaxAge == 0 ? 0 : std::max(sc.MaxAge, have.MaxAge);
+      if (sc.MaxMsgsPerSubject != have.MaxMsgsPerSubject || sc.MaxAge != have.MaxAge) {
+        step = "updating";
+        jsStreamInfo_Destroy(si);
+        si = nullptr;
+        s = js_UpdateStream(&si, h->js_, &sc, nullptr, &jerr);
+      }
+    } else if (jerr == JSStreamNotFoundErr) {
+      step = "creating";
+      s = js_AddStream(&si, h->js_, &sc, nullptr, &jerr);
     }
-  } else {
-    s = js_AddStream(&si, h->js_, &sc, nullptr, &jerr);
+    if (s == NATS_OK || !transient(s, jerr) || std::chrono::steady_clock::now() >= give_up) break;
+    if (!std::exchange(waiting_logged, true)) {
+      h->log_(LogLevel::kInfo, jetstream_error("cluster history: waiting for JetStream", s, jerr));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   if (s != NATS_OK) {
-    std::string why = jetstream_error(fmt::format("cluster history: {} JetStream stream '{}' ({} replicas)",
-                                                  exists ? "updating" : "creating", h->stream_, sc.Replicas),
-                                      s, jerr);
+    std::string why = jetstream_error(
+        fmt::format("cluster history: {} JetStream stream '{}' ({} replicas; do the NATS servers run JetStream, -js?)",
+                    step, h->stream_, sc.Replicas),
+        s, jerr);
     if (jerr == JSInsufficientResourcesErr || jerr == JSStreamReplicasNotSupportedErr) {
       why += "; a NATS cluster of fewer servers than --cluster-history-replicas cannot hold it: lower it";
     }
     return tl::unexpected(std::move(why));
   }
   h->epoch_ = fmt::format("{:016x}", static_cast<std::uint64_t>(si->Created));
-  h->log_(LogLevel::kInfo, fmt::format("cluster history: JetStream stream '{}' {} (subject {}, replicas {}, at most {} "
-                                       "messages per channel, max age {}; {} messages held; epoch {})",
-                                       h->stream_, exists ? "joined" : "created", subject, si->Config->Replicas,
-                                       si->Config->MaxMsgsPerSubject,
-                                       si->Config->MaxAge == 0 ? std::string("none")
-                                                               : fmt::format("{} s", si->Config->MaxAge / 1'000'000'000),
-                                       si->State.Msgs, h->epoch_));
+  h->log_(LogLevel::kInfo,
+          fmt::format(
+              "cluster history: JetStream stream '{}' {} (subject {}, replicas {}, at most {} "
+              "messages per channel, max age {}; {} messages held; epoch {})",
+              h->stream_, exists ? "joined" : "created", subject, si->Config->Replicas, si->Config->MaxMsgsPerSubject,
+              si->Config->MaxAge == 0 ? std::string("none") : fmt::format("{} s", si->Config->MaxAge / 1'000'000'000),
+              si->State.Msgs, h->epoch_));
   jsStreamInfo_Destroy(si);
   return h;
 }
@@ -124,10 +143,11 @@ ClusterHistory::~ClusterHistory() {
   if (js_ != nullptr) jsCtx_Destroy(js_);
 }
 
-bool ClusterHistory::store(std::span<const broker::Message> msgs, bool wait, std::span<std::uint64_t> offsets) noexcept {
+bool ClusterHistory::store(std::span<const broker::Message> msgs, bool wait,
+                           std::span<std::uint64_t> offsets) noexcept {
   Wait w{offsets, 0, false};
   std::vector<std::uint64_t> mine;  // the seqs registered for `w` (invariant 1)
-  bool ok = true;  // false: refused here (on_ack counts JetStream's refusals)
+  bool ok = true;                   // false: refused here (on_ack counts JetStream's refusals)
   {
     std::lock_guard lock(egress_mu_);
     // One frame per message, whole: a stream message is the unit JetStream

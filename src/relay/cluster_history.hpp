@@ -55,11 +55,11 @@
 namespace ringcast::relay {
 
 struct ClusterHistoryStats {
-  std::uint64_t stored = 0;         // messages JetStream acknowledged
-  std::uint64_t store_failed = 0;   // refused here (too large, buffer full) or by JetStream
-  std::uint64_t store_timeouts = 0; // QoS 1 stores that gave up waiting (the publisher got an error)
-  std::uint64_t copied = 0;         // stream messages published here
-  std::uint64_t copy_refused = 0;   // ... that this node refused (stopping) or could not read
+  std::uint64_t stored = 0;          // messages JetStream acknowledged
+  std::uint64_t store_failed = 0;    // refused here (too large, buffer full) or by JetStream
+  std::uint64_t store_timeouts = 0;  // QoS 1 stores that gave up waiting (the publisher got an error)
+  std::uint64_t copied = 0;          // stream messages published here
+  std::uint64_t copy_refused = 0;    // ... that this node refused (stopping) or could not read
 };
 
 class ClusterHistory {
@@ -107,7 +107,7 @@ class ClusterHistory {
   std::string epoch_;
 
   std::mutex egress_mu_;
-  std::uint64_t seq_ = 0;  // this node's history messages, numbered (their Nats-Msg-Id); guarded by egress_mu_
+  std::uint64_t seq_ = 0;        // this node's history messages, numbered (their Nats-Msg-Id); guarded by egress_mu_
   std::string frame_, subject_;  // scratch, guarded by egress_mu_
 
   std::mutex waits_mu_;

@@ -10,10 +10,13 @@ it was made in). Every check is message by message: a subscriber gets each
 accepted message in order, or a loss notice that counts it.
 """
 
+import asyncio
 import ctypes
+import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -21,6 +24,7 @@ import uuid
 
 import pytest
 import redis
+import websockets
 
 BROKER = os.environ.get("RINGCAST_BROKER_EXE", "")
 NATS_SERVER = os.environ.get("NATS_SERVER_EXE", shutil.which("nats-server") or "")
@@ -115,25 +119,31 @@ class Net:
         self.logs.append(f)
         return f
 
-    def start_nats(self, h):
+    def start_nats(self, h, jetstream):
         routes = ",".join(f"nats://{o.addr}:6222" for o in self.hosts if o is not h)
-        h.nats = h.spawn([NATS_SERVER, "-a", h.addr, "-p", "4222", "--cluster", f"nats://{h.addr}:6222",
-                          "--cluster_name", "ringcast", "--routes", routes, "-n", h.ns],
-                         self.log(f"nats-{h.i}.log"))
+        argv = [NATS_SERVER, "-a", h.addr, "-p", "4222", "--cluster", f"nats://{h.addr}:6222",
+                "--cluster_name", "ringcast", "--routes", routes, "-n", h.ns]
+        if jetstream:
+            argv += ["-js", "-sd", str(self.tmp / f"js-{h.i}")]
+        h.nats = h.spawn(argv, self.log(f"nats-{h.i}.log"))
 
-    def start_broker(self, h):
+    def start_broker(self, h, history):
         # Its own host's NATS server first, then the others.
         servers = [h] + [o for o in self.hosts if o is not h]
         urls = ",".join(f"nats://{o.addr}:4222" for o in servers)
         log = self.log(f"broker-{h.i}.log")
-        h.broker = h.spawn([BROKER, "--bind", h.addr, "--port", "6390", "--cluster", urls], log)
-        wait_for(lambda: "listening on" in read(log), f"broker {h.i} listening")
+        argv = [BROKER, "--bind", h.addr, "--port", "6390", "--cluster", urls]
+        if history:  # the history stream's three replicas, one per host (docs/cluster.md, "History")
+            argv += ["--ws-port", "8080", "--history", "room*=100000"]
+        h.broker = h.spawn(argv, log)
+        # With history the broker first waits for JetStream's cluster to elect its leader.
+        wait_for(lambda: "listening on" in read(log), f"broker {h.i} listening", timeout=60.0 if history else 20.0)
 
-    def up(self):
+    def up(self, history=False):
         for h in self.hosts:
-            self.start_nats(h)
+            self.start_nats(h, history)
         for h in self.hosts:
-            self.start_broker(h)
+            self.start_broker(h, history)
 
     def partition(self, h, cut):
         run("ip", "-n", self.switch, "link", "set", h.switch_port, "down" if cut else "up")
@@ -193,6 +203,18 @@ def net(tmp_path):
     finally:
         n.close()
         print(n.all_logs())  # pytest shows it when the test failed
+
+
+@pytest.fixture
+def history_net(tmp_path):
+    """The same hosts with JetStream on every NATS server and --history on every broker."""
+    n = Net(tmp_path)
+    try:
+        n.up(history=True)
+        yield n
+    finally:
+        n.close()
+        print(n.all_logs())
 
 
 class Subscriber:
@@ -323,3 +345,101 @@ def test_subscribers_of_a_killed_broker_reconnect_to_another_host_and_hear_on(ne
     accepted = publish_numbers(pub, range(1000))
     moved.drain_until(999)
     moved.check(accepted)
+
+
+# --- History across hosts (docs/cluster.md, "History") ----------------------------------------------
+
+async def ws_connect(host):
+    """A ringcast.v1 WebSocket client of `host`'s broker, its socket made inside the host's namespace."""
+    sock = in_namespace(host.ns, lambda: socket.create_connection((host.addr, 8080), timeout=10))
+    sock.setblocking(False)
+    return await websockets.connect(f"ws://{host.addr}:8080/", sock=sock, subprotocols=["ringcast.v1"],
+                                    open_timeout=10, max_size=None)
+
+
+async def ws_next(ws, timeout=20):
+    return json.loads(await asyncio.wait_for(ws.recv(), timeout))
+
+
+async def publish_acked(ws, payload, deadline):
+    """QoS 1 publish, retried until a puback (at least once); returns its offset and how many tries it took."""
+    tries = 0
+    while time.monotonic() < deadline:
+        tries += 1
+        await ws.send(json.dumps({"type": "publish", "topic": "room", "payload": payload, "qos": 1}))
+        reply = await ws_next(ws, timeout=30)
+        if reply["type"] == "puback":
+            return reply["message_id"], tries
+        assert reply["type"] == "error", reply  # not stored: retried
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{payload} never acknowledged")
+
+
+def history_of(host):
+    """HISTORY room on `host`: [(offset, payload)] and the epoch."""
+    epoch, _top, status, messages = host.client().execute_command("HISTORY", "room", "COUNT", "100000")
+    assert status == b"ok", status
+    return [(m[0], m[2].decode()) for m in messages], epoch.decode()
+
+
+def test_history_outlives_a_killed_broker_and_a_killed_nats_server_and_loses_nothing_acked(history_net):
+    h1, h2, h3 = history_net.hosts
+
+    async def scenario():
+        sub = await ws_connect(h2)
+        await sub.send(json.dumps({"type": "subscribe", "topic": "room"}))
+        confirmed = await ws_next(sub)
+        assert confirmed["type"] == "subscribed", confirmed
+        epoch = confirmed["epoch"]
+        pub = await ws_connect(h1)
+        # The NATS server the publishing node is connected to (not always its own host's: it may have
+        # connected before that one listened).
+        server = h1.client().info("cluster")["cluster_server"]
+        victim = next(h for h in history_net.hosts if f"//{h.addr}:" in server)
+        deadline = time.monotonic() + 120
+        acked = []  # (offset, payload), in publish order
+        retried = set()
+        for n in range(300):
+            if n == 100:
+                victim.nats.kill()  # kill -9 of it, mid-stream: the node fails over, the stream keeps 2 of 3
+                victim.nats.wait()
+            offset, tries = await publish_acked(pub, str(n), deadline)
+            acked.append((offset, str(n)))
+            if tries > 1:
+                retried.add(str(n))
+        # The subscriber on host 2 saw the first 50, then its broker is killed.
+        seen = []
+        while len(seen) < 50:
+            m = await ws_next(sub)
+            assert m["type"] == "message", m
+            seen.append((m["message_id"], m["payload"]))
+        h2.broker.kill()
+        h2.broker.wait()
+        h1.broker.kill()  # and the publisher's: the history is not theirs
+        h1.broker.wait()
+        # It reconnects to host 3 and recovers from its last offset.
+        moved = await ws_connect(h3)
+        await moved.send(json.dumps({"type": "subscribe", "topic": "room",
+                                     "since": {"offset": seen[-1][0], "epoch": epoch}}))
+        r = await ws_next(moved)
+        assert r["type"] == "subscribed" and r["recovered"] is True, r
+        rest = []
+        while not rest or rest[-1][1] != "299":
+            m = await ws_next(moved)
+            assert m["type"] == "message", m
+            rest.append((m["message_id"], m["payload"]))
+        return epoch, acked, retried, seen, rest
+
+    epoch, acked, retried, seen, rest = asyncio.run(scenario())
+    history, history_epoch = history_of(h3)
+    assert history_epoch == epoch
+    delivered = seen + rest
+    # Everything the subscriber got is exactly the history, in order, no gap and no duplicate at the seam.
+    assert delivered == history
+    offsets = [o for o, _ in history]
+    assert offsets == sorted(set(offsets))
+    # Nothing acknowledged was lost, each under the offset its puback named; a copy twice only of a retried one.
+    assert set(acked) <= set(history)
+    payloads = [p for _, p in history]
+    twice = {p for p in payloads if payloads.count(p) > 1}
+    assert twice <= retried, f"{twice - retried} stored twice but acknowledged at once"
