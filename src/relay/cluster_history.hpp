@@ -7,10 +7,11 @@
 // --cluster-history-replicas says, limited per subject by the largest
 // --history size and the longest TTL. A node publishes a retained channel's
 // message into it and does not deliver it itself; every node, the publishing
-// one too, reads the whole stream back through an ordered consumer and
-// publishes each message to its subscribers with its stream sequence as its
-// offset (Broker::publish_from_history), which also stores it in the node's
-// copy of the history. So an offset names the same message on every node,
+// one too, reads the stream back through an ordered consumer and publishes
+// each message to its subscribers with its stream sequence as its offset
+// (Broker::publish_from_history), which also stores it in the node's copy of
+// the history. What the stream held when the node started is loaded into the
+// copy first (load()), delivered to nobody. So an offset names the same message on every node,
 // and a subscriber that recovers `since` an offset on another node gets what
 // it missed. The epoch is the stream's creation time: a stream deleted and
 // made anew is another history.
@@ -58,7 +59,8 @@ struct ClusterHistoryStats {
   std::uint64_t stored = 0;          // messages JetStream acknowledged
   std::uint64_t store_failed = 0;    // refused here (too large, buffer full) or by JetStream
   std::uint64_t store_timeouts = 0;  // QoS 1 stores that gave up waiting (the publisher got an error)
-  std::uint64_t copied = 0;          // stream messages published here
+  std::uint64_t loaded = 0;          // stream messages loaded into this node's copy at its start (load())
+  std::uint64_t copied = 0;          // stream messages published here since
   std::uint64_t copy_refused = 0;    // ... that this node refused (stopping) or could not read
 };
 
@@ -76,6 +78,9 @@ class ClusterHistory {
   ~ClusterHistory();
 
   [[nodiscard]] const std::string& epoch() const noexcept { return epoch_; }
+  // ClusterLink::load_history: reads the stream from its first message to
+  // the last one it held at open(); the copy (start_copy) goes on after it.
+  [[nodiscard]] tl::expected<void, std::string> load(const broker::HistoryLoad& load);
   // ClusterLink::store.
   [[nodiscard]] bool store(std::span<const broker::Message> msgs, bool wait, std::span<std::uint64_t> offsets) noexcept;
   // Starts this node's copy: every message of the stream, from its first,
@@ -105,6 +110,7 @@ class ClusterHistory {
   jsCtx* js_ = nullptr;
   std::string stream_;
   std::string epoch_;
+  std::uint64_t loaded_to_ = 0;  // the stream's last sequence at open(): load() reads up to it, the copy after it
 
   std::mutex egress_mu_;
   std::uint64_t seq_ = 0;        // this node's history messages, numbered (their Nats-Msg-Id); guarded by egress_mu_
@@ -124,7 +130,7 @@ class ClusterHistory {
   std::condition_variable copy_done_cv_;
   bool copy_done_ = true;  // guarded by copy_mu_: no subscription, or it completed
 
-  std::atomic<std::uint64_t> stored_{0}, store_failed_{0}, store_timeouts_{0}, copied_{0}, copy_refused_{0};
+  std::atomic<std::uint64_t> stored_{0}, store_failed_{0}, store_timeouts_{0}, loaded_{0}, copied_{0}, copy_refused_{0};
 };
 
 }  // namespace ringcast::relay

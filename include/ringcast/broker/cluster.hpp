@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -35,6 +36,11 @@ struct ClusterHistoryLimits {
   std::uint64_t max_per_channel = 0;
   std::chrono::milliseconds max_age{0};
 };
+
+// One message of the cluster's history as load_history hands it over: its
+// channel, offset, payload and publish time (ms since the Unix epoch).
+using HistoryLoad =
+    std::function<void(std::string_view channel, std::uint64_t offset, std::string_view payload, std::int64_t time_ms)>;
 
 class ClusterLink {
  public:
@@ -76,6 +82,12 @@ class ClusterLink {
   // cluster order through Broker::publish_from_history with the offset the
   // store gave it, so an offset names one message on every node.
   [[nodiscard]] virtual tl::expected<std::string, std::string> open_history(const ClusterHistoryLimits& limits) = 0;
+  // Then, still before any publish or subscription: calls `load` for every
+  // message the history holds now, in offset order, so that this node's copy
+  // starts whole; those are never delivered to anybody live (they were
+  // published before this node was up). What comes after them arrives through
+  // Broker::publish_from_history once the broker is attached.
+  [[nodiscard]] virtual tl::expected<void, std::string> load_history(const HistoryLoad& load) = 0;
   // Hands `msgs` (PUBLISH channels that a --history rule retains) to the
   // cluster's store, in order. `wait` (QoS 1): returns once every one is
   // stored, true, with each one's offset in offsets[i] (when not empty), or

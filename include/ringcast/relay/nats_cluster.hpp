@@ -59,11 +59,13 @@ struct ClusterStats {
   std::uint64_t nats_subscriptions = 0;  // what those cost in NATS (one wildcard for all patterns)
   // With --history (docs/cluster.md, "History"): retained channels' messages
   // stored in the cluster's JetStream stream, refused (here or by JetStream),
-  // QoS 1 stores that timed out, and the stream's messages published here.
+  // QoS 1 stores that timed out, the stream's messages loaded at start and
+  // those published here since.
   bool history = false;
   std::uint64_t history_stored = 0;
   std::uint64_t history_store_failed = 0;
   std::uint64_t history_store_timeouts = 0;
+  std::uint64_t history_loaded = 0;
   std::uint64_t history_copied = 0;
   std::uint64_t history_copy_refused = 0;
 };
@@ -96,6 +98,7 @@ class NatsCluster final : public broker::ClusterLink {
   void send(bool shard, std::span<const broker::Message> msgs) noexcept override;
   [[nodiscard]] tl::expected<std::string, std::string> open_history(
       const broker::ClusterHistoryLimits& limits) override;
+  [[nodiscard]] tl::expected<void, std::string> load_history(const broker::HistoryLoad& load) override;
   [[nodiscard]] bool store(std::span<const broker::Message> msgs, bool wait,
                            std::span<std::uint64_t> offsets) noexcept override;
 

@@ -34,6 +34,14 @@ tl::expected<std::unique_ptr<ChannelHistory>, BrokerError> ChannelHistory::open(
     auto epoch = cluster->open_history(limits);
     if (!epoch) return tl::unexpected(BrokerError{BrokerError::Code::kHistory, 0, epoch.error()});
     auto store = make_memory_history_store(rules, {std::move(*epoch), /*sparse_offsets=*/true});
+    // A channel no rule of this node retains (another node's rules may) is
+    // skipped, as the copy skips it later (kNoRetention).
+    const auto loaded = cluster->load_history(
+        [&store](std::string_view channel, std::uint64_t offset, std::string_view payload, std::int64_t time_ms) {
+          const HistoryInput in{payload, time_ms};
+          (void)store->append(channel, offset, {&in, 1}, wall_clock_ms());
+        });
+    if (!loaded) return tl::unexpected(BrokerError{BrokerError::Code::kHistory, 0, loaded.error()});
     return std::make_unique<ChannelHistory>(std::move(store), std::move(rules), false, config);
   }
   if (config.data_dir.empty()) {
