@@ -18,6 +18,7 @@ namespace {
 
 constexpr const char* kMsgIdHeader = "Nats-Msg-Id";
 constexpr auto kJetStreamReadyWait = std::chrono::seconds(30);
+constexpr std::int64_t kMaxPendingStores = 65536;  // stores handed to libnats and not yet acknowledged
 
 // "<origin as 16 hex digits>-<seq>": unique per node and message, so a
 // message libnats sent twice is stored once (the stream's duplicate window).
@@ -54,12 +55,12 @@ tl::expected<std::unique_ptr<ClusterHistory>, std::string> ClusterHistory::open(
   jsOptions jo;
   jsOptions_Init(&jo);
   jo.Wait = std::max<std::int64_t>(config.store_timeout.count(), 2000);  // the stream API calls below
-  jo.PublishAsync.MaxPending = 65536;
+  jo.PublishAsync.MaxPending = kMaxPendingStores;
   jo.PublishAsync.AckHandler = &ClusterHistory::on_ack;
   jo.PublishAsync.AckHandlerClosure = h.get();
-  // A store waits at most this long for room among the pending acks; then
-  // its publisher is refused (the cluster is not keeping up).
-  jo.PublishAsync.StallWait = 500;
+  // A store waits this long for room among the pending acks, then tries
+  // again until store_timeout (hand_over).
+  jo.PublishAsync.StallWait = 100;
   if (natsStatus s = natsConnection_JetStream(&h->js_, conn, &jo); s != NATS_OK) {
     return tl::unexpected(jetstream_error("cluster history: JetStream context", s, static_cast<jsErrCode>(0)));
   }
@@ -175,8 +176,7 @@ bool ClusterHistory::store(std::span<const broker::Message> msgs, bool wait,
       }
       if (frame_.size() > max_frame ||
           natsMsg_Create(&nm, subject_.c_str(), nullptr, frame_.data(), static_cast<int>(frame_.size())) != NATS_OK ||
-          natsMsgHeader_Set(nm, kMsgIdHeader, id.data()) != NATS_OK ||
-          js_PublishMsgAsync(js_, &nm, nullptr) != NATS_OK) {
+          natsMsgHeader_Set(nm, kMsgIdHeader, id.data()) != NATS_OK || !hand_over(nm)) {
         natsMsg_Destroy(nm);  // libnats took it (nm is null) only on success
         ok = false;
       }
@@ -198,6 +198,21 @@ bool ClusterHistory::store(std::span<const broker::Message> msgs, bool wait,
     for (const std::uint64_t seq : mine) waits_.erase(seq);  // invariant 1
   }
   return ok;
+}
+
+bool ClusterHistory::hand_over(natsMsg*& nm) noexcept {
+  // JetStream stores more slowly than a pipelining publisher publishes: at
+  // kMaxPendingStores unacknowledged, libnats waits StallWait for room and
+  // says NATS_TIMEOUT. The publisher waits with it (its thread held, its
+  // socket unread: TCP's back-pressure) for up to store_timeout, then is
+  // refused.
+  const auto give_up = std::chrono::steady_clock::now() + config_.store_timeout;
+  for (;;) {
+    const natsStatus s = js_PublishMsgAsync(js_, &nm, nullptr);
+    if (s == NATS_OK) return true;
+    if (s != NATS_TIMEOUT || std::chrono::steady_clock::now() >= give_up) return false;
+    stalls_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+  }
 }
 
 void ClusterHistory::on_ack(jsCtx* /*js*/, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure) {
@@ -369,8 +384,9 @@ void ClusterHistory::stop() noexcept {
 ClusterHistoryStats ClusterHistory::stats() const noexcept {
   // relaxed: statistics.
   return {stored_.load(std::memory_order_relaxed),         store_failed_.load(std::memory_order_relaxed),
-          store_timeouts_.load(std::memory_order_relaxed), loaded_.load(std::memory_order_relaxed),
-          copied_.load(std::memory_order_relaxed),         copy_refused_.load(std::memory_order_relaxed)};
+          store_timeouts_.load(std::memory_order_relaxed), stalls_.load(std::memory_order_relaxed),
+          loaded_.load(std::memory_order_relaxed),         copied_.load(std::memory_order_relaxed),
+          copy_refused_.load(std::memory_order_relaxed)};
 }
 
 }  // namespace ringcast::relay

@@ -59,6 +59,7 @@ struct ClusterHistoryStats {
   std::uint64_t stored = 0;          // messages JetStream acknowledged
   std::uint64_t store_failed = 0;    // refused here (too large, buffer full) or by JetStream
   std::uint64_t store_timeouts = 0;  // QoS 1 stores that gave up waiting (the publisher got an error)
+  std::uint64_t stalls = 0;          // waits for room among the stores JetStream has not acknowledged yet
   std::uint64_t loaded = 0;          // stream messages loaded into this node's copy at its start (load())
   std::uint64_t copied = 0;          // stream messages published here since
   std::uint64_t copy_refused = 0;    // ... that this node refused (stopping) or could not read
@@ -98,6 +99,9 @@ class ClusterHistory {
     std::size_t remaining = 0;
     bool failed = false;
   };
+  // js_PublishMsgAsync, waiting for room (hand_over's comment); false if
+  // libnats refused it or store_timeout passed. On success `nm` is libnats'.
+  bool hand_over(natsMsg*& nm) noexcept;
   static void on_ack(jsCtx* js, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure);
   static void on_copy(natsConnection* nc, natsSubscription* sub, natsMsg* msg, void* closure);
   static void on_copy_complete(void* closure);
@@ -130,7 +134,8 @@ class ClusterHistory {
   std::condition_variable copy_done_cv_;
   bool copy_done_ = true;  // guarded by copy_mu_: no subscription, or it completed
 
-  std::atomic<std::uint64_t> stored_{0}, store_failed_{0}, store_timeouts_{0}, loaded_{0}, copied_{0}, copy_refused_{0};
+  std::atomic<std::uint64_t> stored_{0}, store_failed_{0}, store_timeouts_{0}, stalls_{0}, loaded_{0}, copied_{0},
+      copy_refused_{0};
 };
 
 }  // namespace ringcast::relay

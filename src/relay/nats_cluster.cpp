@@ -584,6 +584,7 @@ ClusterStats NatsCluster::stats() const {
     s.history_stored = h.stored;
     s.history_store_failed = h.store_failed;
     s.history_store_timeouts = h.store_timeouts;
+    s.history_stalls = h.stalls;
     s.history_loaded = h.loaded;
     s.history_copied = h.copied;
     s.history_copy_refused = h.copy_refused;
@@ -609,14 +610,15 @@ std::string NatsCluster::info_text() const {
       "cluster_settle_timeouts:{}\r\ncluster_interest_channels:{}\r\ncluster_interest_patterns:{}\r\n"
       "cluster_interest_shard_channels:{}\r\ncluster_nats_subscriptions:{}\r\ncluster_nats_dropped:{}\r\n"
       "cluster_subscribe_failed:{}\r\ncluster_history:{}\r\ncluster_history_stored:{}\r\n"
-      "cluster_history_store_failed:{}\r\ncluster_history_store_timeouts:{}\r\ncluster_history_loaded:{}\r\n"
+      "cluster_history_store_failed:{}\r\ncluster_history_store_timeouts:{}\r\ncluster_history_stalls:{}\r\n"
+      "cluster_history_loaded:{}\r\n"
       "cluster_history_copied:{}\r\n"
       "cluster_history_copy_refused:{}\r\n",
       s.connected ? 1 : 0, s.server, s.sent, s.send_failed, s.unreachable, s.received, s.duplicates, s.gaps, s.lost,
       s.refused_here, s.malformed, s.settles, s.settle_timeouts, s.interest_channels, s.interest_patterns,
       s.interest_shard_channels, s.nats_subscriptions, s.nats_dropped, s.subscribe_failed, s.history ? 1 : 0,
-      s.history_stored, s.history_store_failed, s.history_store_timeouts, s.history_loaded, s.history_copied,
-      s.history_copy_refused);
+      s.history_stored, s.history_store_failed, s.history_store_timeouts, s.history_stalls, s.history_loaded,
+      s.history_copied, s.history_copy_refused);
 }
 
 void NatsCluster::write_metrics(broker::PrometheusWriter& w) const {
@@ -669,6 +671,9 @@ void NatsCluster::write_metrics(broker::PrometheusWriter& w) const {
   w.metric("ringcast_cluster_history_store_timeouts_total",
            "QoS 1 publishes on retained channels whose store was not confirmed in time (the publisher got an error)",
            MetricType::kCounter, static_cast<double>(s.history_store_timeouts));
+  w.metric("ringcast_cluster_history_stalls_total",
+           "Waits of publishers on retained channels for JetStream to acknowledge earlier stores (back-pressure)",
+           MetricType::kCounter, static_cast<double>(s.history_stalls));
   w.metric("ringcast_cluster_history_loaded_total",
            "Messages of the cluster's history loaded into this node's copy at its start (delivered to nobody)",
            MetricType::kCounter, static_cast<double>(s.history_loaded));

@@ -65,6 +65,7 @@ struct ClusterStats {
   std::uint64_t history_stored = 0;
   std::uint64_t history_store_failed = 0;
   std::uint64_t history_store_timeouts = 0;
+  std::uint64_t history_stalls = 0;
   std::uint64_t history_loaded = 0;
   std::uint64_t history_copied = 0;
   std::uint64_t history_copy_refused = 0;
