@@ -297,6 +297,7 @@ void ClusterHistory::start_copy(broker::Broker& broker) noexcept {
   // After what load() read: those were published before this node was up.
   so.Config.DeliverPolicy = js_DeliverByStartSequence;
   so.Config.OptStartSeq = loaded_to_ + 1;
+  copied_to_ = loaded_to_;
   const std::string subject = cluster_wildcard(config_.subject_prefix, SubjectSpace::kHistory);
   jsErrCode jerr = static_cast<jsErrCode>(0);
   std::lock_guard lock(copy_mu_);
@@ -345,6 +346,10 @@ void ClusterHistory::copy(natsMsg* msg) noexcept {
   }
   std::uint64_t offset = meta->Sequence.Stream;
   jsMsgMetaData_Destroy(meta);
+  // The copy reads every subject, so the sequence goes up by one unless the
+  // stream dropped messages (its limits) before this node read them.
+  if (offset > copied_to_ + 1) skipped_.fetch_add(offset - copied_to_ - 1, std::memory_order_relaxed);
+  copied_to_ = std::max(copied_to_, offset);
   const auto f = decode_cluster_frame(
       std::string_view(natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg))));
   if (!f || f->shard || f->more || f->chunk != 0) {

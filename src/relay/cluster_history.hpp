@@ -63,6 +63,7 @@ struct ClusterHistoryStats {
   std::uint64_t loaded = 0;          // stream messages loaded into this node's copy at its start (load())
   std::uint64_t copied = 0;          // stream messages published here since
   std::uint64_t copy_refused = 0;    // ... that this node refused (stopping) or could not read
+  std::uint64_t skipped = 0;         // stream messages dropped by its limits before this node read them
 };
 
 class ClusterHistory {
@@ -129,13 +130,14 @@ class ClusterHistory {
   std::atomic<broker::Broker*> broker_{nullptr};
   std::atomic<bool> stopping_{false};
   std::atomic<int> in_flight_{0};
+  std::uint64_t copied_to_ = 0;  // the last sequence the copy saw; the delivery thread's (start_copy sets it first)
   natsSubscription* copy_sub_ = nullptr;
   std::mutex copy_mu_;
   std::condition_variable copy_done_cv_;
   bool copy_done_ = true;  // guarded by copy_mu_: no subscription, or it completed
 
   std::atomic<std::uint64_t> stored_{0}, store_failed_{0}, store_timeouts_{0}, stalls_{0}, loaded_{0}, copied_{0},
-      copy_refused_{0};
+      copy_refused_{0}, skipped_{0};
 };
 
 }  // namespace ringcast::relay

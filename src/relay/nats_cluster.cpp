@@ -588,6 +588,7 @@ ClusterStats NatsCluster::stats() const {
     s.history_loaded = h.loaded;
     s.history_copied = h.copied;
     s.history_copy_refused = h.copy_refused;
+    s.history_skipped = h.skipped;
   }
   std::lock_guard lock(m.mu);
   s.interest_channels = m.channels.size();
@@ -613,12 +614,12 @@ std::string NatsCluster::info_text() const {
       "cluster_history_store_failed:{}\r\ncluster_history_store_timeouts:{}\r\ncluster_history_stalls:{}\r\n"
       "cluster_history_loaded:{}\r\n"
       "cluster_history_copied:{}\r\n"
-      "cluster_history_copy_refused:{}\r\n",
+      "cluster_history_copy_refused:{}\r\ncluster_history_skipped:{}\r\n",
       s.connected ? 1 : 0, s.server, s.sent, s.send_failed, s.unreachable, s.received, s.duplicates, s.gaps, s.lost,
       s.refused_here, s.malformed, s.settles, s.settle_timeouts, s.interest_channels, s.interest_patterns,
       s.interest_shard_channels, s.nats_subscriptions, s.nats_dropped, s.subscribe_failed, s.history ? 1 : 0,
       s.history_stored, s.history_store_failed, s.history_store_timeouts, s.history_stalls, s.history_loaded,
-      s.history_copied, s.history_copy_refused);
+      s.history_copied, s.history_copy_refused, s.history_skipped);
 }
 
 void NatsCluster::write_metrics(broker::PrometheusWriter& w) const {
@@ -683,6 +684,9 @@ void NatsCluster::write_metrics(broker::PrometheusWriter& w) const {
   w.metric("ringcast_cluster_history_copy_refused_total",
            "Messages of the cluster's history this node could not read or refused", MetricType::kCounter,
            static_cast<double>(s.history_copy_refused));
+  w.metric("ringcast_cluster_history_skipped_total",
+           "Messages of the cluster's history its limits dropped before this node read them (never delivered here)",
+           MetricType::kCounter, static_cast<double>(s.history_skipped));
   w.header("ringcast_cluster_interest", "This node's subscribed channels, patterns and shard channels",
            MetricType::kGauge);
   w.sample("ringcast_cluster_interest", {{"space", "channel"}}, static_cast<double>(s.interest_channels));

@@ -639,6 +639,7 @@ TEST_F(ClusterHistoryTest, EveryNodeDeliversTheSameOffsetsAndASubscriberRecovers
   EXPECT_EQ(last[0].second, "last");
   EXPECT_GT(last[0].first, more.back().first);
   EXPECT_EQ(ws_messages(plain, 1), last) << "the first message a plain subscriber of C gets";
+  EXPECT_EQ(b_.link->stats().history_skipped + c.link->stats().history_skipped, 0u) << "nothing pruned unread";
 }
 
 // QoS 1 on a retained channel: the puback comes once JetStream has stored

@@ -69,6 +69,7 @@ struct ClusterStats {
   std::uint64_t history_loaded = 0;
   std::uint64_t history_copied = 0;
   std::uint64_t history_copy_refused = 0;
+  std::uint64_t history_skipped = 0;
 };
 
 class NatsCluster final : public broker::ClusterLink {
