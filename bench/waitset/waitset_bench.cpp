@@ -326,12 +326,13 @@ Run run(const std::string& mode, int rings, int rate, int seconds) {
 
 // One line of the table.
 void print_line(const std::string& mode, int n, int rate, const Run& r) {
-  fmt::print("{:<8} {:>5} {:>9} {:>9.1f} {:>9.1f} {:>9.1f} {:>10} {:>9.1f} {:>10.2f} {:>12.1f}\n", mode, n, n * rate,
-             static_cast<double>(r.latency.percentile(0.5)) / 1e3,
+  fmt::print("{:<8} {:>5} {:>9} {:>9.1f} {:>9.1f} {:>9.1f} {:>10} {:>9.1f} {:>10.2f} {:>12.1f} {:>7.2f}\n", mode, n,
+             n * rate, static_cast<double>(r.latency.percentile(0.5)) / 1e3,
              static_cast<double>(r.latency.percentile(0.99)) / 1e3, static_cast<double>(r.latency.max()) / 1e3,
              r.received, 100.0 * static_cast<double>(r.cpu) / static_cast<double>(r.wall),
              static_cast<double>(r.sleeps) / static_cast<double>(std::max<std::uint64_t>(r.received, 1)),
-             100.0 * static_cast<double>(r.producers_cpu) / static_cast<double>(r.wall));
+             100.0 * static_cast<double>(r.producers_cpu) / static_cast<double>(r.wall),
+             static_cast<double>(r.wall) / 1e9);
   if (r.missed_wakes > 0) fmt::print("{:<8} {} waits timed out (10 ms) with messages queued\n", "", r.missed_wakes);
 }
 
@@ -349,8 +350,8 @@ int main(int argc, char** argv) {
   app.add_option("--mode", mode, "waitset, threads, single, iceoryx or all")
       ->check(CLI::IsMember({"waitset", "threads", "single", "iceoryx", "all"}));
   CLI11_PARSE(app, argc, argv);
-  fmt::print("{:<8} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>10} {:>12}\n", "mode", "rings", "msgs/s", "p50 us",
-             "p99 us", "max us", "received", "CPU %", "sleeps/msg", "producers %");
+  fmt::print("{:<8} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>10} {:>12} {:>7}\n", "mode", "rings", "msgs/s",
+             "p50 us", "p99 us", "max us", "received", "CPU %", "sleeps/msg", "producers %", "wall s");
   for (const std::string m : {"single", "waitset", "threads", "iceoryx"}) {
     if (mode != "all" && mode != m) continue;
     const int n = m == "single" ? 1 : rings;
