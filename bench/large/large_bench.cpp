@@ -71,6 +71,7 @@
 #include "memcpy_bandwidth.hpp"
 #include "message.hpp"
 #include "process_report.hpp"
+#include "roudi.hpp"
 #include "transport.hpp"
 #include "workload.hpp"
 
@@ -714,12 +715,12 @@ int harness_main(const Options& o, const std::string& command_line) {
   // iox-roudi for the whole run, with a pool per size big enough for every
   // queue of a cell full at once (plus chunks held and loaned).
   std::string skipped;
-  std::unique_ptr<PeerDaemon> roudi;
+  std::unique_ptr<Roudi> roudi;
   auto is_iceoryx = [](Kind k) { return k == Kind::kIceoryxPoll || k == Kind::kIceoryxWait; };
   if (std::any_of(kinds.begin(), kinds.end(), is_iceoryx)) {
     std::vector<PoolNeed> pools;
     for (const std::size_t size : o.sizes) pools.push_back({size, 2 * depth_for(o, size) + 32});
-    roudi = start_iceoryx_daemon(pools, skipped);
+    roudi = start_roudi(pools, skipped);
     if (!roudi) {
       skipped = "iceoryx skipped: " + skipped;
       fmt::print("{}\n", skipped);

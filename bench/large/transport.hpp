@@ -105,22 +105,4 @@ void remove_boost_names(const std::string& tag, int consumers);
 // message of that size (two blocks).
 [[nodiscard]] std::uint64_t ring_capacity(std::size_t size, std::uint64_t depth) noexcept;
 
-// The iceoryx daemon (iox-roudi) for one benchmark run, with a memory pool
-// per message size. Stops it and removes its configuration when destroyed.
-class PeerDaemon {
- public:
-  virtual ~PeerDaemon() = default;
-};
-struct PoolNeed {
-  std::size_t size = 0;      // message bytes
-  std::uint64_t chunks = 0;  // chunks the pool must hold
-};
-// Starts iox-roudi and waits until it is ready. On failure (iceoryx not
-// built in, another RouDi running on this host, a start error) returns
-// nullptr and says why in `why_not`.
-std::unique_ptr<PeerDaemon> start_iceoryx_daemon(const std::vector<PoolNeed>& pools, std::string& why_not);
-// False when this binary was built without iceoryx (its CMake package or
-// iox-roudi was not found).
-[[nodiscard]] bool iceoryx_built_in() noexcept;
-
 }  // namespace ringcast::bench
