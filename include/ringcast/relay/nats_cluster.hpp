@@ -66,6 +66,10 @@ struct ClusterStats {
   std::uint64_t history_store_timeouts = 0;
   std::uint64_t history_copied = 0;
   std::uint64_t history_copy_refused = 0;
+  // Durable sessions' owners and floors written to the cluster's KV bucket
+  // (docs/cluster.md, "Durable sessions"), and those refused.
+  std::uint64_t session_puts = 0;
+  std::uint64_t session_put_failed = 0;
 };
 
 class NatsCluster final : public broker::ClusterLink {
@@ -98,6 +102,8 @@ class NatsCluster final : public broker::ClusterLink {
       const broker::ClusterHistoryLimits& limits) override;
   [[nodiscard]] bool store(std::span<const broker::Message> msgs, bool wait,
                            std::span<std::uint64_t> offsets) noexcept override;
+  [[nodiscard]] tl::expected<broker::SessionStore*, std::string> open_sessions(
+      std::chrono::milliseconds session_ttl) override;
 
   struct Impl;
 
