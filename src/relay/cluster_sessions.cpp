@@ -73,7 +73,9 @@ tl::expected<std::unique_ptr<ClusterSessions>, std::string> ClusterSessions::ope
     return tl::unexpected(jetstream_error("cluster sessions: JetStream context", s, static_cast<jsErrCode>(0)));
   }
   // A key lives ttl and a half after its last write (the file comment).
-  const std::int64_t ttl_ms = session_ttl.count() + session_ttl.count() / 2;
+  // libnats passes kvConfig::TTL on as the stream's MaxAge: nanoseconds.
+  const std::int64_t ttl_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(session_ttl + session_ttl / 2).count();
   const char* step = "binding to";
   natsStatus s = js_KeyValue(&c->kv_, c->js_, c->bucket_.c_str());
   if (s == NATS_NOT_FOUND) {
@@ -82,7 +84,7 @@ tl::expected<std::unique_ptr<ClusterSessions>, std::string> ClusterSessions::ope
     kvConfig_Init(&kc);
     kc.Bucket = c->bucket_.c_str();
     kc.History = 1;
-    kc.TTL = ttl_ms;
+    kc.TTL = ttl_ns;
     kc.StorageType = js_FileStorage;
     kc.Replicas = config.history_replicas;
     s = js_CreateKeyValue(&c->kv_, c->js_, &kc);
@@ -97,18 +99,19 @@ tl::expected<std::unique_ptr<ClusterSessions>, std::string> ClusterSessions::ope
     return tl::unexpected(jetstream_error(fmt::format("cluster sessions: status of KV bucket '{}'", c->bucket_), s,
                                           static_cast<jsErrCode>(0)));
   }
-  const std::int64_t have_ms = kvStatus_TTL(st);
+  const std::int64_t have_ns = kvStatus_TTL(st);
   const std::int64_t replicas = kvStatus_Replicas(st);
   kvStatus_Destroy(st);
-  if (have_ms != ttl_ms) {
+  if (have_ns != ttl_ns) {
     return tl::unexpected(fmt::format(
         "cluster sessions: KV bucket '{}' keeps sessions {} ms, this node {} ms (--session-ttl {} ms and a half): "
         "every node of a cluster needs the same --session-ttl",
-        c->bucket_, have_ms, ttl_ms, session_ttl.count()));
+        c->bucket_, have_ns / 1'000'000, ttl_ns / 1'000'000, session_ttl.count()));
   }
-  c->log_(LogLevel::kInfo, fmt::format("cluster sessions: JetStream KV bucket '{}' {} (replicas {}, ttl {})",
-                                       c->bucket_, step == std::string_view("creating") ? "created" : "joined",
-                                       replicas, ttl_ms == 0 ? std::string("none") : fmt::format("{} ms", ttl_ms)));
+  c->log_(LogLevel::kInfo,
+          fmt::format("cluster sessions: JetStream KV bucket '{}' {} (replicas {}, ttl {})", c->bucket_,
+                      step == std::string_view("creating") ? "created" : "joined", replicas,
+                      ttl_ns == 0 ? std::string("none") : fmt::format("{} ms", ttl_ns / 1'000'000)));
   return c;
 }
 

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cluster_frame.hpp"
@@ -761,6 +762,60 @@ TEST_F(ClusterSessionTest, ADurableSubscriberResumesOnAnotherNodeAfterItsNodeIsG
   // Refused on B again, now that B holds the session too.
   const nlohmann::json again = ws_subscribe(*attacker, {{"topic", "room1"}, {"qos", 1}, {"client_id", "dur-1"}});
   EXPECT_NE(again.value("message", "").find("belongs to another identity"), std::string::npos) << again.dump();
+}
+
+// --session-ttl 1 s: the bucket keeps a key 1.5 s after its last write.
+class ClusterSessionTtlTest : public ClusterSessionTest {
+ protected:
+  void configure(broker::BrokerConfig& bc) override {
+    ClusterSessionTest::configure(bc);
+    bc.session_ttl = std::chrono::seconds(1);
+  }
+};
+
+// JetStream expires a session's keys only once no node holds it: one held
+// for twice the bucket's TTL without an ack is still there when its node
+// goes (its node wrote it again meanwhile), and resumes on another node;
+// once its last connection is gone for longer, the client id is anyone's.
+TEST_F(ClusterSessionTtlTest, AHeldSessionOutlivesTheBucketsTtlAndALeftOneExpires) {
+  constexpr int kBefore = 3, kMissed = 2;
+  {
+    auto owner = connect_as(a_.broker->ws_port(), "owner");
+    ASSERT_EQ(ws_subscribe(*owner, {{"topic", "room1"}, {"qos", 1}, {"client_id", "dur-2"}})["type"], "subscribed");
+    auto pub = connect_as(a_.broker->ws_port(), "publisher");
+    for (int i = 1; i <= kBefore; ++i) ASSERT_TRUE(publish_acked(*pub, "room1", "m" + std::to_string(i)));
+    const auto got = ws_messages(*owner, kBefore);
+    ASSERT_EQ(got.size(), static_cast<std::size_t>(kBefore));
+    ASSERT_TRUE(owner->send_json({{"type", "ack"}, {"topic", "room1"}, {"message_id", got[0].first}}));
+    ASSERT_TRUE(testing::eventually([&] { return a_.link->stats().session_puts >= 2; }));
+    // Held, idle, for twice the bucket's TTL: only A's refreshes keep it.
+    std::this_thread::sleep_for(3s);
+    a_.link->stop();
+    a_.broker->stop();
+    a_.broker->wait();
+  }
+  auto pub_b = connect_as(b_.broker->ws_port(), "publisher");
+  for (int i = kBefore + 1; i <= kBefore + kMissed; ++i) {
+    ASSERT_TRUE(publish_acked(*pub_b, "room1", "m" + std::to_string(i)));
+  }
+  auto attacker = connect_as(b_.broker->ws_port(), "attacker");
+  const nlohmann::json refused = ws_subscribe(*attacker, {{"topic", "room1"}, {"qos", 1}, {"client_id", "dur-2"}});
+  EXPECT_NE(refused.value("message", "").find("belongs to another identity"), std::string::npos) << refused.dump();
+  {
+    auto owner = connect_as(b_.broker->ws_port(), "owner");
+    ASSERT_EQ(ws_subscribe(*owner, {{"topic", "room1"}, {"qos", 1}, {"client_id", "dur-2"}})["type"], "subscribed");
+    std::vector<std::string> payloads;
+    for (const auto& [offset, payload] : ws_messages(*owner, kBefore - 1 + kMissed)) payloads.push_back(payload);
+    EXPECT_EQ(payloads, (std::vector<std::string>{"m2", "m3", "m4", "m5"})) << "resumed after m1, the one acked";
+  }
+  // The owner has gone from B too: after the TTL (and the half) the client id
+  // starts afresh, anyone's.
+  ASSERT_TRUE(testing::eventually(
+      [&] {
+        return ws_subscribe(*attacker, {{"topic", "room1"}, {"qos", 1}, {"client_id", "dur-2"}})["type"] ==
+               "subscribed";
+      },
+      20s, 200ms));
 }
 
 // --history in a cluster whose NATS has no JetStream cannot keep its promise:
