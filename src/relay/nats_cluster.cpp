@@ -20,6 +20,7 @@
 
 #include "cluster_frame.hpp"
 #include "cluster_history.hpp"
+#include "cluster_sessions.hpp"
 #include "nats_connection.hpp"
 
 namespace ringcast::relay {
@@ -119,6 +120,8 @@ struct NatsCluster::Impl {
 
   // With --history: the cluster's history (open_history); null without.
   std::unique_ptr<ClusterHistory> history;
+  // With --history: durable sessions' owners and floors (open_sessions).
+  std::unique_ptr<ClusterSessions> sessions;
 
   natsConnection* conn() const noexcept { return nats->connection(); }
 
@@ -255,6 +258,14 @@ tl::expected<std::string, std::string> NatsCluster::open_history(const broker::C
 tl::expected<void, std::string> NatsCluster::load_history(const broker::HistoryLoad& load) {
   if (impl_->history == nullptr) return tl::unexpected(std::string("cluster history: not opened"));
   return impl_->history->load(load);
+}
+
+tl::expected<broker::SessionStore*, std::string> NatsCluster::open_sessions(std::chrono::milliseconds session_ttl) {
+  Impl& m = *impl_;
+  auto c = ClusterSessions::open(m.conn(), m.config, session_ttl, m.log);
+  if (!c) return tl::unexpected(std::move(c.error()));
+  m.sessions = std::move(*c);
+  return m.sessions.get();
 }
 
 bool NatsCluster::store(std::span<const broker::Message> msgs, bool wait, std::span<std::uint64_t> offsets) noexcept {
@@ -590,6 +601,11 @@ ClusterStats NatsCluster::stats() const {
     s.history_copy_refused = h.copy_refused;
     s.history_skipped = h.skipped;
   }
+  if (m.sessions) {
+    const ClusterSessionsStats c = m.sessions->stats();
+    s.session_puts = c.puts;
+    s.session_put_failed = c.put_failed;
+  }
   std::lock_guard lock(m.mu);
   s.interest_channels = m.channels.size();
   s.interest_patterns = m.patterns;
@@ -614,12 +630,13 @@ std::string NatsCluster::info_text() const {
       "cluster_history_store_failed:{}\r\ncluster_history_store_timeouts:{}\r\ncluster_history_stalls:{}\r\n"
       "cluster_history_loaded:{}\r\n"
       "cluster_history_copied:{}\r\n"
-      "cluster_history_copy_refused:{}\r\ncluster_history_skipped:{}\r\n",
+      "cluster_history_copy_refused:{}\r\ncluster_history_skipped:{}\r\ncluster_session_puts:{}\r\n"
+      "cluster_session_put_failed:{}\r\n",
       s.connected ? 1 : 0, s.server, s.sent, s.send_failed, s.unreachable, s.received, s.duplicates, s.gaps, s.lost,
       s.refused_here, s.malformed, s.settles, s.settle_timeouts, s.interest_channels, s.interest_patterns,
       s.interest_shard_channels, s.nats_subscriptions, s.nats_dropped, s.subscribe_failed, s.history ? 1 : 0,
       s.history_stored, s.history_store_failed, s.history_store_timeouts, s.history_stalls, s.history_loaded,
-      s.history_copied, s.history_copy_refused, s.history_skipped);
+      s.history_copied, s.history_copy_refused, s.history_skipped, s.session_puts, s.session_put_failed);
 }
 
 void NatsCluster::write_metrics(broker::PrometheusWriter& w) const {
@@ -687,6 +704,12 @@ void NatsCluster::write_metrics(broker::PrometheusWriter& w) const {
   w.metric("ringcast_cluster_history_skipped_total",
            "Messages of the cluster's history its limits dropped before this node read them (never delivered here)",
            MetricType::kCounter, static_cast<double>(s.history_skipped));
+  w.metric("ringcast_cluster_session_puts_total",
+           "Durable sessions' owners and floors written to the cluster's session store (JetStream KV)",
+           MetricType::kCounter, static_cast<double>(s.session_puts));
+  w.metric("ringcast_cluster_session_put_failed_total",
+           "Durable sessions' writes refused here or by JetStream (a floor written late means duplicates)",
+           MetricType::kCounter, static_cast<double>(s.session_put_failed));
   w.header("ringcast_cluster_interest", "This node's subscribed channels, patterns and shard channels",
            MetricType::kGauge);
   w.sample("ringcast_cluster_interest", {{"space", "channel"}}, static_cast<double>(s.interest_channels));

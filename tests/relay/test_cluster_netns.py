@@ -361,6 +361,19 @@ async def ws_next(ws, timeout=20):
     return json.loads(await asyncio.wait_for(ws.recv(), timeout))
 
 
+async def subscribe_durable(ws, client_id, deadline):
+    """A durable QoS 1 subscribe to room, retried while the cluster's session store cannot be asked for the
+    session's owner (the KV bucket's leader not elected yet, or moving): the client is told to retry."""
+    while time.monotonic() < deadline:
+        await ws.send(json.dumps({"type": "subscribe", "topic": "room", "qos": 1, "client_id": client_id}))
+        reply = await ws_next(ws, timeout=30)
+        if reply["type"] == "subscribed":
+            return
+        assert "cannot be reached" in reply.get("message", ""), reply
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{client_id} never subscribed")
+
+
 async def publish_acked(ws, payload, deadline):
     """QoS 1 publish, retried until a puback (at least once); returns its offset and how many tries it took."""
     tries = 0
@@ -391,6 +404,9 @@ def test_history_outlives_a_killed_broker_and_a_killed_nats_server_and_loses_not
         confirmed = await ws_next(sub)
         assert confirmed["type"] == "subscribed", confirmed
         epoch = confirmed["epoch"]
+        # A durable QoS 1 subscriber on the same host (docs/cluster.md, "Durable sessions").
+        durable = await ws_connect(h2)
+        await subscribe_durable(durable, "dur-h2", time.monotonic() + 60)
         pub = await ws_connect(h1)
         # The NATS server the publishing node is connected to (not always its own host's: it may have
         # connected before that one listened).
@@ -413,6 +429,18 @@ def test_history_outlives_a_killed_broker_and_a_killed_nats_server_and_loses_not
             m = await ws_next(sub)
             assert m["type"] == "message", m
             seen.append((m["message_id"], m["payload"]))
+        # The durable one acks the first 40 it got (redeliveries aside), and reads 20 more unacked.
+        durable_acked = []
+        durable_seen = set()
+        while len(durable_seen) < 60:
+            m = await ws_next(durable)
+            assert m["type"] == "message", m
+            if m["message_id"] in durable_seen:
+                continue
+            durable_seen.add(m["message_id"])
+            if len(durable_acked) < 40:
+                await durable.send(json.dumps({"type": "ack", "topic": "room", "message_id": m["message_id"]}))
+                durable_acked.append(m["message_id"])
         h2.broker.kill()
         h2.broker.wait()
         h1.broker.kill()  # and the publisher's: the history is not theirs
@@ -428,9 +456,20 @@ def test_history_outlives_a_killed_broker_and_a_killed_nats_server_and_loses_not
             m = await ws_next(moved)
             assert m["type"] == "message", m
             rest.append((m["message_id"], m["payload"]))
-        return epoch, acked, retried, seen, rest
+        # The durable one resumes its session on host 3: every message after its floor (at most its
+        # last ack), acking as it goes.
+        resumed_on = await ws_connect(h3)
+        await subscribe_durable(resumed_on, "dur-h2", time.monotonic() + 60)
+        resumed = []
+        while not resumed or resumed[-1][1] != "299":
+            m = await ws_next(resumed_on)
+            assert m["type"] == "message", m
+            if not m.get("dup"):
+                resumed.append((m["message_id"], m["payload"]))
+            await resumed_on.send(json.dumps({"type": "ack", "topic": "room", "message_id": m["message_id"]}))
+        return epoch, acked, retried, seen, rest, durable_acked, resumed
 
-    epoch, acked, retried, seen, rest = asyncio.run(scenario())
+    epoch, acked, retried, seen, rest, durable_acked, resumed = asyncio.run(scenario())
     history, history_epoch = history_of(h3)
     assert history_epoch == epoch
     delivered = seen + rest
@@ -443,3 +482,9 @@ def test_history_outlives_a_killed_broker_and_a_killed_nats_server_and_loses_not
     payloads = [p for _, p in history]
     twice = {p for p in payloads if payloads.count(p) > 1}
     assert twice <= retried, f"{twice - retried} stored twice but acknowledged at once"
+    # The durable subscriber whose broker was killed got, on another host, a run of the history from just
+    # after a message it had acked through the end: every one it had not acked and every one it missed.
+    assert durable_acked == offsets[:40]
+    first = offsets.index(resumed[0][0])
+    assert first <= 40, f"resumed at {first}, after only 40 acks"
+    assert resumed == history[first:]

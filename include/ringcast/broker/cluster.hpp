@@ -21,6 +21,7 @@
 #include <tl/expected.hpp>
 
 #include "ringcast/broker/message.hpp"
+#include "ringcast/broker/session_store.hpp"
 
 namespace ringcast::broker {
 
@@ -96,6 +97,15 @@ class ClusterLink {
   // count); false if one could not be. Never throws.
   [[nodiscard]] virtual bool store(std::span<const Message> msgs, bool wait,
                                    std::span<std::uint64_t> offsets) noexcept = 0;
+
+  // Durable QoS 1 sessions across nodes (docs/cluster.md, "Durable
+  // sessions"). Called once, by Broker::start after open_history succeeded:
+  // opens the cluster's store of sessions' owners and floors (made if
+  // missing), which expires what no node has written for longer than
+  // `session_ttl` and a half (0: never). Returns it, owned by the link and
+  // valid until the link is destroyed; an error fails the start.
+  [[nodiscard]] virtual tl::expected<SessionStore*, std::string> open_sessions(
+      std::chrono::milliseconds session_ttl) = 0;
 };
 
 }  // namespace ringcast::broker

@@ -70,6 +70,10 @@ struct ClusterStats {
   std::uint64_t history_copied = 0;
   std::uint64_t history_copy_refused = 0;
   std::uint64_t history_skipped = 0;
+  // Durable sessions' owners and floors written to the cluster's KV bucket
+  // (docs/cluster.md, "Durable sessions"), and those refused.
+  std::uint64_t session_puts = 0;
+  std::uint64_t session_put_failed = 0;
 };
 
 class NatsCluster final : public broker::ClusterLink {
@@ -103,6 +107,8 @@ class NatsCluster final : public broker::ClusterLink {
   [[nodiscard]] tl::expected<void, std::string> load_history(const broker::HistoryLoad& load) override;
   [[nodiscard]] bool store(std::span<const broker::Message> msgs, bool wait,
                            std::span<std::uint64_t> offsets) noexcept override;
+  [[nodiscard]] tl::expected<broker::SessionStore*, std::string> open_sessions(
+      std::chrono::milliseconds session_ttl) override;
 
   struct Impl;
 

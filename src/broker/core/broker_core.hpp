@@ -221,7 +221,7 @@ class BrokerCore {
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   const std::unique_ptr<ChannelHistory> history_;  // before index_: it logs into it
   Qos1Stats qos1_;                                 // before durable_: its sessions' trackers register here
-  DurableSessions durable_{history_ != nullptr ? &history_->store() : nullptr, config_.session_ttl};
+  DurableSessions durable_{history_ != nullptr ? &history_->sessions() : nullptr, config_.session_ttl};
   SubscriptionIndex index_;
 
   std::atomic<std::uint64_t> next_id_{1};

@@ -33,6 +33,8 @@ tl::expected<std::unique_ptr<ChannelHistory>, BrokerError> ChannelHistory::open(
     if (!every_rule_expires) limits.max_age = std::chrono::milliseconds(0);
     auto epoch = cluster->open_history(limits);
     if (!epoch) return tl::unexpected(BrokerError{BrokerError::Code::kHistory, 0, epoch.error()});
+    auto sessions = cluster->open_sessions(config.session_ttl);
+    if (!sessions) return tl::unexpected(BrokerError{BrokerError::Code::kHistory, 0, sessions.error()});
     auto store = make_memory_history_store(rules, {std::move(*epoch), /*sparse_offsets=*/true});
     // A channel no rule of this node retains (another node's rules may) is
     // skipped, as the copy skips it later (kNoRetention).
@@ -42,7 +44,7 @@ tl::expected<std::unique_ptr<ChannelHistory>, BrokerError> ChannelHistory::open(
           (void)store->append(channel, offset, {&in, 1}, wall_clock_ms());
         });
     if (!loaded) return tl::unexpected(BrokerError{BrokerError::Code::kHistory, 0, loaded.error()});
-    return std::make_unique<ChannelHistory>(std::move(store), std::move(rules), false, config);
+    return std::make_unique<ChannelHistory>(std::move(store), std::move(rules), false, config, *sessions);
   }
   if (config.data_dir.empty()) {
     auto store = make_memory_history_store(rules);
@@ -58,8 +60,9 @@ tl::expected<std::unique_ptr<ChannelHistory>, BrokerError> ChannelHistory::open(
 }
 
 ChannelHistory::ChannelHistory(std::unique_ptr<HistoryStore> store, std::vector<RetentionRule> rules, bool persistent,
-                               const BrokerConfig& config)
+                               const BrokerConfig& config, SessionStore* shared_sessions)
     : store_(std::move(store)),
+      sessions_(shared_sessions != nullptr ? shared_sessions : &own_sessions_),
       rules_(std::move(rules)),
       persistent_(persistent),
       fsync_(config.fsync),

@@ -2,7 +2,8 @@
 // (--history), the store they fill (memory, or LMDB with --data-dir), the
 // publish path's log of runs (RunLog: every accepted run of a retained
 // channel is appended once, its offsets being the index's message ids), and
-// the timer that syncs (--fsync batch) and prunes by TTL.
+// the timer that syncs (--fsync batch) and prunes by TTL; and where durable
+// QoS 1 sessions keep their floors (sessions()).
 //
 // Thread safety: every method may be called from any thread. append() and
 // last_id() come from publishers under their channel's stripe lock
@@ -33,6 +34,7 @@
 
 #include <tl/expected.hpp>
 
+#include "broker/guarantees/history_sessions.hpp"
 #include "broker/guarantees/history_store.hpp"
 #include "broker/guarantees/retention.hpp"
 #include "broker/util/run_log.hpp"
@@ -40,6 +42,7 @@
 #include "ringcast/broker/config.hpp"
 #include "ringcast/broker/error.hpp"
 #include "ringcast/broker/metrics.hpp"
+#include "ringcast/broker/session_store.hpp"
 
 namespace ringcast::broker {
 
@@ -50,14 +53,16 @@ class ChannelHistory final : public RunLog {
   // reason when it is corrupt, foreign, of a newer format or unusable), else
   // memory. With a `cluster`: the cluster's history (ClusterLink::open_history;
   // kHistory with its error), copied into memory here, its offsets the
-  // cluster's (sparse per channel); config.data_dir must be empty.
+  // cluster's (sparse per channel), and the cluster's durable sessions
+  // (ClusterLink::open_sessions); config.data_dir must be empty.
   // REQUIRES: validate(config) succeeded.
   [[nodiscard]] static tl::expected<std::unique_ptr<ChannelHistory>, BrokerError> open(const BrokerConfig& config,
                                                                                        ClusterLink* cluster = nullptr);
 
-  // Starts the timer thread (invariant 3).
+  // Starts the timer thread (invariant 3). `shared_sessions` (a cluster's;
+  // must outlive this): where sessions() points; null: into `store`.
   ChannelHistory(std::unique_ptr<HistoryStore> store, std::vector<RetentionRule> rules, bool persistent,
-                 const BrokerConfig& config);
+                 const BrokerConfig& config, SessionStore* shared_sessions = nullptr);
   ~ChannelHistory() override;
   ChannelHistory(const ChannelHistory&) = delete;
   ChannelHistory& operator=(const ChannelHistory&) = delete;
@@ -67,8 +72,9 @@ class ChannelHistory final : public RunLog {
     return find_retention(rules_, channel);
   }
   [[nodiscard]] const HistoryStore& store() const noexcept { return *store_; }
-  // For durable QoS 1 sessions' floors (durable_sessions.hpp), which the store keeps too.
-  [[nodiscard]] HistoryStore& store() noexcept { return *store_; }
+  // Where durable QoS 1 sessions keep their owners and floors
+  // (durable_sessions.hpp): the store, or the cluster's session store.
+  [[nodiscard]] SessionStore& sessions() noexcept { return *sessions_; }
   [[nodiscard]] const std::string& epoch() const noexcept { return store_->epoch(); }
 
   // RunLog.
@@ -87,6 +93,8 @@ class ChannelHistory final : public RunLog {
   void timer_loop();
 
   const std::unique_ptr<HistoryStore> store_;
+  HistorySessions own_sessions_{*store_};
+  SessionStore* const sessions_;  // &own_sessions_, or a cluster's
   const std::vector<RetentionRule> rules_;
   const bool persistent_;
   const FsyncMode fsync_;

@@ -1,18 +1,16 @@
 #include "broker/guarantees/durable_sessions.hpp"
 
+#include <algorithm>
 #include <vector>
 
-#include "broker/guarantees/history_store.hpp"
+#include "ringcast/broker/session_store.hpp"
 
 namespace ringcast::broker {
 
-DurableSessions::DurableSessions(HistoryStore* store, std::chrono::milliseconds ttl) : store_(store), ttl_(ttl) {
+DurableSessions::DurableSessions(SessionStore* store, std::chrono::milliseconds ttl) : store_(store), ttl_(ttl) {
   if (store_ != nullptr) {
     const auto now = std::chrono::steady_clock::now();
-    for (std::string& id : store_->session_clients()) {
-      std::optional<std::string> owner = store_->session_owner(id);
-      ghosts_.emplace(std::move(id), Ghost{now, std::move(owner)});
-    }
+    for (std::string& id : store_->detached_clients()) ghosts_.emplace(std::move(id), now);
   }
   if (ttl_.count() > 0) expiry_ = std::thread([this] { expiry_loop(); });
 }
@@ -29,50 +27,47 @@ DurableSessions::~DurableSessions() {
 
 tl::expected<std::shared_ptr<DurableSessions::Session>, DurableSessions::Refusal> DurableSessions::attach(
     std::string_view client_id, std::string_view owner, const std::function<std::unique_ptr<AckTracker>()>& make) {
-  std::shared_ptr<Session> s;
-  bool save_owner = false;
-  {
-    std::lock_guard lock(mu_);
-    const std::string id(client_id);
-    auto it = sessions_.find(id);
-    if (it == sessions_.end()) {
-      if (const auto g = ghosts_.find(id); g != ghosts_.end()) {
-        if (g->second.owner && *g->second.owner != owner) {
-          ++refused_;
-          return tl::unexpected(Refusal::kNotOwner);
-        }
-        save_owner = !g->second.owner;  // invariant 4: claimed by its first attach
-        ghosts_.erase(g);               // invariant 3: its floors are the new session's
-      } else {
-        save_owner = true;
-      }
-      it = sessions_.emplace(id, std::make_shared<Session>(id, std::string(owner), make())).first;
-    } else if (it->second->owner != owner) {
-      ++refused_;
-      return tl::unexpected(Refusal::kNotOwner);
-    }
-    if (it->second->attached) return tl::unexpected(Refusal::kInUse);
-    it->second->attached = true;
-    s = it->second;
+  // Invariant 4: the store names the owner, on every attach: in a cluster the
+  // session may have been made, or taken, on another node since this one
+  // last saw it. Outside mu_ (a round trip).
+  std::optional<std::string> claimed = std::string(owner);
+  if (store_ != nullptr) claimed = store_->claim(client_id, owner);
+  std::lock_guard lock(mu_);
+  if (!claimed) return tl::unexpected(Refusal::kNoStore);
+  if (*claimed != owner) {
+    ++refused_;
+    return tl::unexpected(Refusal::kNotOwner);
   }
-  // Attached, so not expired meanwhile; before any floor of this connection,
-  // so a store that holds floors of the session holds its owner too (a failed
-  // write leaves it as a directory written before owners: invariant 4).
-  if (save_owner && store_ != nullptr) (void)store_->put_session_owner(client_id, owner);
-  return s;
+  return attach_locked(std::string(client_id), owner, make);
+}
+
+tl::expected<std::shared_ptr<DurableSessions::Session>, DurableSessions::Refusal> DurableSessions::attach_locked(
+    const std::string& id, std::string_view owner, const std::function<std::unique_ptr<AckTracker>()>& make) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) {
+    ghosts_.erase(id);  // invariant 3: its floors are the new session's
+    it = sessions_.emplace(id, std::make_shared<Session>(id, std::string(owner), make())).first;
+  } else if (it->second->owner != owner) {
+    // Made here by another identity that the store has not heard of (a write
+    // of its owner failed): this node's binding stands.
+    ++refused_;
+    return tl::unexpected(Refusal::kNotOwner);
+  }
+  if (it->second->attached) return tl::unexpected(Refusal::kInUse);
+  it->second->attached = true;
+  return it->second;
 }
 
 void DurableSessions::detach(Session& s) {
-  bool wake = false;
   {
     std::lock_guard lock(mu_);
     s.attached = false;
     s.detached_at = std::chrono::steady_clock::now();
-    // Every deadline is detached_at + ttl, so a new one is never earlier than
-    // those the thread waits for: it needs waking only when it waits for none.
-    wake = idle_;
+    // The expiry thread wakes at least every ttl / 2 (its refresh), sooner
+    // than this deadline: it needs no waking.
   }
-  if (wake) cv_.notify_one();
+  // Its ttl counts from now in a store that expires by itself too.
+  if (store_ != nullptr) store_->refresh(s.client_id);
 }
 
 std::optional<std::chrono::steady_clock::time_point> DurableSessions::expire_locked(
@@ -81,7 +76,7 @@ std::optional<std::chrono::steady_clock::time_point> DurableSessions::expire_loc
   const auto consider = [&](std::chrono::steady_clock::time_point since, const std::string& id) {
     const auto due = since + ttl_;
     if (due <= now) {
-      if (store_ != nullptr) (void)store_->erase_session(id);  // a failure leaves floors: duplicates, never loss
+      if (store_ != nullptr) store_->expire(id);
       ++expired_;
       return true;
     }
@@ -97,29 +92,36 @@ std::optional<std::chrono::steady_clock::time_point> DurableSessions::expire_loc
     }
   }
   for (auto it = ghosts_.begin(); it != ghosts_.end();) {
-    it = consider(it->second.since, it->first) ? ghosts_.erase(it) : std::next(it);
+    it = consider(it->second, it->first) ? ghosts_.erase(it) : std::next(it);
   }
   return next;
 }
 
 void DurableSessions::expiry_loop() {
   std::vector<std::shared_ptr<Session>> dead;
+  std::vector<std::string> attached;
+  auto next_refresh = std::chrono::steady_clock::now() + ttl_ / 2;
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    const auto next = expire_locked(std::chrono::steady_clock::now(), dead);
-    if (!dead.empty()) {
+    const auto now = std::chrono::steady_clock::now();
+    const auto next = expire_locked(now, dead);
+    if (now >= next_refresh) {
+      next_refresh = now + ttl_ / 2;
+      for (const auto& [id, s] : sessions_) {
+        if (s->attached && store_ != nullptr) attached.push_back(id);
+      }
+    }
+    if (!dead.empty() || !attached.empty()) {
       lock.unlock();
       dead.clear();  // the trackers go outside mu_ (they fold into the QoS 1 totals)
+      for (const std::string& id : attached) store_->refresh(id);
+      attached.clear();
       lock.lock();
       continue;  // a detach may have come meanwhile
     }
-    idle_ = !next;
-    if (next) {
-      cv_.wait_until(lock, *next, [this] { return stopping_; });
-    } else {
-      cv_.wait(lock);  // woken by a detach or by stop; spurious wakeups only rescan
-    }
-    idle_ = false;
+    // Waking for the refresh at least every ttl / 2 also catches every
+    // detach made meanwhile: its deadline is ttl away.
+    cv_.wait_until(lock, next ? std::min(*next, next_refresh) : next_refresh, [this] { return stopping_; });
   }
 }
 
@@ -133,16 +135,13 @@ SessionCounts DurableSessions::counts() const {
   return c;
 }
 
-// The store keeps floor + 1, so that its 0 ("none kept") differs from a floor
-// of 0 (a subscription made before the channel's first message).
 std::optional<std::uint64_t> DurableSessions::saved_floor(std::string_view client_id, std::string_view channel) const {
-  const std::uint64_t kept = store_ == nullptr ? 0 : store_->resume_floor(client_id, channel);
-  if (kept == 0) return std::nullopt;
-  return kept - 1;
+  if (store_ == nullptr) return std::nullopt;
+  return store_->floor(client_id, channel);
 }
 
 void DurableSessions::save_floor(std::string_view client_id, std::string_view channel, std::uint64_t floor) {
-  if (store_ != nullptr) (void)store_->put_resume_floor(client_id, channel, floor + 1);
+  if (store_ != nullptr) store_->put_floor(client_id, channel, floor);
 }
 
 }  // namespace ringcast::broker

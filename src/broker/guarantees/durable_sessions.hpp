@@ -5,41 +5,46 @@
 // with the same client id takes the session again, they are all sent again
 // (dup), and what the client missed meanwhile is read from the channel's
 // history. Where a session resumes on a channel is its tracker's
-// resume_floor, saved in the history store (in LMDB with --data-dir) so that
-// it survives a restart.
+// resume_floor, saved in the SessionStore (session_store.hpp: the history
+// store, in LMDB with --data-dir, so that it survives a restart; in a cluster
+// the cluster's, so that it survives the node and resumes on any node).
 //
 // A session no connection holds expires after `ttl` (--session-ttl; MQTT 5's
-// session expiry interval): its tracker (and the deliveries in it) and its
-// floors in the store are dropped, and the client id starts afresh. After a
-// restart, the client ids whose floors the store holds count as detached
-// since the start, and expire the same way.
+// session expiry interval): its tracker (and the deliveries in it) and what
+// the store keeps of it are dropped (SessionStore::expire), and the client id
+// starts afresh. After a restart, the client ids the store reports detached
+// count as detached since the start, and expire the same way. A cluster's
+// store expires its shared copy itself; this node refreshes it for its
+// attached sessions every ttl / 2 and at each detach.
 //
 // A session belongs to the identity that created it (docs/security.md,
 // "Durable sessions and loss notices"): the token's subject, or "default" for
 // the password and for a broker without authentication. Another identity
-// asking for it is refused and counted; the owner is saved in the store with
-// the floors, so the binding survives a restart with --data-dir.
+// asking for it is refused and counted; every attach asks the store
+// (SessionStore::claim), so the binding survives a restart with --data-dir
+// and holds on every node of a cluster.
 //
 // Thread safety: every method may be called from any thread. mu_ guards the
 // maps, each session's `attached` and `detached_at`, and the counters.
 // It is taken under no other lock and held for O(1), except by the expiry
-// thread, which holds it across the O(sessions) scan and the store's erase of
-// an expired session's floors (one write transaction each), so that no attach
-// can take a session while it is being dropped. A session's tracker is used
+// thread, which holds it across the O(sessions) scan and the store's expire
+// of an expired session (one write transaction each), so that no attach
+// can take a session while it is being dropped. The store's claim (a round
+// trip in a cluster) and refresh run outside mu_. A session's tracker is used
 // as its owner connection uses any tracker (ack_tracker.hpp).
 // Invariants:
-//  1. At most one connection holds a session (attached); a second connection
-//     asking for it is refused until the first lets go.
+//  1. At most one connection of this node holds a session (attached); a second
+//     connection asking for it here is refused until the first lets go. (Two
+//     nodes of a cluster do not exclude each other: docs/cluster.md.)
 //  2. With ttl > 0, a session detached for ttl is dropped (sessions_ or ghosts_,
-//     and its floors in the store) within one expiry pass of its deadline; an
+//     and SessionStore::expire) within one expiry pass of its deadline; an
 //     attached one never is. With ttl == 0 sessions live until the broker stops
 //     (bounded by the client ids used: each holds at most its window).
 //  3. A client id is in at most one of sessions_ and ghosts_; ghosts_ holds the
-//     client ids with floors (or an owner) in the store and no session since
-//     the start.
-//  4. Only a connection of a session's owner attaches it. A ghost saved
-//     without an owner (a directory written before owners were kept) takes
-//     the identity of its first attach as owner.
+//     client ids the store reported detached at the start and no session since.
+//  4. Only a connection of a session's owner attaches it: the store's claim
+//     names the owner (a session saved without one, a directory written
+//     before owners were kept, takes the identity of its first attach).
 #pragma once
 
 #include <chrono>
@@ -62,7 +67,7 @@
 
 namespace ringcast::broker {
 
-class HistoryStore;
+class SessionStore;
 
 class DurableSessions {
  public:
@@ -80,8 +85,8 @@ class DurableSessions {
 
   // `store` (may be null: no history, floors are not kept) must outlive this.
   // `ttl` 0: sessions never expire; otherwise an expiry thread runs until the
-  // destructor (invariant 2).
-  DurableSessions(HistoryStore* store, std::chrono::milliseconds ttl);
+  // destructor (invariant 2), refreshing the attached sessions every ttl / 2.
+  DurableSessions(SessionStore* store, std::chrono::milliseconds ttl);
   ~DurableSessions();
   DurableSessions(const DurableSessions&) = delete;
   DurableSessions& operator=(const DurableSessions&) = delete;
@@ -89,20 +94,23 @@ class DurableSessions {
   enum class Refusal : std::uint8_t {
     kInUse,     // another connection holds it (invariant 1)
     kNotOwner,  // another identity owns it (invariant 4); counted in counts().refused
+    kNoStore,   // the store could not tell its owner (a cluster's store unreachable)
   };
   // Takes `client_id`'s session for a connection of identity `owner`,
-  // creating it with `make` on first use (and saving its owner in the store,
-  // outside mu_: one write transaction).
+  // creating it with `make` on first use here. First asks the store who owns
+  // it (SessionStore::claim, outside mu_: a round trip in a cluster).
   tl::expected<std::shared_ptr<Session>, Refusal> attach(std::string_view client_id, std::string_view owner,
                                                          const std::function<std::unique_ptr<AckTracker>()>& make);
-  // The connection lets go of `s` (after it left the index); its ttl starts.
+  // The connection lets go of `s` (after it left the index and saved its
+  // floors); its ttl starts, and the store is refreshed (SessionStore::refresh).
   void detach(Session& s);
 
-  // Where `client_id` resumes on `channel` after a restart: its saved floor;
-  // nullopt if none was saved (a first subscription) or without a store.
+  // Where `client_id` resumes on `channel` when its tracker has not been
+  // there: its saved floor; nullopt if none was saved (a first subscription)
+  // or without a store. No round trip (SessionStore::floor).
   [[nodiscard]] std::optional<std::uint64_t> saved_floor(std::string_view client_id, std::string_view channel) const;
-  // Saves the floor (a store error is dropped: the floor only saves
-  // redeliveries, and a stale one means duplicates, never loss).
+  // Saves the floor without waiting (a store error is dropped: the floor only
+  // saves redeliveries, and a stale one means duplicates, never loss).
   void save_floor(std::string_view client_id, std::string_view channel, std::uint64_t floor);
 
   // For INFO and /metrics: ghosts count as detached.
@@ -110,24 +118,22 @@ class DurableSessions {
 
  private:
   void expiry_loop();
+  // REQUIRES: mu_. Takes the session out of the in-use state or makes it.
+  tl::expected<std::shared_ptr<Session>, Refusal> attach_locked(
+      const std::string& id, std::string_view owner, const std::function<std::unique_ptr<AckTracker>()>& make);
   // Drops what has been detached for ttl_ (invariant 2) into `dead` (destroyed
   // by the caller outside mu_); returns the next deadline, if any.
   std::optional<std::chrono::steady_clock::time_point> expire_locked(std::chrono::steady_clock::time_point now,
                                                                      std::vector<std::shared_ptr<Session>>& dead);
 
-  HistoryStore* const store_;
+  SessionStore* const store_;
   const std::chrono::milliseconds ttl_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
-  struct Ghost {
-    std::chrono::steady_clock::time_point since;
-    std::optional<std::string> owner;  // nullopt: saved without one (invariant 4)
-  };
-  std::unordered_map<std::string, Ghost> ghosts_;  // by client id
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> ghosts_;  // client id -> since
   std::uint64_t expired_ = 0;
   std::uint64_t refused_ = 0;   // attaches refused for kNotOwner
-  std::condition_variable cv_;  // wakes the expiry thread: a detach while it waits for none, or stop
-  bool idle_ = false;           // the expiry thread waits without a deadline
+  std::condition_variable cv_;  // wakes the expiry thread at stop
   bool stopping_ = false;
   std::thread expiry_;  // last: started once everything above is constructed
 };

@@ -242,10 +242,12 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
       // "default" (the password's user, and everyone's without authentication).
       auto attached = core().durable().attach(c.client_id, grant() ? grant()->subject : "default", make);
       if (!attached) {
-        send_error("subscribe: client_id '" + std::string(prefix(c.client_id, 128)) +
-                   (attached.error() == DurableSessions::Refusal::kNotOwner
-                        ? "' belongs to another identity: a durable session is resumed only by the one that created it"
-                        : "' is in use by another connection"));
+        const char* why = "' is in use by another connection";
+        if (attached.error() == DurableSessions::Refusal::kNotOwner)
+          why = "' belongs to another identity: a durable session is resumed only by the one that created it";
+        if (attached.error() == DurableSessions::Refusal::kNoStore)
+          why = "': the cluster's session store cannot be reached to check its owner; retry later";
+        send_error("subscribe: client_id '" + std::string(prefix(c.client_id, 128)) + why);
         return;
       }
       session_ = std::move(*attached);

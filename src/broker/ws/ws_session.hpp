@@ -113,7 +113,8 @@ class WsSession final : public Client {
   void cmd_login();
   // Durable session (invariant 7): where the session stands on `topic`: its
   // tracker's last delivery (the unacked ones are sent again), else the floor
-  // saved before a restart; nullopt: nowhere (a first subscription).
+  // saved before a restart or on another node of a cluster (read at the
+  // attach: no round trip here); nullopt: nowhere (a first subscription).
   [[nodiscard]] std::optional<std::uint64_t> durable_floor(const std::string& topic) const;
   // Queues what the session missed on `topic` since its floor, from the
   // channel's history, completing `pre` (read before the lock from the floor
