@@ -331,14 +331,9 @@ void ClusterHistory::on_copy_complete(void* closure) {
 }
 
 void ClusterHistory::copy(natsMsg* msg) noexcept {
-  // seq_cst, with stop()'s: see in_flight_.
-  in_flight_.fetch_add(1);
-  struct Leave {
-    std::atomic<int>& n;
-    ~Leave() { n.fetch_sub(1); }
-  } leave{in_flight_};
+  const DeliveryGate::Pass pass(gate_);
   broker::Broker* const b = broker_.load();
-  if (stopping_.load() || b == nullptr) return;
+  if (!pass.open() || b == nullptr) return;
   jsMsgMetaData* meta = nullptr;
   if (natsMsg_GetMetaData(&meta, msg) != NATS_OK) {
     copy_refused_.fetch_add(1, std::memory_order_relaxed);
@@ -366,7 +361,7 @@ void ClusterHistory::copy(natsMsg* msg) noexcept {
 }
 
 void ClusterHistory::stop() noexcept {
-  if (stopping_.exchange(true)) return;
+  if (!gate_.close()) return;
   {
     std::unique_lock lock(copy_mu_);
     if (copy_sub_ != nullptr) {
@@ -374,7 +369,7 @@ void ClusterHistory::stop() noexcept {
       copy_done_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return copy_done_; });
     }
   }
-  while (in_flight_.load() != 0) std::this_thread::yield();
+  gate_.wait_empty();
   if (copy_sub_ != nullptr) {
     natsSubscription_Destroy(copy_sub_);
     copy_sub_ = nullptr;

@@ -49,6 +49,7 @@
 #include <nats/nats.h>
 #include <tl/expected.hpp>
 
+#include "delivery_gate.hpp"
 #include "ringcast/broker/broker.hpp"
 #include "ringcast/broker/cluster.hpp"
 #include "ringcast/relay/relay.hpp"
@@ -125,11 +126,9 @@ class ClusterHistory {
   std::condition_variable waits_cv_;
   std::unordered_map<std::uint64_t, std::pair<Wait*, std::size_t>> waits_;  // seq -> (waiter, index); invariant 1
 
-  // The copy. Publishing into the broker against stop(): as NatsCluster's
-  // deliveries (in_flight announced, then stopping read; seq_cst).
+  // The copy, publishing into the broker against stop().
   std::atomic<broker::Broker*> broker_{nullptr};
-  std::atomic<bool> stopping_{false};
-  std::atomic<int> in_flight_{0};
+  DeliveryGate gate_;
   std::uint64_t copied_to_ = 0;  // the last sequence the copy saw; the delivery thread's (start_copy sets it first)
   natsSubscription* copy_sub_ = nullptr;
   std::mutex copy_mu_;

@@ -10,7 +10,6 @@
 #include <optional>
 #include <random>
 #include <span>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -21,6 +20,7 @@
 #include "cluster_frame.hpp"
 #include "cluster_history.hpp"
 #include "cluster_sessions.hpp"
+#include "delivery_gate.hpp"
 #include "nats_connection.hpp"
 
 namespace ringcast::relay {
@@ -51,13 +51,9 @@ struct NatsCluster::Impl {
   std::uint64_t origin = 0;  // this node's id in every frame it sends
   std::string wildcard;      // <prefix>.c.*
 
-  // Publishing into the broker (delivery thread) against stop(): a delivery
-  // announces itself in `in_flight` and then reads `stopping`; stop() sets
-  // `stopping` and then waits for `in_flight` to be 0. seq_cst on all four,
-  // so one of them sees the other (no delivery runs after stop returns).
+  // Publishing into the broker (delivery thread) against stop().
   std::atomic<broker::Broker*> broker{nullptr};
-  std::atomic<bool> stopping{false};
-  std::atomic<int> in_flight{0};
+  DeliveryGate gate;
 
   // Interest: guarded by mu (see the header). Every channel and shard
   // channel with local subscribers has its natsSubscription here (nullptr if
@@ -270,7 +266,7 @@ tl::expected<broker::SessionStore*, std::string> NatsCluster::open_sessions(std:
 
 bool NatsCluster::store(std::span<const broker::Message> msgs, bool wait, std::span<std::uint64_t> offsets) noexcept {
   Impl& m = *impl_;
-  if (m.history == nullptr || m.stopping.load(std::memory_order_relaxed)) return false;
+  if (m.history == nullptr || m.gate.closed_hint()) return false;
   return m.history->store(msgs, wait, offsets);
 }
 
@@ -279,7 +275,7 @@ void NatsCluster::stop() noexcept {
   std::unique_lock lock(m.mu);
   if (m.stopped) return;
   m.stopped = true;
-  m.stopping.store(true);
+  (void)m.gate.close();
   if (m.history) m.history->stop();
   for (auto& [name, sub] : m.channels) m.unsubscribe(std::exchange(sub, nullptr));
   for (auto& [name, sub] : m.shard_channels) m.unsubscribe(std::exchange(sub, nullptr));
@@ -290,7 +286,7 @@ void NatsCluster::stop() noexcept {
   const auto all_done = [&m] { return m.live_subscriptions == 0; };
   m.all_complete.wait_for(lock, std::chrono::seconds(5), all_done);
   lock.unlock();
-  while (m.in_flight.load() != 0) std::this_thread::yield();
+  m.gate.wait_empty();
   m.nats->close(std::chrono::milliseconds(1000));
   lock.lock();
   m.all_complete.wait_for(lock, std::chrono::seconds(10), all_done);
@@ -378,7 +374,7 @@ void NatsCluster::settle() noexcept {
 
 bool NatsCluster::ready() const noexcept {
   Impl& m = *impl_;
-  if (m.stopping.load(std::memory_order_relaxed)) return false;  // relaxed: a hint; send() counts a late one
+  if (m.gate.closed_hint()) return false;  // a hint; send() counts a late one
   // Connected, or reconnecting with room left in libnats' reconnect buffer:
   // the first publish it refuses (counted by send(), a gap at every
   // receiver) closes the door until the connection is back.
@@ -459,14 +455,9 @@ void NatsCluster::Impl::on_complete(void* closure) {
 }
 
 void NatsCluster::Impl::deliver(natsMsg* msg) noexcept {
-  // seq_cst, with stop()'s: see `in_flight`.
-  in_flight.fetch_add(1);
-  struct Leave {
-    std::atomic<int>& n;
-    ~Leave() { n.fetch_sub(1); }
-  } leave{in_flight};
+  const DeliveryGate::Pass pass(gate);
   broker::Broker* const b = broker.load();
-  if (stopping.load()) return;
+  if (!pass.open()) return;
   if (b == nullptr) {  // before attach(): the broker's listeners may already be open
     refused_here.fetch_add(1, std::memory_order_relaxed);
     return;
