@@ -27,8 +27,9 @@ packages=(
   python3-redis openssl
   # Persisted history and QoS 1 state (--data-dir).
   liblmdb-dev
-  # The cluster's fault test makes network namespaces and veth links (ip).
-  iproute2
+  # The cluster's fault test makes network namespaces and veth links (ip), and
+  # drops packets on one link (nft; the kernel here has no netem for delay).
+  iproute2 nftables
   # The Go and Rust bindings (src/bindings, tests/bindings): Debian's own
   # toolchains, used offline (the bindings have no dependencies).
   golang-go rustc cargo

@@ -148,6 +148,21 @@ class Net:
     def partition(self, h, cut):
         run("ip", "-n", self.switch, "link", "set", h.switch_port, "down" if cut else "up")
 
+    def lossy(self, h, percent):
+        """Drops `percent` of the packets into and out of host h, at random (nft in its namespace)."""
+        run("ip", "netns", "exec", h.ns, "nft", "add", "table", "inet", "loss")
+        for hook, interface in (("input", "iifname"), ("output", "oifname")):
+            run("ip", "netns", "exec", h.ns, "nft", "add", "chain", "inet", "loss", hook,
+                f"{{ type filter hook {hook} priority 0; }}")
+            run("ip", "netns", "exec", h.ns, "nft", "add", "rule", "inet", "loss", hook, interface, "eth0",
+                "numgen", "random", "mod", "100", "<", str(percent), "counter", "drop")
+
+    def dropped(self, h):
+        """Packets lossy() has dropped so far on host h."""
+        out = subprocess.run(["ip", "netns", "exec", h.ns, "nft", "list", "table", "inet", "loss"], check=True,
+                             capture_output=True, text=True).stdout
+        return sum(int(n) for n in re.findall(r"counter packets (\d+)", out))
+
     def all_logs(self):
         return "\n".join(f"--- {f.name}\n{(self.tmp / f.name).read_text()}" for f in self.logs)
 
@@ -328,6 +343,21 @@ def test_a_partitioned_host_hears_everything_or_is_told_what_it_missed_after_hea
         s.drain_until(2300)
         s.check(accepted)
     assert near.lost == 0, "host 2 was never cut off"
+
+
+@pytest.mark.skipif(shutil.which("nft") is None, reason="needs nft (Debian nftables) to drop packets")
+def test_five_percent_packet_loss_on_a_subscribers_link_delays_but_loses_nothing(net):
+    h1, h2, h3 = net.hosts
+    lossy, clean = Subscriber(h3, "chat"), Subscriber(h2, "chat")
+    pub = h1.client()
+    until_crossed(pub, [lossy, clean])
+    net.lossy(h3, 5)  # every packet in or out of host 3, its NATS server's routes too
+    accepted = publish_numbers(pub, range(10000))
+    for s in (lossy, clean):
+        s.drain_until(9999, timeout=60.0)
+        s.check(accepted)
+        assert s.lost == 0, "TCP retransmits what the link dropped: nothing is lost, only late"
+    assert net.dropped(h3) > 0, "the link dropped nothing: the test tested nothing"
 
 
 def test_subscribers_of_a_killed_broker_reconnect_to_another_host_and_hear_on(net):
