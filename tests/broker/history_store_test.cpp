@@ -316,7 +316,8 @@ TEST(MemoryHistoryStoreTest, SparseOffsetsContinueAChannelAndTruncateOnlyWhatWas
   auto s = make_memory_history_store(rules({"*=3"}), {"00000000000000aa", /*sparse_offsets=*/true});
   EXPECT_EQ(s->epoch(), "00000000000000aa");
   for (const std::uint64_t offset : {5u, 9u, 12u}) {
-    const HistoryInput in{payload_of(offset), 1000};
+    const std::string payload = payload_of(offset);  // HistoryInput views it
+    const HistoryInput in{payload, 1000};
     ASSERT_TRUE(s->append("c", offset, {&in, 1}, 1000));
   }
   const auto offsets = [](const HistoryRead& r) {
@@ -331,7 +332,8 @@ TEST(MemoryHistoryStoreTest, SparseOffsetsContinueAChannelAndTruncateOnlyWhatWas
   r = s->read_since("c", 6, 100).value();  // an offset between two of c's: another channel's
   EXPECT_EQ(r.status, ReadStatus::kOk);
   EXPECT_EQ(offsets(r), (std::vector<std::uint64_t>{9, 12}));
-  const HistoryInput in{payload_of(20), 1000};
+  const std::string payload = payload_of(20);
+  const HistoryInput in{payload, 1000};
   ASSERT_TRUE(s->append("c", 20, {&in, 1}, 1000));  // the size cap prunes 5
   r = s->read_since("c", 5, 100).value();
   EXPECT_EQ(r.status, ReadStatus::kOk) << "5 was the last pruned: 9 came next";
