@@ -194,9 +194,9 @@ bool JetStreamPublisher::publish(const char* subject, std::string_view body, con
 void JetStreamPublisher::on_ack(jsCtx* /*js*/, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure) {
   auto* self = static_cast<JetStreamPublisher*>(closure);
   if (pa != nullptr) {
-    // relaxed: statistics.
-    if (pa->Duplicate) self->duplicates_.fetch_add(1, std::memory_order_relaxed);
-    self->acked_.fetch_add(1, std::memory_order_relaxed);
+    if (pa->Duplicate) self->duplicates_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+    // release: this publisher's last use here (pending(), invariant 5).
+    self->acked_.fetch_add(1, std::memory_order_release);
     natsMsg_Destroy(msg);
     return;
   }
@@ -224,7 +224,6 @@ void JetStreamPublisher::retry_or_give_up(natsMsg* msg, natsStatus err, const ch
   }
   const bool closing = closing_;
   lock.unlock();
-  failed_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
   if (!closing) {
     try {
       log_(LogLevel::kError,
@@ -235,6 +234,8 @@ void JetStreamPublisher::retry_or_give_up(natsMsg* msg, natsStatus err, const ch
     }
   }
   natsMsg_Destroy(msg);
+  // release, and last: this publisher's last use here (pending(), invariant 5).
+  failed_.fetch_add(1, std::memory_order_release);
 }
 
 // NOLINTNEXTLINE(bugprone-exception-escape): see the header
@@ -304,10 +305,11 @@ void JetStreamPublisher::retry_loop() {
 }
 
 std::uint64_t JetStreamPublisher::pending() const noexcept {
-  // relaxed: statistics; read in this order, a concurrent ack can only make
-  // the difference smaller, never wrap it.
-  const std::uint64_t acked = acked_.load(std::memory_order_relaxed);
-  const std::uint64_t failed = failed_.load(std::memory_order_relaxed);
+  // Read in this order, a concurrent ack can only make the difference
+  // smaller, never wrap it. acquire: pairs with on_ack's release increments,
+  // so once this says 0 no on_ack still uses the publisher (invariant 5).
+  const std::uint64_t acked = acked_.load(std::memory_order_acquire);
+  const std::uint64_t failed = failed_.load(std::memory_order_acquire);
   const std::uint64_t published = published_.load(std::memory_order_relaxed);
   return published > acked + failed ? published - acked - failed : 0;
 }

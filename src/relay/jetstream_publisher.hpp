@@ -6,8 +6,8 @@
 //  * publish() may be called from any number of reader threads at once
 //    (js_PublishMsgAsync is thread-safe).
 //  * libnats calls on_ack() on its own thread for every publish's outcome; it
-//    touches only relaxed counters and, on failure, the mu_-guarded retry
-//    queue. The retry thread is the only one that resubmits failed messages.
+//    touches only the counters (invariant 5) and, on failure, the mu_-guarded
+//    retry queue. The retry thread is the only one that resubmits failed messages.
 //  * stats() from any thread; close() once, after every publish() returned.
 //
 // Invariants
@@ -26,6 +26,11 @@
 //     back from libnats and retries it (invariant 2). One watchdog instead of
 //     a deadline per message: libnats 3.4 keeps per-message deadlines in a
 //     list it walks on every publish.
+//  5. on_ack's last use of the publisher is its acked_ or failed_ increment
+//     (release); pending() reads them with acquire, so a close() that saw
+//     pending() at 0 happens after every on_ack it counted, and may destroy
+//     the publisher (TSan saw no order there before: libnats' thread is not
+//     joined).
 //
 // Costs: per message, one natsMsg (libnats allocates it and keeps it until the
 // ack: the JetStream path allocates, unlike the core NATS one) and one entry
