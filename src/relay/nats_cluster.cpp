@@ -272,11 +272,16 @@ bool NatsCluster::store(std::span<const broker::Message> msgs, bool wait, std::s
 
 void NatsCluster::stop() noexcept {
   Impl& m = *impl_;
-  std::unique_lock lock(m.mu);
-  if (m.stopped) return;
-  m.stopped = true;
+  {
+    std::lock_guard lock(m.mu);
+    if (std::exchange(m.stopped, true)) return;
+  }
   (void)m.gate.close();
+  // Not under mu: the history's stop waits for its copy's completion, which
+  // libnats' one delivery thread runs, and that thread may be waiting for mu
+  // first (on_complete of a channel's drained subscription).
   if (m.history) m.history->stop();
+  std::unique_lock lock(m.mu);
   for (auto& [name, sub] : m.channels) m.unsubscribe(std::exchange(sub, nullptr));
   for (auto& [name, sub] : m.shard_channels) m.unsubscribe(std::exchange(sub, nullptr));
   m.unsubscribe(std::exchange(m.wildcard_sub, nullptr));
