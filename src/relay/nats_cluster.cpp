@@ -95,6 +95,22 @@ struct NatsCluster::Impl {
   std::string key;        // scratch
   std::string assembled;  // the last message put together from chunks, while it is published
 
+  // Received and checked, not yet published (the delivery thread's alone):
+  // a burst is published as one batch (one pass over the index, one queue
+  // push and one wake per subscriber, Broker::publish's shared block per run
+  // of one channel) instead of one message at a time. `held[i]` views into
+  // `held_msgs[i]`, destroyed once published. Published when the
+  // subscription of the last one has nothing more queued in libnats (then
+  // the burst is over: a message is never held waiting for one that has not
+  // arrived), at kBatch, before one of the other space, one put together
+  // from chunks (`assembled` is reused), or a loss notice (it must follow
+  // what came before the gap), and when a subscription completes.
+  static constexpr std::size_t kBatch = 64;
+  std::vector<natsMsg*> held_msgs;    // capacity kBatch: pushing never throws
+  std::vector<broker::Message> held;  // capacity kBatch
+  std::vector<std::size_t> held_receivers = std::vector<std::size_t>(kBatch);
+  bool held_shard = false;
+
   // A publish failed since the connection was last seen connected (send()
   // sets it, ready() clears it): relaxed, a hint read by ready() alone.
   std::atomic<bool> buffer_full{false};
@@ -132,7 +148,11 @@ struct NatsCluster::Impl {
   }
   void queue_forget(std::string key, bool all) noexcept;  // REQUIRES: mu held
 
-  void deliver(natsMsg* msg) noexcept;
+  // Takes `msg` (delivered on `sub`): held, then published with its burst.
+  void deliver(natsSubscription* sub, natsMsg* msg) noexcept;
+  void hold(natsMsg* msg, broker::Broker& b) noexcept;
+  void publish_held(broker::Broker& b) noexcept;
+  void drop_held() noexcept;
   void apply_forget() noexcept;
   // The payload to publish for `f`: its own, or that of the message it
   // completes; nullopt for a duplicate (dropped) or a chunk of a message not
@@ -195,6 +215,8 @@ tl::expected<std::unique_ptr<NatsCluster>, std::string> NatsCluster::connect(con
         prefix));
   }
   auto impl = std::make_unique<Impl>();
+  impl->held_msgs.reserve(Impl::kBatch);
+  impl->held.reserve(Impl::kBatch);
   impl->config = config;
   impl->log = log;
   // One delivery thread for every subscription (the pool's default size is
@@ -295,6 +317,8 @@ void NatsCluster::stop() noexcept {
   m.nats->close(std::chrono::milliseconds(1000));
   lock.lock();
   m.all_complete.wait_for(lock, std::chrono::seconds(10), all_done);
+  // Past wait_empty() the delivery thread no longer touches what is held.
+  m.drop_held();
 }
 
 void NatsCluster::interest_added(broker::InterestSpace space, std::string_view name) noexcept {
@@ -447,46 +471,82 @@ void NatsCluster::send(bool shard, std::span<const broker::Message> msgs) noexce
   }
 }
 
-void NatsCluster::Impl::on_message(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
-  static_cast<Impl*>(closure)->deliver(msg);
-  natsMsg_Destroy(msg);
+void NatsCluster::Impl::on_message(natsConnection*, natsSubscription* sub, natsMsg* msg, void* closure) {
+  static_cast<Impl*>(closure)->deliver(sub, msg);
 }
 
 void NatsCluster::Impl::on_complete(void* closure) {
   Impl& m = *static_cast<Impl*>(closure);
+  {
+    // On the delivery thread, after the subscription's last message: one it
+    // held is published even if libnats let go of those queued behind it.
+    const DeliveryGate::Pass pass(m.gate);
+    broker::Broker* const b = m.broker.load();
+    if (pass.open() && b != nullptr) m.publish_held(*b);
+  }
   std::lock_guard lock(m.mu);
   --m.live_subscriptions;
   m.all_complete.notify_all();  // under mu: stop() may free the condition once it sees 0
 }
 
-void NatsCluster::Impl::deliver(natsMsg* msg) noexcept {
+void NatsCluster::Impl::deliver(natsSubscription* sub, natsMsg* msg) noexcept {
   const DeliveryGate::Pass pass(gate);
   broker::Broker* const b = broker.load();
-  if (!pass.open()) return;
-  if (b == nullptr) {  // before attach(): the broker's listeners may already be open
-    refused_here.fetch_add(1, std::memory_order_relaxed);
+  if (!pass.open() || b == nullptr) {
+    // Before attach() the broker's listeners may already be open.
+    if (pass.open()) refused_here.fetch_add(1, std::memory_order_relaxed);
+    natsMsg_Destroy(msg);
     return;
   }
   if (forget_pending.load(std::memory_order_acquire)) apply_forget();  // pairs with queue_forget's release
+  hold(msg, *b);
+  int queued = 0;
+  if (held.size() >= kBatch || natsSubscription_GetPending(sub, &queued, nullptr) != NATS_OK || queued == 0) {
+    publish_held(*b);
+  }
+}
+
+void NatsCluster::Impl::hold(natsMsg* msg, broker::Broker& b) noexcept {
   const auto f = decode_cluster_frame(
       std::string_view(natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg))));
   if (!f) {
     malformed.fetch_add(1, std::memory_order_relaxed);
+    natsMsg_Destroy(msg);
     return;
   }
-  const std::optional<std::string_view> payload = receive(*f, *b);
-  if (!payload) return;
-  received.fetch_add(1, std::memory_order_relaxed);
-  const broker::Message m{f->channel, *payload, f->qos, f->message_id};
-  std::size_t receivers = 0;
-  if (b->publish_from_cluster(f->shard, {&m, 1}, {&receivers, 1}).status != broker::PublishStatus::kPublished) {
-    refused_here.fetch_add(1, std::memory_order_relaxed);
+  if (!held.empty() && held_shard != f->shard) publish_held(b);
+  const std::optional<std::string_view> payload = receive(*f, b);
+  if (!payload) {
+    natsMsg_Destroy(msg);
+    return;
   }
+  received.fetch_add(1, std::memory_order_relaxed);
+  held_shard = f->shard;
+  held.push_back({f->channel, *payload, f->qos, f->message_id});
+  held_msgs.push_back(msg);
+  if (payload->data() == assembled.data()) publish_held(b);
+}
+
+void NatsCluster::Impl::publish_held(broker::Broker& b) noexcept {
+  if (held.empty()) return;
+  const broker::PublishResult r =
+      b.publish_from_cluster(held_shard, held, std::span(held_receivers).first(held.size()));
+  if (r.status != broker::PublishStatus::kPublished) {
+    refused_here.fetch_add(held.size() - r.published, std::memory_order_relaxed);
+  }
+  drop_held();
+}
+
+void NatsCluster::Impl::drop_held() noexcept {
+  held.clear();
+  for (natsMsg* msg : held_msgs) natsMsg_Destroy(msg);
+  held_msgs.clear();
 }
 
 std::optional<std::string_view> NatsCluster::Impl::receive(const ClusterFrame& f, broker::Broker& b) noexcept {
   // `missed` messages of f's channel from f's origin never arrived whole: counted and told.
   const auto lose = [&](std::uint64_t missed) {
+    publish_held(b);  // the notice follows what came before the gap
     gaps.fetch_add(1, std::memory_order_relaxed);
     lost.fetch_add(missed, std::memory_order_relaxed);
     // Shard channels have no loss notice (RESP3 has no push for it); counted only.

@@ -4,6 +4,7 @@
 // once and in order; what a node without interest takes in; how a frame that
 // skips or repeats a number is counted and told; a publish that cannot leave
 // its node refused with CLUSTERDOWN; and the executable's --cluster.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nats/nats.h>
 
@@ -312,11 +313,17 @@ class RawNode {
   }
   bool send(std::string_view channel, std::uint64_t seq, std::string_view payload, std::uint32_t chunk = 0,
             bool more = false) {
+    return queue(channel, seq, payload, chunk, more) && natsConnection_FlushTimeout(conn_, 5000) == NATS_OK;
+  }
+  // Handed to libnats without a flush: queued ones leave together (a burst).
+  bool queue(std::string_view channel, std::uint64_t seq, std::string_view payload, std::uint32_t chunk = 0,
+             bool more = false) {
     std::string frame, subject;
     encode_cluster_frame({false, 0, 42, seq, channel, {}, payload, chunk, more}, frame);
     cluster_subject("ringcast", SubjectSpace::kChannel, channel, subject);
-    return send_bytes(subject, frame);
+    return natsConnection_Publish(conn_, subject.c_str(), frame.data(), static_cast<int>(frame.size())) == NATS_OK;
   }
+  bool flush() { return natsConnection_FlushTimeout(conn_, 5000) == NATS_OK; }
   bool send_bytes(const std::string& subject, std::string_view bytes) {
     return natsConnection_Publish(conn_, subject.c_str(), bytes.data(), static_cast<int>(bytes.size())) == NATS_OK &&
            natsConnection_FlushTimeout(conn_, 5000) == NATS_OK;
@@ -370,6 +377,45 @@ TEST_F(ClusterTest, ASkippedNumberIsCountedAndToldInBandAndARepeatedOneIsDropped
   EXPECT_EQ(m.value("ringcast_cluster_interest", {{"space", "channel"}}), 1);
   EXPECT_EQ(m.value("ringcast_cluster_interest", {{"space", "pattern"}}), 0);
   EXPECT_EQ(s.server.rfind("nats://127.0.0.1:", 0), 0u) << s.server;
+}
+
+// A burst arrives queued behind its first message and is published as a
+// batch: a gap inside it is still told between the messages either side of
+// it, on each channel, and a message put together from chunks keeps its place.
+TEST_F(ClusterTest, ABurstKeepsEachChannelsOrderWithItsLossNoticeBetweenTheMessagesAroundTheGap) {
+  RespClient feed(b_.broker->port());
+  ASSERT_TRUE(feed.subscribe("feed"));
+  RespClient other_sub(b_.broker->port());
+  ASSERT_TRUE(other_sub.subscribe("other"));
+  RawNode other(server_->url());
+  ASSERT_TRUE(other.ok());
+  for (std::uint64_t seq = 1; seq <= 20; ++seq) {
+    if (seq == 9) continue;  // lost on feed
+    ASSERT_TRUE(other.queue("feed", seq, fmt::format("f{}", seq)));
+    if (seq == 12) {  // on other: 1-2 and 4-5 in one frame each, 3 from two chunks
+      ASSERT_TRUE(other.queue("other", 1, "o1") && other.queue("other", 2, "o2") &&
+                  other.queue("other", 3, "o3-", 0, true) && other.queue("other", 3, "whole", 1, false) &&
+                  other.queue("other", 4, "o4") && other.queue("other", 6, "o6"));
+    }
+  }
+  ASSERT_TRUE(other.flush());
+  for (int seq = 1; seq <= 20; ++seq) {
+    if (seq == 9) continue;
+    if (seq == 10) {
+      const std::string notice = next_message(feed);
+      EXPECT_NE(notice.find("upstream=1"), std::string::npos) << notice;
+    }
+    EXPECT_EQ(next_message(feed), fmt::format("message feed f{}", seq));
+  }
+  for (const char* want : {"o1", "o2", "o3-whole", "o4"})
+    EXPECT_EQ(next_message(other_sub), fmt::format("message other {}", want));
+  const std::string notice = next_message(other_sub);
+  EXPECT_NE(notice.find("upstream=1"), std::string::npos) << notice;
+  EXPECT_EQ(next_message(other_sub), "message other o6");
+  const ClusterStats s = b_.link->stats();
+  EXPECT_EQ(s.received, 19u + 5u);
+  EXPECT_EQ(s.gaps, 2u);
+  EXPECT_EQ(s.lost, 2u);
 }
 
 TEST_F(ClusterTest, ChunksArePutTogetherAndAMessageMissingOneIsCountedAndToldNotDelivered) {
@@ -716,7 +762,7 @@ TEST_F(ClusterSessionTest, ADurableSubscriberResumesOnAnotherNodeAfterItsNodeIsG
     for (int i = 1; i <= kBefore; ++i) ASSERT_TRUE(publish_acked(*pub, "room1", "m" + std::to_string(i)));
     const auto got = ws_messages(*owner, kBefore);
     ASSERT_EQ(got.size(), static_cast<std::size_t>(kBefore));
-    for (int i = 0; i < kAcked; ++i) {
+    for (std::size_t i = 0; i < std::size_t{kAcked}; ++i) {
       ASSERT_TRUE(owner->send_json({{"type", "ack"}, {"topic", "room1"}, {"message_id", got[i].first}}));
     }
     // The first subscribe's floor and at least the first ack's are written

@@ -20,7 +20,9 @@
 //  * Every subscription is delivered by one libnats thread (the library's
 //    process-wide message delivery pool, which connect() sets to one worker;
 //    nothing else in the process may grow it), in the order the NATS server
-//    sent them: the duplicate and gap state is that thread's alone.
+//    sent them, and runs their completion callbacks: the duplicate and gap
+//    state and the batch of messages held for publishing are that thread's
+//    alone (stop() drops what is held once no delivery can run).
 #pragma once
 
 #include <chrono>
