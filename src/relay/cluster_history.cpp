@@ -19,6 +19,12 @@ namespace {
 constexpr const char* kMsgIdHeader = "Nats-Msg-Id";
 constexpr auto kJetStreamReadyWait = std::chrono::seconds(30);
 constexpr std::int64_t kMaxPendingStores = 65536;  // stores handed to libnats and not yet acknowledged
+// The copy's idle heartbeat. libnats makes an ordered consumer anew when two
+// heartbeats' time passes with nothing from it (its server died, or the
+// stream's leader moved), and tries again after each further such period if
+// making it failed. Its default, 5 s, leaves a node's copy, and so its
+// retained channels, stopped for 10-20 s after its NATS server is lost.
+constexpr std::int64_t kCopyHeartbeatNs = 1'000'000'000;
 
 // "<origin as 16 hex digits>-<seq>": unique per node and message, so a
 // message libnats sent twice is stored once (the stream's duplicate window).
@@ -297,6 +303,7 @@ void ClusterHistory::start_copy(broker::Broker& broker) noexcept {
   // After what load() read: those were published before this node was up.
   so.Config.DeliverPolicy = js_DeliverByStartSequence;
   so.Config.OptStartSeq = loaded_to_ + 1;
+  so.Config.Heartbeat = kCopyHeartbeatNs;
   copied_to_ = loaded_to_;
   const std::string subject = cluster_wildcard(config_.subject_prefix, SubjectSpace::kHistory);
   jsErrCode jerr = static_cast<jsErrCode>(0);

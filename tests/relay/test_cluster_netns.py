@@ -36,19 +36,24 @@ def run(*argv):
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
+def enter_namespace(ns):
+    """Moves the calling thread into network namespace `ns`: the sockets it makes from now on live there."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+    try:
+        if libc.setns(fd, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns {ns}")
+    finally:
+        os.close(fd)
+
+
 def in_namespace(ns, fn):
     """fn() on a thread that has entered network namespace `ns`."""
     out = {}
 
     def body():
-        libc = ctypes.CDLL(None, use_errno=True)
-        fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
         try:
-            if libc.setns(fd, CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), f"setns {ns}")
-        finally:
-            os.close(fd)
-        try:
+            enter_namespace(ns)
             out["value"] = fn()
         except BaseException as e:  # handed to the caller's thread
             out["error"] = e
@@ -127,10 +132,10 @@ class Net:
             argv += ["-js", "-sd", str(self.tmp / f"js-{h.i}")]
         h.nats = h.spawn(argv, self.log(f"nats-{h.i}.log"))
 
-    def start_broker(self, h, history):
+    def start_broker(self, h, history, urls=None):
         # Its own host's NATS server first, then the others.
         servers = [h] + [o for o in self.hosts if o is not h]
-        urls = ",".join(f"nats://{o.addr}:4222" for o in servers)
+        urls = urls or ",".join(f"nats://{o.addr}:4222" for o in servers)
         log = self.log(f"broker-{h.i}.log")
         argv = [BROKER, "--bind", h.addr, "--port", "6390", "--cluster", urls]
         if history:  # the history stream's three replicas, one per host (docs/cluster.md, "History")
@@ -229,6 +234,90 @@ def history_net(tmp_path):
         yield n
     finally:
         n.close()
+        print(n.all_logs())
+
+
+class DelayedLink:
+    """A TCP relay on host `h` to `target` (host, port) that holds every byte `delay` seconds before passing it
+    on, both ways: a long link where the kernel has no netem. It listens on 127.0.0.1:`port` in h's namespace,
+    so only what connects to it crosses the delay. `held` counts the chunks it delayed."""
+
+    def __init__(self, h, port, target, delay):
+        self.port, self.target, self.delay = port, target, delay
+        self.held = 0
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def body():
+            enter_namespace(h.ns)
+            asyncio.set_event_loop(self.loop)
+            self.server = self.loop.run_until_complete(asyncio.start_server(self.accept, "127.0.0.1", port))
+            ready.set()
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=body, daemon=True)
+        self.thread.start()
+        assert ready.wait(10), "the delayed link never listened"
+
+    async def accept(self, down_reader, down_writer):
+        up_reader, up_writer = await asyncio.open_connection(*self.target)
+        await asyncio.gather(self.pipe(down_reader, up_writer), self.pipe(up_reader, down_writer),
+                             return_exceptions=True)
+
+    async def pipe(self, reader, writer):
+        """Passes what `reader` gives to `writer`, each chunk `delay` after it came, in order."""
+        held = asyncio.Queue()
+
+        async def release():
+            while True:
+                due, data = await held.get()
+                if data is None:
+                    break
+                await asyncio.sleep(max(0.0, due - self.loop.time()))
+                writer.write(data)
+                await writer.drain()
+                self.held += 1
+            writer.close()
+
+        releasing = asyncio.ensure_future(release())
+        try:
+            while data := await reader.read(65536):
+                held.put_nowait((self.loop.time() + self.delay, data))
+        finally:
+            held.put_nowait((0.0, None))
+            await releasing
+
+    def close(self):
+        async def shutdown():
+            self.server.close()
+            relaying = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in relaying:
+                t.cancel()
+            await asyncio.gather(*relaying, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+@pytest.fixture
+def delayed_net(tmp_path):
+    """The hosts, host 3's broker reaching the NATS cluster only across a 20 ms link (each way) to host 1."""
+    n = Net(tmp_path)
+    link = None
+    try:
+        for h in n.hosts:
+            n.start_nats(h, False)
+        h1, h2, h3 = n.hosts
+        link = DelayedLink(h3, 14222, (h1.addr, 4222), 0.020)
+        n.start_broker(h1, False)
+        n.start_broker(h2, False)
+        n.start_broker(h3, False, urls="nats://127.0.0.1:14222")
+        yield n, link
+    finally:
+        n.close()
+        if link is not None:
+            link.close()
         print(n.all_logs())
 
 
@@ -358,6 +447,21 @@ def test_five_percent_packet_loss_on_a_subscribers_link_delays_but_loses_nothing
         s.check(accepted)
         assert s.lost == 0, "TCP retransmits what the link dropped: nothing is lost, only late"
     assert net.dropped(h3) > 0, "the link dropped nothing: the test tested nothing"
+
+
+def test_twenty_ms_of_delay_on_a_brokers_link_loses_nothing_and_keeps_order(delayed_net):
+    net, link = delayed_net
+    h1, h2, h3 = net.hosts
+    far, near = Subscriber(h3, "chat"), Subscriber(h2, "chat")
+    pub = h1.client()
+    until_crossed(pub, [far, near])
+    accepted = publish_numbers(pub, range(5000))
+    assert accepted == list(range(5000)), "a publisher's node refused while the cluster was up"
+    for s in (far, near):
+        s.drain_until(4999)
+        s.check(accepted)
+        assert s.lost == 0
+    assert link.held > 0, "nothing crossed the delayed link: the test tested nothing"
 
 
 def test_subscribers_of_a_killed_broker_reconnect_to_another_host_and_hear_on(net):
