@@ -29,9 +29,8 @@ bool verbatim_token(std::string_view channel) noexcept {
   return true;
 }
 
-}  // namespace
-
-void encode_cluster_frame(const ClusterFrame& f, std::string& out) {
+// Appends f's frame to `out`.
+void append_cluster_frame(const ClusterFrame& f, std::string& out) {
   const ClusterFrameHeader h{kClusterFrameVersion,
                              static_cast<std::uint8_t>(f.shard ? 1 : 0),
                              f.qos,
@@ -41,8 +40,9 @@ void encode_cluster_frame(const ClusterFrame& f, std::string& out) {
                              f.seq,
                              static_cast<std::uint32_t>(f.message_id.size()),
                              f.chunk};
-  out.resize(cluster_frame_overhead(f) + f.payload.size());
-  char* p = out.data();
+  const std::size_t at = out.size();
+  out.resize(at + cluster_frame_overhead(f) + f.payload.size());
+  char* p = out.data() + at;
   std::memcpy(p, &h, sizeof h);
   p += sizeof h;
   // An empty view may hold a null pointer, which memcpy must not be given.
@@ -50,6 +50,28 @@ void encode_cluster_frame(const ClusterFrame& f, std::string& out) {
     if (!part.empty()) std::memcpy(p, part.data(), part.size());
     p += part.size();
   }
+}
+
+}  // namespace
+
+void encode_cluster_frame(const ClusterFrame& f, std::string& out) {
+  out.clear();
+  append_cluster_frame(f, out);
+}
+
+void begin_cluster_bundle(std::string& out) {
+  out.assign(kClusterBundleHeader, '\0');
+  out[0] = static_cast<char>(kClusterBundleVersion);
+}
+
+void append_to_cluster_bundle(const ClusterFrame& f, std::string& out) {
+  const auto len = static_cast<std::uint32_t>(cluster_frame_overhead(f) + f.payload.size());
+  std::uint32_t count = 0;
+  std::memcpy(&count, out.data() + 4, sizeof count);
+  ++count;
+  std::memcpy(out.data() + 4, &count, sizeof count);
+  out.append(reinterpret_cast<const char*>(&len), sizeof len);
+  append_cluster_frame(f, out);
 }
 
 std::optional<ClusterFrame> decode_cluster_frame(std::string_view bytes) noexcept {

@@ -28,6 +28,18 @@
 // on one subject arrive in the order sent (NATS keeps a connection's order),
 // so the receiver appends them; a chunk out of place means one was lost.
 //
+// A run of one node's messages on one channel may leave as one NATS message,
+// a bundle (so NATS routes, and every node takes in, one message per run, not
+// one per message; docs/cluster.md, "The frame"):
+//
+//   offset  size  field
+//        0     1  version: kClusterBundleVersion
+//        1     3  zero
+//        4     4  count: the frames that follow (at least 2)
+//        8        count times: the frame's length (4 bytes), then the frame
+//
+// Its frames are whole messages (never chunks), in seq order.
+//
 // The subject: `<prefix>.c.<token>` for a channel, `<prefix>.s.<token>` for a
 // shard channel, `<prefix>.h.<token>` for a retained channel's message on its
 // way into the cluster's history stream (docs/cluster.md, "History"). The token is the channel itself when it is 1 to
@@ -43,6 +55,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,7 +63,10 @@
 namespace ringcast::relay {
 
 inline constexpr std::uint8_t kClusterFrameVersion = 2;  // 2: chunks
+inline constexpr std::uint8_t kClusterBundleVersion = 3;
 inline constexpr std::uint8_t kMoreChunks = 1;
+inline constexpr std::size_t kClusterBundleHeader = 8;
+inline constexpr std::size_t kClusterBundleEntryHeader = 4;  // a frame's length
 inline constexpr std::size_t kVerbatimTokenMax = 128;
 
 struct ClusterFrameHeader {
@@ -100,6 +116,38 @@ void encode_cluster_frame(const ClusterFrame& f, std::string& out);
 // The frame in `bytes`, or nullopt if they are not one of this version (too
 // short, lengths past the end, unknown version or space).
 [[nodiscard]] std::optional<ClusterFrame> decode_cluster_frame(std::string_view bytes) noexcept;
+
+// Replaces `out` with an empty bundle; append_to_cluster_bundle adds `f`'s
+// frame to it. Allocate only when `out` is too small.
+void begin_cluster_bundle(std::string& out);
+void append_to_cluster_bundle(const ClusterFrame& f, std::string& out);
+// The frames of a NATS message: the one frame it is, or a bundle's, in
+// order. Returns false if some of it is not a frame (then fn saw those
+// before it, and nothing after).
+template <class Fn>
+bool for_each_cluster_frame(std::string_view bytes, Fn&& fn) {
+  if (bytes.empty() || static_cast<std::uint8_t>(bytes[0]) != kClusterBundleVersion) {
+    const auto f = decode_cluster_frame(bytes);
+    if (f) fn(*f);
+    return f.has_value();
+  }
+  std::uint32_t count = 0;
+  if (bytes.size() < kClusterBundleHeader) return false;
+  std::memcpy(&count, bytes.data() + 4, sizeof count);
+  bytes.remove_prefix(kClusterBundleHeader);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    std::uint32_t len = 0;
+    if (bytes.size() < kClusterBundleEntryHeader) return false;
+    std::memcpy(&len, bytes.data(), sizeof len);
+    bytes.remove_prefix(kClusterBundleEntryHeader);
+    if (len > bytes.size()) return false;
+    const auto f = decode_cluster_frame(bytes.substr(0, len));
+    if (!f || f->more || f->chunk != 0) return false;
+    fn(*f);
+    bytes.remove_prefix(len);
+  }
+  return bytes.empty();
+}
 
 // The subject spaces, named by their second token.
 enum class SubjectSpace : char { kChannel = 'c', kShard = 's', kHistory = 'h' };

@@ -78,6 +78,7 @@ struct NatsCluster::Impl {
   std::mutex egress_mu;
   StringMap<std::uint64_t> sent_seq;
   std::string frame;           // scratch, reused
+  std::string bundle;          // scratch, reused: the bundle being filled
   std::string egress_subject;  // scratch, reused
   std::string egress_key;      // scratch, reused
 
@@ -98,8 +99,9 @@ struct NatsCluster::Impl {
   // Received and checked, not yet published (the delivery thread's alone):
   // a burst is published as one batch (one pass over the index, one queue
   // push and one wake per subscriber, Broker::publish's shared block per run
-  // of one channel) instead of one message at a time. `held[i]` views into
-  // `held_msgs[i]`, destroyed once published. Published when the
+  // of one channel) instead of one message at a time. `held` views into
+  // the messages of `held_msgs` (a bundle's frames into one), destroyed once
+  // published. Published when the
   // subscription of the last one has nothing more queued in libnats (then
   // the burst is over: a message is never held waiting for one that has not
   // arrived), at kBatch, before one of the other space, one put together
@@ -108,6 +110,7 @@ struct NatsCluster::Impl {
   static constexpr std::size_t kBatch = 64;
   std::vector<natsMsg*> held_msgs;    // capacity kBatch: pushing never throws
   std::vector<broker::Message> held;  // capacity kBatch
+  bool current_held = false;          // held has a frame of the message deliver() is taking
   std::vector<std::size_t> held_receivers = std::vector<std::size_t>(kBatch);
   bool held_shard = false;
 
@@ -148,9 +151,16 @@ struct NatsCluster::Impl {
   }
   void queue_forget(std::string key, bool all) noexcept;  // REQUIRES: mu held
 
-  // Takes `msg` (delivered on `sub`): held, then published with its burst.
+  // The most bytes of one bundle (cluster_frame.hpp): a run of a pipelining
+  // publisher's small messages crosses NATS as one message.
+  static constexpr std::size_t kBundleBytes = 64 * 1024;
+  // send(): one run of `run` messages on one channel. REQUIRES: egress_mu held.
+  void send_run(bool shard, std::span<const broker::Message> run, std::size_t max_frame) noexcept;
+
+  // Takes `msg` (delivered on `sub`): its frames held, then published with
+  // their burst.
   void deliver(natsSubscription* sub, natsMsg* msg) noexcept;
-  void hold(natsMsg* msg, broker::Broker& b) noexcept;
+  void hold(const ClusterFrame& f, broker::Broker& b) noexcept;
   void publish_held(broker::Broker& b) noexcept;
   void drop_held() noexcept;
   void apply_forget() noexcept;
@@ -429,21 +439,66 @@ void NatsCluster::send(bool shard, std::span<const broker::Message> msgs) noexce
   std::lock_guard lock(m.egress_mu);
   // The server's max_payload (as of its last INFO): a longer frame travels as chunks.
   const auto max_frame = static_cast<std::size_t>(std::max<std::int64_t>(natsConnection_GetMaxPayload(m.conn()), 0));
-  for (const broker::Message& msg : msgs) {
-    ClusterFrame f;
-    try {
-      state_key(shard, msg.channel, m.egress_key);
-      auto it = m.sent_seq.find(m.egress_key);
-      if (it == m.sent_seq.end()) it = m.sent_seq.emplace(m.egress_key, 0).first;
-      f = ClusterFrame{shard, msg.qos, m.origin, ++it->second, msg.channel, msg.message_id, {}};
-      cluster_subject(m.config.subject_prefix, shard ? SubjectSpace::kShard : SubjectSpace::kChannel, msg.channel,
-                      m.egress_subject);
-    } catch (...) {
-      m.send_failed.fetch_add(1, std::memory_order_relaxed);  // out of memory: this node's subscribers had it
+  for (std::size_t i = 0; i < msgs.size();) {
+    std::size_t j = i + 1;
+    while (j < msgs.size() && msgs[j].channel == msgs[i].channel) ++j;
+    m.send_run(shard, msgs.subspan(i, j - i), max_frame);
+    i = j;
+  }
+}
+
+void NatsCluster::Impl::send_run(bool shard, std::span<const broker::Message> run, std::size_t max_frame) noexcept {
+  std::uint64_t* seq = nullptr;
+  try {
+    state_key(shard, run.front().channel, egress_key);
+    auto it = sent_seq.find(egress_key);
+    if (it == sent_seq.end()) it = sent_seq.emplace(egress_key, 0).first;
+    seq = &it->second;
+    cluster_subject(config.subject_prefix, shard ? SubjectSpace::kShard : SubjectSpace::kChannel, run.front().channel,
+                    egress_subject);
+  } catch (...) {
+    send_failed.fetch_add(run.size(), std::memory_order_relaxed);  // out of memory: this node's subscribers had them
+    return;
+  }
+  // Whole frames go out in bundles of at most kBundleBytes (and max_frame);
+  // a message whose frame alone would not fit goes out by itself, in chunks
+  // if it must. A failure after a seq was taken shows as a gap at every
+  // receiver, which counts it and tells its subscribers (docs/cluster.md,
+  // "Loss").
+  const std::size_t budget = std::min(max_frame, kBundleBytes);
+  std::size_t bundled = 0;
+  const auto publish = [this](std::string_view bytes) {
+    return natsConnection_Publish(conn(), egress_subject.c_str(), bytes.data(), static_cast<int>(bytes.size())) ==
+           NATS_OK;
+  };
+  const auto count = [this](std::size_t n, bool ok) {
+    (ok ? sent : send_failed).fetch_add(n, std::memory_order_relaxed);
+    if (!ok) buffer_full.store(true, std::memory_order_relaxed);
+  };
+  const auto flush = [&] {
+    if (bundled == 0) return;
+    // One frame is sent as it is, without the bundle around it.
+    count(bundled,
+          publish(bundled == 1 ? std::string_view(bundle).substr(kClusterBundleHeader + kClusterBundleEntryHeader)
+                               : std::string_view(bundle)));
+    bundled = 0;
+  };
+  for (const broker::Message& msg : run) {
+    ClusterFrame f{shard, msg.qos, origin, ++*seq, msg.channel, msg.message_id, msg.payload};
+    const std::size_t size = kClusterBundleEntryHeader + cluster_frame_overhead(f) + msg.payload.size();
+    if (kClusterBundleHeader + size <= budget) {
+      if (bundled > 0 && bundle.size() + size > budget) flush();
+      try {
+        if (bundled == 0) begin_cluster_bundle(bundle);
+        append_to_cluster_bundle(f, bundle);
+        ++bundled;
+      } catch (...) {
+        flush();  // those before it; this one is lost (out of memory)
+        send_failed.fetch_add(1, std::memory_order_relaxed);
+      }
       continue;
     }
-    // A failure after the seq was taken shows as a gap at every receiver,
-    // which counts it and tells its subscribers (docs/cluster.md, "Loss").
+    flush();
     const std::size_t overhead = cluster_frame_overhead(f);
     const std::size_t slice = max_frame > overhead ? max_frame - overhead : msg.payload.size();  // 0: refused whole
     std::size_t at = 0;
@@ -453,22 +508,21 @@ void NatsCluster::send(bool shard, std::span<const broker::Message> msgs) noexce
       at += f.payload.size();
       f.more = at < msg.payload.size();
       try {
-        encode_cluster_frame(f, m.frame);
+        encode_cluster_frame(f, frame);
       } catch (...) {
         oom = true;
         break;
       }
-      ok = natsConnection_Publish(m.conn(), m.egress_subject.c_str(), m.frame.data(),
-                                  static_cast<int>(m.frame.size())) == NATS_OK;
+      ok = publish(frame);
       ++f.chunk;
     } while (ok && f.more);
-    if (ok && !oom) {
-      m.sent.fetch_add(1, std::memory_order_relaxed);
+    if (oom) {
+      send_failed.fetch_add(1, std::memory_order_relaxed);
     } else {
-      m.send_failed.fetch_add(1, std::memory_order_relaxed);
-      if (!oom) m.buffer_full.store(true, std::memory_order_relaxed);
+      count(1, ok);
     }
   }
+  flush();
 }
 
 void NatsCluster::Impl::on_message(natsConnection*, natsSubscription* sub, natsMsg* msg, void* closure) {
@@ -499,31 +553,30 @@ void NatsCluster::Impl::deliver(natsSubscription* sub, natsMsg* msg) noexcept {
     return;
   }
   if (forget_pending.load(std::memory_order_acquire)) apply_forget();  // pairs with queue_forget's release
-  hold(msg, *b);
+  const std::string_view bytes(natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
+  if (!for_each_cluster_frame(bytes, [&](const ClusterFrame& f) { hold(f, *b); })) {
+    malformed.fetch_add(1, std::memory_order_relaxed);
+  }
+  // What is held of it keeps its bytes alive until published.
+  if (std::exchange(current_held, false)) {
+    held_msgs.push_back(msg);
+  } else {
+    natsMsg_Destroy(msg);
+  }
   int queued = 0;
   if (held.size() >= kBatch || natsSubscription_GetPending(sub, &queued, nullptr) != NATS_OK || queued == 0) {
     publish_held(*b);
   }
 }
 
-void NatsCluster::Impl::hold(natsMsg* msg, broker::Broker& b) noexcept {
-  const auto f = decode_cluster_frame(
-      std::string_view(natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg))));
-  if (!f) {
-    malformed.fetch_add(1, std::memory_order_relaxed);
-    natsMsg_Destroy(msg);
-    return;
-  }
-  if (!held.empty() && held_shard != f->shard) publish_held(b);
-  const std::optional<std::string_view> payload = receive(*f, b);
-  if (!payload) {
-    natsMsg_Destroy(msg);
-    return;
-  }
+void NatsCluster::Impl::hold(const ClusterFrame& f, broker::Broker& b) noexcept {
+  if (!held.empty() && (held_shard != f.shard || held.size() == kBatch)) publish_held(b);
+  const std::optional<std::string_view> payload = receive(f, b);
+  if (!payload) return;
   received.fetch_add(1, std::memory_order_relaxed);
-  held_shard = f->shard;
-  held.push_back({f->channel, *payload, f->qos, f->message_id});
-  held_msgs.push_back(msg);
+  held_shard = f.shard;
+  held.push_back({f.channel, *payload, f.qos, f.message_id});
+  current_held = true;
   if (payload->data() == assembled.data()) publish_held(b);
 }
 
@@ -539,6 +592,7 @@ void NatsCluster::Impl::publish_held(broker::Broker& b) noexcept {
 
 void NatsCluster::Impl::drop_held() noexcept {
   held.clear();
+  current_held = false;
   for (natsMsg* msg : held_msgs) natsMsg_Destroy(msg);
   held_msgs.clear();
 }

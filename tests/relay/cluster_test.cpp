@@ -379,6 +379,86 @@ TEST_F(ClusterTest, ASkippedNumberIsCountedAndToldInBandAndARepeatedOneIsDropped
   EXPECT_EQ(s.server.rfind("nats://127.0.0.1:", 0), 0u) << s.server;
 }
 
+// A bundle: whole frames of one channel back to back, each with its length;
+// decoding stops at the first thing that is not a frame, after the frames
+// before it.
+TEST(ClusterFrameTest, ABundleCarriesWholeFramesInOrderAndStopsAtTheFirstBrokenOne) {
+  const std::string big(3000, 'x');
+  const ClusterFrame frames[] = {
+      {false, 0, 7, 1, "feed", {}, "one"}, {false, 1, 7, 2, "feed", "id-2", ""}, {false, 0, 7, 3, "feed", {}, big}};
+  std::string bundle;
+  begin_cluster_bundle(bundle);
+  for (const ClusterFrame& f : frames) append_to_cluster_bundle(f, bundle);
+  std::vector<std::string> seen;
+  const auto collect = [&seen](const ClusterFrame& f) {
+    seen.push_back(fmt::format("{}/{}/{}/{}/{}", f.seq, f.qos, f.channel, f.message_id, f.payload.size()));
+  };
+  ASSERT_TRUE(for_each_cluster_frame(bundle, collect));
+  EXPECT_EQ(seen, (std::vector<std::string>{"1/0/feed//3", "2/1/feed/id-2/0", "3/0/feed//3000"}));
+  seen.clear();
+  EXPECT_FALSE(for_each_cluster_frame(std::string_view(bundle).substr(0, bundle.size() - 1), collect));
+  EXPECT_EQ(seen.size(), 2u) << "the frames before the broken one";
+  seen.clear();
+  std::string one;
+  encode_cluster_frame(frames[0], one);
+  ASSERT_TRUE(for_each_cluster_frame(one, collect)) << "a message of one frame is its frame";
+  EXPECT_EQ(seen, std::vector<std::string>{"1/0/feed//3"});
+  std::string chunked;
+  begin_cluster_bundle(chunked);
+  append_to_cluster_bundle({false, 0, 7, 4, "feed", {}, "ab", 0, true}, chunked);
+  EXPECT_FALSE(for_each_cluster_frame(chunked, collect)) << "a bundle carries no chunks";
+  EXPECT_FALSE(for_each_cluster_frame(bundle + "tail", collect)) << "bytes after the last frame";
+}
+
+// A run of one publisher's messages on a channel crosses NATS as bundles,
+// fewer NATS messages than messages, and arrives whole and in order; a
+// bundle's gap is told in place.
+TEST_F(ClusterTest, APipelinedRunCrossesAsBundlesAndArrivesInOrder) {
+  RespClient sub(b_.broker->port());
+  ASSERT_TRUE(sub.subscribe("feed"));
+  natsConnection* watcher = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&watcher, server_->url().c_str()), NATS_OK);
+  natsSubscription* raw = nullptr;
+  std::string subject;
+  cluster_subject("ringcast", SubjectSpace::kChannel, "feed", subject);
+  ASSERT_EQ(natsConnection_SubscribeSync(&raw, watcher, subject.c_str()), NATS_OK);
+  ASSERT_EQ(natsConnection_Flush(watcher), NATS_OK);
+  constexpr std::size_t kRun = 500;
+  std::vector<std::string> payloads;
+  std::vector<broker::Message> run;
+  for (std::size_t i = 0; i < kRun; ++i) payloads.push_back(fmt::format("m{}-{}", i, std::string(52, 'p')));
+  for (const std::string& p : payloads) run.push_back({"feed", p});
+  std::vector<std::size_t> receivers(kRun);
+  ASSERT_EQ(a_.broker->publish(run, receivers).status, broker::PublishStatus::kPublished);
+  for (const std::string& p : payloads) ASSERT_EQ(next_message(sub), "message feed " + p);
+  int nats_messages = 0;
+  std::size_t frames = 0;
+  for (natsMsg* m = nullptr; natsSubscription_NextMsg(&m, raw, 200) == NATS_OK; natsMsg_Destroy(m)) {
+    ++nats_messages;
+    EXPECT_TRUE(
+        for_each_cluster_frame(std::string_view(natsMsg_GetData(m), static_cast<std::size_t>(natsMsg_GetDataLength(m))),
+                               [&frames](const ClusterFrame&) { ++frames; }));
+  }
+  EXPECT_EQ(frames, kRun);
+  EXPECT_LT(nats_messages, static_cast<int>(kRun) / 10) << "a run leaves as bundles";
+  EXPECT_EQ(a_.link->stats().sent, kRun);
+  natsSubscription_Destroy(raw);
+  natsConnection_Destroy(watcher);
+
+  RawNode other(server_->url());
+  ASSERT_TRUE(other.ok());
+  std::string bundle;
+  begin_cluster_bundle(bundle);
+  for (const std::uint64_t seq : {1, 2, 4}) {
+    append_to_cluster_bundle({false, 0, 42, seq, "feed", {}, fmt::format("b{}", seq)}, bundle);
+  }
+  ASSERT_TRUE(other.send_bytes(subject, bundle));
+  EXPECT_EQ(next_message(sub), "message feed b1");
+  EXPECT_EQ(next_message(sub), "message feed b2");
+  EXPECT_NE(next_message(sub).find("upstream=1"), std::string::npos);
+  EXPECT_EQ(next_message(sub), "message feed b4");
+}
+
 // A burst arrives queued behind its first message and is published as a
 // batch: a gap inside it is still told between the messages either side of
 // it, on each channel, and a message put together from chunks keeps its place.
