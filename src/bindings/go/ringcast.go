@@ -499,6 +499,11 @@ func (r *Ring) ProducerPosition() uint64 {
 	return uint64(C.rc_producer_position(r.h))
 }
 
+// cLag and cProducerPosition are the C ABI's answers, never the Go path's
+// (for the tests, which cannot call cgo themselves).
+func (r *Ring) cLag(id ConsumerID) uint64 { return uint64(C.rc_lag(r.h, C.uint32_t(id))) }
+func (r *Ring) cProducerPosition() uint64 { return uint64(C.rc_producer_position(r.h)) }
+
 // Capacity is the ring's size in 64-byte slots.
 func (r *Ring) Capacity() uint64 { return uint64(C.ringcast_capacity(r.c)) }
 
