@@ -9,6 +9,9 @@ import (
 // goroutine (docs/benchmarks.md, "C ABI and bindings"):
 //
 //	go test -run '^$' -bench . -benchtime 2000000x
+//
+// PushNoConsumer and PushThenRecv take the Go path (native.go); their Cgo
+// variants turn it off, so every call crosses cgo as before it.
 
 func benchRing(b *testing.B, consumer bool) (*Ring, ConsumerID) {
 	r, err := CreateAnonymous(1024, &CreateOptions{MaxMessage: MaxInlinePayload})
@@ -25,8 +28,15 @@ func benchRing(b *testing.B, consumer bool) (*Ring, ConsumerID) {
 	return r, id
 }
 
-func BenchmarkPushNoConsumer(b *testing.B) {
+func BenchmarkPushNoConsumer(b *testing.B) { pushNoConsumer(b, true) }
+
+func BenchmarkPushNoConsumerCgo(b *testing.B) { pushNoConsumer(b, false) }
+
+func pushNoConsumer(b *testing.B, native bool) {
 	r, _ := benchRing(b, false)
+	if !native {
+		r.withoutNative()
+	}
 	m := make([]byte, MaxInlinePayload)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -36,8 +46,15 @@ func BenchmarkPushNoConsumer(b *testing.B) {
 	}
 }
 
-func BenchmarkPushThenRecv(b *testing.B) {
+func BenchmarkPushThenRecv(b *testing.B) { pushThenRecv(b, true) }
+
+func BenchmarkPushThenRecvCgo(b *testing.B) { pushThenRecv(b, false) }
+
+func pushThenRecv(b *testing.B, native bool) {
 	r, id := benchRing(b, true)
+	if !native {
+		r.withoutNative()
+	}
 	m := make([]byte, MaxInlinePayload)
 	out := make([]byte, MaxInlinePayload)
 	b.ResetTimer()
