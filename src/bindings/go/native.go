@@ -81,9 +81,11 @@ func (n *native) cursor(id ConsumerID) *uint64 {
 // slot is the version word of the slot of position pos; its seven data
 // words follow it.
 func (n *native) slot(pos uint64) *[8]uint64 {
-	i := pos % n.capacity
+	var i uint64
 	if n.mask != 0 {
 		i = pos & n.mask
+	} else {
+		i = pos % n.capacity // a division: only for capacities that are not powers of two
 	}
 	return (*[8]uint64)(unsafe.Add(n.slots, uintptr(i)*layoutSlotBytes))
 }
@@ -107,17 +109,28 @@ func (r *Ring) tryPush(p []byte) bool {
 		return false
 	}
 	// write_slot: the length in the low half of words[0], then the payload
-	// zero-padded to 52 bytes, little-endian.
-	var b [56]byte
-	binary.LittleEndian.PutUint32(b[:4], uint32(len(p)))
-	copy(b[4:], p)
+	// zero-padded to 52 bytes, little-endian; a full 52 bytes straight from p.
+	var w [7]uint64
+	if len(p) == MaxInlinePayload {
+		w[0] = MaxInlinePayload | uint64(binary.LittleEndian.Uint32(p))<<32
+		for i := 1; i < 7; i++ {
+			w[i] = binary.LittleEndian.Uint64(p[4+8*(i-1):])
+		}
+	} else {
+		var b [56]byte
+		binary.LittleEndian.PutUint32(b[:4], uint32(len(p)))
+		copy(b[4:], p)
+		for i := range w {
+			w[i] = binary.LittleEndian.Uint64(b[8*i:])
+		}
+	}
 	s := n.slot(seq)
 	// W1, F_w, W2, W3 (docs/memory-ordering.md, "Slots"): each store is
 	// sequentially consistent, so W1 precedes every word store and every
 	// word store precedes W3 for any reader that sees a later one.
 	atomic.StoreUint64(&s[0], 2*seq+1)
 	for i := 0; i < 7; i++ {
-		atomic.StoreUint64(&s[1+i], binary.LittleEndian.Uint64(b[8*i:]))
+		atomic.StoreUint64(&s[1+i], w[i])
 	}
 	atomic.StoreUint64(&s[0], 2*seq+2)
 	*n.seq = seq + 1
