@@ -3,6 +3,7 @@ package ringcast
 import (
 	"encoding/binary"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -125,5 +126,24 @@ func BenchmarkBatch64(b *testing.B) {
 				b.Fatalf("message %d wrong", i+k)
 			}
 		}
+	}
+}
+
+// BenchmarkStoreFloor is the floor under the Go path's push: the eleven
+// sync/atomic stores it makes (a slot's two versions and seven words,
+// payload_bytes and producer_seq), to one cache line of Go memory and
+// nothing else. Each is sequentially consistent (XCHG on amd64).
+func BenchmarkStoreFloor(b *testing.B) {
+	var line [8]uint64
+	b.ResetTimer()
+	defer threadCPU(b)()
+	for i := 0; i < b.N; i++ {
+		v := uint64(i)
+		for k := 0; k < 8; k++ {
+			atomic.StoreUint64(&line[k], v)
+		}
+		atomic.StoreUint64(&line[0], v)
+		atomic.StoreUint64(&line[1], v)
+		atomic.StoreUint64(&line[2], v)
 	}
 }
