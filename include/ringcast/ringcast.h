@@ -1,5 +1,7 @@
 /* ringcast.h: the ring's C ABI (C11), for C and for other languages' FFIs
- * (the Go and Rust bindings in src/bindings/ call nothing else).
+ * (the Go and Rust bindings in src/bindings/ call nothing else, except that
+ * Go runs the inline cases of try_push and try_recv itself over the mapping:
+ * "native hot paths" below).
  *
  * A thin layer over ringcast::BroadcastRing (broadcast_ring.hpp), with the
  * same semantics, costs and thread-safety rules; read that header for the
@@ -302,15 +304,15 @@ ringcast_status ringcast_get_status(const ringcast_ring* ring, ringcast_ring_sta
 #define RINGCAST_LAYOUT_VERSION 5
 #define RINGCAST_LAYOUT_HEADER_BYTES 1280
 #define RINGCAST_LAYOUT_SLOT_BYTES 64
-#define RINGCAST_LAYOUT_PRODUCER_SEQ 32   /* ProducerLine::producer_seq, u64 */
-#define RINGCAST_LAYOUT_PAYLOAD_BYTES 48  /* ProducerLine::payload_bytes, u64 */
-#define RINGCAST_LAYOUT_WRITE_INTENT 64   /* TailLine::write_intent, u64 */
-#define RINGCAST_LAYOUT_DATA_WAIT 128     /* data_wait.signal, u32 */
-#define RINGCAST_LAYOUT_SPACE_WAIT 192    /* space_wait.signal, u32 */
-#define RINGCAST_LAYOUT_CONSUMERS 256     /* ConsumerEntry[16]; cursor u64 at 0 of each */
+#define RINGCAST_LAYOUT_PRODUCER_SEQ 32  /* ProducerLine::producer_seq, u64 */
+#define RINGCAST_LAYOUT_PAYLOAD_BYTES 48 /* ProducerLine::payload_bytes, u64 */
+#define RINGCAST_LAYOUT_WRITE_INTENT 64  /* TailLine::write_intent, u64 */
+#define RINGCAST_LAYOUT_DATA_WAIT 128    /* data_wait.signal, u32 */
+#define RINGCAST_LAYOUT_SPACE_WAIT 192   /* space_wait.signal, u32 */
+#define RINGCAST_LAYOUT_CONSUMERS 256    /* ConsumerEntry[16]; cursor u64 at 0 of each */
 #define RINGCAST_LAYOUT_CONSUMER_BYTES 64
-#define RINGCAST_LAYOUT_CONSUMER_STATE 8  /* ConsumerEntry::state, u32 */
-#define RINGCAST_LAYOUT_SLOT_WORDS 8      /* Slot::words[7] (u64), after the u64 version at 0 */
+#define RINGCAST_LAYOUT_CONSUMER_STATE 8 /* ConsumerEntry::state, u32 */
+#define RINGCAST_LAYOUT_SLOT_WORDS 8     /* Slot::words[7] (u64), after the u64 version at 0 */
 #define RINGCAST_LAYOUT_RECORD_BIT 0x80000000u
 #define RINGCAST_LAYOUT_SIGNAL_WAITING 1u
 #define RINGCAST_LAYOUT_CONSUMER_ACTIVE 1u
@@ -328,15 +330,15 @@ typedef struct ringcast_native {
   uint32_t flags;          /* the ring's flags (bit 0: lossy) */
   uint64_t capacity;       /* slots (validated on open) */
   uint64_t max_message;
-  uint64_t block_slots;   /* 1: the ring holds inline messages only */
-  void* header;           /* offset 0 of the ring file (RingHeader) */
-  void* slots;            /* Slot[capacity] */
-  bool* is_producer;      /* this handle holds the producer role */
-  uint64_t* seq;          /* the next position to write */
+  uint64_t block_slots;    /* 1: the ring holds inline messages only */
+  void* header;            /* offset 0 of the ring file (RingHeader) */
+  void* slots;             /* Slot[capacity] */
+  bool* is_producer;       /* this handle holds the producer role */
+  uint64_t* seq;           /* the next position to write */
   uint64_t* payload_bytes; /* the producer's total, stored to the header on publish */
-  uint64_t* cached_min;   /* a lower bound on every active cursor */
-  uint64_t* stamp_below;  /* positions below it need the head stamp: leave them to C */
-  bool* fenced;           /* fenced mode: leave publishes to C */
+  uint64_t* cached_min;    /* a lower bound on every active cursor */
+  uint64_t* stamp_below;   /* positions below it need the head stamp: leave them to C */
+  bool* fenced;            /* fenced mode: leave publishes to C */
   const void* owned;
   const uint64_t* stable_from; /* id i's at (const char*)stable_from + i * stable_from_stride */
   size_t stable_from_stride;

@@ -79,7 +79,8 @@ namespace L = ringcast::layout;
 static_assert(RINGCAST_LAYOUT_VERSION == ringcast::kLayoutVersion);
 static_assert(RINGCAST_LAYOUT_HEADER_BYTES == L::kHeaderBytes);
 static_assert(RINGCAST_LAYOUT_SLOT_BYTES == ringcast::kSlotBytes && sizeof(L::Slot) == ringcast::kSlotBytes);
-static_assert(RINGCAST_LAYOUT_PRODUCER_SEQ == offsetof(L::RingHeader, producer) + offsetof(L::ProducerLine, producer_seq));
+static_assert(RINGCAST_LAYOUT_PRODUCER_SEQ ==
+              offsetof(L::RingHeader, producer) + offsetof(L::ProducerLine, producer_seq));
 static_assert(RINGCAST_LAYOUT_PAYLOAD_BYTES ==
               offsetof(L::RingHeader, producer) + offsetof(L::ProducerLine, payload_bytes));
 static_assert(RINGCAST_LAYOUT_WRITE_INTENT == offsetof(L::RingHeader, tail) + offsetof(L::TailLine, write_intent));
