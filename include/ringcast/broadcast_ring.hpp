@@ -526,6 +526,7 @@ class BroadcastRing {
   // detail/broadcast_ring_state.hpp.
   friend class ProducerClaim;
   friend struct detail::WaitSetAccess;  // WaitSet sleeps on data_wait (src/ring/wait_set.cpp)
+  friend struct detail::NativeAccess;   // ringcast_native_state (src/ring/c_api.cpp): Go's own hot path
   BroadcastRing() = default;
   // `slots_path`: where the slots file of a ring with separate slots is
   // (nullptr: nowhere, such a ring is refused).

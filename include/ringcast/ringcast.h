@@ -1,5 +1,7 @@
 /* ringcast.h: the ring's C ABI (C11), for C and for other languages' FFIs
- * (the Go and Rust bindings in src/bindings/ call nothing else).
+ * (the Go and Rust bindings in src/bindings/ call nothing else, except that
+ * Go runs the inline cases of try_push and try_recv itself over the mapping:
+ * "native hot paths" below).
  *
  * A thin layer over ringcast::BroadcastRing (broadcast_ring.hpp), with the
  * same semantics, costs and thread-safety rules; read that header for the
@@ -288,6 +290,69 @@ bool ringcast_is_fully_drained(const ringcast_ring* ring) RINGCAST_NOEXCEPT;
 size_t ringcast_active_consumer_count(const ringcast_ring* ring) RINGCAST_NOEXCEPT;
 /* Fills *status with a moment's view (one fcntl per active consumer). */
 ringcast_status ringcast_get_status(const ringcast_ring* ring, ringcast_ring_status* status) RINGCAST_NOEXCEPT;
+
+/* --- native hot paths: for bindings that run try_push/try_recv themselves --- */
+
+/* A binding whose every call into C costs several times the ring's own hot
+ * path (Go: a cgo transition) may run the inline message cases of try_push
+ * and try_recv itself, over this process's mapping, following docs/layout.md
+ * and docs/memory-ordering.md exactly, with an atomic access for every
+ * shared word; everything else stays a call into C (src/bindings/go/native.go
+ * does this; docs/bindings.md, "Go"). The offsets below are those of
+ * docs/layout.md, static_asserted against layout.hpp in src/ring/c_api.cpp:
+ * a layout change does not build until they follow it. */
+#define RINGCAST_LAYOUT_VERSION 5
+#define RINGCAST_LAYOUT_HEADER_BYTES 1280
+#define RINGCAST_LAYOUT_SLOT_BYTES 64
+#define RINGCAST_LAYOUT_PRODUCER_SEQ 32  /* ProducerLine::producer_seq, u64 */
+#define RINGCAST_LAYOUT_PAYLOAD_BYTES 48 /* ProducerLine::payload_bytes, u64 */
+#define RINGCAST_LAYOUT_WRITE_INTENT 64  /* TailLine::write_intent, u64 */
+#define RINGCAST_LAYOUT_DATA_WAIT 128    /* data_wait.signal, u32 */
+#define RINGCAST_LAYOUT_SPACE_WAIT 192   /* space_wait.signal, u32 */
+#define RINGCAST_LAYOUT_CONSUMERS 256    /* ConsumerEntry[16]; cursor u64 at 0 of each */
+#define RINGCAST_LAYOUT_CONSUMER_BYTES 64
+#define RINGCAST_LAYOUT_CONSUMER_STATE 8 /* ConsumerEntry::state, u32 */
+#define RINGCAST_LAYOUT_SLOT_WORDS 8     /* Slot::words[7] (u64), after the u64 version at 0 */
+#define RINGCAST_LAYOUT_RECORD_BIT 0x80000000u
+#define RINGCAST_LAYOUT_SIGNAL_WAITING 1u
+#define RINGCAST_LAYOUT_CONSUMER_ACTIVE 1u
+
+/* The mapping and the handle's own hot-path state (fields of the C++
+ * BroadcastRing), for ringcast_native_state. Every pointer is valid until
+ * ringcast_close. The producer fields are read and written by the producing
+ * thread only, between its calls into C (which read and write them too: they
+ * are the one copy); `owned` is a 32-bit atomic word (load it atomically),
+ * bit i set while consumer id i is registered through this handle;
+ * stable_from (invariant 10 of broadcast_ring.hpp) is set by registration
+ * and read by id i's thread. */
+typedef struct ringcast_native {
+  uint32_t layout_version; /* RINGCAST_LAYOUT_VERSION of the library */
+  uint32_t flags;          /* the ring's flags (bit 0: lossy) */
+  uint64_t capacity;       /* slots (validated on open) */
+  uint64_t max_message;
+  uint64_t block_slots;    /* 1: the ring holds inline messages only */
+  void* header;            /* offset 0 of the ring file (RingHeader) */
+  void* slots;             /* Slot[capacity] */
+  bool* is_producer;       /* this handle holds the producer role */
+  uint64_t* seq;           /* the next position to write */
+  uint64_t* payload_bytes; /* the producer's total, stored to the header on publish */
+  uint64_t* cached_min;    /* a lower bound on every active cursor */
+  uint64_t* stamp_below;   /* positions below it need the head stamp: leave them to C */
+  bool* fenced;            /* fenced mode: leave publishes to C */
+  const void* owned;
+  const uint64_t* stable_from; /* id i's at (const char*)stable_from + i * stable_from_stride */
+  size_t stable_from_stride;
+} ringcast_native;
+
+/* Fills *native. INVALID_ARGUMENT if native is NULL. */
+ringcast_status ringcast_native_state(ringcast_ring* ring, ringcast_native* native) RINGCAST_NOEXCEPT;
+/* A native publish stored producer_seq and then found RINGCAST_LAYOUT_SIGNAL_WAITING
+ * in data_wait.signal: wakes the sleeping consumers as try_push would (and
+ * enters fenced mode: *fenced turns true). Producer thread. */
+void ringcast_native_wake_consumers(ringcast_ring* ring) RINGCAST_NOEXCEPT;
+/* A native receive stored its cursor and then found the waiting bit in
+ * space_wait.signal: wakes the producer as try_recv would. */
+void ringcast_native_wake_producer(ringcast_ring* ring) RINGCAST_NOEXCEPT;
 
 /* --- wait sets: one wait over many rings (ringcast::WaitSet, wait_set.hpp) --- */
 

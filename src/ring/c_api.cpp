@@ -19,6 +19,34 @@
 #include "ringcast/broadcast_ring.hpp"
 
 using ringcast::BroadcastRing;
+
+namespace ringcast::detail {
+
+// ringcast_native_state's view of a handle (ringcast.h, "native hot paths").
+struct NativeAccess {
+  static void fill(BroadcastRing& r, ringcast_native& n) noexcept {
+    n.layout_version = kLayoutVersion;
+    n.flags = r.flags_;
+    n.capacity = r.capacity_;
+    n.max_message = r.max_message_;
+    n.block_slots = r.block_;
+    n.header = r.header_;
+    n.slots = r.slots_;
+    n.is_producer = &r.is_producer_;
+    n.seq = &r.seq_;
+    n.payload_bytes = &r.payload_bytes_;
+    n.cached_min = &r.cached_min_;
+    n.stamp_below = &r.stamp_below_;
+    n.fenced = &r.fenced_;
+    n.owned = &r.owned_;
+    n.stable_from = &r.local_[0].stable_from;
+    n.stable_from_stride = sizeof(ConsumerLocal);
+  }
+  static void wake_consumers(BroadcastRing& r) noexcept { r.wake_consumers(); }
+  static void wake_producer(BroadcastRing& r) noexcept { r.wake_producer(); }
+};
+
+}  // namespace ringcast::detail
 using ringcast::Errc;
 
 namespace {
@@ -46,6 +74,27 @@ RINGCAST_SAME_CODE(RINGCAST_BUFFER_TOO_SMALL, buffer_too_small);
 static_assert(RINGCAST_MAX_CONSUMERS == ringcast::kMaxConsumers);
 static_assert(RINGCAST_MAX_INLINE_PAYLOAD == ringcast::kMaxPayload);
 static_assert(sizeof(ringcast_recv_result) == 16, "returned in two registers, as RecvResult");
+// The layout a native hot path relies on (ringcast.h, "native hot paths").
+namespace L = ringcast::layout;
+static_assert(RINGCAST_LAYOUT_VERSION == ringcast::kLayoutVersion);
+static_assert(RINGCAST_LAYOUT_HEADER_BYTES == L::kHeaderBytes);
+static_assert(RINGCAST_LAYOUT_SLOT_BYTES == ringcast::kSlotBytes && sizeof(L::Slot) == ringcast::kSlotBytes);
+static_assert(RINGCAST_LAYOUT_PRODUCER_SEQ ==
+              offsetof(L::RingHeader, producer) + offsetof(L::ProducerLine, producer_seq));
+static_assert(RINGCAST_LAYOUT_PAYLOAD_BYTES ==
+              offsetof(L::RingHeader, producer) + offsetof(L::ProducerLine, payload_bytes));
+static_assert(RINGCAST_LAYOUT_WRITE_INTENT == offsetof(L::RingHeader, tail) + offsetof(L::TailLine, write_intent));
+static_assert(RINGCAST_LAYOUT_DATA_WAIT == offsetof(L::RingHeader, data_wait) + offsetof(L::WaitLine, signal));
+static_assert(RINGCAST_LAYOUT_SPACE_WAIT == offsetof(L::RingHeader, space_wait) + offsetof(L::WaitLine, signal));
+static_assert(RINGCAST_LAYOUT_CONSUMERS == offsetof(L::RingHeader, consumers) &&
+              offsetof(L::ConsumerEntry, cursor) == 0);
+static_assert(RINGCAST_LAYOUT_CONSUMER_BYTES == sizeof(L::ConsumerEntry));
+static_assert(RINGCAST_LAYOUT_CONSUMER_STATE == offsetof(L::ConsumerEntry, state));
+static_assert(RINGCAST_LAYOUT_SLOT_WORDS == offsetof(L::Slot, words) && offsetof(L::Slot, version) == 0 &&
+              sizeof(L::Slot::words) == 7 * 8);
+static_assert(RINGCAST_LAYOUT_RECORD_BIT == ringcast::kRecordBit);
+static_assert(RINGCAST_LAYOUT_SIGNAL_WAITING == ringcast::kSignalWaiting);
+static_assert(RINGCAST_LAYOUT_CONSUMER_ACTIVE == ringcast::kConsumerActive);
 
 ringcast_status to_c(Errc e) noexcept { return static_cast<ringcast_status>(e); }
 
@@ -392,6 +441,20 @@ ringcast_status ringcast_get_status(const ringcast_ring* ring, ringcast_ring_sta
     }
     return RINGCAST_OK;
   });
+}
+
+ringcast_status ringcast_native_state(ringcast_ring* ring, ringcast_native* native) noexcept {
+  if (native == nullptr) return RINGCAST_INVALID_ARGUMENT;
+  ringcast::detail::NativeAccess::fill(ring->ring, *native);
+  return RINGCAST_OK;
+}
+
+void ringcast_native_wake_consumers(ringcast_ring* ring) noexcept {
+  ringcast::detail::NativeAccess::wake_consumers(ring->ring);
+}
+
+void ringcast_native_wake_producer(ringcast_ring* ring) noexcept {
+  ringcast::detail::NativeAccess::wake_producer(ring->ring);
 }
 
 }  // extern "C"

@@ -43,7 +43,9 @@ def environment(args, lang):
     if lang == "go":
         # No module is ever downloaded: the package has no dependencies.
         env.update(GOCACHE=os.path.join(root, "cache"), GOPATH=os.path.join(root, "path"), GOPROXY="off",
-                   GOTOOLCHAIN="local", GOFLAGS="", CGO_ENABLED="1")
+                   GOTOOLCHAIN="local", GOFLAGS="", CGO_ENABLED="1",
+                   # src/bindings/go/native_test.go exchanges messages with it across processes
+                   RINGCAST_CLI=args.ringcast)
     else:
         env.update(CARGO_TARGET_DIR=os.path.join(root, "target"), CARGO_HOME=os.path.join(root, "cargo-home"))
     return env

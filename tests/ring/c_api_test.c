@@ -157,6 +157,19 @@ static void test_push_and_receive(void) {
   CHECK(ringcast_lag(producer, id) == 0);
   CHECK(ringcast_is_fully_drained(producer));
 
+  /* The native hot path's view: the mapping and the handle's own state. */
+  ringcast_native native;
+  CHECK_STATUS(ringcast_native_state(producer, NULL), RINGCAST_INVALID_ARGUMENT);
+  CHECK_STATUS(ringcast_native_state(producer, &native), RINGCAST_OK);
+  CHECK(native.layout_version == RINGCAST_LAYOUT_VERSION && native.capacity == 8 && native.max_message == 200);
+  CHECK(native.header != NULL && native.slots != NULL && *native.is_producer && *native.seq == 1 && !*native.fenced);
+  uint64_t seq_word;
+  memcpy(&seq_word, (const char*)native.header + RINGCAST_LAYOUT_PRODUCER_SEQ, sizeof seq_word);
+  CHECK(seq_word == ringcast_producer_position(producer));
+  ringcast_native_wake_consumers(producer); /* nobody sleeps: nothing to wake, but fenced mode begins */
+  CHECK(*native.fenced);
+  ringcast_native_wake_producer(consumer);
+
   /* A record (more than 52 bytes): too small a buffer consumes nothing. */
   char record[200];
   for (size_t i = 0; i < sizeof record; ++i) record[i] = (char)('a' + i % 26);

@@ -13,6 +13,9 @@ namespace ringcast::detail {
 
 // Reads what a WaitSet needs of a ring's internals (src/ring/wait_set.cpp).
 struct WaitSetAccess;
+// Hands a language binding that runs the hot path itself the mapping and the
+// handle's hot-path state (ringcast_native_state, src/ring/c_api.cpp).
+struct NativeAccess;
 
 // How a read of a slot went (BroadcastRing::read_slot). kRecord: the slot at
 // `pos` is a committed record header; `w0` holds its words[0] (meta and

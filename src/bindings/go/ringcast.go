@@ -7,9 +7,12 @@
 // ringcast::BroadcastRing (include/ringcast/broadcast_ring.hpp): one
 // goroutine at a time may produce on a Ring, and a consumer id is used by one
 // goroutine at a time. Hot-path calls (TryPush, TryRecv, RecvBatch, ...)
-// return a Status and do not allocate; setup calls return an *Error. Each
-// call crosses cgo once (tens of nanoseconds): receive in batches
-// (RecvBatch) where that matters. docs/bindings.md has a guide.
+// return a Status and do not allocate; setup calls return an *Error.
+// TryPush and TryRecv of messages of at most 52 bytes, Lag and
+// ProducerPosition run in Go over the ring's mapping (native.go); every other
+// call, and the uncommon cases of those, crosses cgo once (tens of
+// nanoseconds): push and receive in batches (TryPushBatch, RecvBatch) where
+// that matters. docs/bindings.md has a guide.
 package ringcast
 
 /*
@@ -70,11 +73,14 @@ static inline rc_view rc_try_view(rc_handle h, uint32_t id) {
 static inline ringcast_status rc_release_view(rc_handle h, uint32_t id) { return ringcast_release_view(rc(h), id); }
 static inline uint64_t rc_lag(rc_handle h, uint32_t id) { return ringcast_lag(rc(h), id); }
 static inline uint64_t rc_producer_position(rc_handle h) { return ringcast_producer_position(rc(h)); }
+static inline void rc_native_wake_consumers(rc_handle h) { ringcast_native_wake_consumers(rc(h)); }
+static inline void rc_native_wake_producer(rc_handle h) { ringcast_native_wake_producer(rc(h)); }
 */
 import "C"
 
 import (
 	"runtime"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -108,6 +114,25 @@ const (
 const (
 	MaxConsumers     = C.RINGCAST_MAX_CONSUMERS      // consumers per ring
 	MaxInlinePayload = C.RINGCAST_MAX_INLINE_PAYLOAD // the largest message of one slot
+)
+
+// The layout the Go hot path reads (native.go): ringcast.h's values, which
+// src/ring/c_api.cpp pins against layout.hpp.
+const (
+	layoutVersion        = C.RINGCAST_LAYOUT_VERSION
+	layoutSlotBytes      = C.RINGCAST_LAYOUT_SLOT_BYTES
+	layoutProducerSeq    = C.RINGCAST_LAYOUT_PRODUCER_SEQ
+	layoutPayloadBytes   = C.RINGCAST_LAYOUT_PAYLOAD_BYTES
+	layoutWriteIntent    = C.RINGCAST_LAYOUT_WRITE_INTENT
+	layoutDataWait       = C.RINGCAST_LAYOUT_DATA_WAIT
+	layoutSpaceWait      = C.RINGCAST_LAYOUT_SPACE_WAIT
+	layoutConsumers      = C.RINGCAST_LAYOUT_CONSUMERS
+	layoutConsumerBytes  = C.RINGCAST_LAYOUT_CONSUMER_BYTES
+	layoutConsumerState  = C.RINGCAST_LAYOUT_CONSUMER_STATE
+	layoutSlotWords      = C.RINGCAST_LAYOUT_SLOT_WORDS
+	layoutRecordBit      = C.RINGCAST_LAYOUT_RECORD_BIT
+	layoutSignalWaiting  = C.RINGCAST_LAYOUT_SIGNAL_WAITING
+	layoutConsumerActive = C.RINGCAST_LAYOUT_CONSUMER_ACTIVE
 )
 
 // String is the status's stable lower-case name ("full").
@@ -180,13 +205,29 @@ type ConsumerID uint32
 type Ring struct {
 	c *C.ringcast_ring // for setup calls
 	h C.rc_handle      // the same, for the hot path (see the cgo preamble)
+	n native           // the mapping, for the hot path in Go (native.go)
 }
 
 // adopt completes a Ring whose c a setup call has just set.
 func (r *Ring) adopt() *Ring {
 	r.h = C.rc_handle(uintptr(unsafe.Pointer(r.c)))
+	var s C.ringcast_native
+	if C.ringcast_native_state(r.c, &s) == C.RINGCAST_OK && s.layout_version == layoutVersion &&
+		s.capacity >= 2 && s.header != nil && s.slots != nil {
+		r.n = native{header: s.header, slots: s.slots, capacity: uint64(s.capacity), lossy: s.flags&1 != 0,
+			isProducer: (*bool)(unsafe.Pointer(s.is_producer)), fenced: (*bool)(unsafe.Pointer(s.fenced)),
+			seq: (*uint64)(unsafe.Pointer(s.seq)), payloadBytes: (*uint64)(unsafe.Pointer(s.payload_bytes)),
+			cachedMin: (*uint64)(unsafe.Pointer(s.cached_min)), stampBelow: (*uint64)(unsafe.Pointer(s.stamp_below)),
+			owned: (*uint32)(s.owned), stableFrom: unsafe.Pointer(s.stable_from), stride: uintptr(s.stable_from_stride)}
+		if c := r.n.capacity; c&(c-1) == 0 {
+			r.n.mask = c - 1
+		}
+	}
 	return r
 }
+
+func (r *Ring) nativeWakeConsumers() { C.rc_native_wake_consumers(r.h) }
+func (r *Ring) nativeWakeProducer()  { C.rc_native_wake_producer(r.h) }
 
 func (o *CreateOptions) toC() *C.ringcast_create_options {
 	if o == nil {
@@ -247,7 +288,7 @@ func Open(path string, options *OpenOptions) (*Ring, error) {
 // producer role up and unmaps. Safe to call twice.
 func (r *Ring) Close() {
 	C.ringcast_close(r.c)
-	r.c, r.h = nil, 0
+	r.c, r.h, r.n = nil, 0, native{}
 }
 
 // ClaimProducer takes the producer role now (TryPush takes it lazily).
@@ -307,7 +348,11 @@ func nanos(d time.Duration) C.uint64_t {
 }
 
 // TryPush copies p into the ring: OK, Full, PayloadTooLarge, NotProducer, ProducerBusy.
+// Messages of at most 52 bytes take a path in Go where they can (native.go).
 func (r *Ring) TryPush(p []byte) Status {
+	if r.tryPush(p) {
+		return OK
+	}
 	return Status(C.rc_try_push(r.h, bytesOf(p), C.size_t(len(p))))
 }
 
@@ -336,10 +381,11 @@ func (r *Ring) PushWait(p []byte, timeout time.Duration, idle Idle) Status {
 	return Status(C.rc_push_wait(r.h, bytesOf(p), C.size_t(len(p)), nanos(timeout), C.ringcast_idle(idle)))
 }
 
-func claimed(c C.rc_claim, n int) ([]byte, Status) {
+func (r *Ring) claimed(c C.rc_claim, n int) ([]byte, Status) {
 	if c.status != C.RINGCAST_OK {
 		return nil, Status(c.status)
 	}
+	r.n.claimOpen = true
 	return unsafe.Slice((*byte)(c.data), n), OK
 }
 
@@ -347,19 +393,25 @@ func claimed(c C.rc_claim, n int) ([]byte, Status) {
 // the returned slice (memory of the ring or the handle: do not keep it), then
 // Commit or Abort. No push while a claim is open.
 func (r *Ring) TryClaim(n int) ([]byte, Status) {
-	return claimed(C.rc_try_claim(r.h, C.size_t(n)), n)
+	return r.claimed(C.rc_try_claim(r.h, C.size_t(n)), n)
 }
 
 // ClaimWait is TryClaim waiting up to timeout for room.
 func (r *Ring) ClaimWait(n int, timeout time.Duration, idle Idle) ([]byte, Status) {
-	return claimed(C.rc_claim_wait(r.h, C.size_t(n), nanos(timeout), C.ringcast_idle(idle)), n)
+	return r.claimed(C.rc_claim_wait(r.h, C.size_t(n), nanos(timeout), C.ringcast_idle(idle)), n)
 }
 
 // Commit publishes the open claim's first n bytes.
-func (r *Ring) Commit(n int) Status { return Status(C.rc_commit(r.h, C.size_t(n))) }
+func (r *Ring) Commit(n int) Status {
+	r.n.claimOpen = false
+	return Status(C.rc_commit(r.h, C.size_t(n)))
+}
 
 // Abort gives the open claim's room back.
-func (r *Ring) Abort() Status { return Status(C.rc_abort(r.h)) }
+func (r *Ring) Abort() Status {
+	r.n.claimOpen = false
+	return Status(C.rc_abort(r.h))
+}
 
 // RecvResult is one receive's outcome.
 type RecvResult struct {
@@ -373,8 +425,12 @@ func recvResult(r C.ringcast_recv_result) RecvResult {
 }
 
 // TryRecv copies the next message for id into buf. A buf of at least
-// MaxInlinePayload bytes takes the fast path for short messages.
+// MaxInlinePayload bytes takes the fast path for short messages, which runs
+// in Go for messages of at most 52 bytes (native.go).
 func (r *Ring) TryRecv(id ConsumerID, buf []byte) RecvResult {
+	if res, ok := r.tryRecv(id, buf); ok {
+		return res
+	}
 	return recvResult(C.rc_try_recv(r.h, C.uint32_t(id), bytesOf(buf), C.size_t(len(buf))))
 }
 
@@ -428,10 +484,25 @@ func (r *Ring) ReleaseView(id ConsumerID) Status {
 }
 
 // Lag is the positions published but not yet received by id.
-func (r *Ring) Lag(id ConsumerID) uint64 { return uint64(C.rc_lag(r.h, C.uint32_t(id))) }
+func (r *Ring) Lag(id ConsumerID) uint64 {
+	if r.n.header != nil {
+		return r.n.lag(id)
+	}
+	return uint64(C.rc_lag(r.h, C.uint32_t(id)))
+}
 
 // ProducerPosition is the next position the producer writes.
-func (r *Ring) ProducerPosition() uint64 { return uint64(C.rc_producer_position(r.h)) }
+func (r *Ring) ProducerPosition() uint64 {
+	if r.n.header != nil {
+		return atomic.LoadUint64(r.n.word64(layoutProducerSeq)) // pairs with publish's release store
+	}
+	return uint64(C.rc_producer_position(r.h))
+}
+
+// cLag and cProducerPosition are the C ABI's answers, never the Go path's
+// (for the tests, which cannot call cgo themselves).
+func (r *Ring) cLag(id ConsumerID) uint64 { return uint64(C.rc_lag(r.h, C.uint32_t(id))) }
+func (r *Ring) cProducerPosition() uint64 { return uint64(C.rc_producer_position(r.h)) }
 
 // Capacity is the ring's size in 64-byte slots.
 func (r *Ring) Capacity() uint64 { return uint64(C.ringcast_capacity(r.c)) }

@@ -2,13 +2,41 @@ package ringcast
 
 import (
 	"encoding/binary"
+	"runtime"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"unsafe"
 )
+
+// threadCPU pins the benchmark to its OS thread; the function it returns,
+// deferred, reports that thread's CPU time per iteration since the call
+// ("cpu-ns/op"), as Google Benchmark's CPU column does for the C++ shapes:
+// on a loaded host wall time also counts the time other processes had the
+// CPU.
+func threadCPU(b *testing.B) func() {
+	runtime.LockOSThread()
+	start := threadNanos()
+	return func() {
+		b.ReportMetric(float64(threadNanos()-start)/float64(b.N), "cpu-ns/op")
+		runtime.UnlockOSThread()
+	}
+}
+
+func threadNanos() int64 {
+	var ts syscall.Timespec
+	const clockThreadCPUTimeID = 3 // CLOCK_THREAD_CPUTIME_ID
+	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTimeID, uintptr(unsafe.Pointer(&ts)), 0)
+	return ts.Nano()
+}
 
 // The shapes of bench/ring/c_abi_bench.cpp from Go, 52-byte messages, one
 // goroutine (docs/benchmarks.md, "C ABI and bindings"):
 //
 //	go test -run '^$' -bench . -benchtime 2000000x
+//
+// PushNoConsumer and PushThenRecv take the Go path (native.go); their Cgo
+// variants turn it off, so every call crosses cgo as before it.
 
 func benchRing(b *testing.B, consumer bool) (*Ring, ConsumerID) {
 	r, err := CreateAnonymous(1024, &CreateOptions{MaxMessage: MaxInlinePayload})
@@ -25,10 +53,18 @@ func benchRing(b *testing.B, consumer bool) (*Ring, ConsumerID) {
 	return r, id
 }
 
-func BenchmarkPushNoConsumer(b *testing.B) {
+func BenchmarkPushNoConsumer(b *testing.B) { pushNoConsumer(b, true) }
+
+func BenchmarkPushNoConsumerCgo(b *testing.B) { pushNoConsumer(b, false) }
+
+func pushNoConsumer(b *testing.B, native bool) {
 	r, _ := benchRing(b, false)
+	if !native {
+		r.withoutNative()
+	}
 	m := make([]byte, MaxInlinePayload)
 	b.ResetTimer()
+	defer threadCPU(b)()
 	for i := 0; i < b.N; i++ {
 		if r.TryPush(m) != OK {
 			b.Fatal("push failed")
@@ -36,11 +72,19 @@ func BenchmarkPushNoConsumer(b *testing.B) {
 	}
 }
 
-func BenchmarkPushThenRecv(b *testing.B) {
+func BenchmarkPushThenRecv(b *testing.B) { pushThenRecv(b, true) }
+
+func BenchmarkPushThenRecvCgo(b *testing.B) { pushThenRecv(b, false) }
+
+func pushThenRecv(b *testing.B, native bool) {
 	r, id := benchRing(b, true)
+	if !native {
+		r.withoutNative()
+	}
 	m := make([]byte, MaxInlinePayload)
 	out := make([]byte, MaxInlinePayload)
 	b.ResetTimer()
+	defer threadCPU(b)()
 	for i := 0; i < b.N; i++ {
 		binary.LittleEndian.PutUint64(m, uint64(i))
 		if r.TryPush(m) != OK {
@@ -65,6 +109,7 @@ func BenchmarkBatch64(b *testing.B) {
 	buf := make([]byte, batch*MaxInlinePayload)
 	lengths := make([]uint32, batch)
 	b.ResetTimer()
+	defer threadCPU(b)()
 	for i := 0; i < b.N; i += batch {
 		for k := 0; k < batch; k++ {
 			binary.LittleEndian.PutUint64(flat[k*MaxInlinePayload:], uint64(i+k))
@@ -81,5 +126,24 @@ func BenchmarkBatch64(b *testing.B) {
 				b.Fatalf("message %d wrong", i+k)
 			}
 		}
+	}
+}
+
+// BenchmarkStoreFloor is the floor under the Go path's push: the eleven
+// sync/atomic stores it makes (a slot's two versions and seven words,
+// payload_bytes and producer_seq), to one cache line of Go memory and
+// nothing else. Each is sequentially consistent (XCHG on amd64).
+func BenchmarkStoreFloor(b *testing.B) {
+	var line [8]uint64
+	b.ResetTimer()
+	defer threadCPU(b)()
+	for i := 0; i < b.N; i++ {
+		v := uint64(i)
+		for k := 0; k < 8; k++ {
+			atomic.StoreUint64(&line[k], v)
+		}
+		atomic.StoreUint64(&line[0], v)
+		atomic.StoreUint64(&line[1], v)
+		atomic.StoreUint64(&line[2], v)
 	}
 }

@@ -61,6 +61,14 @@ int main(void) {
   OFFSET(ringcast_ring_status, messages);
   OFFSET(ringcast_ring_status, payload_bytes);
   OFFSET(ringcast_ring_status, consumers);
+  SIZE(ringcast_native);
+  OFFSET(ringcast_native, layout_version);
+  OFFSET(ringcast_native, capacity);
+  OFFSET(ringcast_native, header);
+  OFFSET(ringcast_native, is_producer);
+  OFFSET(ringcast_native, fenced);
+  OFFSET(ringcast_native, owned);
+  OFFSET(ringcast_native, stable_from_stride);
   VALUE(RINGCAST_MAX_CONSUMERS);
   VALUE(RINGCAST_MAX_INLINE_PAYLOAD);
   VALUE(RINGCAST_OK);

@@ -117,6 +117,30 @@ pub struct ringcast_ring_status {
     pub consumers: [ringcast_consumer_status; RINGCAST_MAX_CONSUMERS],
 }
 
+/// The mapping and the handle's hot-path state (ringcast_native_state). The
+/// Rust crate calls the C ABI directly and does not use it; declared so that
+/// the header and this file stay one to one (tests/abi.rs).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ringcast_native {
+    pub layout_version: u32,
+    pub flags: u32,
+    pub capacity: u64,
+    pub max_message: u64,
+    pub block_slots: u64,
+    pub header: *mut c_void,
+    pub slots: *mut c_void,
+    pub is_producer: *mut bool,
+    pub seq: *mut u64,
+    pub payload_bytes: *mut u64,
+    pub cached_min: *mut u64,
+    pub stamp_below: *mut u64,
+    pub fenced: *mut bool,
+    pub owned: *const c_void,
+    pub stable_from: *const u64,
+    pub stable_from_stride: usize,
+}
+
 /// The opaque handle.
 #[repr(C)]
 pub struct ringcast_ring {
@@ -220,6 +244,9 @@ extern "C" {
 
     pub fn ringcast_lag(ring: *const ringcast_ring, id: u32) -> u64;
     pub fn ringcast_producer_position(ring: *const ringcast_ring) -> u64;
+    pub fn ringcast_native_state(ring: *mut ringcast_ring, native: *mut ringcast_native) -> ringcast_status;
+    pub fn ringcast_native_wake_consumers(ring: *mut ringcast_ring);
+    pub fn ringcast_native_wake_producer(ring: *mut ringcast_ring);
     pub fn ringcast_capacity(ring: *const ringcast_ring) -> u64;
     pub fn ringcast_max_message(ring: *const ringcast_ring) -> usize;
     pub fn ringcast_is_lossy(ring: *const ringcast_ring) -> bool;

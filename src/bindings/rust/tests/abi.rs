@@ -82,6 +82,19 @@ fn structs_have_the_c_layout() {
         ]
     );
     same_layout!(
+        ringcast_native,
+        SIZE_ringcast_native,
+        [
+            (layout_version, OFFSET_ringcast_native_layout_version),
+            (capacity, OFFSET_ringcast_native_capacity),
+            (header, OFFSET_ringcast_native_header),
+            (is_producer, OFFSET_ringcast_native_is_producer),
+            (fenced, OFFSET_ringcast_native_fenced),
+            (owned, OFFSET_ringcast_native_owned),
+            (stable_from_stride, OFFSET_ringcast_native_stable_from_stride)
+        ]
+    );
+    same_layout!(
         ringcast_consumer_status,
         SIZE_ringcast_consumer_status,
         [

@@ -1,0 +1,540 @@
+package ringcast
+
+// The Go hot path (native.go) against the C++ one: the layout it relies on,
+// the same results as the C ABI on the same stream, and messages exchanged
+// with the C++ tools across processes (RINGCAST_CLI: the `ringcast` binary;
+// tests/bindings/exchange_test.py sets it, the tests skip without it).
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"ringcast/examples/pattern"
+)
+
+// withoutNative turns the Go path off on r: every call crosses cgo, as
+// before native.go. The reference the Go path is compared with.
+func (r *Ring) withoutNative() *Ring {
+	r.n = native{}
+	return r
+}
+
+// The offsets native.go reads come from ringcast.h (pinned against
+// layout.hpp by c_api.cpp's static_asserts); these are docs/layout.md's
+// numbers, so that a change of either is seen here too.
+func TestLayoutConstantsAreThoseOfDocsLayout(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want uint64
+	}{
+		{"version", layoutVersion, 5},
+		{"slot bytes", layoutSlotBytes, 64},
+		{"ProducerLine.producer_seq", layoutProducerSeq, 32},
+		{"ProducerLine.payload_bytes", layoutPayloadBytes, 48},
+		{"TailLine.write_intent", layoutWriteIntent, 64},
+		{"data_wait.signal", layoutDataWait, 128},
+		{"space_wait.signal", layoutSpaceWait, 192},
+		{"consumers", layoutConsumers, 256},
+		{"consumer entry bytes", layoutConsumerBytes, 64},
+		{"ConsumerEntry.state", layoutConsumerState, 8},
+		{"Slot.words", layoutSlotWords, 8},
+		{"record bit", layoutRecordBit, 1 << 31},
+		{"signal waiting bit", layoutSignalWaiting, 1},
+		{"consumer active", layoutConsumerActive, 1},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: ringcast.h says %d, docs/layout.md %d", c.name, c.got, c.want)
+		}
+	}
+	// native.go addresses a slot's words as the 8 words from its version.
+	if unsafe.Sizeof([8]uint64{}) != layoutSlotBytes || layoutSlotWords != 8 {
+		t.Fatal("a slot is not a version word and seven data words")
+	}
+}
+
+// The words native.go reads, written by C++ (the Go path off on the
+// producer): the header fields where the C ABI's observers find them, and an
+// inline slot as docs/layout.md lays it out.
+func TestMappingReadsAsTheCAbiReportsIt(t *testing.T) {
+	producer, consumer := pair(t)
+	producer.withoutNative()
+	id, err := consumer.Register(Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &consumer.n
+	if n.header == nil || n.capacity != 16 || n.mask != 15 || n.lossy {
+		t.Fatalf("native view: %+v", *n)
+	}
+	for i := 0; i < 21; i++ { // past a wrap
+		want(t, "TryPush", producer.TryPush([]byte(fmt.Sprintf("message %02d", i))), OK)
+		pos := uint64(i)
+		if got := *n.word64(layoutProducerSeq); got != pos+1 || got != producer.cProducerPosition() {
+			t.Fatalf("producer_seq %d, C ABI %d", got, producer.cProducerPosition())
+		}
+		s := n.slot(pos)
+		text := fmt.Sprintf("message %02d", i)
+		if s[0] != 2*pos+2 || uint32(s[1]) != uint32(len(text)) {
+			t.Fatalf("slot of %d: version %d, meta %#x", pos, s[0], uint32(s[1]))
+		}
+		var b [56]byte
+		for w := 0; w < 7; w++ {
+			binary.LittleEndian.PutUint64(b[8*w:], s[1+w])
+		}
+		if string(b[4:4+len(text)]) != text {
+			t.Fatalf("slot of %d holds %q", pos, b[4:4+len(text)])
+		}
+		if n.lag(id) != consumer.cLag(id) || n.lag(id) != 1 {
+			t.Fatalf("lag %d, C ABI %d", n.lag(id), consumer.cLag(id))
+		}
+		r := consumer.withoutNative().TryRecv(id, make([]byte, 64))
+		consumer.adopt() // the Go path back on
+		n = &consumer.n
+		if r.Status != OK || *n.cursor(id) != pos+1 {
+			t.Fatalf("receive %d: %+v, cursor %d", i, r, *n.cursor(id))
+		}
+	}
+	if *n.word64(layoutPayloadBytes) != 21*10 {
+		t.Fatalf("payload_bytes %d", *n.word64(layoutPayloadBytes))
+	}
+}
+
+// step is one operation of a script run once through the Go path and once
+// through cgo alone; every result must be the same.
+type step struct {
+	push []byte // push this (nil: receive)
+}
+
+func results(t *testing.T, native bool, capacity uint64, options *CreateOptions, script []step) []string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ring")
+	options.Replace = true
+	producer, err := Create(path, capacity, options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	consumer, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	if !native {
+		producer.withoutNative()
+		consumer.withoutNative()
+	}
+	id, err := consumer.Register(Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	buf := make([]byte, 256)
+	for _, s := range script {
+		if s.push != nil {
+			out = append(out, fmt.Sprintf("push %d: %v pos %d", len(s.push), producer.TryPush(s.push),
+				producer.ProducerPosition()))
+			continue
+		}
+		r := consumer.TryRecv(id, buf)
+		line := fmt.Sprintf("recv: %v length %d missed %d lag %d", r.Status, r.Length, r.Missed, consumer.Lag(id))
+		if r.Status == OK {
+			line += " " + string(buf[:r.Length])
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func sameResults(t *testing.T, capacity uint64, options CreateOptions, script []step) {
+	t.Helper()
+	o1, o2 := options, options
+	got := results(t, true, capacity, &o1, script)
+	ref := results(t, false, capacity, &o2, script)
+	for i := range ref {
+		if got[i] != ref[i] {
+			t.Fatalf("step %d: Go path %q, cgo %q", i, got[i], ref[i])
+		}
+	}
+}
+
+// A script of pushes of sizes from 0 to 125 bytes (one slot and several)
+// and receives, with the producer running ahead of the consumer by up to
+// `ahead` messages, so that the ring fills and wraps.
+func script(count, ahead int) []step {
+	var s []step
+	pending := 0
+	for i := 0; i < count; i++ {
+		s = append(s, step{push: pattern.Message(uint64(i))})
+		pending++
+		for pending > ahead || (i == count-1 && pending > 0) {
+			s = append(s, step{})
+			pending--
+		}
+	}
+	return append(s, step{}) // and one of nothing
+}
+
+func TestGoPathGivesTheResultsOfTheCAbi(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		capacity uint64
+		options  CreateOptions
+		ahead    int
+	}{
+		{"InlineOnlyBlockingWraps", 8, CreateOptions{MaxMessage: MaxInlinePayload}, 12},
+		{"RecordsBlockingWrapsAndFills", 16, CreateOptions{MaxMessage: 200}, 9},
+		{"RecordsNonPowerOfTwoCapacity", 13, CreateOptions{MaxMessage: 120}, 5},
+		{"LossyInlineLapsTheConsumer", 8, CreateOptions{Lossy: true, MaxMessage: MaxInlinePayload}, 11},
+		{"LossyRecordsLapTheConsumer", 16, CreateOptions{Lossy: true, MaxMessage: 200}, 13},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var s []step
+			if c.options.MaxMessage == MaxInlinePayload {
+				for i := 0; i < 300; i++ {
+					m := pattern.Message(uint64(i))
+					if len(m) > MaxInlinePayload {
+						m = m[:MaxInlinePayload]
+					}
+					s = append(s, step{push: m})
+					if i%c.ahead == c.ahead-1 {
+						for k := 0; k < c.ahead; k++ {
+							s = append(s, step{})
+						}
+					}
+				}
+			} else {
+				s = script(300, c.ahead)
+			}
+			sameResults(t, c.capacity, c.options, s)
+		})
+	}
+}
+
+// The Go path's receive into a lossy ring that lapped it reports what the
+// C++ consumer (the same ring through cgo) reports, and both go on with the
+// same messages: 100 messages of 2 to 125 bytes (records too) into 16 slots,
+// pushed by a Go producer or by `ringcast pub` in another process.
+func TestLappedGoConsumerReportsWhatTheCppConsumerReports(t *testing.T) {
+	for _, producerKind := range []string{"Go", "RingcastPub"} {
+		t.Run(producerKind, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ring")
+			creator, err := Create(path, 16, &CreateOptions{Lossy: true, MaxMessage: 200,
+				NoProducer: producerKind != "Go"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer creator.Close()
+			goSide, err := Open(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer goSide.Close()
+			cSide, err := Open(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cSide.Close()
+			cSide.withoutNative()
+			goID, err := goSide.Register(Latest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cID, err := cSide.Register(Latest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const count = 100
+			if producerKind == "Go" {
+				for i := 0; i < count; i++ {
+					want(t, "TryPush", creator.TryPush(pattern.Message(uint64(i))), OK)
+				}
+			} else {
+				pub := exec.Command(cli(t), "pub", path, "--binary")
+				pub.Stdin = bytes.NewReader(frames(count))
+				if out, err := pub.CombinedOutput(); err != nil {
+					t.Fatalf("ringcast pub: %v: %s", err, out)
+				}
+			}
+			gb, cb := make([]byte, 256), make([]byte, 256)
+			laps, received, next := 0, 0, -1 // next: the message expected after the lap
+			for {
+				g, c := goSide.TryRecv(goID, gb), cSide.TryRecv(cID, cb)
+				if g != c || !bytes.Equal(gb[:g.Length], cb[:c.Length]) {
+					t.Fatalf("Go %+v %q, C++ %+v %q", g, gb[:g.Length], c, cb[:c.Length])
+				}
+				if g.Status == Lapped {
+					laps++
+				} else if g.Status == OK {
+					var seq int
+					if _, err := fmt.Sscan(string(gb[:g.Length]), &seq); err != nil || (next >= 0 && seq != next) ||
+						!bytes.Equal(gb[:g.Length], pattern.Message(uint64(seq))) {
+						t.Fatalf("message %.20q after %d, want message %d", gb[:g.Length], received, next)
+					}
+					next = seq + 1
+					received++
+				} else if g.Status == Empty {
+					break
+				} else {
+					t.Fatalf("receive: %+v", g)
+				}
+			}
+			if laps != 1 || received == 0 || next != count {
+				t.Fatalf("%d laps and %d messages after %d pushes into 16 slots", laps, received, count)
+			}
+		})
+	}
+}
+
+func cli(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("RINGCAST_CLI")
+	if path == "" {
+		t.Skip("RINGCAST_CLI (the ringcast tool) not set: run through tests/bindings/exchange_test.py")
+	}
+	return path
+}
+
+// frames are `ringcast pub --binary`'s input: a 4-byte length, then the bytes.
+func frames(count int) []byte {
+	var b bytes.Buffer
+	for i := 0; i < count; i++ {
+		m := pattern.Message(uint64(i))
+		var l [4]byte
+		binary.LittleEndian.PutUint32(l[:], uint32(len(m)))
+		b.Write(l[:])
+		b.Write(m)
+	}
+	return b.Bytes()
+}
+
+// A Go producer (inline messages through the Go path, records through
+// cgo) to `ringcast sub`, across processes: 20000 messages of 2 to 125
+// bytes through 64 slots, every one checked as sub prints it.
+func TestGoProducerToRingcastSub(t *testing.T) {
+	tool := cli(t)
+	const count = 20000
+	path := filepath.Join(t.TempDir(), "ring")
+	producer, err := Create(path, 64, &CreateOptions{MaxMessage: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	sub := exec.Command(tool, "sub", path, "--binary", "--count", fmt.Sprint(count))
+	stderr, err := sub.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := sub.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Wait()
+	defer sub.Process.Kill()
+	errs := bufio.NewReader(stderr)
+	if line, err := errs.ReadString('\n'); err != nil || !strings.Contains(line, "subscribed") {
+		t.Fatalf("ringcast sub: %q %v", line, err)
+	}
+	go io.Copy(io.Discard, errs)
+	pushed := make(chan error, 1)
+	go func() {
+		deadline := time.Now().Add(60 * time.Second)
+		for i := 0; i < count; {
+			switch s := producer.TryPush(pattern.Message(uint64(i))); s {
+			case OK:
+				i++
+			case Full:
+				if time.Now().After(deadline) {
+					pushed <- fmt.Errorf("message %d: still full after 60 s", i)
+					return
+				}
+				runtime.Gosched()
+			default:
+				pushed <- fmt.Errorf("message %d: %v", i, s)
+				return
+			}
+		}
+		pushed <- nil
+	}()
+	in := bufio.NewReader(stdout)
+	for i := 0; i < count; i++ {
+		var l [4]byte
+		if _, err := io.ReadFull(in, l[:]); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		got := make([]byte, binary.LittleEndian.Uint32(l[:]))
+		if _, err := io.ReadFull(in, got); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if m := pattern.Message(uint64(i)); !bytes.Equal(got, m) {
+			t.Fatalf("message %d: %d bytes %.20q, want %d bytes %.20q", i, len(got), got, len(m), m)
+		}
+	}
+	if err := <-pushed; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// `ringcast pub` (C++) pushing while a Go consumer reads through the Go
+// path, across processes: every message checked, in order, none missed.
+func TestRingcastPubToGoConsumerWhilePushing(t *testing.T) {
+	tool := cli(t)
+	const count = 20000
+	path := filepath.Join(t.TempDir(), "ring")
+	creator, err := Create(path, 64, &CreateOptions{MaxMessage: 200, NoProducer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer creator.Close()
+	id, err := creator.Register(Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := exec.Command(tool, "pub", path, "--binary")
+	pub.Stdin = bytes.NewReader(frames(count))
+	var out bytes.Buffer
+	pub.Stdout, pub.Stderr = &out, &out
+	if err := pub.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := pub.Wait(); err != nil {
+			t.Errorf("ringcast pub: %v: %s", err, out.String())
+		}
+	}()
+	buf := make([]byte, 256)
+	deadline := time.Now().Add(60 * time.Second)
+	for i := 0; i < count; {
+		r := creator.TryRecv(id, buf)
+		switch r.Status {
+		case OK:
+			if m := pattern.Message(uint64(i)); !bytes.Equal(buf[:r.Length], m) {
+				t.Fatalf("message %d: %.20q, want %.20q", i, buf[:r.Length], m)
+			}
+			i++
+		case Empty, Stalled: // Stalled: pub descheduled mid-write; retry
+			if time.Now().After(deadline) {
+				t.Fatalf("message %d: %v for 60 s (pub: %s)", i, r.Status, out.String())
+			}
+			runtime.Gosched()
+		default:
+			t.Fatalf("message %d: %+v", i, r)
+		}
+	}
+}
+
+// A Go producer goroutine and Go consumer goroutines on one ring, both
+// sides on the Go path, for `go test -race`: every message checked.
+func TestGoProducerAndConsumersConcurrently(t *testing.T) {
+	for _, lossy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("Lossy%v", lossy), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ring")
+			producer, err := Create(path, 8, &CreateOptions{Lossy: lossy, MaxMessage: MaxInlinePayload})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer producer.Close()
+			const count, readers = 50000, 2
+			var wg sync.WaitGroup
+			errs := make(chan error, readers)
+			ready := make(chan struct{}, readers)
+			for k := 0; k < readers; k++ {
+				consumer, err := Open(path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer consumer.Close()
+				id, err := consumer.Register(Latest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ready <- struct{}{}
+					buf := make([]byte, MaxInlinePayload)
+					next := uint64(0) // the sequence expected next
+					deadline := time.Now().Add(60 * time.Second)
+					for next < count {
+						r := consumer.TryRecv(id, buf)
+						switch r.Status {
+						case OK:
+							seq := binary.LittleEndian.Uint64(buf)
+							if seq != next || r.Length != MaxInlinePayload {
+								errs <- fmt.Errorf("got %d (%d bytes), want %d", seq, r.Length, next)
+								return
+							}
+							for j := 8; j < MaxInlinePayload; j++ { // every word of it
+								if buf[j] != byte(seq+uint64(j)) {
+									errs <- fmt.Errorf("message %d: byte %d torn", seq, j)
+									return
+								}
+							}
+							next++
+						case Lapped:
+							if !lossy {
+								errs <- fmt.Errorf("lapped on a blocking ring at %d", next)
+								return
+							}
+							next += r.Missed
+						case Empty, Stalled:
+							// Stalled: the producer goroutine was descheduled
+							// (or preempted) between a slot's odd and even
+							// version for longer than the reader's spin; the
+							// slot is whole once it runs again.
+							if time.Now().After(deadline) {
+								errs <- fmt.Errorf("stuck at %d (%v)", next, r.Status)
+								return
+							}
+							runtime.Gosched()
+						default:
+							errs <- fmt.Errorf("at %d: %+v", next, r)
+							return
+						}
+					}
+				}()
+			}
+			for k := 0; k < readers; k++ {
+				<-ready
+			}
+			m := make([]byte, MaxInlinePayload)
+			deadline := time.Now().Add(60 * time.Second)
+			for i := uint64(0); i < count && !t.Failed(); {
+				binary.LittleEndian.PutUint64(m, i)
+				for j := 8; j < MaxInlinePayload; j++ {
+					m[j] = byte(i + uint64(j))
+				}
+				switch s := producer.TryPush(m); s {
+				case OK:
+					i++
+				case Full:
+					if time.Now().After(deadline) {
+						t.Errorf("push %d: still full after 60 s", i)
+					}
+					runtime.Gosched()
+				default:
+					t.Errorf("push %d: %v", i, s)
+				}
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+		})
+	}
+}
