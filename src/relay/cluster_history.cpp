@@ -153,6 +153,12 @@ ClusterHistory::~ClusterHistory() {
 
 bool ClusterHistory::store(std::span<const broker::Message> msgs, bool wait,
                            std::span<std::uint64_t> offsets) noexcept {
+  if (wait && natsConnection_Status(conn_) != NATS_CONN_STATUS_CONNECTED) {
+    // Handed over now, it would wait in libnats' reconnect buffer and could
+    // be stored after the publisher was told it was not: refused untouched.
+    store_failed_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   Wait w{offsets, 0, false};
   std::vector<std::uint64_t> mine;  // the seqs registered for `w` (invariant 1)
   bool ok = true;                   // false: refused here (on_ack counts JetStream's refusals)

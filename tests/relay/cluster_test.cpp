@@ -789,6 +789,45 @@ TEST_F(ClusterHistoryTest, AQos1PublishIsAcknowledgedWithTheOffsetEveryNodeDeliv
   EXPECT_GE(a_.link->stats().history_stored, 1u);
 }
 
+// A QoS 1 publish while the node's NATS connection is down is refused and
+// never stored: not handed to libnats' reconnect buffer, which would store it
+// once the server is back, after the publisher was told "not stored".
+TEST_F(ClusterHistoryTest, AQos1PublishWhileTheNodeIsDisconnectedIsRefusedAndNeverStoredLater) {
+  WsClient publisher(a_.broker->ws_port());
+  const auto publish = [&publisher](const std::string& payload) {
+    EXPECT_TRUE(publisher.send_json({{"type", "publish"}, {"topic", "room7"}, {"payload", payload}, {"qos", 1}}));
+    return publisher.read_json().value_or(nlohmann::json{});
+  };
+  ASSERT_EQ(publish("before")["type"], "puback");
+  const std::uint16_t port = server_->port();
+  server_->kill();
+  const auto until = [](const auto& cond) {
+    for (const auto d = deadline_in(20s); !cond();) {
+      if (std::chrono::steady_clock::now() >= d) return false;
+      std::this_thread::sleep_for(10ms);
+    }
+    return true;
+  };
+  ASSERT_TRUE(until([&] { return !a_.link->stats().connected; }));
+  const nlohmann::json refused = publish("refused");
+  EXPECT_EQ(refused["type"], "error") << refused.dump();
+  EXPECT_NE(refused.value("message", "").find("not stored"), std::string::npos) << refused.dump();
+  server_ = NatsServer::start({.port = port, .jetstream_dir = store_.path()});
+  ASSERT_TRUE(server_);
+  // Once the node is back and JetStream answers, a later publish is stored.
+  ASSERT_TRUE(until([&] { return a_.link->stats().connected && publish("after")["type"] == "puback"; }));
+  WsClient live(b_.broker->ws_port()), reader(b_.broker->ws_port());
+  const nlohmann::json confirmed = ws_subscribe(live, {{"topic", "room7"}});
+  ASSERT_EQ(confirmed["type"], "subscribed") << confirmed.dump();
+  const nlohmann::json sub =
+      ws_subscribe(reader, {{"topic", "room7"}, {"since", {{"offset", 0}, {"epoch", confirmed["epoch"]}}}});
+  ASSERT_EQ(sub["type"], "subscribed") << sub.dump();
+  std::vector<std::string> payloads;
+  for (const auto& [offset, payload] : ws_messages(reader, 2)) payloads.push_back(payload);
+  EXPECT_EQ(payloads, (std::vector<std::string>{"before", "after"}));
+  EXPECT_GE(a_.link->stats().history_store_failed, 1u);
+}
+
 // --- Durable QoS 1 sessions across nodes (docs/cluster.md, "Durable sessions") ----------------------
 
 constexpr std::string_view kTokenSecret = "cluster-durable-sessions-secret-0123456789";
