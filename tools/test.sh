@@ -4,8 +4,11 @@
 # (clang -O0, with the libFuzzer smoke runs) and TSan (g++ -O1) build and run
 # the parts whose code shares memory between threads (RINGCAST_TEST_PARTS in
 # CMakePresets.json: ring, broker, relay, top, python; not tools, browser,
-# install or bindings), and TSan leaves out the hostile suite too, whose broker
-# is SIGKILLed so its reports could fail nothing (tests/broker/CMakeLists.txt).
+# install or bindings). TSan also leaves out the hostile suite and the cluster's
+# namespace test, whose brokers are SIGKILLed so their reports could fail
+# nothing (tests/broker/CMakeLists.txt, tests/relay/CMakeLists.txt), and the
+# test executables that never run a second thread (ONE_THREAD in
+# tests/CMakeLists.txt). The fuzz smoke runs are 5 s each, after every seed.
 # docs/design.md, "The test suite's budget", has the rule and the numbers.
 # Installs missing packages first.
 # After the release suite, tools/readme-test.py runs every block of README.md,

@@ -5,9 +5,12 @@
 // owed it a notice that no policy drops; one notice per lost delivery filled
 // its queue past the hard limit and the broker disconnected it for its own
 // loss notices. Now a run of losses is one notice naming its range.
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +36,15 @@ std::optional<std::uint64_t> field(std::string_view text, std::string_view key) 
   return std::stoull(std::string(text.substr(at + k.size())));
 }
 
+// The largest send buffer the kernel's autotuning gives a TCP socket whose
+// owner did not set SO_SNDBUF (the broker does not): tcp_wmem's third field.
+std::uint64_t tcp_wmem_max() {
+  std::ifstream f("/proc/sys/net/ipv4/tcp_wmem");
+  std::uint64_t min = 0, initial = 0, max = 0;
+  f >> min >> initial >> max;
+  return max;
+}
+
 TEST(LossNoticeTest, FloodedQosOneSubscriberIsNotDisconnectedByItsOwnLossNotices) {
   Broker b({"--overflow-policy", "drop-oldest", "--hard-limit", "64kb", "--soft-limit", "0", "--pace-bytes", "0",
             "--max-in-flight", "4", "--ack-timeout", "1h"});
@@ -41,17 +53,29 @@ TEST(LossNoticeTest, FloodedQosOneSubscriberIsNotDisconnectedByItsOwnLossNotices
   const auto ok = sub.read_json();
   ASSERT_TRUE(ok && (*ok)["type"] == "subscribed");
 
-  // 150,000 QoS 1 publishes while the subscriber reads nothing: 4 are in
-  // flight, 64 KB of them wait, the rest are dropped. One notice per drop
-  // would be about 20 MB, more than the hard limit plus what the kernel's
-  // socket buffers hold.
+  // QoS 1 publishes while the subscriber reads nothing: 4 are in flight,
+  // 64 KB of them wait, the rest are dropped. One notice per drop must come
+  // to more than what lies between the broker's queue and the subscriber,
+  // else a broker that sent one per drop would pass: the hard limit, the
+  // broker's send buffer (at most tcp_wmem's maximum, 4 MB by default) and
+  // the subscriber's receive buffer (it reads nothing, so the kernel does not
+  // grow it). Twice that many publishes: about 90,000 by default (the test
+  // had 150,000, 20 MB of notices, for the same check at 1.7 times the cost).
+  // kNoticeBytes: no notice frame is smaller (the JSON envelope and the text
+  // "window-dropped topic=t message_id=N total=D" without their numbers).
+  constexpr std::uint64_t kNoticeBytes = 100, kHardLimit = 64 * 1024;
+  int receive_buffer = 0;
+  socklen_t len = sizeof receive_buffer;
+  ASSERT_EQ(::getsockopt(sub.fd(), SOL_SOCKET, SO_RCVBUF, &receive_buffer, &len), 0);
+  const std::uint64_t between = kHardLimit + tcp_wmem_max() + static_cast<std::uint64_t>(receive_buffer);
   WsClient pub(b.ws_port());
-  constexpr int kBatches = 750, kBatch = 200;
+  constexpr int kBatch = 200;
+  const int batches = static_cast<int>(2 * between / kNoticeBytes / kBatch + 1);
   const std::string frame = ws::test::client_frame(
       json{{"type", "publish"}, {"topic", "t"}, {"payload", "0123456789abcdef"}, {"qos", 1}}.dump());
   std::string batch;
   for (int i = 0; i < kBatch; ++i) batch += frame;
-  for (int n = 0; n < kBatches; ++n) {
+  for (int n = 0; n < batches; ++n) {
     ASSERT_TRUE(pub.send_raw(batch));
     for (int i = 0; i < kBatch; ++i) {
       const auto r = pub.read_json();
@@ -62,7 +86,9 @@ TEST(LossNoticeTest, FloodedQosOneSubscriberIsNotDisconnectedByItsOwnLossNotices
   const std::optional<std::string> dropped_text = b.info_field("qos1_window_dropped");
   ASSERT_TRUE(dropped_text.has_value());
   const std::uint64_t dropped = std::stoull(*dropped_text);
-  ASSERT_GT(dropped, 100000u) << "the drops stopped early: the subscriber was disconnected during the flood";
+  ASSERT_GT(dropped * kNoticeBytes, between)
+      << dropped << " drops: either they stopped early (the subscriber was disconnected during the flood) or the "
+      << "flood is too small for one notice per drop to overflow " << between << " bytes of queue and buffers";
 
   // The subscriber reads: its deliveries, then notices whose counts add up to
   // every drop, each once, without the connection ending.
