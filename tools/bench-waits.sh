@@ -31,7 +31,7 @@ while (($#)); do
 done
 
 cd "$root"
-cmake --preset release >/dev/null
+cmake --preset release -DRINGCAST_BUILD_BENCHMARKS=ON >/dev/null
 cmake --build --preset release --target ringcast_bench_xproc >/dev/null
 bin="$root/build/release/bench/ring/ringcast_bench_xproc"
 mkdir -p "$out"

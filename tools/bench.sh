@@ -70,7 +70,7 @@ build_in() {
   local src=$1 dir=$2
   shift 2
   if [[ -z $dir ]]; then
-    (cd "$src" && cmake --preset release >/dev/null && cmake --build --preset release --target "$@")
+    (cd "$src" && cmake --preset release -DRINGCAST_BUILD_BENCHMARKS=ON >/dev/null && cmake --build --preset release --target "$@")
   else
     cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
     cmake --build "$dir" --target "$@"

@@ -20,7 +20,9 @@ tools/test.sh runs it after the release build's tests have passed:
     reason is required and printed. Only for a block that cannot run in CI.
   * A ```sh block preceded by `<!-- readme-test: help -->` (the benchmarks,
     which take minutes and need a quiet machine) runs each command with
-    --help instead, which proves the command exists and parses.
+    --help instead, which proves the command exists and parses; a command
+    under build/release/ runs from the --bench-build tree instead (CI builds
+    the benchmarks in its ASan tree, tools/test.sh).
   * Every ```python block runs with /usr/bin/python3 (the interpreter the
     module is built for) with the build's python/ directory on PYTHONPATH, as
     the README tells a user to set it.
@@ -43,7 +45,7 @@ tools/test.sh runs it after the release build's tests have passed:
     (`wait_for_consumers`) gets one: `ringcast sub` on the ring it creates,
     which must receive a message before the snippet's process ends.
 
-usage: tools/readme-test.py [--build DIR] [--keep] [DOC.md ...]
+usage: tools/readme-test.py [--build DIR] [--bench-build DIR] [--keep] [DOC.md ...]
 Exits non-zero at the first block that fails, printing the block and its
 output.
 """
@@ -135,13 +137,15 @@ def existing(paths: set) -> set:
     return {p for p in paths if p.exists()}
 
 
-def run_sh(text: str, where: str, env: dict, help_only: bool) -> None:
+def run_sh(text: str, where: str, env: dict, help_only: bool, bench_build: str) -> None:
     script = []
     for l in text.splitlines():
         if SUITE_LINE.match(l):
             script.append(f": readme-test: not re-run, part of this run: {l.strip()!r}")
         elif help_only and l.strip() and not l.lstrip().startswith("#"):
             command = l.split("#", 1)[0].split()
+            if command[0].startswith("build/release/"):
+                command[0] = bench_build + command[0][len("build/release"):]
             script.append(" ".join(command[:1] + ["--help"]) + " >/dev/null")
         else:
             script.append(l)
@@ -343,7 +347,7 @@ def build_snippets(doc: str, cmake_text: str, cpp_blocks: list, prefix: Path, wo
             remove_created_rings(text)
 
 
-def run_doc(doc: str, env: dict, build: Path, prefix: Path, work: Path, ring_top) -> dict:
+def run_doc(doc: str, env: dict, build: Path, bench_build: str, prefix: Path, work: Path, ring_top) -> dict:
     """Runs one document's blocks; returns how many of each kind ran."""
     counts = {"sh": 0, "python": 0, "cpp": 0, "checked": 0, "skipped": 0}
     cmake_text, cpp_blocks = "", []
@@ -353,7 +357,7 @@ def run_doc(doc: str, env: dict, build: Path, prefix: Path, work: Path, ring_top
             print(f"readme-test: {where}: skipped: {argument}", flush=True)
             counts["skipped"] += 1
         elif lang == "sh":
-            run_sh(text, where, env, directive == "help")
+            run_sh(text, where, env, directive == "help", bench_build)
             counts["sh"] += 1
         elif lang == "python":
             run_python(text, where, env, build)
@@ -382,6 +386,7 @@ def run_doc(doc: str, env: dict, build: Path, prefix: Path, work: Path, ring_top
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build/release", help="release build directory to install from")
+    ap.add_argument("--bench-build", help="the tree with the benchmarks, for the help blocks (default: --build)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary prefix and snippet builds")
     ap.add_argument("docs", nargs="*", default=["README.md"], help="documents to run, relative to the repository")
     args = ap.parse_args()
@@ -402,7 +407,7 @@ def main() -> None:
             return taken[0]
 
         for doc in args.docs:
-            c = run_doc(doc, env, ROOT / args.build, prefix, work, ring_top)
+            c = run_doc(doc, env, ROOT / args.build, args.bench_build or args.build, prefix, work, ring_top)
             print(f"readme-test: {doc}: {c['sh']} sh and {c['python']} python blocks ran, {c['cpp']} cpp blocks "
                   f"built, {c['checked']} outputs checked, {c['skipped']} skipped: ok", flush=True)
     finally:

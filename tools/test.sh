@@ -11,8 +11,13 @@
 # tests/CMakeLists.txt). The fuzz smoke runs are 5 s each, after every seed.
 # docs/design.md, "The test suite's budget", has the rule and the numbers.
 # Installs missing packages first.
-# After the release suite, tools/readme-test.py runs every block of README.md,
-# docs/python.md and docs/relay.md and checks docs/ring-top.md's captured output.
+# The benchmarks are built in one tree only, ASan's when it is built (clang -O0
+# compiles them for about half of what g++ -O2 costs the release tree), else
+# release's; there ctest starts each with --help (bench/CMakeLists.txt).
+# After the builds, tools/readme-test.py runs every block of README.md,
+# docs/python.md and docs/relay.md against the release build (the benchmark
+# blocks against the tree that has them) and checks docs/ring-top.md's
+# captured output.
 # Not run here: tools/mutants.py (minutes per mutation), which breaks each
 # critical invariant in turn and checks that a test fails; tools/lint.sh
 # (clang-tidy over src/ and include/, about 6 CPU-minutes: too much for the
@@ -41,6 +46,8 @@ if ! tools/format.sh --check; then
   exit 1
 fi
 jobs=$(nproc)
+bench_tree=release
+[[ " ${configs[*]} " == *" asan "* ]] && bench_tree=asan
 summary=()
 failed=0
 failures=()   # ctest logs (build/<preset>/ctest.log) of the presets with a failed test
@@ -68,7 +75,9 @@ fi
 for preset in "${configs[@]}"; do
   start=$SECONDS
   echo "=== $preset: configure and build"
-  cmake --preset "$preset" >/dev/null
+  benchmarks=OFF
+  [[ $preset == "$bench_tree" ]] && benchmarks=ON
+  cmake --preset "$preset" -DRINGCAST_BUILD_BENCHMARKS=$benchmarks >/dev/null
   cmake --build --preset "$preset" -j "$jobs"
   echo "=== $preset: test"
   label_args=()
@@ -82,19 +91,20 @@ for preset in "${configs[@]}"; do
     failures+=("$log")
     failed=1
   fi
-  if [[ $preset == release ]]; then
-    # The README as a newcomer runs it, against this release build.
-    start=$SECONDS
-    echo "=== readme: every block of README.md and the docs it runs; the tools' reference pages"
-    if tools/readme-test.py --build build/release README.md docs/python.md docs/relay.md docs/ring-top.md &&
-      tools/tool-docs.py --build build/release --check; then
-      summary+=("readme: passed ($((SECONDS - start)) s)")
-    else
-      summary+=("readme: FAILED ($((SECONDS - start)) s)")
-      failed=1
-    fi
-  fi
 done
+# The README as a newcomer runs it, against the release build.
+if [[ " ${configs[*]} " == *" release "* ]]; then
+  start=$SECONDS
+  echo "=== readme: every block of README.md and the docs it runs; the tools' reference pages"
+  if tools/readme-test.py --build build/release --bench-build "build/$bench_tree" \
+    README.md docs/python.md docs/relay.md docs/ring-top.md &&
+    tools/tool-docs.py --build build/release --check; then
+    summary+=("readme: passed ($((SECONDS - start)) s)")
+  else
+    summary+=("readme: FAILED ($((SECONDS - start)) s)")
+    failed=1
+  fi
+fi
 for log in "${failures[@]}"; do
   echo "=== failed in $log (each failed test's output, first 60 lines)"
   # A failed test's block runs from its "***Failed"/"***Timeout"/"***Exception"
