@@ -834,14 +834,6 @@ constexpr std::string_view kTokenSecret = "cluster-durable-sessions-secret-01234
 
 // History nodes that take tokens signed with kTokenSecret and redeliver
 // nothing by themselves (only a session's take-over resends).
-class ClusterSessionTest : public ClusterHistoryTest {
- protected:
-  void configure(broker::BrokerConfig& bc) override {
-    bc.token_secret = std::string(kTokenSecret);
-    bc.ack_timeout = std::chrono::hours(1);
-  }
-};
-
 // A WebSocket connection to `port` authenticated as `subject`, which may
 // subscribe and publish to room*.
 std::unique_ptr<WsClient> connect_as(std::uint16_t port, const std::string& subject) {
@@ -866,6 +858,34 @@ bool publish_acked(WsClient& c, std::string_view topic, const std::string& paylo
   return j && (*j)["type"] == "puback";
 }
 
+class ClusterSessionTest : public ClusterHistoryTest {
+ protected:
+  void configure(broker::BrokerConfig& bc) override {
+    bc.token_secret = std::string(kTokenSecret);
+    bc.ack_timeout = std::chrono::hours(1);
+  }
+
+  // Node A goes, while its connections are still open.
+  void stop_node_a() {
+    a_.link->stop();
+    a_.broker->stop();
+    a_.broker->wait();
+  }
+
+  // While the durable subscriber is away: m<first>..m<last> published on B,
+  // each acknowledged, then "attacker" (returned) asks B for `client_id`
+  // and is refused, though B has never seen the session.
+  std::unique_ptr<WsClient> miss_on_b_then_try_as_another(int first, int last, const std::string& client_id) {
+    auto pub = connect_as(b_.broker->ws_port(), "publisher");
+    for (int i = first; i <= last; ++i) EXPECT_TRUE(publish_acked(*pub, "room1", "m" + std::to_string(i)));
+    auto attacker = connect_as(b_.broker->ws_port(), "attacker");
+    const nlohmann::json refused = ws_subscribe(*attacker, {{"topic", "room1"}, {"qos", 1}, {"client_id", client_id}});
+    EXPECT_EQ(refused["type"], "error") << refused.dump();
+    EXPECT_NE(refused.value("message", "").find("belongs to another identity"), std::string::npos) << refused.dump();
+    return attacker;
+  }
+};
+
 // The issue's promise: a durable subscriber on node A acks some messages, A
 // goes, and the subscriber resumes on B with the same client_id and identity:
 // it gets every message it had not acked and every one published while it
@@ -888,21 +908,10 @@ TEST_F(ClusterSessionTest, ADurableSubscriberResumesOnAnotherNodeAfterItsNodeIsG
     // to JetStream (acks 2..4 may fall in the same save interval).
     ASSERT_TRUE(testing::eventually([&] { return a_.link->stats().session_puts >= 2; }))
         << a_.link->stats().session_puts;
-    // A goes while its connections are still open.
-    a_.link->stop();
-    a_.broker->stop();
-    a_.broker->wait();
+    stop_node_a();
   }
-
-  auto pub_b = connect_as(b_.broker->ws_port(), "publisher");
-  for (int i = kBefore + 1; i <= kBefore + kMissed; ++i) {
-    ASSERT_TRUE(publish_acked(*pub_b, "room1", "m" + std::to_string(i)));
-  }
-
-  auto attacker = connect_as(b_.broker->ws_port(), "attacker");
-  const nlohmann::json refused = ws_subscribe(*attacker, {{"topic", "room1"}, {"qos", 1}, {"client_id", "dur-1"}});
-  EXPECT_EQ(refused["type"], "error") << refused.dump();
-  EXPECT_NE(refused.value("message", "").find("belongs to another identity"), std::string::npos) << refused.dump();
+  auto attacker = miss_on_b_then_try_as_another(kBefore + 1, kBefore + kMissed, "dur-1");
+  ASSERT_FALSE(HasFailure());
 
   auto owner = connect_as(b_.broker->ws_port(), "owner");
   const nlohmann::json sub = ws_subscribe(*owner, {{"topic", "room1"}, {"qos", 1}, {"client_id", "dur-1"}});
@@ -922,6 +931,7 @@ TEST_F(ClusterSessionTest, ADurableSubscriberResumesOnAnotherNodeAfterItsNodeIsG
     EXPECT_EQ(resumed[i], "m" + std::to_string(first + static_cast<int>(i))) << ::testing::PrintToString(resumed);
   }
   // Then live, with no gap at the seam.
+  auto pub_b = connect_as(b_.broker->ws_port(), "publisher");
   ASSERT_TRUE(publish_acked(*pub_b, "room1", "live"));
   const auto live = ws_messages(*owner, 1);
   ASSERT_EQ(live.size(), 1u);
@@ -958,17 +968,10 @@ TEST_F(ClusterSessionTtlTest, AHeldSessionOutlivesTheBucketsTtlAndALeftOneExpire
     ASSERT_TRUE(testing::eventually([&] { return a_.link->stats().session_puts >= 2; }));
     // Held, idle, for twice the bucket's TTL: only A's refreshes keep it.
     std::this_thread::sleep_for(3s);
-    a_.link->stop();
-    a_.broker->stop();
-    a_.broker->wait();
+    stop_node_a();
   }
-  auto pub_b = connect_as(b_.broker->ws_port(), "publisher");
-  for (int i = kBefore + 1; i <= kBefore + kMissed; ++i) {
-    ASSERT_TRUE(publish_acked(*pub_b, "room1", "m" + std::to_string(i)));
-  }
-  auto attacker = connect_as(b_.broker->ws_port(), "attacker");
-  const nlohmann::json refused = ws_subscribe(*attacker, {{"topic", "room1"}, {"qos", 1}, {"client_id", "dur-2"}});
-  EXPECT_NE(refused.value("message", "").find("belongs to another identity"), std::string::npos) << refused.dump();
+  auto attacker = miss_on_b_then_try_as_another(kBefore + 1, kBefore + kMissed, "dur-2");
+  ASSERT_FALSE(HasFailure());
   {
     auto owner = connect_as(b_.broker->ws_port(), "owner");
     ASSERT_EQ(ws_subscribe(*owner, {{"topic", "room1"}, {"qos", 1}, {"client_id", "dur-2"}})["type"], "subscribed");
