@@ -112,20 +112,17 @@ func (r *Ring) tryPush(p []byte) bool {
 	}
 	// write_slot: the length in the low half of words[0], then the payload
 	// zero-padded to 52 bytes, little-endian; a full 52 bytes straight from p.
-	var w [7]uint64
+	// Unrolled over an array pointer, with no bounds check: a loop over
+	// slices of p cost a quarter of the push (4 ns of 14).
+	q := &[MaxInlinePayload]byte{}
 	if len(p) == MaxInlinePayload {
-		w[0] = MaxInlinePayload | uint64(binary.LittleEndian.Uint32(p))<<32
-		for i := 1; i < 7; i++ {
-			w[i] = binary.LittleEndian.Uint64(p[4+8*(i-1):])
-		}
+		q = (*[MaxInlinePayload]byte)(p)
 	} else {
-		var b [56]byte
-		binary.LittleEndian.PutUint32(b[:4], uint32(len(p)))
-		copy(b[4:], p)
-		for i := range w {
-			w[i] = binary.LittleEndian.Uint64(b[8*i:])
-		}
+		copy(q[:], p)
 	}
+	le := binary.LittleEndian
+	w := [7]uint64{uint64(len(p)) | uint64(le.Uint32(q[0:]))<<32, le.Uint64(q[4:]), le.Uint64(q[12:]),
+		le.Uint64(q[20:]), le.Uint64(q[28:]), le.Uint64(q[36:]), le.Uint64(q[44:])}
 	s := n.slot(seq)
 	// W1, F_w, W2, W3 (docs/memory-ordering.md, "Slots"), three full
 	// barriers on amd64 where every store used to be one (eleven XCHGs,
@@ -204,10 +201,15 @@ func (r *Ring) tryRecv(id ConsumerID, buf []byte) (res RecvResult, handled bool)
 		return RecvResult{}, false // a record, or a corrupt slot (layout_mismatch)
 	}
 	// As read_slot: all 52 bytes of the slot into buf.
-	binary.LittleEndian.PutUint32(buf[:4], uint32(w[0]>>32))
-	for i := 1; i < 7; i++ {
-		binary.LittleEndian.PutUint64(buf[4+8*(i-1):], w[i])
-	}
+	q := (*[MaxInlinePayload]byte)(buf) // unrolled, as tryPush's words
+	le := binary.LittleEndian
+	le.PutUint32(q[0:], uint32(w[0]>>32))
+	le.PutUint64(q[4:], w[1])
+	le.PutUint64(q[12:], w[2])
+	le.PutUint64(q[20:], w[3])
+	le.PutUint64(q[28:], w[4])
+	le.PutUint64(q[36:], w[5])
+	le.PutUint64(q[44:], w[6])
 	// advance_cursor: pairs with the producer's acquire load in full_slow;
 	// then the check for a producer asleep waiting for room.
 	atomic.StoreUint64(cursor, pos+1)
