@@ -131,7 +131,7 @@ func (r *Ring) tryPush(p []byte) bool {
 	// W1 and F_w: a sequentially consistent store, XCHG on amd64, a locked
 	// instruction that no later store passes; the Go compiler emits the word
 	// stores after it (it threads memory through atomics and plain stores
-	// alike: go build -gcflags=-S shows XCHGQ, seven MOVQs, XCHGQ). On other
+	// alike: go build -gcflags=-S shows XCHGQ, the loop's MOVQ, XCHGQ). On other
 	// architectures it is STLR, and the words' own release stores
 	// (store_atomic.go) keep it first, as before. So a reader whose R2 sees a
 	// word of this write sees at R3 this odd version or a later one. A swap
