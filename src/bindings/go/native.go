@@ -14,15 +14,17 @@ package ringcast
 // The protocol is docs/memory-ordering.md's, step for step as
 // include/ringcast/detail/broadcast_ring_inline.hpp runs it:
 //
-//   - Every word of the mapping is read and written with sync/atomic. Go's
-//     atomics are sequentially consistent, at least as strong as each C++
-//     order they stand for, so the C++ side's fences are implied: a word
-//     store after the odd version store is a release that orders it (the
-//     TSan variant's argument, docs/memory-ordering.md "The ThreadSanitizer
-//     variant"), and a word load is an acquire that keeps the version
-//     re-check after it. No plain access touches shared memory, so a Go
-//     producer and a Go consumer in one process do not race under Go's
-//     memory model either.
+//   - Every word of the mapping is read with sync/atomic, and written with it
+//     except the seven data words of a slot and payload_bytes, which a push
+//     writes as C++ does, relaxed (storeRelaxed: a plain store on amd64 out of
+//     -race builds, store_plain.go; an atomic one elsewhere, store_atomic.go).
+//     Go's atomics are sequentially consistent, at least as strong as each
+//     C++ order they stand for: a word load is an acquire that keeps the
+//     version re-check after it, and tryPush says why each of its stores is
+//     ordered enough. With plain word stores a Go producer and a Go consumer
+//     in one process race under Go's memory model on the data words, a race
+//     the model defines for a machine word and the seqlock check rejects
+//     (store_plain.go); -race builds store them atomically.
 //   - The store to producer_seq (after a push) or to the cursor (after a
 //     receive), followed by the load of the other side's wait line, is the
 //     store-then-load of the sleep handshake; Go's sequentially consistent
@@ -110,35 +112,49 @@ func (r *Ring) tryPush(p []byte) bool {
 	}
 	// write_slot: the length in the low half of words[0], then the payload
 	// zero-padded to 52 bytes, little-endian; a full 52 bytes straight from p.
-	var w [7]uint64
+	// Unrolled over an array pointer, with no bounds check: a loop over
+	// slices of p cost a quarter of the push (4 ns of 14).
+	q := &[MaxInlinePayload]byte{}
 	if len(p) == MaxInlinePayload {
-		w[0] = MaxInlinePayload | uint64(binary.LittleEndian.Uint32(p))<<32
-		for i := 1; i < 7; i++ {
-			w[i] = binary.LittleEndian.Uint64(p[4+8*(i-1):])
-		}
+		q = (*[MaxInlinePayload]byte)(p)
 	} else {
-		var b [56]byte
-		binary.LittleEndian.PutUint32(b[:4], uint32(len(p)))
-		copy(b[4:], p)
-		for i := range w {
-			w[i] = binary.LittleEndian.Uint64(b[8*i:])
-		}
+		copy(q[:], p)
 	}
+	le := binary.LittleEndian
+	w := [7]uint64{uint64(len(p)) | uint64(le.Uint32(q[0:]))<<32, le.Uint64(q[4:]), le.Uint64(q[12:]),
+		le.Uint64(q[20:]), le.Uint64(q[28:]), le.Uint64(q[36:]), le.Uint64(q[44:])}
 	s := n.slot(seq)
-	// W1, F_w, W2, W3 (docs/memory-ordering.md, "Slots"): each store is
-	// sequentially consistent, so W1 precedes every word store and every
-	// word store precedes W3 for any reader that sees a later one.
+	// W1, F_w, W2, W3 (docs/memory-ordering.md, "Slots"), three full
+	// barriers on amd64 where every store used to be one (eleven XCHGs,
+	// docs/bench-history/2026-12-07-go-stores.md).
+	//
+	// W1 and F_w: a sequentially consistent store, XCHG on amd64, a locked
+	// instruction that no later store passes; the Go compiler emits the word
+	// stores after it (it threads memory through atomics and plain stores
+	// alike: go build -gcflags=-S shows XCHGQ, the loop's MOVQ, XCHGQ). On other
+	// architectures it is STLR, and the words' own release stores
+	// (store_atomic.go) keep it first, as before. So a reader whose R2 sees a
+	// word of this write sees at R3 this odd version or a later one. A swap
+	// would be the same XCHG on amd64, and on ARMv8.0 (LDAXR/STLXR) it orders
+	// later accesses after its load only, so it would not make plain word
+	// stores safe there either.
 	atomic.StoreUint64(&s[0], 2*seq+1)
+	// W2: relaxed, as in C++ (storeRelaxed says why a plain store is one).
 	for i := 0; i < 7; i++ {
-		atomic.StoreUint64(&s[1+i], w[i])
+		storeRelaxed(&s[1+i], w[i])
 	}
+	// W3: a release at least (XCHG; STLR), pairs with R1: every W2 happens
+	// before the loads of a reader that sees this version, also under Go's
+	// memory model, the words being sequenced before it.
 	atomic.StoreUint64(&s[0], 2*seq+2)
 	*n.seq = seq + 1
 	total := *n.payloadBytes + uint64(len(p))
 	*n.payloadBytes = total
-	// publish(): the display total, then the position (pairs with the
-	// acquire loads of producer_seq), then the check for sleepers.
-	atomic.StoreUint64(n.word64(layoutPayloadBytes), total)
+	// publish(): the display total, relaxed as in C++ (readers only show it;
+	// the store to producer_seq below orders it anyway), then the position
+	// (pairs with the acquire loads of producer_seq), then the check for
+	// sleepers.
+	storeRelaxed(n.word64(layoutPayloadBytes), total)
 	atomic.StoreUint64(n.word64(layoutProducerSeq), seq+1)
 	if atomic.LoadUint32(n.word32(layoutDataWait))&layoutSignalWaiting != 0 {
 		r.nativeWakeConsumers()
@@ -185,10 +201,15 @@ func (r *Ring) tryRecv(id ConsumerID, buf []byte) (res RecvResult, handled bool)
 		return RecvResult{}, false // a record, or a corrupt slot (layout_mismatch)
 	}
 	// As read_slot: all 52 bytes of the slot into buf.
-	binary.LittleEndian.PutUint32(buf[:4], uint32(w[0]>>32))
-	for i := 1; i < 7; i++ {
-		binary.LittleEndian.PutUint64(buf[4+8*(i-1):], w[i])
-	}
+	q := (*[MaxInlinePayload]byte)(buf) // unrolled, as tryPush's words
+	le := binary.LittleEndian
+	le.PutUint32(q[0:], uint32(w[0]>>32))
+	le.PutUint64(q[4:], w[1])
+	le.PutUint64(q[12:], w[2])
+	le.PutUint64(q[20:], w[3])
+	le.PutUint64(q[28:], w[4])
+	le.PutUint64(q[36:], w[5])
+	le.PutUint64(q[44:], w[6])
 	// advance_cursor: pairs with the producer's acquire load in full_slow;
 	// then the check for a producer asleep waiting for room.
 	atomic.StoreUint64(cursor, pos+1)

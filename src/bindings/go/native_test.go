@@ -438,7 +438,9 @@ func TestRingcastPubToGoConsumerWhilePushing(t *testing.T) {
 }
 
 // A Go producer goroutine and Go consumer goroutines on one ring, both
-// sides on the Go path, for `go test -race`: every message checked.
+// sides on the Go path, for `go test -race`: every message checked. One
+// consumer receives with TryRecv, the other with RecvBatch (up to 4 a call,
+// through C: the C++ reader of the Go producer's plain word stores).
 func TestGoProducerAndConsumersConcurrently(t *testing.T) {
 	for _, lossy := range []bool{false, true} {
 		t.Run(fmt.Sprintf("Lossy%v", lossy), func(t *testing.T) {
@@ -462,30 +464,42 @@ func TestGoProducerAndConsumersConcurrently(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				batch := k == 1
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					ready <- struct{}{}
-					buf := make([]byte, MaxInlinePayload)
+					buf := make([]byte, 4*MaxInlinePayload)
+					lengths := make([]uint32, 4)
 					next := uint64(0) // the sequence expected next
 					deadline := time.Now().Add(60 * time.Second)
 					for next < count {
-						r := consumer.TryRecv(id, buf)
-						switch r.Status {
-						case OK:
-							seq := binary.LittleEndian.Uint64(buf)
-							if seq != next || r.Length != MaxInlinePayload {
-								errs <- fmt.Errorf("got %d (%d bytes), want %d", seq, r.Length, next)
+						var r BatchResult
+						if batch {
+							r = consumer.RecvBatch(id, buf, lengths)
+						} else if one := consumer.TryRecv(id, buf); one.Status == OK {
+							r, lengths[0] = BatchResult{Status: OK, Count: 1}, uint32(one.Length)
+						} else {
+							r = BatchResult{Status: one.Status, Missed: one.Missed}
+						}
+						for m := 0; m < r.Count; m++ { // a batch's messages, back to back
+							msg := buf[m*MaxInlinePayload:]
+							seq := binary.LittleEndian.Uint64(msg)
+							if seq != next || lengths[m] != MaxInlinePayload {
+								errs <- fmt.Errorf("got %d (%d bytes), want %d", seq, lengths[m], next)
 								return
 							}
 							for j := 8; j < MaxInlinePayload; j++ { // every word of it
-								if buf[j] != byte(seq+uint64(j)) {
+								if msg[j] != byte(seq+uint64(j)) {
 									errs <- fmt.Errorf("message %d: byte %d torn", seq, j)
 									return
 								}
 							}
 							next++
-						case Lapped:
+						}
+						switch r.Status {
+						case OK:
+						case Lapped: // after a batch's messages, if any
 							if !lossy {
 								errs <- fmt.Errorf("lapped on a blocking ring at %d", next)
 								return
