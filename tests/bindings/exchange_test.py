@@ -4,7 +4,8 @@ the C++ tools across processes (tests/bindings/CMakeLists.txt registers each
 step as a ctest test).
 
   exchange_test.py [common flags] build go|rust
-      go test / cargo test, then the producer and consumer examples, built
+      go test (and under -race the tests that share a ring between goroutines)
+      / cargo test, then the producer and consumer examples, built
       offline into --work with every cache there.
   exchange_test.py [common flags] exchange PRODUCER CONSUMER
       PRODUCER and CONSUMER are go, rust or ringcast (`ringcast pub` /
@@ -72,6 +73,11 @@ def build(args, lang):
         run(["go", "version"], env=env)
         run(["go", "vet", "./..."], cwd=source, env=env)
         run(["go", "test", "-count=1", "./..."], cwd=source, env=env)
+        # Under the race detector, the tests where Go goroutines share a ring
+        # (the -race build stores a slot's words atomically: store_atomic.go).
+        run(["go", "test", "-race", "-count=1", "-run",
+             "^(TestGoProducerAndConsumersConcurrently|TestGoPathGivesTheResultsOfTheCAbi)$", "."],
+            cwd=source, env=env)
         for role in ("producer", "consumer"):
             run(["go", "build", "-o", binary(args, lang, role), f"./examples/{role}"], cwd=source, env=env)
     else:
