@@ -449,7 +449,7 @@ TEST_F(ClusterTest, APipelinedRunCrossesAsBundlesAndArrivesInOrder) {
   ASSERT_TRUE(other.ok());
   std::string bundle;
   begin_cluster_bundle(bundle);
-  for (const std::uint64_t seq : {1, 2, 4}) {
+  for (const std::uint64_t seq : {1UL, 2UL, 4UL}) {
     append_to_cluster_bundle({false, 0, 42, seq, "feed", {}, fmt::format("b{}", seq)}, bundle);
   }
   ASSERT_TRUE(other.send_bytes(subject, bundle));

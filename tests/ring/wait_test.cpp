@@ -340,8 +340,8 @@ TEST_P(CrossProcessWaitTest, SleepersInOtherProcessesWakeForASinglePush) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, CrossProcessWaitTest, ::testing::Values(WakePolicy::kAuto, WakePolicy::kChain),
-                         [](const ::testing::TestParamInfo<WakePolicy>& info) {
-                           return info.param == WakePolicy::kChain ? "Chain" : "Auto";
+                         [](const ::testing::TestParamInfo<WakePolicy>& policy) {
+                           return policy.param == WakePolicy::kChain ? "Chain" : "Auto";
                          });
 
 }  // namespace

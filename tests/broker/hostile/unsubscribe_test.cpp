@@ -26,7 +26,9 @@ void subscribe_many(test::RespClient& c, int n) {
   for (int seen = 0; seen < n; ++seen) {
     const auto r = c.next(test::deadline_in(std::chrono::seconds(60)));
     ASSERT_TRUE(r.has_value()) << "confirmation " << seen << " missing";
-    if (seen == n - 1) ASSERT_EQ(r->elems[2].num, n);
+    if (seen == n - 1) {
+      ASSERT_EQ(r->elems[2].num, n);
+    }
   }
 }
 

@@ -60,7 +60,9 @@ class TlsBrokerTest : public ::testing::Test {
                                     "--tls-handshake-timeout-ms", "300"});
   }
   static void TearDownTestSuite() {
-    if (broker_ != nullptr) EXPECT_EQ(rt::exit_code(broker_->stop()), 0);
+    if (broker_ != nullptr) {
+      EXPECT_EQ(rt::exit_code(broker_->stop()), 0);
+    }
     delete broker_;
     delete certs_;
     broker_ = nullptr;
