@@ -8,7 +8,7 @@
 # namespace test, whose brokers are SIGKILLed so their reports could fail
 # nothing (tests/broker/CMakeLists.txt, tests/relay/CMakeLists.txt), and the
 # test executables that never run a second thread (ONE_THREAD in
-# tests/CMakeLists.txt). The fuzz smoke runs are 5 s each, after every seed.
+# tests/CMakeLists.txt). The fuzz smoke runs are 2 s each, after every seed.
 # docs/design.md, "The test suite's budget", has the rule and the numbers.
 # Installs missing packages first.
 # The benchmarks are built in one tree only, ASan's when it is built (clang -O0
