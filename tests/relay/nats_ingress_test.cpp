@@ -300,7 +300,8 @@ TEST_F(NatsIngressTest, SkippedSequenceIsCountedInTheRingHeaderAndTheIngressStat
   NatsPublisher p(server->url());
   ASSERT_TRUE(p.ok());
   const std::string source = "hostA:/dev/shm/gap.ring@1.2";
-  for (std::uint64_t seq : {0UL, 1UL, 2UL, 5UL, 6UL}) ASSERT_TRUE(p.publish("gap", numbered(static_cast<int>(seq)), source, seq));
+  for (std::uint64_t seq : {0UL, 1UL, 2UL, 5UL, 6UL})
+    ASSERT_TRUE(p.publish("gap", numbered(static_cast<int>(seq)), source, seq));
   ASSERT_TRUE(p.publish("gap", numbered(2), source, 2));  // a duplicate: dropped
   ASSERT_TRUE(p.publish("gap", numbered(7), source, 7));
   for (int want : {0, 1, 2, 5, 6, 7}) {
@@ -630,7 +631,8 @@ TEST(NatsIngressToolTest, RedisCliSubscriberOfRingcastBrokerGetsNatsMessagesAndA
   NatsPublisher p(server->url());
   ASSERT_TRUE(p.ok());
   const std::string source = "hostA:/dev/shm/md.ring@1.2";
-  for (std::uint64_t seq : {0UL, 1UL, 4UL}) ASSERT_TRUE(p.publish("md.eu", numbered(static_cast<int>(seq)), source, seq));
+  for (std::uint64_t seq : {0UL, 1UL, 4UL})
+    ASSERT_TRUE(p.publish("md.eu", numbered(static_cast<int>(seq)), source, seq));
   ASSERT_TRUE(cli.read_stdout_until("n4\n", deadline_in(20s))) << cli.stdout_text();
   EXPECT_NE(cli.stdout_text().find("pmessage\nmd.*\nmd.eu\nn0\npmessage\nmd.*\nmd.eu\nn1\n"
                                    "message\n__ringcast__:loss\nlost=2 total=2 policy=disconnect upstream=2\n"
