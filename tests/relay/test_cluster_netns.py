@@ -130,7 +130,11 @@ class Net:
                 "--cluster_name", "ringcast", "--routes", routes, "-n", h.ns]
         if jetstream:
             argv += ["-js", "-sd", str(self.tmp / f"js-{h.i}")]
-        h.nats = h.spawn(argv, self.log(f"nats-{h.i}.log"))
+        log = self.log(f"nats-{h.i}.log")
+        h.nats = h.spawn(argv, log)
+        # Listening before any broker starts: a broker that found its own host's server not yet listening
+        # connected through another host's, and a test that cut that host off cut the broker off too.
+        wait_for(lambda: "Server is ready" in read(log), f"nats-server {h.i} ready")
 
     def start_broker(self, h, history, urls=None):
         # Its own host's NATS server first, then the others.
