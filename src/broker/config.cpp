@@ -117,6 +117,8 @@ tl::expected<void, BrokerError> validate(const BrokerConfig& config) {
   if (q.hard_bytes == 0) return invalid("--hard-limit must be > 0");
   if (q.soft_bytes > q.hard_bytes) return invalid("--soft-limit must not exceed --hard-limit");
   if (config.write_budget_bytes == 0) return invalid("--write-budget must be > 0");
+  // setsockopt takes an int; the kernel caps it at net.core.wmem_max anyway.
+  if (config.send_buffer_bytes > (std::size_t{1} << 30)) return invalid("--send-buffer must be at most 1gb");
   if (config.max_stall.count() <= 0) return invalid("--max-stall must be > 0");
   if (config.max_bulk_len == 0 || config.max_args == 0) return invalid("--max-bulk-len and --max-args must be > 0");
   // Frames are sized in 32 bits; Redis caps a string at 512 MiB too.

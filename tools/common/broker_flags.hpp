@@ -69,7 +69,7 @@ class BrokerFlags {
       {"Delivery: QoS 1 and history (docs/guarantees.md)",
        {"--ack-timeout", "--max-retries", "--max-in-flight", "--session-ttl", "--history", "--data-dir", "--fsync"}},
       {"Slow subscribers and limits (docs/broker.md)",
-       {"--overflow-policy", "--hard-limit", "--soft-limit*", "--write-budget", "--pace-bytes", "--max-stall",
+       {"--overflow-policy", "--hard-limit", "--soft-limit*", "--write-budget", "--send-buffer", "--pace-bytes", "--max-stall",
         "--max-block", "--max-bulk-len", "--max-args", "--max-subscriptions", "--max-connections", "--ws-max-message",
         "--dedupe", "--io-threads"}},
       {"Security: passwords, tokens, TLS (docs/security.md)",

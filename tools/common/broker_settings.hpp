@@ -51,6 +51,9 @@ namespace ringcast::tools {
                             "soft-seconds", "s"),
       schema::size<Config>("write-budget", RINGCAST_MEMBER(write_budget_bytes),
                            "Bytes per connection per writer wakeup"),
+      schema::size<Config>("send-buffer", RINGCAST_MEMBER(send_buffer_bytes),
+                           "Each client socket's kernel send buffer (SO_SNDBUF, at most net.core.wmem_max); "
+                           "0 = the kernel's autotuning, up to 4 MB per slow subscriber beyond --hard-limit"),
       schema::size<Config>("pace-bytes", RINGCAST_MEMBER(pace_bytes),
                            "Pause publishers while a subscriber queue holds more than this (0 = never pause)"),
       schema::with_old_name(

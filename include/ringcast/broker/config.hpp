@@ -149,6 +149,12 @@ struct BrokerConfig {
   // yields to the other ready connections of its thread (fairness, as Redis's
   // NET_MAX_WRITES_PER_EVENT).
   std::size_t write_budget_bytes = 256u << 10;
+  // Each client socket's kernel send buffer (SO_SNDBUF: Linux doubles the
+  // value for its bookkeeping and caps it at net.core.wmem_max, 208 KB by
+  // default). 0 leaves it to the kernel's autotuning, up to net.ipv4.tcp_wmem's
+  // maximum (4 MB by default): what a subscriber that reads nothing holds in
+  // the kernel, per connection, beyond queue_limits.
+  std::size_t send_buffer_bytes = 0;
 
   // Publisher pacing (docs/broker.md, "Publisher pacing"). While some
   // subscriber's queue (queued + in flight) exceeds pace_bytes, the broker stops

@@ -41,6 +41,9 @@ void Connection::start() {
   }
   boost::system::error_code ec;
   sock_.set_option(tcp::no_delay(true), ec);
+  if (const std::size_t bytes = core_config().send_buffer_bytes; bytes > 0) {
+    sock_.set_option(asio::socket_base::send_buffer_size(static_cast<int>(bytes)), ec);
+  }
   sock_.non_blocking(true, ec);
   if (handshaking_) {
     start_handshake();

@@ -10,10 +10,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -36,18 +36,26 @@ std::optional<std::uint64_t> field(std::string_view text, std::string_view key) 
   return std::stoull(std::string(text.substr(at + k.size())));
 }
 
-// The largest send buffer the kernel's autotuning gives a TCP socket whose
-// owner did not set SO_SNDBUF (the broker does not): tcp_wmem's third field.
-std::uint64_t tcp_wmem_max() {
-  std::ifstream f("/proc/sys/net/ipv4/tcp_wmem");
-  std::uint64_t min = 0, initial = 0, max = 0;
-  f >> min >> initial >> max;
-  return max;
+// The kernel send buffers (`ss -m`'s skmem tb) of the established TCP
+// sockets on local port `port`: the broker's ends of its connections there.
+std::vector<std::uint64_t> send_buffers(std::uint16_t port) {
+  const std::string command = "ss -tmnH state established '( sport = :" + std::to_string(port) + " )'";
+  std::vector<std::uint64_t> out;
+  FILE* ss = ::popen(command.c_str(), "r");
+  if (ss == nullptr) return out;
+  std::string text;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, ss)) > 0;) text.append(buf, n);
+  ::pclose(ss);
+  for (std::size_t at = text.find(",tb"); at != std::string::npos; at = text.find(",tb", at + 3)) {
+    out.push_back(std::stoull(text.substr(at + 3)));
+  }
+  return out;
 }
 
 TEST(LossNoticeTest, FloodedQosOneSubscriberIsNotDisconnectedByItsOwnLossNotices) {
   Broker b({"--overflow-policy", "drop-oldest", "--hard-limit", "64kb", "--soft-limit", "0", "--pace-bytes", "0",
-            "--max-in-flight", "4", "--ack-timeout", "1h"});
+            "--max-in-flight", "4", "--ack-timeout", "1h", "--send-buffer", "64kb"});
   WsClient sub(b.ws_port());
   ASSERT_TRUE(sub.send_json({{"type", "subscribe"}, {"topic", "t"}, {"qos", 1}}));
   const auto ok = sub.read_json();
@@ -57,17 +65,18 @@ TEST(LossNoticeTest, FloodedQosOneSubscriberIsNotDisconnectedByItsOwnLossNotices
   // 64 KB of them wait, the rest are dropped. One notice per drop must come
   // to more than what lies between the broker's queue and the subscriber,
   // else a broker that sent one per drop would pass: the hard limit, the
-  // broker's send buffer (at most tcp_wmem's maximum, 4 MB by default) and
-  // the subscriber's receive buffer (it reads nothing, so the kernel does not
-  // grow it). Twice that many publishes: about 90,000 by default (the test
-  // had 150,000, 20 MB of notices, for the same check at 1.7 times the cost).
+  // broker's send buffer (--send-buffer 64kb: the kernel doubles it, at
+  // most) and the subscriber's receive buffer (it reads nothing, so the
+  // kernel does not grow it). Twice that many publishes: about 6,000 (left
+  // to the kernel's autotuning, the send buffer grew to tcp_wmem's 4 MB and
+  // the check took 90,000).
   // kNoticeBytes: no notice frame is smaller (the JSON envelope and the text
   // "window-dropped topic=t message_id=N total=D" without their numbers).
-  constexpr std::uint64_t kNoticeBytes = 100, kHardLimit = 64 * 1024;
+  constexpr std::uint64_t kNoticeBytes = 100, kHardLimit = 64 * 1024, kSendBuffer = 2 * 64 * 1024;
   int receive_buffer = 0;
   socklen_t len = sizeof receive_buffer;
   ASSERT_EQ(::getsockopt(sub.fd(), SOL_SOCKET, SO_RCVBUF, &receive_buffer, &len), 0);
-  const std::uint64_t between = kHardLimit + tcp_wmem_max() + static_cast<std::uint64_t>(receive_buffer);
+  const std::uint64_t between = kHardLimit + kSendBuffer + static_cast<std::uint64_t>(receive_buffer);
   WsClient pub(b.ws_port());
   constexpr int kBatch = 200;
   const int batches = static_cast<int>(2 * between / kNoticeBytes / kBatch + 1);
@@ -82,6 +91,10 @@ TEST(LossNoticeTest, FloodedQosOneSubscriberIsNotDisconnectedByItsOwnLossNotices
       ASSERT_TRUE(r && (*r)["type"] == "puback") << "publish " << n * kBatch + i;
     }
   }
+  // The flood would have grown a send buffer left to the kernel's autotuning.
+  const std::vector<std::uint64_t> buffers = send_buffers(b.ws_port());
+  ASSERT_EQ(buffers.size(), 2u) << "ss (iproute2) did not show the broker's two connections";
+  for (const std::uint64_t bytes : buffers) EXPECT_LE(bytes, kSendBuffer) << "--send-buffer was not applied";
   // Every drop happened inside a publish, before its puback.
   const std::optional<std::string> dropped_text = b.info_field("qos1_window_dropped");
   ASSERT_TRUE(dropped_text.has_value());
