@@ -19,7 +19,6 @@ class NatsLibrary final : public ::testing::Environment {
   void TearDown() override { nats_CloseAndWait(5000); }
 };
 
-[[maybe_unused]] const ::testing::Environment* const registered =
-    ::testing::AddGlobalTestEnvironment(new NatsLibrary);
+[[maybe_unused]] const ::testing::Environment* const registered = ::testing::AddGlobalTestEnvironment(new NatsLibrary);
 
 }  // namespace
