@@ -27,10 +27,11 @@
 //     a deadline per message: libnats 3.4 keeps per-message deadlines in a
 //     list it walks on every publish.
 //  5. on_ack's last use of the publisher is its acked_ or failed_ increment
-//     (release); pending() reads them with acquire, so a close() that saw
-//     pending() at 0 happens after every on_ack it counted, and may destroy
-//     the publisher (TSan saw no order there before: libnats' thread is not
-//     joined).
+//     (release; a retry's notify is made under mu_ before it), and every
+//     published message is counted once, acked or failed; pending() reads
+//     them with acquire. close() takes back what libnats still holds, then
+//     waits for pending() to reach 0, so it returns after every on_ack, and
+//     the publisher may be destroyed (libnats' thread is not joined).
 //
 // Costs: per message, one natsMsg (libnats allocates it and keeps it until the
 // ack: the JetStream path allocates, unlike the core NATS one) and one entry
@@ -93,7 +94,8 @@ class JetStreamPublisher {
   void stats(NatsStats& out) const;
 
   // Waits up to `timeout` for outstanding acks and retries, then stops the
-  // retry thread and counts what is still unacked as failed (logged).
+  // retry thread, counts what is still unacked as failed (logged) and waits
+  // for the on_ack calls already under way (invariant 5).
   void close(std::chrono::milliseconds timeout) noexcept;
 
   // The stream subjects derived from the routes (exposed for tests and --help
