@@ -342,14 +342,20 @@ void JetStreamPublisher::close(std::chrono::milliseconds timeout) noexcept {
     // Returns at once when only queued retries are left: pause for them.
     if (js_PublishAsyncComplete(js_, &o) == NATS_OK) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  std::deque<Retry> left;
   {
     std::lock_guard lock(mu_);
     closing_ = true;
-    left.swap(retries_);
   }
   cv_.notify_all();
   if (retry_thread_.joinable()) retry_thread_.join();
+  // Only now: a retry the thread had taken puts itself back when libnats
+  // refuses it, and on_ack gives up (counts) rather than queue once
+  // closing_ is set.
+  std::deque<Retry> left;
+  {
+    std::lock_guard lock(mu_);
+    left.swap(retries_);
+  }
   for (Retry& r : left) {
     natsMsg_Destroy(r.msg);
     failed_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
@@ -368,7 +374,12 @@ void JetStreamPublisher::close(std::chrono::milliseconds timeout) noexcept {
   // left, and none can start (libnats holds no message of ours to call it
   // for). Without this wait a destructor after close(0) freed the publisher
   // under a running on_ack (clang's ThreadSanitizer saw it in the sink test).
-  while (pending() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Bounded: on_ack never waits long, so a count still short after seconds
+  // is a message lost to the accounting, not a call under way.
+  const auto settled_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (pending() > 0 && std::chrono::steady_clock::now() < settled_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   const std::uint64_t lost = failed_.load(std::memory_order_relaxed);
   if (lost > 0) {
     try {

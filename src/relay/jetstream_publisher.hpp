@@ -29,9 +29,10 @@
 //  5. on_ack's last use of the publisher is its acked_ or failed_ increment
 //     (release; a retry's notify is made under mu_ before it), and every
 //     published message is counted once, acked or failed; pending() reads
-//     them with acquire. close() takes back what libnats still holds, then
-//     waits for pending() to reach 0, so it returns after every on_ack, and
-//     the publisher may be destroyed (libnats' thread is not joined).
+//     them with acquire. close() stops the retry thread, counts what it and
+//     libnats still hold, then waits (seconds at most) for pending() to
+//     reach 0, so it returns after every on_ack, and the publisher may be
+//     destroyed (libnats' thread is not joined).
 //
 // Costs: per message, one natsMsg (libnats allocates it and keeps it until the
 // ack: the JetStream path allocates, unlike the core NATS one) and one entry
