@@ -4,8 +4,10 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -151,6 +153,26 @@ ClusterHistory::~ClusterHistory() {
   if (js_ != nullptr) jsCtx_Destroy(js_);
 }
 
+natsMsg* ClusterHistory::make_msg(const broker::Message& m, fmt::memory_buffer& id) {
+  const ClusterFrame f{false, m.qos, origin_, ++seq_, m.channel, m.message_id, m.payload};
+  encode_cluster_frame(f, frame_);
+  cluster_subject(config_.subject_prefix, SubjectSpace::kHistory, m.channel, subject_);
+  msg_id(origin_, seq_, id);
+  // One frame per message, whole: a stream message is the unit JetStream
+  // numbers, so a message longer than the server's max_payload is refused.
+  const auto max_frame = static_cast<std::size_t>(std::max<std::int64_t>(natsConnection_GetMaxPayload(conn_), 0));
+  natsMsg* nm = nullptr;
+  if (frame_.size() > max_frame ||
+      natsMsg_Create(&nm, subject_.c_str(), nullptr, frame_.data(), static_cast<int>(frame_.size())) != NATS_OK) {
+    return nullptr;
+  }
+  if (natsMsgHeader_Set(nm, kMsgIdHeader, id.data()) != NATS_OK) {
+    natsMsg_Destroy(nm);
+    return nullptr;
+  }
+  return nm;
+}
+
 bool ClusterHistory::store(std::span<const broker::Message> msgs, bool wait,
                            std::span<std::uint64_t> offsets) noexcept {
   if (wait && natsConnection_Status(conn_) != NATS_CONN_STATUS_CONNECTED) {
@@ -164,31 +186,23 @@ bool ClusterHistory::store(std::span<const broker::Message> msgs, bool wait,
   bool ok = true;                   // false: refused here (on_ack counts JetStream's refusals)
   {
     std::lock_guard lock(egress_mu_);
-    // One frame per message, whole: a stream message is the unit JetStream
-    // numbers, so a message longer than the server's max_payload is refused.
-    const auto max_frame = static_cast<std::size_t>(std::max<std::int64_t>(natsConnection_GetMaxPayload(conn_), 0));
     fmt::memory_buffer id;
     for (std::size_t i = 0; i < msgs.size() && ok; ++i) {
-      const broker::Message& m = msgs[i];
       natsMsg* nm = nullptr;
       try {
-        const ClusterFrame f{false, m.qos, origin_, ++seq_, m.channel, m.message_id, m.payload};
-        encode_cluster_frame(f, frame_);
-        cluster_subject(config_.subject_prefix, SubjectSpace::kHistory, m.channel, subject_);
-        msg_id(origin_, seq_, id);
-        if (wait) {
+        nm = make_msg(msgs[i], id);
+        if (nm != nullptr && wait) {
           std::lock_guard wl(waits_mu_);
-          waits_.emplace(seq_, std::pair{&w, i});
+          waits_.emplace(seq_, Waiter{&w, i, {}});
           ++w.remaining;
           mine.push_back(seq_);
         }
       } catch (...) {
+        natsMsg_Destroy(nm);
         ok = false;  // out of memory
         break;
       }
-      if (frame_.size() > max_frame ||
-          natsMsg_Create(&nm, subject_.c_str(), nullptr, frame_.data(), static_cast<int>(frame_.size())) != NATS_OK ||
-          natsMsgHeader_Set(nm, kMsgIdHeader, id.data()) != NATS_OK || !hand_over(nm)) {
+      if (nm == nullptr || !hand_over(nm)) {
         natsMsg_Destroy(nm);  // libnats took it (nm is null) only on success
         ok = false;
       }
@@ -212,6 +226,84 @@ bool ClusterHistory::store(std::span<const broker::Message> msgs, bool wait,
   return ok;
 }
 
+bool ClusterHistory::store_async(const broker::Message& msg, broker::StoreDone done) noexcept {
+  if (natsConnection_Status(conn_) != NATS_CONN_STATUS_CONNECTED) {  // as store() with wait
+    store_failed_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  bool ok = false;
+  {
+    std::lock_guard lock(egress_mu_);
+    natsMsg* nm = nullptr;
+    std::uint64_t seq = 0;
+    try {
+      fmt::memory_buffer id;
+      nm = make_msg(msg, id);
+      seq = seq_;
+      std::lock_guard wl(waits_mu_);
+      if (nm != nullptr && receipts_stop_) {  // stopped: nothing would complete it
+        natsMsg_Destroy(nm);
+        nm = nullptr;
+      }
+      if (nm != nullptr) {
+        if (!receipts_.joinable()) receipts_ = std::thread([this] { run_receipts(); });
+        waits_.emplace(seq, Waiter{nullptr, 0, std::move(done)});
+      }
+    } catch (...) {  // out of memory, or no thread
+      natsMsg_Destroy(nm);
+      nm = nullptr;
+    }
+    if (nm != nullptr) {
+      ok = hand_over(nm);
+      natsMsg_Destroy(nm);  // null once libnats took it
+      std::lock_guard wl(waits_mu_);
+      if (!ok) {
+        waits_.erase(seq);  // on_ack never saw it: libnats did not take it
+      } else {
+        try {
+          async_deadlines_.emplace_back(seq, std::chrono::steady_clock::now() + config_.store_timeout);
+        } catch (...) {  // out of memory: its ack completes it, or stop() does
+        }
+        flush_wanted_ = true;
+        receipts_cv_.notify_one();
+      }
+    }
+  }
+  if (!ok) store_failed_.fetch_add(1, std::memory_order_relaxed);
+  return ok;
+}
+
+void ClusterHistory::run_receipts() noexcept {
+  std::unique_lock lock(waits_mu_);
+  while (!receipts_stop_) {
+    if (std::exchange(flush_wanted_, false)) {
+      lock.unlock();
+      (void)natsConnection_FlushTimeout(conn_, config_.store_timeout.count());  // as store()'s wait
+      lock.lock();
+      continue;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!async_deadlines_.empty() && async_deadlines_.front().second <= now) {
+      const std::uint64_t seq = async_deadlines_.front().first;
+      async_deadlines_.pop_front();
+      auto it = waits_.find(seq);
+      if (it == waits_.end()) continue;  // acked
+      broker::StoreDone done = std::move(it->second.done);
+      waits_.erase(it);
+      store_timeouts_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+      lock.unlock();
+      done(false, 0);  // invariant 1
+      lock.lock();
+      continue;
+    }
+    if (async_deadlines_.empty()) {
+      receipts_cv_.wait(lock);
+    } else {
+      receipts_cv_.wait_until(lock, async_deadlines_.front().second);
+    }
+  }
+}
+
 bool ClusterHistory::hand_over(natsMsg*& nm) noexcept {
   // JetStream stores more slowly than a pipelining publisher publishes: at
   // kMaxPendingStores unacknowledged, libnats waits StallWait for room and
@@ -232,20 +324,26 @@ void ClusterHistory::on_ack(jsCtx* /*js*/, natsMsg* msg, jsPubAck* pa, jsPubAckE
   const bool stored = pa != nullptr && pae == nullptr;
   // relaxed: statistics.
   (stored ? h.stored_ : h.store_failed_).fetch_add(1, std::memory_order_relaxed);
+  broker::StoreDone done;
   if (const std::uint64_t seq = seq_of(msg, h.origin_); seq != 0) {
     std::lock_guard lock(h.waits_mu_);
     if (auto it = h.waits_.find(seq); it != h.waits_.end()) {
-      auto [w, i] = it->second;
-      if (stored) {
-        if (i < w->offsets.size()) w->offsets[i] = pa->Sequence;
-        --w->remaining;
+      Waiter& waiter = it->second;
+      if (Wait* w = waiter.wait; w != nullptr) {
+        if (!stored) {
+          w->failed = true;
+        } else {
+          if (waiter.index < w->offsets.size()) w->offsets[waiter.index] = pa->Sequence;
+          --w->remaining;
+        }
+        h.waits_cv_.notify_all();
       } else {
-        w->failed = true;
+        done = std::move(waiter.done);
       }
       h.waits_.erase(it);
-      h.waits_cv_.notify_all();
     }
   }
+  if (done) done(stored, stored ? pa->Sequence : 0);  // invariant 1: outside waits_mu_
   natsMsg_Destroy(msg);
 }
 
@@ -392,6 +490,27 @@ void ClusterHistory::stop() noexcept {
   jsPubOptions_Init(&po);
   po.MaxWait = 1000;
   (void)js_PublishAsyncComplete(js_, &po);
+  std::vector<broker::StoreDone> left;
+  {
+    std::lock_guard lock(waits_mu_);
+    receipts_stop_ = true;
+    receipts_cv_.notify_one();
+    for (auto it = waits_.begin(); it != waits_.end();) {
+      if (it->second.wait != nullptr) {
+        ++it;  // a waiting store() erases its own (invariant 1)
+        continue;
+      }
+      try {
+        left.push_back(std::move(it->second.done));
+      } catch (...) {  // out of memory: call it here, under the lock, rather than never
+        it->second.done(false, 0);
+      }
+      it = waits_.erase(it);
+    }
+    async_deadlines_.clear();
+  }
+  if (receipts_.joinable()) receipts_.join();
+  for (const broker::StoreDone& done : left) done(false, 0);  // invariant 1
 }
 
 ClusterHistoryStats ClusterHistory::stats() const noexcept {

@@ -17,9 +17,14 @@
 // made anew is another history.
 //
 // Thread safety
-//  * store() from any thread, concurrently. egress_mu_ orders the frames
-//    handed to libnats (one node's messages on one subject keep their order);
-//    waits_mu_ guards waits_, the QoS 1 stores waiting for their acks.
+//  * store() and store_async() from any thread, concurrently. egress_mu_
+//    orders the frames handed to libnats (one node's messages on one subject
+//    keep their order); waits_mu_ guards waits_, the QoS 1 stores waiting for
+//    their acks, and the receipt thread's state.
+//  * The receipt thread (started by the first store_async(), joined by
+//    stop()) flushes what store_async() handed over, as a waiting store()
+//    flushes on its own thread, and completes a store_async() whose ack has
+//    not come within store_timeout as failed (counted as a timeout).
 //  * on_ack() runs on libnats' delivery thread (the connection uses the one
 //    global delivery worker, nats_cluster.hpp): it only counts and, for a
 //    message someone waits for, records its outcome under waits_mu_.
@@ -30,7 +35,10 @@
 // Invariants
 //  1. A waiting store() registers each message in waits_ before handing it to
 //     libnats and removes every entry of its own before it returns, so
-//     on_ack() never touches a waiter that has gone.
+//     on_ack() never touches a waiter that has gone. A store_async() entry
+//     owns its `done`: whoever erases the entry (on_ack(), the receipt
+//     thread at its deadline, stop() for what is left) calls it, once,
+//     after releasing waits_mu_.
 //  2. The copy sees each stream sequence at most once and in order (the
 //     ordered consumer starts anew after the last sequence it delivered when
 //     it misses one), so a node's copy of a channel has no hole the stream
@@ -38,14 +46,18 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
+#include <fmt/format.h>
 #include <nats/nats.h>
 #include <tl/expected.hpp>
 
@@ -84,13 +96,15 @@ class ClusterHistory {
   // ClusterLink::load_history: reads the stream from its first message to
   // the last one it held at open(); the copy (start_copy) goes on after it.
   [[nodiscard]] tl::expected<void, std::string> load(const broker::HistoryLoad& load);
-  // ClusterLink::store.
+  // ClusterLink::store and store_async.
   [[nodiscard]] bool store(std::span<const broker::Message> msgs, bool wait, std::span<std::uint64_t> offsets) noexcept;
+  [[nodiscard]] bool store_async(const broker::Message& msg, broker::StoreDone done) noexcept;
   // Starts this node's copy: every message of the stream, from its first,
   // into `broker`. A failure is logged (the node then serves no history).
   void start_copy(broker::Broker& broker) noexcept;
-  // Ends the copy (no on_copy() after it returns) and waits briefly for the
-  // acks of stores in flight.
+  // Ends the copy (no on_copy() after it returns), waits briefly for the
+  // acks of stores in flight and completes the store_async() calls still
+  // waiting as failed.
   void stop() noexcept;
   [[nodiscard]] ClusterHistoryStats stats() const noexcept;
 
@@ -101,9 +115,23 @@ class ClusterHistory {
     std::size_t remaining = 0;
     bool failed = false;
   };
+  // One message waited for: by a store() (`wait`, its index there) or by a
+  // store_async() (`done`).
+  struct Waiter {
+    Wait* wait = nullptr;
+    std::size_t index = 0;
+    broker::StoreDone done;
+  };
+  using Deadline = std::chrono::steady_clock::time_point;
+  // Frames message `m` as this node's next history message (seq_ counted
+  // up) into frame_ and subject_, with its Nats-Msg-Id in `id`; and
+  // natsMsg_Create's result, or null. REQUIRES: egress_mu_.
+  natsMsg* make_msg(const broker::Message& m, fmt::memory_buffer& id);
   // js_PublishMsgAsync, waiting for room (hand_over's comment); false if
   // libnats refused it or store_timeout passed. On success `nm` is libnats'.
   bool hand_over(natsMsg*& nm) noexcept;
+  // The receipt thread (thread safety above).
+  void run_receipts() noexcept;
   static void on_ack(jsCtx* js, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure);
   static void on_copy(natsConnection* nc, natsSubscription* sub, natsMsg* msg, void* closure);
   static void on_copy_complete(void* closure);
@@ -124,7 +152,15 @@ class ClusterHistory {
 
   std::mutex waits_mu_;
   std::condition_variable waits_cv_;
-  std::unordered_map<std::uint64_t, std::pair<Wait*, std::size_t>> waits_;  // seq -> (waiter, index); invariant 1
+  std::unordered_map<std::uint64_t, Waiter> waits_;  // by seq; invariant 1
+  // The receipt thread's, guarded by waits_mu_: store_async()'s seqs with
+  // their deadlines, oldest first (one store_timeout each, so in order),
+  // whether a flush is wanted, and whether to stop.
+  std::deque<std::pair<std::uint64_t, Deadline>> async_deadlines_;
+  bool flush_wanted_ = false;
+  bool receipts_stop_ = false;
+  std::condition_variable receipts_cv_;
+  std::thread receipts_;
 
   // The copy, publishing into the broker against stop().
   std::atomic<broker::Broker*> broker_{nullptr};

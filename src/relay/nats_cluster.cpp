@@ -302,6 +302,12 @@ bool NatsCluster::store(std::span<const broker::Message> msgs, bool wait, std::s
   return m.history->store(msgs, wait, offsets);
 }
 
+bool NatsCluster::store_async(const broker::Message& msg, broker::StoreDone done) noexcept {
+  Impl& m = *impl_;
+  if (m.history == nullptr || m.gate.closed_hint()) return false;
+  return m.history->store_async(msg, std::move(done));
+}
+
 void NatsCluster::stop() noexcept {
   Impl& m = *impl_;
   {

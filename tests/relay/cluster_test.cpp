@@ -9,6 +9,7 @@
 #include <nats/nats.h>
 
 #include <chrono>
+#include <csignal>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -674,9 +675,11 @@ class ClusterHistoryTest : public ::testing::Test {
     broker::BrokerConfig bc = testing::loopback_broker();
     bc.history = {"room*=100"};
     configure(bc);
+    configure(c);
     start_node(n, c, std::move(bc), log_.fn());
   }
   virtual void configure(broker::BrokerConfig& /*bc*/) {}
+  virtual void configure(ClusterConfig& /*c*/) {}
 
   testing::LogSink log_;
   testing::TempDir store_;
@@ -829,6 +832,108 @@ TEST_F(ClusterHistoryTest, AQos1PublishWhileTheNodeIsDisconnectedIsRefusedAndNev
   for (const auto& [offset, payload] : ws_messages(reader, 2)) payloads.push_back(payload);
   EXPECT_EQ(payloads, (std::vector<std::string>{"before", "after"}));
   EXPECT_GE(a_.link->stats().history_store_failed, 1u);
+}
+
+// Nodes with one I/O thread each, whose stores may take long.
+class ClusterHistoryOneThreadTest : public ClusterHistoryTest {
+ protected:
+  void configure(broker::BrokerConfig& bc) override { bc.io_threads = 1; }
+  void configure(ClusterConfig& c) override { c.store_timeout = 60s; }
+};
+
+// A QoS 1 publish waits for JetStream's ack without holding its I/O thread:
+// while the nats-server is stopped (SIGSTOP), so no store completes, another
+// client of that thread is answered; once the server runs again, the store
+// completes and the publisher gets its puback. (Before, the thread waited in
+// the store: the PING would have been answered only after the publisher was
+// told "not stored", at --cluster-store-timeout.)
+TEST_F(ClusterHistoryOneThreadTest, AQos1PublishWaitingForItsStoreHoldsNoOtherConnectionOfItsThread) {
+  WsClient sub(b_.broker->ws_port());
+  ASSERT_EQ(ws_subscribe(sub, {{"topic", "room3"}})["type"], "subscribed");
+  WsClient publisher(a_.broker->ws_port());
+  ASSERT_TRUE(publisher.send_json({{"type", "publish"}, {"topic", "room3"}, {"payload", "first"}, {"qos", 1}}));
+  const auto first = publisher.read_json();
+  ASSERT_TRUE(first && (*first)["type"] == "puback") << (first ? first->dump() : "no answer");
+  RespClient other(a_.broker->port());  // on the same (only) I/O thread as the publisher
+
+  const pid_t nats = server_->child().pid();
+  ASSERT_EQ(::kill(nats, SIGSTOP), 0);
+  ASSERT_TRUE(publisher.send_json({{"type", "publish"}, {"topic", "room3"}, {"payload", "held"}, {"qos", 1}}));
+  const auto pong = other.call({"PING"}, 20s);
+  ::kill(nats, SIGCONT);
+  ASSERT_TRUE(pong) << "no PONG while a store was in flight on the thread";
+  EXPECT_EQ(pong->str, "PONG");
+
+  const auto ack = publisher.read_json();
+  ASSERT_TRUE(ack);
+  ASSERT_EQ((*ack)["type"], "puback") << ack->dump();
+  EXPECT_GT((*ack)["message_id"].get<std::uint64_t>(), (*first)["message_id"].get<std::uint64_t>());
+  const auto got = ws_messages(sub, 2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1], std::make_pair((*ack)["message_id"].get<std::uint64_t>(), std::string("held")));
+  EXPECT_EQ(a_.link->stats().history_store_timeouts, 0u);
+}
+
+// Nodes whose stores give up after a second.
+class ClusterHistoryShortStoreTest : public ClusterHistoryTest {
+ protected:
+  void configure(ClusterConfig& c) override { c.store_timeout = 1s; }
+};
+
+// A QoS 1 publish whose store JetStream does not confirm within
+// --cluster-store-timeout (the nats-server stopped) is answered "not stored"
+// and counted as a timeout; the publisher's next publish, once the server
+// runs again, is stored and acknowledged.
+TEST_F(ClusterHistoryShortStoreTest, AQos1PublishWhoseStoreIsNotConfirmedInTimeIsAnsweredNotStored) {
+  WsClient publisher(a_.broker->ws_port());
+  const auto publish = [&publisher](const std::string& payload) {
+    EXPECT_TRUE(publisher.send_json({{"type", "publish"}, {"topic", "room5"}, {"payload", payload}, {"qos", 1}}));
+    return publisher.read_json().value_or(nlohmann::json{});
+  };
+  ASSERT_EQ(publish("before")["type"], "puback");
+  const pid_t nats = server_->child().pid();
+  ASSERT_EQ(::kill(nats, SIGSTOP), 0);
+  const nlohmann::json late = publish("late");
+  ::kill(nats, SIGCONT);
+  EXPECT_EQ(late["type"], "error") << late.dump();
+  EXPECT_NE(late.value("message", "").find("not stored"), std::string::npos) << late.dump();
+  EXPECT_EQ(a_.link->stats().history_store_timeouts, 1u);
+  EXPECT_EQ(publish("after")["type"], "puback");
+}
+
+// A pipelining publisher's QoS 1 publishes are answered in the order it sent
+// them, stored ones (room*) and the others alike, though stores complete on
+// another thread; more in flight than a session lets wait (256) pause its
+// input rather than lose or reorder anything; every node delivers the stored
+// ones in that order with the offsets their pubacks named. (Eight channels,
+// each under the history's 100 per channel, so none is pruned before node B
+// has read it.)
+TEST_F(ClusterHistoryTest, PipelinedQos1PublishesAreAnsweredInTheirOrderAndDeliveredInIt) {
+  WsClient sub(b_.broker->ws_port());
+  ASSERT_EQ(ws_subscribe(sub, {{"topic", "room4*"}})["type"], "subscribed");
+  WsClient publisher(a_.broker->ws_port());
+  constexpr int kPublishes = 700;
+  std::string burst;
+  for (int i = 0; i < kPublishes; ++i) {
+    const bool stored = i % 7 != 3;  // every 7th on a channel without history: answered at once
+    const nlohmann::json cmd{{"type", "publish"},
+                             {"topic", stored ? "room4" + std::to_string(i % 8) : "lobby"},
+                             {"payload", "m" + std::to_string(i)},
+                             {"qos", 1},
+                             {"message_id", "c" + std::to_string(i)}};
+    burst += broker::ws::test::client_frame(cmd.dump());
+  }
+  ASSERT_TRUE(publisher.send_raw(burst));
+  std::vector<std::pair<std::uint64_t, std::string>> acked;  // the stored ones' (offset, payload)
+  for (int i = 0; i < kPublishes; ++i) {
+    const auto a = publisher.read_json();
+    ASSERT_TRUE(a) << "answer " << i << " missing";
+    ASSERT_EQ((*a)["type"], "puback") << a->dump();
+    ASSERT_EQ((*a)["client_message_id"], "c" + std::to_string(i)) << "answers out of order at " << i;
+    if ((*a)["topic"] != "lobby") acked.emplace_back((*a)["message_id"].get<std::uint64_t>(), "m" + std::to_string(i));
+  }
+  for (std::size_t i = 1; i < acked.size(); ++i) ASSERT_GT(acked[i].first, acked[i - 1].first) << i;
+  EXPECT_EQ(ws_messages(sub, acked.size()), acked);
 }
 
 // --- Durable QoS 1 sessions across nodes (docs/cluster.md, "Durable sessions") ----------------------

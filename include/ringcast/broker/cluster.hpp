@@ -43,6 +43,10 @@ struct ClusterHistoryLimits {
 using HistoryLoad =
     std::function<void(std::string_view channel, std::uint64_t offset, std::string_view payload, std::int64_t time_ms)>;
 
+// How ClusterLink::store_async reports a store: stored (then `offset` is the
+// message's offset in the cluster's history) or not.
+using StoreDone = std::function<void(bool stored, std::uint64_t offset)>;
+
 class ClusterLink {
  public:
   virtual ~ClusterLink() = default;
@@ -97,6 +101,16 @@ class ClusterLink {
   // count); false if one could not be. Never throws.
   [[nodiscard]] virtual bool store(std::span<const Message> msgs, bool wait,
                                    std::span<std::uint64_t> offsets) noexcept = 0;
+  // store() of one QoS 1 message without waiting: the publisher's thread goes
+  // on while the cluster stores it (a WebSocket session's QoS 1 publish, whose
+  // I/O thread serves other connections meanwhile). True once handed over:
+  // `done` is then called exactly once, from any thread (never from inside
+  // this call), with true and the message's offset once stored, or false if
+  // it failed or the link's bound passed (the same bound store() waits); it
+  // must not block. False if it could not be handed over: `done` is never
+  // called. Never throws. In a publisher's run, each message is handed over
+  // in the order of the calls, after the run's earlier store() calls.
+  [[nodiscard]] virtual bool store_async(const Message& msg, StoreDone done) noexcept = 0;
 
   // Durable QoS 1 sessions across nodes (docs/cluster.md, "Durable
   // sessions"). Called once, by Broker::start after open_history succeeded:

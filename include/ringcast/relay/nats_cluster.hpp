@@ -109,6 +109,7 @@ class NatsCluster final : public broker::ClusterLink {
   [[nodiscard]] tl::expected<void, std::string> load_history(const broker::HistoryLoad& load) override;
   [[nodiscard]] bool store(std::span<const broker::Message> msgs, bool wait,
                            std::span<std::uint64_t> offsets) noexcept override;
+  [[nodiscard]] bool store_async(const broker::Message& msg, broker::StoreDone done) noexcept override;
   [[nodiscard]] tl::expected<broker::SessionStore*, std::string> open_sessions(
       std::chrono::milliseconds session_ttl) override;
 

@@ -70,6 +70,17 @@ BrokerCore::Published BrokerCore::publish(const Message& m, Space space) {
   return p;
 }
 
+PublishOutcome::Status BrokerCore::publish_async(const Message& m, const std::shared_ptr<StoreReceipt>& receipt) {
+  ClusterLink& cluster = *index_.cluster();
+  if (!cluster.ready()) return PublishOutcome::Status::kUnreachable;
+  if (!cluster.store_async(m, [receipt](bool stored, std::uint64_t offset) { receipt->complete(stored, offset); })) {
+    qos1_.count_not_stored();
+    return PublishOutcome::Status::kNotStored;
+  }
+  published_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics only
+  return PublishOutcome::Status::kPublished;
+}
+
 PublishOutcome BrokerCore::publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
                                    std::span<std::uint64_t> ids, Space space, Origin origin) {
   // A message from another node is not sent back out; one published here
@@ -99,7 +110,6 @@ PublishOutcome BrokerCore::publish(std::span<const Message> msgs, std::span<std:
 
 PublishOutcome BrokerCore::publish_through_history(std::span<const Message> msgs, std::span<std::size_t> receivers,
                                                    std::span<std::uint64_t> ids, ClusterLink& cluster) {
-  const auto retained = [this](const Message& m) { return history_->rule(m.channel) != nullptr; };
   std::size_t i = 0;
   while (i < msgs.size()) {
     // The longest stretch from i that is retained, or not, throughout: in

@@ -29,6 +29,7 @@
 #include "broker/auth/auth_stats.hpp"
 #include "broker/core/client.hpp"
 #include "broker/core/provider_slot.hpp"
+#include "broker/core/store_receipt.hpp"
 #include "broker/core/subscription_index.hpp"
 #include "broker/guarantees/channel_history.hpp"
 #include "broker/guarantees/durable_sessions.hpp"
@@ -166,6 +167,17 @@ class BrokerCore {
     std::uint64_t id = 0;
   };
   Published publish(const Message& m, Space space = Space::kChannels);
+  // Whether publish(m) would wait for the cluster's history to store `m`: a
+  // QoS 1 message on a retained channel, published here, in a cluster. A
+  // publisher that must not wait calls publish_async(m) instead.
+  [[nodiscard]] bool stored_by_cluster(const Message& m) const noexcept {
+    return m.qos == 1 && index_.cluster() != nullptr && retained(m);
+  }
+  // REQUIRES: stored_by_cluster(m). Hands `m` to ClusterLink::store_async:
+  // kPublished once handed over (no id yet), and `receipt` completes later,
+  // from the link's thread, stored with its offset or not; else kUnreachable
+  // or kNotStored, as publish(m) would say, and `receipt` stays pending.
+  PublishOutcome::Status publish_async(const Message& m, const std::shared_ptr<StoreReceipt>& receipt);
   void count_refused(std::uint64_t n) noexcept {
     refused_.fetch_add(n, std::memory_order_relaxed);
   }  // relaxed: statistic
@@ -215,6 +227,11 @@ class BrokerCore {
   PublishOutcome publish_through_history(std::span<const Message> msgs, std::span<std::size_t> receivers,
                                          std::span<std::uint64_t> ids, ClusterLink& cluster);
   [[nodiscard]] static ConnectionStats connection_stats_locked(const Client& c);
+  // In a cluster with history: whether `m`, published here, goes to the
+  // cluster's history rather than to this node's subscribers.
+  [[nodiscard]] bool retained(const Message& m) const noexcept {
+    return history_ != nullptr && history_->rule(m.channel) != nullptr;
+  }
 
   const BrokerConfig config_;
   const Clock& clock_;

@@ -27,11 +27,17 @@ Client::~Client() { detach(); }
 void Client::detach() noexcept {
   if (detached_) return;
   detached_ = true;
+  if (remote_wake_) remote_wake_->cut();
   core_.update(*this).unsubscribe_all();
   // After the index lock is released no publisher can reach this client again
   // (index invariant 3); closing the queue frees whatever it still holds.
   queue().close();
   core_.unregister_client(*this);
+}
+
+const std::shared_ptr<RemoteWake>& Client::remote_wake() {
+  if (!remote_wake_) remote_wake_ = std::make_shared<RemoteWake>(*this);
+  return remote_wake_;
 }
 
 void Client::refresh_mirrors() noexcept {

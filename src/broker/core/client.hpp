@@ -20,8 +20,9 @@
 //
 // Invariants:
 //  1. Registered with the core (BrokerCore::register_client) from construction
-//     until detach(); detach() also removes every subscription and closes the
-//     queue, so no publisher reaches the client after it returns.
+//     until detach(); detach() also cuts the remote wake, removes every
+//     subscription and closes the queue, so neither a publisher nor another
+//     thread's wake (remote_wake.hpp) reaches the client after it returns.
 //  2. The mirrors (subscription counts, format) equal the index's view after
 //     every SubscriptionUpdate has ended (its destructor refreshes them).
 #pragma once
@@ -29,6 +30,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -36,6 +38,7 @@
 #include <string_view>
 #include <utility>
 
+#include "broker/core/remote_wake.hpp"
 #include "broker/core/subscription_index.hpp"
 #include "broker/queue/wire_format.hpp"
 #include "ringcast/broker/grant.hpp"
@@ -185,6 +188,9 @@ class Client : public Subscriber {
   // publish would: droppable, under the queue's limits and policy, and wakes
   // the writer.
   void push_messages(std::span<const FrameRef> blocks) noexcept;
+  // The client's wake-up for threads outside the broker (remote_wake.hpp),
+  // made at the first call; detach() cuts it.
+  [[nodiscard]] const std::shared_ptr<RemoteWake>& remote_wake();
   // Adds to the wait before what this input queued is written
   // (take_reply_delay): a refused credential outside AUTH (HTTP /metrics).
   void delay_reply(std::chrono::milliseconds d) noexcept { reply_delay_ += d; }
@@ -208,6 +214,7 @@ class Client : public Subscriber {
   std::chrono::milliseconds reply_delay_{0};
   std::optional<Grant> grant_;
   bool detached_ = false;
+  std::shared_ptr<RemoteWake> remote_wake_;  // null until remote_wake()
   bool published_ = false;
   mutable std::mutex name_mu_;  // a leaf lock: guards name_ only
   std::string name_;

@@ -393,6 +393,10 @@ void Connection::arm_client_timer() {
     if (e || self->closed_) return;
     self->client_timer_armed_ = false;
     self->client().on_timer();
+    // What held the input may be over now (a WebSocket session's answers
+    // waiting for the cluster's stores, ws_session.hpp, invariant 9).
+    if (self->held_) self->retry_hold();
+    if (self->closed_) return;
     self->arm_client_timer();
   });
 }

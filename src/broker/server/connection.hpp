@@ -231,7 +231,9 @@ class Connection final : public Waker, public PaceWaiter, public std::enable_sha
   // This worker's thread: arms client_timer_ for the client's next deadline
   // (Client::next_timer) unless it is armed for one no later. Every QoS 1
   // delivery is pushed to the queue, which runs flush(), which asks; an ack's
-  // refill is input, which asks after on_input.
+  // refill is input, which asks after on_input; a store completed on another
+  // thread wakes the writer (remote_wake.hpp), whose flush() asks. When the
+  // timer fires, a held input is tried again (retry_hold).
   void arm_client_timer();
 
   // This worker's thread. False if the pressure ended meanwhile (read on).

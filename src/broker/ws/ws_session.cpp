@@ -79,7 +79,8 @@ Client::InputResult WsSession::on_input(std::string_view bytes) {
     }
   }
   if (!closing_) on_frames(bytes);
-  return closing_ ? InputResult::kClose : InputResult::kOk;
+  if (closing_) return InputResult::kClose;
+  return answers_.size() >= kMaxAnswersWaiting ? InputResult::kHeld : InputResult::kOk;  // invariant 9
 }
 
 void WsSession::on_frames(std::string_view bytes) {
@@ -401,37 +402,82 @@ void WsSession::cmd_publish(const JsonCommand& c) {
   // travels with the message for PopSub's subscribers, who see and ack it
   // (json_delivery.hpp), and is echoed in the puback.
   const std::string_view own = c.message_id ? std::string_view(*c.message_id) : std::string_view();
-  const BrokerCore::Published p = core().publish(Message{c.topic, c.payload, c.qos, own});
-  mark_published();
+  const Message m{c.topic, c.payload, c.qos, own};
+  std::string answer;
+  if (core().stored_by_cluster(m)) {  // invariant 9
+    auto receipt = std::make_shared<StoreReceipt>(remote_wake());
+    const PublishOutcome::Status s = core().publish_async(m, receipt);
+    mark_published();
+    if (s == PublishOutcome::Status::kPublished) {
+      answers_.push_back({std::move(receipt), c.topic, c.message_id, {}});
+      return;
+    }
+    answer = publish_answer(c.topic, c.message_id, c.qos, s, 0, "the cluster's history is unreachable");
+  } else {
+    const BrokerCore::Published p = core().publish(m);
+    mark_published();
+    const ChannelHistory* h = core().history();
+    answer = publish_answer(c.topic, c.message_id, c.qos, p.status, p.id, h != nullptr ? h->last_error() : "");
+  }
+  if (answer.empty()) return;
+  if (answers_.empty()) {
+    send_text(answer);
+  } else {
+    answers_.push_back({nullptr, {}, {}, std::move(answer)});
+  }
+}
+
+std::string WsSession::publish_answer(std::string_view topic, const std::optional<std::string>& message_id,
+                                      std::uint8_t qos, PublishOutcome::Status status, std::uint64_t id,
+                                      std::string_view why) {
   // Not held as RESP holds a refused PUBLISH (docs/broker.md, "The block
   // policy"): refusals_ refuses at once, and the client retries.
-  const bool refused = p.status == PublishOutcome::Status::kRefused || p.status == PublishOutcome::Status::kUnreachable;
+  const bool refused = status == PublishOutcome::Status::kRefused || status == PublishOutcome::Status::kUnreachable;
   if (refused && refusals_.on_refused(RefusalHold::Clock::now()) == RefusalHold::Verdict::kRefuse) {
     refusals_.release();
-    send_error("refused: " + refusal_reason(p.status, prefix(c.topic, 128)));
-    return;
+    return to_text(json{{"type", "error"}, {"message", "refused: " + refusal_reason(status, prefix(topic, 128))}});
   }
-  if (p.status == PublishOutcome::Status::kNotStored) {
+  if (status == PublishOutcome::Status::kNotStored) {
     // puback means stored: a QoS 1 message history could not store reached
     // nobody and took no id (docs/guarantees.md, "When history cannot store").
-    const ChannelHistory* h = core().history();
     json e{{"type", "error"},
-           {"topic", c.topic},
-           {"message", "not stored: the history of '" + std::string(prefix(c.topic, 128)) +
-                           "' could not store the message (" + (h != nullptr ? h->last_error() : std::string()) +
+           {"topic", topic},
+           {"message", "not stored: the history of '" + std::string(prefix(topic, 128)) +
+                           "' could not store the message (" + std::string(why) +
                            "); nothing was delivered, retry later"}};
-    if (c.message_id) e["client_message_id"] = *c.message_id;
-    send_text(to_text(e));
-    return;
+    if (message_id) e["client_message_id"] = *message_id;
+    return to_text(e);
   }
-  if (c.qos == 1 && ringcast_) {
-    // Stored: every QoS 1 subscriber's tracker holds it (and, with history,
-    // the store; docs/guarantees.md).
-    json r{{"type", "puback"}, {"topic", c.topic}, {"message_id", p.id}};
-    if (c.message_id) r["client_message_id"] = *c.message_id;
-    send_text(to_text(r));
-    core().qos1().count_puback();
+  if (qos != 1 || !ringcast_) return {};
+  // Stored: every QoS 1 subscriber's tracker holds it (and, with history,
+  // the store; docs/guarantees.md).
+  json r{{"type", "puback"}, {"topic", topic}, {"message_id", id}};
+  if (message_id) r["client_message_id"] = *message_id;
+  core().qos1().count_puback();
+  return to_text(r);
+}
+
+void WsSession::send_answers() {
+  while (!answers_.empty()) {
+    WaitingAnswer& a = answers_.front();
+    if (a.receipt != nullptr) {
+      const StoreReceipt::State state = a.receipt->state();
+      if (state == StoreReceipt::State::kPending) return;
+      const bool stored = state == StoreReceipt::State::kStored;
+      if (!stored) core().qos1().count_not_stored();
+      a.answer = publish_answer(
+          a.topic, a.message_id, 1, stored ? PublishOutcome::Status::kPublished : PublishOutcome::Status::kNotStored,
+          stored ? a.receipt->offset() : 0,
+          "the cluster's history did not confirm it within --cluster-store-timeout, or refused it");
+    }
+    if (!a.answer.empty()) send_text(a.answer);
+    answers_.pop_front();
   }
+}
+
+Client::InputResult WsSession::retry_held() {
+  send_answers();
+  return answers_.size() >= kMaxAnswersWaiting ? InputResult::kHeld : InputResult::kOk;
 }
 
 void WsSession::cmd_ack(const JsonCommand& c) {
@@ -468,10 +514,17 @@ void WsSession::cmd_ack(const JsonCommand& c) {
 }
 
 std::optional<std::chrono::nanoseconds> WsSession::next_timer() const {
-  return tracker_ == nullptr ? std::nullopt : tracker_->next_deadline();
+  std::optional<std::chrono::nanoseconds> due = tracker_ == nullptr ? std::nullopt : tracker_->next_deadline();
+  // Invariant 9: an answer is due now once the oldest waiting one's store is complete.
+  if (!answers_.empty() &&
+      (answers_.front().receipt == nullptr || answers_.front().receipt->state() != StoreReceipt::State::kPending)) {
+    due = core().clock().now();
+  }
+  return due;
 }
 
 void WsSession::on_timer() {
+  send_answers();
   if (tracker_ != nullptr && tracker_->on_timer(queue())) on_queue_ready();
 }
 

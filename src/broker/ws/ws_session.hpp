@@ -59,8 +59,17 @@
 //     PopSub's ServerMessage has (authenticated, error, message): no
 //     subscribed, unsubscribed, puback or dup; a subscribe without "qos" is a
 //     QoS 1 subscription; a plain subscribe to a retained topic replays it.
+//  9. Publishes are answered in the order they came. A QoS 1 publish that the
+//     cluster's history stores (BrokerCore::stored_by_cluster) does not wait
+//     on this thread: its StoreReceipt waits in answers_, and so does every
+//     later publish's answer until those before it are sent. The receipt's
+//     completion wakes the connection (remote_wake.hpp), whose timer
+//     (next_timer: now, once the oldest is complete) runs on_timer(), which
+//     sends the answers that are due. With kMaxAnswersWaiting waiting, input
+//     is held (kHeld, retry_held) until fewer are.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,6 +78,7 @@
 #include "broker/core/broker_core.hpp"
 #include "broker/core/client.hpp"
 #include "broker/core/refusal_hold.hpp"
+#include "broker/core/store_receipt.hpp"
 #include "broker/guarantees/ack_tracker.hpp"
 #include "broker/guarantees/durable_sessions.hpp"
 #include "broker/guarantees/replay.hpp"
@@ -92,6 +102,8 @@ class WsSession final : public Client {
 
   // Reads the HTTP request, then frames (any split is fine).
   InputResult on_input(std::string_view bytes) override;
+  // Invariant 9: kOk once fewer than kMaxAnswersWaiting answers wait.
+  InputResult retry_held() override;
 
   std::optional<std::chrono::nanoseconds> next_timer() const override;
   void on_timer() override;
@@ -109,6 +121,13 @@ class WsSession final : public Client {
   void cmd_subscribe(const JsonCommand& c);
   void cmd_unsubscribe(const JsonCommand& c);
   void cmd_publish(const JsonCommand& c);
+  // The answer to a publish of `topic` (with the publisher's `message_id`)
+  // at `qos`: its error, a puback (ringcast's protocol, QoS 1) or nothing
+  // (""). `status` kPublished with `id` its id; kNotStored with `why`.
+  std::string publish_answer(std::string_view topic, const std::optional<std::string>& message_id, std::uint8_t qos,
+                             PublishOutcome::Status status, std::uint64_t id, std::string_view why);
+  // Sends the answers of answers_ that are due, oldest first (invariant 9).
+  void send_answers();
   void cmd_ack(const JsonCommand& c);
   void cmd_login();
   // Durable session (invariant 7): where the session stands on `topic`: its
@@ -143,6 +162,17 @@ class WsSession final : public Client {
   RefusalHold refusals_;
   bool closing_ = false;
   bool ringcast_ = false;  // invariant 8: ringcast's protocol, else PopSub's
+  // Invariant 9: publishes whose answers wait, in their order: a QoS 1
+  // publish the cluster is storing (`receipt`, with what its answer names),
+  // or one answered already (`answer`) that came after one still storing.
+  struct WaitingAnswer {
+    std::shared_ptr<StoreReceipt> receipt;  // null: `answer` is the answer
+    std::string topic;
+    std::optional<std::string> message_id;
+    std::string answer;
+  };
+  std::deque<WaitingAnswer> answers_;
+  static constexpr std::size_t kMaxAnswersWaiting = 256;
 };
 
 }  // namespace ringcast::broker::ws
