@@ -2,7 +2,8 @@
 # Checks formatting (tools/format.sh --check, before anything is built), then
 # builds and runs the tests: release (g++ -O3, test drivers outside tests/ring
 # at -O0) runs the whole suite; ASan+UBSan
-# (clang -O0, with the libFuzzer smoke runs) and TSan (g++ -O1) build and run
+# (clang -O0, with the libFuzzer smoke runs) and TSan (g++ -O1), both unity
+# builds (CMAKE_UNITY_BUILD in CMakePresets.json), build and run
 # the parts whose code shares memory between threads (RINGCAST_TEST_PARTS in
 # CMakePresets.json: ring, broker, relay, top, python; not tools, browser,
 # install or bindings), except the cluster's namespace test, whose brokers are
@@ -14,7 +15,8 @@
 # docs/design.md, "The test suite's budget", has the rule and the numbers.
 # Installs missing packages first.
 # The benchmarks are built in one tree only, ASan's when it is built (clang -O0
-# compiles them for about half of what g++ -O2 costs), else
+# compiles them for about half of what g++ -O2 costs, and a sanitizer tree
+# compiles their own code uninstrumented), else
 # release's; there ctest starts each with --help (bench/CMakeLists.txt).
 # After the builds, tools/readme-test.py runs every block of README.md,
 # docs/python.md and docs/relay.md against the release build (the benchmark

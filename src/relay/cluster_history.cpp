@@ -36,6 +36,25 @@ void msg_id(std::uint64_t origin, std::uint64_t seq, fmt::memory_buffer& out) {
   out.push_back('\0');
 }
 
+// Ends an ordered consumer's subscription. libnats 3.4 (and its master of
+// 2026-12) deletes an unsubscribed ordered consumer's JetStream consumer by
+// the name it read under the subscription's lock, and words a "not found"
+// answer with that name after the lock is gone: a reset of the consumer
+// running meanwhile (its heartbeat missed, as after a NATS server's restart)
+// has freed it by then (jsSub_deleteConsumer; ASan saw it in 1 stop of 4 in
+// ClusterHistoryTest.AQos1PublishWhileTheNodeIsDisconnected...). An
+// auto-unsubscribe at a count already delivered removes the subscription at
+// once and deletes nothing; the server drops the ephemeral consumer itself
+// once nobody listens. Only one that has delivered nothing yet is
+// unsubscribed the plain way.
+void unsubscribe_ordered(natsSubscription* sub) noexcept {
+  std::int64_t delivered = 0;
+  if (natsSubscription_GetDelivered(sub, &delivered) != NATS_OK || delivered < 1 ||
+      natsSubscription_AutoUnsubscribe(sub, 1) != NATS_OK) {
+    (void)natsSubscription_Unsubscribe(sub);
+  }
+}
+
 // The seq of a Nats-Msg-Id this node wrote, or 0.
 std::uint64_t seq_of(natsMsg* msg, std::uint64_t origin) noexcept {
   const char* id = nullptr;
@@ -363,7 +382,7 @@ tl::expected<void, std::string> ClusterHistory::load(const broker::HistoryLoad& 
   struct Drop {
     natsSubscription* sub;
     ~Drop() {
-      (void)natsSubscription_Unsubscribe(sub);
+      unsubscribe_ordered(sub);
       natsSubscription_Destroy(sub);
     }
   } drop{sub};
@@ -420,7 +439,7 @@ void ClusterHistory::start_copy(broker::Broker& broker) noexcept {
                                            "history and delivers no retained channel",
                                            s, jerr));
     if (copy_sub_ != nullptr) {
-      (void)natsSubscription_Unsubscribe(copy_sub_);
+      unsubscribe_ordered(copy_sub_);
       natsSubscription_Destroy(copy_sub_);
       copy_sub_ = nullptr;
     }
@@ -476,22 +495,7 @@ void ClusterHistory::stop() noexcept {
   {
     std::unique_lock lock(copy_mu_);
     if (copy_sub_ != nullptr) {
-      // libnats 3.4 (and its master of 2026-12) deletes an unsubscribed
-      // ordered consumer's JetStream consumer by the name it read under the
-      // subscription's lock, and words a "not found" answer with that name
-      // after the lock is gone: a reset of the consumer running meanwhile
-      // (its 1 s heartbeat missed, as after a NATS server's restart) has
-      // freed it by then (jsSub_deleteConsumer; ASan saw it in 1 stop of 4
-      // in ClusterHistoryTest.AQos1PublishWhileTheNodeIsDisconnected...).
-      // An auto-unsubscribe at a count already delivered removes the
-      // subscription at once and deletes nothing; the server drops the
-      // ephemeral consumer itself once nobody listens. Only a copy that has
-      // delivered nothing yet is unsubscribed the plain way.
-      std::int64_t delivered = 0;
-      if (natsSubscription_GetDelivered(copy_sub_, &delivered) != NATS_OK || delivered < 1 ||
-          natsSubscription_AutoUnsubscribe(copy_sub_, 1) != NATS_OK) {
-        (void)natsSubscription_Unsubscribe(copy_sub_);
-      }
+      unsubscribe_ordered(copy_sub_);
       copy_done_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return copy_done_; });
     }
   }

@@ -7,33 +7,26 @@
 
 #include <fmt/format.h>
 
+#include "invalid_config.hpp"
 #include "ringcast/error.hpp"
 #include "ringcast/relay/relay.hpp"
 
 namespace ringcast::relay {
 
-namespace {
-
-tl::unexpected<RelayError> invalid(std::string detail) {
-  return tl::unexpected(RelayError{RelayError::Code::kInvalidConfig, 0, std::move(detail)});
-}
-
-}  // namespace
-
 tl::expected<RingRoute, RelayError> parse_ring_route(std::string_view spec) {
   const auto eq = spec.rfind('=');
   if (eq == std::string_view::npos) {
-    return invalid(fmt::format("--ring '{}': expected PATH=CHANNEL or PATH=PREFIX*", spec));
+    return invalid_config(fmt::format("--ring '{}': expected PATH=CHANNEL or PATH=PREFIX*", spec));
   }
   RingRoute r;
   r.path = std::string(spec.substr(0, eq));
   r.name = std::string(spec.substr(eq + 1));
-  if (r.path.empty()) return invalid(fmt::format("--ring '{}': empty ring path", spec));
+  if (r.path.empty()) return invalid_config(fmt::format("--ring '{}': empty ring path", spec));
   if (!r.name.empty() && r.name.back() == '*') {
     r.topic_in_payload = true;
     r.name.pop_back();  // the prefix; may be empty ("PATH=*": the topic is the whole channel)
   } else if (r.name.empty()) {
-    return invalid(fmt::format("--ring '{}': empty channel (use PATH=* for topic-in-payload)", spec));
+    return invalid_config(fmt::format("--ring '{}': empty channel (use PATH=* for topic-in-payload)", spec));
   }
   return r;
 }
@@ -41,7 +34,7 @@ tl::expected<RingRoute, RelayError> parse_ring_route(std::string_view spec) {
 tl::expected<NatsRingIngressRoute, RelayError> parse_nats_ring_route(std::string_view spec) {
   const auto eq = spec.find('=');
   if (eq == std::string_view::npos || eq == 0 || eq + 1 == spec.size()) {
-    return invalid(fmt::format("--nats-in '{}': expected SUBJECT=RING_PATH", spec));
+    return invalid_config(fmt::format("--nats-in '{}': expected SUBJECT=RING_PATH", spec));
   }
   return NatsRingIngressRoute{std::string(spec.substr(0, eq)), std::string(spec.substr(eq + 1))};
 }
@@ -52,7 +45,7 @@ tl::expected<NatsBrokerIngressRoute, RelayError> parse_nats_broker_route(std::st
   r.subject = std::string(spec.substr(0, eq));
   if (eq != std::string_view::npos) r.channel = std::string(spec.substr(eq + 1));
   if (r.subject.empty() || (eq != std::string_view::npos && r.channel.empty())) {
-    return invalid(fmt::format("--nats-in '{}': expected SUBJECT or SUBJECT=CHANNEL", spec));
+    return invalid_config(fmt::format("--nats-in '{}': expected SUBJECT or SUBJECT=CHANNEL", spec));
   }
   return r;
 }
@@ -63,7 +56,7 @@ tl::expected<HostPort, RelayError> parse_host_port(std::string_view s) {
   if (!s.empty() && s.front() == '[') {
     const auto close = s.find(']');
     if (close == std::string_view::npos || close + 1 >= s.size() || s[close + 1] != ':') {
-      return invalid(fmt::format("'{}': expected [IPv6]:PORT", s));
+      return invalid_config(fmt::format("'{}': expected [IPv6]:PORT", s));
     }
     hp.host = std::string(s.substr(1, close - 1));
     port_text = s.substr(close + 2);
@@ -75,7 +68,7 @@ tl::expected<HostPort, RelayError> parse_host_port(std::string_view s) {
   const auto* end = port_text.data() + port_text.size();
   const auto r = std::from_chars(port_text.data(), end, value);
   if (port_text.empty() || r.ec != std::errc() || r.ptr != end || value > 65535) {
-    return invalid(fmt::format("'{}': expected HOST:PORT with a port 0..65535", s));
+    return invalid_config(fmt::format("'{}': expected HOST:PORT with a port 0..65535", s));
   }
   hp.port = static_cast<std::uint16_t>(value);
   return hp;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "invalid_config.hpp"
 #include "relay/jetstream_publisher.hpp"
 #include "ringcast/relay/relay.hpp"
 #include "ringcast/relay/topic.hpp"
@@ -12,20 +13,16 @@ namespace ringcast::relay {
 
 namespace {
 
-tl::unexpected<RelayError> invalid(std::string detail) {
-  return tl::unexpected(RelayError{RelayError::Code::kInvalidConfig, 0, std::move(detail)});
-}
-
 tl::expected<void, RelayError> validate_jetstream(const JetStreamConfig& js, const std::vector<RingRoute>& rings) {
   if (js.stream.empty() || js.stream.find_first_of(".*> \t") != std::string::npos) {
-    return invalid(
+    return invalid_config(
         fmt::format("--jetstream '{}': a stream name is non-empty without '.', '*', '>' or spaces", js.stream));
   }
-  if (js.max_pending < 1) return invalid("--jetstream-max-pending must be at least 1");
-  if (js.ack_timeout.count() < 1) return invalid("--jetstream-ack-timeout must be positive");
-  if (js.replicas < 1 || js.replicas > 5) return invalid("--stream-replicas is 1..5");
+  if (js.max_pending < 1) return invalid_config("--jetstream-max-pending must be at least 1");
+  if (js.ack_timeout.count() < 1) return invalid_config("--jetstream-ack-timeout must be positive");
+  if (js.replicas < 1 || js.replicas > 5) return invalid_config("--stream-replicas is 1..5");
   if (js.subjects.empty() && !rings.empty()) {
-    if (auto subjects = JetStreamPublisher::route_subjects(rings); !subjects) return invalid(subjects.error());
+    if (auto subjects = JetStreamPublisher::route_subjects(rings); !subjects) return invalid_config(subjects.error());
   }
   return {};
 }
@@ -34,27 +31,27 @@ tl::expected<void, RelayError> validate_jetstream(const JetStreamConfig& js, con
 
 tl::expected<void, RelayError> validate(const RelayConfig& config) {
   const bool ingress = !config.nats_rings_in.empty() || !config.nats_broker_in.empty();
-  if (config.rings.empty() && !ingress) return invalid("no --ring, --nats-in or --nats-in-broker given");
+  if (config.rings.empty() && !ingress) return invalid_config("no --ring, --nats-in or --nats-in-broker given");
   if (!config.rings.empty() && !config.broker && !config.nats)
-    return invalid("no sink: enable the broker, NATS or both");
+    return invalid_config("no sink: enable the broker, NATS or both");
   if (ingress && !config.nats)
-    return invalid("--nats-in and --nats-in-broker need --nats URL (the server to subscribe to)");
+    return invalid_config("--nats-in and --nats-in-broker need --nats URL (the server to subscribe to)");
   if (config.cluster && !config.broker)
-    return invalid("--cluster joins the embedded broker to a cluster: the relay runs no broker");
+    return invalid_config("--cluster joins the embedded broker to a cluster: the relay runs no broker");
   if (!config.nats_broker_in.empty() && !config.broker) {
-    return invalid("--nats-in-broker needs the broker (give --listen with --nats)");
+    return invalid_config("--nats-in-broker needs the broker (give --listen with --nats)");
   }
   if (config.nats) {
     const NatsConfig& nats = *config.nats;
     if (nats.batch == 0 || nats.batch > kMaxNatsBatch) {
-      return invalid(fmt::format("--nats-batch must be 1..{}", kMaxNatsBatch));
+      return invalid_config(fmt::format("--nats-batch must be 1..{}", kMaxNatsBatch));
     }
     if (nats.jetstream && nats.batch > 1) {
       // JetStream deduplicates (Nats-Msg-Id) and acknowledges whole stored
       // messages: a batch would share one id and one ack among its ring
       // messages, and batches republished after a relay restart need not line
       // up with the stored ones, so the dedupe would let them in twice.
-      return invalid(
+      return invalid_config(
           "--nats-batch over 1 is for core NATS: with --jetstream every ring message is its own JetStream message, "
           "with its own Nats-Msg-Id and ack (a batch would share one; republished batches need not match the stored "
           "ones, so duplicates would pass the dedupe)");
@@ -64,21 +61,21 @@ tl::expected<void, RelayError> validate(const RelayConfig& config) {
     }
   }
   for (const RingRoute& r : config.rings) {
-    if (r.path.empty()) return invalid("a ring has an empty path");
-    if (!r.topic_in_payload && r.name.empty()) return invalid(fmt::format("ring {}: empty channel", r.path));
+    if (r.path.empty()) return invalid_config("a ring has an empty path");
+    if (!r.topic_in_payload && r.name.empty()) return invalid_config(fmt::format("ring {}: empty channel", r.path));
     if (config.nats && !r.topic_in_payload && !is_valid_subject(r.name)) {
-      return invalid(fmt::format("ring {}: '{}' is not a valid NATS subject to publish on", r.path, r.name));
+      return invalid_config(fmt::format("ring {}: '{}' is not a valid NATS subject to publish on", r.path, r.name));
     }
   }
   for (std::size_t i = 0; i < config.rings.size(); ++i) {
     for (std::size_t j = i + 1; j < config.rings.size(); ++j) {
       if (config.rings[i].path == config.rings[j].path) {
-        return invalid(fmt::format("ring {} is given twice", config.rings[i].path));
+        return invalid_config(fmt::format("ring {} is given twice", config.rings[i].path));
       }
     }
   }
   if (config.broker) {
-    if (auto b = broker::validate(*config.broker); !b) return invalid(b.error().detail);
+    if (auto b = broker::validate(*config.broker); !b) return invalid_config(b.error().detail);
   }
   return {};
 }

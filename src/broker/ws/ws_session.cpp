@@ -19,11 +19,11 @@ namespace ringcast::broker::ws {
 
 namespace {
 
-using json = nlohmann::ordered_json;  // keys in insertion order: "type" first
+using nlohmann::ordered_json;  // keys in insertion order: "type" first
 
 // Compact JSON; strings that are not UTF-8 (none should reach here: topics and
 // messages come from validated text) are repaired rather than thrown on.
-std::string to_text(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string to_text(const ordered_json& j) { return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace); }
 
 // Topics containing glob syntax are pattern subscriptions, as PSUBSCRIBE's.
 bool is_pattern(std::string_view topic) noexcept { return glob_literal_prefix(topic) < topic.size(); }
@@ -305,7 +305,7 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
       resume->encode(format());
     }
   }
-  json reply{{"type", "subscribed"}, {"topic", c.topic}};
+  ordered_json reply{{"type", "subscribed"}, {"topic", c.topic}};
   if (qos == 1) reply["qos"] = 1;
   if (session_ != nullptr && qos == 1) reply["client_id"] = session_->client_id;
   SubscriptionUpdate update = core().update(*this);
@@ -390,7 +390,7 @@ void WsSession::save_floors() {
 
 void WsSession::cmd_unsubscribe(const JsonCommand& c) {
   const SubscriptionSpace space = is_pattern(c.topic) ? SubscriptionSpace::kPattern : SubscriptionSpace::kChannel;
-  const std::string reply = to_text(json{{"type", "unsubscribed"}, {"topic", c.topic}});
+  const std::string reply = to_text(ordered_json{{"type", "unsubscribed"}, {"topic", c.topic}});
   SubscriptionUpdate update = core().update(*this);
   update.unsubscribe(space, c.topic);
   if (ringcast_) send_text(reply);  // under the index lock (invariant 1); PopSub sends none
@@ -435,23 +435,24 @@ std::string WsSession::publish_answer(std::string_view topic, const std::optiona
   const bool refused = status == PublishOutcome::Status::kRefused || status == PublishOutcome::Status::kUnreachable;
   if (refused && refusals_.on_refused(RefusalHold::Clock::now()) == RefusalHold::Verdict::kRefuse) {
     refusals_.release();
-    return to_text(json{{"type", "error"}, {"message", "refused: " + refusal_reason(status, prefix(topic, 128))}});
+    return to_text(
+        ordered_json{{"type", "error"}, {"message", "refused: " + refusal_reason(status, prefix(topic, 128))}});
   }
   if (status == PublishOutcome::Status::kNotStored) {
     // puback means stored: a QoS 1 message history could not store reached
     // nobody and took no id (docs/guarantees.md, "When history cannot store").
-    json e{{"type", "error"},
-           {"topic", topic},
-           {"message", "not stored: the history of '" + std::string(prefix(topic, 128)) +
-                           "' could not store the message (" + std::string(why) +
-                           "); nothing was delivered, retry later"}};
+    ordered_json e{{"type", "error"},
+                   {"topic", topic},
+                   {"message", "not stored: the history of '" + std::string(prefix(topic, 128)) +
+                                   "' could not store the message (" + std::string(why) +
+                                   "); nothing was delivered, retry later"}};
     if (message_id) e["client_message_id"] = *message_id;
     return to_text(e);
   }
   if (qos != 1 || !ringcast_) return {};
   // Stored: every QoS 1 subscriber's tracker holds it (and, with history,
   // the store; docs/guarantees.md).
-  json r{{"type", "puback"}, {"topic", topic}, {"message_id", id}};
+  ordered_json r{{"type", "puback"}, {"topic", topic}, {"message_id", id}};
   if (message_id) r["client_message_id"] = *message_id;
   core().qos1().count_puback();
   return to_text(r);
@@ -535,7 +536,7 @@ void WsSession::send_text(std::string_view json_text) {
 }
 
 void WsSession::send_error(std::string_view message) {
-  send_text(to_text(json{{"type", "error"}, {"message", message}}));
+  send_text(to_text(ordered_json{{"type", "error"}, {"message", message}}));
 }
 
 void WsSession::send_close(std::uint16_t code, std::string_view reason) {

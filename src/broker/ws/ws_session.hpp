@@ -69,7 +69,7 @@
 //     is held (kHeld, retry_held) until fewer are.
 #pragma once
 
-#include <deque>
+#include <list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -171,7 +171,9 @@ class WsSession final : public Client {
     std::optional<std::string> message_id;
     std::string answer;
   };
-  std::deque<WaitingAnswer> answers_;
+  // A list, not a deque: libstdc++'s deque allocates about 600 bytes when
+  // constructed, which every idle connection would hold for nothing.
+  std::list<WaitingAnswer> answers_;
   static constexpr std::size_t kMaxAnswersWaiting = 256;
 };
 

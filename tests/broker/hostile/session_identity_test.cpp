@@ -28,7 +28,7 @@ namespace {
 using nlohmann::json;
 using ws::test::WsClient;
 
-constexpr std::string_view kSecret = "hostile-session-identity-secret-0123456789";
+constexpr std::string_view kIdentitySecret = "hostile-session-identity-secret-0123456789";
 
 // A token of `subject` that may subscribe and publish to `globs`.
 std::string token(const std::string& subject, std::vector<std::string> globs) {
@@ -37,17 +37,17 @@ std::string token(const std::string& subject, std::vector<std::string> globs) {
   g.expiry = std::chrono::system_clock::now() + std::chrono::hours(1);
   g.subscribe = globs;
   g.publish = std::move(globs);
-  const auto t = mint_token(g, kSecret);
+  const auto t = mint_token(g, kIdentitySecret);
   EXPECT_TRUE(t.has_value()) << "mint_token";
   return t ? *t : std::string();
 }
 
-// A broker with tokens (signed with kSecret, from a file in `dir`), QoS 1
+// A broker with tokens (signed with kIdentitySecret, from a file in `dir`), QoS 1
 // redeliveries far off (only a take-over resends), and `extra` flags; the
 // canary and INFO authenticate with a token of their own.
 Broker token_broker(const ringcast::test::TempDir& dir, std::vector<std::string> extra = {}) {
   const std::string secret = dir.file("secret");
-  std::ofstream(secret) << kSecret << "\n";
+  std::ofstream(secret) << kIdentitySecret << "\n";
   std::vector<std::string> args{"--token-secret-file", secret, "--ack-timeout", "1h"};
   args.insert(args.end(), extra.begin(), extra.end());
   Broker b(args);

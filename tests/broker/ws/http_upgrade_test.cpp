@@ -10,7 +10,7 @@
 namespace ringcast::broker::ws {
 namespace {
 
-using Status = HttpUpgrade::Status;
+using UpgradeStatus = HttpUpgrade::Status;
 
 constexpr std::string_view kUpgrade =
     "GET / HTTP/1.1\r\n"
@@ -23,7 +23,7 @@ constexpr std::string_view kUpgrade =
     "\r\n";
 
 struct Result {
-  Status status;
+  UpgradeStatus status;
   std::string response;
   std::string rest;
 };
@@ -33,8 +33,8 @@ Result run(std::string_view input, std::size_t chunk, const HttpRoutes& routes) 
   HttpUpgrade h(routes, "127.0.0.1:1");
   for (std::size_t off = 0; off < input.size(); off += chunk) {
     std::string_view piece = input.substr(off, chunk);
-    const Status st = h.feed(piece);
-    if (st != Status::kNeedMore) {
+    const UpgradeStatus st = h.feed(piece);
+    if (st != UpgradeStatus::kNeedMore) {
       // What follows the request: the parser's leftover, then the unconsumed input.
       std::string rest = std::string(h.rest()) + std::string(piece);
       if (off + chunk < input.size()) rest += input.substr(off + chunk);
@@ -42,7 +42,7 @@ Result run(std::string_view input, std::size_t chunk, const HttpRoutes& routes) 
     }
     EXPECT_TRUE(piece.empty());
   }
-  return {Status::kNeedMore, "", ""};
+  return {UpgradeStatus::kNeedMore, "", ""};
 }
 
 Result run(std::string_view input) {
@@ -51,7 +51,7 @@ Result run(std::string_view input) {
   const Result bytewise = run(input, 1, routes);
   EXPECT_EQ(whole.status, bytewise.status);
   EXPECT_EQ(whole.response, bytewise.response);
-  if (whole.status == Status::kUpgraded) {
+  if (whole.status == UpgradeStatus::kUpgraded) {
     EXPECT_EQ(whole.rest, bytewise.rest);
   }
   return whole;
@@ -72,7 +72,7 @@ TEST(HttpUpgradeTest, AcceptKeyMatchesTheRfcExample) {
 
 TEST(HttpUpgradeTest, UpgradesAndNeverOffersCompression) {
   const Result r = run(kUpgrade);
-  EXPECT_EQ(r.status, Status::kUpgraded);
+  EXPECT_EQ(r.status, UpgradeStatus::kUpgraded);
   EXPECT_EQ(r.response,
             "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n");
@@ -85,7 +85,7 @@ TEST(HttpUpgradeTest, BytesAfterTheRequestAreLeftForTheFrameDecoder) {
                          "\x81\x80"
                          "abcd";
   const Result r = run(in);
-  EXPECT_EQ(r.status, Status::kUpgraded);
+  EXPECT_EQ(r.status, UpgradeStatus::kUpgraded);
   EXPECT_EQ(r.rest,
             "\x81\x80"
             "abcd");
@@ -94,12 +94,12 @@ TEST(HttpUpgradeTest, BytesAfterTheRequestAreLeftForTheFrameDecoder) {
 TEST(HttpUpgradeTest, HeaderNamesAndTokensAreCaseInsensitive) {
   std::string s = with_header("Upgrade:", "upgrade: WebSocket\r\n");
   s = s.replace(s.find("Connection"), 10, "CONNECTION");
-  EXPECT_EQ(run(s).status, Status::kUpgraded);
+  EXPECT_EQ(run(s).status, UpgradeStatus::kUpgraded);
 }
 
 TEST(HttpUpgradeTest, WrongVersionGets426WithTheSupportedVersion) {
   const Result r = run(with_header("Sec-WebSocket-Version", "Sec-WebSocket-Version: 8\r\n"));
-  EXPECT_EQ(r.status, Status::kRespond);
+  EXPECT_EQ(r.status, UpgradeStatus::kRespond);
   EXPECT_EQ(r.response.rfind("HTTP/1.1 426 ", 0), 0u) << r.response;
   EXPECT_NE(r.response.find("Sec-WebSocket-Version: 13\r\n"), std::string::npos);
   EXPECT_NE(r.response.find("Connection: close\r\n"), std::string::npos);
@@ -116,14 +116,14 @@ TEST(HttpUpgradeTest, MalformedUpgradesGet400) {
            std::string("GARBAGE\r\n\r\n"),
        }) {
     const Result r = run(bad);
-    EXPECT_EQ(r.status, Status::kRespond) << bad;
+    EXPECT_EQ(r.status, UpgradeStatus::kRespond) << bad;
     EXPECT_EQ(r.response.rfind("HTTP/1.1 400 ", 0), 0u) << bad << r.response;
   }
 }
 
 TEST(HttpUpgradeTest, PlainGetServesTheLivePage) {
   const Result r = run("GET /?channel=md.x HTTP/1.1\r\nHost: x\r\n\r\n");
-  EXPECT_EQ(r.status, Status::kRespond);
+  EXPECT_EQ(r.status, UpgradeStatus::kRespond);
   EXPECT_EQ(r.response.rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
   EXPECT_NE(r.response.find("Content-Type: text/html; charset=utf-8\r\n"), std::string::npos);
   EXPECT_NE(r.response.find("Connection: close\r\n"), std::string::npos);
@@ -150,7 +150,7 @@ TEST(HttpUpgradeTest, UnknownPathsGet404AndOtherMethods405) {
 TEST(HttpUpgradeTest, OversizedHeadersGet431) {
   const std::string in = "GET / HTTP/1.1\r\nX-Big: " + std::string(HttpUpgrade::kMaxHeader, 'a') + "\r\n\r\n";
   const Result r = run(in);
-  EXPECT_EQ(r.status, Status::kRespond);
+  EXPECT_EQ(r.status, UpgradeStatus::kRespond);
   EXPECT_EQ(r.response.rfind("HTTP/1.1 431 ", 0), 0u) << r.response.substr(0, 100);
 }
 
@@ -162,7 +162,7 @@ TEST(HttpUpgradeTest, RoutesCanBeAddedAndReceiveTheQueryAndAuthorization) {
     return r;
   });
   const Result r = run("GET /metrics?x=1 HTTP/1.1\r\nAuthorization: Bearer t\r\n\r\n", 5, routes);
-  EXPECT_EQ(r.status, Status::kRespond);
+  EXPECT_EQ(r.status, UpgradeStatus::kRespond);
   EXPECT_EQ(r.response.substr(r.response.size() - 16), "q=x=1 a=Bearer t");
 }
 
