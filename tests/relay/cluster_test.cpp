@@ -693,6 +693,13 @@ nlohmann::json ws_subscribe(WsClient& c, nlohmann::json cmd) {
   return c.read_json().value_or(nlohmann::json{});
 }
 
+// Publishes `payload` on `topic` at QoS 1; the answer (puback or error), or
+// null if none came.
+nlohmann::json publish_qos1(WsClient& c, std::string_view topic, const std::string& payload) {
+  EXPECT_TRUE(c.send_json({{"type", "publish"}, {"topic", topic}, {"payload", payload}, {"qos", 1}}));
+  return c.read_json().value_or(nlohmann::json{});
+}
+
 // The next `n` deliveries on `c` as (offset, payload).
 std::vector<std::pair<std::uint64_t, std::string>> ws_messages(WsClient& c, std::size_t n) {
   std::vector<std::pair<std::uint64_t, std::string>> out;
@@ -785,13 +792,11 @@ TEST_F(ClusterHistoryTest, AQos1PublishIsAcknowledgedWithTheOffsetEveryNodeDeliv
   WsClient sub(b_.broker->ws_port());
   ASSERT_EQ(ws_subscribe(sub, {{"topic", "room9"}})["type"], "subscribed");
   WsClient publisher(a_.broker->ws_port());
-  ASSERT_TRUE(publisher.send_json({{"type", "publish"}, {"topic", "room9"}, {"payload", "hello"}, {"qos", 1}}));
-  const auto ack = publisher.read_json();
-  ASSERT_TRUE(ack);
-  ASSERT_EQ((*ack)["type"], "puback") << ack->dump();
+  const nlohmann::json ack = publish_qos1(publisher, "room9", "hello");
+  ASSERT_EQ(ack["type"], "puback") << ack.dump();
   const auto got = ws_messages(sub, 1);
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0], std::make_pair((*ack)["message_id"].get<std::uint64_t>(), std::string("hello")));
+  EXPECT_EQ(got[0], std::make_pair(ack["message_id"].get<std::uint64_t>(), std::string("hello")));
   EXPECT_GE(a_.link->stats().history_stored, 1u);
 }
 
@@ -800,10 +805,7 @@ TEST_F(ClusterHistoryTest, AQos1PublishIsAcknowledgedWithTheOffsetEveryNodeDeliv
 // once the server is back, after the publisher was told "not stored".
 TEST_F(ClusterHistoryTest, AQos1PublishWhileTheNodeIsDisconnectedIsRefusedAndNeverStoredLater) {
   WsClient publisher(a_.broker->ws_port());
-  const auto publish = [&publisher](const std::string& payload) {
-    EXPECT_TRUE(publisher.send_json({{"type", "publish"}, {"topic", "room7"}, {"payload", payload}, {"qos", 1}}));
-    return publisher.read_json().value_or(nlohmann::json{});
-  };
+  const auto publish = [&publisher](const std::string& payload) { return publish_qos1(publisher, "room7", payload); };
   ASSERT_EQ(publish("before")["type"], "puback");
   const std::uint16_t port = server_->port();
   server_->kill();
@@ -851,9 +853,8 @@ TEST_F(ClusterHistoryOneThreadTest, AQos1PublishWaitingForItsStoreHoldsNoOtherCo
   WsClient sub(b_.broker->ws_port());
   ASSERT_EQ(ws_subscribe(sub, {{"topic", "room3"}})["type"], "subscribed");
   WsClient publisher(a_.broker->ws_port());
-  ASSERT_TRUE(publisher.send_json({{"type", "publish"}, {"topic", "room3"}, {"payload", "first"}, {"qos", 1}}));
-  const auto first = publisher.read_json();
-  ASSERT_TRUE(first && (*first)["type"] == "puback") << (first ? first->dump() : "no answer");
+  const nlohmann::json first = publish_qos1(publisher, "room3", "first");
+  ASSERT_EQ(first["type"], "puback") << first.dump();
   RespClient other(a_.broker->port());  // on the same (only) I/O thread as the publisher
 
   const pid_t nats = server_->child().pid();
@@ -867,7 +868,7 @@ TEST_F(ClusterHistoryOneThreadTest, AQos1PublishWaitingForItsStoreHoldsNoOtherCo
   const auto ack = publisher.read_json();
   ASSERT_TRUE(ack);
   ASSERT_EQ((*ack)["type"], "puback") << ack->dump();
-  EXPECT_GT((*ack)["message_id"].get<std::uint64_t>(), (*first)["message_id"].get<std::uint64_t>());
+  EXPECT_GT((*ack)["message_id"].get<std::uint64_t>(), first["message_id"].get<std::uint64_t>());
   const auto got = ws_messages(sub, 2);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[1], std::make_pair((*ack)["message_id"].get<std::uint64_t>(), std::string("held")));
@@ -886,10 +887,7 @@ class ClusterHistoryShortStoreTest : public ClusterHistoryTest {
 // runs again, is stored and acknowledged.
 TEST_F(ClusterHistoryShortStoreTest, AQos1PublishWhoseStoreIsNotConfirmedInTimeIsAnsweredNotStored) {
   WsClient publisher(a_.broker->ws_port());
-  const auto publish = [&publisher](const std::string& payload) {
-    EXPECT_TRUE(publisher.send_json({{"type", "publish"}, {"topic", "room5"}, {"payload", payload}, {"qos", 1}}));
-    return publisher.read_json().value_or(nlohmann::json{});
-  };
+  const auto publish = [&publisher](const std::string& payload) { return publish_qos1(publisher, "room5", payload); };
   ASSERT_EQ(publish("before")["type"], "puback");
   const pid_t nats = server_->child().pid();
   ASSERT_EQ(::kill(nats, SIGSTOP), 0);
@@ -961,9 +959,7 @@ std::unique_ptr<WsClient> connect_as(std::uint16_t port, const std::string& subj
 
 // Publishes `payload` on `topic` at QoS 1; true once it is acknowledged (stored).
 bool publish_acked(WsClient& c, std::string_view topic, const std::string& payload) {
-  EXPECT_TRUE(c.send_json({{"type", "publish"}, {"topic", topic}, {"payload", payload}, {"qos", 1}}));
-  const auto j = c.read_json();
-  return j && (*j)["type"] == "puback";
+  return publish_qos1(c, topic, payload)["type"] == "puback";
 }
 
 class ClusterSessionTest : public ClusterHistoryTest {
