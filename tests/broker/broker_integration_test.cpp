@@ -298,6 +298,13 @@ TEST_F(BrokerIntegrationTest, ConflatingSubscriberEndsOnTheNewestOfEachChannel) 
   // buffer, at most tcp_wmem's 4 MB, so 10 MB of publishes must overflow.
   const int receive_buffer = 64 * 1024;
   ASSERT_EQ(::setsockopt(sub->fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer), 0);
+  // Its reads wait up to 30 s, not 5: in one CI run under ASan (13.6 s for
+  // a test that takes 1-2 s alone) it read 510 messages and then nothing
+  // came for 5 s; the same binary passed 8 of 8 runs alone and 8 of 8 beside
+  // two busy loops (two of them 8-10 s). The cause is not established; a
+  // writer that never woke would still fail here.
+  const timeval patient{30, 0};
+  ASSERT_EQ(redisSetTimeout(sub.get(), patient), REDIS_OK);
   Reply r = command(sub.get(), {"CLIENT", "SETNAME", "slow"});
   ASSERT_TRUE(r && r->type == REDIS_REPLY_STATUS);
   r = command(sub.get(), {"SUBSCRIBE", "a", "b"});
