@@ -32,6 +32,7 @@ SECTIONS = {
     "WaitLine": ("WaitLine", ["data_wait", "space_wait"]),
     "ConsumerEntry": ("ConsumerEntry", ["consumers"]),
     "Slot": ("Slot", []),
+    "Doorbell": ("Doorbell", []),
 }
 # Document names for bytes inside a member: a slot's `words` hold the
 # length (`meta`) and the payload.

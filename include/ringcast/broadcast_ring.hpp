@@ -77,6 +77,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -630,6 +631,14 @@ class BroadcastRing {
   // The producer found consumers asleep: wake the first of them (the rest
   // follow along the wake chain) and fence from now on.
   void wake_consumers() noexcept;
+  // wake_consumers' part for WaitSets: rings the doorbell of every consumer
+  // that has one (docs/layout.md, "Doorbells") and says in its entry whether
+  // it could. Returns the sleepers woken.
+  int ring_doorbells() noexcept;
+  // Clears consumer `id`'s doorbell (its bit in data_wait.doorbells, its
+  // token and the producer's confirmation): on registering, unregistering
+  // and reaping the entry.
+  void clear_doorbell(ConsumerId id) noexcept;
   // The producer's fenced mode found no sleeper for a while: drop it.
   void leave_fenced() noexcept;
   using WaitState = detail::WaitState;
@@ -692,7 +701,9 @@ class BroadcastRing {
   std::int64_t last_wake_ns_ = 0;      // when this producer last woke consumers
   std::int64_t last_yield_ns_ = 0;     // when it last yielded its CPU to them
   WakePolicy wake_policy_ = WakePolicy::kAuto;
-  std::atomic<std::uint64_t> late_wakeups_{0};       // see late_wakeups()
+  std::atomic<std::uint64_t> late_wakeups_{0};  // see late_wakeups()
+  // The WaitSet doorbells this producer rings, per consumer entry.
+  std::array<detail::DoorbellLink, kMaxConsumers> doorbells_;
   WaitState push_wait_;                              // push_wait's history
   std::unique_ptr<std::byte[]> staging_;             // a lossy ring's record claims (max_message_ bytes)
   alignas(8) std::byte small_claim_[kMaxPayload]{};  // claims of at most 52 bytes (inline messages)

@@ -59,6 +59,11 @@ inline constexpr std::uint32_t kFlagWakeups = 1U << 1;  // every side fences: ex
 inline constexpr std::uint32_t kFlagSeparateSlots = 1U << 2;
 inline constexpr std::uint32_t kKnownFlags = kFlagLossy | kFlagWakeups | kFlagSeparateSlots;
 inline constexpr char kSlotsFileSuffix[] = ".slots";
+// A doorbell file's name: this prefix and its token, 16 lowercase hex digits.
+inline constexpr char kDoorbellPrefix[] = ".ringcast-doorbell-";
+// "RCDOORBL" read as a little-endian 64-bit word; at offset 8, so that no
+// doorbell is taken for a ring (whose magic is at 0).
+inline constexpr std::uint64_t kDoorbellMagic = 0x4C42524F4F444352;
 
 // WaitLine::signal: bit 0, a waiter is (about to be) asleep on this line;
 // bit 1 (data_wait only), the producer fences after every publish, so a
@@ -141,7 +146,12 @@ struct alignas(kCacheLine) WaitLine {
   // them wakes the rest). Only the producer sets or clears bits 1 and 2.
   std::atomic<std::uint32_t> signal;
   std::atomic<std::uint32_t> sleepers;  // 4: waiters inside futex_wait (display only)
-  std::uint8_t reserved[56];            // 8: zero
+  // 8 (data_wait only; zero on space_wait): bit i set while consumer entry i
+  // has a doorbell (ConsumerEntry::doorbell): the producer rings it whenever
+  // it ends an epoch of this line. Set by the WaitSet that added the
+  // consumer; cleared by it, by unregister, reap and a new registration.
+  std::atomic<std::uint32_t> doorbells;
+  std::uint8_t reserved[52];  // 12: zero
 };
 
 struct alignas(kCacheLine) ConsumerEntry {
@@ -150,7 +160,15 @@ struct alignas(kCacheLine) ConsumerEntry {
   std::atomic<std::uint32_t> owner_pid;  // 12: pid of the registering process (display only)
   // 16: the pid namespace owner_pid belongs to (inode of /proc/self/ns/pid; 0: unknown)
   std::atomic<std::uint64_t> owner_pidns;
-  std::uint8_t reserved[40];  // 24: zero
+  // 24: the token naming this consumer's WaitSet doorbell, the file
+  // kDoorbellPrefix + 16 hex digits in the ring file's directory (0: none).
+  // Written by the consumer's WaitSet; cleared as WaitLine::doorbells says.
+  std::atomic<std::uint64_t> doorbell;
+  // 32: the token of the doorbell the producer has mapped and rings; 0 when
+  // it could not (the WaitSet then sleeps on data_wait too). Written by the
+  // producer, cleared when it takes the role.
+  std::atomic<std::uint64_t> doorbell_rung;
+  std::uint8_t reserved[24];  // 40: zero
 };
 
 // A SeqLock cell. Positions count slots. version is 0 before the first
@@ -165,6 +183,18 @@ struct alignas(kCacheLine) ConsumerEntry {
 struct alignas(kCacheLine) Slot {
   std::atomic<std::uint64_t> version;   // 0
   std::atomic<std::uint64_t> words[7];  // 8: length u32, payload[52]
+};
+
+// A WaitSet's doorbell: a file of its own (kDoorbellBytes) in the directory
+// of the rings it waits on, so that one futex word wakes it whichever of
+// those rings' producers has a message for it (docs/layout.md, "Doorbells").
+struct alignas(kCacheLine) Doorbell {
+  // 0: futex word. Producers add 1 (release) and wake it; the WaitSet sleeps
+  // while it holds the value read before its handshake.
+  std::atomic<std::uint32_t> rings;
+  std::uint32_t reserved0;           // 4: zero
+  std::atomic<std::uint64_t> magic;  // 8: kDoorbellMagic, stored last by the creator (release)
+  std::uint8_t reserved[48];         // 16: zero
 };
 
 struct RingHeader {
@@ -234,14 +264,25 @@ static_assert(offsetof(TailLine, reserved) == 32);
 static_assert(sizeof(WaitLine) == 64 && alignof(WaitLine) == 64);
 static_assert(offsetof(WaitLine, signal) == 0);
 static_assert(offsetof(WaitLine, sleepers) == 4);
-static_assert(offsetof(WaitLine, reserved) == 8);
+static_assert(offsetof(WaitLine, doorbells) == 8);
+static_assert(offsetof(WaitLine, reserved) == 12);
+static_assert(kMaxConsumers <= 32, "WaitLine::doorbells has a bit per consumer");
 
 static_assert(sizeof(ConsumerEntry) == 64 && alignof(ConsumerEntry) == 64);
 static_assert(offsetof(ConsumerEntry, cursor) == 0);
 static_assert(offsetof(ConsumerEntry, state) == 8);
 static_assert(offsetof(ConsumerEntry, owner_pid) == 12);
 static_assert(offsetof(ConsumerEntry, owner_pidns) == 16);
-static_assert(offsetof(ConsumerEntry, reserved) == 24);
+static_assert(offsetof(ConsumerEntry, doorbell) == 24);
+static_assert(offsetof(ConsumerEntry, doorbell_rung) == 32);
+static_assert(offsetof(ConsumerEntry, reserved) == 40);
+
+static_assert(sizeof(Doorbell) == 64 && alignof(Doorbell) == 64);
+static_assert(offsetof(Doorbell, rings) == 0);
+static_assert(offsetof(Doorbell, reserved0) == 4);
+static_assert(offsetof(Doorbell, magic) == 8);
+static_assert(offsetof(Doorbell, reserved) == 16);
+inline constexpr std::size_t kDoorbellBytes = sizeof(Doorbell);
 
 static_assert(sizeof(Slot) == kSlotBytes && alignof(Slot) == 64);
 static_assert(offsetof(Slot, version) == 0);

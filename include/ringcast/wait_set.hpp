@@ -2,14 +2,17 @@
 // consumer of a ring, up to kMaxMembers of them, each on its own ring or not)
 // has a message, with no polling and no thread per ring.
 //
-// How: it sleeps on every member ring's data_wait futex word at once
-// (futex_waitv(2), Linux 5.16 and later), after the same handshake a
-// recv_wait makes on one ring, so a producer in any process wakes it with the
-// wake it already makes for its recv_wait sleepers: nothing in the ring file
-// changes, and the producer's hot path is untouched. On an older kernel
-// (futex_waitv fails with ENOSYS) it sleeps on one member's word at a time
-// for at most kFallbackSleep, so a message on another member is seen up to
-// that late (docs/memory-ordering.md, "Waiting on many rings").
+// How: before it sleeps it makes the handshake a recv_wait makes on one ring
+// on every member ring's data_wait line, and then sleeps on one futex word,
+// its doorbell: a small file beside the rings (one per directory they are
+// in) that each member's producer rings when it wakes that ring's sleepers
+// (docs/layout.md, "Doorbell"). A member whose producer has not rung it yet
+// (or cannot: an anonymous ring, an older build) is slept on through its
+// line's word as well, all in one futex_waitv(2) (Linux 5.16 and later). On
+// an older kernel that must sleep on several words (futex_waitv fails with
+// ENOSYS) it sleeps on one at a time for at most kFallbackSleep, so a message
+// on another member is seen up to that late (docs/memory-ordering.md,
+// "Waiting on many rings").
 //
 // For an event loop (epoll, Boost.Asio's posix::stream_descriptor), notify_fd()
 // returns an eventfd that turns readable when a member has a message: one

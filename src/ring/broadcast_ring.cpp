@@ -493,6 +493,7 @@ BroadcastRing& BroadcastRing::operator=(BroadcastRing&& other) noexcept {
   last_wake_ns_ = other.last_wake_ns_;
   last_yield_ns_ = other.last_yield_ns_;
   wake_policy_ = other.wake_policy_;
+  doorbells_ = std::move(other.doorbells_);
   // relaxed: the moved-from handle is not in use (move requires exclusive access).
   late_wakeups_.store(other.late_wakeups_.load(std::memory_order_relaxed), std::memory_order_relaxed);
   waiter_slice_us_.store(other.waiter_slice_us_.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -595,6 +596,11 @@ Result<void> BroadcastRing::claim_producer() {
   // `capacity` rescan the consumers. (Starting at `seq` would let a new
   // producer overwrite the slots of a consumer lagging behind the old one.)
   cached_min_ = 0;
+  // The previous producer's doorbell confirmations were its own: a WaitSet
+  // sleeps on our members' lines too until we ring (ring_doorbells).
+  // relaxed: a WaitSet that read a confirmation before this store is the
+  // window docs/layout.md, "Doorbells", bounds.
+  for (ConsumerId id = 0; id < kMaxConsumers; ++id) consumer(id).doorbell_rung.store(0, std::memory_order_relaxed);
   // relaxed: display only (ring-top); no protocol reads it.
   p.producer_pid.store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);
   header_->tail.producer_pidns.store(detail::own_pid_namespace(), std::memory_order_relaxed);
@@ -607,6 +613,7 @@ Result<void> BroadcastRing::claim_producer() {
 void BroadcastRing::release_producer() noexcept {
   if (!is_producer_) return;
   is_producer_ = false;
+  for (detail::DoorbellLink& link : doorbells_) link.reset();
   // relaxed: display only (status()); 0 with a published position is a
   // producer that left, not one that died holding the role.
   producer().producer_pid.store(0, std::memory_order_relaxed);
@@ -719,6 +726,8 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
                                     ? next_boundary(published - capacity_)
                                 : start == StartAt::kOldest ? 0
                                                             : published;
+    // A previous owner that died inside a WaitSet left its doorbell.
+    clear_doorbell(id);
     // relaxed store: published by the release store of state below.
     c.cursor.store(first, std::memory_order_relaxed);
     // relaxed: display only (ring-top); no protocol reads it.
@@ -762,6 +771,7 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
 
 Errc BroadcastRing::unregister_consumer(ConsumerId id) noexcept {
   if (!owns(id)) return Errc::invalid_consumer;
+  clear_doorbell(id);
   // release: our last cursor store and slot reads happen-before a later
   // registrant's acquire (CAS or lock) of the entry, and the producer's
   // acquire load of state in full_slow.
@@ -792,6 +802,7 @@ Result<std::size_t> BroadcastRing::reap_dead_consumers() {
     // acquire: pairs with the release stores of state in register_consumer and
     // unregister_consumer (another reaper may have freed it meanwhile).
     if (c.state.load(std::memory_order_acquire) == kConsumerActive) {
+      clear_doorbell(id);
       // release: as in unregister_consumer, for a later registrant.
       c.state.store(kConsumerFree, std::memory_order_release);
       ++reaped;

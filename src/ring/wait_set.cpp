@@ -10,10 +10,12 @@
 #include <atomic>
 #include <cerrno>
 #include <limits>
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <vector>
 
+#include "doorbell.hpp"
 #include "futex.hpp"
 #include "membarrier.hpp"
 #include "ofd_lock.hpp"
@@ -28,6 +30,17 @@ namespace detail {
 struct WaitSetAccess {
   static bool owns(const BroadcastRing& ring, ConsumerId id) noexcept { return ring.owns(id); }
   static layout::WaitLine& data_wait(BroadcastRing& ring) noexcept { return ring.header_->data_wait; }
+  static int fd(const BroadcastRing& ring) noexcept { return ring.fd_; }
+  static layout::ConsumerEntry& entry(BroadcastRing& ring, ConsumerId id) noexcept { return ring.consumer(id); }
+
+  // Names the doorbell `token` in consumer `id`'s entry, for its producer to ring.
+  static void attach_doorbell(BroadcastRing& ring, ConsumerId id, std::uint64_t token) noexcept {
+    // relaxed: published by the release fetch_or below.
+    ring.consumer(id).doorbell.store(token, std::memory_order_relaxed);
+    // release: pairs with the acquire load in ring_doorbells().
+    ring.header_->data_wait.doorbells.fetch_or(1U << id, std::memory_order_release);
+  }
+  static void detach_doorbell(BroadcastRing& ring, ConsumerId id) noexcept { ring.clear_doorbell(id); }
 
   // A message (or a lap, a padding, a loss marker) waits for `id`, or its
   // next slot is half-written by a producer that died: what would end a
@@ -62,11 +75,20 @@ struct WaitSet::State {
     ConsumerId id = 0;
     layout::WaitLine* line = nullptr;
     std::uint32_t slept = 0;  // the line's signal this sleep expects
+    int bell = -1;            // its doorbell's index in `bells`; -1: none
+    bool on_line = false;     // this sleep includes the line's word
+  };
+  // A doorbell (doorbell.hpp), one per directory the members' rings are in.
+  struct Bell {
+    detail::DoorbellFile file;
+    std::size_t members = 0;  // members whose entries name it
+    std::uint32_t seen = 0;   // its word before this sleep's handshake
   };
   std::array<Member, kMaxMembers> members{};
-  std::size_t end = 0;          // members at or past this index are free
-  std::size_t next_scan = 0;    // where the next scan starts (fairness)
-  std::size_t fallback_on = 0;  // the member the ENOSYS fallback sleeps on next
+  std::vector<std::optional<Bell>> bells;  // an empty place is reused
+  std::size_t end = 0;                     // members at or past this index are free
+  std::size_t next_scan = 0;               // where the next scan starts (fairness)
+  std::size_t fallback_on = 0;             // the member the ENOSYS fallback sleeps on next
   // The notifier's state (kDisarmed, kArmed, kStop): a futex word of this
   // process that the notifier sleeps on beside the rings' words, so arm() and
   // the destructor can wake it.
@@ -105,13 +127,23 @@ struct WaitSet::State {
   // one sleep on all of them.
   bool sleep(std::int64_t now, std::int64_t deadline, std::uint32_t expected) noexcept {
     detail::cap_thread_slice(kDefaultWaiterSlice);
+    // Each doorbell's word before the lines' bits are set: a producer that
+    // ends an epoch this handshake begins rings after it, so the sleep sees
+    // the change. acquire: pairs with the release fetch_add in
+    // DoorbellLink::ring (nothing is read through it; the rings' own loads
+    // re-check).
+    for (std::optional<Bell>& b : bells) {
+      if (b) b->seen = b->file.word().load(std::memory_order_acquire);
+    }
     bool need_barrier = false;
     for (std::size_t i = 0; i < end; ++i) {
       Member& m = members[i];
       if (m.ring == nullptr) continue;
       // An RMW on every line before the heavy barrier, as a recv_wait makes on
       // its one line. acquire: pairs with the release CAS in end_epoch().
-      const std::uint32_t old = m.line->signal.fetch_or(kSignalWaiting, std::memory_order_acquire);
+      // release: pairs with that CAS's acquire, so the producer that ends
+      // this epoch sees the doorbell add() attached (ring_doorbells()).
+      const std::uint32_t old = m.line->signal.fetch_or(kSignalWaiting, std::memory_order_acq_rel);
       m.slept = old | kSignalWaiting;
       if (!m.ring->wakeups() && (old & kSignalFenced) == 0) need_barrier = true;
     }
@@ -124,20 +156,47 @@ struct WaitSet::State {
 
     std::int64_t sleep_ns = std::min(deadline - now, detail::kChainRescueNs);
     if (!covered) sleep_ns = std::min(sleep_ns, detail::kUncoveredSleepNs);
+    // The line's word of each member whose producer has not rung our
+    // doorbell (once it has, it rings it whenever it ends an epoch of this
+    // line). relaxed: a stale 0 costs one word; docs/layout.md, "Doorbells",
+    // bounds a stale confirmation (a producer taking over).
+    std::size_t lines = 0;
+    std::size_t live_bells = 0;
+    for (const std::optional<Bell>& b : bells) live_bells += b.has_value() ? 1U : 0U;
+    for (std::size_t i = 0; i < end; ++i) {
+      Member& m = members[i];
+      if (m.ring == nullptr) continue;
+      m.on_line = m.bell < 0 || WaitSetAccess::entry(*m.ring, m.id).doorbell_rung.load(std::memory_order_relaxed) !=
+                                    bells[static_cast<std::size_t>(m.bell)]->file.token();
+      lines += m.on_line ? 1U : 0U;
+    }
+    // Members in more directories than futex_waitv has room for beside
+    // their lines (and the notifier's word): every line, no doorbell.
+    const bool with_bells = live_bells + lines + 1 <= detail::kFutexWaitAnyMax;
     std::array<detail::FutexWaiter, detail::kFutexWaitAnyMax> waiters;
     std::size_t n = 0;
+    for (std::optional<Bell>& b : bells) {
+      if (b && with_bells) waiters[n++] = {&b->file.word(), b->seen};
+    }
     for (std::size_t i = 0; i < end; ++i) {
       Member& m = members[i];
       if (m.ring == nullptr) continue;
       // relaxed: a display counter (ring-top), read by nobody's protocol.
       m.line->sleepers.fetch_add(1, std::memory_order_relaxed);
-      waiters[n++] = {&m.line->signal, m.slept};
+      m.on_line = m.on_line || !with_bells;
+      if (m.on_line) waiters[n++] = {&m.line->signal, m.slept};
     }
     // Only the notifier's wait can see `control` change (arm(), the
     // destructor); a user's wait() leaves the word out, one key less per
     // call, unless it has no member (then it sleeps on it until the deadline).
     if (expected == kArmed || n == 0) waiters[n++] = {&control, expected};
-    detail::WaitAny woken = detail::futex_wait_any(std::span(waiters.data(), n), now + sleep_ns);
+    // One word (a doorbell every producer has rung, or one member): a plain
+    // futex wait, which also needs no futex_waitv.
+    detail::WaitAny woken =
+        n == 1 ? (detail::futex_wait(*waiters[0].word, waiters[0].expected, detail::kFutexAnyBits, now + sleep_ns)
+                      ? detail::WaitAny::kWoken
+                      : detail::WaitAny::kNotSleeping)
+               : detail::futex_wait_any(std::span(waiters.data(), n), now + sleep_ns);
     if (woken == detail::WaitAny::kUnsupported) woken = fallback_sleep(now + sleep_ns);
     for (std::size_t i = 0; i < end; ++i) {
       Member& m = members[i];
@@ -147,8 +206,8 @@ struct WaitSet::State {
       // may have), so pass on every line whose epoch ended since we slept.
       // relaxed: as must_pass_on's load; a stale value passes on, never wrong.
       const std::uint32_t now_signal = m.line->signal.load(std::memory_order_relaxed);
-      if (woken == detail::WaitAny::kWoken && now_signal / kSignalEpochStep != m.slept / kSignalEpochStep &&
-          detail::must_pass_on(*m.line, m.slept)) {
+      if (woken == detail::WaitAny::kWoken && m.on_line &&
+          now_signal / kSignalEpochStep != m.slept / kSignalEpochStep && detail::must_pass_on(*m.line, m.slept)) {
         detail::futex_wake(m.line->signal, std::numeric_limits<int>::max(), detail::epoch_bits(m.slept));
       }
       m.line->sleepers.fetch_sub(1, std::memory_order_relaxed);
@@ -219,6 +278,40 @@ struct WaitSet::State {
     }
   }
 
+  // Gives member `i` the doorbell of its ring's directory, making one if
+  // none serves it yet; leaves it without one when the ring has no directory
+  // or the file cannot be made (it then sleeps on its line).
+  void attach_bell(std::size_t i) {
+    Member& m = members[i];
+    const int fd = WaitSetAccess::fd(*m.ring);
+    const auto dir = detail::DoorbellFile::directory_of(fd);
+    if (!dir) return;
+    std::size_t b = 0;
+    while (b < bells.size() && !(bells[b] && bells[b]->file.directory() == *dir)) ++b;
+    if (b == bells.size()) {
+      auto file = detail::DoorbellFile::create(fd);
+      if (!file) return;
+      b = 0;
+      while (b < bells.size() && bells[b]) ++b;
+      if (b == bells.size()) bells.emplace_back();
+      bells[b].emplace(Bell{std::move(*file)});
+    }
+    ++bells[b]->members;
+    m.bell = static_cast<int>(b);
+    WaitSetAccess::attach_doorbell(*m.ring, m.id, bells[b]->file.token());
+  }
+
+  // Takes member `i`'s doorbell out of its entry; a doorbell no member names
+  // any more is unlinked.
+  void detach_bell(std::size_t i) noexcept {
+    Member& m = members[i];
+    if (m.bell < 0) return;
+    WaitSetAccess::detach_doorbell(*m.ring, m.id);
+    std::optional<Bell>& b = bells[static_cast<std::size_t>(m.bell)];
+    if (--b->members == 0) b.reset();
+    m.bell = -1;
+  }
+
   ~State() {
     if (notifier.joinable()) {
       // release: pairs with notify_loop's acquire load.
@@ -227,6 +320,9 @@ struct WaitSet::State {
       notifier.join();
     }
     if (event_fd >= 0) ::close(event_fd);
+    for (std::size_t i = 0; i < end; ++i) {
+      if (members[i].ring != nullptr) detach_bell(i);
+    }
   }
 };
 
@@ -242,14 +338,16 @@ Result<std::size_t> WaitSet::add(BroadcastRing& ring, ConsumerId id) {
   std::size_t i = 0;
   while (i < kMaxMembers && s.members[i].ring != nullptr) ++i;
   if (i == kMaxMembers) return make_error(Errc::no_consumer_slot, "wait set: add: already 127 members");
-  s.members[i] = {&ring, id, &WaitSetAccess::data_wait(ring), 0};
+  s.members[i] = {&ring, id, &WaitSetAccess::data_wait(ring)};
   s.end = std::max(s.end, i + 1);
+  s.attach_bell(i);
   return i;
 }
 
 Errc WaitSet::remove(std::size_t member) noexcept {
   State& s = *state_;
   if (member >= s.end || s.members[member].ring == nullptr) return Errc::invalid_consumer;
+  s.detach_bell(member);
   s.members[member] = {};
   while (s.end > 0 && s.members[s.end - 1].ring == nullptr) --s.end;
   if (s.next_scan >= s.end) s.next_scan = 0;

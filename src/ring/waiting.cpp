@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <limits>
 #include <thread>
@@ -80,7 +81,9 @@ int producer_chain_wakes() noexcept {
 // the producer) exactly one wins and makes the system call; the rest see the
 // bit clear. release: pairs with the acquire fetch_or in wait(), so a waiter
 // that sees this value (and kSignalFenced) sees every store the waker made
-// before it.
+// before it. acquire: pairs with a WaitSet's release fetch_or of the bit, so
+// a producer sees the doorbell that WaitSet attached before it sleeps
+// (ring_doorbells).
 std::uint32_t end_epoch(layout::WaitLine& line, bool fenced, bool chained) noexcept {
   // relaxed: the CAS below decides.
   std::uint32_t v = line.signal.load(std::memory_order_relaxed);
@@ -88,7 +91,7 @@ std::uint32_t end_epoch(layout::WaitLine& line, bool fenced, bool chained) noexc
     std::uint32_t next = v & ~(kSignalWaiting | kSignalChained);
     if (fenced) next |= kSignalFenced;
     if (chained) next |= kSignalChained;
-    if (line.signal.compare_exchange_weak(v, next + kSignalEpochStep, std::memory_order_release,
+    if (line.signal.compare_exchange_weak(v, next + kSignalEpochStep, std::memory_order_acq_rel,
                                           std::memory_order_relaxed)) {
       return epoch_bits(v);
     }
@@ -128,6 +131,7 @@ void BroadcastRing::wake_consumers() noexcept {
   last_wake_ns_ = now;
   if (const std::uint32_t bits = end_epoch(line, true, chained); bits != 0) {
     const int woken =
+        ring_doorbells() +
         detail::futex_wake(line.signal, chained ? producer_chain_wakes() : std::numeric_limits<int>::max(), bits);
     // A sleeper just woken may be queued on this CPU, behind a producer that
     // will not sleep, and would wait for its slice to end (a tick at worst):
@@ -140,6 +144,43 @@ void BroadcastRing::wake_consumers() noexcept {
       ::sched_yield();
     }
   }
+}
+
+int BroadcastRing::ring_doorbells() noexcept {
+  // acquire: pairs with the release fetch_or in WaitSet::add, so the token
+  // stored before the bit is seen. (A bit set just now is seen through the
+  // acquire CAS in end_epoch: that WaitSet's fetch_or of the waiting bit
+  // comes after its add.)
+  std::uint32_t bells = header_->data_wait.doorbells.load(std::memory_order_acquire);
+  int woken = 0;
+  while (bells != 0) {
+    const auto id = static_cast<ConsumerId>(std::countr_zero(bells));
+    bells &= bells - 1;
+    layout::ConsumerEntry& c = consumer(id);
+    // acquire: as the mask's load (a token replaced since is re-read next time).
+    const std::uint64_t token = c.doorbell.load(std::memory_order_acquire);
+    if (token == 0) continue;
+    const int rang = doorbells_[id].ring(fd_, token);
+    woken += std::max(rang, 0);
+    const std::uint64_t rung = rang >= 0 ? token : 0;
+    // relaxed: the WaitSet reads it only to choose its words; a stale value
+    // costs it one word more (0) or, after a takeover, the window
+    // docs/layout.md bounds. Stored only when it changes: this is the
+    // consumer's cursor line.
+    if (c.doorbell_rung.load(std::memory_order_relaxed) != rung) c.doorbell_rung.store(rung, std::memory_order_relaxed);
+  }
+  return woken;
+}
+
+void BroadcastRing::clear_doorbell(ConsumerId id) noexcept {
+  layout::ConsumerEntry& c = consumer(id);
+  // relaxed (all three): the entry changes hands only through the release
+  // and acquire of its state (or its lock), which order these stores; a
+  // producer that still sees the old bit and token rings a doorbell nobody
+  // sleeps on.
+  header_->data_wait.doorbells.fetch_and(~(1U << id), std::memory_order_relaxed);
+  c.doorbell.store(0, std::memory_order_relaxed);
+  c.doorbell_rung.store(0, std::memory_order_relaxed);
 }
 
 void BroadcastRing::leave_fenced() noexcept {

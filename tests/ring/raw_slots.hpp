@@ -1,6 +1,7 @@
-// Direct access to a ring file's slots, bypassing BroadcastRing, for the
-// crash-recovery tests: they leave slots as a producer killed at a chosen
-// instruction would (half-written, or committed but never published).
+// Direct access to a ring file's header and slots, bypassing BroadcastRing,
+// for the tests that leave them as a producer killed at a chosen instruction
+// would (half-written, or committed but never published), or as a consumer
+// that died inside a WaitSet would (its doorbell).
 #pragma once
 
 #include <fcntl.h>
@@ -34,6 +35,8 @@ class RawSlots {
     if (base_ != nullptr) ::munmap(base_, bytes_);
   }
   [[nodiscard]] bool ok() const { return base_ != nullptr; }
+  // The ring file's header (the slots' mapping starts at the file's offset 0).
+  [[nodiscard]] layout::RingHeader& header() const { return *reinterpret_cast<layout::RingHeader*>(base_); }
 
   [[nodiscard]] layout::Slot& slot(std::uint64_t seq) const {
     return reinterpret_cast<layout::Slot*>(base_ + layout::kHeaderBytes)[seq % capacity_];

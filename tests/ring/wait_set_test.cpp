@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <thread>
@@ -27,6 +28,7 @@
 
 #include "child_process.hpp"
 #include "message_pattern.hpp"
+#include "raw_slots.hpp"
 #include "ringcast/broadcast_ring.hpp"
 #include "run_queue_delay.hpp"
 #include "test_support.hpp"
@@ -133,35 +135,71 @@ TEST(WaitSetTest, ReportsEveryReadyMemberAtOnceAndTakesTurns) {
   EXPECT_EQ(ws.wait(ready, 1ms).status, Errc::timed_out);
 }
 
+// File rings in `dir`, each with one consumer (the producer is the same handle).
+std::vector<Member> file_rings(const test::TempDir& dir, int n, const CreateOptions& options = {}) {
+  std::vector<Member> rings;
+  for (int i = 0; i < n; ++i) {
+    auto ring = BroadcastRing::create(dir.file("ring" + std::to_string(i)), 64, options);
+    EXPECT_TRUE(ring);
+    auto id = ring->register_consumer();
+    EXPECT_TRUE(id);
+    rings.push_back({std::move(*ring), *id});
+  }
+  return rings;
+}
+
+// The doorbell files in `dir`.
+std::vector<std::string> doorbells_in(const test::TempDir& dir) {
+  std::vector<std::string> found;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    if (e.path().filename().string().starts_with(kDoorbellPrefix)) found.push_back(e.path().string());
+  }
+  return found;
+}
+
+struct WakeCase {
+  bool wakeups;       // a wakeups ring (fences) or a plain one (membarrier)
+  WakePolicy policy;  // the producer wakes every sleeper, or leaves them to the chain
+  bool files;         // file rings in one directory (a doorbell), or anonymous ones (none)
+};
+
 // A sleeper over 64 rings, and one push on one of them once it sleeps: the
-// push must wake it (a producer's ordinary wake on that ring's line), on
-// plain rings (membarrier) and on wakeups rings (fences), with the producer
-// waking every sleeper or leaving them to the chain. A round a capped sleep
-// ended counts as lost unless the waiter waited half the cap for a CPU.
-class WaitSetWakeTest : public ::testing::TestWithParam<std::pair<bool, WakePolicy>> {};
+// push must wake it (a producer's ordinary wake on that ring's line, or its
+// ring of the WaitSet's doorbell), on plain rings (membarrier) and on
+// wakeups rings (fences), with the producer waking every sleeper or leaving
+// them to the chain. Two laps over the rings: in the second, every producer
+// has confirmed the doorbell, and the sleeper waits on that word alone. A
+// round a capped sleep ended counts as lost unless the waiter waited half
+// the cap for a CPU.
+class WaitSetWakeTest : public ::testing::TestWithParam<WakeCase> {};
 
 TEST_P(WaitSetWakeTest, OnePushOnAnyOf64RingsWakesTheSleeper) {
   constexpr int kRings = 64;
-  auto rings = anonymous_rings(kRings, {.wakeups = GetParam().first});
-  for (Member& m : rings) m.ring.set_wake_policy(GetParam().second);
-  WaitSet ws;
-  add_all(ws, rings);
+  constexpr int kRounds = 2 * kRings;
+  const WakeCase c = GetParam();
+  test::TempDir dir;
+  auto rings =
+      c.files ? file_rings(dir, kRings, {.wakeups = c.wakeups}) : anonymous_rings(kRings, {.wakeups = c.wakeups});
+  for (Member& m : rings) m.ring.set_wake_policy(c.policy);
+  std::optional<WaitSet> ws(std::in_place);
+  add_all(*ws, rings);
+  EXPECT_EQ(doorbells_in(dir).size(), c.files ? 1U : 0U);
   std::atomic<int> woke{-1};
   std::atomic<std::int64_t> longest_delay_ns{0};
   std::atomic<int> round_done{-1};
   std::thread waiter([&] {
     std::array<std::size_t, kRings> ready{};
     alignas(8) test::Buffer buf{};
-    for (int round = 0; round < kRings; ++round) {
+    for (int round = 0; round < kRounds; ++round) {
       const auto delay_before = test::run_queue_delay();
-      const WaitSetResult r = ws.wait(ready, 60s);
+      const WaitSetResult r = ws->wait(ready, 60s);
       longest_delay_ns.store(std::max(longest_delay_ns.load(), (test::run_queue_delay() - delay_before).count()));
       woke.store(r.count == 1 ? static_cast<int>(ready[0]) : -2);
       if (r.count == 1) (void)rings[ready[0]].ring.try_recv(rings[ready[0]].id, buf);
       round_done.store(round);
     }
   });
-  for (int round = 0; round < kRings; ++round) {
+  for (int round = 0; round < kRounds; ++round) {
     // The ring pushed to differs each round: 0, 37, 10, ... (37 is prime to 64).
     const auto k = static_cast<std::size_t>((round * 37) % kRings);
     ASSERT_TRUE(test::eventually([&] { return rings[k].ring.status().sleeping_consumers == 1; }, 60s, 1ms));
@@ -170,19 +208,33 @@ TEST_P(WaitSetWakeTest, OnePushOnAnyOf64RingsWakesTheSleeper) {
     ASSERT_EQ(woke.load(), static_cast<int>(k)) << "round " << round;
   }
   waiter.join();
-  if (ws.late_wakeups() > 0) {
+  if (ws->late_wakeups() > 0) {
     EXPECT_GE(std::chrono::nanoseconds(longest_delay_ns.load()), 50ms)
-        << ws.late_wakeups() << " rounds ended by a capped sleep, not a wake-up";
+        << ws->late_wakeups() << " rounds ended by a capped sleep, not a wake-up";
   }
+  if (c.files) {
+    // Every producer rang the doorbell and said so in its consumer's entry.
+    for (std::size_t i = 0; i < rings.size(); ++i) {
+      test::RawSlots raw(dir.file("ring" + std::to_string(i)), 64);
+      ASSERT_TRUE(raw.ok());
+      const layout::ConsumerEntry& e = raw.header().consumers[rings[i].id];
+      EXPECT_NE(e.doorbell.load(), 0U) << "ring " << i;
+      EXPECT_EQ(e.doorbell_rung.load(), e.doorbell.load()) << "ring " << i;
+    }
+  }
+  ws.reset();
+  EXPECT_TRUE(doorbells_in(dir).empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Rings, WaitSetWakeTest,
-                         ::testing::Values(std::pair{false, WakePolicy::kAuto}, std::pair{true, WakePolicy::kAuto},
-                                           std::pair{false, WakePolicy::kChain}),
-                         [](const auto& p) {
-                           return std::string(p.param.first ? "Wakeups" : "Plain") +
-                                  (p.param.second == WakePolicy::kChain ? "Chain" : "Auto");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Rings, WaitSetWakeTest,
+    ::testing::Values(WakeCase{false, WakePolicy::kAuto, false}, WakeCase{true, WakePolicy::kAuto, false},
+                      WakeCase{false, WakePolicy::kChain, false}, WakeCase{false, WakePolicy::kAuto, true},
+                      WakeCase{true, WakePolicy::kAuto, true}, WakeCase{false, WakePolicy::kChain, true}),
+    [](const auto& p) {
+      return std::string(p.param.files ? "Doorbell" : "") + (p.param.wakeups ? "Wakeups" : "Plain") +
+             (p.param.policy == WakePolicy::kChain ? "Chain" : "Auto");
+    });
 
 // A WaitSet asleep first on a ring, then six recv_wait threads, and a
 // producer that wakes one sleeper per other CPU and leaves the rest to the
@@ -230,6 +282,122 @@ TEST(WaitSetTest, PassesTheWakeChainOn) {
     EXPECT_GE(std::chrono::nanoseconds(longest_delay_ns.load()), 50ms)
         << ring.late_wakeups() << " recv_wait and " << ws.late_wakeups() << " WaitSet sleepers were rescued";
   }
+}
+
+// Sleeps in `ws` on a thread until one push on ring `k` of `rings` (made once
+// it sleeps) wakes it; returns the ready member, or -1.
+int wait_for_one_push(WaitSet& ws, std::vector<Member>& rings, BroadcastRing& producer, std::size_t k) {
+  std::atomic<int> woke{-1};
+  std::thread waiter([&] {
+    std::array<std::size_t, 1> ready{};
+    const WaitSetResult r = ws.wait(ready, 60s);
+    woke.store(r.count == 1 ? static_cast<int>(ready[0]) : -1);
+  });
+  EXPECT_TRUE(test::eventually([&] { return rings[k].ring.status().sleeping_consumers == 1; }, 60s, 1ms));
+  EXPECT_EQ(producer.try_push(test::as_bytes("x")), Errc::ok);
+  waiter.join();
+  alignas(8) test::Buffer buf{};
+  if (woke.load() >= 0) {
+    EXPECT_EQ(rings[k].ring.try_recv(rings[k].id, buf).status, Errc::ok);
+  }
+  return woke.load();
+}
+
+// A producer that cannot open the doorbell (here: gone before its first
+// ring) says so in the entry, and the WaitSet keeps sleeping on that ring's
+// line: every push still wakes it, none by a capped sleep.
+TEST(WaitSetTest, SleepsOnTheLineOfARingWhoseProducerCannotRingItsDoorbell) {
+  test::TempDir dir;
+  auto rings = file_rings(dir, 4);
+  WaitSet ws;
+  add_all(ws, rings);
+  const auto bells = doorbells_in(dir);
+  ASSERT_EQ(bells.size(), 1U);
+  ASSERT_EQ(::unlink(bells[0].c_str()), 0);
+  for (std::size_t round = 0; round < 8; ++round) {
+    const std::size_t k = round % rings.size();
+    EXPECT_EQ(wait_for_one_push(ws, rings, rings[k].ring, k), static_cast<int>(k)) << "round " << round;
+    test::RawSlots raw(dir.file("ring" + std::to_string(k)), 64);
+    EXPECT_EQ(raw.header().consumers[rings[k].id].doorbell_rung.load(), 0U);
+  }
+  EXPECT_EQ(ws.late_wakeups(), 0U);
+}
+
+// A producer's confirmation of a doorbell is its own: one that takes the
+// role over clears it, so the WaitSet sleeps on the line too until the new
+// producer rings the doorbell, which it then confirms.
+TEST(WaitSetTest, ANewProducerConfirmsTheDoorbellAfresh) {
+  test::TempDir dir;
+  const std::string path = dir.file("ring0");
+  auto created = BroadcastRing::create(path, 64);
+  ASSERT_TRUE(created);
+  std::optional<BroadcastRing> first(std::move(*created));
+  auto reader = BroadcastRing::open(path);
+  ASSERT_TRUE(reader);
+  const ConsumerId id = *reader->register_consumer();
+  std::vector<Member> rings;
+  rings.push_back({std::move(*reader), id});
+  WaitSet ws;
+  add_all(ws, rings);
+  test::RawSlots raw(path, 64);
+  const layout::ConsumerEntry& e = raw.header().consumers[id];
+  EXPECT_EQ(e.doorbell_rung.load(), 0U);
+  EXPECT_EQ(wait_for_one_push(ws, rings, *first, 0), 0);
+  EXPECT_EQ(e.doorbell_rung.load(), e.doorbell.load());
+
+  first.reset();  // the first producer leaves
+  auto second = BroadcastRing::open(path);
+  ASSERT_TRUE(second);
+  ASSERT_TRUE(second->claim_producer());
+  EXPECT_EQ(e.doorbell_rung.load(), 0U);
+  for (int round = 0; round < 3; ++round) EXPECT_EQ(wait_for_one_push(ws, rings, *second, 0), 0);
+  EXPECT_EQ(e.doorbell_rung.load(), e.doorbell.load());
+  EXPECT_EQ(ws.late_wakeups(), 0U);
+}
+
+// A member's doorbell leaves its entry with the member, and the file with
+// the last member that used it; an entry a WaitSet's process left behind
+// (it died) loses its doorbell when it is reaped or registered again.
+TEST(WaitSetTest, AnEntryLosesItsDoorbellWhenItChangesHands) {
+  test::TempDir dir;
+  auto rings = file_rings(dir, 2);
+  test::RawSlots raw0(dir.file("ring0"), 64);
+  const layout::ConsumerEntry& e0 = raw0.header().consumers[rings[0].id];
+  {
+    WaitSet ws;
+    add_all(ws, rings);
+    EXPECT_NE(e0.doorbell.load(), 0U);
+    EXPECT_EQ(raw0.header().data_wait.doorbells.load(), 1U << rings[0].id);
+    ASSERT_EQ(ws.remove(0), Errc::ok);
+    EXPECT_EQ(e0.doorbell.load(), 0U);
+    EXPECT_EQ(raw0.header().data_wait.doorbells.load(), 0U);
+    EXPECT_EQ(doorbells_in(dir).size(), 1U) << "ring1's member still uses it";
+  }
+  EXPECT_TRUE(doorbells_in(dir).empty());
+
+  // What a WaitSet's process that died leaves in a free entry and in a live
+  // one: a token and its bit.
+  BroadcastRing& ring = rings[0].ring;
+  ASSERT_EQ(ring.unregister_consumer(rings[0].id), Errc::ok);
+  const auto leave_a_doorbell = [&](ConsumerId id) {
+    raw0.header().consumers[id].doorbell.store(0x1234);
+    raw0.header().data_wait.doorbells.fetch_or(1U << id);
+  };
+  leave_a_doorbell(rings[0].id);
+  const ConsumerId again = *ring.register_consumer();
+  EXPECT_EQ(raw0.header().consumers[again].doorbell.load(), 0U);
+  EXPECT_EQ(raw0.header().data_wait.doorbells.load(), 0U);
+
+  // A consumer of another process that died: its entry is active, its lock
+  // gone; reaping frees it and its doorbell.
+  const ConsumerId dead = again == 0 ? 1 : 0;
+  raw0.header().consumers[dead].state.store(kConsumerActive);
+  leave_a_doorbell(dead);
+  auto reaped = ring.reap_dead_consumers();
+  ASSERT_TRUE(reaped);
+  EXPECT_EQ(*reaped, 1U);
+  EXPECT_EQ(raw0.header().consumers[dead].doorbell.load(), 0U);
+  EXPECT_EQ(raw0.header().data_wait.doorbells.load(), 0U);
 }
 
 TEST(WaitSetTest, IdleWaitUsesAlmostNoCpu) {

@@ -50,4 +50,29 @@ struct alignas(kCacheLine) ConsumerLocal {
   std::unique_ptr<std::byte[]> buffer;   // copies for views and drain (buffer_bytes_)
 };
 
+// The producer's link to the WaitSet doorbell one consumer entry names
+// (ConsumerEntry::doorbell; src/ring/doorbell.cpp): mapped on the first ring,
+// kept until the token changes. Touched only by the producing thread.
+class DoorbellLink {
+ public:
+  DoorbellLink() = default;
+  DoorbellLink(DoorbellLink&& other) noexcept;
+  DoorbellLink& operator=(DoorbellLink&& other) noexcept;
+  DoorbellLink(const DoorbellLink&) = delete;
+  DoorbellLink& operator=(const DoorbellLink&) = delete;
+  ~DoorbellLink() { reset(); }
+
+  // Rings the doorbell `token` beside the ring file `ring_fd` (maps it first
+  // when the token is new; a token that could not be mapped is not retried
+  // until it changes). Returns the sleepers it woke (0 or more), or -1 when
+  // it could not ring. No allocation.
+  int ring(int ring_fd, std::uint64_t token) noexcept;
+  // Unmaps the doorbell, if any.
+  void reset() noexcept;
+
+ private:
+  std::uint64_t token_ = 0;
+  layout::Doorbell* bell_ = nullptr;
+};
+
 }  // namespace ringcast::detail
