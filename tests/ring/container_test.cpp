@@ -5,9 +5,10 @@
 // order; a consumer killed with SIGKILL is dead to the other namespaces and
 // reaped, a live one in another namespace is not; a producer killed
 // mid-write is taken over from another namespace; `ringcast info` from a
-// third namespace shows each party. And a ring that does not fit its
-// filesystem (a 1 MiB tmpfs in the test's own mount namespace) is refused at
-// create, never a SIGBUS later. Skipped when not root or unshare is refused.
+// third namespace shows each party; a WaitSet's doorbell is rung from another
+// namespace. And a ring that does not fit its filesystem (a 1 MiB tmpfs in
+// the test's own mount namespace) is refused at create, never a SIGBUS later.
+// Skipped when not root or unshare is refused.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mount.h>
@@ -94,6 +95,18 @@ TEST_F(ContainerTest, EveryMessageArrivesInOrderAcrossPidAndMountNamespaces) {
   test::ChildProcess producer = in_namespace("producer", {RING_TEST_HELPER, "produce", "RING", std::to_string(kCount)});
   EXPECT_EQ(test::exit_code(producer.wait_exit(test::deadline_in(120s))), 0);
   for (test::ChildProcess& c : consumers) EXPECT_EQ(test::exit_code(c.wait_exit(test::deadline_in(120s))), 0);
+}
+
+// A WaitSet in one namespace makes its doorbell beside the ring; the producer
+// in another finds it under its own view of the directory and rings it.
+TEST_F(ContainerTest, AProducerInAnotherNamespaceRingsAWaitSetsDoorbell) {
+  constexpr std::uint64_t kCount = 50'000;
+  test::ChildProcess consumer =
+      in_namespace("waitset", {RING_TEST_HELPER, "consume-waitset", "RING", std::to_string(kCount)});
+  ASSERT_TRUE(consumer.read_stdout_until("ready", test::deadline_in(60s)));
+  test::ChildProcess producer = in_namespace("producer", {RING_TEST_HELPER, "produce", "RING", std::to_string(kCount)});
+  EXPECT_EQ(test::exit_code(producer.wait_exit(test::deadline_in(120s))), 0);
+  EXPECT_EQ(test::exit_code(consumer.wait_exit(test::deadline_in(120s))), 0) << consumer.stderr_text();
 }
 
 TEST_F(ContainerTest, AConsumerKilledInItsNamespaceIsDeadAndReapedALiveOneIsNot) {

@@ -44,6 +44,7 @@
 #include "message_pattern.hpp"
 #include "raw_slots.hpp"
 #include "ringcast/broadcast_ring.hpp"
+#include "ringcast/wait_set.hpp"
 #include "run_queue_delay.hpp"
 
 using namespace ringcast;
@@ -100,6 +101,37 @@ int consume(const std::string& path, std::uint64_t count) {
     }
   }
   if (bad) return fail("message " + std::to_string(expected - 1) + " torn or out of order");
+  return 0;
+}
+
+// As consume, through a WaitSet; then whether the producer confirmed the
+// WaitSet's doorbell in this consumer's entry (it rang it: a producer in
+// another mount namespace finds the file by its own path to the directory).
+int consume_waitset(const std::string& path, std::uint64_t count) {
+  auto ring = BroadcastRing::open(path);
+  if (!ring) return fail(ring.error().message());
+  auto id = ring->register_consumer();
+  if (!id) return fail(id.error().message());
+  WaitSet ws;
+  if (auto m = ws.add(*ring, *id); !m) return fail(m.error().message());
+  ready();
+  std::array<std::size_t, 1> members{};
+  alignas(8) std::array<std::byte, kMaxPayload> buf{};
+  for (std::uint64_t expected = 0; expected < count;) {
+    if (const WaitSetResult w = ws.wait(members, 60s); !w) return fail("wait timed out at " + std::to_string(expected));
+    for (RecvResult r = ring->try_recv(*id, buf); r.status != Errc::empty && r.status != Errc::stalled;
+         r = ring->try_recv(*id, buf)) {
+      if (r.status != Errc::ok) return fail(std::string(to_string(r.status)));
+      const auto seq = test::check_message(std::span<const std::byte>(buf.data(), r.length));
+      if (!seq || *seq != expected) return fail("message " + std::to_string(expected) + " torn or out of order");
+      ++expected;
+    }
+  }
+  const test::RawSlots raw(path, ring->capacity());
+  const layout::ConsumerEntry& e = raw.header().consumers[*id];
+  if (e.doorbell.load() == 0 || e.doorbell_rung.load() != e.doorbell.load()) {
+    return fail("the producer did not ring the WaitSet's doorbell");
+  }
   return 0;
 }
 
@@ -350,6 +382,7 @@ int main(int argc, char** argv) {
   const std::uint64_t arg2 = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 0;
   if (mode == "produce") return produce(path, arg);
   if (mode == "consume") return consume(path, arg);
+  if (mode == "consume-waitset") return consume_waitset(path, arg);
   if (mode == "consume-lossy") return consume_lossy(path, static_cast<int>(arg));
   if (mode == "hold") return hold(path);
   if (mode == "wait-one") return wait_one(path, static_cast<int>(arg));
