@@ -632,7 +632,7 @@ class BroadcastRing {
   // follow along the wake chain) and fence from now on.
   void wake_consumers() noexcept;
   // wake_consumers' part for WaitSets: rings the doorbell of every consumer
-  // that has one (docs/layout.md, "Doorbells") and says in its entry whether
+  // that has one (docs/layout.md, "Doorbell") and says in its entry whether
   // it could. Returns the sleepers woken.
   int ring_doorbells() noexcept;
   // Clears consumer `id`'s doorbell (its bit in data_wait.doorbells, its

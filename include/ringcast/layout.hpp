@@ -187,7 +187,7 @@ struct alignas(kCacheLine) Slot {
 
 // A WaitSet's doorbell: a file of its own (kDoorbellBytes) in the directory
 // of the rings it waits on, so that one futex word wakes it whichever of
-// those rings' producers has a message for it (docs/layout.md, "Doorbells").
+// those rings' producers has a message for it (docs/layout.md, "Doorbell").
 struct alignas(kCacheLine) Doorbell {
   // 0: futex word. Producers add 1 (release) and wake it; the WaitSet sleeps
   // while it holds the value read before its handshake.

@@ -599,7 +599,7 @@ Result<void> BroadcastRing::claim_producer() {
   // The previous producer's doorbell confirmations were its own: a WaitSet
   // sleeps on our members' lines too until we ring (ring_doorbells).
   // relaxed: a WaitSet that read a confirmation before this store is the
-  // window docs/layout.md, "Doorbells", bounds.
+  // window docs/layout.md, "Doorbell", bounds.
   for (ConsumerId id = 0; id < kMaxConsumers; ++id) consumer(id).doorbell_rung.store(0, std::memory_order_relaxed);
   // relaxed: display only (ring-top); no protocol reads it.
   p.producer_pid.store(static_cast<std::uint32_t>(::getpid()), std::memory_order_relaxed);

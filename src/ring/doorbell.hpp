@@ -1,4 +1,4 @@
-// A WaitSet's doorbell (docs/layout.md, "Doorbells"): one futex word, in a
+// A WaitSet's doorbell (docs/layout.md, "Doorbell"): one futex word, in a
 // small file of its own beside the rings, that the producer of every member
 // ring rings when it wakes that ring's sleepers. A WaitSet over N rings then
 // sleeps on one word instead of N: futex_waitv costs a page lookup and a

@@ -158,7 +158,7 @@ struct WaitSet::State {
     if (!covered) sleep_ns = std::min(sleep_ns, detail::kUncoveredSleepNs);
     // The line's word of each member whose producer has not rung our
     // doorbell (once it has, it rings it whenever it ends an epoch of this
-    // line). relaxed: a stale 0 costs one word; docs/layout.md, "Doorbells",
+    // line). relaxed: a stale 0 costs one word; docs/layout.md, "Doorbell",
     // bounds a stale confirmation (a producer taking over).
     std::size_t lines = 0;
     std::size_t live_bells = 0;
