@@ -761,6 +761,53 @@ TEST(ConflationTest, KeepsTheNewestMessagePerChannelInPublishOrder) {
   EXPECT_EQ(q.stats().conflated, 27u);
 }
 
+// Regression: the writer parked with a batch that left no room for one more
+// frame, so every message meanwhile was dropped and none survived; the pop
+// after that batch found nothing and disarmed the queue without queuing the
+// notice (it ran while still conflating), so a subscriber counting its losses
+// waited for it until some later publish.
+TEST(ConflationTest, NoticeFollowsABatchInFlightThatLeftNoRoom) {
+  ManualClock clock;
+  const std::size_t size = msg("a", "00")->size();
+  ConnectionQueue q(limits(10 * size), OverflowPolicy::kConflate, clock);
+  for (int i = 0; i < 10; ++i) (void)q.push(msg(std::string(1, "ab"[i % 2]), two_digits(i)));
+  std::vector<FrameSpan> batch;
+  const PopResult b = q.pop_batch(10 * size, 1024, batch);  // the limit in flight: the writer parks
+  ASSERT_EQ(b.frames, 10u);
+  for (int i = 10; i < 30; ++i) {
+    EXPECT_EQ(q.push(msg(std::string(1, "ab"[i % 2]), two_digits(i))).status, PushStatus::kDropped) << i;
+  }
+  ASSERT_TRUE(q.complete(b.bytes)) << "a notice is owed: the writer runs again";
+  std::vector<FrameSpan> out;
+  const PopResult r = q.pop_batch(10 * size, 1024, out);
+  EXPECT_EQ(r.frames, 1u) << "that turn takes the notice";
+  EXPECT_EQ(testing::concat(out), notice("lost=20 total=20 policy=conflate"));
+  EXPECT_FALSE(q.complete(r.bytes));
+}
+
+// Regression: conflation took a paced queue back under the pace mark (not to
+// half of it) while its writer's batch stayed in flight, and the max_stall
+// check ran only over the mark: publishers were paced for max_stall after
+// every input until the subscriber read (32 stalls, 6.4 s, in an ASan run of
+// BrokerIntegrationTest.ConflatingSubscriberEndsOnTheNewestOfEachChannel's
+// publishes on one busy CPU).
+TEST(FlowControlTest, QueueTheOverflowPolicyTookUnderTheMarkIsCalledSlowAfterMaxStall) {
+  ManualClock clock;
+  const std::size_t size = msg("a", "00")->size();
+  FlowControl flow(10 * size, 100ms);
+  ConnectionQueue q(limits(20 * size), OverflowPolicy::kConflate, clock, &flow);
+  for (int i = 0; i < 7; ++i) (void)q.push(msg(std::string(1, "ab"[i % 2]), two_digits(i)));
+  std::vector<FrameSpan> batch;
+  ASSERT_EQ(q.pop_batch(20 * size, 1024, batch).frames, 7u);  // in flight: the writer parks
+  for (int i = 7; i < 40; ++i) (void)q.push(msg(std::string(1, "ab"[i % 2]), two_digits(i)));
+  EXPECT_TRUE(flow.pressured());
+  EXPECT_EQ(q.total_bytes(), 9 * size) << "conflated: under the mark, over half of it";
+  clock.advance(100ms);
+  (void)q.push(msg("a", "40"));
+  EXPECT_FALSE(flow.pressured()) << "a stuck reader stalls publishers for max_stall at most";
+  EXPECT_EQ(flow.stats().slow_marked, 1u);
+}
+
 TEST(ConflationTest, RepliesStayAndKeepTheirPlace) {
   ManualClock clock;
   const auto p = [](int i) { return two_digits(i) + std::string(62, '.'); };  // room for a notice

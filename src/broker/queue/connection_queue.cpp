@@ -49,18 +49,26 @@ void ConnectionQueue::append_locked(const FrameRef& block, std::uint32_t i) {
 }
 
 void ConnectionQueue::pace_after_push_locked() noexcept {
-  // One compare on the common path: pacing is off, or the queue is under the mark.
+  // The common path: pacing is off, or an unpaced queue is under the mark.
   // `block` queues refuse instead of pacing: their room is the limit itself.
-  if (flow_ == nullptr || flow_->pace_bytes() == 0 || closed_ || slow_ || policy_ == OverflowPolicy::kBlock ||
-      queued_bytes_ + inflight_bytes_ <= flow_->pace_bytes()) {
+  if (flow_ == nullptr || flow_->pace_bytes() == 0 || closed_ || slow_ || policy_ == OverflowPolicy::kBlock) return;
+  const std::size_t total = queued_bytes_ + inflight_bytes_;
+  if (!paced_) {
+    if (total <= flow_->pace_bytes()) return;
+    paced_ = true;
+    over_since_ = clock_.now();
+    flow_->begin_pressure();
     return;
   }
-  const std::chrono::nanoseconds now = clock_.now();
-  if (!paced_) {
-    paced_ = true;
-    over_since_ = now;
-    flow_->begin_pressure();
-  } else if (now - over_since_ >= flow_->max_stall()) {
+  // Paced. The policy may have taken the queue back under the mark (conflation,
+  // drop-oldest) while the writer releases nothing: a parked writer's batch
+  // stays in flight. So the max_stall bound holds whatever the total is now
+  // (invariant 7), and a queue back at resume_bytes stops pressing at once, as
+  // a drain would have made it.
+  if (total <= flow_->resume_bytes()) {
+    paced_ = false;
+    flow_->end_pressure();
+  } else if (clock_.now() - over_since_ >= flow_->max_stall()) {
     // Publishers were paced for max_stall and this queue did not drain: it is the
     // slow one. Stop pacing for it; its policy and limits take over (invariant 7).
     paced_ = false;
@@ -443,6 +451,12 @@ PopResult ConnectionQueue::pop_batch(std::size_t budget, std::size_t max_spans, 
     r.closed = true;
     return r;
   }
+  // Conflation ends once nothing it kept is queued (invariant 6). When the
+  // bytes in flight alone filled the limit, every message meanwhile was
+  // dropped and none survived: leave now, so that the notice for them is
+  // queued by this pop instead of waiting for a push that may never come
+  // (connection.hpp, invariant W: a notice owed keeps the queue armed).
+  if (conflating_ && spans_.empty()) leave_conflation_locked();
   maybe_queue_notice_locked();
   queue_owed_notices_locked();
   for (std::size_t spans = 0; !spans_.empty() && spans < max_spans; ++spans) {

@@ -52,10 +52,14 @@
 //     a slow reader costs O(channels) however long it is behind.
 //  7. Pacing (with a FlowControl): paced_ is set by the droppable push that takes
 //     queued + in-flight over flow_->pace_bytes() (then over_since_ is that
-//     push's time) and cleared when the bytes drain to flow_->resume_bytes() or
-//     the queue closes; each change is reported to flow_ once. A paced queue
-//     still over the mark max_stall after over_since_ becomes slow_ (its pressure
-//     ends, it is counted in slow_marked) until it drains to resume_bytes().
+//     push's time) and cleared when the bytes fall to flow_->resume_bytes() (a
+//     drain, or a push after the policy dropped or conflated) or the queue
+//     closes; each change is reported to flow_ once. A paced queue not back at
+//     resume_bytes max_stall after over_since_ becomes slow_ (its pressure ends,
+//     it is counted in slow_marked) until it drains to resume_bytes(), whether
+//     or not it is still over the mark: a conflating or drop-oldest queue whose
+//     writer is parked sits between the two for as long as its reader reads
+//     nothing.
 //     A `block` queue never becomes paced: it refuses publishes instead.
 //  8. blocking_ mirrors policy_ == kBlock; it is written under mu_ and read
 //     without it by publishers (a CLIENT OVERFLOW racing a publish may see either
