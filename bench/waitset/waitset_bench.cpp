@@ -10,7 +10,8 @@
 // message, receive time minus send time, its own CPU time (user + system,
 // all its threads) over the run, its voluntary context switches per message
 // received (its sleeps: a futex_waitv that returns at once is not one), and
-// its producers' CPU time together. Modes:
+// its producers' CPU time together, each also per message received (us/msg,
+// prod us). Modes:
 // waitset (one thread, one WaitSet over every ring, try_recv until empty),
 // threads (one thread per ring, recv_wait with the default strategy), single
 // (one ring, one recv_wait thread, at the same rate), iceoryx (one
@@ -325,14 +326,19 @@ Run run(const std::string& mode, int rings, int rate, int seconds) {
 }
 
 // One line of the table.
+// CPU per message (us/msg) is the figure to compare: a run whose producers
+// fall behind their schedule (wall well over --seconds) spreads the same work
+// over more time, so its CPU % reads lower.
 void print_line(const std::string& mode, int n, int rate, const Run& r) {
-  fmt::print("{:<8} {:>5} {:>9} {:>9.1f} {:>9.1f} {:>9.1f} {:>10} {:>9.1f} {:>10.2f} {:>12.1f} {:>7.2f}\n", mode, n,
-             n * rate, static_cast<double>(r.latency.percentile(0.5)) / 1e3,
-             static_cast<double>(r.latency.percentile(0.99)) / 1e3, static_cast<double>(r.latency.max()) / 1e3,
-             r.received, 100.0 * static_cast<double>(r.cpu) / static_cast<double>(r.wall),
-             static_cast<double>(r.sleeps) / static_cast<double>(std::max<std::uint64_t>(r.received, 1)),
-             100.0 * static_cast<double>(r.producers_cpu) / static_cast<double>(r.wall),
-             static_cast<double>(r.wall) / 1e9);
+  const double received = static_cast<double>(std::max<std::uint64_t>(r.received, 1));
+  fmt::print(
+      "{:<8} {:>5} {:>9} {:>9.1f} {:>9.1f} {:>9.1f} {:>10} {:>9.1f} {:>7.2f} {:>10.2f} {:>12.1f} {:>8.2f} {:>7.2f}\n",
+      mode, n, n * rate, static_cast<double>(r.latency.percentile(0.5)) / 1e3,
+      static_cast<double>(r.latency.percentile(0.99)) / 1e3, static_cast<double>(r.latency.max()) / 1e3, r.received,
+      100.0 * static_cast<double>(r.cpu) / static_cast<double>(r.wall), static_cast<double>(r.cpu) / 1e3 / received,
+      static_cast<double>(r.sleeps) / received,
+      100.0 * static_cast<double>(r.producers_cpu) / static_cast<double>(r.wall),
+      static_cast<double>(r.producers_cpu) / 1e3 / received, static_cast<double>(r.wall) / 1e9);
   if (r.missed_wakes > 0) fmt::print("{:<8} {} waits timed out (10 ms) with messages queued\n", "", r.missed_wakes);
 }
 
@@ -350,8 +356,9 @@ int main(int argc, char** argv) {
   app.add_option("--mode", mode, "waitset, threads, single, iceoryx or all")
       ->check(CLI::IsMember({"waitset", "threads", "single", "iceoryx", "all"}));
   CLI11_PARSE(app, argc, argv);
-  fmt::print("{:<8} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>10} {:>12} {:>7}\n", "mode", "rings", "msgs/s",
-             "p50 us", "p99 us", "max us", "received", "CPU %", "sleeps/msg", "producers %", "wall s");
+  fmt::print("{:<8} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>7} {:>10} {:>12} {:>8} {:>7}\n", "mode", "rings",
+             "msgs/s", "p50 us", "p99 us", "max us", "received", "CPU %", "us/msg", "sleeps/msg", "producers %",
+             "prod us", "wall s");
   for (const std::string m : {"single", "waitset", "threads", "iceoryx"}) {
     if (mode != "all" && mode != m) continue;
     const int n = m == "single" ? 1 : rings;
