@@ -151,7 +151,10 @@ int BroadcastRing::ring_doorbells() noexcept {
   // stored before the bit is seen. (A bit set just now is seen through the
   // acquire CAS in end_epoch: that WaitSet's fetch_or of the waiting bit
   // comes after its add.)
-  std::uint32_t bells = header_->data_wait.doorbells.load(std::memory_order_acquire);
+  // Bits past the last entry are damage (nothing read from the mapping is
+  // trusted as a bound): ignored.
+  constexpr std::uint32_t kEntries = (std::uint32_t{1} << kMaxConsumers) - 1;
+  std::uint32_t bells = header_->data_wait.doorbells.load(std::memory_order_acquire) & kEntries;
   int woken = 0;
   while (bells != 0) {
     const auto id = static_cast<ConsumerId>(std::countr_zero(bells));
