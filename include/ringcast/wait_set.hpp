@@ -66,8 +66,13 @@ class WaitSet {
   ~WaitSet();
 
   // Adds consumer `id` of `ring`; returns its member index, the lowest free
-  // one. Errors: invalid_consumer (`id` not registered through `ring`),
-  // no_consumer_slot (kMaxMembers members already).
+  // one. The first member whose ring file is in a directory makes the
+  // WaitSet's doorbell there (`.ringcast-doorbell-<token>`, with the ring
+  // file's permissions; unlinked when its last member is removed); if it
+  // cannot, the member is slept on through its ring's line, which costs more
+  // CPU per sleep but works the same. Errors: invalid_consumer (`id` not
+  // registered through `ring`), no_consumer_slot (kMaxMembers members
+  // already).
   // REQUIRES: `ring` is neither moved nor destroyed, and `id` not
   // unregistered, until the member is removed (or the WaitSet destroyed).
   Result<std::size_t> add(BroadcastRing& ring, ConsumerId id);
