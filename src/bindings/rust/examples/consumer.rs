@@ -1,7 +1,8 @@
 //! Registers on an existing ring, prints "ready", then receives `--count`
 //! messages in batches (drain, zero copy; recv_wait sleeps when the ring is
-//! empty) and checks each against the example pattern: its sequence number
-//! and every byte. Exits 1 on the first wrong, missing or lapped message.
+//! empty or its next message is still being written) and checks each against
+//! the example pattern: its sequence number and every byte. Exits 1 on the
+//! first wrong, missing or lapped message.
 //!
 //!     consumer --ring /dev/shm/ticks.ring --count 10000
 mod pattern;
@@ -41,7 +42,10 @@ fn main() {
         received += batch.count as u64;
         match batch.status {
             Status::OK => {}
-            Status::EMPTY => {
+            // Stalled: the producer is between the two stores of a message
+            // (preempted mid-write, or a busy host); it wakes sleepers when
+            // it commits, as for an empty ring.
+            Status::EMPTY | Status::STALLED => {
                 let r = ring.recv_wait(id, &mut buf, Duration::from_secs(10), Idle::SpinThenBlock);
                 if r.status != Status::OK {
                     fail(format!("waiting for message {}: {}", received, r.status));
