@@ -637,8 +637,10 @@ class BroadcastRing {
   int ring_doorbells() noexcept;
   // Clears consumer `id`'s doorbell (its bit in data_wait.doorbells, its
   // token and the producer's confirmation): on registering, unregistering
-  // and reaping the entry.
-  void clear_doorbell(ConsumerId id) noexcept;
+  // and reaping the entry. `owner_died`: the entry's previous owner died
+  // holding it (reaping, or registering over it), and with it its WaitSet,
+  // so the doorbell file it left is unlinked too.
+  void clear_doorbell(ConsumerId id, bool owner_died) noexcept;
   // The producer's fenced mode found no sleeper for a while: drop it.
   void leave_fenced() noexcept;
   using WaitState = detail::WaitState;

@@ -726,8 +726,9 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
                                     ? next_boundary(published - capacity_)
                                 : start == StartAt::kOldest ? 0
                                                             : published;
-    // A previous owner that died inside a WaitSet left its doorbell.
-    clear_doorbell(id);
+    // A previous owner that died inside a WaitSet left its doorbell (a
+    // cleanly freed entry names none).
+    clear_doorbell(id, true);
     // relaxed store: published by the release store of state below.
     c.cursor.store(first, std::memory_order_relaxed);
     // relaxed: display only (ring-top); no protocol reads it.
@@ -771,7 +772,7 @@ Result<ConsumerId> BroadcastRing::register_consumer(StartAt start) {
 
 Errc BroadcastRing::unregister_consumer(ConsumerId id) noexcept {
   if (!owns(id)) return Errc::invalid_consumer;
-  clear_doorbell(id);
+  clear_doorbell(id, false);
   // release: our last cursor store and slot reads happen-before a later
   // registrant's acquire (CAS or lock) of the entry, and the producer's
   // acquire load of state in full_slow.
@@ -802,7 +803,7 @@ Result<std::size_t> BroadcastRing::reap_dead_consumers() {
     // acquire: pairs with the release stores of state in register_consumer and
     // unregister_consumer (another reaper may have freed it meanwhile).
     if (c.state.load(std::memory_order_acquire) == kConsumerActive) {
-      clear_doorbell(id);
+      clear_doorbell(id, true);
       // release: as in unregister_consumer, for a later registrant.
       c.state.store(kConsumerFree, std::memory_order_release);
       ++reaped;

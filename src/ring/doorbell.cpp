@@ -109,6 +109,11 @@ int DoorbellLink::ring(int ring_fd, std::uint64_t token) noexcept {
 
 // --- the WaitSet's side --------------------------------------------------------
 
+void unlink_doorbell(int ring_fd, std::uint64_t token) noexcept {
+  char path[PATH_MAX];
+  if (token != 0 && doorbell_path(ring_fd, token, path)) ::unlink(path);
+}
+
 std::optional<std::pair<dev_t, ino_t>> DoorbellFile::directory_of(int ring_fd) {
   char path[PATH_MAX];
   if (!doorbell_path(ring_fd, 1, path)) return std::nullopt;

@@ -28,6 +28,11 @@ namespace ringcast::detail {
 
 // The producer's side is DoorbellLink (ringcast/detail/broadcast_ring_state.hpp).
 
+// Unlinks the doorbell `token` beside the ring file `ring_fd`, left behind by
+// a WaitSet whose process died (its consumer's entry is being reaped or
+// taken over). No allocation; nothing if there is none.
+void unlink_doorbell(int ring_fd, std::uint64_t token) noexcept;
+
 // The WaitSet's side: a doorbell file it created, unlinked and unmapped when
 // destroyed. One per directory its members' rings are in.
 class DoorbellFile {

@@ -40,7 +40,7 @@ struct WaitSetAccess {
     // release: pairs with the acquire load in ring_doorbells().
     ring.header_->data_wait.doorbells.fetch_or(1U << id, std::memory_order_release);
   }
-  static void detach_doorbell(BroadcastRing& ring, ConsumerId id) noexcept { ring.clear_doorbell(id); }
+  static void detach_doorbell(BroadcastRing& ring, ConsumerId id) noexcept { ring.clear_doorbell(id, false); }
 
   // A message (or a lap, a padding, a loss marker) waits for `id`, or its
   // next slot is half-written by a producer that died: what would end a

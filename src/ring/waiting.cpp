@@ -10,6 +10,7 @@
 #include <limits>
 #include <thread>
 
+#include "doorbell.hpp"
 #include "futex.hpp"
 #include "membarrier.hpp"
 #include "ringcast/broadcast_ring.hpp"
@@ -175,8 +176,10 @@ int BroadcastRing::ring_doorbells() noexcept {
   return woken;
 }
 
-void BroadcastRing::clear_doorbell(ConsumerId id) noexcept {
+void BroadcastRing::clear_doorbell(ConsumerId id, bool owner_died) noexcept {
   layout::ConsumerEntry& c = consumer(id);
+  // relaxed: the entry is ours (its lock or state), as below.
+  if (owner_died) detail::unlink_doorbell(fd_, c.doorbell.load(std::memory_order_relaxed));
   // relaxed (all three): the entry changes hands only through the release
   // and acquire of its state (or its lock), which order these stores; a
   // producer that still sees the old bit and token rings a doorbell nobody

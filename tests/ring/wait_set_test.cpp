@@ -357,7 +357,8 @@ TEST(WaitSetTest, ANewProducerConfirmsTheDoorbellAfresh) {
 
 // A member's doorbell leaves its entry with the member, and the file with
 // the last member that used it; an entry a WaitSet's process left behind
-// (it died) loses its doorbell when it is reaped or registered again.
+// (it died) loses its doorbell, and the file, when it is reaped or
+// registered again.
 TEST(WaitSetTest, AnEntryLosesItsDoorbellWhenItChangesHands) {
   test::TempDir dir;
   auto rings = file_rings(dir, 2);
@@ -376,17 +377,19 @@ TEST(WaitSetTest, AnEntryLosesItsDoorbellWhenItChangesHands) {
   EXPECT_TRUE(doorbells_in(dir).empty());
 
   // What a WaitSet's process that died leaves in a free entry and in a live
-  // one: a token and its bit.
+  // one: a token, its bit and the doorbell file.
   BroadcastRing& ring = rings[0].ring;
   ASSERT_EQ(ring.unregister_consumer(rings[0].id), Errc::ok);
   const auto leave_a_doorbell = [&](ConsumerId id) {
     raw0.header().consumers[id].doorbell.store(0x1234);
     raw0.header().data_wait.doorbells.fetch_or(1U << id);
+    test::write_file(dir.file(std::string(kDoorbellPrefix) + "0000000000001234"), std::string(64, '\0'));
   };
   leave_a_doorbell(rings[0].id);
   const ConsumerId again = *ring.register_consumer();
   EXPECT_EQ(raw0.header().consumers[again].doorbell.load(), 0U);
   EXPECT_EQ(raw0.header().data_wait.doorbells.load(), 0U);
+  EXPECT_TRUE(doorbells_in(dir).empty()) << "the dead WaitSet's doorbell file is removed";
 
   // A consumer of another process that died: its entry is active, its lock
   // gone; reaping frees it and its doorbell.
@@ -398,6 +401,7 @@ TEST(WaitSetTest, AnEntryLosesItsDoorbellWhenItChangesHands) {
   EXPECT_EQ(*reaped, 1U);
   EXPECT_EQ(raw0.header().consumers[dead].doorbell.load(), 0U);
   EXPECT_EQ(raw0.header().data_wait.doorbells.load(), 0U);
+  EXPECT_TRUE(doorbells_in(dir).empty()) << "the dead WaitSet's doorbell file is removed";
 }
 
 TEST(WaitSetTest, IdleWaitUsesAlmostNoCpu) {
