@@ -328,21 +328,6 @@ long long info_field(std::string_view info, std::string_view key) {
   return v;
 }
 
-// True once every thread of `pid` is in the stopped state ('T'): SIGSTOP takes
-// effect asynchronously, thread by thread.
-bool all_threads_stopped(pid_t pid) {
-  std::error_code ec;
-  std::size_t threads = 0;
-  for (const auto& task : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid), ec)) {
-    std::ifstream in(task.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto close = stat.rfind(')');
-    if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'T') return false;
-    ++threads;
-  }
-  return !ec && threads > 0;
-}
-
 TEST(RelayEndToEndTest, LossyRingLapsAreCountedAndTheRestRelayedInOrder) {
   constexpr std::uint64_t kCount = 100;
   TempDir dir;
@@ -358,7 +343,7 @@ TEST(RelayEndToEndTest, LossyRingLapsAreCountedAndTheRestRelayedInOrder) {
 
   // Freeze the relay, let the lossy producer lap it 12 times over, then resume it.
   ASSERT_EQ(::kill(relay.pid(), SIGSTOP), 0);
-  ASSERT_TRUE(eventually([&] { return all_threads_stopped(relay.pid()); }));
+  ASSERT_TRUE(eventually([&] { return testing::all_threads_stopped(relay.pid()); }));
   alignas(8) std::byte msg[kPayload];
   for (std::uint64_t seq = 0; seq < kCount; ++seq) {
     encode(seq, msg);

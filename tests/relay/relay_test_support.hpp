@@ -14,10 +14,14 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "child_process.hpp"
@@ -44,6 +48,21 @@ using test::TempDir;
 using test::wait_accepting;
 
 // Sanitizer builds run the large tests with fewer messages (see CMakeLists).
+// True once every thread of `pid` is in the stopped state ('T'): SIGSTOP takes
+// effect asynchronously, thread by thread.
+inline bool all_threads_stopped(pid_t pid) {
+  std::error_code ec;
+  std::size_t threads = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'T') return false;
+    ++threads;
+  }
+  return !ec && threads > 0;
+}
+
 inline std::uint64_t scaled(std::uint64_t release_count, std::uint64_t sanitizer_count) {
 #if defined(RINGCAST_RELAY_SANITIZED)
   (void)release_count;
