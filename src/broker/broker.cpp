@@ -134,7 +134,10 @@ PublishResult publish_paced(Broker::Impl& impl, std::span<const Message> msgs, s
       wait == PublishWait::kNoWait ? std::chrono::nanoseconds(0)
       : until_accepted ? std::max<std::chrono::nanoseconds>(core.config().max_block, std::chrono::milliseconds(1))
                        : core.config().max_block;
-  RefusalHold refusals(core, max_block, until_accepted);
+  RefusalHold refusals(core, max_block,
+                       wait == PublishWait::kNoWait ? RefusalHold::Mode::kAtOnce
+                       : until_accepted             ? RefusalHold::Mode::kUntilAccepted
+                                                    : RefusalHold::Mode::kHold);
   PublishResult r;
   while (r.published < msgs.size()) {
     const PublishOutcome o = core.publish(msgs.subspan(r.published), receivers.subspan(r.published),
@@ -159,7 +162,7 @@ PublishResult publish_paced(Broker::Impl& impl, std::span<const Message> msgs, s
       return r;
     }
     const auto now = RefusalHold::Clock::now();
-    switch (refusals.on_refused(now)) {
+    switch (refusals.on_refused(now, o.status)) {
       case RefusalHold::Verdict::kRefuse:
         r.status = PublishStatus::kRefused;
         return r;

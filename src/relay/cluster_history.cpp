@@ -4,7 +4,6 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
-#include <deque>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -20,7 +19,6 @@ namespace {
 
 constexpr const char* kMsgIdHeader = "Nats-Msg-Id";
 constexpr auto kJetStreamReadyWait = std::chrono::seconds(30);
-constexpr std::int64_t kMaxPendingStores = 65536;  // stores handed to libnats and not yet acknowledged
 // The copy's idle heartbeat. libnats makes an ordered consumer anew when two
 // heartbeats' time passes with nothing from it (its server died, or the
 // stream's leader moved), and tries again after each further such period if
@@ -82,12 +80,12 @@ tl::expected<std::unique_ptr<ClusterHistory>, std::string> ClusterHistory::open(
   jsOptions jo;
   jsOptions_Init(&jo);
   jo.Wait = std::max<std::int64_t>(config.store_timeout.count(), 2000);  // the stream API calls below
-  jo.PublishAsync.MaxPending = kMaxPendingStores;
+  jo.PublishAsync.MaxPending = config.max_pending_stores + 1;            // invariant 3: never reached
   jo.PublishAsync.AckHandler = &ClusterHistory::on_ack;
   jo.PublishAsync.AckHandlerClosure = h.get();
-  // A store waits this long for room among the pending acks, then tries
-  // again until store_timeout (hand_over).
-  jo.PublishAsync.StallWait = 100;
+  jo.PublishAsync.StallWait = 1;  // were it reached after all, a store would be busy, not wait
+  jsPubOptions_Init(&h->pub_options_);
+  h->pub_options_.MaxWait = config.store_timeout.count();  // invariant 1
   if (natsStatus s = natsConnection_JetStream(&h->js_, conn, &jo); s != NATS_OK) {
     return tl::unexpected(jetstream_error("cluster history: JetStream context", s, static_cast<jsErrCode>(0)));
   }
@@ -192,65 +190,73 @@ natsMsg* ClusterHistory::make_msg(const broker::Message& m, fmt::memory_buffer& 
   return nm;
 }
 
-bool ClusterHistory::store(std::span<const broker::Message> msgs, bool wait,
-                           std::span<std::uint64_t> offsets) noexcept {
+broker::StoreOutcome ClusterHistory::store(std::span<const broker::Message> msgs, bool wait,
+                                           std::span<std::uint64_t> offsets) noexcept {
   if (wait && natsConnection_Status(conn_) != NATS_CONN_STATUS_CONNECTED) {
     // Handed over now, it would wait in libnats' reconnect buffer and could
     // be stored after the publisher was told it was not: refused untouched.
     store_failed_.fetch_add(1, std::memory_order_relaxed);
-    return false;
+    return {0, broker::StoreStatus::kFailed};
   }
   Wait w{offsets, 0, false};
   std::vector<std::uint64_t> mine;  // the seqs registered for `w` (invariant 1)
-  bool ok = true;                   // false: refused here (on_ack counts JetStream's refusals)
+  broker::StoreOutcome out;
   {
     std::lock_guard lock(egress_mu_);
     fmt::memory_buffer id;
-    for (std::size_t i = 0; i < msgs.size() && ok; ++i) {
+    for (; out.taken < msgs.size(); ++out.taken) {
       natsMsg* nm = nullptr;
       try {
-        nm = make_msg(msgs[i], id);
+        nm = make_msg(msgs[out.taken], id);
         if (nm != nullptr && wait) {
           std::lock_guard wl(waits_mu_);
-          waits_.emplace(seq_, Waiter{&w, i, {}});
+          waits_.emplace(seq_, Waiter{&w, out.taken, {}});
           ++w.remaining;
           mine.push_back(seq_);
         }
       } catch (...) {
         natsMsg_Destroy(nm);
-        ok = false;  // out of memory
-        break;
+        nm = nullptr;  // out of memory
       }
-      if (nm == nullptr || !hand_over(nm)) {
-        natsMsg_Destroy(nm);  // libnats took it (nm is null) only on success
-        ok = false;
+      out.status = nm == nullptr ? broker::StoreStatus::kFailed : hand_over(nm);
+      if (out.status == broker::StoreStatus::kTaken) continue;
+      natsMsg_Destroy(nm);  // libnats took it (nm is null) only when kTaken
+      if (wait && !mine.empty() && mine.back() == seq_) {
+        std::lock_guard wl(waits_mu_);
+        waits_.erase(seq_);  // invariant 1: never handed over
+        --w.remaining;
+        mine.pop_back();
       }
+      break;
     }
   }
-  if (!ok) store_failed_.fetch_add(1, std::memory_order_relaxed);
-  if (wait) {
+  if (out.status == broker::StoreStatus::kFailed) store_failed_.fetch_add(1, std::memory_order_relaxed);
+  if (wait && !mine.empty()) {
     // libnats' flusher writes buffered publishes 1 ms after the first (to
     // batch them): a publisher waiting for its puback would wait that too
     // (1.0 ms a QoS 1 publish here, against 66 us flushed). A flush writes at
     // once; its PING's answer is not what we wait for, the acks are.
-    if (ok) (void)natsConnection_FlushTimeout(conn_, config_.store_timeout.count());
+    (void)natsConnection_FlushTimeout(conn_, config_.store_timeout.count());
     std::unique_lock wl(waits_mu_);
-    if (ok && !waits_cv_.wait_for(wl, config_.store_timeout, [&w] { return w.remaining == 0 || w.failed; })) {
+    if (!waits_cv_.wait_for(wl, config_.store_timeout, [&w] { return w.remaining == 0 || w.failed; })) {
       store_timeouts_.fetch_add(1, std::memory_order_relaxed);
-      ok = false;
+      w.failed = true;
     }
-    ok = ok && !w.failed;
-    for (const std::uint64_t seq : mine) waits_.erase(seq);  // invariant 1
+    if (w.failed) out.status = broker::StoreStatus::kFailed;
+    for (const std::uint64_t seq : mine) {  // invariant 1: detached, their on_ack() still to come
+      if (auto it = waits_.find(seq); it != waits_.end()) it->second.wait = nullptr;
+    }
   }
-  return ok;
+  if (out.status == broker::StoreStatus::kFailed) out.taken = 0;
+  return out;
 }
 
-bool ClusterHistory::store_async(const broker::Message& msg, broker::StoreDone done) noexcept {
+broker::StoreStatus ClusterHistory::store_async(const broker::Message& msg, broker::StoreDone done) noexcept {
   if (natsConnection_Status(conn_) != NATS_CONN_STATUS_CONNECTED) {  // as store() with wait
     store_failed_.fetch_add(1, std::memory_order_relaxed);
-    return false;
+    return broker::StoreStatus::kFailed;
   }
-  bool ok = false;
+  broker::StoreStatus status = broker::StoreStatus::kFailed;
   {
     std::lock_guard lock(egress_mu_);
     natsMsg* nm = nullptr;
@@ -273,23 +279,19 @@ bool ClusterHistory::store_async(const broker::Message& msg, broker::StoreDone d
       nm = nullptr;
     }
     if (nm != nullptr) {
-      ok = hand_over(nm);
+      status = hand_over(nm);
       natsMsg_Destroy(nm);  // null once libnats took it
       std::lock_guard wl(waits_mu_);
-      if (!ok) {
-        waits_.erase(seq);  // on_ack never saw it: libnats did not take it
+      if (status != broker::StoreStatus::kTaken) {
+        waits_.erase(seq);  // invariant 1: never handed over
       } else {
-        try {
-          async_deadlines_.emplace_back(seq, std::chrono::steady_clock::now() + config_.store_timeout);
-        } catch (...) {  // out of memory: its ack completes it, or stop() does
-        }
         flush_wanted_ = true;
         receipts_cv_.notify_one();
       }
     }
   }
-  if (!ok) store_failed_.fetch_add(1, std::memory_order_relaxed);
-  return ok;
+  if (status == broker::StoreStatus::kFailed) store_failed_.fetch_add(1, std::memory_order_relaxed);
+  return status;
 }
 
 void ClusterHistory::run_receipts() noexcept {
@@ -301,48 +303,34 @@ void ClusterHistory::run_receipts() noexcept {
       lock.lock();
       continue;
     }
-    const auto now = std::chrono::steady_clock::now();
-    if (!async_deadlines_.empty() && async_deadlines_.front().second <= now) {
-      const std::uint64_t seq = async_deadlines_.front().first;
-      async_deadlines_.pop_front();
-      auto it = waits_.find(seq);
-      if (it == waits_.end()) continue;  // acked
-      broker::StoreDone done = std::move(it->second.done);
-      waits_.erase(it);
-      store_timeouts_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
-      lock.unlock();
-      done(false, 0);  // invariant 1
-      lock.lock();
-      continue;
-    }
-    if (async_deadlines_.empty()) {
-      receipts_cv_.wait(lock);
-    } else {
-      receipts_cv_.wait_until(lock, async_deadlines_.front().second);
-    }
+    receipts_cv_.wait(lock);
   }
 }
 
-bool ClusterHistory::hand_over(natsMsg*& nm) noexcept {
-  // JetStream stores more slowly than a pipelining publisher publishes: at
-  // kMaxPendingStores unacknowledged, libnats waits StallWait for room and
-  // says NATS_TIMEOUT. The publisher waits with it (its thread held, its
-  // socket unread: TCP's back-pressure) for up to store_timeout, then is
-  // refused.
-  const auto give_up = std::chrono::steady_clock::now() + config_.store_timeout;
-  for (;;) {
-    const natsStatus s = js_PublishMsgAsync(js_, &nm, nullptr);
-    if (s == NATS_OK) return true;
-    if (s != NATS_TIMEOUT || std::chrono::steady_clock::now() >= give_up) return false;
+broker::StoreStatus ClusterHistory::hand_over(natsMsg*& nm) noexcept {
+  // JetStream stores more slowly than a pipelining publisher publishes. Past
+  // the bound the publisher is held by its session, which tries again, so
+  // that its I/O thread goes on serving the others (invariant 3).
+  // relaxed: a bound; on_ack()'s decrements only make room.
+  if (in_flight_.load(std::memory_order_relaxed) >= config_.max_pending_stores) {
     stalls_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+    return broker::StoreStatus::kBusy;
   }
+  in_flight_.fetch_add(1, std::memory_order_relaxed);  // before: its on_ack() may run before the call returns
+  const natsStatus s = js_PublishMsgAsync(js_, &nm, &pub_options_);
+  if (s == NATS_OK) return broker::StoreStatus::kTaken;
+  in_flight_.fetch_sub(1, std::memory_order_relaxed);
+  if (s != NATS_TIMEOUT) return broker::StoreStatus::kFailed;
+  stalls_.fetch_add(1, std::memory_order_relaxed);
+  return broker::StoreStatus::kBusy;
 }
 
 void ClusterHistory::on_ack(jsCtx* /*js*/, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure) {
   auto& h = *static_cast<ClusterHistory*>(closure);
+  h.in_flight_.fetch_sub(1, std::memory_order_relaxed);  // invariant 3
   const bool stored = pa != nullptr && pae == nullptr;
-  // relaxed: statistics.
-  (stored ? h.stored_ : h.store_failed_).fetch_add(1, std::memory_order_relaxed);
+  const bool timed_out = pae != nullptr && pae->Err == NATS_TIMEOUT;  // libnats' MaxWait (invariant 1)
+  bool told = false;  // a detached entry: its waiter counted and told its outcome
   broker::StoreDone done;
   if (const std::uint64_t seq = seq_of(msg, h.origin_); seq != 0) {
     std::lock_guard lock(h.waits_mu_);
@@ -357,10 +345,19 @@ void ClusterHistory::on_ack(jsCtx* /*js*/, natsMsg* msg, jsPubAck* pa, jsPubAckE
         }
         h.waits_cv_.notify_all();
       } else {
+        told = !waiter.done;
         done = std::move(waiter.done);
       }
       h.waits_.erase(it);
     }
+  }
+  // relaxed: statistics.
+  if (stored) {
+    h.stored_.fetch_add(1, std::memory_order_relaxed);
+  } else if (!timed_out) {
+    h.store_failed_.fetch_add(1, std::memory_order_relaxed);
+  } else if (!told) {
+    h.store_timeouts_.fetch_add(1, std::memory_order_relaxed);
   }
   if (done) done(stored, stored ? pa->Sequence : 0);  // invariant 1: outside waits_mu_
   natsMsg_Destroy(msg);
@@ -515,8 +512,8 @@ void ClusterHistory::stop() noexcept {
     receipts_stop_ = true;
     receipts_cv_.notify_one();
     for (auto it = waits_.begin(); it != waits_.end();) {
-      if (it->second.wait != nullptr) {
-        ++it;  // a waiting store() erases its own (invariant 1)
+      if (it->second.wait != nullptr || !it->second.done) {
+        ++it;  // a waiting store()'s, or detached (invariant 1)
         continue;
       }
       try {
@@ -526,7 +523,6 @@ void ClusterHistory::stop() noexcept {
       }
       it = waits_.erase(it);
     }
-    async_deadlines_.clear();
   }
   if (receipts_.joinable()) receipts_.join();
   for (const broker::StoreDone& done : left) done(false, 0);  // invariant 1
@@ -534,10 +530,15 @@ void ClusterHistory::stop() noexcept {
 
 ClusterHistoryStats ClusterHistory::stats() const noexcept {
   // relaxed: statistics.
-  return {stored_.load(std::memory_order_relaxed),         store_failed_.load(std::memory_order_relaxed),
-          store_timeouts_.load(std::memory_order_relaxed), stalls_.load(std::memory_order_relaxed),
-          loaded_.load(std::memory_order_relaxed),         copied_.load(std::memory_order_relaxed),
-          copy_refused_.load(std::memory_order_relaxed)};
+  return {stored_.load(std::memory_order_relaxed),
+          store_failed_.load(std::memory_order_relaxed),
+          store_timeouts_.load(std::memory_order_relaxed),
+          stalls_.load(std::memory_order_relaxed),
+          static_cast<std::uint64_t>(std::max<std::int64_t>(in_flight_.load(std::memory_order_relaxed), 0)),
+          loaded_.load(std::memory_order_relaxed),
+          copied_.load(std::memory_order_relaxed),
+          copy_refused_.load(std::memory_order_relaxed),
+          skipped_.load(std::memory_order_relaxed)};
 }
 
 }  // namespace ringcast::relay

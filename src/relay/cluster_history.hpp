@@ -23,8 +23,7 @@
 //    their acks, and the receipt thread's state.
 //  * The receipt thread (started by the first store_async(), joined by
 //    stop()) flushes what store_async() handed over, as a waiting store()
-//    flushes on its own thread, and completes a store_async() whose ack has
-//    not come within store_timeout as failed (counted as a timeout).
+//    flushes on its own thread.
 //  * on_ack() runs on libnats' delivery thread (the connection uses the one
 //    global delivery worker, nats_cluster.hpp): it only counts and, for a
 //    message someone waits for, records its outcome under waits_mu_.
@@ -33,23 +32,34 @@
 //    this thread: a store() that waits (QoS 1) must not be called from it.
 //  * stop() once, before the connection closes; no on_copy() runs after it.
 // Invariants
-//  1. A waiting store() registers each message in waits_ before handing it to
-//     libnats and removes every entry of its own before it returns, so
-//     on_ack() never touches a waiter that has gone. A store_async() entry
-//     owns its `done`: whoever erases the entry (on_ack(), the receipt
-//     thread at its deadline, stop() for what is left) calls it, once,
-//     after releasing waits_mu_.
+//  1. Every message handed to libnats gets exactly one on_ack(): its ack,
+//     JetStream's refusal, or libnats' own timeout once store_timeout has
+//     passed (each is published with jsPubOptions.MaxWait). on_ack() erases
+//     the message's waits_ entry, if any. A waiting store() registers each
+//     message before handing it over, erases the entry of one it could not
+//     hand over, and before it returns detaches (wait = nullptr) its entries
+//     still there, so on_ack() never touches a Wait that has gone, and a
+//     detached entry tells on_ack() that its outcome was already told. A
+//     store_async() entry owns its `done`: whoever erases the entry (on_ack(),
+//     stop() for what is left) calls it, once, after releasing waits_mu_.
 //  2. The copy sees each stream sequence at most once and in order (the
 //     ordered consumer starts anew after the last sequence it delivered when
 //     it misses one), so a node's copy of a channel has no hole the stream
 //     does not have.
+//  3. in_flight_ is the number of messages handed over whose on_ack() has not
+//     run: counted up before js_PublishMsgAsync (down again if libnats did
+//     not take the message), down in on_ack(). hand_over() hands nothing over
+//     once it reaches max_pending_stores: the publisher is held, never its
+//     thread (StoreStatus::kBusy). libnats counts a message until on_ack()
+//     has returned, and acks come on one thread, so its count is at most
+//     in_flight_ + 1: its MaxPending, max_pending_stores + 1, is never
+//     exceeded, and libnats never makes a hand-over wait for room.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -71,8 +81,9 @@ namespace ringcast::relay {
 struct ClusterHistoryStats {
   std::uint64_t stored = 0;          // messages JetStream acknowledged
   std::uint64_t store_failed = 0;    // refused here (too large, buffer full) or by JetStream
-  std::uint64_t store_timeouts = 0;  // QoS 1 stores that gave up waiting (the publisher got an error)
-  std::uint64_t stalls = 0;          // waits for room among the stores JetStream has not acknowledged yet
+  std::uint64_t store_timeouts = 0;  // stores not confirmed within store_timeout (a QoS 1 publisher got an error)
+  std::uint64_t stalls = 0;          // stores refused for now: max_pending_stores were in flight (kBusy)
+  std::uint64_t pending = 0;         // now: stores handed over and not yet acknowledged (invariant 3)
   std::uint64_t loaded = 0;          // stream messages loaded into this node's copy at its start (load())
   std::uint64_t copied = 0;          // stream messages published here since
   std::uint64_t copy_refused = 0;    // ... that this node refused (stopping) or could not read
@@ -97,8 +108,9 @@ class ClusterHistory {
   // the last one it held at open(); the copy (start_copy) goes on after it.
   [[nodiscard]] tl::expected<void, std::string> load(const broker::HistoryLoad& load);
   // ClusterLink::store and store_async.
-  [[nodiscard]] bool store(std::span<const broker::Message> msgs, bool wait, std::span<std::uint64_t> offsets) noexcept;
-  [[nodiscard]] bool store_async(const broker::Message& msg, broker::StoreDone done) noexcept;
+  [[nodiscard]] broker::StoreOutcome store(std::span<const broker::Message> msgs, bool wait,
+                                           std::span<std::uint64_t> offsets) noexcept;
+  [[nodiscard]] broker::StoreStatus store_async(const broker::Message& msg, broker::StoreDone done) noexcept;
   // Starts this node's copy: every message of the stream, from its first,
   // into `broker`. A failure is logged (the node then serves no history).
   void start_copy(broker::Broker& broker) noexcept;
@@ -122,14 +134,14 @@ class ClusterHistory {
     std::size_t index = 0;
     broker::StoreDone done;
   };
-  using Deadline = std::chrono::steady_clock::time_point;
   // Frames message `m` as this node's next history message (seq_ counted
   // up) into frame_ and subject_, with its Nats-Msg-Id in `id`; and
   // natsMsg_Create's result, or null. REQUIRES: egress_mu_.
   natsMsg* make_msg(const broker::Message& m, fmt::memory_buffer& id);
-  // js_PublishMsgAsync, waiting for room (hand_over's comment); false if
-  // libnats refused it or store_timeout passed. On success `nm` is libnats'.
-  bool hand_over(natsMsg*& nm) noexcept;
+  // js_PublishMsgAsync unless max_pending_stores are in flight (kBusy,
+  // invariant 3); kFailed if libnats refused it. kTaken: `nm` is libnats'.
+  // REQUIRES: egress_mu_.
+  broker::StoreStatus hand_over(natsMsg*& nm) noexcept;
   // The receipt thread (thread safety above).
   void run_receipts() noexcept;
   static void on_ack(jsCtx* js, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure);
@@ -142,10 +154,12 @@ class ClusterHistory {
   const std::uint64_t origin_;
   const LogFn log_;
   jsCtx* js_ = nullptr;
+  jsPubOptions pub_options_{};  // every store's: MaxWait store_timeout (invariant 1)
   std::string stream_;
   std::string epoch_;
   std::uint64_t loaded_to_ = 0;  // the stream's last sequence at open(): load() reads up to it, the copy after it
 
+  std::atomic<std::int64_t> in_flight_{0};  // invariant 3; relaxed: a bound, libnats' own count backs it
   std::mutex egress_mu_;
   std::uint64_t seq_ = 0;        // this node's history messages, numbered (their Nats-Msg-Id); guarded by egress_mu_
   std::string frame_, subject_;  // scratch, guarded by egress_mu_
@@ -153,10 +167,8 @@ class ClusterHistory {
   std::mutex waits_mu_;
   std::condition_variable waits_cv_;
   std::unordered_map<std::uint64_t, Waiter> waits_;  // by seq; invariant 1
-  // The receipt thread's, guarded by waits_mu_: store_async()'s seqs with
-  // their deadlines, oldest first (one store_timeout each, so in order),
-  // whether a flush is wanted, and whether to stop.
-  std::deque<std::pair<std::uint64_t, Deadline>> async_deadlines_;
+  // The receipt thread's, guarded by waits_mu_: whether a flush is wanted,
+  // and whether to stop.
   bool flush_wanted_ = false;
   bool receipts_stop_ = false;
   std::condition_variable receipts_cv_;

@@ -296,17 +296,20 @@ tl::expected<broker::SessionStore*, std::string> NatsCluster::open_sessions(std:
   return m.sessions.get();
 }
 
-bool NatsCluster::store(std::span<const broker::Message> msgs, bool wait, std::span<std::uint64_t> offsets) noexcept {
+broker::StoreOutcome NatsCluster::store(std::span<const broker::Message> msgs, bool wait,
+                                        std::span<std::uint64_t> offsets) noexcept {
   Impl& m = *impl_;
-  if (m.history == nullptr || m.gate.closed_hint()) return false;
+  if (m.history == nullptr || m.gate.closed_hint()) return {0, broker::StoreStatus::kFailed};
   return m.history->store(msgs, wait, offsets);
 }
 
-bool NatsCluster::store_async(const broker::Message& msg, broker::StoreDone done) noexcept {
+broker::StoreStatus NatsCluster::store_async(const broker::Message& msg, broker::StoreDone done) noexcept {
   Impl& m = *impl_;
-  if (m.history == nullptr || m.gate.closed_hint()) return false;
+  if (m.history == nullptr || m.gate.closed_hint()) return broker::StoreStatus::kFailed;
   return m.history->store_async(msg, std::move(done));
 }
+
+std::chrono::milliseconds NatsCluster::busy_hold() const noexcept { return impl_->config.store_timeout; }
 
 void NatsCluster::stop() noexcept {
   Impl& m = *impl_;
@@ -712,6 +715,7 @@ ClusterStats NatsCluster::stats() const {
     s.history_store_failed = h.store_failed;
     s.history_store_timeouts = h.store_timeouts;
     s.history_stalls = h.stalls;
+    s.history_pending = h.pending;
     s.history_loaded = h.loaded;
     s.history_copied = h.copied;
     s.history_copy_refused = h.copy_refused;
@@ -744,15 +748,16 @@ std::string NatsCluster::info_text() const {
       "cluster_interest_shard_channels:{}\r\ncluster_nats_subscriptions:{}\r\ncluster_nats_dropped:{}\r\n"
       "cluster_subscribe_failed:{}\r\ncluster_history:{}\r\ncluster_history_stored:{}\r\n"
       "cluster_history_store_failed:{}\r\ncluster_history_store_timeouts:{}\r\ncluster_history_stalls:{}\r\n"
-      "cluster_history_loaded:{}\r\n"
+      "cluster_history_pending:{}\r\ncluster_history_loaded:{}\r\n"
       "cluster_history_copied:{}\r\n"
       "cluster_history_copy_refused:{}\r\ncluster_history_skipped:{}\r\ncluster_session_puts:{}\r\n"
       "cluster_session_put_failed:{}\r\n",
       s.connected ? 1 : 0, s.server, s.sent, s.send_failed, s.unreachable, s.received, s.duplicates, s.gaps, s.lost,
       s.refused_here, s.malformed, s.settles, s.settle_timeouts, s.interest_channels, s.interest_patterns,
       s.interest_shard_channels, s.nats_subscriptions, s.nats_dropped, s.subscribe_failed, s.history ? 1 : 0,
-      s.history_stored, s.history_store_failed, s.history_store_timeouts, s.history_stalls, s.history_loaded,
-      s.history_copied, s.history_copy_refused, s.history_skipped, s.session_puts, s.session_put_failed);
+      s.history_stored, s.history_store_failed, s.history_store_timeouts, s.history_stalls, s.history_pending,
+      s.history_loaded, s.history_copied, s.history_copy_refused, s.history_skipped, s.session_puts,
+      s.session_put_failed);
 }
 
 void NatsCluster::write_metrics(broker::PrometheusWriter& w) const {
@@ -803,11 +808,15 @@ void NatsCluster::write_metrics(broker::PrometheusWriter& w) const {
            "JetStream)",
            MetricType::kCounter, static_cast<double>(s.history_store_failed));
   w.metric("ringcast_cluster_history_store_timeouts_total",
-           "QoS 1 publishes on retained channels whose store was not confirmed in time (the publisher got an error)",
+           "Stores on retained channels JetStream did not confirm within --cluster-store-timeout (a QoS 1 "
+           "publisher got an error)",
            MetricType::kCounter, static_cast<double>(s.history_store_timeouts));
   w.metric("ringcast_cluster_history_stalls_total",
-           "Waits of publishers on retained channels for JetStream to acknowledge earlier stores (back-pressure)",
+           "Publishes on retained channels held because --cluster-max-pending-stores stores awaited JetStream's "
+           "acknowledgement (back-pressure; the publisher tries again)",
            MetricType::kCounter, static_cast<double>(s.history_stalls));
+  w.metric("ringcast_cluster_history_pending", "Stores handed to JetStream and not yet acknowledged",
+           MetricType::kGauge, static_cast<double>(s.history_pending));
   w.metric("ringcast_cluster_history_loaded_total",
            "Messages of the cluster's history loaded into this node's copy at its start (delivered to nobody)",
            MetricType::kCounter, static_cast<double>(s.history_loaded));

@@ -876,6 +876,66 @@ TEST_F(ClusterHistoryOneThreadTest, AQos1PublishWaitingForItsStoreHoldsNoOtherCo
   EXPECT_EQ(a_.link->stats().history_store_timeouts, 0u);
 }
 
+// Nodes on one I/O thread each that may have four stores awaiting
+// JetStream's acknowledgement.
+class ClusterHistoryBacklogTest : public ClusterHistoryTest {
+ protected:
+  void configure(broker::BrokerConfig& bc) override { bc.io_threads = 1; }
+  void configure(ClusterConfig& c) override {
+    c.max_pending_stores = 4;
+    c.store_timeout = 60s;
+  }
+};
+
+// A publisher that finds --cluster-max-pending-stores stores in flight (the
+// nats-server stopped, so none is acknowledged) is held, not its I/O thread:
+// another client of that thread is answered meanwhile, and a WebSocket QoS 1
+// publish, which cannot be held, is refused at once with the limit's name.
+// Once the server runs again every held PUBLISH is taken, none refused, and
+// a subscriber on the other node gets them all in order. (Before, the thread
+// waited in libnats for room: no PONG until --cluster-store-timeout.)
+TEST_F(ClusterHistoryBacklogTest, APublisherPastTheStoresInFlightIsHeldAndNotItsThread) {
+  WsClient sub(b_.broker->ws_port());
+  ASSERT_EQ(ws_subscribe(sub, {{"topic", "room4"}})["type"], "subscribed");
+  RespClient publisher(a_.broker->port()), other(a_.broker->port());
+  WsClient ws_publisher(a_.broker->ws_port());
+  const auto first = publisher.call({"PUBLISH", "room4", "m0"});
+  ASSERT_TRUE(first && first->type == ':');
+  ASSERT_TRUE(testing::eventually([&] { return a_.link->stats().history_pending == 0; }));
+
+  const pid_t nats = server_->child().pid();
+  ASSERT_EQ(::kill(nats, SIGSTOP), 0);
+  ASSERT_TRUE(testing::eventually([&] { return testing::all_threads_stopped(nats); }));
+  constexpr int kMessages = 10;
+  for (int i = 1; i <= kMessages; ++i) ASSERT_TRUE(publisher.send({"PUBLISH", "room4", "m" + std::to_string(i)}));
+  for (int i = 1; i <= 4; ++i) {  // taken: a QoS 0 PUBLISH is answered once handed over
+    const auto r = publisher.next(deadline_in(20s));
+    ASSERT_TRUE(r) << "no reply to PUBLISH " << i;
+    ASSERT_EQ(r->type, ':') << r->str;
+  }
+  ASSERT_TRUE(testing::eventually([&] { return a_.link->stats().history_stalls > 0; }));
+  const auto pong = other.call({"PING"}, 20s);
+  const nlohmann::json refused = publish_qos1(ws_publisher, "room4", "ws");
+  ::kill(nats, SIGCONT);
+  ASSERT_TRUE(pong) << "no PONG while a publisher of the thread was held";
+  EXPECT_EQ(pong->str, "PONG");
+  EXPECT_EQ(refused["type"], "error") << refused.dump();
+  EXPECT_NE(refused.value("message", "").find("--cluster-max-pending-stores"), std::string::npos) << refused.dump();
+
+  for (int i = 5; i <= kMessages; ++i) {
+    const auto r = publisher.next(deadline_in(30s));
+    ASSERT_TRUE(r) << "no reply to PUBLISH " << i;
+    EXPECT_EQ(r->type, ':') << "PUBLISH " << i << ": " << r->str;
+  }
+  std::vector<std::string> payloads;
+  for (const auto& [offset, payload] : ws_messages(sub, kMessages + 1)) payloads.push_back(payload);
+  std::vector<std::string> expected;
+  for (int i = 0; i <= kMessages; ++i) expected.push_back("m" + std::to_string(i));
+  EXPECT_EQ(payloads, expected);
+  EXPECT_EQ(a_.link->stats().history_store_failed, 0u);
+  EXPECT_TRUE(testing::eventually([&] { return a_.link->stats().history_pending == 0; }));
+}
+
 // Nodes whose stores give up after a second.
 class ClusterHistoryShortStoreTest : public ClusterHistoryTest {
  protected:

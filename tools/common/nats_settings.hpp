@@ -99,6 +99,11 @@ namespace ringcast::tools {
                                "With --cluster and --history: how long a QoS 1 publish on a retained channel waits "
                                "for JetStream to store it; past it the publisher is told it was not stored",
                                broker::BareDuration::kRefused, std::chrono::milliseconds(1)),
+      schema::number<Config>("cluster-max-pending-stores", RINGCAST_MEMBER(max_pending_stores),
+                             "With --cluster and --history: how many stores this node may have awaiting JetStream's "
+                             "acknowledgement; a publish past it is held (its connection not read) for up to "
+                             "--cluster-store-timeout, then refused",
+                             std::int64_t{1}, std::int64_t{1} << 30),
   };
   return table;
 }

@@ -67,7 +67,8 @@ int run(int argc, char** argv) {
   for (auto& g : ringcast::tools::broker_help_groups()) groups.push_back(std::move(g));
   groups.push_back({"Cluster (docs/cluster.md)",
                     {"--cluster", "--cluster-subject-prefix", "--cluster-settle-timeout", "--cluster-pending-msgs",
-                     "--cluster-pending-bytes", "--cluster-history-replicas", "--cluster-store-timeout"}});
+                     "--cluster-pending-bytes", "--cluster-history-replicas", "--cluster-store-timeout",
+                     "--cluster-max-pending-stores"}});
   ringcast::tools::set_help_groups(app, groups);
   if (const auto exit_status = ringcast::tools::parse_settings(app, argc, argv)) return *exit_status;
   std::vector<ringcast::relay::NatsBrokerIngressRoute> nats_routes;

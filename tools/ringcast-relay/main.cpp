@@ -108,7 +108,8 @@ int run(int argc, char** argv) {
       {"Relay", {"--batch", "--metrics-tls", "--nats-in", "--nats-in-broker"}},
       {"Cluster (docs/cluster.md)",
        {"--cluster", "--cluster-subject-prefix", "--cluster-settle-timeout", "--cluster-pending-msgs",
-        "--cluster-pending-bytes", "--cluster-history-replicas", "--cluster-store-timeout"}}};
+        "--cluster-pending-bytes", "--cluster-history-replicas", "--cluster-store-timeout",
+        "--cluster-max-pending-stores"}}};
   for (auto& g : tools::broker_help_groups()) groups.push_back(std::move(g));
   tools::set_help_groups(app, groups);
   if (const auto exit_status = ringcast::tools::parse_settings(app, argc, argv)) return *exit_status;

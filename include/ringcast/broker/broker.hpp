@@ -45,7 +45,8 @@ enum class PublishStatus : std::uint8_t {
   kWouldBlock,  // PublishWait::kNoWait and publishers are being paced: nothing was published
   kRefused,     // message `published` was refused: a `block` subscriber of its channel had
                 // no room, even after BrokerConfig::max_block, or (in a cluster) the cluster
-                // could not take it so long; it and the later ones were not published
+                // could not take it so long (unreachable, or its history's stores in flight
+                // at their bound); it and the later ones were not published
   kStopped,     // the broker is stopped: nothing was published
   kNotStored,   // message `published` is QoS 1 (Message::qos) and its channel's history
                 // failed to store it (docs/guarantees.md): it reached nobody and took no

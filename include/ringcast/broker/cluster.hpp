@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -46,6 +47,26 @@ using HistoryLoad =
 // How ClusterLink::store_async reports a store: stored (then `offset` is the
 // message's offset in the cluster's history) or not.
 using StoreDone = std::function<void(bool stored, std::uint64_t offset)>;
+
+// How ClusterLink::store and store_async ended for a message.
+enum class StoreStatus : std::uint8_t {
+  kTaken,   // handed over (or, for a store() that waits, stored)
+  kBusy,    // not handed over: the link's bound of stores awaiting the cluster's
+            // acknowledgement is reached. Nothing was lost or sent; the publisher
+            // is held (not its thread) and tries again (PublishOutcome::kBacklogged)
+  kFailed,  // could not be handed over (the cluster unreachable, too large), or
+            // (waiting) the cluster refused it or did not confirm it in time
+};
+
+// How ClusterLink::store ended: msgs [0, taken) were taken; when fewer than
+// given, message `taken` was not, for `status` (kBusy or kFailed), and the
+// later ones were not tried. kFailed always has taken 0: a run that fails is
+// refused whole, though a message handed over before the failure may still
+// be stored.
+struct StoreOutcome {
+  std::size_t taken = 0;
+  StoreStatus status = StoreStatus::kTaken;
+};
 
 class ClusterLink {
  public:
@@ -94,23 +115,27 @@ class ClusterLink {
   // Broker::publish_from_history once the broker is attached.
   [[nodiscard]] virtual tl::expected<void, std::string> load_history(const HistoryLoad& load) = 0;
   // Hands `msgs` (PUBLISH channels that a --history rule retains) to the
-  // cluster's store, in order. `wait` (QoS 1): returns once every one is
-  // stored, true, with each one's offset in offsets[i] (when not empty), or
-  // once one failed or the link's bound passed, false (puback means stored).
-  // Without `wait`: true once handed over (a later failure is the link's to
-  // count); false if one could not be. Never throws.
-  [[nodiscard]] virtual bool store(std::span<const Message> msgs, bool wait,
-                                   std::span<std::uint64_t> offsets) noexcept = 0;
+  // cluster's store, in order (StoreOutcome). `wait` (QoS 1): what it took is
+  // stored, with each one's offset in offsets[i] (when not empty); a failure,
+  // or the link's bound passing, fails the run. Without `wait`: taken once
+  // handed over (a later failure is the link's to count). kBusy at once when
+  // the link's bound of unacknowledged stores is reached: this call never
+  // waits for room. Never throws.
+  [[nodiscard]] virtual StoreOutcome store(std::span<const Message> msgs, bool wait,
+                                           std::span<std::uint64_t> offsets) noexcept = 0;
   // store() of one QoS 1 message without waiting: the publisher's thread goes
   // on while the cluster stores it (a WebSocket session's QoS 1 publish, whose
-  // I/O thread serves other connections meanwhile). True once handed over:
+  // I/O thread serves other connections meanwhile). kTaken once handed over:
   // `done` is then called exactly once, from any thread (never from inside
   // this call), with true and the message's offset once stored, or false if
   // it failed or the link's bound passed (the same bound store() waits); it
-  // must not block. False if it could not be handed over: `done` is never
-  // called. Never throws. In a publisher's run, each message is handed over
-  // in the order of the calls, after the run's earlier store() calls.
-  [[nodiscard]] virtual bool store_async(const Message& msg, StoreDone done) noexcept = 0;
+  // must not block. kBusy or kFailed if it was not handed over: `done` is
+  // never called. Never throws. In a publisher's run, each message is handed
+  // over in the order of the calls, after the run's earlier store() calls.
+  [[nodiscard]] virtual StoreStatus store_async(const Message& msg, StoreDone done) noexcept = 0;
+  // How long a publisher whose store found the link busy (kBusy) is held,
+  // trying again, before it is refused: the link's bound on a store's wait.
+  [[nodiscard]] virtual std::chrono::milliseconds busy_hold() const noexcept = 0;
 
   // Durable QoS 1 sessions across nodes (docs/cluster.md, "Durable
   // sessions"). Called once, by Broker::start after open_history succeeded:

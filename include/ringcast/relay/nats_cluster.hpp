@@ -61,13 +61,15 @@ struct ClusterStats {
   std::uint64_t nats_subscriptions = 0;  // what those cost in NATS (one wildcard for all patterns)
   // With --history (docs/cluster.md, "History"): retained channels' messages
   // stored in the cluster's JetStream stream, refused (here or by JetStream),
-  // QoS 1 stores that timed out, the stream's messages loaded at start and
-  // those published here since.
+  // stores not confirmed in time, publishes held because
+  // max_pending_stores were in flight (and how many are now), the stream's
+  // messages loaded at start and those published here since.
   bool history = false;
   std::uint64_t history_stored = 0;
   std::uint64_t history_store_failed = 0;
   std::uint64_t history_store_timeouts = 0;
   std::uint64_t history_stalls = 0;
+  std::uint64_t history_pending = 0;  // a gauge: stores handed to JetStream, not yet acknowledged
   std::uint64_t history_loaded = 0;
   std::uint64_t history_copied = 0;
   std::uint64_t history_copy_refused = 0;
@@ -107,9 +109,10 @@ class NatsCluster final : public broker::ClusterLink {
   [[nodiscard]] tl::expected<std::string, std::string> open_history(
       const broker::ClusterHistoryLimits& limits) override;
   [[nodiscard]] tl::expected<void, std::string> load_history(const broker::HistoryLoad& load) override;
-  [[nodiscard]] bool store(std::span<const broker::Message> msgs, bool wait,
-                           std::span<std::uint64_t> offsets) noexcept override;
-  [[nodiscard]] bool store_async(const broker::Message& msg, broker::StoreDone done) noexcept override;
+  [[nodiscard]] broker::StoreOutcome store(std::span<const broker::Message> msgs, bool wait,
+                                           std::span<std::uint64_t> offsets) noexcept override;
+  [[nodiscard]] broker::StoreStatus store_async(const broker::Message& msg, broker::StoreDone done) noexcept override;
+  [[nodiscard]] std::chrono::milliseconds busy_hold() const noexcept override;
   [[nodiscard]] tl::expected<broker::SessionStore*, std::string> open_sessions(
       std::chrono::milliseconds session_ttl) override;
 

@@ -206,6 +206,11 @@ struct ClusterConfig {
   // publisher is told it was not stored.
   int history_replicas = 3;
   std::chrono::milliseconds store_timeout{5000};
+  // With --history: how many stores this node may have awaiting JetStream's
+  // acknowledgement. A publish that finds them all in flight is held (its
+  // connection not read; never its thread) and tries again, for up to
+  // store_timeout, then is refused (docs/cluster.md, "History").
+  std::int64_t max_pending_stores = 65536;
 };
 
 enum class LogLevel : std::uint8_t { kInfo, kWarning, kError };

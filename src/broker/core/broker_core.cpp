@@ -73,9 +73,14 @@ BrokerCore::Published BrokerCore::publish(const Message& m, Space space) {
 PublishOutcome::Status BrokerCore::publish_async(const Message& m, const std::shared_ptr<StoreReceipt>& receipt) {
   ClusterLink& cluster = *index_.cluster();
   if (!cluster.ready()) return PublishOutcome::Status::kUnreachable;
-  if (!cluster.store_async(m, [receipt](bool stored, std::uint64_t offset) { receipt->complete(stored, offset); })) {
-    qos1_.count_not_stored();
-    return PublishOutcome::Status::kNotStored;
+  switch (cluster.store_async(m, [receipt](bool stored, std::uint64_t offset) { receipt->complete(stored, offset); })) {
+    case StoreStatus::kTaken:
+      break;
+    case StoreStatus::kBusy:
+      return PublishOutcome::Status::kBacklogged;
+    case StoreStatus::kFailed:
+      qos1_.count_not_stored();
+      return PublishOutcome::Status::kNotStored;
   }
   published_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics only
   return PublishOutcome::Status::kPublished;
@@ -126,11 +131,13 @@ PublishOutcome BrokerCore::publish_through_history(std::span<const Message> msgs
     } else {
       const bool wait = std::any_of(part.begin(), part.end(), [](const Message& m) { return m.qos == 1; });
       std::fill(part_ids.begin(), part_ids.end(), 0);
-      if (!cluster.store(part, wait, part_ids)) {
+      const StoreOutcome s = cluster.store(part, wait, part_ids);
+      if (s.status == StoreStatus::kFailed) {
         return {i, wait ? PublishOutcome::Status::kNotStored : PublishOutcome::Status::kUnreachable};
       }
-      std::fill(receivers.begin() + static_cast<std::ptrdiff_t>(i), receivers.begin() + static_cast<std::ptrdiff_t>(j),
-                std::size_t{0});
+      std::fill(receivers.begin() + static_cast<std::ptrdiff_t>(i),
+                receivers.begin() + static_cast<std::ptrdiff_t>(i + s.taken), std::size_t{0});
+      if (s.status == StoreStatus::kBusy) return {i + s.taken, PublishOutcome::Status::kBacklogged};
     }
     i = j;
   }

@@ -139,8 +139,10 @@ class BrokerCore {
   // through SubscriptionIndex::publish into its subscribers' queues (and
   // history) and, published on this node of a cluster, on to the other nodes
   // (ClusterLink::send); a refused one comes back as PublishOutcome::kRefused
-  // (or kUnreachable: in a cluster, it could not have left this node), which
-  // the caller's RefusalHold (refusal_hold.hpp) holds or refuses and counts.
+  // (or kUnreachable: in a cluster, it could not have left this node; or
+  // kBacklogged: the cluster's history had the link's bound of stores in
+  // flight), which the caller's RefusalHold (refusal_hold.hpp) holds or
+  // refuses and counts.
   //
   // Publishes `msgs` in order, stopping at the first refused message.
   // receivers[i] gets message i's reply (its deliveries), ids[i] (when `ids`
@@ -154,7 +156,8 @@ class BrokerCore {
   // (ClusterLink::store; QoS 1 waits until stored, and ids[i] is its offset,
   // or 0 for QoS 0) with 0 receivers, and comes back with Origin::kHistory,
   // whose ids are the offsets given (REQUIRES: not empty). A message the link
-  // fails to take is refused: kNotStored at QoS 1, else kUnreachable.
+  // fails to take is refused: kNotStored at QoS 1, else kUnreachable; one
+  // the link is too busy to take now, kBacklogged (never waited for here).
   PublishOutcome publish(std::span<const Message> msgs, std::span<std::size_t> receivers,
                          std::span<std::uint64_t> ids = {}, Space space = Space::kChannels,
                          Origin origin = Origin::kThisNode);
@@ -175,9 +178,15 @@ class BrokerCore {
   }
   // REQUIRES: stored_by_cluster(m). Hands `m` to ClusterLink::store_async:
   // kPublished once handed over (no id yet), and `receipt` completes later,
-  // from the link's thread, stored with its offset or not; else kUnreachable
-  // or kNotStored, as publish(m) would say, and `receipt` stays pending.
+  // from the link's thread, stored with its offset or not; else kUnreachable,
+  // kBacklogged or kNotStored, as publish(m) would say, and `receipt` stays
+  // pending.
   PublishOutcome::Status publish_async(const Message& m, const std::shared_ptr<StoreReceipt>& receipt);
+  // How long a publisher that can be held is held for kBacklogged: the
+  // cluster's bound on a store's wait (0 without a cluster).
+  [[nodiscard]] std::chrono::nanoseconds backlog_hold() const noexcept {
+    return index_.cluster() != nullptr ? index_.cluster()->busy_hold() : std::chrono::nanoseconds(0);
+  }
   void count_refused(std::uint64_t n) noexcept {
     refused_.fetch_add(n, std::memory_order_relaxed);
   }  // relaxed: statistic

@@ -1,11 +1,21 @@
 // What a publisher does with a message the core refused (PublishOutcome::
-// kRefused: a `block` subscriber of its channel had no room, seed 002 §5):
-// the one policy every publisher follows, the RESP session, the WebSocket
-// session and Broker::publish alike. Each only waits its own way (a paused
-// connection, a blocked thread) and words the outcome.
+// kRefused: a `block` subscriber of its channel had no room, seed 002 §5;
+// kUnreachable: the cluster cannot be reached; kBacklogged: the cluster's
+// history has its bound of stores in flight): the one policy every publisher
+// follows, the RESP session, the WebSocket session and Broker::publish alike.
+// Each only waits its own way (a paused connection, a blocked thread) and
+// words the outcome.
 //
-//   refused -> hold it, retrying when a queue drains, until max_block has
-//              passed since the hold began -> refuse it (counted here, once)
+//   refused -> hold it, retrying when a queue drains (or every few ms), until
+//              its period has passed since the hold began -> refuse it
+//              (counted here, once)
+//
+// The period is max_block; for kBacklogged, at least the cluster's bound on a
+// store's wait (BrokerCore::backlog_hold) for a publisher that holds
+// backlogs: a store backlog is JetStream catching up, which a publisher
+// should wait out as it waits for TCP, whatever --max-block says of `block`
+// subscribers. One that must answer at once (the WebSocket session,
+// PublishWait::kNoWait) refuses it at once too.
 //
 // A hold spans what the publisher does in one go (a Broker::publish call, a
 // RESP connection's batch of pipelined PUBLISHes, one large PUBLISH): once its
@@ -29,13 +39,18 @@
 
 namespace ringcast::broker {
 
-// Why a message was refused (kRefused or kUnreachable), in the words every
-// publisher sends after its protocol's prefix; `channel` is what the caller
-// shows of the channel's name.
+// Why a message was refused (kRefused, kUnreachable or kBacklogged), in the
+// words every publisher sends after its protocol's prefix; `channel` is what
+// the caller shows of the channel's name.
 inline std::string refusal_reason(PublishOutcome::Status status, std::string_view channel) {
   if (status == PublishOutcome::Status::kUnreachable) {
     return "the cluster is unreachable: '" + std::string(channel) +
            "' was not published, on this node or any other; retry later";
+  }
+  if (status == PublishOutcome::Status::kBacklogged) {
+    return "this node's stores into the cluster's history are at --cluster-max-pending-stores, awaiting "
+           "JetStream's acknowledgement past --cluster-store-timeout: '" +
+           std::string(channel) + "' was not published; retry later";
   }
   return "a subscriber of '" + std::string(channel) +
          "' with the block overflow policy has no room; nothing was delivered, retry later";
@@ -51,18 +66,24 @@ class RefusalHold {
     kWaitReported,  // until-accepted: another max_block passed (counted); wait on
   };
 
-  RefusalHold(BrokerCore& core, std::chrono::nanoseconds max_block, bool until_accepted = false) noexcept
-      : core_(core), max_block_(max_block), until_accepted_(until_accepted) {}
+  // How a publisher holds: kAtOnce refuses everything at once (max_block is
+  // then 0), kHold holds for the period above, kUntilAccepted holds on.
+  enum class Mode : std::uint8_t { kAtOnce, kHold, kUntilAccepted };
 
-  // A message was refused at `now` (the one held, or a later one of the go).
-  Verdict on_refused(Clock::time_point now) noexcept {
+  RefusalHold(BrokerCore& core, std::chrono::nanoseconds max_block, Mode mode) noexcept
+      : core_(core), max_block_(max_block), mode_(mode) {}
+
+  // A message was refused at `now`, for `status` (the one held, or a later
+  // one of the go).
+  Verdict on_refused(Clock::time_point now, PublishOutcome::Status status) noexcept {
     if (!holding_) {
       holding_ = true;
-      deadline_ = now + max_block_;
+      const bool backlog = status == PublishOutcome::Status::kBacklogged && mode_ != Mode::kAtOnce;
+      deadline_ = now + (backlog ? std::max(max_block_, core_.backlog_hold()) : max_block_);
     }
     if (now < deadline_) return Verdict::kWait;
     core_.count_refused(1);
-    if (!until_accepted_) return Verdict::kRefuse;
+    if (mode_ != Mode::kUntilAccepted) return Verdict::kRefuse;
     deadline_ = now + max_block_;
     return Verdict::kWaitReported;
   }
@@ -79,7 +100,7 @@ class RefusalHold {
  private:
   BrokerCore& core_;
   const std::chrono::nanoseconds max_block_;
-  const bool until_accepted_;
+  const Mode mode_;
   bool holding_ = false;
   Clock::time_point deadline_{};
 };

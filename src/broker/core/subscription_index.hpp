@@ -180,6 +180,11 @@ struct PublishOutcome {
     // It could not leave this node (ClusterLink::ready said no; decided by
     // BrokerCore::publish, never by the index): refused like kRefused.
     kUnreachable,
+    // The cluster's history could not take it yet: the link's bound of
+    // stores awaiting acknowledgement was reached (ClusterLink::store said
+    // kBusy; decided by BrokerCore::publish). Held like kRefused, for at
+    // least the link's busy_hold().
+    kBacklogged,
   };
   std::size_t published = 0;
   Status status = Status::kPublished;

@@ -24,7 +24,7 @@ constexpr std::string_view kNoAuthReply = "NOAUTH Authentication required.";
 RespSession::RespSession(BrokerCore& core, std::string peer, Waker& waker)
     : Client(core, std::move(peer), WireFormat::kResp2, Deliveries::kPerSubscription, waker, true),
       parser_(ParserLimits{core.config().max_bulk_len, core.config().max_args}),
-      refusals_(core, core.config().max_block) {
+      refusals_(core, core.config().max_block, RefusalHold::Mode::kHold) {
   set_authenticated(!auth_required());
 }
 
@@ -67,8 +67,8 @@ Client::InputResult RespSession::retry_held() {
   return on_input(input);
 }
 
-bool RespSession::hold_refused() {
-  return refusals_.on_refused(RefusalHold::Clock::now()) == RefusalHold::Verdict::kWait;
+bool RespSession::hold_refused(PublishOutcome::Status why) {
+  return refusals_.on_refused(RefusalHold::Clock::now(), why) == RefusalHold::Verdict::kWait;
 }
 
 void RespSession::flush_publishes(bool may_hold) {
@@ -89,7 +89,7 @@ void RespSession::flush_publishes(bool may_hold) {
     // Stopped at a refusal: hold, or refuse this one and go on.
     if (!may_hold) {
       refusals_.refuse_now();
-    } else if (hold_refused()) {
+    } else if (hold_refused(o.status)) {
       batch_.drop_front(at);
       held_ = true;
       reply_mark_ = reply_.size();  // these replies belong to earlier commands (invariant 5)

@@ -113,7 +113,7 @@ class RespSession : public Client {
   void flush_publishes(bool may_hold = true);
   // Invariant 4: a refused PUBLISH (now) is held, or else answered REFUSED
   // (core/refusal_hold.hpp decides; false: refused and counted).
-  bool hold_refused();
+  bool hold_refused(PublishOutcome::Status why);
   void set_protocol(WireFormat r);
   [[nodiscard]] bool subscribed() const noexcept { return subscription_count() > 0; }
 

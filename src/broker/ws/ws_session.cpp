@@ -49,7 +49,7 @@ WsSession::WsSession(BrokerCore& core, std::string peer, Waker& waker, const Htt
     : Client(core, std::move(peer), WireFormat::kPopSubJson, Deliveries::kPerMessage, waker, true),
       http_(std::make_unique<HttpUpgrade>(routes, Client::peer())),
       decoder_(core.config().ws_max_message),
-      refusals_(core, std::chrono::nanoseconds(0)) {
+      refusals_(core, std::chrono::nanoseconds(0), RefusalHold::Mode::kAtOnce) {
   set_authenticated(!auth_required());
   if (!authenticated()) decoder_.set_max_message(std::min(kMaxUnauthMessage, core.config().ws_max_message));
 }
@@ -432,8 +432,9 @@ std::string WsSession::publish_answer(std::string_view topic, const std::optiona
                                       std::string_view why) {
   // Not held as RESP holds a refused PUBLISH (docs/broker.md, "The block
   // policy"): refusals_ refuses at once, and the client retries.
-  const bool refused = status == PublishOutcome::Status::kRefused || status == PublishOutcome::Status::kUnreachable;
-  if (refused && refusals_.on_refused(RefusalHold::Clock::now()) == RefusalHold::Verdict::kRefuse) {
+  const bool refused = status == PublishOutcome::Status::kRefused || status == PublishOutcome::Status::kUnreachable ||
+                       status == PublishOutcome::Status::kBacklogged;
+  if (refused && refusals_.on_refused(RefusalHold::Clock::now(), status) == RefusalHold::Verdict::kRefuse) {
     refusals_.release();
     return to_text(
         ordered_json{{"type", "error"}, {"message", "refused: " + refusal_reason(status, prefix(topic, 128))}});

@@ -107,10 +107,10 @@ void RespSession::cmd_publish(std::span<const std::string> args) {
 }
 
 void RespSession::reply_published(std::span<const std::string> args, const BrokerCore::Published& p) {
-  // Refused by a `block` subscriber or an unreachable cluster (a RESP publish
-  // is never QoS 1, so never kNotStored): held like a batched PUBLISH
-  // (invariant 4), or refused.
-  if (p.status != PublishOutcome::Status::kPublished && hold_refused()) {
+  // Refused by a `block` subscriber, an unreachable or busy cluster (a RESP
+  // publish is never QoS 1, so never kNotStored): held like a batched
+  // PUBLISH (invariant 4), or refused.
+  if (p.status != PublishOutcome::Status::kPublished && hold_refused(p.status)) {
     held_command_.assign(args.begin(), args.end());  // executed again by retry_held()
     held_ = true;
     return;
@@ -124,9 +124,12 @@ void RespSession::reply_published(std::span<const std::string> args, const Broke
 }
 
 void RespSession::refused_reply(std::string_view channel, PublishOutcome::Status why) {
-  // CLUSTERDOWN: Redis Cluster's word for a command the cluster cannot serve.
-  resp::error(reply_, fmt::format("{} {}", why == PublishOutcome::Status::kUnreachable ? "CLUSTERDOWN" : "REFUSED",
-                                  refusal_reason(why, c_str_prefix(channel, 128))));
+  // CLUSTERDOWN: Redis Cluster's word for a command the cluster cannot serve;
+  // TRYAGAIN, its word for one to send again shortly.
+  const char* code = why == PublishOutcome::Status::kUnreachable  ? "CLUSTERDOWN"
+                     : why == PublishOutcome::Status::kBacklogged ? "TRYAGAIN"
+                                                                  : "REFUSED";
+  resp::error(reply_, fmt::format("{} {}", code, refusal_reason(why, c_str_prefix(channel, 128))));
 }
 
 void RespSession::cmd_spublish(std::span<const std::string> args) {
