@@ -114,7 +114,8 @@ func TestMappingReadsAsTheCAbiReportsIt(t *testing.T) {
 // step is one operation of a script run once through the Go path and once
 // through cgo alone; every result must be the same.
 type step struct {
-	push []byte // push this (nil: receive)
+	push        []byte // push this (nil: receive)
+	batch, room int    // receive with RecvBatch: up to batch messages into room bytes (batch 0: TryRecv)
 }
 
 func results(t *testing.T, native bool, capacity uint64, options *CreateOptions, script []step) []string {
@@ -140,11 +141,27 @@ func results(t *testing.T, native bool, capacity uint64, options *CreateOptions,
 		t.Fatal(err)
 	}
 	var out []string
-	buf := make([]byte, 256)
+	buf := make([]byte, 1024)
+	lengths := make([]uint32, 8)
 	for _, s := range script {
 		if s.push != nil {
 			out = append(out, fmt.Sprintf("push %d: %v pos %d", len(s.push), producer.TryPush(s.push),
 				producer.ProducerPosition()))
+			continue
+		}
+		if s.batch > 0 {
+			b := consumer.RecvBatch(id, buf[:s.room], lengths[:s.batch])
+			line := fmt.Sprintf("batch %d into %d: %v count %d missed %d lag %d", s.batch, s.room, b.Status, b.Count,
+				b.Missed, consumer.Lag(id))
+			used := 0
+			for _, n := range lengths[:b.Count] {
+				line += fmt.Sprintf(" %q", buf[used:used+int(n)])
+				used += int(n)
+			}
+			if b.Status == BufferTooSmall {
+				line += fmt.Sprintf(" needs %d", lengths[0])
+			}
+			out = append(out, line)
 			continue
 		}
 		r := consumer.TryRecv(id, buf)
@@ -194,18 +211,20 @@ func TestGoPathGivesTheResultsOfTheCAbi(t *testing.T) {
 		ahead    int
 	}{
 		{"InlineOnlyBlockingWraps", 8, CreateOptions{MaxMessage: MaxInlinePayload}, 12},
+		{"InlineOnlyNonPowerOfTwoCapacity", 7, CreateOptions{MaxMessage: MaxInlinePayload}, 5},
 		{"RecordsBlockingWrapsAndFills", 16, CreateOptions{MaxMessage: 200}, 9},
 		{"RecordsNonPowerOfTwoCapacity", 13, CreateOptions{MaxMessage: 120}, 5},
 		{"LossyInlineLapsTheConsumer", 8, CreateOptions{Lossy: true, MaxMessage: MaxInlinePayload}, 11},
 		{"LossyRecordsLapTheConsumer", 16, CreateOptions{Lossy: true, MaxMessage: 200}, 13},
 	} {
+		c := c
 		t.Run(c.name, func(t *testing.T) {
 			var s []step
-			if c.options.MaxMessage == MaxInlinePayload {
+			if largest := int(c.options.MaxMessage); largest <= MaxInlinePayload {
 				for i := 0; i < 300; i++ {
 					m := pattern.Message(uint64(i))
-					if len(m) > MaxInlinePayload {
-						m = m[:MaxInlinePayload]
+					if len(m) > largest {
+						m = m[:largest]
 					}
 					s = append(s, step{push: m})
 					if i%c.ahead == c.ahead-1 {
@@ -217,18 +236,78 @@ func TestGoPathGivesTheResultsOfTheCAbi(t *testing.T) {
 			} else {
 				s = script(300, c.ahead)
 			}
-			sameResults(t, c.capacity, c.options, s)
+			t.Run("TryRecv", func(t *testing.T) { sameResults(t, c.capacity, c.options, s) })
+			t.Run("RecvBatch", func(t *testing.T) { sameResults(t, c.capacity, c.options, asBatches(s)) })
 		})
 	}
+}
+
+// Invariant 9 from the reader's side: on a lossy ring of records, a reader
+// lapped by a record may find that record's inner bytes in its slot, and
+// zero bytes read as a version older than its position ("not yet"): only
+// the write intent tells it it was lapped. TryRecv and RecvBatch must then
+// report the lap, as the C ABI does, not an empty ring.
+func TestLappedReaderFindingZeroRecordBytesReportsTheLap(t *testing.T) {
+	s := []step{{push: []byte("first")}, {}} // the reader at position 1
+	for i := 1; i < 15; i++ {
+		s = append(s, step{push: []byte{byte(i)}})
+	}
+	// A padding at 15, then the record at 16 to 18 (records start at a
+	// multiple of their block, docs/layout.md): slot 1, the reader's, now
+	// holds the record's zero payload bytes, version word included.
+	s = append(s, step{push: make([]byte, 150)}, step{}, step{}, step{})
+	options := CreateOptions{Lossy: true, MaxMessage: 200}
+	batches := make([]step, len(s))
+	for i, st := range s {
+		if st.push == nil {
+			st.batch, st.room = 4, 1024 // rounds of 4 (1024 / 200 bytes)
+		}
+		batches[i] = st
+	}
+	for _, receive := range []struct {
+		name  string
+		steps []step
+	}{{"TryRecv", s}, {"RecvBatch", batches}} {
+		t.Run(receive.name, func(t *testing.T) {
+			o := options
+			if got := results(t, true, 16, &o, receive.steps)[17]; !strings.Contains(got, "lapped") {
+				t.Fatalf("first receive: %q", got)
+			}
+			sameResults(t, 16, options, receive.steps)
+		})
+	}
+}
+
+// asBatches is script s with its receives made RecvBatch calls of 1 to 7
+// messages into 10 to 1024 bytes: rooms for less than one message of the
+// largest size (one, as TryRecv), for rounds of one, and for rounds of
+// several, which meet records, paddings, laps and empty slots at their
+// first position and after it.
+func asBatches(s []step) []step {
+	rooms := []int{10, 52, 130, 256, 1024}
+	out := make([]step, len(s))
+	k := 0
+	for i, st := range s {
+		if st.push == nil {
+			st.batch, st.room = 1+k%7, rooms[k%len(rooms)]
+			k++
+		}
+		out[i] = st
+	}
+	return out
 }
 
 // The Go path's receive into a lossy ring that lapped it reports what the
 // C++ consumer (the same ring through cgo) reports, and both go on with the
 // same messages: 100 messages of 2 to 125 bytes (records too) into 16 slots,
-// pushed by a Go producer or by `ringcast pub` in another process.
+// pushed by a Go producer or by `ringcast pub` in another process, received
+// with TryRecv, or with RecvBatch in rounds of 3 (up to 5 messages a call).
 func TestLappedGoConsumerReportsWhatTheCppConsumerReports(t *testing.T) {
-	for _, producerKind := range []string{"Go", "RingcastPub"} {
-		t.Run(producerKind, func(t *testing.T) {
+	for _, c := range []struct{ producerKind, receive string }{
+		{"Go", "TryRecv"}, {"RingcastPub", "TryRecv"}, {"Go", "RecvBatch"}, {"RingcastPub", "RecvBatch"},
+	} {
+		producerKind, receive := c.producerKind, c.receive
+		t.Run(c.producerKind+c.receive, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "ring")
 			creator, err := Create(path, 16, &CreateOptions{Lossy: true, MaxMessage: 200,
 				NoProducer: producerKind != "Go"})
@@ -267,26 +346,46 @@ func TestLappedGoConsumerReportsWhatTheCppConsumerReports(t *testing.T) {
 					t.Fatalf("ringcast pub: %v: %s", err, out)
 				}
 			}
-			gb, cb := make([]byte, 256), make([]byte, 256)
+			gb, cb := make([]byte, 3*200), make([]byte, 3*200)
+			gl, cl := make([]uint32, 5), make([]uint32, 5)
 			laps, received, next := 0, 0, -1 // next: the message expected after the lap
 			for {
-				g, c := goSide.TryRecv(goID, gb), cSide.TryRecv(cID, cb)
-				if g != c || !bytes.Equal(gb[:g.Length], cb[:c.Length]) {
-					t.Fatalf("Go %+v %q, C++ %+v %q", g, gb[:g.Length], c, cb[:c.Length])
+				var g, c BatchResult
+				if receive == "RecvBatch" {
+					g, c = goSide.RecvBatch(goID, gb, gl), cSide.RecvBatch(cID, cb, cl)
+				} else {
+					gr, cr := goSide.TryRecv(goID, gb), cSide.TryRecv(cID, cb)
+					g, c = BatchResult{gr.Status, 0, gr.Missed}, BatchResult{cr.Status, 0, cr.Missed}
+					gl[0], cl[0] = uint32(gr.Length), uint32(cr.Length)
+					if gr.Status == OK {
+						g.Count, c.Count = 1, 1
+					}
 				}
-				if g.Status == Lapped {
-					laps++
-				} else if g.Status == OK {
+				used := 0
+				for _, n := range gl[:g.Count] {
+					used += int(n)
+				}
+				if g != c || fmt.Sprint(gl[:g.Count]) != fmt.Sprint(cl[:c.Count]) || !bytes.Equal(gb[:used], cb[:used]) {
+					t.Fatalf("Go %+v %v %q, C++ %+v %v %q", g, gl[:g.Count], gb[:used], c, cl[:c.Count], cb[:used])
+				}
+				at := 0
+				for _, n := range gl[:g.Count] { // messages, before a lap's report
+					m := gb[at : at+int(n)]
+					at += int(n)
 					var seq int
-					if _, err := fmt.Sscan(string(gb[:g.Length]), &seq); err != nil || (next >= 0 && seq != next) ||
-						!bytes.Equal(gb[:g.Length], pattern.Message(uint64(seq))) {
-						t.Fatalf("message %.20q after %d, want message %d", gb[:g.Length], received, next)
+					if _, err := fmt.Sscan(string(m), &seq); err != nil || (next >= 0 && seq != next) ||
+						!bytes.Equal(m, pattern.Message(uint64(seq))) {
+						t.Fatalf("message %.20q after %d, want message %d", m, received, next)
 					}
 					next = seq + 1
 					received++
+				}
+				if g.Status == Lapped {
+					laps++
+					next = -1 // the next message is the oldest intact one
 				} else if g.Status == Empty {
 					break
-				} else {
+				} else if g.Status != OK {
 					t.Fatalf("receive: %+v", g)
 				}
 			}
@@ -308,9 +407,14 @@ func cli(t *testing.T) string {
 
 // frames are `ringcast pub --binary`'s input: a 4-byte length, then the bytes.
 func frames(count int) []byte {
+	return framesOf(count, func(i int) []byte { return pattern.Message(uint64(i)) })
+}
+
+// framesOf is frames of message(0), ..., message(count-1).
+func framesOf(count int, message func(int) []byte) []byte {
 	var b bytes.Buffer
 	for i := 0; i < count; i++ {
-		m := pattern.Message(uint64(i))
+		m := message(i)
 		var l [4]byte
 		binary.LittleEndian.PutUint32(l[:], uint32(len(m)))
 		b.Write(l[:])
@@ -391,56 +495,91 @@ func TestGoProducerToRingcastSub(t *testing.T) {
 
 // `ringcast pub` (C++) pushing while a Go consumer reads through the Go
 // path, across processes: every message checked, in order, none missed.
+// The consumer receives with TryRecv, or with RecvBatch (rounds of 4, up to
+// 16 messages a call) from a ring of records or of inline messages only
+// (the stream cut to 52 bytes: no records).
 func TestRingcastPubToGoConsumerWhilePushing(t *testing.T) {
 	tool := cli(t)
 	const count = 20000
-	path := filepath.Join(t.TempDir(), "ring")
-	creator, err := Create(path, 64, &CreateOptions{MaxMessage: 200, NoProducer: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer creator.Close()
-	id, err := creator.Register(Latest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub := exec.Command(tool, "pub", path, "--binary")
-	pub.Stdin = bytes.NewReader(frames(count))
-	var out bytes.Buffer
-	pub.Stdout, pub.Stderr = &out, &out
-	if err := pub.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := pub.Wait(); err != nil {
-			t.Errorf("ringcast pub: %v: %s", err, out.String())
-		}
-	}()
-	buf := make([]byte, 256)
-	deadline := time.Now().Add(60 * time.Second)
-	for i := 0; i < count; {
-		r := creator.TryRecv(id, buf)
-		switch r.Status {
-		case OK:
-			if m := pattern.Message(uint64(i)); !bytes.Equal(buf[:r.Length], m) {
-				t.Fatalf("message %d: %.20q, want %.20q", i, buf[:r.Length], m)
+	for _, c := range []struct {
+		name    string
+		largest int
+		batch   bool
+	}{{"TryRecv", 200, false}, {"RecvBatch", 200, true}, {"RecvBatchInline", MaxInlinePayload, true}} {
+		c := c
+		t.Run(c.name, func(t *testing.T) {
+			message := func(i int) []byte {
+				m := pattern.Message(uint64(i))
+				return m[:min(len(m), c.largest)]
 			}
-			i++
-		case Empty, Stalled: // Stalled: pub descheduled mid-write; retry
-			if time.Now().After(deadline) {
-				t.Fatalf("message %d: %v for 60 s (pub: %s)", i, r.Status, out.String())
+			path := filepath.Join(t.TempDir(), "ring")
+			creator, err := Create(path, 64, &CreateOptions{MaxMessage: uint64(c.largest), NoProducer: true})
+			if err != nil {
+				t.Fatal(err)
 			}
-			runtime.Gosched()
-		default:
-			t.Fatalf("message %d: %+v", i, r)
-		}
+			defer creator.Close()
+			id, err := creator.Register(Latest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pub := exec.Command(tool, "pub", path, "--binary")
+			pub.Stdin = bytes.NewReader(framesOf(count, message))
+			var out bytes.Buffer
+			pub.Stdout, pub.Stderr = &out, &out
+			if err := pub.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := pub.Wait(); err != nil {
+					t.Errorf("ringcast pub: %v: %s", err, out.String())
+				}
+			}()
+			buf, lengths := make([]byte, 4*c.largest), make([]uint32, 16)
+			deadline := time.Now().Add(60 * time.Second)
+			for i := 0; i < count; {
+				var r BatchResult
+				if c.batch {
+					r = creator.RecvBatch(id, buf, lengths)
+				} else if one := creator.TryRecv(id, buf); one.Status == OK {
+					r, lengths[0] = BatchResult{Status: OK, Count: 1}, uint32(one.Length)
+				} else {
+					r = BatchResult{Status: one.Status, Missed: one.Missed}
+				}
+				at := 0
+				for _, n := range lengths[:r.Count] {
+					if m := message(i); !bytes.Equal(buf[at:at+int(n)], m) {
+						t.Fatalf("message %d: %.20q, want %.20q", i, buf[at:at+int(n)], m)
+					}
+					at += int(n)
+					i++
+				}
+				switch r.Status {
+				case OK:
+				case Empty, Stalled: // Stalled: pub descheduled mid-write; retry
+					if time.Now().After(deadline) {
+						t.Fatalf("message %d: %v for 60 s (pub: %s)", i, r.Status, out.String())
+					}
+					runtime.Gosched()
+				default:
+					t.Fatalf("message %d: %+v", i, r)
+				}
+			}
+		})
 	}
+}
+
+func min(a, b int) int {
+	if a < b {
+		return a
+	}
+	return b
 }
 
 // A Go producer goroutine and Go consumer goroutines on one ring, both
 // sides on the Go path, for `go test -race`: every message checked. One
-// consumer receives with TryRecv, the other with RecvBatch (up to 4 a call,
-// through C: the C++ reader of the Go producer's plain word stores).
+// consumer receives with TryRecv, one with RecvBatch (up to 4 a call), and
+// one with RecvBatch through C (the C++ reader of the Go producer's plain
+// word stores).
 func TestGoProducerAndConsumersConcurrently(t *testing.T) {
 	for _, lossy := range []bool{false, true} {
 		t.Run(fmt.Sprintf("Lossy%v", lossy), func(t *testing.T) {
@@ -450,7 +589,7 @@ func TestGoProducerAndConsumersConcurrently(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer producer.Close()
-			const count, readers = 50000, 2
+			const count, readers = 50000, 3
 			var wg sync.WaitGroup
 			errs := make(chan error, readers)
 			ready := make(chan struct{}, readers)
@@ -464,7 +603,10 @@ func TestGoProducerAndConsumersConcurrently(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				batch := k == 1
+				batch := k >= 1
+				if k == 2 {
+					consumer.withoutNative()
+				}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
