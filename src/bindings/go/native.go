@@ -1,12 +1,14 @@
 package ringcast
 
-// The hot path in Go: TryPush and TryRecv of inline messages (at most 52
-// bytes), Lag and ProducerPosition, run here over this process's mapping of
-// the ring instead of crossing cgo, which costs several times the C++ call
-// (docs/bench-history/2026-12-06-c-abi.md). Everything else, and every case
-// of these calls that is not the plain one, is the C ABI's: the code below
-// either completes the C++ fast path's exact steps or touches nothing shared
-// and hands the call to C, which starts it again from shared memory.
+// The hot path in Go: TryPush, TryRecv and RecvBatch of inline messages (at
+// most 52 bytes), Lag and ProducerPosition, run here over this process's
+// mapping of the ring instead of crossing cgo, which costs several times the
+// C++ call (docs/bench-history/2026-12-06-c-abi.md). Everything else, and
+// every case of these calls that is not the plain one, is the C ABI's: the
+// code below either completes the C++ fast path's exact steps or touches
+// nothing shared and hands the call to C, which starts it again from shared
+// memory (RecvBatch: from the start of the round it was in, after the rounds
+// it completed, as ringcast_recv_batch would go on from there).
 //
 // The bytes are those of docs/layout.md: the offsets come from ringcast.h's
 // RINGCAST_LAYOUT_* constants (static_asserted against layout.hpp in
@@ -44,8 +46,10 @@ package ringcast
 // while a claim is open or while the producer is in fenced mode, the
 // receives of records, paddings and loss markers, a receive of anything but
 // a committed inline message or an empty slot (a lap, a half-written slot,
-// a corrupt one), and a receive below the consumer's stable_from (invariant
-// 10) that finds an empty slot. Views, claims, batches and waits are C's.
+// a corrupt one), a receive below the consumer's stable_from (invariant
+// 10) that finds an empty slot, and a RecvBatch round that meets any of
+// those (from the round's first position). Views, claims, push batches and
+// waits are C's.
 
 import (
 	"encoding/binary"
@@ -59,6 +63,7 @@ type native struct {
 	header, slots unsafe.Pointer
 	capacity      uint64
 	mask          uint64 // capacity - 1 when a power of two, else 0 (index with %)
+	largest       uint64 // max_message (at least 52): ringcast_recv_batch's room per message
 	lossy         bool
 
 	// The C++ handle's fields (ringcast_native): the producing goroutine's.
@@ -218,6 +223,162 @@ func (r *Ring) tryRecv(id ConsumerID, buf []byte) (res RecvResult, handled bool)
 	}
 	return RecvResult{Status: OK, Length: int(length)}, true
 }
+
+// recvBatch is ringcast_recv_batch (src/ring/c_api.cpp) while it reads
+// committed inline messages; handled false when the whole call is C's, with
+// nothing stored. Like the C ABI it drains in rounds of as many messages as
+// surely fit in the room left (len(buf)-used over max_message, at most the
+// lengths left), each round one BroadcastRing::drain: a read_slot per
+// position as tryRecv makes it, then one cursor store for the round. A round
+// that meets anything else (a record or padding, a lap, a half-written or
+// corrupt slot, an empty slot a lappable reader must classify) has consumed
+// nothing: the call goes on in C from that round's first position, which
+// reads the round again and gives what ringcast_recv_batch gives from there.
+//
+// Each message's 52 slot bytes go straight into buf as they are loaded
+// (read_slot's layout): buf's bytes after the last message received may
+// change, as TryRecv's do. ringcast_recv_batch stages each message in
+// drain's buffer and then memcpys it: that memcpy was a third of the cgo
+// RecvBatch benchmark's samples, push included
+// (docs/bench-history/2026-12-08-go-batch.md).
+func (r *Ring) recvBatch(id ConsumerID, buf []byte, lengths []uint32) (BatchResult, bool) {
+	n := &r.n
+	if n.header == nil || len(lengths) == 0 || id >= MaxConsumers || atomic.LoadUint32(n.owned)>>id&1 == 0 ||
+		n.largest < MaxInlinePayload {
+		// invalid_argument and invalid_consumer are C's; max_message is at
+		// least 52 on every ring (create raises it, open checks it).
+		return BatchResult{}, false
+	}
+	if uint64(len(buf)) < n.largest {
+		// Room for less than one message of the largest size: one, as
+		// TryRecv (ringcast_recv_batch calls ringcast_try_recv).
+		res := r.TryRecv(id, buf)
+		lengths[0] = uint32(res.Length)
+		b := BatchResult{Status: res.Status, Missed: res.Missed}
+		if res.Status == OK {
+			b.Count = 1
+		}
+		return b, true
+	}
+	cursor := n.cursor(id)
+	pos := atomic.LoadUint64(cursor) // relaxed in C++: only this consumer writes it (invariant 1)
+	// Invariant 10: below stable_from the reader may be lapped (lappable(id,
+	// pos)). Only registration changes it, never during this call.
+	stable := n.stable(id)
+	largest := int(n.largest)
+	count, used := 0, 0
+	for {
+		round := (len(buf) - used) / largest
+		if left := len(lengths) - count; left < round {
+			round = left
+		}
+		if round == 0 {
+			return BatchResult{Status: OK, Count: count}, true
+		}
+		start, startCount, startUsed := pos, count, used
+		for end := count + round; count < end; pos++ {
+			// read_slot(pos), as tryRecv: R1, R2, R3 and R4.
+			s := n.slot(pos)
+			want := 2*pos + 2
+			// R1: pairs with the producer's committing store of the version
+			// (W3: write_slot's release store, tryPush's atomic store).
+			v1 := atomic.LoadUint64(&s[0])
+			if v1 != want {
+				if v1 < want-1 && pos >= stable {
+					// kNotYet for a reader that cannot be lapped: drain stops
+					// here and delivers what the round read; at a round's
+					// first position recv_slow says empty, which the call
+					// reports only if it received nothing.
+					if pos != start {
+						r.advance(cursor, pos)
+					}
+					if count == 0 {
+						return BatchResult{Status: Empty}, true
+					}
+					return BatchResult{Status: OK, Count: count}, true
+				}
+				return r.recvBatchInC(id, buf[startUsed:], lengths[startCount:], startCount), true
+			}
+			// R2: the words, each stored into buf as it is loaded (a copy whose
+			// bytes are discarded unless R3 and the checks after it pass: a
+			// round that fails them is read again by C from its start). Go's
+			// atomic loads are acquires, each ordered after the one before,
+			// and the stores to buf are this goroutine's own memory.
+			//
+			// A round of k messages starts with room for k of max_message (at
+			// least 52) bytes, and each message takes at most 52: the slot's 52
+			// bytes always fit.
+			dst := (*[MaxInlinePayload]byte)(buf[used:])
+			le := binary.LittleEndian // read_slot's layout: the head in words[0]'s high half, then six words
+			w0 := atomic.LoadUint64(&s[1])
+			le.PutUint64(dst[0:], w0>>32) // bytes 4 to 7 are the next word's, stored next
+			le.PutUint64(dst[4:], atomic.LoadUint64(&s[2]))
+			le.PutUint64(dst[12:], atomic.LoadUint64(&s[3]))
+			le.PutUint64(dst[20:], atomic.LoadUint64(&s[4]))
+			le.PutUint64(dst[28:], atomic.LoadUint64(&s[5]))
+			le.PutUint64(dst[36:], atomic.LoadUint64(&s[6]))
+			le.PutUint64(dst[44:], atomic.LoadUint64(&s[7]))
+			// R3: a word stored by a later write makes this load see that
+			// write's odd version (W1 is ordered before its word stores: tryPush
+			// and write_slot's release fence say how).
+			if atomic.LoadUint64(&s[0]) != v1 {
+				return r.recvBatchInC(id, buf[startUsed:], lengths[startCount:], startCount), true // overwritten while read
+			}
+			// R4, invariant 9, for a reader that may be lapped: a later lap's
+			// record may have rewritten the words but not the version yet.
+			// Pairs with begin_write's release fence (the acquire loads above
+			// order it after the words).
+			if pos < stable && atomic.LoadUint64(n.word64(layoutWriteIntent)) > pos+n.capacity {
+				return r.recvBatchInC(id, buf[startUsed:], lengths[startCount:], startCount), true
+			}
+			length := uint32(w0)
+			if w0&layoutRecordBit != 0 || length > MaxInlinePayload {
+				// A record (drain_record is C's), or a corrupt slot (layout_mismatch).
+				return r.recvBatchInC(id, buf[startUsed:], lengths[startCount:], startCount), true
+			}
+			lengths[count] = length
+			used += int(length)
+			count++
+		}
+		r.advance(cursor, pos) // drain's one advance_cursor for the round
+	}
+}
+
+// advance is advance_cursor for a batch: the store pairs with the
+// producer's acquire load of the cursor in full_slow (the slot reads before
+// it happen before the producer reuses those slots); being sequentially
+// consistent, it is also the store-then-load of the sleep handshake with a
+// producer asleep waiting for room, whose flag is loaded next.
+func (r *Ring) advance(cursor *uint64, next uint64) {
+	atomic.StoreUint64(cursor, next)
+	if atomic.LoadUint32(r.n.word32(layoutSpaceWait))&layoutSignalWaiting != 0 {
+		r.nativeWakeProducer()
+	}
+}
+
+// recvBatchInC is the rest of a recvBatch call in C, after the `done`
+// messages of its completed rounds, with buf and lengths past them. It maps
+// the result as ringcast_recv_batch does after a round: a lap has moved the
+// cursor, so it is reported even after messages; any other stop after
+// messages is ok (the next call finds it again).
+func (r *Ring) recvBatchInC(id ConsumerID, buf []byte, lengths []uint32, done int) BatchResult {
+	if testHookBatchInC != nil {
+		testHookBatchInC()
+	}
+	res := r.cRecvBatch(id, buf, lengths)
+	if done == 0 {
+		return res
+	}
+	if res.Count == 0 && res.Status != Lapped {
+		return BatchResult{Status: OK, Count: done}
+	}
+	res.Count += done
+	return res
+}
+
+// testHookBatchInC, when set (by tests, before any goroutine receives), is
+// called each time recvBatch hands the rest of a call to C.
+var testHookBatchInC func()
 
 // lag is BroadcastRing::lag.
 func (n *native) lag(id ConsumerID) uint64 {

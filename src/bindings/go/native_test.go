@@ -297,6 +297,122 @@ func asBatches(s []step) []step {
 	return out
 }
 
+// countBatchesInC counts, until the test ends, the RecvBatch calls whose
+// rest the Go path hands to C.
+func countBatchesInC(t *testing.T) *int {
+	inC := new(int)
+	testHookBatchInC = func() { *inC++ }
+	t.Cleanup(func() { testHookBatchInC = nil })
+	return inC
+}
+
+// recvAll receives with RecvBatch (up to batch messages into room bytes a
+// call) until the ring is empty, and checks every message against
+// pattern.Message of the sequence number it starts with: in order from
+// first, each byte, each length. It returns the next sequence number.
+func recvAll(t *testing.T, r *Ring, id ConsumerID, first uint64, batch, room int, truncate int) uint64 {
+	t.Helper()
+	buf, lengths := make([]byte, room), make([]uint32, batch)
+	next := first
+	for {
+		b := r.RecvBatch(id, buf, lengths)
+		if b.Status == Empty && b.Count == 0 {
+			return next
+		}
+		if b.Status != OK || b.Count == 0 {
+			t.Fatalf("batch at %d: %+v", next, b)
+		}
+		used := 0
+		for _, n := range lengths[:b.Count] {
+			m := pattern.Message(next)
+			if len(m) > truncate {
+				m = m[:truncate]
+			}
+			if got := buf[used : used+int(n)]; !bytes.Equal(got, m) {
+				t.Fatalf("message %d: %q, want %q", next, got, m)
+			}
+			used += int(n)
+			next++
+		}
+	}
+}
+
+// Rounds of committed inline messages are the Go path's from start to end:
+// no part of those calls goes to C; a round that meets a record goes to C
+// from its first message, and the call still gives every message in order.
+func TestRecvBatchOfInlineMessagesStaysInGo(t *testing.T) {
+	inC := countBatchesInC(t)
+	t.Run("InlineOnly", func(t *testing.T) {
+		r, err := CreateAnonymous(16, &CreateOptions{MaxMessage: MaxInlinePayload})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		id, err := r.Register(Latest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*inC = 0
+		next := uint64(0)
+		for lap := 0; lap < 20; lap++ { // lengths 0 to 52, past many wraps
+			for k := 0; k < 13; k++ {
+				m := pattern.Message(next + uint64(k))
+				m = m[:(int(next)+k)*5%(MaxInlinePayload+1)%(len(m)+1)]
+				want(t, "TryPush", r.TryPush(m), OK)
+			}
+			buf, lengths := make([]byte, 5*MaxInlinePayload), make([]uint32, 64)
+			for got := 0; got < 13; {
+				b := r.RecvBatch(id, buf, lengths)
+				if b.Status != OK || b.Count == 0 {
+					t.Fatalf("lap %d: %+v", lap, b)
+				}
+				used := 0
+				for _, n := range lengths[:b.Count] {
+					m := pattern.Message(next)
+					m = m[:int(next)*5%(MaxInlinePayload+1)%(len(m)+1)]
+					if !bytes.Equal(buf[used:used+int(n)], m) {
+						t.Fatalf("message %d: %q, want %q", next, buf[used:used+int(n)], m)
+					}
+					used += int(n)
+					next++
+					got++
+				}
+			}
+			if b := r.RecvBatch(id, buf, lengths); b.Status != Empty || b.Count != 0 {
+				t.Fatalf("batch of nothing: %+v", b)
+			}
+		}
+		if *inC != 0 {
+			t.Fatalf("%d calls went on in C", *inC)
+		}
+	})
+	t.Run("RecordInTheSecondRound", func(t *testing.T) {
+		r, err := CreateAnonymous(16, &CreateOptions{MaxMessage: 200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		id, err := r.Register(Latest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// pattern.Message(i) is inline for i = 0..7 (2 to 51 bytes) and a
+		// record for 8 and 9 (58 and 65 bytes).
+		for i := uint64(0); i < 10; i++ {
+			want(t, "TryPush", r.TryPush(pattern.Message(i)), OK)
+		}
+		*inC = 0
+		// Rounds of 2 (400 bytes / 200): 0-1, 2-3, 4-5 and 6-7 in Go, then
+		// 8-9 meets a record and the call goes on in C.
+		if next := recvAll(t, r, id, 0, 8, 400, 1<<30); next != 10 {
+			t.Fatalf("received up to %d", next)
+		}
+		if *inC != 1 {
+			t.Fatalf("%d calls went on in C, want 1", *inC)
+		}
+	})
+}
+
 // The Go path's receive into a lossy ring that lapped it reports what the
 // C++ consumer (the same ring through cgo) reports, and both go on with the
 // same messages: 100 messages of 2 to 125 bytes (records too) into 16 slots,
@@ -693,4 +809,50 @@ func TestGoProducerAndConsumersConcurrently(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A producer asleep in PushWait for room is woken by a RecvBatch that the Go
+// path runs (its cursor store, then the check of space_wait), not by its
+// timeout: a missed wake-up would hold it for the whole 20 s.
+func TestRecvBatchWakesAProducerWaitingForRoom(t *testing.T) {
+	inC := countBatchesInC(t)
+	producer, consumer := pair(t)
+	id, err := consumer.Register(Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 16; i++ {
+		want(t, "TryPush", producer.TryPush([]byte{byte(i)}), OK)
+	}
+	want(t, "TryPush into a full ring", producer.TryPush([]byte{16}), Full)
+	pushed := make(chan Status, 1)
+	go func() { pushed <- producer.PushWait([]byte{16}, 20*time.Second, Block) }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		st, err := consumer.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.ProducerSleeping {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the producer did not go to sleep")
+		}
+	}
+	woken := time.Now()
+	buf, lengths := make([]byte, 4*200), make([]uint32, 4)
+	if b := consumer.RecvBatch(id, buf, lengths); b.Status != OK || b.Count != 4 || buf[3] != 3 {
+		t.Fatalf("RecvBatch: %+v", b)
+	}
+	select {
+	case s := <-pushed:
+		want(t, "PushWait", s, OK)
+	case <-time.After(5 * time.Second):
+		<-pushed // its timeout, before the cleanup closes the ring under it
+		t.Fatal("the producer still slept 5 s after the receive")
+	}
+	if *inC != 0 {
+		t.Fatalf("%d calls went on in C", *inC)
+	}
+	t.Logf("woken after %v", time.Since(woken))
 }

@@ -8,11 +8,11 @@
 // goroutine at a time may produce on a Ring, and a consumer id is used by one
 // goroutine at a time. Hot-path calls (TryPush, TryRecv, RecvBatch, ...)
 // return a Status and do not allocate; setup calls return an *Error.
-// TryPush and TryRecv of messages of at most 52 bytes, Lag and
-// ProducerPosition run in Go over the ring's mapping (native.go); every other
-// call, and the uncommon cases of those, crosses cgo once (tens of
-// nanoseconds): push and receive in batches (TryPushBatch, RecvBatch) where
-// that matters. docs/bindings.md has a guide.
+// TryPush and TryRecv of messages of at most 52 bytes, RecvBatch of such
+// messages, Lag and ProducerPosition run in Go over the ring's mapping
+// (native.go); every other call, and the uncommon cases of those, crosses
+// cgo once (tens of nanoseconds): push in batches (TryPushBatch) where that
+// matters. docs/bindings.md has a guide.
 package ringcast
 
 /*
@@ -219,6 +219,7 @@ func (r *Ring) adopt() *Ring {
 			seq: (*uint64)(unsafe.Pointer(s.seq)), payloadBytes: (*uint64)(unsafe.Pointer(s.payload_bytes)),
 			cachedMin: (*uint64)(unsafe.Pointer(s.cached_min)), stampBelow: (*uint64)(unsafe.Pointer(s.stamp_below)),
 			owned: (*uint32)(s.owned), stableFrom: unsafe.Pointer(s.stable_from), stride: uintptr(s.stable_from_stride)}
+		r.n.largest = uint64(s.max_message) // ringcast_max_message's value
 		if c := r.n.capacity; c&(c-1) == 0 {
 			r.n.mask = c - 1
 		}
@@ -450,8 +451,18 @@ type BatchResult struct {
 // RecvBatch receives up to len(lengths) messages in one call: their bytes
 // back to back in buf, their lengths in lengths[:Count]. It takes as many as
 // surely fit (len(buf) / MaxMessage per round); with less room than one
-// MaxMessage it receives one as TryRecv does.
+// MaxMessage it receives one as TryRecv does. Rounds of messages of at most
+// 52 bytes run in Go (native.go), which writes each message's 52 slot bytes
+// into buf: bytes of buf after the last message received may change.
 func (r *Ring) RecvBatch(id ConsumerID, buf []byte, lengths []uint32) BatchResult {
+	if b, ok := r.recvBatch(id, buf, lengths); ok {
+		return b
+	}
+	return r.cRecvBatch(id, buf, lengths)
+}
+
+// cRecvBatch is ringcast_recv_batch: RecvBatch's calls and rounds that are C's.
+func (r *Ring) cRecvBatch(id ConsumerID, buf []byte, lengths []uint32) BatchResult {
 	var l *C.uint32_t
 	if len(lengths) > 0 {
 		l = (*C.uint32_t)(unsafe.Pointer(&lengths[0]))
