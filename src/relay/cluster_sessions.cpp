@@ -69,6 +69,11 @@ tl::expected<std::unique_ptr<ClusterSessions>, std::string> ClusterSessions::ope
   jo.PublishAsync.AckHandler = &ClusterSessions::on_ack;
   jo.PublishAsync.AckHandlerClosure = c.get();
   jo.PublishAsync.StallWait = kStallWaitMs;
+  // Each put's ack is waited for this long, then reported to on_ack as a
+  // timeout: a put whose ack never comes (its server lost) leaves libnats'
+  // count of pending puts, which would otherwise only grow.
+  jsPubOptions_Init(&c->put_options_);
+  c->put_options_.MaxWait = std::max<std::int64_t>(config.store_timeout.count(), 2000);
   if (natsStatus s = natsConnection_JetStream(&c->js_, conn, &jo); s != NATS_OK) {
     return tl::unexpected(jetstream_error("cluster sessions: JetStream context", s, static_cast<jsErrCode>(0)));
   }
@@ -240,7 +245,7 @@ void ClusterSessions::put_locked(const std::string& key, std::string_view value)
     put_failed_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  if (js_PublishAsync(js_, subject_.c_str(), value.data(), static_cast<int>(value.size()), nullptr) != NATS_OK) {
+  if (js_PublishAsync(js_, subject_.c_str(), value.data(), static_cast<int>(value.size()), &put_options_) != NATS_OK) {
     put_failed_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
   }
 }

@@ -53,7 +53,7 @@ namespace ringcast::relay {
 
 struct ClusterSessionsStats {
   std::uint64_t puts = 0;        // keys JetStream acknowledged
-  std::uint64_t put_failed = 0;  // refused here (buffer full, key too long) or by JetStream
+  std::uint64_t put_failed = 0;  // refused here (buffer full, key too long) or by JetStream, or not acked in time
 };
 
 class ClusterSessions final : public broker::SessionStore {
@@ -93,6 +93,7 @@ class ClusterSessions final : public broker::SessionStore {
   const LogFn log_;
   std::string bucket_;
   jsCtx* js_ = nullptr;
+  jsPubOptions put_options_{};  // every put's: MaxWait (open())
   kvStore* kv_ = nullptr;
 
   mutable std::mutex mu_;
