@@ -37,6 +37,12 @@ std::optional<std::string> from_hex(std::string_view hex) {
   return out;
 }
 
+std::string hold_key(std::string_view client_id) {
+  std::string k = "h.";
+  append_hex(k, client_id);
+  return k;
+}
+
 std::string owner_key(std::string_view client_id) {
   std::string k = "o.";
   append_hex(k, client_id);
@@ -53,13 +59,14 @@ std::string floor_prefix(std::string_view client_id) {
 
 }  // namespace
 
-ClusterSessions::ClusterSessions(const ClusterConfig& config, LogFn log) : config_(config), log_(std::move(log)) {}
+ClusterSessions::ClusterSessions(const ClusterConfig& config, std::uint64_t origin, LogFn log)
+    : config_(config), token_(fmt::format("{:016x}", origin)), log_(std::move(log)) {}
 
 tl::expected<std::unique_ptr<ClusterSessions>, std::string> ClusterSessions::open(natsConnection* conn,
                                                                                   const ClusterConfig& config,
                                                                                   std::chrono::milliseconds session_ttl,
-                                                                                  LogFn log) {
-  std::unique_ptr<ClusterSessions> c(new ClusterSessions(config, std::move(log)));
+                                                                                  std::uint64_t origin, LogFn log) {
+  std::unique_ptr<ClusterSessions> c(new ClusterSessions(config, origin, std::move(log)));
   c->bucket_ = config.subject_prefix + "_SESSIONS";
   std::replace(c->bucket_.begin(), c->bucket_.end(), '.', '_');
   jsOptions jo;
@@ -113,6 +120,18 @@ tl::expected<std::unique_ptr<ClusterSessions>, std::string> ClusterSessions::ope
         "every node of a cluster needs the same --session-ttl",
         c->bucket_, have_ns / 1'000'000, ttl_ns / 1'000'000, session_ttl.count()));
   }
+  kvWatchOptions wo;
+  kvWatchOptions_Init(&wo);
+  wo.IgnoreDeletes = true;
+  if (s = kvStore_Watch(&c->holds_, c->kv_, "h.*", &wo); s != NATS_OK) {
+    return tl::unexpected(jetstream_error(fmt::format("cluster sessions: watching KV bucket '{}'", c->bucket_), s,
+                                          static_cast<jsErrCode>(0)));
+  }
+  try {
+    c->holds_thread_ = std::thread([p = c.get()] { p->watch_holds(); });
+  } catch (const std::system_error& e) {
+    return tl::unexpected(fmt::format("cluster sessions: no thread to watch the sessions' holds: {}", e.what()));
+  }
   c->log_(LogLevel::kInfo,
           fmt::format("cluster sessions: JetStream KV bucket '{}' {} (replicas {}, ttl {})", c->bucket_,
                       step == std::string_view("creating") ? "created" : "joined", replicas,
@@ -121,6 +140,11 @@ tl::expected<std::unique_ptr<ClusterSessions>, std::string> ClusterSessions::ope
 }
 
 ClusterSessions::~ClusterSessions() {
+  if (holds_ != nullptr) {
+    (void)kvWatcher_Stop(holds_);  // watch_holds' kvWatcher_Next returns
+    if (holds_thread_.joinable()) holds_thread_.join();
+    kvWatcher_Destroy(holds_);
+  }
   if (kv_ != nullptr) kvStore_Destroy(kv_);
   if (js_ != nullptr) jsCtx_Destroy(js_);
 }
@@ -155,6 +179,48 @@ std::optional<std::string> ClusterSessions::claim(std::string_view client_id, st
     mine = std::max(mine, f);
   }
   return saved;
+}
+
+std::optional<std::uint64_t> ClusterSessions::hold(std::string_view client_id) {
+  const std::string key = hold_key(client_id);
+  std::uint64_t revision = 0;
+  if (kvStore_PutString(&revision, kv_, key.c_str(), token_.c_str()) != NATS_OK) return std::nullopt;
+  return revision;
+}
+
+void ClusterSessions::watch_taken(TakenFn taken) {
+  std::lock_guard lock(taken_mu_);
+  taken_ = std::move(taken);
+}
+
+void ClusterSessions::watch_holds() noexcept {
+  for (;;) {
+    kvEntry* e = nullptr;
+    const natsStatus s = kvWatcher_Next(&e, holds_, 1000);
+    if (s == NATS_TIMEOUT) continue;
+    if (s != NATS_OK) {
+      // Stopped (NATS_ILLEGAL_STATE, the destructor), or broken: say so, as
+      // sessions are then no longer taken from this node.
+      if (s != NATS_ILLEGAL_STATE) {
+        log_(LogLevel::kError, jetstream_error("cluster sessions: watching the sessions' holds stopped; a session "
+                                               "attached here is no longer let go when another node takes it",
+                                               s, static_cast<jsErrCode>(0)));
+      }
+      return;
+    }
+    if (e == nullptr) continue;  // the bucket's holds as of the watch's start are all in
+    const std::string_view key(kvEntry_Key(e));
+    if (key.size() > 2 && std::string_view(kvEntry_ValueString(e)) != token_) {
+      try {
+        if (auto client_id = from_hex(key.substr(2))) {
+          std::lock_guard lock(taken_mu_);
+          if (taken_) taken_(*client_id, kvEntry_Revision(e));
+        }
+      } catch (...) {  // std::bad_alloc: this change is missed; the two connections overlap until one leaves
+      }
+    }
+    kvEntry_Destroy(e);
+  }
 }
 
 std::optional<std::unordered_map<std::string, std::uint64_t>> ClusterSessions::read_floors(std::string_view client_id) {

@@ -6,6 +6,8 @@
 // with the history stream's replicas, holds per session
 //   o.<hex client id>                  its owner's identity
 //   f.<hex client id>.<hex channel>    its floor on that channel, in decimal
+//   h.<hex client id>                  the node that attached it last (its
+//                                      origin, 16 hex digits)
 // (hex: a KV key allows only [-/_=.a-zA-Z0-9]). Its TTL is --session-ttl and
 // a half (none with 0), the same on every node; every node writes its
 // attached sessions' keys again every ttl / 2 and at each detach
@@ -19,6 +21,13 @@
 // on_ack): one node's puts of a key are stored in the order they were made,
 // but a late put of another node (a connection that died there unnoticed
 // while its client resumed here) can lower a floor: duplicates, never loss.
+//
+// Holds (SessionStore::hold) are KV puts whose revision the attach keeps;
+// one watcher thread per node reads every h. key's changes from the bucket
+// and hands those of other nodes to watch_taken's function (under taken_mu_,
+// so clearing it waits for a call in progress), which lets go of a session
+// this node held at a lower revision. No node deletes an h. key: a later
+// attach anywhere overwrites it, and JetStream expires it with the rest.
 //
 // This node keeps a copy of every session attached here since its claim (the
 // owner and all its floors, read at the claim, raised by this node's puts):
@@ -40,6 +49,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -60,15 +70,18 @@ class ClusterSessions final : public broker::SessionStore {
  public:
   // Binds to the bucket, or makes it; an error names the step (a bucket made
   // with another --session-ttl is refused: every node must use the same).
+  // `origin` names this node in its holds (the link's origin).
   static tl::expected<std::unique_ptr<ClusterSessions>, std::string> open(natsConnection* conn,
                                                                           const ClusterConfig& config,
                                                                           std::chrono::milliseconds session_ttl,
-                                                                          LogFn log);
+                                                                          std::uint64_t origin, LogFn log);
   ClusterSessions(const ClusterSessions&) = delete;
   ClusterSessions& operator=(const ClusterSessions&) = delete;
   ~ClusterSessions() override;
 
   [[nodiscard]] std::optional<std::string> claim(std::string_view client_id, std::string_view owner) override;
+  [[nodiscard]] std::optional<std::uint64_t> hold(std::string_view client_id) override;
+  void watch_taken(TakenFn taken) override;
   [[nodiscard]] std::optional<std::uint64_t> floor(std::string_view client_id, std::string_view channel) const override;
   void put_floor(std::string_view client_id, std::string_view channel, std::uint64_t floor) noexcept override;
   void refresh(std::string_view client_id) noexcept override;
@@ -82,7 +95,9 @@ class ClusterSessions final : public broker::SessionStore {
     std::string owner;
     std::unordered_map<std::string, std::uint64_t> floors;  // by channel
   };
-  ClusterSessions(const ClusterConfig& config, LogFn log);
+  ClusterSessions(const ClusterConfig& config, std::uint64_t origin, LogFn log);
+  // The watcher thread: every h. key's change, from the bucket.
+  void watch_holds() noexcept;
   // The floors saved for `client_id`, read through a watcher; nullopt on error.
   std::optional<std::unordered_map<std::string, std::uint64_t>> read_floors(std::string_view client_id);
   // Hands a put of `key` (an "o." or "f." key) to libnats. REQUIRES: mu_.
@@ -90,6 +105,7 @@ class ClusterSessions final : public broker::SessionStore {
   static void on_ack(jsCtx* js, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure);
 
   const ClusterConfig config_;
+  const std::string token_;  // this node's origin as 16 hex digits: an h. key's value
   const LogFn log_;
   std::string bucket_;
   jsCtx* js_ = nullptr;
@@ -99,6 +115,11 @@ class ClusterSessions final : public broker::SessionStore {
   mutable std::mutex mu_;
   std::unordered_map<std::string, Session> sessions_;  // by client id; guarded by mu_
   std::string subject_;                                // scratch, guarded by mu_
+
+  std::mutex taken_mu_;
+  TakenFn taken_;  // guarded by taken_mu_, held while it runs
+  kvWatcher* holds_ = nullptr;
+  std::thread holds_thread_;  // runs watch_holds() until the destructor stops holds_
 
   std::atomic<std::uint64_t> puts_{0}, put_failed_{0};  // relaxed: statistics
 };

@@ -290,7 +290,7 @@ tl::expected<void, std::string> NatsCluster::load_history(const broker::HistoryL
 
 tl::expected<broker::SessionStore*, std::string> NatsCluster::open_sessions(std::chrono::milliseconds session_ttl) {
   Impl& m = *impl_;
-  auto c = ClusterSessions::open(m.conn(), m.config, session_ttl, m.log);
+  auto c = ClusterSessions::open(m.conn(), m.config, session_ttl, m.origin, m.log);
   if (!c) return tl::unexpected(std::move(c.error()));
   m.sessions = std::move(*c);
   return m.sessions.get();

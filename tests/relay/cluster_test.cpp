@@ -1110,6 +1110,44 @@ TEST_F(ClusterSessionTest, ADurableSubscriberResumesOnAnotherNodeAfterItsNodeIsG
   EXPECT_NE(again.value("message", "").find("belongs to another identity"), std::string::npos) << again.dump();
 }
 
+// One connection holds a durable session across the cluster: the same
+// client_id and identity attached on node B takes the session from the
+// connection on node A, which is told and closed rather than left receiving
+// the session's deliveries beside the new one; only B's connection gets what
+// is published next, and attaching on A again takes it back. (On one node a
+// second connection is refused instead: WsQos1Test.AClientIdIsHeldByOneConnectionAtATime.)
+TEST_F(ClusterSessionTest, ADurableSessionAttachedOnAnotherNodeIsTakenFromTheConnectionThatHeldIt) {
+  const nlohmann::json durable = {{"topic", "room1"}, {"qos", 1}, {"client_id", "dur-2"}};
+  const auto taken_from = [](WsClient& c) {
+    const auto told = c.read_json();
+    ASSERT_TRUE(told) << "the connection that held the session was not told";
+    EXPECT_EQ((*told)["type"], "error") << told->dump();
+    EXPECT_NE(told->value("message", "").find("was taken by a connection on another node"), std::string::npos)
+        << told->dump();
+    EXPECT_EQ(c.read_close(), std::optional<std::uint16_t>(1008));
+  };
+  auto on_a = connect_as(a_.broker->ws_port(), "owner");
+  ASSERT_EQ(ws_subscribe(*on_a, durable)["type"], "subscribed");
+  auto on_b = connect_as(b_.broker->ws_port(), "owner");
+  ASSERT_EQ(ws_subscribe(*on_b, durable)["type"], "subscribed");
+  taken_from(*on_a);
+
+  auto pub = connect_as(a_.broker->ws_port(), "publisher");
+  ASSERT_TRUE(publish_acked(*pub, "room1", "after"));
+  const auto got = ws_messages(*on_b, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].second, "after");
+
+  auto back_on_a = connect_as(a_.broker->ws_port(), "owner");
+  ASSERT_EQ(ws_subscribe(*back_on_a, durable)["type"], "subscribed");
+  taken_from(*on_b);
+  ASSERT_TRUE(publish_acked(*pub, "room1", "back"));
+  std::vector<std::string> payloads;
+  for (const auto& [offset, payload] : ws_messages(*back_on_a, 2)) payloads.push_back(payload);
+  // "after" again first, marked dup: B's connection never acked it.
+  EXPECT_EQ(payloads, (std::vector<std::string>{"after", "back"}));
+}
+
 // --session-ttl 1 s: the bucket keeps a key 1.5 s after its last write.
 class ClusterSessionTtlTest : public ClusterSessionTest {
  protected:

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +32,24 @@ class SessionStore {
   // refused: an owner that cannot be checked is not assumed). May block on a
   // round trip to the cluster; not for a hot path.
   [[nodiscard]] virtual std::optional<std::string> claim(std::string_view client_id, std::string_view owner) = 0;
+
+  // Called once a connection of this node has attached `client_id` (after a
+  // claim() that named its identity): records that this node holds it now,
+  // and returns the record's revision. In a store shared by nodes the node
+  // that held it before hears of it (watch_taken) and lets it go: of two
+  // attaches on two nodes, the one recorded later holds the session. 0 where
+  // the store is not shared (a broker alone: one node has nobody to tell);
+  // nullopt: the store could not be written (the attach is refused, as for
+  // claim()). May block on a round trip to the cluster.
+  [[nodiscard]] virtual std::optional<std::uint64_t> hold(std::string_view client_id) = 0;
+  // `client_id` was recorded as held by another node at `revision`: a holder
+  // here whose own hold() returned less has lost the session.
+  using TakenFn = std::function<void(std::string_view client_id, std::uint64_t revision)>;
+  // Sets (or, with an empty function, clears) what hears of such records:
+  // once this returns, the previous function is not running and is not
+  // called again. It is called from the store's own thread and must not
+  // block or call the store. A store that is not shared never calls it.
+  virtual void watch_taken(TakenFn taken) = 0;
 
   // The floor saved for `client_id` on `channel`; nullopt when none was (a
   // first subscription). In a cluster, as read by the last claim() plus this

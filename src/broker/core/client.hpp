@@ -84,9 +84,11 @@ class Client : public Subscriber {
   // should next run, on the core's clock (steady_clock's epoch); nullopt: no
   // timer. The server asks after every write turn and after input, and arms
   // one timer per connection for the earliest answer; on_timer() may run early
-  // or late, never concurrently with anything else of the client.
+  // or late, never concurrently with anything else of the client. kClose:
+  // nothing more is read, and the connection closes once what is queued is
+  // written (as after input); kHeld is not for a timer.
   [[nodiscard]] virtual std::optional<std::chrono::nanoseconds> next_timer() const { return std::nullopt; }
-  virtual void on_timer() {}
+  virtual InputResult on_timer() { return InputResult::kOk; }
 
   // Removes the client from the index and the registry and closes its queue
   // (invariant 1). Idempotent; must run before destruction, on the owning thread.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "broker/core/remote_wake.hpp"
 #include "ringcast/broker/session_store.hpp"
 
 namespace ringcast::broker {
@@ -11,11 +12,13 @@ DurableSessions::DurableSessions(SessionStore* store, std::chrono::milliseconds 
   if (store_ != nullptr) {
     const auto now = std::chrono::steady_clock::now();
     for (std::string& id : store_->detached_clients()) ghosts_.emplace(std::move(id), now);
+    store_->watch_taken([this](std::string_view client_id, std::uint64_t revision) { on_taken(client_id, revision); });
   }
   if (ttl_.count() > 0) expiry_ = std::thread([this] { expiry_loop(); });
 }
 
 DurableSessions::~DurableSessions() {
+  if (store_ != nullptr) store_->watch_taken({});  // no on_taken() after this
   if (!expiry_.joinable()) return;
   {
     std::lock_guard lock(mu_);
@@ -26,19 +29,67 @@ DurableSessions::~DurableSessions() {
 }
 
 tl::expected<std::shared_ptr<DurableSessions::Session>, DurableSessions::Refusal> DurableSessions::attach(
-    std::string_view client_id, std::string_view owner, const std::function<std::unique_ptr<AckTracker>()>& make) {
+    std::string_view client_id, std::string_view owner, const std::function<std::unique_ptr<AckTracker>()>& make,
+    std::shared_ptr<RemoteWake> holder) {
   // Invariant 4: the store names the owner, on every attach: in a cluster the
   // session may have been made, or taken, on another node since this one
   // last saw it. Outside mu_ (a round trip).
   std::optional<std::string> claimed = std::string(owner);
   if (store_ != nullptr) claimed = store_->claim(client_id, owner);
-  std::lock_guard lock(mu_);
-  if (!claimed) return tl::unexpected(Refusal::kNoStore);
-  if (*claimed != owner) {
-    ++refused_;
-    return tl::unexpected(Refusal::kNotOwner);
+  std::shared_ptr<Session> s;
+  {
+    std::lock_guard lock(mu_);
+    if (!claimed) return tl::unexpected(Refusal::kNoStore);
+    if (*claimed != owner) {
+      ++refused_;
+      return tl::unexpected(Refusal::kNotOwner);
+    }
+    auto attached = attach_locked(std::string(client_id), owner, make);
+    if (!attached) return attached;
+    s = std::move(*attached);
+    s->hold_revision.reset();
+    s->taken_at = 0;
+    s->holder = std::move(holder);
+    s->taken.store(false, std::memory_order_relaxed);  // relaxed: its holder reads it on its own thread, later
   }
-  return attach_locked(std::string(client_id), owner, make);
+  // Invariant 1: the hold is recorded outside mu_ (a round trip).
+  const std::optional<std::uint64_t> revision = store_ != nullptr ? store_->hold(client_id) : 0;
+  std::shared_ptr<RemoteWake> wake;
+  {
+    std::lock_guard lock(mu_);
+    if (!revision) {
+      s->attached = false;
+      s->detached_at = std::chrono::steady_clock::now();
+      s->holder.reset();
+      return tl::unexpected(Refusal::kNoStore);
+    }
+    s->hold_revision = *revision;
+    wake = judge_locked(*s);
+  }
+  if (wake) wake->wake();
+  return s;
+}
+
+void DurableSessions::on_taken(std::string_view client_id, std::uint64_t revision) {
+  std::shared_ptr<RemoteWake> wake;
+  {
+    std::lock_guard lock(mu_);
+    const auto it = sessions_.find(std::string(client_id));
+    if (it == sessions_.end() || !it->second->attached) return;  // not held here: nothing to let go
+    Session& s = *it->second;
+    s.taken_at = std::max(s.taken_at, revision);
+    wake = judge_locked(s);
+  }
+  if (wake) wake->wake();  // outside mu_: RemoteWake takes its own lock
+}
+
+std::shared_ptr<RemoteWake> DurableSessions::judge_locked(Session& s) {
+  if (!s.hold_revision || s.taken_at <= *s.hold_revision)
+    return nullptr;  // its record is the later one (or unknown yet)
+  // release: pairs with the holder's acquire load after its wake-up.
+  if (s.taken.exchange(true, std::memory_order_release)) return nullptr;
+  ++taken_;
+  return s.holder;
 }
 
 tl::expected<std::shared_ptr<DurableSessions::Session>, DurableSessions::Refusal> DurableSessions::attach_locked(
@@ -63,6 +114,7 @@ void DurableSessions::detach(Session& s) {
     std::lock_guard lock(mu_);
     s.attached = false;
     s.detached_at = std::chrono::steady_clock::now();
+    s.holder.reset();
     // The expiry thread wakes at least every ttl / 2 (its refresh), sooner
     // than this deadline: it needs no waking.
   }
@@ -132,6 +184,7 @@ SessionCounts DurableSessions::counts() const {
   c.detached += ghosts_.size();
   c.expired = expired_;
   c.refused = refused_;
+  c.taken = taken_;
   return c;
 }
 

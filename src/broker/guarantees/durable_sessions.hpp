@@ -34,8 +34,14 @@
 // as its owner connection uses any tracker (ack_tracker.hpp).
 // Invariants:
 //  1. At most one connection of this node holds a session (attached); a second
-//     connection asking for it here is refused until the first lets go. (Two
-//     nodes of a cluster do not exclude each other: docs/cluster.md.)
+//     connection asking for it here is refused until the first lets go. Across
+//     the nodes of a cluster the later attach wins (docs/cluster.md): each
+//     attach records its hold in the store (SessionStore::hold, outside mu_),
+//     and a record by another node with a higher revision than this attach's
+//     (on_taken, from the store's thread) marks the session `taken` and wakes
+//     its holder, which closes its connection. A record heard before this
+//     attach's own revision is known is kept in taken_at and judged once it
+//     is (attach), so no order of the two loses it.
 //  2. With ttl > 0, a session detached for ttl is dropped (sessions_ or ghosts_,
 //     and SessionStore::expire) within one expiry pass of its deadline; an
 //     attached one never is. With ttl == 0 sessions live until the broker stops
@@ -47,6 +53,7 @@
 //     before owners were kept, takes the identity of its first attach).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -67,6 +74,7 @@
 
 namespace ringcast::broker {
 
+class RemoteWake;
 class SessionStore;
 
 class DurableSessions {
@@ -79,6 +87,15 @@ class DurableSessions {
     const std::unique_ptr<AckTracker> tracker;
     bool attached = false;                              // guarded by DurableSessions::mu_ (invariant 1)
     std::chrono::steady_clock::time_point detached_at;  // guarded by DurableSessions::mu_
+    // Invariant 1, guarded by DurableSessions::mu_: this attach's hold
+    // revision (nullopt until hold() answered), the highest revision another
+    // node recorded since the attach, and the holder's wake-up.
+    std::optional<std::uint64_t> hold_revision;
+    std::uint64_t taken_at = 0;
+    std::shared_ptr<RemoteWake> holder;
+    // Set once (release, under mu_) when another node took the session from
+    // this attach; the holder reads it (acquire) after its wake-up.
+    std::atomic<bool> taken{false};
     // Owner connection only: the last time its floors were saved.
     std::chrono::steady_clock::time_point saved{};
   };
@@ -98,9 +115,12 @@ class DurableSessions {
   };
   // Takes `client_id`'s session for a connection of identity `owner`,
   // creating it with `make` on first use here. First asks the store who owns
-  // it (SessionStore::claim, outside mu_: a round trip in a cluster).
+  // it (SessionStore::claim, outside mu_: a round trip in a cluster), then
+  // records the hold (SessionStore::hold, another). `holder` is woken if
+  // another node's connection takes the session later (Session::taken).
   tl::expected<std::shared_ptr<Session>, Refusal> attach(std::string_view client_id, std::string_view owner,
-                                                         const std::function<std::unique_ptr<AckTracker>()>& make);
+                                                         const std::function<std::unique_ptr<AckTracker>()>& make,
+                                                         std::shared_ptr<RemoteWake> holder);
   // The connection lets go of `s` (after it left the index and saved its
   // floors); its ttl starts, and the store is refreshed (SessionStore::refresh).
   void detach(Session& s);
@@ -118,6 +138,11 @@ class DurableSessions {
 
  private:
   void expiry_loop();
+  // SessionStore::watch_taken's function (invariant 1).
+  void on_taken(std::string_view client_id, std::uint64_t revision);
+  // REQUIRES: mu_, s attached. Marks it taken if another node's record is
+  // later than this attach's; returns the holder to wake outside mu_.
+  std::shared_ptr<RemoteWake> judge_locked(Session& s);
   // REQUIRES: mu_. Takes the session out of the in-use state or makes it.
   tl::expected<std::shared_ptr<Session>, Refusal> attach_locked(
       const std::string& id, std::string_view owner, const std::function<std::unique_ptr<AckTracker>()>& make);
@@ -133,6 +158,7 @@ class DurableSessions {
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> ghosts_;  // client id -> since
   std::uint64_t expired_ = 0;
   std::uint64_t refused_ = 0;   // attaches refused for kNotOwner
+  std::uint64_t taken_ = 0;     // sessions taken by another node (invariant 1)
   std::condition_variable cv_;  // wakes the expiry thread at stop
   bool stopping_ = false;
   std::thread expiry_;  // last: started once everything above is constructed

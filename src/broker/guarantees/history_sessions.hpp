@@ -20,6 +20,9 @@ class HistorySessions final : public SessionStore {
   [[nodiscard]] std::optional<std::string> claim(std::string_view client_id, std::string_view owner) override;
   [[nodiscard]] std::optional<std::uint64_t> floor(std::string_view client_id, std::string_view channel) const override;
   void put_floor(std::string_view client_id, std::string_view channel, std::uint64_t floor) noexcept override;
+  // One node: nobody to tell.
+  [[nodiscard]] std::optional<std::uint64_t> hold(std::string_view /*client_id*/) override { return 0; }
+  void watch_taken(TakenFn /*taken*/) override {}
   void refresh(std::string_view /*client_id*/) noexcept override {}
   [[nodiscard]] std::vector<std::string> detached_clients() const override { return store_.session_clients(); }
   void expire(std::string_view client_id) noexcept override;

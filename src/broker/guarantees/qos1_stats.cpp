@@ -61,10 +61,10 @@ std::string Qos1Stats::info_fields(const SessionCounts& sessions) const {
       "qos1_trackers:{}\r\nqos1_in_flight:{}\r\nqos1_waiting:{}\r\nqos1_delivered:{}\r\nqos1_redelivered:{}\r\n"
       "qos1_acked:{}\r\nqos1_expired:{}\r\nqos1_window_dropped:{}\r\nqos1_abandoned:{}\r\nqos1_unknown_acks:{}\r\n"
       "qos1_pubacks:{}\r\nqos1_not_stored:{}\r\nqos1_durable_attached:{}\r\nqos1_durable_detached:{}\r\n"
-      "qos1_durable_expired:{}\r\nqos1_durable_refused:{}\r\n",
+      "qos1_durable_expired:{}\r\nqos1_durable_refused:{}\r\nqos1_durable_taken:{}\r\n",
       t.trackers, t.acks.in_flight, t.acks.waiting, t.acks.delivered, t.acks.redelivered, t.acks.acked, t.acks.expired,
       t.acks.dropped, t.abandoned, t.unknown_acks, t.pubacks, t.not_stored, sessions.attached, sessions.detached,
-      sessions.expired, sessions.refused);
+      sessions.expired, sessions.refused, sessions.taken);
 }
 
 void Qos1Stats::write_metrics(PrometheusWriter& w, const SessionCounts& sessions) const {
@@ -106,6 +106,9 @@ void Qos1Stats::write_metrics(PrometheusWriter& w, const SessionCounts& sessions
   w.metric("ringcast_broker_qos1_durable_refused_total",
            "Durable session attaches refused: the client_id belongs to another identity.", MetricType::kCounter,
            d(sessions.refused));
+  w.metric("ringcast_broker_qos1_durable_taken_total",
+           "Durable sessions held here that a connection on another node of the cluster took (theirs closed here).",
+           MetricType::kCounter, d(sessions.taken));
 }
 
 }  // namespace ringcast::broker

@@ -35,6 +35,7 @@ struct SessionCounts {
   std::uint64_t detached = 0;  // kept for a reconnect (until --session-ttl)
   std::uint64_t expired = 0;   // dropped by --session-ttl since start
   std::uint64_t refused = 0;   // attaches by an identity other than the owner's, since start
+  std::uint64_t taken = 0;     // sessions held here that a connection on another node took, since start
 };
 
 struct Qos1Totals {

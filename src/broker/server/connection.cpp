@@ -160,6 +160,7 @@ void Connection::wait_readable() {
 }
 
 void Connection::read_once() {
+  if (ending_ != Ending::kNo) return;  // closing: linger() discards what comes
   if (tls_) {
     read_tls();
     return;
@@ -392,7 +393,13 @@ void Connection::arm_client_timer() {
   client_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
     if (e || self->closed_) return;
     self->client_timer_armed_ = false;
-    self->client().on_timer();
+    if (self->client().on_timer() == InputResult::kClose) {
+      // As after input (after_input): a read this connection waits for finds
+      // ending_ set and reads nothing more.
+      self->ending_ = Ending::kAfterFlush;
+      self->flush();
+      return;
+    }
     // What held the input may be over now (a WebSocket session's answers
     // waiting for the cluster's stores, ws_session.hpp, invariant 9).
     if (self->held_) self->retry_hold();

@@ -241,7 +241,7 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     } else {
       // Invariant 7: the session's owner is the token's subject, else
       // "default" (the password's user, and everyone's without authentication).
-      auto attached = core().durable().attach(c.client_id, grant() ? grant()->subject : "default", make);
+      auto attached = core().durable().attach(c.client_id, grant() ? grant()->subject : "default", make, remote_wake());
       if (!attached) {
         const char* why = "' is in use by another connection";
         if (attached.error() == DurableSessions::Refusal::kNotOwner)
@@ -516,6 +516,8 @@ void WsSession::cmd_ack(const JsonCommand& c) {
 }
 
 std::optional<std::chrono::nanoseconds> WsSession::next_timer() const {
+  // acquire: pairs with DurableSessions' release store (invariant 7).
+  if (session_ != nullptr && !closing_ && session_->taken.load(std::memory_order_acquire)) return core().clock().now();
   std::optional<std::chrono::nanoseconds> due = tracker_ == nullptr ? std::nullopt : tracker_->next_deadline();
   // Invariant 9: an answer is due now once the oldest waiting one's store is complete.
   if (!answers_.empty() &&
@@ -525,9 +527,26 @@ std::optional<std::chrono::nanoseconds> WsSession::next_timer() const {
   return due;
 }
 
-void WsSession::on_timer() {
+Client::InputResult WsSession::on_timer() {
+  if (closing_) return InputResult::kClose;
+  if (session_ != nullptr && session_->taken.load(std::memory_order_acquire)) {  // invariant 7
+    send_error("client_id '" + std::string(prefix(session_->client_id, 128)) +
+               "' was taken by a connection on another node of the cluster; this connection closes");
+    send_close(static_cast<std::uint16_t>(CloseCode::kPolicyViolation), "session taken by another connection");
+    // Let go now, not at the destructor (after the close's linger): the
+    // client may come back to this node at once. As the destructor does, with
+    // the queue kept for the frames above: floors, out of the index (no
+    // publisher reaches the tracker after it), then the session.
+    save_floors();
+    core().update(*this).unsubscribe_all();
+    core().durable().detach(*session_);
+    session_.reset();
+    tracker_ = nullptr;
+    return InputResult::kClose;
+  }
   send_answers();
   if (tracker_ != nullptr && tracker_->on_timer(queue())) on_queue_ready();
+  return InputResult::kOk;
 }
 
 void WsSession::send_text(std::string_view json_text) {

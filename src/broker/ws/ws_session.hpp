@@ -41,10 +41,12 @@
 //  7. Durable (subscribe with client_id; guarantees/durable_sessions.hpp):
 //     the session is held by this connection from its first such subscribe
 //     until the destructor, which detaches from the index before letting it
-//     go. The missed messages are read from history as in invariant 5: the
-//     bulk before the index lock (from the session's floor then), the rest
-//     under it, from the floor it has then (which can only have grown: what
-//     was read up to it is dropped). A subscribe's subscription and
+//     go; or until a connection on another node of a cluster takes the
+//     session (durable_sessions.hpp, invariant 1) and wakes this one, whose
+//     timer (next_timer: now) queues an error and a close frame, then lets
+//     go of the session as the destructor would, and ends the connection. The missed messages are read from history as
+//     in invariant 5: the bulk before the index lock (from the session's floor then), the rest under it, from the floor
+//     it has then (which can only have grown: what was read up to it is dropped). A subscribe's subscription and
 //     confirmation, the redelivery of the session's unacked deliveries and
 //     the offer of its missed messages all happen under the index update lock,
 //     in that order: no live message can come before or between them, so there
@@ -106,7 +108,7 @@ class WsSession final : public Client {
   InputResult retry_held() override;
 
   std::optional<std::chrono::nanoseconds> next_timer() const override;
-  void on_timer() override;
+  InputResult on_timer() override;
 
   // True once the 101 response is queued.
   [[nodiscard]] bool upgraded() const noexcept { return http_ == nullptr; }
