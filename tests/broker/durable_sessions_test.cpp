@@ -75,10 +75,11 @@ class DurableSessionsTakenTest : public ::testing::Test {
   std::shared_ptr<DurableSessions::Session> attach(std::optional<std::uint64_t> revision,
                                                    std::function<void()> during = {}) {
     store_.answer(revision, std::move(during));
-    auto s = sessions_->attach("c1", "owner", no_tracker, nullptr);
+    auto s = sessions_->attach("c1", "owner", no_tracker, [this] { wakes_.fetch_add(1); });
     return s ? *s : nullptr;
   }
 
+  std::atomic<int> wakes_{0};  // the holders' wake-ups
   SharedStoreDouble store_;
   std::unique_ptr<DurableSessions> sessions_ = std::make_unique<DurableSessions>(&store_, std::chrono::milliseconds(0));
 };
@@ -90,11 +91,14 @@ TEST_F(DurableSessionsTakenTest, ALaterRecordElsewhereTakesTheSessionAndAnEarlie
   EXPECT_FALSE(s->taken.load());
   store_.record_elsewhere("c2", 9);  // another session
   EXPECT_FALSE(s->taken.load());
+  EXPECT_EQ(wakes_.load(), 0);
   store_.record_elsewhere("c1", 7);
   EXPECT_TRUE(s->taken.load());
+  EXPECT_EQ(wakes_.load(), 1);
   EXPECT_EQ(sessions_->counts().taken, 1u);
   store_.record_elsewhere("c1", 8);  // taken once
   EXPECT_EQ(sessions_->counts().taken, 1u);
+  EXPECT_EQ(wakes_.load(), 1);
 }
 
 // The other node's record can reach this node before its own hold() has
@@ -103,6 +107,7 @@ TEST_F(DurableSessionsTakenTest, ARecordHeardWhileTheHoldIsInFlightIsJudgedWhenI
   auto later = attach(5, [&] { store_.record_elsewhere("c1", 6); });
   ASSERT_NE(later, nullptr);
   EXPECT_TRUE(later->taken.load()) << "revision 6 came after this attach's 5";
+  EXPECT_EQ(wakes_.load(), 1);
   sessions_->detach(*later);
 
   auto earlier = attach(12, [&] { store_.record_elsewhere("c1", 11); });
@@ -128,7 +133,7 @@ TEST_F(DurableSessionsTakenTest, ARecordWhileDetachedDoesNotTakeTheNextAttach) {
 // answer does, and leaves the session free for the next one.
 TEST_F(DurableSessionsTakenTest, AHoldTheStoreCannotWriteRefusesTheAttach) {
   store_.answer(std::nullopt);
-  const auto refused = sessions_->attach("c1", "owner", no_tracker, nullptr);
+  const auto refused = sessions_->attach("c1", "owner", no_tracker, [] {});
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error(), DurableSessions::Refusal::kNoStore);
   EXPECT_EQ(sessions_->counts().attached, 0u);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "broker/core/remote_wake.hpp"
 #include "ringcast/broker/session_store.hpp"
 
 namespace ringcast::broker {
@@ -30,7 +29,7 @@ DurableSessions::~DurableSessions() {
 
 tl::expected<std::shared_ptr<DurableSessions::Session>, DurableSessions::Refusal> DurableSessions::attach(
     std::string_view client_id, std::string_view owner, const std::function<std::unique_ptr<AckTracker>()>& make,
-    std::shared_ptr<RemoteWake> holder) {
+    std::function<void()> wake_holder) {
   // Invariant 4: the store names the owner, on every attach: in a cluster the
   // session may have been made, or taken, on another node since this one
   // last saw it. Outside mu_ (a round trip).
@@ -49,29 +48,29 @@ tl::expected<std::shared_ptr<DurableSessions::Session>, DurableSessions::Refusal
     s = std::move(*attached);
     s->hold_revision.reset();
     s->taken_at = 0;
-    s->holder = std::move(holder);
+    s->wake_holder = std::move(wake_holder);
     s->taken.store(false, std::memory_order_relaxed);  // relaxed: its holder reads it on its own thread, later
   }
   // Invariant 1: the hold is recorded outside mu_ (a round trip).
   const std::optional<std::uint64_t> revision = store_ != nullptr ? store_->hold(client_id) : 0;
-  std::shared_ptr<RemoteWake> wake;
+  std::function<void()> wake;
   {
     std::lock_guard lock(mu_);
     if (!revision) {
       s->attached = false;
       s->detached_at = std::chrono::steady_clock::now();
-      s->holder.reset();
+      s->wake_holder = nullptr;
       return tl::unexpected(Refusal::kNoStore);
     }
     s->hold_revision = *revision;
     wake = judge_locked(*s);
   }
-  if (wake) wake->wake();
+  if (wake) wake();
   return s;
 }
 
 void DurableSessions::on_taken(std::string_view client_id, std::uint64_t revision) {
-  std::shared_ptr<RemoteWake> wake;
+  std::function<void()> wake;
   {
     std::lock_guard lock(mu_);
     const auto it = sessions_.find(std::string(client_id));
@@ -80,16 +79,16 @@ void DurableSessions::on_taken(std::string_view client_id, std::uint64_t revisio
     s.taken_at = std::max(s.taken_at, revision);
     wake = judge_locked(s);
   }
-  if (wake) wake->wake();  // outside mu_: RemoteWake takes its own lock
+  if (wake) wake();  // outside mu_: the holder's wake-up takes its own lock
 }
 
-std::shared_ptr<RemoteWake> DurableSessions::judge_locked(Session& s) {
+std::function<void()> DurableSessions::judge_locked(Session& s) {
   if (!s.hold_revision || s.taken_at <= *s.hold_revision)
     return nullptr;  // its record is the later one (or unknown yet)
   // release: pairs with the holder's acquire load after its wake-up.
   if (s.taken.exchange(true, std::memory_order_release)) return nullptr;
   ++taken_;
-  return s.holder;
+  return s.wake_holder;
 }
 
 tl::expected<std::shared_ptr<DurableSessions::Session>, DurableSessions::Refusal> DurableSessions::attach_locked(
@@ -114,7 +113,7 @@ void DurableSessions::detach(Session& s) {
     std::lock_guard lock(mu_);
     s.attached = false;
     s.detached_at = std::chrono::steady_clock::now();
-    s.holder.reset();
+    s.wake_holder = nullptr;
     // The expiry thread wakes at least every ttl / 2 (its refresh), sooner
     // than this deadline: it needs no waking.
   }

@@ -74,7 +74,6 @@
 
 namespace ringcast::broker {
 
-class RemoteWake;
 class SessionStore;
 
 class DurableSessions {
@@ -92,7 +91,7 @@ class DurableSessions {
     // node recorded since the attach, and the holder's wake-up.
     std::optional<std::uint64_t> hold_revision;
     std::uint64_t taken_at = 0;
-    std::shared_ptr<RemoteWake> holder;
+    std::function<void()> wake_holder;
     // Set once (release, under mu_) when another node took the session from
     // this attach; the holder reads it (acquire) after its wake-up.
     std::atomic<bool> taken{false};
@@ -116,11 +115,12 @@ class DurableSessions {
   // Takes `client_id`'s session for a connection of identity `owner`,
   // creating it with `make` on first use here. First asks the store who owns
   // it (SessionStore::claim, outside mu_: a round trip in a cluster), then
-  // records the hold (SessionStore::hold, another). `holder` is woken if
-  // another node's connection takes the session later (Session::taken).
+  // records the hold (SessionStore::hold, another). `wake_holder` is called
+  // (from the store's thread, or this one; it must not block) if another
+  // node's connection takes the session later (Session::taken).
   tl::expected<std::shared_ptr<Session>, Refusal> attach(std::string_view client_id, std::string_view owner,
                                                          const std::function<std::unique_ptr<AckTracker>()>& make,
-                                                         std::shared_ptr<RemoteWake> holder);
+                                                         std::function<void()> wake_holder);
   // The connection lets go of `s` (after it left the index and saved its
   // floors); its ttl starts, and the store is refreshed (SessionStore::refresh).
   void detach(Session& s);
@@ -141,8 +141,8 @@ class DurableSessions {
   // SessionStore::watch_taken's function (invariant 1).
   void on_taken(std::string_view client_id, std::uint64_t revision);
   // REQUIRES: mu_, s attached. Marks it taken if another node's record is
-  // later than this attach's; returns the holder to wake outside mu_.
-  std::shared_ptr<RemoteWake> judge_locked(Session& s);
+  // later than this attach's; returns the holder's wake-up, to call outside mu_.
+  std::function<void()> judge_locked(Session& s);
   // REQUIRES: mu_. Takes the session out of the in-use state or makes it.
   tl::expected<std::shared_ptr<Session>, Refusal> attach_locked(
       const std::string& id, std::string_view owner, const std::function<std::unique_ptr<AckTracker>()>& make);

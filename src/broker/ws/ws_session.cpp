@@ -241,7 +241,8 @@ void WsSession::cmd_subscribe(const JsonCommand& c) {
     } else {
       // Invariant 7: the session's owner is the token's subject, else
       // "default" (the password's user, and everyone's without authentication).
-      auto attached = core().durable().attach(c.client_id, grant() ? grant()->subject : "default", make, remote_wake());
+      auto attached = core().durable().attach(c.client_id, grant() ? grant()->subject : "default", make,
+                                              [wake = remote_wake()] { wake->wake(); });
       if (!attached) {
         const char* why = "' is in use by another connection";
         if (attached.error() == DurableSessions::Refusal::kNotOwner)
