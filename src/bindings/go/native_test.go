@@ -343,15 +343,7 @@ func recvAll(t *testing.T, r *Ring, id ConsumerID, first uint64, batch, room int
 func TestRecvBatchOfInlineMessagesStaysInGo(t *testing.T) {
 	inC := countBatchesInC(t)
 	t.Run("InlineOnly", func(t *testing.T) {
-		r, err := CreateAnonymous(16, &CreateOptions{MaxMessage: MaxInlinePayload})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		id, err := r.Register(Latest)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, id := anonymousWithConsumer(t, 16, &CreateOptions{MaxMessage: MaxInlinePayload})
 		*inC = 0
 		next := uint64(0)
 		for lap := 0; lap < 20; lap++ { // lengths 0 to 52, past many wraps
@@ -387,15 +379,7 @@ func TestRecvBatchOfInlineMessagesStaysInGo(t *testing.T) {
 		}
 	})
 	t.Run("RecordInTheSecondRound", func(t *testing.T) {
-		r, err := CreateAnonymous(16, &CreateOptions{MaxMessage: 200})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		id, err := r.Register(Latest)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, id := anonymousWithConsumer(t, 16, &CreateOptions{MaxMessage: 200})
 		// pattern.Message(i) is inline for i = 0..7 (2 to 51 bytes) and a
 		// record for 8 and 9 (58 and 65 bytes).
 		for i := uint64(0); i < 10; i++ {

@@ -27,6 +27,22 @@ func pair(t *testing.T) (producer, consumer *Ring) {
 	return producer, consumer
 }
 
+// anonymousWithConsumer is an anonymous ring (closed when the test ends)
+// with one consumer registered at Latest.
+func anonymousWithConsumer(t *testing.T, capacity uint64, options *CreateOptions) (*Ring, ConsumerID) {
+	t.Helper()
+	r, err := CreateAnonymous(capacity, options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	id, err := r.Register(Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, id
+}
+
 func want(t *testing.T, what string, got, expected Status) {
 	t.Helper()
 	if got != expected {
@@ -180,15 +196,7 @@ func TestProducerRoleAndConsumerSlots(t *testing.T) {
 }
 
 func TestLossyRingReportsLap(t *testing.T) {
-	r, err := CreateAnonymous(4, &CreateOptions{Lossy: true, MaxMessage: MaxInlinePayload})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	id, err := r.Register(Latest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, id := anonymousWithConsumer(t, 4, &CreateOptions{Lossy: true, MaxMessage: MaxInlinePayload})
 	for i := 0; i < 10; i++ {
 		want(t, "TryPush", r.TryPush([]byte{byte(i)}), OK)
 	}
