@@ -209,10 +209,10 @@ broker::StoreOutcome ClusterHistory::store(std::span<const broker::Message> msgs
       try {
         nm = make_msg(msgs[out.taken], id);
         if (nm != nullptr && wait) {
+          mine.push_back(seq_);  // first: an entry is never left out of `mine`
           std::lock_guard wl(waits_mu_);
           waits_.emplace(seq_, Waiter{&w, out.taken, {}});
           ++w.remaining;
-          mine.push_back(seq_);
         }
       } catch (...) {
         natsMsg_Destroy(nm);
@@ -223,8 +223,7 @@ broker::StoreOutcome ClusterHistory::store(std::span<const broker::Message> msgs
       natsMsg_Destroy(nm);  // libnats took it (nm is null) only when kTaken
       if (wait && !mine.empty() && mine.back() == seq_) {
         std::lock_guard wl(waits_mu_);
-        waits_.erase(seq_);  // invariant 1: never handed over
-        --w.remaining;
+        if (waits_.erase(seq_) > 0) --w.remaining;  // invariant 1: never handed over
         mine.pop_back();
       }
       break;
