@@ -393,7 +393,7 @@ void Connection::arm_client_timer() {
   client_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
     if (e || self->closed_) return;
     self->client_timer_armed_ = false;
-    if (self->client().on_timer() == InputResult::kClose) {
+    if (self->client().on_timer() == InputResult::kClose && self->ending_ == Ending::kNo) {
       // As after input (after_input): a read this connection waits for finds
       // ending_ set and reads nothing more.
       self->ending_ = Ending::kAfterFlush;

@@ -529,8 +529,7 @@ std::optional<std::chrono::nanoseconds> WsSession::next_timer() const {
 }
 
 Client::InputResult WsSession::on_timer() {
-  if (closing_) return InputResult::kClose;
-  if (session_ != nullptr && session_->taken.load(std::memory_order_acquire)) {  // invariant 7
+  if (!closing_ && session_ != nullptr && session_->taken.load(std::memory_order_acquire)) {  // invariant 7
     send_error("client_id '" + std::string(prefix(session_->client_id, 128)) +
                "' was taken by a connection on another node of the cluster; this connection closes");
     send_close(static_cast<std::uint16_t>(CloseCode::kPolicyViolation), "session taken by another connection");
