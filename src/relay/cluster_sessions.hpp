@@ -38,7 +38,10 @@
 // sessions_ and the scratch buffers, and is held while a put is handed to
 // libnats (a buffer append; it waits up to kStallWait when 65,536 puts await
 // their acks), so the last value handed over for a key is the copy's. on_ack
-// runs on libnats' thread and only counts.
+// runs on libnats' thread and only counts. watch_holds() runs on
+// holds_thread_ and calls taken_ under taken_mu_ (never under mu_), so
+// watch_taken() returning means the function it replaced has returned;
+// hold() is a synchronous KV put and takes no lock of ours.
 #pragma once
 
 #include <atomic>
