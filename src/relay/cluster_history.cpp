@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -84,8 +85,6 @@ tl::expected<std::unique_ptr<ClusterHistory>, std::string> ClusterHistory::open(
   jo.PublishAsync.AckHandler = &ClusterHistory::on_ack;
   jo.PublishAsync.AckHandlerClosure = h.get();
   jo.PublishAsync.StallWait = 1;  // were it reached after all, a store would be busy, not wait
-  jsPubOptions_Init(&h->pub_options_);
-  h->pub_options_.MaxWait = config.store_timeout.count();  // invariant 1
   if (natsStatus s = natsConnection_JetStream(&h->js_, conn, &jo); s != NATS_OK) {
     return tl::unexpected(jetstream_error("cluster history: JetStream context", s, static_cast<jsErrCode>(0)));
   }
@@ -162,6 +161,11 @@ tl::expected<std::unique_ptr<ClusterHistory>, std::string> ClusterHistory::open(
               si->Config->MaxAge == 0 ? std::string("none") : fmt::format("{} s", si->Config->MaxAge / 1'000'000'000),
               si->State.Msgs, h->epoch_));
   jsStreamInfo_Destroy(si);
+  try {
+    h->receipts_ = std::thread([p = h.get()] { p->run_receipts(); });
+  } catch (const std::system_error& e) {
+    return tl::unexpected(fmt::format("cluster history: no thread for the stores' receipts: {}", e.what()));
+  }
   return h;
 }
 
@@ -269,11 +273,8 @@ broker::StoreStatus ClusterHistory::store_async(const broker::Message& msg, brok
         natsMsg_Destroy(nm);
         nm = nullptr;
       }
-      if (nm != nullptr) {
-        if (!receipts_.joinable()) receipts_ = std::thread([this] { run_receipts(); });
-        waits_.emplace(seq, Waiter{nullptr, 0, std::move(done)});
-      }
-    } catch (...) {  // out of memory, or no thread
+      if (nm != nullptr) waits_.emplace(seq, Waiter{nullptr, 0, std::move(done)});
+    } catch (...) {  // out of memory
       natsMsg_Destroy(nm);
       nm = nullptr;
     }
@@ -284,6 +285,10 @@ broker::StoreStatus ClusterHistory::store_async(const broker::Message& msg, brok
       if (status != broker::StoreStatus::kTaken) {
         waits_.erase(seq);  // invariant 1: never handed over
       } else {
+        try {
+          async_deadlines_.emplace_back(seq, std::chrono::steady_clock::now() + config_.store_timeout);
+        } catch (...) {  // out of memory: its ack completes it, or giving up, or stop()
+        }
         flush_wanted_ = true;
         receipts_cv_.notify_one();
       }
@@ -294,6 +299,12 @@ broker::StoreStatus ClusterHistory::store_async(const broker::Message& msg, brok
 }
 
 void ClusterHistory::run_receipts() noexcept {
+  // Invariant 1: every store_timeout the thread looks whether any ack came
+  // since; with stores in flight and no ack at three looks in a row (two
+  // store timeouts at least), it gives them up.
+  std::uint64_t settled_seen = 0;
+  int quiet_looks = 0;
+  Deadline next_look = std::chrono::steady_clock::now() + config_.store_timeout;
   std::unique_lock lock(waits_mu_);
   while (!receipts_stop_) {
     if (std::exchange(flush_wanted_, false)) {
@@ -302,8 +313,52 @@ void ClusterHistory::run_receipts() noexcept {
       lock.lock();
       continue;
     }
-    receipts_cv_.wait(lock);
+    const auto now = std::chrono::steady_clock::now();
+    if (!async_deadlines_.empty() && async_deadlines_.front().second <= now) {
+      const std::uint64_t seq = async_deadlines_.front().first;
+      async_deadlines_.pop_front();
+      auto it = waits_.find(seq);
+      if (it == waits_.end()) continue;  // settled
+      broker::StoreDone done = std::move(it->second.done);
+      waits_.erase(it);
+      store_timeouts_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+      lock.unlock();
+      done(false, 0);  // invariant 1
+      lock.lock();
+      continue;
+    }
+    if (now >= next_look) {
+      next_look = now + config_.store_timeout;
+      // relaxed: a counter; an ack the look misses is seen at the next one.
+      const std::uint64_t settled = acks_.load(std::memory_order_relaxed);
+      const bool in_flight = in_flight_.load(std::memory_order_relaxed) > 0;
+      quiet_looks = in_flight && settled == settled_seen ? quiet_looks + 1 : 0;
+      settled_seen = settled;
+      if (quiet_looks >= 3) {
+        quiet_looks = 0;
+        lock.unlock();
+        give_up_pending();
+        lock.lock();
+        continue;
+      }
+    }
+    const Deadline wake = async_deadlines_.empty() ? next_look : std::min(next_look, async_deadlines_.front().second);
+    receipts_cv_.wait_until(lock, wake);
   }
+}
+
+void ClusterHistory::give_up_pending() noexcept {
+  natsMsgList pending{};
+  if (js_PublishAsyncGetPendingList(&pending, js_) != NATS_OK) return;  // none (NATS_NOT_FOUND), or no memory
+  log_(LogLevel::kWarning,
+       fmt::format("cluster history: no store acknowledged for two --cluster-store-timeout periods; giving up "
+                   "the {} in flight (counted as not confirmed in time; each may be in the history or not)",
+                   pending.Count));
+  for (int i = 0; i < pending.Count; ++i) {
+    settle(pending.Msgs[i], nullptr, true);
+    pending.Msgs[i] = nullptr;  // settle() destroyed it
+  }
+  natsMsgList_Destroy(&pending);
 }
 
 broker::StoreStatus ClusterHistory::hand_over(natsMsg*& nm) noexcept {
@@ -316,7 +371,7 @@ broker::StoreStatus ClusterHistory::hand_over(natsMsg*& nm) noexcept {
     return broker::StoreStatus::kBusy;
   }
   in_flight_.fetch_add(1, std::memory_order_relaxed);  // before: its on_ack() may run before the call returns
-  const natsStatus s = js_PublishMsgAsync(js_, &nm, &pub_options_);
+  const natsStatus s = js_PublishMsgAsync(js_, &nm, nullptr);
   if (s == NATS_OK) return broker::StoreStatus::kTaken;
   in_flight_.fetch_sub(1, std::memory_order_relaxed);
   if (s != NATS_TIMEOUT) return broker::StoreStatus::kFailed;
@@ -325,40 +380,42 @@ broker::StoreStatus ClusterHistory::hand_over(natsMsg*& nm) noexcept {
 }
 
 void ClusterHistory::on_ack(jsCtx* /*js*/, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure) {
-  auto& h = *static_cast<ClusterHistory*>(closure);
-  h.in_flight_.fetch_sub(1, std::memory_order_relaxed);  // invariant 3
-  const bool stored = pa != nullptr && pae == nullptr;
-  const bool timed_out = pae != nullptr && pae->Err == NATS_TIMEOUT;  // libnats' MaxWait (invariant 1)
-  bool told = false;  // a detached entry: its waiter counted and told its outcome
+  static_cast<ClusterHistory*>(closure)->settle(msg, pae == nullptr ? pa : nullptr, false);
+}
+
+void ClusterHistory::settle(natsMsg* msg, const jsPubAck* stored, bool given_up) noexcept {
+  in_flight_.fetch_sub(1, std::memory_order_relaxed);  // invariant 3
+  bool told = false;                                   // a detached entry: its waiter counted and told its outcome
   broker::StoreDone done;
-  if (const std::uint64_t seq = seq_of(msg, h.origin_); seq != 0) {
-    std::lock_guard lock(h.waits_mu_);
-    if (auto it = h.waits_.find(seq); it != h.waits_.end()) {
+  if (const std::uint64_t seq = seq_of(msg, origin_); seq != 0) {
+    std::lock_guard lock(waits_mu_);
+    if (auto it = waits_.find(seq); it != waits_.end()) {
       Waiter& waiter = it->second;
       if (Wait* w = waiter.wait; w != nullptr) {
-        if (!stored) {
+        if (stored == nullptr) {
           w->failed = true;
         } else {
-          if (waiter.index < w->offsets.size()) w->offsets[waiter.index] = pa->Sequence;
+          if (waiter.index < w->offsets.size()) w->offsets[waiter.index] = stored->Sequence;
           --w->remaining;
         }
-        h.waits_cv_.notify_all();
+        waits_cv_.notify_all();
       } else {
         told = !waiter.done;
         done = std::move(waiter.done);
       }
-      h.waits_.erase(it);
+      waits_.erase(it);
     }
   }
   // relaxed: statistics.
-  if (stored) {
-    h.stored_.fetch_add(1, std::memory_order_relaxed);
-  } else if (!timed_out) {
-    h.store_failed_.fetch_add(1, std::memory_order_relaxed);
+  if (!given_up) acks_.fetch_add(1, std::memory_order_relaxed);
+  if (stored != nullptr) {
+    stored_.fetch_add(1, std::memory_order_relaxed);
+  } else if (!given_up) {
+    store_failed_.fetch_add(1, std::memory_order_relaxed);
   } else if (!told) {
-    h.store_timeouts_.fetch_add(1, std::memory_order_relaxed);
+    store_timeouts_.fetch_add(1, std::memory_order_relaxed);
   }
-  if (done) done(stored, stored ? pa->Sequence : 0);  // invariant 1: outside waits_mu_
+  if (done) done(stored != nullptr, stored != nullptr ? stored->Sequence : 0);  // invariant 1: outside waits_mu_
   natsMsg_Destroy(msg);
 }
 
@@ -522,6 +579,7 @@ void ClusterHistory::stop() noexcept {
       }
       it = waits_.erase(it);
     }
+    async_deadlines_.clear();
   }
   if (receipts_.joinable()) receipts_.join();
   for (const broker::StoreDone& done : left) done(false, 0);  // invariant 1

@@ -21,9 +21,12 @@
 //    orders the frames handed to libnats (one node's messages on one subject
 //    keep their order); waits_mu_ guards waits_, the QoS 1 stores waiting for
 //    their acks, and the receipt thread's state.
-//  * The receipt thread (started by the first store_async(), joined by
-//    stop()) flushes what store_async() handed over, as a waiting store()
-//    flushes on its own thread.
+//  * The receipt thread (started by open(), joined by stop()) flushes what
+//    store_async() handed over, as a waiting store() flushes on its own
+//    thread; completes a store_async() whose ack has not come within
+//    store_timeout as failed (counted as a timeout); and gives up the stores
+//    in flight when no ack at all has come for two store timeouts
+//    (invariant 1).
 //  * on_ack() runs on libnats' delivery thread (the connection uses the one
 //    global delivery worker, nats_cluster.hpp): it only counts and, for a
 //    message someone waits for, records its outcome under waits_mu_.
@@ -32,23 +35,29 @@
 //    this thread: a store() that waits (QoS 1) must not be called from it.
 //  * stop() once, before the connection closes; no on_copy() runs after it.
 // Invariants
-//  1. Every message handed to libnats gets exactly one on_ack(): its ack,
-//     JetStream's refusal, or libnats' own timeout once store_timeout has
-//     passed (each is published with jsPubOptions.MaxWait). on_ack() erases
-//     the message's waits_ entry, if any. A waiting store() registers each
+//  1. Every message handed to libnats is settled once: by on_ack() (its ack
+//     or JetStream's refusal), or, when no ack of any store has come for two
+//     store timeouts while some are in flight (their acks lost with a
+//     server, or a stream without a leader), by the receipt thread, which
+//     takes every pending one back from libnats (give_up_pending(): libnats
+//     then drops a late ack). No per-message timer: a deadline per store in
+//     libnats (jsPubOptions.MaxWait) cost the broker 20-35 % more CPU per
+//     stored message, and timing stores out one by one would free their
+//     slots while JetStream is merely slow (invariant 3). Settling a message
+//     erases its waits_ entry, if any. A waiting store() registers each
 //     message before handing it over, erases the entry of one it could not
 //     hand over, and before it returns detaches (wait = nullptr) its entries
-//     still there, so on_ack() never touches a Wait that has gone, and a
-//     detached entry tells on_ack() that its outcome was already told. A
-//     store_async() entry owns its `done`: whoever erases the entry (on_ack(),
-//     stop() for what is left) calls it, once, after releasing waits_mu_.
+//     still there, so nothing touches a Wait that has gone. A store_async()
+//     entry owns its `done`: whoever erases the entry (on_ack(), the receipt
+//     thread at its deadline or when it gives up, stop() for what is left)
+//     calls it, once, after releasing waits_mu_.
 //  2. The copy sees each stream sequence at most once and in order (the
 //     ordered consumer starts anew after the last sequence it delivered when
 //     it misses one), so a node's copy of a channel has no hole the stream
 //     does not have.
-//  3. in_flight_ is the number of messages handed over whose on_ack() has not
-//     run: counted up before js_PublishMsgAsync (down again if libnats did
-//     not take the message), down in on_ack(). hand_over() hands nothing over
+//  3. in_flight_ is the number of messages handed over and not yet settled:
+//     counted up before js_PublishMsgAsync (down again if libnats did not
+//     take the message), down in on_ack() and by give_up_pending(). hand_over() hands nothing over
 //     once it reaches max_pending_stores: the publisher is held, never its
 //     thread (StoreStatus::kBusy). libnats counts a message until on_ack()
 //     has returned, and acks come on one thread, so its count is at most
@@ -60,6 +69,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -127,6 +137,7 @@ class ClusterHistory {
     std::size_t remaining = 0;
     bool failed = false;
   };
+  using Deadline = std::chrono::steady_clock::time_point;
   // One message waited for: by a store() (`wait`, its index there) or by a
   // store_async() (`done`).
   struct Waiter {
@@ -144,7 +155,13 @@ class ClusterHistory {
   broker::StoreStatus hand_over(natsMsg*& nm) noexcept;
   // The receipt thread (thread safety above).
   void run_receipts() noexcept;
+  // Takes every store still pending back from libnats and settles it as not
+  // confirmed in time (invariant 1). The receipt thread's; not under waits_mu_.
+  void give_up_pending() noexcept;
   static void on_ack(jsCtx* js, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure);
+  // Settles a store (invariant 1): `stored` (its ack) or refused by
+  // JetStream, or `given_up`; destroys `msg`.
+  void settle(natsMsg* msg, const jsPubAck* stored, bool given_up) noexcept;
   static void on_copy(natsConnection* nc, natsSubscription* sub, natsMsg* msg, void* closure);
   static void on_copy_complete(void* closure);
   void copy(natsMsg* msg) noexcept;
@@ -154,7 +171,6 @@ class ClusterHistory {
   const std::uint64_t origin_;
   const LogFn log_;
   jsCtx* js_ = nullptr;
-  jsPubOptions pub_options_{};  // every store's: MaxWait store_timeout (invariant 1)
   std::string stream_;
   std::string epoch_;
   std::uint64_t loaded_to_ = 0;  // the stream's last sequence at open(): load() reads up to it, the copy after it
@@ -167,8 +183,10 @@ class ClusterHistory {
   std::mutex waits_mu_;
   std::condition_variable waits_cv_;
   std::unordered_map<std::uint64_t, Waiter> waits_;  // by seq; invariant 1
-  // The receipt thread's, guarded by waits_mu_: whether a flush is wanted,
-  // and whether to stop.
+  // The receipt thread's, guarded by waits_mu_: store_async()'s seqs with
+  // their deadlines, oldest first (one store_timeout each, so in order),
+  // whether a flush is wanted, and whether to stop.
+  std::deque<std::pair<std::uint64_t, Deadline>> async_deadlines_;
   bool flush_wanted_ = false;
   bool receipts_stop_ = false;
   std::condition_variable receipts_cv_;
@@ -183,6 +201,7 @@ class ClusterHistory {
   std::condition_variable copy_done_cv_;
   bool copy_done_ = true;  // guarded by copy_mu_: no subscription, or it completed
 
+  std::atomic<std::uint64_t> acks_{0};  // on_ack() calls: what the receipt thread watches (invariant 1)
   std::atomic<std::uint64_t> stored_{0}, store_failed_{0}, store_timeouts_{0}, stalls_{0}, loaded_{0}, copied_{0},
       copy_refused_{0}, skipped_{0};
 };

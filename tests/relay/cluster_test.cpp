@@ -963,6 +963,34 @@ TEST_F(ClusterHistoryShortStoreTest, AQos1PublishWhoseStoreIsNotConfirmedInTimeI
   EXPECT_EQ(publish("after")["type"], "puback");
 }
 
+// Stores whose acks never come (the nats-server stopped) are given up once
+// no ack at all has come for two store timeouts: their room is free again
+// and they are counted as not confirmed in time, while the server is still
+// stopped; once it runs again, stores are acknowledged as before.
+TEST_F(ClusterHistoryShortStoreTest, StoresWhoseAcksNeverComeAreGivenUpAndTheirRoomFreed) {
+  RespClient publisher(a_.broker->port());
+  const auto first = publisher.call({"PUBLISH", "room6", "m0"});
+  ASSERT_TRUE(first && first->type == ':');
+  ASSERT_TRUE(testing::eventually([&] { return a_.link->stats().history_pending == 0; }));
+  const pid_t nats = server_->child().pid();
+  ASSERT_EQ(::kill(nats, SIGSTOP), 0);
+  ASSERT_TRUE(testing::eventually([&] { return testing::all_threads_stopped(nats); }));
+  for (int i = 1; i <= 3; ++i) {  // answered once handed over (QoS 0)
+    const auto r = publisher.call({"PUBLISH", "room6", "m" + std::to_string(i)});
+    ASSERT_TRUE(r && r->type == ':');
+  }
+  EXPECT_EQ(a_.link->stats().history_pending, 3u);
+  const bool freed = testing::eventually([&] { return a_.link->stats().history_pending == 0; });
+  const ClusterStats stopped = a_.link->stats();
+  ::kill(nats, SIGCONT);
+  EXPECT_TRUE(freed) << "pending " << stopped.history_pending;
+  EXPECT_EQ(stopped.history_store_timeouts, 3u);
+  EXPECT_EQ(stopped.history_stored, 1u);
+  const auto after = publisher.call({"PUBLISH", "room6", "after"});
+  ASSERT_TRUE(after && after->type == ':');
+  EXPECT_TRUE(testing::eventually([&] { return a_.link->stats().history_stored >= 2; }));
+}
+
 // A pipelining publisher's QoS 1 publishes are answered in the order it sent
 // them, stored ones (room*) and the others alike, though stores complete on
 // another thread; more in flight than a session lets wait (256) pause its
