@@ -30,14 +30,9 @@ cleanup() {
 trap cleanup EXIT
 
 # One JetStream server on 24333; three routed ones on 24441-24443.
-"$nats" -js -sd "$tmp/r1" -a 127.0.0.1 -p 24333 >"$tmp/r1.log" 2>&1 &
-pids+=($!)
-for i in 1 2 3; do
-  "$nats" -js -sd "$tmp/r3-$i" -n "r3-$i" -a 127.0.0.1 -p "2444$i" --cluster "nats://127.0.0.1:2644$i" \
-    --cluster_name bench --routes nats://127.0.0.1:26441,nats://127.0.0.1:26442,nats://127.0.0.1:26443 \
-    >"$tmp/r3-$i.log" 2>&1 &
-  pids+=($!)
-done
+# shellcheck source=bench/broker/jetstream_servers.sh
+source "$(dirname "$0")/jetstream_servers.sh"
+start_jetstream_servers "$tmp"
 
 declare -A cluster_args=(
   [memory]=""

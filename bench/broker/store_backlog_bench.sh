@@ -40,17 +40,9 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-dbg=()
-[[ -n ${NATS_DEBUG:-} ]] && dbg=(-D)  # diagnosis only: the servers log why a client connection closed
-
-"$nats" "${dbg[@]}" -js -sd "$tmp/r1" -a 127.0.0.1 -p 24333 >"$tmp/r1.log" 2>&1 &
-pids+=($!)
-for i in 1 2 3; do
-  "$nats" "${dbg[@]}" -js -sd "$tmp/r3-$i" -n "r3-$i" -a 127.0.0.1 -p "2444$i" --cluster "nats://127.0.0.1:2644$i" \
-    --cluster_name bench --routes nats://127.0.0.1:26441,nats://127.0.0.1:26442,nats://127.0.0.1:26443 \
-    >"$tmp/r3-$i.log" 2>&1 &
-  pids+=($!)
-done
+# shellcheck source=bench/broker/jetstream_servers.sh
+source "$here/jetstream_servers.sh"
+start_jetstream_servers "$tmp"
 
 declare -A cluster_args=(
   [r1]="--cluster=nats://127.0.0.1:24333 --cluster-history-replicas=1"
